@@ -1,0 +1,35 @@
+# Finds the Debian packages troupe builds on (DESIGN.md §1). tools/dev installs them.
+find_package(Threads REQUIRED)
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
+find_package(CapnProto REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(doctest QUIET)
+
+# OpenBLAS (pthread build) is the GEMM: measured fastest, and as fast inside actors as in a loop.
+find_library(TROUPE_OPENBLAS_LIB NAMES openblas
+             PATHS /usr/lib/x86_64-linux-gnu/openblas-pthread /usr/lib/aarch64-linux-gnu/openblas-pthread)
+find_path(TROUPE_CBLAS_INCLUDE NAMES cblas.h
+          PATH_SUFFIXES openblas-pthread x86_64-linux-gnu/openblas-pthread openblas)
+if(NOT TROUPE_OPENBLAS_LIB OR NOT TROUPE_CBLAS_INCLUDE)
+  message(FATAL_ERROR "OpenBLAS not found: install libopenblas-dev (tools/dev does)")
+endif()
+add_library(troupe_blas INTERFACE)
+target_link_libraries(troupe_blas INTERFACE ${TROUPE_OPENBLAS_LIB})
+target_include_directories(troupe_blas SYSTEM INTERFACE ${TROUPE_CBLAS_INCLUDE})
+
+# CAF 0.17 ships no CMake config (reference/measured-anchors.md, pitfall 1).
+find_path(TROUPE_CAF_INCLUDE caf/all.hpp)
+find_library(TROUPE_CAF_CORE caf_core)
+find_library(TROUPE_CAF_IO caf_io)
+if(TROUPE_CAF_INCLUDE AND TROUPE_CAF_CORE AND TROUPE_CAF_IO)
+  add_library(troupe_caf INTERFACE)
+  target_include_directories(troupe_caf SYSTEM INTERFACE ${TROUPE_CAF_INCLUDE})
+  target_link_libraries(troupe_caf INTERFACE ${TROUPE_CAF_IO} ${TROUPE_CAF_CORE} Threads::Threads)
+endif()
+
+if(TROUPE_CUDA STREQUAL "AUTO")
+  find_program(TROUPE_NVCC nvcc PATHS /usr/local/cuda/bin)
+  set(TROUPE_HAVE_CUDA_COMPILER ${TROUPE_NVCC})
+elseif(TROUPE_CUDA)
+  set(TROUPE_HAVE_CUDA_COMPILER ON)
+endif()

@@ -1,0 +1,668 @@
+// CPU kernels for the array ops: constants, reshapes (which share buffers), transpose, concat,
+// split, slices, gather, tile, pad, one_hot, fill, range, broadcast and its reverse.
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/eigen_util.h"
+#include "ops/strided_slice.h"
+#include "runtime/kernel_registry.h"
+
+namespace troupe::kernels::cpu {
+
+using runtime::DeviceType;
+using runtime::DType;
+using runtime::KernelContext;
+using runtime::Shape;
+using runtime::Status;
+using runtime::Tensor;
+
+namespace {
+
+// Kernels that only move bytes are written once per element size; strings go element-wise.
+template <class T>
+void copy_elems(const T* from, T* to, int64_t n) {
+  if constexpr (std::is_trivially_copyable_v<T>) {
+    if (n > 0) std::memcpy(to, from, n * sizeof(T));
+  } else {
+    std::copy(from, from + n, to);
+  }
+}
+
+template <class T>
+struct ConstKernel {
+  static Status compute(KernelContext& ctx) {
+    ctx.set_output(0, ctx.attr<Tensor>("value"));
+    return runtime::ok_status();
+  }
+};
+
+template <class T>
+struct PlaceholderKernel {
+  static Status compute(KernelContext& ctx) {
+    return runtime::invalid_argument("placeholder '", ctx.node().name,
+                                     "' must be fed a value (", runtime::dtype_name(ctx.node().output_dtypes[0]),
+                                     ctx.node().output_shapes[0], ")");
+  }
+};
+
+template <class T>
+struct ForwardKernel {  // Identity, StopGradient
+  static Status compute(KernelContext& ctx) {
+    ctx.set_output(0, ctx.input(0));
+    return runtime::ok_status();
+  }
+};
+
+// The output's runtime shape for Reshape / ExpandDims / Squeeze: the static shape with unknown
+// dims resolved from the input's element count.
+Status resolve_shape(const KernelContext& ctx, const Tensor& x, Shape* out) {
+  const auto& node = ctx.node();
+  std::vector<int64_t> dims;
+  if (node.op == "ReshapeLike") {
+    *out = ctx.input(1).shape();
+  } else if (node.op == "Reshape") {
+    dims = ctx.attr<std::vector<int64_t>>("shape");
+    int64_t known = 1;
+    int unknown = -1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] < 0) {
+        unknown = static_cast<int>(i);
+      } else {
+        known *= dims[i];
+      }
+    }
+    if (unknown >= 0) {
+      if (known == 0 || x.num_elements() % known != 0) {
+        return runtime::invalid_argument("cannot reshape ", x.shape(), " to ",
+                                         runtime::attr_debug_string(dims));
+      }
+      dims[unknown] = x.num_elements() / known;
+    }
+    *out = Shape(dims);
+  } else if (node.op == "ExpandDims") {
+    int64_t axis = ctx.attr<int64_t>("axis");
+    dims = x.shape().dims();
+    if (axis < 0) axis += x.rank() + 1;
+    if (axis < 0 || axis > x.rank()) return runtime::invalid_argument("axis out of range");
+    dims.insert(dims.begin() + axis, 1);
+    *out = Shape(dims);
+  } else {  // Squeeze
+    const auto& axes = ctx.attr<std::vector<int64_t>>("axes");
+    for (int i = 0; i < x.rank(); ++i) {
+      bool named = false;
+      for (int64_t a : axes) named |= (a < 0 ? a + x.rank() : a) == i;
+      if (axes.empty() ? x.dim(i) == 1 : named) {
+        if (x.dim(i) != 1) return runtime::invalid_argument("cannot squeeze dim ", i, " of ", x.shape());
+        continue;
+      }
+      dims.push_back(x.dim(i));
+    }
+    *out = Shape(dims);
+  }
+  if (out->num_elements() != x.num_elements()) {
+    return runtime::invalid_argument("cannot reshape ", x.shape(), " (", x.num_elements(),
+                                     " elements) to ", *out);
+  }
+  return runtime::ok_status();
+}
+
+template <class T>
+struct ReshapeKernel {  // Reshape, ReshapeLike, ExpandDims, Squeeze: no copy
+  static Status compute(KernelContext& ctx) {
+    Shape s;
+    TROUPE_RETURN_IF_ERROR(resolve_shape(ctx, ctx.input(0), &s));
+    ctx.set_output(0, ctx.input(0).reshaped(s));
+    return runtime::ok_status();
+  }
+};
+
+template <class T>
+struct TransposeKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const auto& perm = ctx.attr<std::vector<int64_t>>("perm");
+    std::vector<int64_t> dims;
+    for (int64_t p : perm) dims.push_back(x.dim(static_cast<int>(p)));
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape(dims), &y));
+    const T* in = x.data<T>();
+    T* out = y->data<T>();
+    const int r = x.rank();
+    if (r == 2 && perm[0] == 1) {
+      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+        MatMap<T>(out, dims[0], dims[1]) = ConstMatMap<T>(in, x.dim(0), x.dim(1)).transpose();
+        return runtime::ok_status();
+      }
+    }
+    std::vector<int64_t> in_strides = strides_of(x.shape());
+    std::vector<int64_t> step(r);  // input stride of each output dim
+    for (int i = 0; i < r; ++i) step[i] = in_strides[perm[i]];
+    std::vector<int64_t> index(r, 0);
+    int64_t offset = 0;
+    for (int64_t o = 0; o < y->num_elements(); ++o) {
+      out[o] = in[offset];
+      for (int d = r - 1; d >= 0; --d) {
+        offset += step[d];
+        if (++index[d] < dims[d]) break;
+        offset -= step[d] * dims[d];
+        index[d] = 0;
+      }
+    }
+    return runtime::ok_status();
+  }
+};
+
+// Views x as [outer, axis * inner] blocks for concat / split along `axis`.
+int64_t outer_size(const Shape& s, int axis) {
+  int64_t n = 1;
+  for (int i = 0; i < axis; ++i) n *= s.dim(i);
+  return n;
+}
+int64_t inner_size(const Shape& s, int axis) {
+  int64_t n = 1;
+  for (int i = axis + 1; i < s.rank(); ++i) n *= s.dim(i);
+  return n;
+}
+
+template <class T>
+struct ConcatKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& first = ctx.input(0);
+    int axis;
+    if (!first.shape().canonical_axis(ctx.attr<int64_t>("axis"), &axis)) {
+      return runtime::invalid_argument("axis out of range for ", first.shape());
+    }
+    std::vector<int64_t> dims = first.shape().dims();
+    dims[axis] = 0;
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      const Tensor& t = ctx.input(i);
+      if (t.rank() != first.rank()) return runtime::invalid_argument("input ", i, " has shape ", t.shape());
+      for (int d = 0; d < t.rank(); ++d) {
+        if (d != axis && t.dim(d) != first.dim(d)) {
+          return runtime::invalid_argument("input ", i, " has shape ", t.shape(), ", input 0 ",
+                                           first.shape());
+        }
+      }
+      dims[axis] += t.dim(axis);
+    }
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape(dims), &y));
+    const int64_t outer = outer_size(first.shape(), axis);
+    const int64_t inner = inner_size(first.shape(), axis);
+    const int64_t row = dims[axis] * inner;
+    T* out = y->data<T>();
+    int64_t col = 0;
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      const Tensor& t = ctx.input(i);
+      const int64_t w = t.dim(axis) * inner;
+      const T* in = t.data<T>();
+      for (int64_t o = 0; o < outer; ++o) copy_elems(in + o * w, out + o * row + col, w);
+      col += w;
+    }
+    return runtime::ok_status();
+  }
+};
+
+// Split and SplitLike: parts of input 0 along axis with the given sizes.
+template <class T>
+Status split_into(KernelContext& ctx, const std::vector<int64_t>& sizes, int axis) {
+  const Tensor& x = ctx.input(0);
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s;
+  if (total != x.dim(axis)) {
+    return runtime::invalid_argument("parts of ", total, " along axis ", axis, " for ", x.shape());
+  }
+  const int64_t outer = outer_size(x.shape(), axis);
+  const int64_t inner = inner_size(x.shape(), axis);
+  const int64_t row = x.dim(axis) * inner;
+  int64_t col = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<int64_t> dims = x.shape().dims();
+    dims[axis] = sizes[i];
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(static_cast<int>(i), Shape(dims), &y));
+    const int64_t w = sizes[i] * inner;
+    for (int64_t o = 0; o < outer; ++o) copy_elems(x.data<T>() + o * row + col, y->data<T>() + o * w, w);
+    col += w;
+  }
+  return runtime::ok_status();
+}
+
+template <class T>
+struct SplitKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    int axis;
+    if (!x.shape().canonical_axis(ctx.attr<int64_t>("axis"), &axis)) {
+      return runtime::invalid_argument("axis out of range for ", x.shape());
+    }
+    int64_t num = ctx.attr<int64_t>("num_split");
+    if (x.dim(axis) % num != 0) {
+      return runtime::invalid_argument("dim ", axis, " of ", x.shape(), " does not split into ", num);
+    }
+    return split_into<T>(ctx, std::vector<int64_t>(num, x.dim(axis) / num), axis);
+  }
+};
+
+template <class T>
+struct SplitLikeKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    int axis;
+    if (!x.shape().canonical_axis(ctx.attr<int64_t>("axis"), &axis)) {
+      return runtime::invalid_argument("axis out of range for ", x.shape());
+    }
+    std::vector<int64_t> sizes;
+    for (int i = 1; i < ctx.num_inputs(); ++i) {
+      if (ctx.input(i).rank() != x.rank()) return runtime::invalid_argument("reference ", i, " has the wrong rank");
+      sizes.push_back(ctx.input(i).dim(axis));
+    }
+    return split_into<T>(ctx, sizes, axis);
+  }
+};
+
+// Strided slice and its gradient walk the same plan: output element k reads input offset f(k).
+template <class T, bool kScatter>
+Status strided_slice(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  ops::StridedSlicePlan plan;
+  TROUPE_RETURN_IF_ERROR(
+      ops::plan_strided_slice(x.shape(), ops::strided_slice_spec_from_attrs(ctx.node().attrs), &plan));
+  std::vector<int64_t> in_strides = strides_of(x.shape());
+  const int r = x.rank();
+  std::vector<int64_t> sizes(r), steps(r);
+  int64_t base = 0, count = 1;
+  for (int d = 0; d < r; ++d) {
+    sizes[d] = plan.dims[d].size;
+    steps[d] = plan.dims[d].stride * in_strides[d];
+    base += plan.dims[d].begin * in_strides[d];
+    count *= sizes[d];
+  }
+  Tensor* y;
+  if constexpr (kScatter) {
+    const Tensor& dy = ctx.input(1);
+    if (dy.num_elements() != count) {
+      return runtime::invalid_argument("dy has shape ", dy.shape(), ", the slice ", plan.output_shape);
+    }
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
+    std::fill_n(y->data<T>(), y->num_elements(), T(0));
+  } else {
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, plan.output_shape, &y));
+  }
+  std::vector<int64_t> index(r, 0);
+  int64_t offset = base;
+  for (int64_t k = 0; k < count; ++k) {
+    if constexpr (kScatter) {
+      y->data<T>()[offset] = ctx.input(1).data<T>()[k];
+    } else {
+      y->data<T>()[k] = x.data<T>()[offset];
+    }
+    for (int d = r - 1; d >= 0; --d) {
+      offset += steps[d];
+      if (++index[d] < sizes[d]) break;
+      offset -= steps[d] * sizes[d];
+      index[d] = 0;
+    }
+  }
+  return runtime::ok_status();
+}
+
+template <class T>
+struct StridedSliceKernel {
+  static Status compute(KernelContext& ctx) { return strided_slice<T, false>(ctx); }
+};
+template <class T>
+struct StridedSliceGradKernel {
+  static Status compute(KernelContext& ctx) { return strided_slice<T, true>(ctx); }
+};
+
+template <class I>
+Status check_index(I i, int64_t n, int64_t position) {
+  if (i < 0 || i >= n) {
+    return runtime::invalid_argument("index ", int64_t(i), " at position ", position,
+                                     " is out of range [0, ", n, ")");
+  }
+  return runtime::ok_status();
+}
+
+// Gather: y[o, i, k] = params[o, indices[i], k] viewing params as [outer, n, inner].
+template <class T, bool kScatter>
+Status gather(KernelContext& ctx) {
+  const Tensor& params = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  int axis;
+  if (!params.shape().canonical_axis(ctx.attr<int64_t>("axis"), &axis)) {
+    return runtime::invalid_argument("axis out of range for ", params.shape());
+  }
+  const int64_t outer = outer_size(params.shape(), axis);
+  const int64_t inner = inner_size(params.shape(), axis);
+  const int64_t n = params.dim(axis);
+  const int64_t k = indices.num_elements();
+  auto index_at = [&](int64_t j) -> int64_t {
+    return indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[j] : indices.data<int64_t>()[j];
+  };
+  for (int64_t j = 0; j < k; ++j) TROUPE_RETURN_IF_ERROR(check_index(index_at(j), n, j));
+  Tensor* y;
+  if constexpr (kScatter) {
+    const Tensor& dy = ctx.input(2);
+    if (dy.num_elements() != outer * k * inner) {
+      return runtime::invalid_argument("dy has shape ", dy.shape(), " for ", k, " indices");
+    }
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, params.shape(), &y));
+    T* out = y->data<T>();
+    std::fill_n(out, y->num_elements(), T(0));
+    const T* g = dy.data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < k; ++j) {
+        T* dst = out + (o * n + index_at(j)) * inner;
+        const T* src = g + (o * k + j) * inner;
+        for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
+      }
+    }
+  } else {
+    std::vector<int64_t> dims(params.shape().dims().begin(), params.shape().dims().begin() + axis);
+    dims.insert(dims.end(), indices.shape().dims().begin(), indices.shape().dims().end());
+    dims.insert(dims.end(), params.shape().dims().begin() + axis + 1, params.shape().dims().end());
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape(dims), &y));
+    const T* in = params.data<T>();
+    T* out = y->data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < k; ++j) {
+        copy_elems(in + (o * n + index_at(j)) * inner, out + (o * k + j) * inner, inner);
+      }
+    }
+  }
+  return runtime::ok_status();
+}
+
+template <class T>
+struct GatherKernel {
+  static Status compute(KernelContext& ctx) { return gather<T, false>(ctx); }
+};
+template <class T>
+struct GatherGradKernel {
+  static Status compute(KernelContext& ctx) { return gather<T, true>(ctx); }
+};
+
+// Tile: out index (i_d) reads x at (i_d mod x.dim(d)); TileGrad sums back the other way.
+template <class T, bool kGrad>
+Status tile(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const auto& m = ctx.attr<std::vector<int64_t>>("multiples");
+  if (static_cast<int>(m.size()) != x.rank()) return runtime::invalid_argument("multiples do not match rank");
+  std::vector<int64_t> big(x.rank());
+  for (int d = 0; d < x.rank(); ++d) big[d] = x.dim(d) * m[d];
+  Shape big_shape(big);
+  Tensor* y;
+  if constexpr (kGrad) {
+    if (ctx.input(1).shape() != big_shape) {
+      return runtime::invalid_argument("dy has shape ", ctx.input(1).shape(), ", expected ", big_shape);
+    }
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
+    std::fill_n(y->data<T>(), y->num_elements(), T(0));
+  } else {
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, big_shape, &y));
+  }
+  const int r = x.rank();
+  std::vector<int64_t> xs = strides_of(x.shape());
+  std::vector<int64_t> index(r, 0);
+  const int64_t n = big_shape.num_elements();
+  for (int64_t o = 0; o < n; ++o) {
+    int64_t off = 0;
+    for (int d = 0; d < r; ++d) off += (index[d] % x.dim(d)) * xs[d];
+    if constexpr (kGrad) {
+      y->data<T>()[off] += ctx.input(1).data<T>()[o];
+    } else {
+      y->data<T>()[o] = x.data<T>()[off];
+    }
+    for (int d = r - 1; d >= 0; --d) {
+      if (++index[d] < big[d]) break;
+      index[d] = 0;
+    }
+  }
+  return runtime::ok_status();
+}
+
+template <class T>
+struct TileKernel {
+  static Status compute(KernelContext& ctx) { return tile<T, false>(ctx); }
+};
+template <class T>
+struct TileGradKernel {
+  static Status compute(KernelContext& ctx) { return tile<T, true>(ctx); }
+};
+
+template <class T>
+struct PadKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const auto& p = ctx.attr<std::vector<int64_t>>("paddings");
+    const int r = x.rank();
+    std::vector<int64_t> dims(r);
+    for (int d = 0; d < r; ++d) dims[d] = x.dim(d) + p[2 * d] + p[2 * d + 1];
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape(dims), &y));
+    std::fill_n(y->data<T>(), y->num_elements(), static_cast<T>(ctx.attr<double>("constant_value")));
+    if (x.num_elements() == 0) return runtime::ok_status();
+    std::vector<int64_t> ys = strides_of(y->shape());
+    std::vector<int64_t> index(r, 0);
+    const int64_t row = r ? x.dim(r - 1) : 1;
+    for (int64_t o = 0; o < x.num_elements(); o += row) {
+      int64_t off = 0;
+      for (int d = 0; d < r; ++d) off += (index[d] + p[2 * d]) * ys[d];
+      copy_elems(x.data<T>() + o, y->data<T>() + off, row);
+      for (int d = r - 2; d >= 0; --d) {
+        if (++index[d] < x.dim(d)) break;
+        index[d] = 0;
+      }
+    }
+    return runtime::ok_status();
+  }
+};
+
+template <class T>
+struct OneHotKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& idx = ctx.input(0);
+    const int64_t depth = ctx.attr<int64_t>("depth");
+    int64_t axis = ctx.attr<int64_t>("axis");
+    if (axis == -1) axis = idx.rank();
+    std::vector<int64_t> dims = idx.shape().dims();
+    dims.insert(dims.begin() + axis, depth);
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape(dims), &y));
+    const T on = static_cast<T>(ctx.attr<double>("on_value"));
+    const T off = static_cast<T>(ctx.attr<double>("off_value"));
+    std::fill_n(y->data<T>(), y->num_elements(), off);
+    // Indices viewed as [outer, inner] around the new axis.
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < idx.rank(); ++i) (i < axis ? outer : inner) *= idx.dim(i);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t j = o * inner + i;
+        int64_t k = idx.dtype() == DType::kInt32   ? idx.data<int32_t>()[j]
+                    : idx.dtype() == DType::kInt64 ? idx.data<int64_t>()[j]
+                                                   : idx.data<uint8_t>()[j];
+        if (k >= 0 && k < depth) y->data<T>()[(o * depth + k) * inner + i] = on;
+      }
+    }
+    return runtime::ok_status();
+  }
+};
+
+template <class T>
+void fill_value(Tensor& t, double v) {
+  std::fill_n(t.data<T>(), t.num_elements(), static_cast<T>(v));
+}
+
+template <class T>
+struct FillKernel {
+  static Status compute(KernelContext& ctx) {
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, ctx.attr<Shape>("shape"), &y));
+    fill_value<T>(*y, ctx.attr<double>("value"));
+    return runtime::ok_status();
+  }
+};
+
+template <int kValue>
+struct FillLikeKernel {
+  template <class T>
+  struct Kernel {
+    static Status compute(KernelContext& ctx) {
+      Tensor* y;
+      TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, ctx.input(0).shape(), &y));
+      fill_value<T>(*y, kValue);
+      return runtime::ok_status();
+    }
+  };
+};
+
+template <class T>
+struct RangeKernel {
+  static Status compute(KernelContext& ctx) {
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, ctx.node().output_shapes[0], &y));
+    double start = ctx.attr<double>("start"), delta = ctx.attr<double>("delta");
+    for (int64_t i = 0; i < y->num_elements(); ++i) y->data<T>()[i] = static_cast<T>(start + i * delta);
+    return runtime::ok_status();
+  }
+};
+
+// BroadcastTo / BroadcastToShapeOf: x repeated to the target shape.
+template <class T>
+struct BroadcastKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    Shape target = ctx.num_inputs() > 1 ? ctx.input(1).shape() : ctx.attr<Shape>("shape");
+    if (x.shape() == target) {
+      ctx.set_output(0, x);
+      return runtime::ok_status();
+    }
+    BroadcastPlan plan;
+    if (!plan_broadcast_to(x.shape(), target, &plan)) {
+      return runtime::invalid_argument("cannot broadcast ", x.shape(), " to ", target);
+    }
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, target, &y));
+    const T* in = x.data<T>();
+    T* out = y->data<T>();
+    plan.for_each_run([&](int64_t o, const int64_t* off, const int64_t* step, int64_t n) {
+      if (step[0]) {
+        copy_elems(in + off[0], out + o, n);
+      } else {
+        std::fill_n(out + o, n, in[off[0]]);
+      }
+    });
+    return runtime::ok_status();
+  }
+};
+
+// SumToShapeOf: the transpose of broadcasting; accumulates x's runs into ref's shape.
+template <class T>
+struct SumToShapeKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const Shape& target = ctx.input(1).shape();
+    if (x.shape() == target) {
+      ctx.set_output(0, x);
+      return runtime::ok_status();
+    }
+    BroadcastPlan plan;
+    if (!plan_broadcast_to(target, x.shape(), &plan)) {
+      return runtime::invalid_argument("cannot sum ", x.shape(), " down to ", target);
+    }
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, target, &y));
+    T* out = y->data<T>();
+    std::fill_n(out, y->num_elements(), T(0));
+    const T* in = x.data<T>();
+    plan.for_each_run([&](int64_t o, const int64_t* off, const int64_t* step, int64_t n) {
+      if (step[0]) {
+        VecMap<T>(out + off[0], n) += ConstVecMap<T>(in + o, n);
+      } else {
+        out[off[0]] += ConstVecMap<T>(in + o, n).sum();
+      }
+    });
+    return runtime::ok_status();
+  }
+};
+
+template <class T>
+struct AddNKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& first = ctx.input(0);
+    for (int i = 1; i < ctx.num_inputs(); ++i) {
+      if (ctx.input(i).shape() != first.shape()) {
+        return runtime::invalid_argument("input ", i, " has shape ", ctx.input(i).shape(),
+                                         ", input 0 has ", first.shape());
+      }
+    }
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, first.shape(), &y));
+    auto out = flat_out<T>(*y);
+    out = flat_in<T>(first);
+    for (int i = 1; i < ctx.num_inputs(); ++i) out += flat_in<T>(ctx.input(i));
+    return runtime::ok_status();
+  }
+};
+
+template <class T>
+struct SizeKernel {
+  static Status compute(KernelContext& ctx) {
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{}, &y));
+    y->data<int64_t>()[0] = ctx.input(0).num_elements();
+    return runtime::ok_status();
+  }
+};
+
+Status no_op(KernelContext&) { return runtime::ok_status(); }
+
+}  // namespace
+
+TROUPE_REGISTER_KERNELS(array_cpu) {
+  constexpr DeviceType kCpu = DeviceType::kCpu;
+  registry.add_typed<ConstKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
+      "Const", kCpu);
+  registry.add_typed<PlaceholderKernel, float, double, int32_t, int64_t, uint8_t, bool,
+                     std::string>("Placeholder", kCpu);
+  for (const char* op : {"Identity", "StopGradient"}) {
+    registry.add_typed<ForwardKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
+        op, kCpu);
+  }
+  for (const char* op : {"Reshape", "ReshapeLike", "ExpandDims", "Squeeze"}) {
+    registry.add_typed<ReshapeKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
+        op, kCpu);
+  }
+  registry.add_typed<TransposeKernel, float, double, int32_t, int64_t, uint8_t, bool>("Transpose",
+                                                                                     kCpu);
+  registry.add_typed<ConcatKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
+      "Concat", kCpu);
+  registry.add_typed<SplitKernel, float, double, int32_t, int64_t, uint8_t, bool>("Split", kCpu);
+  registry.add_typed<SplitLikeKernel, float, double, int32_t, int64_t>("SplitLike", kCpu);
+  registry.add_typed<StridedSliceKernel, float, double, int32_t, int64_t, uint8_t, bool>(
+      "StridedSlice", kCpu);
+  registry.add_typed<StridedSliceGradKernel, float, double>("StridedSliceGrad", kCpu);
+  registry.add_typed<GatherKernel, float, double, int32_t, int64_t, uint8_t, bool>("Gather", kCpu);
+  registry.add_typed<GatherGradKernel, float, double>("GatherGrad", kCpu);
+  registry.add_typed<TileKernel, float, double, int32_t, int64_t, uint8_t, bool>("Tile", kCpu);
+  registry.add_typed<TileGradKernel, float, double>("TileGrad", kCpu);
+  registry.add_typed<PadKernel, float, double, int32_t, int64_t>("Pad", kCpu);
+  registry.add_typed<OneHotKernel, float, double, int32_t, int64_t>("OneHot", kCpu);
+  registry.add_typed<FillKernel, float, double, int32_t, int64_t, uint8_t, bool>("Fill", kCpu);
+  registry.add_typed<FillLikeKernel<0>::Kernel, float, double, int32_t, int64_t>("ZerosLike", kCpu);
+  registry.add_typed<FillLikeKernel<1>::Kernel, float, double, int32_t, int64_t>("OnesLike", kCpu);
+  registry.add_typed<RangeKernel, float, double, int32_t, int64_t>("Range", kCpu);
+  for (const char* op : {"BroadcastTo", "BroadcastToShapeOf"}) {
+    registry.add_typed<BroadcastKernel, float, double, int32_t, int64_t, bool>(op, kCpu);
+  }
+  registry.add_typed<SumToShapeKernel, float, double, int32_t, int64_t>("SumToShapeOf", kCpu);
+  registry.add_typed<AddNKernel, float, double, int32_t, int64_t>("AddN", kCpu);
+  registry.add_typed<SizeKernel, int64_t>("Size", kCpu);
+  registry.add("NoOp", kCpu, DType::kInvalid, &no_op);
+}
+
+}  // namespace troupe::kernels::cpu

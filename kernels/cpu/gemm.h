@@ -1,0 +1,53 @@
+// The one GEMM every CPU kernel calls: C = op(A) op(B) + beta C, row-major. float and double go
+// to OpenBLAS (pthread build; its threads are the parallelism inside big kernels, DESIGN.md §3),
+// integer types to Eigen.
+//
+//   gemm<float>(/*ta=*/false, /*tb=*/true, m, n, k, a, b, c);   // c = a · bᵀ
+//
+// Thread-safe; OpenBLAS decides its own thread count (OPENBLAS_NUM_THREADS).
+#pragma once
+
+#include <cblas.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+namespace troupe::kernels::cpu {
+
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c,
+          T beta = T(0)) {
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (beta == T(0)) std::fill_n(c, m * n, T(0));
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, 1.0f, a, lda, b, ldb, beta, c, n);
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+                k, 1.0, a, lda, b, ldb, beta, c, n);
+  } else {
+    using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Eigen::Map<const Mat> A(a, ta ? k : m, ta ? m : k);
+    Eigen::Map<const Mat> B(b, tb ? n : k, tb ? k : n);
+    Eigen::Map<Mat> C(c, m, n);
+    Mat product;
+    if (ta && tb) {
+      product = A.transpose() * B.transpose();
+    } else if (ta) {
+      product = A.transpose() * B;
+    } else if (tb) {
+      product = A * B.transpose();
+    } else {
+      product = A * B;
+    }
+    C = beta == T(0) ? product : (C * beta + product).eval();
+  }
+}
+
+}  // namespace troupe::kernels::cpu

@@ -1,0 +1,88 @@
+// Math ops: elementwise arithmetic with numpy broadcasting, comparisons and logic, matrix
+// products and reductions. Gradients are defined next to each op in math_ops.cc.
+//
+//   Output h = add(b, matmul(b, x, w), bias);          // x·w + bias
+//   Output m = reduce_mean(b, square(b, sub(b, y, t)));  // scalar
+//   Output s = mul(b, x, 0.5);                         // a scalar operand of x's dtype
+//   Output k = argmax(b, logits, 1);                   // int64 class ids
+//
+// Shape and dtype errors are recorded in the builder. Not thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/graph_builder.h"
+
+namespace troupe::ops {
+
+using runtime::DType;
+using runtime::GraphBuilder;
+using runtime::Output;
+
+// y = f(x), elementwise.
+Output neg(GraphBuilder& b, Output x);
+Output abs(GraphBuilder& b, Output x);
+Output sign(GraphBuilder& b, Output x);
+Output square(GraphBuilder& b, Output x);
+Output sqrt(GraphBuilder& b, Output x);
+Output rsqrt(GraphBuilder& b, Output x);
+Output exp(GraphBuilder& b, Output x);
+Output log(GraphBuilder& b, Output x);
+Output log1p(GraphBuilder& b, Output x);
+Output floor(GraphBuilder& b, Output x);
+// Rounds half to even, as TF and numpy do.
+Output round(GraphBuilder& b, Output x);
+
+// z = f(x, y), elementwise with broadcasting; x and y share a dtype.
+Output add(GraphBuilder& b, Output x, Output y);
+Output sub(GraphBuilder& b, Output x, Output y);
+Output mul(GraphBuilder& b, Output x, Output y);
+// Integer division truncates toward zero and fails on a zero divisor.
+Output div(GraphBuilder& b, Output x, Output y);
+Output pow(GraphBuilder& b, Output x, Output y);
+Output maximum(GraphBuilder& b, Output x, Output y);
+Output minimum(GraphBuilder& b, Output x, Output y);
+// With a scalar of x's dtype as the second operand.
+Output add(GraphBuilder& b, Output x, double y);
+Output sub(GraphBuilder& b, Output x, double y);
+Output mul(GraphBuilder& b, Output x, double y);
+Output div(GraphBuilder& b, Output x, double y);
+
+// Bool results, with broadcasting.
+Output equal(GraphBuilder& b, Output x, Output y);
+Output not_equal(GraphBuilder& b, Output x, Output y);
+Output less(GraphBuilder& b, Output x, Output y);
+Output less_equal(GraphBuilder& b, Output x, Output y);
+Output greater(GraphBuilder& b, Output x, Output y);
+Output greater_equal(GraphBuilder& b, Output x, Output y);
+Output logical_and(GraphBuilder& b, Output x, Output y);
+Output logical_or(GraphBuilder& b, Output x, Output y);
+Output logical_not(GraphBuilder& b, Output x);
+
+// a·c of rank-2 tensors, either transposed first.
+Output matmul(GraphBuilder& b, Output a, Output c, bool transpose_a = false,
+              bool transpose_b = false, const std::string& name = "");
+// Batched a·c over leading dims (broadcast), either adjoint (transposed) first.
+Output batch_matmul(GraphBuilder& b, Output a, Output c, bool adj_x = false, bool adj_y = false,
+                    const std::string& name = "");
+
+// Reductions over `axes` (empty: all); `keep_dims` keeps reduced dims as size 1.
+Output reduce_sum(GraphBuilder& b, Output x, const std::vector<int64_t>& axes = {},
+                  bool keep_dims = false);
+Output reduce_mean(GraphBuilder& b, Output x, const std::vector<int64_t>& axes = {},
+                   bool keep_dims = false);
+Output reduce_max(GraphBuilder& b, Output x, const std::vector<int64_t>& axes = {},
+                  bool keep_dims = false);
+Output reduce_min(GraphBuilder& b, Output x, const std::vector<int64_t>& axes = {},
+                  bool keep_dims = false);
+Output reduce_prod(GraphBuilder& b, Output x, const std::vector<int64_t>& axes = {},
+                   bool keep_dims = false);
+// log(sum(exp(x))) computed stably (shifted by the max).
+Output reduce_logsumexp(GraphBuilder& b, Output x, const std::vector<int64_t>& axes = {},
+                        bool keep_dims = false);
+// Index of the largest (smallest) value along `axis`, as `out` (int32 or int64).
+Output argmax(GraphBuilder& b, Output x, int64_t axis, DType out = DType::kInt64);
+Output argmin(GraphBuilder& b, Output x, int64_t axis, DType out = DType::kInt64);
+
+}  // namespace troupe::ops

@@ -1,0 +1,51 @@
+// Neural-network ops: activations, bias_add, softmax, the cross-entropy and regression losses,
+// l2_loss and dropout. Convolutions and pooling are in conv_ops.h.
+//
+//   Output h = relu(b, bias_add(b, matmul(b, x, w), bias));
+//   Output loss = reduce_mean(b, sparse_softmax_cross_entropy_with_logits(b, labels, logits));
+//   Output d = dropout(b, h, 0.5, /*training=*/true, /*seed=*/7);
+//
+// Losses return one value per example unless they say otherwise. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/graph_builder.h"
+
+namespace troupe::ops {
+
+using runtime::GraphBuilder;
+using runtime::Output;
+
+Output relu(GraphBuilder& b, Output x);
+Output relu6(GraphBuilder& b, Output x);
+Output elu(GraphBuilder& b, Output x);
+Output selu(GraphBuilder& b, Output x);
+Output leaky_relu(GraphBuilder& b, Output x, double alpha = 0.2);
+Output sigmoid(GraphBuilder& b, Output x);
+Output tanh(GraphBuilder& b, Output x);
+Output softplus(GraphBuilder& b, Output x);
+Output softsign(GraphBuilder& b, Output x);
+
+// value + bias, bias added along the last dim.
+Output bias_add(GraphBuilder& b, Output value, Output bias);
+// Along the last dim.
+Output softmax(GraphBuilder& b, Output logits);
+Output log_softmax(GraphBuilder& b, Output logits);
+
+// -sum(labels * log_softmax(logits)) per row; labels are probabilities of logits' shape.
+Output softmax_cross_entropy_with_logits(GraphBuilder& b, Output labels, Output logits);
+// The same with integer class ids (int32 or int64) as labels; an id outside [0, classes) is an
+// error that names it.
+Output sparse_softmax_cross_entropy_with_logits(GraphBuilder& b, Output labels, Output logits);
+// max(x, 0) - x z + log(1 + e^-|x|), elementwise: the stable form of the logistic loss.
+Output sigmoid_cross_entropy_with_logits(GraphBuilder& b, Output labels, Output logits);
+// mean((predictions - labels)^2) over everything: a scalar.
+Output mean_squared_error(GraphBuilder& b, Output labels, Output predictions);
+// sum(x^2) / 2: a scalar.
+Output l2_loss(GraphBuilder& b, Output x);
+// In training, zeroes each element with probability `rate` and scales the rest by 1/(1-rate);
+// otherwise x unchanged. `seed` 0 draws from the graph seed (see GraphBuilder::random_seeds).
+Output dropout(GraphBuilder& b, Output x, double rate, bool training, int64_t seed = 0);
+
+}  // namespace troupe::ops

@@ -1,0 +1,84 @@
+#include "ops/shape_fns.h"
+
+#include <algorithm>
+
+namespace troupe::ops::shape_fns {
+
+using runtime::DType;
+using runtime::Shape;
+
+Status unchanged(InferenceContext& c) {
+  c.set_output(0, c.input_dtype(0), c.input_shape(0));
+  return runtime::ok_status();
+}
+
+Status unchanged_floating(InferenceContext& c) {
+  TROUPE_RETURN_IF_ERROR(c.expect_floating(0));
+  return unchanged(c);
+}
+
+Status unchanged_numeric(InferenceContext& c) {
+  if (!runtime::is_numeric(c.input_dtype(0))) {
+    return c.error("needs a numeric input, got ", runtime::dtype_name(c.input_dtype(0)));
+  }
+  return unchanged(c);
+}
+
+namespace {
+Status broadcast(InferenceContext& c, DType out_dtype) {
+  TROUPE_RETURN_IF_ERROR(c.expect_same_dtype(0, 1));
+  Shape out;
+  if (!runtime::broadcast_shapes(c.input_shape(0), c.input_shape(1), &out)) {
+    return c.error("shapes ", c.input_shape(0), " and ", c.input_shape(1),
+                   " cannot be broadcast together");
+  }
+  c.set_output(0, out_dtype, out);
+  return runtime::ok_status();
+}
+}  // namespace
+
+Status broadcast_binary(InferenceContext& c) { return broadcast(c, c.input_dtype(0)); }
+Status broadcast_compare(InferenceContext& c) { return broadcast(c, DType::kBool); }
+
+bool reduced_shape(const Shape& in, const std::vector<int64_t>& axes, bool keep_dims, Shape* out) {
+  if (!in.rank_known()) {
+    *out = Shape::unknown();
+    return true;
+  }
+  std::vector<bool> reduce(in.rank(), axes.empty());
+  for (int64_t a : axes) {
+    int ax;
+    if (!in.canonical_axis(a, &ax)) return false;
+    reduce[ax] = true;
+  }
+  std::vector<int64_t> dims;
+  for (int i = 0; i < in.rank(); ++i) {
+    if (!reduce[i]) {
+      dims.push_back(in.dim(i));
+    } else if (keep_dims) {
+      dims.push_back(1);
+    }
+  }
+  *out = Shape(std::move(dims));
+  return true;
+}
+
+Status reduction(InferenceContext& c) {
+  Shape out;
+  const auto& axes = c.attr<std::vector<int64_t>>("axes");
+  if (!reduced_shape(c.input_shape(0), axes, c.attr<bool>("keep_dims"), &out)) {
+    return c.error("an axis in [", runtime::attr_debug_string(axes), "] is out of range for shape ",
+                   c.input_shape(0));
+  }
+  c.set_output(0, c.input_dtype(0), out);
+  return runtime::ok_status();
+}
+
+Status like_input1(InferenceContext& c) {
+  c.set_output(0, c.input_dtype(0), c.input_shape(1));
+  return runtime::ok_status();
+}
+
+Status no_outputs(InferenceContext&) { return runtime::ok_status(); }
+
+}  // namespace troupe::ops::shape_fns

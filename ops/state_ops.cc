@@ -1,0 +1,156 @@
+#include "ops/state_ops.h"
+
+#include <cmath>
+
+#include "ops/array_ops.h"
+#include "ops/random_ops.h"
+
+namespace troupe::ops {
+
+using runtime::InferenceContext;
+using runtime::Node;
+using runtime::Status;
+
+namespace {
+
+Status var_shape(InferenceContext& c) {
+  const Shape& s = c.attr<Shape>("shape");
+  if (!s.fully_defined()) return c.error("variable shape ", s, " must be fully defined");
+  if (c.attr<std::string>("var").empty()) return c.error("variable has no name");
+  c.set_output(0, c.attr<DType>("dtype"), s);
+  return runtime::ok_status();
+}
+
+Status assign_shape(InferenceContext& c) {
+  const Shape& s = c.attr<Shape>("shape");
+  if (c.input_dtype(0) != c.attr<DType>("dtype")) {
+    return c.error("variable '", c.attr<std::string>("var"), "' is ",
+                   runtime::dtype_name(c.attr<DType>("dtype")), ", the value is ",
+                   runtime::dtype_name(c.input_dtype(0)));
+  }
+  if (!c.input_shape(0).compatible_with(s)) {
+    return c.error("variable '", c.attr<std::string>("var"), "' has shape ", s,
+                   ", the value has ", c.input_shape(0));
+  }
+  c.set_output(0, c.attr<DType>("dtype"), s);
+  return runtime::ok_status();
+}
+
+const runtime::AttrMap kAssignDefaults{
+    {"var", std::string()}, {"shape", Shape{}}, {"dtype", DType::kFloat32}};
+
+Output write(GraphBuilder& b, const char* op, Output var, Output value) {
+  if (!var.valid()) return Output{};
+  const Node& v = b.graph().node(var.node);
+  if (v.op != "Variable") {
+    b.record_error(runtime::invalid_argument(op, ": '", v.name, "' is not a variable"));
+    return Output{};
+  }
+  return b.add(op, {value},
+               {{"var", variable_name(v)},
+                {"shape", v.output_shapes[0]},
+                {"dtype", v.output_dtypes[0]}});
+}
+
+// Keras' fans for a dense [in, out] or conv [h, w, in, out] kernel.
+std::pair<double, double> fans(const Shape& s) {
+  if (s.rank() < 1) return {1, 1};
+  if (s.rank() == 1) return {double(s.dim(0)), double(s.dim(0))};
+  double receptive = 1;
+  for (int i = 0; i + 2 < s.rank(); ++i) receptive *= double(s.dim(i));
+  return {s.dim(s.rank() - 2) * receptive, s.dim(s.rank() - 1) * receptive};
+}
+
+}  // namespace
+
+TROUPE_REGISTER_OP(Variable)
+    .output("value")
+    .attrs(kAssignDefaults)
+    .attr("trainable", true)
+    .stateful()
+    .shape_fn(var_shape)
+    .no_gradient()
+    .doc("value = the variable's current value in the store (a source: gradients stop here)");
+
+TROUPE_REGISTER_OP(Assign)
+    .input("value")
+    .output("new_value")
+    .attrs(kAssignDefaults)
+    .stateful()
+    .shape_fn(assign_shape)
+    .no_gradient()
+    .doc("var = value; new_value = value");
+
+TROUPE_REGISTER_OP(AssignAdd)
+    .input("delta")
+    .output("new_value")
+    .attrs(kAssignDefaults)
+    .stateful()
+    .shape_fn(assign_shape)
+    .no_gradient()
+    .doc("var += delta; new_value = var");
+
+TROUPE_REGISTER_OP(AssignSub)
+    .input("delta")
+    .output("new_value")
+    .attrs(kAssignDefaults)
+    .stateful()
+    .shape_fn(assign_shape)
+    .no_gradient()
+    .doc("var -= delta; new_value = var");
+
+Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,
+                Output initial_value, bool trainable) {
+  const std::string unique = b.unique_name(name);
+  Output v;
+  {
+    // The read node is named after the variable; the scope was already applied by unique_name.
+    std::vector<Output> out = b.add_node(
+        "Variable", {},
+        {{"var", unique}, {"shape", shape}, {"dtype", dtype}, {"trainable", trainable}},
+        name);
+    if (out.empty()) return Output{};
+    v = out[0];
+  }
+  Output init;
+  {
+    auto scope = b.name_scope(name);
+    init = write(b, "Assign", v, initial_value);
+  }
+  if (!init.valid()) return Output{};
+  b.graph().add_to_collection("variable_initializers", init.node);
+  return v;
+}
+
+const std::string& variable_name(const Node& n) { return n.attr<std::string>("var"); }
+
+Output assign(GraphBuilder& b, Output var, Output value) { return write(b, "Assign", var, value); }
+Output assign_add(GraphBuilder& b, Output var, Output value) {
+  return write(b, "AssignAdd", var, value);
+}
+Output assign_sub(GraphBuilder& b, Output var, Output value) {
+  return write(b, "AssignSub", var, value);
+}
+
+int global_variables_initializer(GraphBuilder& b) {
+  return no_op(b, b.graph().collection("variable_initializers"), "init");
+}
+
+Output global_step(GraphBuilder& b) {
+  int id = b.graph().find("global_step");
+  if (id >= 0 && b.graph().node(id).op == "Variable") return Output{id, 0};
+  return variable(b, "global_step", Shape{}, DType::kInt64, scalar(b, 0, DType::kInt64), false);
+}
+
+Output glorot_uniform(GraphBuilder& b, const Shape& shape, DType dtype, int64_t seed) {
+  auto [fan_in, fan_out] = fans(shape);
+  double limit = std::sqrt(6.0 / (fan_in + fan_out));
+  return random_uniform(b, shape, -limit, limit, dtype, seed);
+}
+
+Output he_normal(GraphBuilder& b, const Shape& shape, DType dtype, int64_t seed) {
+  double stddev = std::sqrt(2.0 / fans(shape).first) / 0.87962566103423978;
+  return truncated_normal(b, shape, 0.0, stddev, dtype, seed);
+}
+
+}  // namespace troupe::ops

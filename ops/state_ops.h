@@ -1,0 +1,44 @@
+// Variables and their initializers. A variable's value lives outside the graph, in a
+// VariableStore (a ParameterShardActor's, or the local executor's); the graph holds a Variable
+// node that reads it and Assign nodes that write it, as TensorFlow 1.x does.
+//
+//   Output w = variable(b, "dense/kernel", Shape{784, 256}, DType::kFloat32,
+//                       glorot_uniform(b, Shape{784, 256}));
+//   int init = global_variables_initializer(b);   // run once as a target, or restore instead
+//   Output step = global_step(b);                 // int64, not trainable
+//
+// Not thread-safe (builders).
+#pragma once
+
+#include <string>
+
+#include "runtime/graph_builder.h"
+
+namespace troupe::ops {
+
+using runtime::DType;
+using runtime::GraphBuilder;
+using runtime::Output;
+using runtime::Shape;
+
+// Adds a variable named `name` and its initializer (`initial_value`, shaped like the variable).
+Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,
+                Output initial_value, bool trainable = true);
+// The node's variable name: the name its value has in the store.
+const std::string& variable_name(const runtime::Node& variable_node);
+// Writes `value` into the variable read by `var` (a Variable output); returns the new value.
+Output assign(GraphBuilder& b, Output var, Output value);
+Output assign_add(GraphBuilder& b, Output var, Output value);
+Output assign_sub(GraphBuilder& b, Output var, Output value);
+// A NoOp that runs every variable's initializer: a run target.
+int global_variables_initializer(GraphBuilder& b);
+// The graph's int64 step counter, created (at 0) on first use.
+Output global_step(GraphBuilder& b);
+
+// Initial values (Keras' defaults). `seed` 0 draws from the graph seed.
+Output glorot_uniform(GraphBuilder& b, const Shape& shape, DType dtype = DType::kFloat32,
+                      int64_t seed = 0);
+Output he_normal(GraphBuilder& b, const Shape& shape, DType dtype = DType::kFloat32,
+                 int64_t seed = 0);
+
+}  // namespace troupe::ops

@@ -1,0 +1,320 @@
+#include "ops/training_ops.h"
+
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/state_ops.h"
+#include "runtime/gradients.h"
+
+namespace troupe::ops {
+
+using runtime::AttrMap;
+using runtime::DType;
+using runtime::InferenceContext;
+using runtime::Node;
+using runtime::Shape;
+using runtime::Status;
+
+namespace {
+
+// Inputs: grad, lr (a scalar of the variable's dtype). Output: the updated variable.
+Status apply_shape(InferenceContext& c) {
+  TROUPE_RETURN_IF_ERROR(c.expect_floating(0));
+  TROUPE_RETURN_IF_ERROR(c.expect_same_dtype(0, 1));
+  const Shape& s = c.attr<Shape>("shape");
+  if (c.input_dtype(0) != c.attr<DType>("dtype")) {
+    return c.error("gradient is ", runtime::dtype_name(c.input_dtype(0)), ", variable '",
+                   c.attr<std::string>("var"), "' is ", runtime::dtype_name(c.attr<DType>("dtype")));
+  }
+  if (!c.input_shape(0).compatible_with(s)) {
+    return c.error("gradient of shape ", c.input_shape(0), " for variable '",
+                   c.attr<std::string>("var"), "' of shape ", s);
+  }
+  if (c.input_shape(1).rank_known() && c.input_shape(1).rank() != 0) {
+    return c.error("learning rate must be a scalar, got ", c.input_shape(1));
+  }
+  c.set_output(0, c.attr<DType>("dtype"), s);
+  return runtime::ok_status();
+}
+
+const AttrMap kApplyDefaults{{"var", std::string()}, {"shape", Shape{}}, {"dtype", DType::kFloat32}};
+
+}  // namespace
+
+TROUPE_REGISTER_OP(ApplyGradientDescent)
+    .input("grad")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .stateful()
+    .shape_fn(apply_shape)
+    .no_gradient()
+    .doc("var -= lr * grad");
+
+TROUPE_REGISTER_OP(ApplyMomentum)
+    .input("grad")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .attr("momentum", 0.9)
+    .attr("use_nesterov", false)
+    .stateful()
+    .shape_fn(apply_shape)
+    .no_gradient()
+    .doc("accum = momentum * accum + grad; var -= lr * accum, or with Nesterov "
+         "var -= lr * (grad + momentum * accum)");
+
+TROUPE_REGISTER_OP(ApplyAdagrad)
+    .input("grad")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .attr("initial_accumulator_value", 0.1)
+    .attr("epsilon", 1e-7)
+    .stateful()
+    .shape_fn(apply_shape)
+    .no_gradient()
+    .doc("accum += grad^2; var -= lr * grad / (sqrt(accum) + epsilon)");
+
+TROUPE_REGISTER_OP(ApplyAdam)
+    .input("grad")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .attr("beta1", 0.9)
+    .attr("beta2", 0.999)
+    .attr("epsilon", 1e-7)
+    .stateful()
+    .shape_fn(apply_shape)
+    .no_gradient()
+    .doc("t += 1; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; "
+         "var -= lr sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + epsilon)");
+
+TROUPE_REGISTER_OP(ApplyRMSProp)
+    .input("grad")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .attr("decay", 0.9)
+    .attr("momentum", 0.0)
+    .attr("epsilon", 1e-7)
+    .attr("centered", false)
+    .stateful()
+    .shape_fn(apply_shape)
+    .no_gradient()
+    .doc("ms = decay ms + (1-decay) g^2; (centered: mg = decay mg + (1-decay) g, "
+         "denominator ms - mg^2); mom = momentum mom + lr g / sqrt(denominator + epsilon); "
+         "var -= mom");
+
+TROUPE_REGISTER_OP(ApplyFtrl)
+    .input("grad")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .attr("l1", 0.0)
+    .attr("l2", 0.0)
+    .attr("lr_power", -0.5)
+    .attr("initial_accumulator_value", 0.1)
+    .stateful()
+    .shape_fn(apply_shape)
+    .no_gradient()
+    .doc("FTRL-proximal (McMahan et al. 2013), as TF's ApplyFtrl: accum_new = accum + g^2; "
+         "linear += g - (accum_new^-p - accum^-p)/lr * var; quadratic = accum_new^-p/lr + 2 l2; "
+         "var = |linear| > l1 ? (sign(linear) l1 - linear) / quadratic : 0");
+
+Optimizer Optimizer::sgd(double lr) {
+  Optimizer o;
+  o.learning_rate = lr;
+  return o;
+}
+Optimizer Optimizer::momentum_sgd(double lr, double momentum, bool nesterov) {
+  Optimizer o;
+  o.kind = Kind::kMomentum;
+  o.learning_rate = lr;
+  o.momentum = momentum;
+  o.nesterov = nesterov;
+  return o;
+}
+Optimizer Optimizer::adagrad(double lr) {
+  Optimizer o;
+  o.kind = Kind::kAdagrad;
+  o.learning_rate = lr;
+  return o;
+}
+Optimizer Optimizer::adam(double lr) {
+  Optimizer o;
+  o.kind = Kind::kAdam;
+  o.learning_rate = lr;
+  return o;
+}
+Optimizer Optimizer::rmsprop(double lr) {
+  Optimizer o;
+  o.kind = Kind::kRmsProp;
+  o.learning_rate = lr;
+  return o;
+}
+Optimizer Optimizer::ftrl(double lr, double l1, double l2) {
+  Optimizer o;
+  o.kind = Kind::kFtrl;
+  o.learning_rate = lr;
+  o.l1 = l1;
+  o.l2 = l2;
+  return o;
+}
+
+std::string Optimizer::name() const {
+  switch (kind) {
+    case Kind::kSgd: return "GradientDescent";
+    case Kind::kMomentum: return "Momentum";
+    case Kind::kAdagrad: return "Adagrad";
+    case Kind::kAdam: return "Adam";
+    case Kind::kRmsProp: return "RMSProp";
+    case Kind::kFtrl: return "Ftrl";
+  }
+  return "Optimizer";
+}
+
+namespace {
+
+Output apply_update(GraphBuilder& b, const Optimizer& opt, const Node& var, Output grad, Output lr) {
+  AttrMap attrs{{"var", variable_name(var)},
+                {"shape", var.output_shapes[0]},
+                {"dtype", var.output_dtypes[0]}};
+  const char* op = "ApplyGradientDescent";
+  switch (opt.kind) {
+    case Optimizer::Kind::kSgd: break;
+    case Optimizer::Kind::kMomentum:
+      op = "ApplyMomentum";
+      attrs["momentum"] = opt.momentum;
+      attrs["use_nesterov"] = opt.nesterov;
+      break;
+    case Optimizer::Kind::kAdagrad:
+      op = "ApplyAdagrad";
+      attrs["initial_accumulator_value"] = opt.initial_accumulator_value;
+      attrs["epsilon"] = opt.epsilon;
+      break;
+    case Optimizer::Kind::kAdam:
+      op = "ApplyAdam";
+      attrs["beta1"] = opt.beta1;
+      attrs["beta2"] = opt.beta2;
+      attrs["epsilon"] = opt.epsilon;
+      break;
+    case Optimizer::Kind::kRmsProp:
+      op = "ApplyRMSProp";
+      attrs["decay"] = opt.decay;
+      attrs["momentum"] = opt.momentum;
+      attrs["epsilon"] = opt.epsilon;
+      attrs["centered"] = opt.centered;
+      break;
+    case Optimizer::Kind::kFtrl:
+      op = "ApplyFtrl";
+      attrs["l1"] = opt.l1;
+      attrs["l2"] = opt.l2;
+      attrs["lr_power"] = opt.lr_power;
+      attrs["initial_accumulator_value"] = opt.initial_accumulator_value;
+      break;
+  }
+  return b.add(op, {grad, lr}, attrs, var.name + "/" + opt.name());
+}
+
+}  // namespace
+
+int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std::vector<int>& vars,
+                    const Optimizer& opt) {
+  if (!b.ok()) return -1;
+  auto scope = b.name_scope(opt.name());
+  std::vector<int> updates;
+  std::vector<Output> lr_by_dtype(8);
+  for (size_t i = 0; i < vars.size() && i < grads.size(); ++i) {
+    if (!grads[i].valid()) continue;
+    const Node& var = b.graph().node(vars[i]);
+    DType t = var.output_dtypes[0];
+    Output& lr = lr_by_dtype[static_cast<int>(t)];
+    if (!lr.valid()) {
+      lr = opt.learning_rate_tensor.valid() ? cast(b, opt.learning_rate_tensor, t)
+                                            : scalar(b, opt.learning_rate, t, "learning_rate");
+    }
+    Output u = apply_update(b, opt, var, grads[i], lr);
+    if (u.valid()) updates.push_back(u.node);
+  }
+  if (!b.ok()) return -1;
+  Output step = global_step(b);
+  Output inc;
+  {
+    auto deps = b.control_dependencies(updates);
+    inc = assign_add(b, step, scalar(b, 1, DType::kInt64));
+  }
+  if (!inc.valid()) return -1;
+  return no_op(b, {inc.node}, "train");
+}
+
+int minimize(GraphBuilder& b, Output loss, const Optimizer& opt, std::vector<int> vars) {
+  if (!loss.valid()) return -1;
+  if (vars.empty()) vars = b.graph().variables(/*trainable_only=*/true);
+  std::vector<Output> xs;
+  for (int v : vars) xs.push_back(Output{v, 0});
+  std::vector<Output> grads = runtime::gradients(b, {loss}, xs);
+  if (opt.clip_norm > 0) {
+    std::vector<Output> present;
+    for (const Output& g : grads) {
+      if (g.valid()) present.push_back(g);
+    }
+    std::vector<Output> clipped = clip_by_global_norm(b, present, opt.clip_norm);
+    size_t k = 0;
+    for (Output& g : grads) {
+      if (g.valid()) g = clipped[k++];
+    }
+  }
+  return apply_gradients(b, grads, vars, opt);
+}
+
+std::vector<Output> clip_by_global_norm(GraphBuilder& b, const std::vector<Output>& tensors,
+                                        double clip_norm) {
+  std::vector<Output> out;
+  if (tensors.empty() || !b.ok()) return out;
+  auto scope = b.name_scope("clip_by_global_norm");
+  DType t = b.dtype(tensors[0]);
+  std::vector<Output> sums;
+  for (const Output& x : tensors) sums.push_back(cast(b, reduce_sum(b, square(b, x)), t));
+  Output norm = sqrt(b, add_n(b, sums));
+  Output limit = scalar(b, clip_norm, t);
+  Output scale = div(b, limit, maximum(b, norm, limit));
+  for (const Output& x : tensors) out.push_back(mul(b, x, cast(b, scale, b.dtype(x))));
+  out.push_back(norm);
+  return out;
+}
+
+Output exponential_decay(GraphBuilder& b, double lr, Output step, double decay_steps,
+                         double decay_rate, bool staircase) {
+  auto scope = b.name_scope("exponential_decay");
+  Output p = div(b, cast(b, step, DType::kFloat32), decay_steps);
+  if (staircase) p = floor(b, p);
+  return mul(b, pow(b, scalar(b, decay_rate, DType::kFloat32), p), lr);
+}
+
+Output piecewise_constant(GraphBuilder& b, Output step, const std::vector<double>& boundaries,
+                          const std::vector<double>& values) {
+  if (values.size() != boundaries.size() + 1) {
+    b.record_error(runtime::invalid_argument("piecewise_constant: ", values.size(),
+                                             " values for ", boundaries.size(), " boundaries"));
+    return Output{};
+  }
+  auto scope = b.name_scope("piecewise_constant");
+  Output s = cast(b, step, DType::kFloat64);
+  Output lr = scalar(b, values.back(), DType::kFloat32);
+  for (size_t i = boundaries.size(); i-- > 0;) {
+    Output below = less_equal(b, s, scalar(b, boundaries[i], DType::kFloat64));
+    lr = select(b, below, scalar(b, values[i], DType::kFloat32), lr);
+  }
+  return lr;
+}
+
+Output polynomial_decay(GraphBuilder& b, double lr, Output step, double decay_steps,
+                        double end_lr, double power) {
+  auto scope = b.name_scope("polynomial_decay");
+  Output s = minimum(b, cast(b, step, DType::kFloat32), scalar(b, decay_steps, DType::kFloat32));
+  Output frac = sub(b, scalar(b, 1.0, DType::kFloat32), div(b, s, decay_steps));
+  Output decayed = pow(b, frac, scalar(b, power, DType::kFloat32));
+  return add(b, mul(b, decayed, lr - end_lr), end_lr);
+}
+
+}  // namespace troupe::ops

@@ -1,0 +1,69 @@
+// Training: optimizer update rules applied to variables in their store (SGD, Momentum/Nesterov,
+// Adagrad, Adam, RMSProp, FTRL), minimize(), clip_by_global_norm and learning-rate schedules.
+//
+//   Output step = global_step(b);
+//   Optimizer opt = Optimizer::adam(1e-3);
+//   opt.learning_rate_tensor = exponential_decay(b, 1e-3, step, 1000, 0.96);
+//   int train = minimize(b, loss, opt);            // a run target; increments global_step
+//
+// Update rules follow TensorFlow's Apply* ops exactly (the formulas are in training_ops.cc).
+// Slots (momentum, Adam's m and v, ...) live in the store as "<var>/<slot>". Not thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/graph_builder.h"
+
+namespace troupe::ops {
+
+using runtime::GraphBuilder;
+using runtime::Output;
+
+struct Optimizer {
+  enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kRmsProp, kFtrl };
+  Kind kind = Kind::kSgd;
+  double learning_rate = 0.01;
+  Output learning_rate_tensor;  // a schedule; overrides learning_rate when valid
+  double momentum = 0.0;        // Momentum, RMSProp
+  bool nesterov = false;        // Momentum
+  double beta1 = 0.9, beta2 = 0.999;  // Adam
+  double epsilon = 1e-7;              // Adam, Adagrad, RMSProp
+  double decay = 0.9;                 // RMSProp
+  bool centered = false;              // RMSProp
+  double initial_accumulator_value = 0.1;  // Adagrad, FTRL
+  double l1 = 0, l2 = 0, lr_power = -0.5;  // FTRL
+  double clip_norm = 0;  // > 0: gradients are clipped by their global norm first
+
+  static Optimizer sgd(double lr);
+  static Optimizer momentum_sgd(double lr, double momentum, bool nesterov = false);
+  static Optimizer adagrad(double lr);
+  static Optimizer adam(double lr = 1e-3);
+  static Optimizer rmsprop(double lr = 1e-3);
+  static Optimizer ftrl(double lr, double l1 = 0, double l2 = 0);
+  std::string name() const;
+};
+
+// Builds d(loss)/d(vars) and the update of each variable, then the increment of global_step;
+// returns the NoOp to run as the training target. `vars` defaults to every trainable variable.
+int minimize(GraphBuilder& b, Output loss, const Optimizer& opt, std::vector<int> vars = {});
+// Applies already computed `grads` (one per variable node in `vars`; invalid ones are skipped).
+int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std::vector<int>& vars,
+                    const Optimizer& opt);
+
+// t_i * clip_norm / max(global_norm, clip_norm), with global_norm = sqrt(sum ||t_i||^2).
+// Returns the clipped tensors followed by the global norm.
+std::vector<Output> clip_by_global_norm(GraphBuilder& b, const std::vector<Output>& tensors,
+                                        double clip_norm);
+
+// lr * rate^(step / decay_steps), the exponent floored when `staircase`.
+Output exponential_decay(GraphBuilder& b, double lr, Output step, double decay_steps,
+                         double decay_rate, bool staircase = false);
+// values[i] while step <= boundaries[i] (boundaries ascending; values has one more entry).
+Output piecewise_constant(GraphBuilder& b, Output step, const std::vector<double>& boundaries,
+                          const std::vector<double>& values);
+// (lr - end_lr) (1 - min(step, decay_steps) / decay_steps)^power + end_lr.
+Output polynomial_decay(GraphBuilder& b, double lr, Output step, double decay_steps,
+                        double end_lr = 1e-4, double power = 1.0);
+
+}  // namespace troupe::ops

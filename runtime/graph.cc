@@ -1,0 +1,74 @@
+#include "runtime/graph.h"
+
+#include <sstream>
+
+namespace troupe::runtime {
+
+int Graph::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+std::string Graph::output_name(Output o) const {
+  if (!o.valid() || o.node >= num_nodes()) return "<invalid output>";
+  return nodes_[o.node].name + ":" + std::to_string(o.index);
+}
+
+Output Graph::find_output(const std::string& name) const {
+  std::string node_name = name;
+  int index = 0;
+  auto colon = name.rfind(':');
+  if (colon != std::string::npos) {
+    node_name = name.substr(0, colon);
+    const std::string digits = name.substr(colon + 1);
+    if (digits.empty() || digits.size() > 6 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return Output{};
+    }
+    index = std::stoi(digits);
+  }
+  int id = find(node_name);
+  if (id < 0 || index >= nodes_[id].num_outputs()) return Output{};
+  return Output{id, index};
+}
+
+const std::vector<int>& Graph::collection(const std::string& key) const {
+  static const std::vector<int> kEmpty;
+  auto it = collections_.find(key);
+  return it == collections_.end() ? kEmpty : it->second;
+}
+
+std::vector<int> Graph::variables(bool trainable_only) const {
+  std::vector<int> ids;
+  for (const Node& n : nodes_) {
+    if (n.op != "Variable") continue;
+    if (trainable_only && !n.attr<bool>("trainable")) continue;
+    ids.push_back(n.id);
+  }
+  return ids;
+}
+
+int Graph::add(Node node) {
+  node.id = num_nodes();
+  by_name_[node.name] = node.id;
+  nodes_.push_back(std::move(node));
+  return nodes_.back().id;
+}
+
+std::string Graph::debug_string() const {
+  std::ostringstream os;
+  for (const Node& n : nodes_) {
+    os << n.name << " = " << n.op << "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << output_name(n.inputs[i]);
+    for (int c : n.control_inputs) os << ", ^" << nodes_[c].name;
+    os << ")";
+    for (int i = 0; i < n.num_outputs(); ++i) {
+      os << (i ? ", " : " -> ") << dtype_name(n.output_dtypes[i]) << n.output_shapes[i];
+    }
+    if (!n.device.empty()) os << " @" << n.device;
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace troupe::runtime

@@ -1,0 +1,100 @@
+// Graph: the dataflow graph of a model, as TensorFlow 1.x has it. Nodes are added only through a
+// GraphBuilder, which checks them; a node refers only to nodes added before it, so node ids are
+// already a topological order.
+//
+//   Graph g;
+//   GraphBuilder b(&g);
+//   Output x = ops::placeholder(b, DType::kFloat32, Shape{-1, 784}, "x");
+//   g.num_nodes();  g.node(x.node).name;  g.shape(x);   // [?,784]
+//
+// Ownership: a Graph owns its nodes; Outputs are plain (node id, output index) pairs.
+// Thread-safety: build from one thread; a finished graph may be read from many.
+#pragma once
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/attr.h"
+#include "runtime/dtype.h"
+#include "runtime/shape.h"
+
+namespace troupe::runtime {
+
+struct OpDef;
+
+// One output of one node: what an edge carries.
+struct Output {
+  int node = -1;
+  int index = 0;
+  bool valid() const { return node >= 0; }
+  bool operator==(const Output& o) const { return node == o.node && index == o.index; }
+  bool operator!=(const Output& o) const { return !(*this == o); }
+  bool operator<(const Output& o) const {
+    return node != o.node ? node < o.node : index < o.index;
+  }
+};
+
+struct Node {
+  int id = -1;
+  std::string name;  // unique in the graph, with its name scopes: "dense/MatMul"
+  std::string op;
+  const OpDef* def = nullptr;
+  std::vector<Output> inputs;
+  std::vector<int> control_inputs;  // nodes that must run first in the same step
+  AttrMap attrs;
+  std::string device;  // placement as written by the user, e.g. "/job:ps/task:0"
+  std::vector<DType> output_dtypes;
+  std::vector<Shape> output_shapes;  // as far as known when the graph was built
+  DType kernel_dtype = DType::kInvalid;  // the dtype its kernel is looked up by
+
+  template <class T>
+  const T& attr(const std::string& name) const {
+    return attr_get<T>(attrs, name);
+  }
+  int num_outputs() const { return static_cast<int>(output_dtypes.size()); }
+};
+
+class Graph {
+ public:
+  int num_nodes() const { return static_cast<int>(nodes_.size()); }
+  const Node& node(int id) const { return nodes_[id]; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  // -1 when there is no node of that name.
+  int find(const std::string& name) const;
+  DType dtype(Output o) const { return nodes_[o.node].output_dtypes[o.index]; }
+  const Shape& shape(Output o) const { return nodes_[o.node].output_shapes[o.index]; }
+  std::string output_name(Output o) const;  // "dense/MatMul:0"
+  // Parses "name" or "name:index"; an invalid Output when there is no such output.
+  Output find_output(const std::string& name) const;
+
+  // The graph-level random seed; op seeds derive from it (tf.set_random_seed).
+  bool has_seed() const { return has_seed_; }
+  int64_t seed() const { return seed_; }
+  void set_seed(int64_t seed) {
+    seed_ = seed;
+    has_seed_ = true;
+  }
+
+  // Named lists of node ids, as TF's collections ("variable_initializers", "summaries").
+  void add_to_collection(const std::string& key, int node) { collections_[key].push_back(node); }
+  const std::vector<int>& collection(const std::string& key) const;
+
+  // Variable nodes, in the order they were created; only `trainable` ones with the flag.
+  std::vector<int> variables(bool trainable_only = false) const;
+
+  std::string debug_string() const;
+
+ private:
+  friend class GraphBuilder;
+  int add(Node node);
+
+  std::vector<Node> nodes_;
+  std::unordered_map<std::string, int> by_name_;
+  std::map<std::string, std::vector<int>> collections_;
+  int64_t seed_ = 0;
+  bool has_seed_ = false;
+};
+
+}  // namespace troupe::runtime

@@ -1,0 +1,171 @@
+#include "runtime/graph_builder.h"
+
+#include <algorithm>
+
+#include "runtime/device.h"
+#include "runtime/kernel_registry.h"
+
+namespace troupe::runtime {
+
+void GraphBuilder::record_error(Status s) {
+  if (status_.ok() && !s.ok()) status_ = std::move(s);
+}
+
+std::string GraphBuilder::unique_name(const std::string& base) {
+  std::string prefix;
+  for (const std::string& s : scopes_) prefix += s + "/";
+  std::string name = prefix + base;
+  if (graph_->find(name) < 0) return name;
+  for (int i = 1;; ++i) {
+    std::string candidate = name + "_" + std::to_string(i);
+    if (graph_->find(candidate) < 0) return candidate;
+  }
+}
+
+ScopeGuard GraphBuilder::name_scope(const std::string& scope) {
+  scopes_.push_back(scope);
+  return ScopeGuard([this] { scopes_.pop_back(); });
+}
+
+ScopeGuard GraphBuilder::device(const std::string& device) {
+  Result<DeviceSpec> spec = DeviceSpec::parse(device);
+  if (!spec.ok()) record_error(spec.status());
+  devices_.push_back(device);
+  return ScopeGuard([this] { devices_.pop_back(); });
+}
+
+ScopeGuard GraphBuilder::control_dependencies(const std::vector<int>& nodes) {
+  control_deps_.push_back(nodes);
+  return ScopeGuard([this] { control_deps_.pop_back(); });
+}
+
+std::pair<int64_t, int64_t> GraphBuilder::random_seeds(int64_t op_seed) const {
+  if (graph_->has_seed()) {
+    return {graph_->seed(), op_seed != 0 ? op_seed : graph_->num_nodes() + 1};
+  }
+  if (op_seed != 0) return {87654321, op_seed};  // TF's default graph seed when only op's is set
+  return {0, 0};                                  // nondeterministic
+}
+
+namespace {
+
+Status check_attrs(const OpDef& def, const std::string& node_name, AttrMap* attrs) {
+  for (auto& [name, value] : *attrs) {
+    auto it = def.attr_defaults.find(name);
+    bool required = std::find(def.required_attrs.begin(), def.required_attrs.end(), name) !=
+                    def.required_attrs.end();
+    if (it == def.attr_defaults.end() && !required) {
+      return invalid_argument(def.name, " '", node_name, "': unknown attribute '", name, "'");
+    }
+    if (it != def.attr_defaults.end() && it->second.index() != value.index()) {
+      return invalid_argument(def.name, " '", node_name, "': attribute '", name, "' must be ",
+                              attr_type_name(it->second), ", got ", attr_type_name(value));
+    }
+  }
+  for (const std::string& name : def.required_attrs) {
+    if (!attrs->count(name)) {
+      return invalid_argument(def.name, " '", node_name, "': missing attribute '", name, "'");
+    }
+  }
+  for (auto& [name, value] : def.attr_defaults) attrs->emplace(name, value);
+  return ok_status();
+}
+
+}  // namespace
+
+std::vector<Output> GraphBuilder::add_node(const std::string& op,
+                                           const std::vector<Output>& inputs, AttrMap attrs,
+                                           const std::string& name) {
+  if (!status_.ok()) return {};
+  for (const Output& in : inputs) {
+    // An invalid input comes from an earlier failure, which status_ already holds, or from a
+    // caller bug; either way no node can be built.
+    if (!in.valid() || in.node >= graph_->num_nodes() ||
+        in.index >= graph_->node(in.node).num_outputs()) {
+      record_error(invalid_argument(op, " '", name.empty() ? op : name,
+                                    "': an input is not an output of this graph"));
+      return {};
+    }
+  }
+  const OpDef* def = find_op(op);
+  if (!def) {
+    record_error(not_found("unknown op '", op, "' (is its library linked in?)"));
+    return {};
+  }
+  Node node;
+  node.name = unique_name(name.empty() ? op : name);
+  node.op = op;
+  node.def = def;
+  node.inputs = inputs;
+  node.device = devices_.empty() ? std::string() : devices_.back();
+  for (const auto& deps : control_deps_) {
+    node.control_inputs.insert(node.control_inputs.end(), deps.begin(), deps.end());
+  }
+  int n_in = static_cast<int>(inputs.size());
+  bool count_ok = def->variadic ? n_in >= def->min_inputs
+                                : n_in == static_cast<int>(def->inputs.size());
+  if (!count_ok) {
+    record_error(invalid_argument(op, " '", node.name, "': takes ",
+                                  def->variadic ? "at least " : "", def->min_inputs,
+                                  " inputs, got ", n_in));
+    return {};
+  }
+  if (Status s = check_attrs(*def, node.name, &attrs); !s.ok()) {
+    record_error(s);
+    return {};
+  }
+  node.attrs = std::move(attrs);
+
+  std::vector<DType> in_dtypes;
+  std::vector<Shape> in_shapes;
+  for (const Output& in : inputs) {
+    in_dtypes.push_back(graph_->dtype(in));
+    in_shapes.push_back(graph_->shape(in));
+  }
+  InferenceContext ctx(node, in_dtypes, in_shapes);
+  if (def->shape_fn) {
+    if (Status s = def->shape_fn(ctx); !s.ok()) {
+      record_error(s);
+      return {};
+    }
+  }
+  node.output_dtypes = ctx.output_dtypes();
+  node.output_shapes = ctx.output_shapes();
+  if (def->kernel_dtype_input >= 0 && def->kernel_dtype_input < n_in) {
+    node.kernel_dtype = in_dtypes[def->kernel_dtype_input];
+  } else if (!node.output_dtypes.empty()) {
+    node.kernel_dtype = node.output_dtypes[0];
+  } else if (!in_dtypes.empty()) {
+    node.kernel_dtype = in_dtypes[0];
+  }
+
+  // Refuse a dtype no kernel computes now rather than at the first step. Ops without any kernel
+  // of the device (composites, or a build without kernels) are not checked.
+  DeviceType dev = DeviceType::kCpu;
+  if (!node.device.empty()) {
+    Result<DeviceSpec> spec = DeviceSpec::parse(node.device);
+    if (spec.ok() && spec->has_device) dev = spec->device.type;
+  }
+  const KernelRegistry& kernels = kernel_registry();
+  if (kernels.has_any(op, dev) && !kernels.find(op, dev, node.kernel_dtype)) {
+    std::string have;
+    for (DType t : kernels.dtypes(op, dev)) have += std::string(have.empty() ? "" : ", ") + dtype_name(t);
+    record_error(invalid_argument(op, " '", node.name, "': no ", device_type_name(dev),
+                                  " kernel for dtype ", dtype_name(node.kernel_dtype),
+                                  " (have: ", have, ")"));
+    return {};
+  }
+
+  int id = graph_->add(std::move(node));
+  std::vector<Output> outs;
+  for (int i = 0; i < graph_->node(id).num_outputs(); ++i) outs.push_back(Output{id, i});
+  return outs;
+}
+
+Output GraphBuilder::add(const std::string& op, const std::vector<Output>& inputs, AttrMap attrs,
+                         const std::string& name) {
+  std::vector<Output> outs = add_node(op, inputs, std::move(attrs), name);
+  return outs.empty() ? Output{} : outs[0];
+}
+
+}  // namespace troupe::runtime

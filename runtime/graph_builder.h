@@ -1,0 +1,82 @@
+// GraphBuilder: adds checked nodes to a Graph. Shape and dtype errors are found here, when the
+// user builds the node, and kept as the builder's status (as TF's C++ Scope does): the failing
+// call returns an invalid Output, later calls that use it add nothing, and status() tells what
+// went wrong first and where.
+//
+//   Graph g;
+//   GraphBuilder b(&g);
+//   {
+//     auto scope = b.name_scope("dense");
+//     Output y = b.add_node("MatMul", {x, w}, {{"transpose_b", true}})[0];  // "dense/MatMul"
+//   }
+//   if (!b.status().ok()) std::cerr << b.status().to_string();
+//
+// ops/ wraps add_node in typed functions (ops::matmul(b, x, w)); most code calls those.
+// Not thread-safe: one builder, one thread.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/graph.h"
+#include "runtime/op_registry.h"
+#include "runtime/status.h"
+
+namespace troupe::runtime {
+
+// Undoes a scope (name, device, control dependencies) when it goes out of scope.
+class ScopeGuard {
+ public:
+  explicit ScopeGuard(std::function<void()> undo) : undo_(std::move(undo)) {}
+  ScopeGuard(ScopeGuard&& o) noexcept : undo_(std::move(o.undo_)) { o.undo_ = nullptr; }
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+  ~ScopeGuard() {
+    if (undo_) undo_();
+  }
+
+ private:
+  std::function<void()> undo_;
+};
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(Graph* graph) : graph_(graph) {}
+
+  // Adds a node of `op`; returns its outputs, or an empty vector after an error.
+  std::vector<Output> add_node(const std::string& op, const std::vector<Output>& inputs,
+                               AttrMap attrs = {}, const std::string& name = "");
+  // The same, for ops with one output: that output, or an invalid Output.
+  Output add(const std::string& op, const std::vector<Output>& inputs, AttrMap attrs = {},
+             const std::string& name = "");
+
+  const Status& status() const { return status_; }
+  bool ok() const { return status_.ok(); }
+  // Records an error found by a builder function (the first one wins).
+  void record_error(Status s);
+
+  Graph& graph() { return *graph_; }
+  const Graph& graph() const { return *graph_; }
+  DType dtype(Output o) const { return graph_->dtype(o); }
+  const Shape& shape(Output o) const { return graph_->shape(o); }
+
+  [[nodiscard]] ScopeGuard name_scope(const std::string& scope);
+  [[nodiscard]] ScopeGuard device(const std::string& device);
+  [[nodiscard]] ScopeGuard control_dependencies(const std::vector<int>& nodes);
+  // A unique node name under the current scope: "dense/MatMul", then "dense/MatMul_1".
+  std::string unique_name(const std::string& base);
+
+  // Op-level seeds for random ops, following tf.set_random_seed's rules: with a graph seed and
+  // no op seed, the op gets a seed derived from the node count, so that reruns repeat.
+  std::pair<int64_t, int64_t> random_seeds(int64_t op_seed) const;
+
+ private:
+  Graph* graph_;
+  Status status_;
+  std::vector<std::string> scopes_;
+  std::vector<std::string> devices_;
+  std::vector<std::vector<int>> control_deps_;
+};
+
+}  // namespace troupe::runtime

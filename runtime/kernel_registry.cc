@@ -1,0 +1,59 @@
+#include "runtime/kernel_registry.h"
+
+#include <exception>
+
+namespace troupe::runtime {
+
+Status KernelContext::allocate_output(int i, const Shape& shape, Tensor** out) {
+  Result<Tensor> t = Tensor::empty(node_->output_dtypes[i], shape, allocator_);
+  if (!t.ok()) return t.status();
+  outputs_[i] = std::move(t).value();
+  *out = &outputs_[i];
+  return ok_status();
+}
+
+void KernelRegistry::add(const std::string& op, DeviceType device, DType dtype, KernelFn fn) {
+  assert(!find(op, device, dtype) && "kernel registered twice");
+  entries_.push_back(Entry{op, device, dtype, fn});
+}
+
+KernelFn KernelRegistry::find(const std::string& op, DeviceType device, DType dtype) const {
+  for (const Entry& e : entries_) {
+    if (e.device == device && e.dtype == dtype && e.op == op) return e.fn;
+  }
+  return nullptr;
+}
+
+bool KernelRegistry::has_any(const std::string& op, DeviceType device) const {
+  for (const Entry& e : entries_) {
+    if (e.device == device && e.op == op) return true;
+  }
+  return false;
+}
+
+std::vector<DType> KernelRegistry::dtypes(const std::string& op, DeviceType device) const {
+  std::vector<DType> out;
+  for (const Entry& e : entries_) {
+    if (e.device == device && e.op == op) out.push_back(e.dtype);
+  }
+  return out;
+}
+
+KernelRegistry& kernel_registry() {
+  static KernelRegistry* r = new KernelRegistry();
+  return *r;
+}
+
+Status run_kernel(KernelFn fn, KernelContext& ctx) {
+  Status s;
+  try {
+    s = fn(ctx);
+  } catch (const std::exception& e) {  // e.g. bad_alloc: never let it cross an actor boundary
+    s = internal_error("kernel threw: ", e.what());
+  }
+  if (s.ok()) return s;
+  const Node& n = ctx.node();
+  return s.with_context(n.op + " '" + n.name + "'");
+}
+
+}  // namespace troupe::runtime

@@ -1,0 +1,146 @@
+#include "runtime/tensor.h"
+
+#include <sstream>
+
+namespace troupe::runtime {
+
+std::shared_ptr<Buffer> Buffer::allocate(Allocator* a, size_t bytes) {
+  void* p = a->allocate(bytes);
+  if (!p) return nullptr;
+  std::shared_ptr<Buffer> b(new Buffer());
+  b->data_ = p;
+  b->bytes_ = bytes;
+  b->allocator_ = a;
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::strings(size_t n) {
+  std::shared_ptr<Buffer> b(new Buffer());
+  auto* s = new std::string[n == 0 ? 1 : n];
+  b->data_ = s;
+  b->num_strings_ = n == 0 ? 1 : n;
+  b->bytes_ = n * sizeof(std::string);
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::borrow(const void* data, size_t bytes,
+                                       std::shared_ptr<const void> owner) {
+  std::shared_ptr<Buffer> b(new Buffer());
+  b->data_ = const_cast<void*>(data);
+  b->bytes_ = bytes;
+  b->owner_ = std::move(owner);
+  return b;
+}
+
+Buffer::~Buffer() {
+  if (num_strings_ > 0) {
+    delete[] static_cast<std::string*>(data_);
+  } else if (allocator_) {
+    allocator_->deallocate(data_, bytes_);
+  }
+}
+
+Tensor::Tensor(DType dtype, const Shape& shape) {
+  Result<Tensor> t = empty(dtype, shape, cpu_allocator());
+  assert(t.ok());
+  *this = std::move(t).value();
+  if (dtype_ != DType::kString && byte_size() > 0) std::memset(raw_data(), 0, byte_size());
+}
+
+Result<Tensor> Tensor::empty(DType dtype, const Shape& shape, Allocator* allocator) {
+  if (!shape.fully_defined()) {
+    return invalid_argument("cannot allocate a tensor of partially known shape ", shape);
+  }
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.num_elements_ = shape.num_elements();
+  if (dtype == DType::kString) {
+    t.buffer_ = Buffer::strings(static_cast<size_t>(t.num_elements_));
+  } else {
+    t.buffer_ = Buffer::allocate(allocator, t.byte_size());
+    if (!t.buffer_) {
+      return resource_exhausted("allocator '", allocator->name(), "' cannot give ", t.byte_size(),
+                                " bytes for a ", dtype_name(dtype), shape, " tensor");
+    }
+  }
+  return t;
+}
+
+Tensor Tensor::borrowed(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.num_elements_ = shape.num_elements();
+  t.buffer_ = std::move(buffer);
+  return t;
+}
+
+double Tensor::scalar_as_double() const {
+  switch (dtype_) {
+    case DType::kFloat32: return data<float>()[0];
+    case DType::kFloat64: return data<double>()[0];
+    case DType::kInt32: return data<int32_t>()[0];
+    case DType::kInt64: return static_cast<double>(data<int64_t>()[0]);
+    case DType::kUInt8: return data<uint8_t>()[0];
+    case DType::kBool: return data<bool>()[0] ? 1.0 : 0.0;
+    default: return 0.0;
+  }
+}
+
+Tensor Tensor::reshaped(const Shape& shape) const {
+  assert(shape.num_elements() == num_elements_);
+  Tensor t = *this;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::clone(Allocator* allocator) const {
+  Result<Tensor> r = empty(dtype_, shape_, allocator ? allocator : cpu_allocator());
+  assert(r.ok());
+  Tensor t = std::move(r).value();
+  t.device_ = device_;
+  if (dtype_ == DType::kString) {
+    std::copy(data<std::string>(), data<std::string>() + num_elements_, t.data<std::string>());
+  } else if (byte_size() > 0) {
+    std::memcpy(t.raw_data(), raw_data(), byte_size());
+  }
+  return t;
+}
+
+namespace {
+template <class T>
+void print_values(std::ostream& os, const T* p, int64_t n, int max) {
+  for (int64_t i = 0; i < n && i < max; ++i) {
+    if (i) os << ", ";
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      os << int(p[i]);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      os << '"' << p[i] << '"';
+    } else {
+      os << p[i];
+    }
+  }
+  if (n > max) os << ", ...";
+}
+}  // namespace
+
+std::string Tensor::debug_string(int max_elements) const {
+  if (!valid()) return "<null tensor>";
+  std::ostringstream os;
+  os << dtype_name(dtype_) << shape_ << " {";
+  switch (dtype_) {
+    case DType::kFloat32: print_values(os, data<float>(), num_elements_, max_elements); break;
+    case DType::kFloat64: print_values(os, data<double>(), num_elements_, max_elements); break;
+    case DType::kInt32: print_values(os, data<int32_t>(), num_elements_, max_elements); break;
+    case DType::kInt64: print_values(os, data<int64_t>(), num_elements_, max_elements); break;
+    case DType::kUInt8: print_values(os, data<uint8_t>(), num_elements_, max_elements); break;
+    case DType::kBool: print_values(os, data<bool>(), num_elements_, max_elements); break;
+    case DType::kString: print_values(os, data<std::string>(), num_elements_, max_elements); break;
+    case DType::kInvalid: break;
+  }
+  os << "}";
+  return os.str();
+}
+
+}  // namespace troupe::runtime

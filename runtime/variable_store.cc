@@ -1,0 +1,81 @@
+#include "runtime/variable_store.h"
+
+namespace troupe::runtime {
+
+namespace {
+void fill(Tensor& t, double v) {
+  switch (t.dtype()) {
+    case DType::kFloat32: std::fill_n(t.data<float>(), t.num_elements(), float(v)); break;
+    case DType::kFloat64: std::fill_n(t.data<double>(), t.num_elements(), v); break;
+    case DType::kInt32: std::fill_n(t.data<int32_t>(), t.num_elements(), int32_t(v)); break;
+    case DType::kInt64: std::fill_n(t.data<int64_t>(), t.num_elements(), int64_t(v)); break;
+    default: break;
+  }
+}
+}  // namespace
+
+Result<Tensor> VariableStore::read(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = values_.find(name);
+  if (it == values_.end()) {
+    return failed_precondition("variable '", name,
+                               "' is not initialized (run the initializer or restore a checkpoint)");
+  }
+  return it->second;
+}
+
+bool VariableStore::contains(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return values_.count(name) > 0;
+}
+
+void VariableStore::assign(const std::string& name, Tensor value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  values_[name] = std::move(value);
+}
+
+Result<Tensor> VariableStore::for_update(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = values_.find(name);
+  if (it == values_.end()) {
+    return failed_precondition("variable '", name, "' is not initialized");
+  }
+  // One reference is the store's own; any other is a reader that must keep the old value.
+  if (it->second.buffer_use_count() > 1 || it->second.buffer()->borrowed()) {
+    it->second = it->second.clone();
+  }
+  return it->second;
+}
+
+Result<Tensor> VariableStore::slot(const std::string& name, const std::string& slot,
+                                   double initial_value, const Shape* shape) {
+  const std::string key = name + "/" + slot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = values_.find(key);
+    if (it == values_.end()) {
+      auto var = values_.find(name);
+      if (var == values_.end()) {
+        return failed_precondition("variable '", name, "' is not initialized");
+      }
+      Tensor t(var->second.dtype(), shape ? *shape : var->second.shape());
+      if (initial_value != 0) fill(t, initial_value);
+      values_[key] = t;
+    }
+  }
+  return for_update(key);
+}
+
+std::vector<std::string> VariableStore::names() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (auto& [k, v] : values_) out.push_back(k);
+  return out;
+}
+
+void VariableStore::clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  values_.clear();
+}
+
+}  // namespace troupe::runtime
