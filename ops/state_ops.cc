@@ -137,6 +137,7 @@ int global_variables_initializer(GraphBuilder& b) {
 }
 
 Output global_step(GraphBuilder& b) {
+  auto root = b.root_name_scope();
   int id = b.graph().find("global_step");
   if (id >= 0 && b.graph().node(id).op == "Variable") return Output{id, 0};
   return variable(b, "global_step", Shape{}, DType::kInt64, scalar(b, 0, DType::kInt64), false);

@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "runtime/denormal.h"
+
 #include <algorithm>
 
 namespace troupe::runtime {
@@ -141,6 +143,7 @@ Result<std::vector<Tensor>> Executor::run(const FeedList& feeds, const std::vect
   for (const auto& [o, t] : feeds) TROUPE_RETURN_IF_ERROR(check_feed(graph_, o, t));
   TROUPE_ASSIGN_OR_RETURN(Plan * plan, plan_for(feeds, fetches, targets));
 
+  ScopedFlushDenormal flush;
   std::vector<Tensor> values(plan->num_slots);
   std::vector<int> remaining = plan->uses;
   for (size_t i = 0; i < feeds.size(); ++i) values[plan->feed_slots[i]] = feeds[i].second;

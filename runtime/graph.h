@@ -11,6 +11,7 @@
 // Thread-safety: build from one thread; a finished graph may be read from many.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -60,7 +61,9 @@ class Graph {
  public:
   int num_nodes() const { return static_cast<int>(nodes_.size()); }
   const Node& node(int id) const { return nodes_[id]; }
-  const std::vector<Node>& nodes() const { return nodes_; }
+  // A deque, so that references to nodes stay valid while more are added (gradient functions
+  // add nodes while they read the node they differentiate).
+  const std::deque<Node>& nodes() const { return nodes_; }
   // -1 when there is no node of that name.
   int find(const std::string& name) const;
   DType dtype(Output o) const { return nodes_[o.node].output_dtypes[o.index]; }
@@ -90,7 +93,7 @@ class Graph {
   friend class GraphBuilder;
   int add(Node node);
 
-  std::vector<Node> nodes_;
+  std::deque<Node> nodes_;
   std::unordered_map<std::string, int> by_name_;
   std::map<std::string, std::vector<int>> collections_;
   int64_t seed_ = 0;

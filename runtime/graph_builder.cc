@@ -1,6 +1,7 @@
 #include "runtime/graph_builder.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "runtime/device.h"
 #include "runtime/kernel_registry.h"
@@ -37,6 +38,12 @@ ScopeGuard GraphBuilder::device(const std::string& device) {
 ScopeGuard GraphBuilder::control_dependencies(const std::vector<int>& nodes) {
   control_deps_.push_back(nodes);
   return ScopeGuard([this] { control_deps_.pop_back(); });
+}
+
+ScopeGuard GraphBuilder::root_name_scope() {
+  auto saved = std::make_shared<std::vector<std::string>>(std::move(scopes_));
+  scopes_.clear();
+  return ScopeGuard([this, saved] { scopes_ = std::move(*saved); });
 }
 
 std::pair<int64_t, int64_t> GraphBuilder::random_seeds(int64_t op_seed) const {

@@ -64,6 +64,8 @@ class GraphBuilder {
   [[nodiscard]] ScopeGuard name_scope(const std::string& scope);
   [[nodiscard]] ScopeGuard device(const std::string& device);
   [[nodiscard]] ScopeGuard control_dependencies(const std::vector<int>& nodes);
+  // Leaves every name scope until the guard ends: for graph-wide nodes such as global_step.
+  [[nodiscard]] ScopeGuard root_name_scope();
   // A unique node name under the current scope: "dense/MatMul", then "dense/MatMul_1".
   std::string unique_name(const std::string& base);
 

@@ -1,0 +1,124 @@
+// Conv2D and pooling kernels against direct loops, SAME and VALID, strided and dilated.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "harness/op_harness.h"
+#include "ops/conv_ops.h"
+
+using namespace troupe;
+using runtime::Output;
+using runtime::Shape;
+using runtime::Tensor;
+using testing::OpTest;
+
+namespace {
+
+struct Geometry {
+  int64_t out_h, out_w, pad_top, pad_left;
+};
+
+Geometry geometry(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                  int64_t dh, int64_t dw, bool same) {
+  auto one = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t* out, int64_t* pad) {
+    int64_t span = (k - 1) * d + 1;
+    if (same) {
+      *out = (in + s - 1) / s;
+      *pad = std::max<int64_t>((*out - 1) * s + span - in, 0) / 2;
+    } else {
+      *out = (in - span) / s + 1;
+      *pad = 0;
+    }
+  };
+  Geometry g;
+  one(h, kh, sh, dh, &g.out_h, &g.pad_top);
+  one(w, kw, sw, dw, &g.out_w, &g.pad_left);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d matches a direct loop") {
+  std::mt19937_64 rng(21);
+  struct Case {
+    Shape in, filter;
+    int64_t sh, sw, dh, dw;
+    bool same;
+  };
+  for (const Case& c : {Case{{2, 5, 6, 3}, {3, 3, 3, 4}, 1, 1, 1, 1, true},
+                        Case{{1, 7, 7, 2}, {3, 2, 2, 3}, 2, 3, 1, 1, true},
+                        Case{{1, 7, 8, 1}, {2, 3, 1, 2}, 1, 2, 2, 1, false},
+                        Case{{3, 4, 4, 2}, {4, 4, 2, 1}, 1, 1, 1, 1, false}}) {
+    INFO("input ", c.in, " filter ", c.filter);
+    Tensor x = testing::random_tensor<double>(c.in, rng);
+    Tensor w = testing::random_tensor<double>(c.filter, rng);
+    OpTest t;
+    Tensor y = t.eval(ops::conv2d(t.b, t.feed(x), t.feed(w), {c.sh, c.sw}, c.same ? "SAME" : "VALID",
+                                  {c.dh, c.dw}));
+    const int64_t N = c.in.dim(0), H = c.in.dim(1), W = c.in.dim(2), C = c.in.dim(3);
+    const int64_t KH = c.filter.dim(0), KW = c.filter.dim(1), O = c.filter.dim(3);
+    Geometry g = geometry(H, W, KH, KW, c.sh, c.sw, c.dh, c.dw, c.same);
+    REQUIRE(y.shape() == Shape{N, g.out_h, g.out_w, O});
+    std::vector<double> want;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t i = 0; i < g.out_h; ++i)
+        for (int64_t j = 0; j < g.out_w; ++j)
+          for (int64_t o = 0; o < O; ++o) {
+            double s = 0;
+            for (int64_t ki = 0; ki < KH; ++ki)
+              for (int64_t kj = 0; kj < KW; ++kj)
+                for (int64_t ch = 0; ch < C; ++ch) {
+                  int64_t yy = i * c.sh + ki * c.dh - g.pad_top, xx = j * c.sw + kj * c.dw - g.pad_left;
+                  if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
+                  s += x.data<double>()[((n * H + yy) * W + xx) * C + ch] *
+                       w.data<double>()[((ki * KW + kj) * C + ch) * O + o];
+                }
+            want.push_back(s);
+          }
+    CHECK_CLOSE_TENSOR(y, want, 1e-12);
+  }
+  OpTest bad;
+  ops::conv2d(bad.b, bad.feed(Tensor(runtime::DType::kFloat32, Shape{1, 4, 4, 3})),
+              bad.feed(Tensor(runtime::DType::kFloat32, Shape{2, 2, 2, 1})), {1, 1}, "SAME");
+  CHECK(bad.b.status().message().find("3 channels, the filter expects 2") != std::string::npos);
+  OpTest bad2;
+  ops::conv2d(bad2.b, bad2.feed(Tensor(runtime::DType::kFloat32, Shape{1, 4, 4, 1})),
+              bad2.feed(Tensor(runtime::DType::kFloat32, Shape{2, 2, 1, 1})), {1, 1}, "FULL");
+  CHECK(bad2.b.status().message().find("SAME or VALID") != std::string::npos);
+}
+
+TEST_CASE("max_pool and avg_pool match direct loops (SAME averages only real elements)") {
+  std::mt19937_64 rng(22);
+  Tensor x = testing::random_tensor<double>(Shape{2, 5, 4, 3}, rng);
+  for (bool same : {true, false}) {
+    OpTest t;
+    Output in = t.feed(x);
+    const char* pad = same ? "SAME" : "VALID";
+    Tensor mx = t.eval(ops::max_pool(t.b, in, {3, 2}, {2, 2}, pad));
+    Tensor av = t.eval(ops::avg_pool(t.b, in, {3, 2}, {2, 2}, pad));
+    Geometry g = geometry(5, 4, 3, 2, 2, 2, 1, 1, same);
+    REQUIRE(mx.shape() == Shape{2, g.out_h, g.out_w, 3});
+    std::vector<double> want_max, want_avg;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t i = 0; i < g.out_h; ++i)
+        for (int64_t j = 0; j < g.out_w; ++j)
+          for (int64_t c = 0; c < 3; ++c) {
+            double m = -std::numeric_limits<double>::infinity(), s = 0;
+            int count = 0;
+            for (int64_t ki = 0; ki < 3; ++ki)
+              for (int64_t kj = 0; kj < 2; ++kj) {
+                int64_t yy = i * 2 + ki - g.pad_top, xx = j * 2 + kj - g.pad_left;
+                if (yy < 0 || yy >= 5 || xx < 0 || xx >= 4) continue;
+                double v = x.data<double>()[((n * 5 + yy) * 4 + xx) * 3 + c];
+                m = std::max(m, v);
+                s += v;
+                ++count;
+              }
+            want_max.push_back(m);
+            want_avg.push_back(s / count);
+          }
+    CHECK_CLOSE_TENSOR(mx, want_max, 0);
+    CHECK_CLOSE_TENSOR(av, want_avg, 1e-12);
+  }
+}

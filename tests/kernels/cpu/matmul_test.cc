@@ -1,0 +1,74 @@
+// MatMul / BatchMatMul kernels against a naive triple loop, for every transpose combination.
+#include <doctest/doctest.h>
+
+#include "harness/op_harness.h"
+#include "ops/math_ops.h"
+
+using namespace troupe;
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+using testing::OpTest;
+using testing::random_tensor;
+
+namespace {
+// c[i,j] = sum_k a(i,k) b(k,j) with a(i,k) = ta ? A[k,i] : A[i,k], likewise b.
+std::vector<double> naive(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  auto va = testing::values(a), vb = testing::values(b);
+  int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+  int64_t n = tb ? b.dim(0) : b.dim(1);
+  std::vector<double> c(m * n, 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p) {
+        double x = ta ? va[p * a.dim(1) + i] : va[i * a.dim(1) + p];
+        double y = tb ? vb[j * b.dim(1) + p] : vb[p * b.dim(1) + j];
+        c[i * n + j] += x * y;
+      }
+  return c;
+}
+
+template <class T>
+void check_matmul(int64_t m, int64_t k, int64_t n, double tol) {
+  std::mt19937_64 rng(m * 1000 + k * 10 + n);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      INFO(m, "x", k, "x", n, " ta=", ta, " tb=", tb);
+      Tensor a = random_tensor<T>(ta ? Shape{k, m} : Shape{m, k}, rng, -4, 4);
+      Tensor b = random_tensor<T>(tb ? Shape{n, k} : Shape{k, n}, rng, -4, 4);
+      OpTest t;
+      Tensor c = t.eval(ops::matmul(t.b, t.feed(a), t.feed(b), ta, tb));
+      CHECK(c.shape() == Shape{m, n});
+      CHECK_CLOSE_TENSOR(c, naive(a, b, ta, tb), tol);
+    }
+}
+}  // namespace
+
+TEST_CASE("matmul matches a naive loop for every transpose, dtype and odd size") {
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {3, 5, 2}, {65, 130, 33}, {4, 0, 3}, {0, 3, 2}}) {
+    check_matmul<double>(m, k, n, 1e-12);
+    check_matmul<float>(m, k, n, 1e-4);
+    check_matmul<int32_t>(m, k, n, 0);
+    check_matmul<int64_t>(m, k, n, 0);
+  }
+}
+
+TEST_CASE("batch_matmul broadcasts batch dims") {
+  std::mt19937_64 rng(9);
+  Tensor x = random_tensor<double>(Shape{2, 1, 3, 4}, rng);
+  Tensor y = random_tensor<double>(Shape{3, 4, 2}, rng);
+  OpTest t;
+  Tensor z = t.eval(ops::batch_matmul(t.b, t.feed(x), t.feed(y)));
+  REQUIRE(z.shape() == Shape{2, 3, 3, 2});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      Tensor xi = Tensor::from_vector<double>(
+          Shape{3, 4}, std::vector<double>(x.data<double>() + i * 12, x.data<double>() + i * 12 + 12));
+      Tensor yj = Tensor::from_vector<double>(
+          Shape{4, 2}, std::vector<double>(y.data<double>() + j * 8, y.data<double>() + j * 8 + 8));
+      auto want = naive(xi, yj, false, false);
+      for (int e = 0; e < 6; ++e) {
+        CHECK(z.data<double>()[(i * 3 + j) * 6 + e] == doctest::Approx(want[e]));
+      }
+    }
+}

@@ -1,0 +1,240 @@
+// Finite-difference check of every op's gradient, in float64, including broadcasting. The last
+// test asserts that every op with a gradient function appears in this table.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+
+#include "harness/grad_check.h"
+#include "ops/array_ops.h"
+#include "ops/conv_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/strided_slice.h"
+#include "runtime/op_registry.h"
+
+using namespace troupe;
+using runtime::DType;
+using runtime::GraphBuilder;
+using runtime::Output;
+using runtime::Shape;
+using runtime::Tensor;
+using testing::gradient_error;
+using In = std::vector<Output>;
+
+namespace {
+
+std::mt19937_64& rng() {
+  static std::mt19937_64 r(2024);
+  return r;
+}
+Tensor rnd(const Shape& s, double lo = -1, double hi = 1) {
+  return testing::random_tensor<double>(s, rng(), lo, hi);
+}
+// Random values kept at least `gap` away from each kink point, where derivatives jump.
+Tensor away(const Shape& s, std::vector<double> kinks, double lo = -2, double hi = 2,
+            double gap = 0.05) {
+  Tensor t = rnd(s, lo, hi);
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    double& v = t.data<double>()[i];
+    for (double k : kinks) {
+      if (std::abs(v - k) < gap) v = k + (v < k ? -gap : gap);
+    }
+  }
+  return t;
+}
+
+struct GradCase {
+  const char* op;  // the op whose gradient this case checks
+  testing::GraphFn f;
+  std::vector<Tensor> inputs;
+  double eps = 1e-6;
+  double tol = 1e-6;
+};
+
+std::vector<GradCase> cases() {
+  auto unary = [](Output (*op)(GraphBuilder&, Output)) {
+    return [op](GraphBuilder& b, const In& x) { return op(b, x[0]); };
+  };
+  auto binary = [](Output (*op)(GraphBuilder&, Output, Output)) {
+    return [op](GraphBuilder& b, const In& x) { return op(b, x[0], x[1]); };
+  };
+  Output (*add)(GraphBuilder&, Output, Output) = ops::add;
+  Output (*sub)(GraphBuilder&, Output, Output) = ops::sub;
+  Output (*mul)(GraphBuilder&, Output, Output) = ops::mul;
+  Output (*div)(GraphBuilder&, Output, Output) = ops::div;
+  Tensor with_zero = rnd(Shape{2, 3}, 0.5, 2);
+  with_zero.data<double>()[1] = 0;  // Prod's gradient must stay exact at a zero
+
+  std::vector<GradCase> c = {
+      {"Identity", [](GraphBuilder& b, const In& x) { return ops::identity(b, x[0]); }, {rnd({3})}},
+      {"Cast",
+       [](GraphBuilder& b, const In& x) {
+         return ops::cast(b, ops::cast(b, x[0], DType::kFloat32), DType::kFloat64);
+       },
+       {rnd({3})}, 1e-2, 1e-4},
+      {"Reshape", [](GraphBuilder& b, const In& x) { return ops::reshape(b, x[0], {3, -1}); },
+       {rnd({2, 3})}},
+      {"ReshapeLike", [](GraphBuilder& b, const In& x) { return ops::reshape_like(b, x[0], x[1]); },
+       {rnd({6}), rnd({3, 2})}},
+      {"ExpandDims", [](GraphBuilder& b, const In& x) { return ops::expand_dims(b, x[0], 1); },
+       {rnd({2, 2})}},
+      {"Squeeze", [](GraphBuilder& b, const In& x) { return ops::squeeze(b, x[0]); },
+       {rnd({2, 1, 2})}},
+      {"Transpose", [](GraphBuilder& b, const In& x) { return ops::transpose(b, x[0], {1, 2, 0}); },
+       {rnd({2, 3, 2})}},
+      {"Concat", [](GraphBuilder& b, const In& x) { return ops::concat(b, {x[0], x[1]}, 1); },
+       {rnd({2, 1}), rnd({2, 3})}},
+      {"Split",
+       [](GraphBuilder& b, const In& x) {
+         auto p = ops::split(b, x[0], 2, 1);
+         return ops::mul(b, p[0], p[1]);
+       },
+       {rnd({2, 4})}},
+      {"SplitLike",
+       [](GraphBuilder& b, const In& x) {
+         auto p = ops::split_like(b, x[0], {x[1], x[2]}, 0);
+         return ops::reduce_sum(b, ops::square(b, p[1]));
+       },
+       {rnd({5, 2}), rnd({2, 2}), rnd({3, 2})}},
+      {"Gather",
+       [](GraphBuilder& b, const In& x) { return ops::gather(b, x[0], x[1], 1); },
+       {rnd({2, 3}), Tensor::from_vector<int64_t>(Shape{4}, {2, 0, 2, 1})}},
+      {"Tile", [](GraphBuilder& b, const In& x) { return ops::tile(b, x[0], {2, 3}); },
+       {rnd({2, 1})}},
+      {"Pad", [](GraphBuilder& b, const In& x) { return ops::pad(b, x[0], {{1, 0}, {2, 1}}); },
+       {rnd({2, 2})}},
+      {"BroadcastTo",
+       [](GraphBuilder& b, const In& x) { return ops::broadcast_to(b, x[0], Shape{2, 3, 2}); },
+       {rnd({3, 1})}},
+      {"BroadcastToShapeOf",
+       [](GraphBuilder& b, const In& x) { return ops::broadcast_to_shape_of(b, x[0], x[1]); },
+       {rnd({1, 2}), rnd({3, 2})}},
+      {"SumToShapeOf",
+       [](GraphBuilder& b, const In& x) { return ops::sum_to_shape_of(b, x[0], x[1]); },
+       {rnd({3, 2}), rnd({2})}},
+      {"Select",
+       [](GraphBuilder& b, const In& x) {
+         return ops::select(b, ops::greater(b, x[0], x[1]), x[0], x[2]);
+       },
+       {away({2, 3}, {}), rnd({3}), rnd({2, 1})}},
+      {"AddN", [](GraphBuilder& b, const In& x) { return ops::add_n(b, {x[0], x[1], x[0]}); },
+       {rnd({2, 2}), rnd({2, 2})}},
+      {"StridedSlice",
+       [](GraphBuilder& b, const In& x) {
+         ops::StridedSliceSpec s;
+         s.begin = {-1, 1};
+         s.end = {0, 4};
+         s.strides = {-1, 2};
+         s.end_mask = 1;
+         return ops::strided_slice(b, x[0], s);
+       },
+       {rnd({3, 4})}},
+      {"Neg", unary(ops::neg), {rnd({3})}},
+      {"Abs", unary(ops::abs), {away({4}, {0})}},
+      {"Square", unary(ops::square), {rnd({3})}},
+      {"Sqrt", unary(ops::sqrt), {rnd({3}, 0.5, 2)}},
+      {"Rsqrt", unary(ops::rsqrt), {rnd({3}, 0.5, 2)}},
+      {"Exp", unary(ops::exp), {rnd({3})}},
+      {"Log", unary(ops::log), {rnd({3}, 0.5, 2)}},
+      {"Log1p", unary(ops::log1p), {rnd({3}, -0.5, 2)}},
+      {"Add", binary(add), {rnd({2, 3}), rnd({3})}},
+      {"Sub", binary(sub), {rnd({2, 1}), rnd({1, 3})}},
+      {"Mul", binary(mul), {rnd({}), rnd({2, 2})}},
+      {"Div", binary(div), {rnd({2, 2}), rnd({2}, 0.5, 2)}},
+      {"Pow", binary(ops::pow), {rnd({2, 2}, 0.5, 2), rnd({2}, -1, 2)}},
+      {"Maximum", binary(ops::maximum), {away({2, 3}, {}), rnd({3})}},
+      {"Minimum", binary(ops::minimum), {away({2, 3}, {}), rnd({3})}},
+      {"MatMul", [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1]); },
+       {rnd({2, 3}), rnd({3, 2})}},
+      {"MatMul", [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1], true, false); },
+       {rnd({3, 2}), rnd({3, 2})}},
+      {"MatMul", [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1], false, true); },
+       {rnd({2, 3}), rnd({2, 3})}},
+      {"MatMul", [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1], true, true); },
+       {rnd({3, 2}), rnd({2, 3})}},
+      {"BatchMatMul",
+       [](GraphBuilder& b, const In& x) { return ops::batch_matmul(b, x[0], x[1], false, true); },
+       {rnd({2, 2, 3}), rnd({2, 3})}},
+      {"BatchMatMul",
+       [](GraphBuilder& b, const In& x) { return ops::batch_matmul(b, x[0], x[1], true, false); },
+       {rnd({1, 3, 2}), rnd({2, 3, 2})}},
+      {"Sum", [](GraphBuilder& b, const In& x) { return ops::reduce_sum(b, x[0], {1}); },
+       {rnd({2, 3, 2})}},
+      {"Mean", [](GraphBuilder& b, const In& x) { return ops::reduce_mean(b, x[0], {0, 2}, true); },
+       {rnd({2, 3, 2})}},
+      {"Max", [](GraphBuilder& b, const In& x) { return ops::reduce_max(b, x[0], {1}); },
+       {rnd({2, 3})}},
+      {"Min", [](GraphBuilder& b, const In& x) { return ops::reduce_min(b, x[0]); }, {rnd({2, 3})}},
+      {"Prod", [](GraphBuilder& b, const In& x) { return ops::reduce_prod(b, x[0], {1}); },
+       {with_zero}},
+      {"Prod", [](GraphBuilder& b, const In& x) { return ops::reduce_prod(b, x[0], {}, true); },
+       {rnd({2, 2}, 0.5, 1.5)}},
+      {"Relu", unary(ops::relu), {away({5}, {0})}},
+      {"Relu6", unary(ops::relu6), {away({6}, {0, 6}, -2, 8)}},
+      {"Elu", unary(ops::elu), {away({5}, {0})}},
+      {"Selu", unary(ops::selu), {away({5}, {0})}},
+      {"LeakyRelu", [](GraphBuilder& b, const In& x) { return ops::leaky_relu(b, x[0], 0.3); },
+       {away({5}, {0})}},
+      {"Sigmoid", unary(ops::sigmoid), {rnd({4}, -4, 4)}},
+      {"Tanh", unary(ops::tanh), {rnd({4}, -2, 2)}},
+      {"Softplus", unary(ops::softplus), {rnd({4}, -4, 4)}},
+      {"Softsign", unary(ops::softsign), {away({4}, {0})}},
+      {"BiasAdd", [](GraphBuilder& b, const In& x) { return ops::bias_add(b, x[0], x[1]); },
+       {rnd({2, 2, 3}), rnd({3})}},
+      {"Softmax", unary(ops::softmax), {rnd({2, 4}, -3, 3)}},
+      {"LogSoftmax", unary(ops::log_softmax), {rnd({2, 4}, -3, 3)}},
+      {"SoftmaxCrossEntropyWithLogits",
+       [](GraphBuilder& b, const In& x) {
+         return ops::softmax_cross_entropy_with_logits(b, ops::softmax(b, x[1]), x[0]);
+       },
+       {rnd({2, 3}, -2, 2), rnd({2, 3})}},
+      {"SparseSoftmaxCrossEntropyWithLogits",
+       [](GraphBuilder& b, const In& x) {
+         return ops::sparse_softmax_cross_entropy_with_logits(b, x[1], x[0]);
+       },
+       {rnd({3, 4}, -2, 2), Tensor::from_vector<int32_t>(Shape{3}, {3, 0, 1})}},
+      {"Conv2D",
+       [](GraphBuilder& b, const In& x) { return ops::conv2d(b, x[0], x[1], {1, 1}, "SAME"); },
+       {rnd({1, 4, 4, 2}), rnd({3, 3, 2, 2})}},
+      {"Conv2D",
+       [](GraphBuilder& b, const In& x) {
+         return ops::conv2d(b, x[0], x[1], {2, 1}, "VALID", {1, 2});
+       },
+       {rnd({2, 5, 5, 1}), rnd({2, 2, 1, 3})}},
+      {"MaxPool",
+       [](GraphBuilder& b, const In& x) { return ops::max_pool(b, x[0], {2, 2}, {2, 2}, "SAME"); },
+       {rnd({1, 3, 3, 2})}},
+      {"AvgPool",
+       [](GraphBuilder& b, const In& x) { return ops::avg_pool(b, x[0], {2, 2}, {1, 1}, "SAME"); },
+       {rnd({1, 3, 3, 2})}},
+  };
+  // Composites: their gradients come from the primitives above, checked end to end here.
+  c.push_back({"", [](GraphBuilder& b, const In& x) { return ops::reduce_logsumexp(b, x[0], {1}); },
+               {rnd({2, 3}, -3, 3)}});
+  c.push_back({"", [](GraphBuilder& b, const In& x) {
+                 return ops::sigmoid_cross_entropy_with_logits(b, x[1], x[0]);
+               },
+               {away({4}, {0}), rnd({4}, 0, 1)}});
+  c.push_back({"", [](GraphBuilder& b, const In& x) { return ops::l2_loss(b, x[0]); }, {rnd({3})}});
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("symbolic gradients match central differences for every op") {
+  for (const GradCase& c : cases()) {
+    INFO("op ", c.op);
+    CHECK(gradient_error(c.f, c.inputs, c.eps) < c.tol);
+  }
+}
+
+TEST_CASE("every op with a gradient function is in the table above") {
+  std::set<std::string> covered;
+  for (const GradCase& c : cases()) covered.insert(c.op);
+  for (const runtime::OpDef* op : runtime::registered_ops()) {
+    if (!op->grad_fn) continue;
+    INFO("op ", op->name, " has a gradient but no finite-difference check");
+    CHECK(covered.count(op->name) == 1);
+  }
+}

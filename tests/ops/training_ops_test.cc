@@ -1,0 +1,163 @@
+// Optimizer update rules against hand-computed steps, minimize() end to end, schedules and
+// gradient clipping.
+#include "ops/training_ops.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "harness/op_harness.h"
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/state_ops.h"
+
+using namespace troupe;
+using runtime::DType;
+using runtime::Output;
+using runtime::Shape;
+using runtime::Tensor;
+using testing::OpTest;
+
+namespace {
+
+// Runs `steps` updates of w (starting at w0) on loss = sum(w * g), so that the gradient is g.
+std::vector<double> train(const ops::Optimizer& opt, std::vector<double> w0, std::vector<double> g,
+                          int steps) {
+  OpTest t;
+  const Shape s{int64_t(w0.size())};
+  Output w = ops::variable(t.b, "w", s, DType::kFloat64,
+                           ops::constant(t.b, Tensor::from_vector<double>(s, w0)));
+  Output loss = ops::reduce_sum(t.b, ops::mul(t.b, w, ops::constant(t.b, Tensor::from_vector<double>(s, g))));
+  int train_op = ops::minimize(t.b, loss, opt);
+  int init = ops::global_variables_initializer(t.b);
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  runtime::Executor exec(t.g, {.variables = &t.vars});
+  REQUIRE(exec.run({}, {}, {init}).ok());
+  for (int i = 0; i < steps; ++i) REQUIRE(exec.run({}, {}, {train_op}).ok());
+  CHECK(t.vars.read("global_step")->data<int64_t>()[0] == steps);
+  return t.vars.read("w")->to_vector<double>();
+}
+
+}  // namespace
+
+TEST_CASE("SGD and momentum (plain and Nesterov)") {
+  auto w = train(ops::Optimizer::sgd(0.1), {1, 2}, {0.5, -1}, 2);
+  CHECK(w[0] == doctest::Approx(1 - 2 * 0.05));
+  CHECK(w[1] == doctest::Approx(2 + 2 * 0.1));
+  // accum: g, then 0.9 g + g; w -= lr * accum each step.
+  w = train(ops::Optimizer::momentum_sgd(0.1, 0.9), {1}, {1}, 2);
+  CHECK(w[0] == doctest::Approx(1 - 0.1 * 1 - 0.1 * 1.9));
+  // Nesterov: w -= lr * (g + m * accum_new).
+  w = train(ops::Optimizer::momentum_sgd(0.1, 0.9, true), {1}, {1}, 2);
+  CHECK(w[0] == doctest::Approx(1 - 0.1 * (1 + 0.9 * 1) - 0.1 * (1 + 0.9 * 1.9)));
+}
+
+TEST_CASE("Adagrad, Adam, RMSProp and FTRL follow TF's formulas") {
+  double a1 = 0.1 + 1, a2 = a1 + 1;
+  auto w = train(ops::Optimizer::adagrad(0.5), {1}, {1}, 2);
+  CHECK(w[0] == doctest::Approx(1 - 0.5 / (std::sqrt(a1) + 1e-7) - 0.5 / (std::sqrt(a2) + 1e-7)));
+
+  ops::Optimizer adam = ops::Optimizer::adam(0.01);
+  double v = 1, m = 0, vv = 0;
+  for (int t = 1; t <= 3; ++t) {
+    m = 0.9 * m + 0.1 * 2;
+    vv = 0.999 * vv + 0.001 * 4;
+    double lr_t = 0.01 * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+    v -= lr_t * m / (std::sqrt(vv) + 1e-7);
+  }
+  CHECK(train(adam, {1}, {2}, 3)[0] == doctest::Approx(v).epsilon(1e-12));
+
+  ops::Optimizer rms = ops::Optimizer::rmsprop(0.01);
+  rms.momentum = 0.5;
+  double x = 1, ms = 0, mom = 0;
+  for (int t = 0; t < 2; ++t) {
+    ms = 0.9 * ms + 0.1 * 9;
+    mom = 0.5 * mom + 0.01 * 3 / std::sqrt(ms + 1e-7);
+    x -= mom;
+  }
+  CHECK(train(rms, {1}, {3}, 2)[0] == doctest::Approx(x).epsilon(1e-12));
+  rms.centered = true;
+  x = 1, ms = 0, mom = 0;
+  double mg = 0;
+  for (int t = 0; t < 2; ++t) {
+    ms = 0.9 * ms + 0.1 * 9;
+    mg = 0.9 * mg + 0.1 * 3;
+    mom = 0.5 * mom + 0.01 * 3 / std::sqrt(ms - mg * mg + 1e-7);
+    x -= mom;
+  }
+  CHECK(train(rms, {1}, {3}, 2)[0] == doctest::Approx(x).epsilon(1e-12));
+
+  // FTRL with l1 large enough zeroes the weight; without, it follows the closed form.
+  CHECK(train(ops::Optimizer::ftrl(0.1, /*l1=*/10), {1}, {1}, 1)[0] == 0.0);
+  double accum = 0.1, accum_new = 1.1, lin = 1 - (std::pow(accum_new, 0.5) - std::pow(accum, 0.5)) / 0.1 * 1;
+  double quad = std::pow(accum_new, 0.5) / 0.1;
+  CHECK(train(ops::Optimizer::ftrl(0.1), {1}, {1}, 1)[0] == doctest::Approx(-lin / quad));
+}
+
+TEST_CASE("minimize fits a linear regression") {
+  OpTest t;
+  t.g.set_seed(3);
+  std::vector<float> xs, ys;
+  for (int i = 0; i < 64; ++i) {
+    xs.push_back(i / 32.0f - 1);
+    ys.push_back(3 * xs.back() + 2);
+  }
+  Output x = t.feed(Tensor::from_vector<float>(Shape{64, 1}, xs));
+  Output y = t.feed(Tensor::from_vector<float>(Shape{64, 1}, ys));
+  Output w = ops::variable(t.b, "w", Shape{1, 1}, DType::kFloat32, ops::glorot_uniform(t.b, Shape{1, 1}));
+  Output bias = ops::variable(t.b, "b", Shape{1}, DType::kFloat32, ops::zeros(t.b, Shape{1}, DType::kFloat32));
+  Output pred = ops::add(t.b, ops::matmul(t.b, x, w), bias);
+  Output loss = ops::mean_squared_error(t.b, y, pred);
+  ops::Optimizer opt = ops::Optimizer::momentum_sgd(0.1, 0.9);
+  opt.clip_norm = 10;
+  int train_op = ops::minimize(t.b, loss, opt);
+  int init = ops::global_variables_initializer(t.b);
+  REQUIRE(t.b.ok());
+  runtime::Executor exec(t.g, {.variables = &t.vars});
+  REQUIRE(exec.run(t.feeds, {}, {init}).ok());
+  for (int i = 0; i < 300; ++i) REQUIRE(exec.run(t.feeds, {}, {train_op}).ok());
+  CHECK(t.vars.read("w")->data<float>()[0] == doctest::Approx(3.0f).epsilon(1e-3));
+  CHECK(t.vars.read("b")->data<float>()[0] == doctest::Approx(2.0f).epsilon(1e-3));
+}
+
+TEST_CASE("learning-rate schedules") {
+  auto at = [](int64_t step, auto schedule) {
+    OpTest t;
+    Output s = t.feed(Tensor::scalar<int64_t>(step));
+    return t.eval(schedule(t.b, s)).template data<float>()[0];
+  };
+  auto exp_decay = [](runtime::GraphBuilder& b, Output s) {
+    return ops::exponential_decay(b, 0.1, s, 100, 0.5);
+  };
+  auto staircase = [](runtime::GraphBuilder& b, Output s) {
+    return ops::exponential_decay(b, 0.1, s, 100, 0.5, true);
+  };
+  CHECK(at(0, exp_decay) == doctest::Approx(0.1f));
+  CHECK(at(150, exp_decay) == doctest::Approx(0.1f * std::pow(0.5f, 1.5f)));
+  CHECK(at(150, staircase) == doctest::Approx(0.05f));
+  auto piecewise = [](runtime::GraphBuilder& b, Output s) {
+    return ops::piecewise_constant(b, s, {10, 20}, {1.0, 0.5, 0.1});
+  };
+  CHECK(at(10, piecewise) == 1.0f);
+  CHECK(at(11, piecewise) == 0.5f);
+  CHECK(at(1000, piecewise) == doctest::Approx(0.1f));
+  auto poly = [](runtime::GraphBuilder& b, Output s) {
+    return ops::polynomial_decay(b, 1.0, s, 100, 0.0, 2.0);
+  };
+  CHECK(at(50, poly) == doctest::Approx(0.25f));
+  CHECK(at(500, poly) == doctest::Approx(0.0f));
+}
+
+TEST_CASE("clip_by_global_norm scales all tensors together, only when over the limit") {
+  OpTest t;
+  Output a = t.feed(Tensor::from_vector<double>(Shape{2}, {3, 0}));
+  Output c = t.feed(Tensor::from_vector<double>(Shape{1}, {4}));
+  auto clipped = ops::clip_by_global_norm(t.b, {a, c}, 1.0);
+  REQUIRE(clipped.size() == 3);
+  CHECK(t.eval(clipped[2]).data<double>()[0] == doctest::Approx(5.0));
+  CHECK(t.eval(clipped[0]).to_vector<double>()[0] == doctest::Approx(0.6));
+  CHECK(t.eval(clipped[1]).to_vector<double>()[0] == doctest::Approx(0.8));
+  auto loose = ops::clip_by_global_norm(t.b, {a, c}, 10.0);
+  CHECK(t.eval(loose[0]).to_vector<double>()[0] == doctest::Approx(3.0));
+}

@@ -1,0 +1,102 @@
+#include "runtime/graph_builder.h"
+
+#include <doctest/doctest.h>
+
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+
+using namespace troupe;
+using runtime::DType;
+using runtime::Output;
+using runtime::Shape;
+
+TEST_CASE("shape errors are reported where the node is built, naming it") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output a = ops::placeholder(b, DType::kFloat32, Shape{-1, 3}, "a");
+  Output w = ops::placeholder(b, DType::kFloat32, Shape{4, 5}, "w");
+  Output y;
+  {
+    auto scope = b.name_scope("dense");
+    y = ops::matmul(b, a, w);
+  }
+  CHECK_FALSE(y.valid());
+  CHECK_FALSE(b.ok());
+  const std::string msg = b.status().message();
+  CHECK(msg.find("MatMul 'dense/MatMul'") != std::string::npos);
+  CHECK(msg.find("[?,3]") != std::string::npos);
+  CHECK(msg.find("[4,5]") != std::string::npos);
+  // Later calls add nothing and keep the first error.
+  int before = g.num_nodes();
+  CHECK_FALSE(ops::relu(b, y).valid());
+  CHECK(g.num_nodes() == before);
+  CHECK(b.status().message() == msg);
+}
+
+TEST_CASE("dtype mismatches, unknown ops, bad attributes and missing kernels are errors") {
+  auto error_of = [](auto build) {
+    runtime::Graph g;
+    runtime::GraphBuilder b(&g);
+    build(b);
+    return b.status().message();
+  };
+  CHECK(error_of([](runtime::GraphBuilder& b) {
+          ops::add(b, ops::scalar(b, 1, DType::kFloat32), ops::scalar(b, 1, DType::kInt32));
+        }).find("same dtype") != std::string::npos);
+  CHECK(error_of([](runtime::GraphBuilder& b) { b.add("NoSuchOp", {}); })
+            .find("unknown op 'NoSuchOp'") != std::string::npos);
+  CHECK(error_of([](runtime::GraphBuilder& b) {
+          b.add("Relu", {ops::scalar(b, 1, DType::kFloat32)}, {{"bogus", true}});
+        }).find("unknown attribute 'bogus'") != std::string::npos);
+  CHECK(error_of([](runtime::GraphBuilder& b) {
+          b.add("MatMul", {ops::scalar(b, 1, DType::kFloat32), ops::scalar(b, 1, DType::kFloat32)},
+                {{"transpose_a", int64_t{1}}});
+        }).find("must be bool") != std::string::npos);
+  CHECK(error_of([](runtime::GraphBuilder& b) {
+          ops::exp(b, ops::placeholder(b, DType::kInt32, Shape{2}));
+        }).find("float32 or float64") != std::string::npos);
+  CHECK(error_of([](runtime::GraphBuilder& b) {
+          ops::matmul(b, ops::placeholder(b, DType::kUInt8, Shape{2, 2}),
+                      ops::placeholder(b, DType::kUInt8, Shape{2, 2}));
+        }).find("no cpu kernel for dtype uint8") != std::string::npos);
+  CHECK(error_of([](runtime::GraphBuilder& b) {
+          auto d = b.device("/device:tpu:0");
+        }).find("tpu") != std::string::npos);
+}
+
+TEST_CASE("names are unique under scopes; control dependencies and devices attach") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{2}, "x");
+  Output r1 = ops::relu(b, x);
+  Output r2 = ops::relu(b, x);
+  CHECK(g.node(r1.node).name == "Relu");
+  CHECK(g.node(r2.node).name == "Relu_1");
+  {
+    auto scope = b.name_scope("layer");
+    auto dev = b.device("/job:ps/task:0");
+    auto deps = b.control_dependencies({r1.node});
+    Output r3 = ops::relu(b, x);
+    CHECK(g.node(r3.node).name == "layer/Relu");
+    CHECK(g.node(r3.node).device == "/job:ps/task:0");
+    CHECK(g.node(r3.node).control_inputs == std::vector<int>{r1.node});
+  }
+  Output r4 = ops::relu(b, x);
+  CHECK(g.node(r4.node).control_inputs.empty());
+  CHECK(g.find_output("layer/Relu:0") == Output{r4.node - 1, 0});
+  CHECK_FALSE(g.find_output("layer/Relu:1").valid());
+  CHECK(g.shape(r4) == Shape{2});
+  CHECK(g.debug_string().find("layer/Relu = Relu(x:0, ^Relu)") != std::string::npos);
+}
+
+TEST_CASE("graph-level seeds give op seeds deterministically") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  CHECK(b.random_seeds(0) == std::pair<int64_t, int64_t>{0, 0});
+  CHECK(b.random_seeds(5).second == 5);
+  g.set_seed(42);
+  auto s = b.random_seeds(0);
+  CHECK(s.first == 42);
+  CHECK(s.second != 0);
+}

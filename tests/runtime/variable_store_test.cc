@@ -1,0 +1,37 @@
+#include "runtime/variable_store.h"
+
+#include <doctest/doctest.h>
+
+using namespace troupe::runtime;
+
+TEST_CASE("variable store: read, update in place unless a reader holds the value") {
+  VariableStore vars;
+  CHECK_FALSE(vars.read("w").ok());
+  vars.assign("w", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  Tensor reader = *vars.read("w");
+  Tensor u = *vars.for_update("w");  // a reader holds the old buffer: copy first
+  CHECK_FALSE(u.shares_buffer_with(reader));
+  u.data<float>()[0] = 5;
+  CHECK(reader.data<float>()[0] == 1);
+  CHECK(vars.read("w")->data<float>()[0] == 5);
+  reader = Tensor();
+  u = Tensor();
+  Tensor before = *vars.for_update("w");
+  Tensor again = *vars.for_update("w");  // nobody else holds it now... but `before` does
+  CHECK_FALSE(again.shares_buffer_with(before));
+}
+
+TEST_CASE("slots are created once, shaped like their variable or as asked") {
+  VariableStore vars;
+  vars.assign("w", Tensor::from_vector<double>(Shape{3}, {1, 2, 3}));
+  Tensor m = *vars.slot("w", "m", 0.5);
+  CHECK(m.shape() == Shape{3});
+  CHECK(m.data<double>()[2] == 0.5);
+  m.data<double>()[2] = 7;
+  m = Tensor();
+  CHECK(vars.slot("w", "m")->data<double>()[2] == 7);
+  Shape scalar;
+  CHECK(vars.slot("w", "t", 0, &scalar)->shape() == Shape{});
+  CHECK_FALSE(vars.slot("missing", "m").ok());
+  CHECK(vars.names().size() == 3);
+}
