@@ -86,8 +86,8 @@ bool load(const std::string& dir, const std::string& split, Tensor* x, Tensor* y
   }
   const int64_t n = images->dim(0);
   if (labels->dim(0) != n) {
-    std::fprintf(stderr, "error: %s: %lld images but %lld labels\n", split.c_str(),
-                 (long long)n, (long long)labels->dim(0));
+    std::fprintf(stderr, "error: %s: %lld images but %lld labels\n", split.c_str(), (long long)n,
+                 (long long)labels->dim(0));
     return false;
   }
   *x = Tensor(DType::kFloat32, Shape{n, 784});
@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
   Options opt;
   if (!parse(argc, argv, &opt)) return 2;
   Tensor train_x, train_y, test_x, test_y;
-  if (!load(opt.data_dir, "train", &train_x, &train_y) || !load(opt.data_dir, "t10k", &test_x, &test_y)) {
+  if (!load(opt.data_dir, "train", &train_x, &train_y) ||
+      !load(opt.data_dir, "t10k", &test_x, &test_y)) {
     return 1;
   }
 
@@ -141,7 +142,8 @@ int main(int argc, char** argv) {
                                 ops::zeros(b, Shape{10}, DType::kFloat32));
     logits = ops::bias_add(b, ops::matmul(b, logits, w), bias);
   }
-  Output loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, labels, logits));
+  Output loss =
+      ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, labels, logits));
   Output correct = ops::equal(b, ops::argmax(b, logits, 1, DType::kInt32), labels);
   Output accuracy = ops::reduce_mean(b, ops::cast(b, correct, DType::kFloat32));
   int train_op = ops::minimize(b, loss, ops::Optimizer::adam(opt.learning_rate));
@@ -162,8 +164,9 @@ int main(int argc, char** argv) {
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(opt.seed);
-  std::printf("training a 784-%d-10 MLP on %lld Fashion-MNIST images, %d epochs, batch %d, Adam(%g)\n",
-              opt.hidden, (long long)n, opt.epochs, opt.batch_size, opt.learning_rate);
+  std::printf(
+      "training a 784-%d-10 MLP on %lld Fashion-MNIST images, %d epochs, batch %d, Adam(%g)\n",
+      opt.hidden, (long long)n, opt.epochs, opt.batch_size, opt.learning_rate);
   auto start = std::chrono::steady_clock::now();
   Tensor bx, by;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {

@@ -92,7 +92,8 @@ TROUPE_REGISTER_OP(Cast)
     })
     .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
       DType from = b.dtype(n.inputs[0]);
-      if (!runtime::is_floating(from) || !runtime::is_floating(b.dtype(dy[0]))) return Grads{Output{}};
+      if (!runtime::is_floating(from) || !runtime::is_floating(b.dtype(dy[0])))
+        return Grads{Output{}};
       return Grads{cast(b, dy[0], from)};
     })
     .doc("y = x converted to `dtype` (float to int truncates toward zero; nonzero is true)");
@@ -392,8 +393,9 @@ TROUPE_REGISTER_OP(GatherGrad)
       return runtime::ok_status();
     })
     .no_gradient()
-    .doc("zeros shaped like params with dy added at the gathered positions (second "
-         "derivatives are not supported)");
+    .doc(
+        "zeros shaped like params with dy added at the gathered positions (second "
+        "derivatives are not supported)");
 
 TROUPE_REGISTER_OP(Tile)
     .input("x")
@@ -492,8 +494,9 @@ TROUPE_REGISTER_OP(OneHot)
       return runtime::ok_status();
     })
     .no_gradient()
-    .doc("y[..., i, ...] = on_value where i == indices[...], else off_value (indices outside "
-         "[0, depth) give a row of off_value, as in TF)");
+    .doc(
+        "y[..., i, ...] = on_value where i == indices[...], else off_value (indices outside "
+        "[0, depth) give a row of off_value, as in TF)");
 
 TROUPE_REGISTER_OP(Fill)
     .output("y")
@@ -573,8 +576,9 @@ TROUPE_REGISTER_OP(SumToShapeOf)
     .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
       return Grads{broadcast_to_shape_of(b, dy[0], n.inputs[0]), Output{}};
     })
-    .doc("y = x summed over the dims along which ref broadcasts to x (leading dims and dims "
-         "where ref has size 1); y has ref's shape");
+    .doc(
+        "y = x summed over the dims along which ref broadcasts to x (leading dims and dims "
+        "where ref has size 1); y has ref's shape");
 
 // y = cond ? a : c; da = dy where cond, dc = dy elsewhere (each summed to its shape).
 TROUPE_REGISTER_OP(Select)
@@ -649,12 +653,24 @@ Output constant(GraphBuilder& b, const Tensor& value, const std::string& name) {
 Output scalar(GraphBuilder& b, double value, DType dtype, const std::string& name) {
   Tensor t(dtype, Shape{});
   switch (dtype) {
-    case DType::kFloat32: t.data<float>()[0] = static_cast<float>(value); break;
-    case DType::kFloat64: t.data<double>()[0] = value; break;
-    case DType::kInt32: t.data<int32_t>()[0] = static_cast<int32_t>(value); break;
-    case DType::kInt64: t.data<int64_t>()[0] = static_cast<int64_t>(value); break;
-    case DType::kUInt8: t.data<uint8_t>()[0] = static_cast<uint8_t>(value); break;
-    case DType::kBool: t.data<bool>()[0] = value != 0; break;
+    case DType::kFloat32:
+      t.data<float>()[0] = static_cast<float>(value);
+      break;
+    case DType::kFloat64:
+      t.data<double>()[0] = value;
+      break;
+    case DType::kInt32:
+      t.data<int32_t>()[0] = static_cast<int32_t>(value);
+      break;
+    case DType::kInt64:
+      t.data<int64_t>()[0] = static_cast<int64_t>(value);
+      break;
+    case DType::kUInt8:
+      t.data<uint8_t>()[0] = static_cast<uint8_t>(value);
+      break;
+    case DType::kBool:
+      t.data<bool>()[0] = value != 0;
+      break;
     default:
       b.record_error(runtime::invalid_argument("scalar: no numeric value of dtype ",
                                                runtime::dtype_name(dtype)));
@@ -755,8 +771,12 @@ Output zeros(GraphBuilder& b, const Shape& shape, DType dtype, const std::string
 Output ones(GraphBuilder& b, const Shape& shape, DType dtype, const std::string& name) {
   return fill(b, shape, 1.0, dtype, name.empty() ? "ones" : name);
 }
-Output zeros_like(GraphBuilder& b, Output x) { return b.add("ZerosLike", {x}); }
-Output ones_like(GraphBuilder& b, Output x) { return b.add("OnesLike", {x}); }
+Output zeros_like(GraphBuilder& b, Output x) {
+  return b.add("ZerosLike", {x});
+}
+Output ones_like(GraphBuilder& b, Output x) {
+  return b.add("OnesLike", {x});
+}
 Output range(GraphBuilder& b, double start, double limit, double delta, DType dtype,
              const std::string& name) {
   return b.add("Range", {},
@@ -781,7 +801,9 @@ Output add_n(GraphBuilder& b, const std::vector<Output>& values, const std::stri
   if (values.size() == 1) return values[0];
   return b.add("AddN", values, {}, name);
 }
-Output size(GraphBuilder& b, Output x) { return b.add("Size", {x}); }
+Output size(GraphBuilder& b, Output x) {
+  return b.add("Size", {x});
+}
 int no_op(GraphBuilder& b, const std::vector<int>& deps, const std::string& name) {
   auto scope = b.control_dependencies(deps);
   std::vector<runtime::Output> outs = b.add_node("NoOp", {}, {}, name);

@@ -144,8 +144,9 @@ TROUPE_REGISTER_OP(Conv2D)
       Output df = b.add("Conv2DBackpropFilter", {n.inputs[0], n.inputs[1], dy[0]}, n.attrs);
       return Grads{di, df};
     })
-    .doc("y[b,i,j,o] = sum_{di,dj,c} input[b, i*s+di*d-pad, j*s+dj*d-pad, c] * "
-         "filter[di,dj,c,o] (NHWC input, HWIO filter)");
+    .doc(
+        "y[b,i,j,o] = sum_{di,dj,c} input[b, i*s+di*d-pad, j*s+dj*d-pad, c] * "
+        "filter[di,dj,c,o] (NHWC input, HWIO filter)");
 
 TROUPE_REGISTER_OP(Conv2DBackpropInput)
     .input("input")
@@ -156,8 +157,9 @@ TROUPE_REGISTER_OP(Conv2DBackpropInput)
     .kernel_dtype_from_input(2)
     .shape_fn([](InferenceContext& c) { return like_input(c, 0, 2); })
     .no_gradient()
-    .doc("dinput = the gradient of Conv2D with respect to its input (input is read for its "
-         "shape only; second derivatives are not supported)");
+    .doc(
+        "dinput = the gradient of Conv2D with respect to its input (input is read for its "
+        "shape only; second derivatives are not supported)");
 
 TROUPE_REGISTER_OP(Conv2DBackpropFilter)
     .input("input")
@@ -168,8 +170,9 @@ TROUPE_REGISTER_OP(Conv2DBackpropFilter)
     .kernel_dtype_from_input(2)
     .shape_fn([](InferenceContext& c) { return like_input(c, 1, 2); })
     .no_gradient()
-    .doc("dfilter = the gradient of Conv2D with respect to its filter (filter is read for its "
-         "shape only; second derivatives are not supported)");
+    .doc(
+        "dfilter = the gradient of Conv2D with respect to its filter (filter is read for its "
+        "shape only; second derivatives are not supported)");
 
 // y = max over each window; dx routes dy to the first maximum of each window.
 TROUPE_REGISTER_OP(MaxPool)
@@ -191,8 +194,9 @@ TROUPE_REGISTER_OP(MaxPoolGrad)
     .kernel_dtype_from_input(0)
     .shape_fn([](InferenceContext& c) { return like_input(c, 0, 0); })
     .no_gradient()
-    .doc("dinput = dy added at the first maximum of each window (second derivatives are not "
-         "supported)");
+    .doc(
+        "dinput = dy added at the first maximum of each window (second derivatives are not "
+        "supported)");
 
 // y = mean over each window's elements inside the input; dx spreads dy back evenly.
 TROUPE_REGISTER_OP(AvgPool)

@@ -15,9 +15,15 @@ using Grads = std::vector<Output>;
 
 namespace {
 
-Output x_of(const Node& n) { return n.inputs[0]; }
-Output y_of(const Node& n) { return n.inputs[1]; }
-Output out_of(const Node& n) { return Output{n.id, 0}; }
+Output x_of(const Node& n) {
+  return n.inputs[0];
+}
+Output y_of(const Node& n) {
+  return n.inputs[1];
+}
+Output out_of(const Node& n) {
+  return Output{n.id, 0};
+}
 
 // Gradients of z = f(x, y): each partial summed back to its operand's shape.
 Grads unbroadcast(GraphBuilder& b, const Node& n, Output dx, Output dy) {
@@ -229,18 +235,54 @@ TROUPE_REGISTER_OP(Minimum)
     })
     .doc("z = min(x, y)");
 
-TROUPE_REGISTER_OP(Equal).input("x").input("y").output("z").kernel_dtype_from_input(0)
-    .shape_fn(shape_fns::broadcast_compare).no_gradient().doc("z = x == y, elementwise with broadcasting");
-TROUPE_REGISTER_OP(NotEqual).input("x").input("y").output("z").kernel_dtype_from_input(0)
-    .shape_fn(shape_fns::broadcast_compare).no_gradient().doc("z = x != y, elementwise with broadcasting");
-TROUPE_REGISTER_OP(Less).input("x").input("y").output("z").kernel_dtype_from_input(0)
-    .shape_fn(shape_fns::broadcast_compare).no_gradient().doc("z = x < y, elementwise with broadcasting");
-TROUPE_REGISTER_OP(LessEqual).input("x").input("y").output("z").kernel_dtype_from_input(0)
-    .shape_fn(shape_fns::broadcast_compare).no_gradient().doc("z = x <= y, elementwise with broadcasting");
-TROUPE_REGISTER_OP(Greater).input("x").input("y").output("z").kernel_dtype_from_input(0)
-    .shape_fn(shape_fns::broadcast_compare).no_gradient().doc("z = x > y, elementwise with broadcasting");
-TROUPE_REGISTER_OP(GreaterEqual).input("x").input("y").output("z").kernel_dtype_from_input(0)
-    .shape_fn(shape_fns::broadcast_compare).no_gradient().doc("z = x >= y, elementwise with broadcasting");
+TROUPE_REGISTER_OP(Equal)
+    .input("x")
+    .input("y")
+    .output("z")
+    .kernel_dtype_from_input(0)
+    .shape_fn(shape_fns::broadcast_compare)
+    .no_gradient()
+    .doc("z = x == y, elementwise with broadcasting");
+TROUPE_REGISTER_OP(NotEqual)
+    .input("x")
+    .input("y")
+    .output("z")
+    .kernel_dtype_from_input(0)
+    .shape_fn(shape_fns::broadcast_compare)
+    .no_gradient()
+    .doc("z = x != y, elementwise with broadcasting");
+TROUPE_REGISTER_OP(Less)
+    .input("x")
+    .input("y")
+    .output("z")
+    .kernel_dtype_from_input(0)
+    .shape_fn(shape_fns::broadcast_compare)
+    .no_gradient()
+    .doc("z = x < y, elementwise with broadcasting");
+TROUPE_REGISTER_OP(LessEqual)
+    .input("x")
+    .input("y")
+    .output("z")
+    .kernel_dtype_from_input(0)
+    .shape_fn(shape_fns::broadcast_compare)
+    .no_gradient()
+    .doc("z = x <= y, elementwise with broadcasting");
+TROUPE_REGISTER_OP(Greater)
+    .input("x")
+    .input("y")
+    .output("z")
+    .kernel_dtype_from_input(0)
+    .shape_fn(shape_fns::broadcast_compare)
+    .no_gradient()
+    .doc("z = x > y, elementwise with broadcasting");
+TROUPE_REGISTER_OP(GreaterEqual)
+    .input("x")
+    .input("y")
+    .output("z")
+    .kernel_dtype_from_input(0)
+    .shape_fn(shape_fns::broadcast_compare)
+    .no_gradient()
+    .doc("z = x >= y, elementwise with broadcasting");
 
 TROUPE_REGISTER_OP(IsFinite)
     .input("x")
@@ -254,10 +296,20 @@ TROUPE_REGISTER_OP(IsFinite)
     .no_gradient()
     .doc("y = x is neither infinite nor NaN");
 
-TROUPE_REGISTER_OP(LogicalAnd).input("x").input("y").output("z")
-    .shape_fn(logical_binary).no_gradient().doc("z = x && y, with broadcasting");
-TROUPE_REGISTER_OP(LogicalOr).input("x").input("y").output("z")
-    .shape_fn(logical_binary).no_gradient().doc("z = x || y, with broadcasting");
+TROUPE_REGISTER_OP(LogicalAnd)
+    .input("x")
+    .input("y")
+    .output("z")
+    .shape_fn(logical_binary)
+    .no_gradient()
+    .doc("z = x && y, with broadcasting");
+TROUPE_REGISTER_OP(LogicalOr)
+    .input("x")
+    .input("y")
+    .output("z")
+    .shape_fn(logical_binary)
+    .no_gradient()
+    .doc("z = x || y, with broadcasting");
 TROUPE_REGISTER_OP(LogicalNot)
     .input("x")
     .output("y")
@@ -290,8 +342,8 @@ TROUPE_REGISTER_OP(MatMul)
       int64_t k2 = bs.rank_known() ? bs.dim(tb ? 1 : 0) : -1;
       int64_t n = bs.rank_known() ? bs.dim(tb ? 0 : 1) : -1;
       if (k1 >= 0 && k2 >= 0 && k1 != k2) {
-        return c.error("inner dimensions differ: a is ", a, (ta ? " (transposed)" : ""),
-                       ", b is ", bs, (tb ? " (transposed)" : ""));
+        return c.error("inner dimensions differ: a is ", a, (ta ? " (transposed)" : ""), ", b is ",
+                       bs, (tb ? " (transposed)" : ""));
       }
       c.set_output(0, c.input_dtype(0), Shape{m, n});
       return runtime::ok_status();
@@ -364,15 +416,17 @@ TROUPE_REGISTER_OP(BatchMatMul)
 
 namespace {
 
-const std::vector<int64_t>& axes_of(const Node& n) { return n.attr<std::vector<int64_t>>("axes"); }
+const std::vector<int64_t>& axes_of(const Node& n) {
+  return n.attr<std::vector<int64_t>>("axes");
+}
 
 // dy reshaped so that it broadcasts against the reduction's input: the reduced dims back as 1.
 Output keep_dims_grad(GraphBuilder& b, const Node& n, Output dy) {
   if (n.attr<bool>("keep_dims")) return dy;
   const Shape& in = b.shape(n.inputs[0]);
   if (!in.rank_known()) {
-    b.record_error(runtime::invalid_argument(n.op, " '", n.name,
-                                             "': the gradient needs the input's rank"));
+    b.record_error(
+        runtime::invalid_argument(n.op, " '", n.name, "': the gradient needs the input's rank"));
     return Output{};
   }
   std::vector<int> axes;
@@ -472,14 +526,16 @@ TROUPE_REGISTER_OP(ProdGrad)
     .attr("axes", std::vector<int64_t>{})
     .shape_fn(shape_fns::unchanged)
     .no_gradient()
-    .doc("dx_i = dy * (product of the other elements of x_i's reduced slice); dy has the "
-         "reduced dims kept (second derivatives are not supported)");
+    .doc(
+        "dx_i = dy * (product of the other elements of x_i's reduced slice); dy has the "
+        "reduced dims kept (second derivatives are not supported)");
 
 namespace {
 Status arg_reduction(InferenceContext& c) {
   if (!runtime::is_numeric(c.input_dtype(0))) return c.error("needs a numeric input");
   DType out = c.attr<DType>("output_type");
-  if (out != DType::kInt32 && out != DType::kInt64) return c.error("output_type must be int32 or int64");
+  if (out != DType::kInt32 && out != DType::kInt64)
+    return c.error("output_type must be int32 or int64");
   Shape s;
   if (!shape_fns::reduced_shape(c.input_shape(0), {c.attr<int64_t>("axis")}, false, &s)) {
     return c.error("axis ", c.attr<int64_t>("axis"), " out of range for ", c.input_shape(0));
@@ -511,41 +567,101 @@ TROUPE_REGISTER_OP(ArgMin)
 
 // ---- builders -------------------------------------------------------------------------------
 
-Output neg(GraphBuilder& b, Output x) { return b.add("Neg", {x}); }
-Output abs(GraphBuilder& b, Output x) { return b.add("Abs", {x}); }
-Output sign(GraphBuilder& b, Output x) { return b.add("Sign", {x}); }
-Output square(GraphBuilder& b, Output x) { return b.add("Square", {x}); }
-Output sqrt(GraphBuilder& b, Output x) { return b.add("Sqrt", {x}); }
-Output rsqrt(GraphBuilder& b, Output x) { return b.add("Rsqrt", {x}); }
-Output exp(GraphBuilder& b, Output x) { return b.add("Exp", {x}); }
-Output log(GraphBuilder& b, Output x) { return b.add("Log", {x}); }
-Output log1p(GraphBuilder& b, Output x) { return b.add("Log1p", {x}); }
-Output floor(GraphBuilder& b, Output x) { return b.add("Floor", {x}); }
-Output round(GraphBuilder& b, Output x) { return b.add("Round", {x}); }
+Output neg(GraphBuilder& b, Output x) {
+  return b.add("Neg", {x});
+}
+Output abs(GraphBuilder& b, Output x) {
+  return b.add("Abs", {x});
+}
+Output sign(GraphBuilder& b, Output x) {
+  return b.add("Sign", {x});
+}
+Output square(GraphBuilder& b, Output x) {
+  return b.add("Square", {x});
+}
+Output sqrt(GraphBuilder& b, Output x) {
+  return b.add("Sqrt", {x});
+}
+Output rsqrt(GraphBuilder& b, Output x) {
+  return b.add("Rsqrt", {x});
+}
+Output exp(GraphBuilder& b, Output x) {
+  return b.add("Exp", {x});
+}
+Output log(GraphBuilder& b, Output x) {
+  return b.add("Log", {x});
+}
+Output log1p(GraphBuilder& b, Output x) {
+  return b.add("Log1p", {x});
+}
+Output floor(GraphBuilder& b, Output x) {
+  return b.add("Floor", {x});
+}
+Output round(GraphBuilder& b, Output x) {
+  return b.add("Round", {x});
+}
 
-Output add(GraphBuilder& b, Output x, Output y) { return b.add("Add", {x, y}); }
-Output sub(GraphBuilder& b, Output x, Output y) { return b.add("Sub", {x, y}); }
-Output mul(GraphBuilder& b, Output x, Output y) { return b.add("Mul", {x, y}); }
-Output div(GraphBuilder& b, Output x, Output y) { return b.add("Div", {x, y}); }
-Output pow(GraphBuilder& b, Output x, Output y) { return b.add("Pow", {x, y}); }
-Output maximum(GraphBuilder& b, Output x, Output y) { return b.add("Maximum", {x, y}); }
-Output minimum(GraphBuilder& b, Output x, Output y) { return b.add("Minimum", {x, y}); }
-Output add(GraphBuilder& b, Output x, double y) { return add(b, x, scalar_like(b, x, y)); }
-Output sub(GraphBuilder& b, Output x, double y) { return sub(b, x, scalar_like(b, x, y)); }
-Output mul(GraphBuilder& b, Output x, double y) { return mul(b, x, scalar_like(b, x, y)); }
-Output div(GraphBuilder& b, Output x, double y) { return div(b, x, scalar_like(b, x, y)); }
+Output add(GraphBuilder& b, Output x, Output y) {
+  return b.add("Add", {x, y});
+}
+Output sub(GraphBuilder& b, Output x, Output y) {
+  return b.add("Sub", {x, y});
+}
+Output mul(GraphBuilder& b, Output x, Output y) {
+  return b.add("Mul", {x, y});
+}
+Output div(GraphBuilder& b, Output x, Output y) {
+  return b.add("Div", {x, y});
+}
+Output pow(GraphBuilder& b, Output x, Output y) {
+  return b.add("Pow", {x, y});
+}
+Output maximum(GraphBuilder& b, Output x, Output y) {
+  return b.add("Maximum", {x, y});
+}
+Output minimum(GraphBuilder& b, Output x, Output y) {
+  return b.add("Minimum", {x, y});
+}
+Output add(GraphBuilder& b, Output x, double y) {
+  return add(b, x, scalar_like(b, x, y));
+}
+Output sub(GraphBuilder& b, Output x, double y) {
+  return sub(b, x, scalar_like(b, x, y));
+}
+Output mul(GraphBuilder& b, Output x, double y) {
+  return mul(b, x, scalar_like(b, x, y));
+}
+Output div(GraphBuilder& b, Output x, double y) {
+  return div(b, x, scalar_like(b, x, y));
+}
 
-Output equal(GraphBuilder& b, Output x, Output y) { return b.add("Equal", {x, y}); }
-Output not_equal(GraphBuilder& b, Output x, Output y) { return b.add("NotEqual", {x, y}); }
-Output less(GraphBuilder& b, Output x, Output y) { return b.add("Less", {x, y}); }
-Output less_equal(GraphBuilder& b, Output x, Output y) { return b.add("LessEqual", {x, y}); }
-Output greater(GraphBuilder& b, Output x, Output y) { return b.add("Greater", {x, y}); }
+Output equal(GraphBuilder& b, Output x, Output y) {
+  return b.add("Equal", {x, y});
+}
+Output not_equal(GraphBuilder& b, Output x, Output y) {
+  return b.add("NotEqual", {x, y});
+}
+Output less(GraphBuilder& b, Output x, Output y) {
+  return b.add("Less", {x, y});
+}
+Output less_equal(GraphBuilder& b, Output x, Output y) {
+  return b.add("LessEqual", {x, y});
+}
+Output greater(GraphBuilder& b, Output x, Output y) {
+  return b.add("Greater", {x, y});
+}
 Output greater_equal(GraphBuilder& b, Output x, Output y) {
   return b.add("GreaterEqual", {x, y});
 }
-Output logical_and(GraphBuilder& b, Output x, Output y) { return b.add("LogicalAnd", {x, y}); }
-Output logical_or(GraphBuilder& b, Output x, Output y) { return b.add("LogicalOr", {x, y}); }
-Output logical_not(GraphBuilder& b, Output x) { return b.add("LogicalNot", {x}); }
+Output logical_and(GraphBuilder& b, Output x, Output y) {
+  return b.add("LogicalAnd", {x, y});
+}
+Output logical_or(GraphBuilder& b, Output x, Output y) {
+  return b.add("LogicalOr", {x, y});
+}
+Output logical_not(GraphBuilder& b, Output x) {
+  return b.add("LogicalNot", {x});
+}
 
 Output matmul(GraphBuilder& b, Output a, Output c, bool transpose_a, bool transpose_b,
               const std::string& name) {

@@ -9,10 +9,8 @@ using runtime::Status;
 
 namespace {
 
-const runtime::AttrMap kRandomDefaults{{"shape", Shape{}},
-                                       {"dtype", DType::kFloat32},
-                                       {"seed", int64_t{0}},
-                                       {"seed2", int64_t{0}}};
+const runtime::AttrMap kRandomDefaults{
+    {"shape", Shape{}}, {"dtype", DType::kFloat32}, {"seed", int64_t{0}}, {"seed2", int64_t{0}}};
 
 // Shape from the attribute, or from the optional `like` input at run time.
 Status random_shape(InferenceContext& c) {

@@ -29,8 +29,8 @@ Status assign_shape(InferenceContext& c) {
                    runtime::dtype_name(c.input_dtype(0)));
   }
   if (!c.input_shape(0).compatible_with(s)) {
-    return c.error("variable '", c.attr<std::string>("var"), "' has shape ", s,
-                   ", the value has ", c.input_shape(0));
+    return c.error("variable '", c.attr<std::string>("var"), "' has shape ", s, ", the value has ",
+                   c.input_shape(0));
   }
   c.set_output(0, c.attr<DType>("dtype"), s);
   return runtime::ok_status();
@@ -46,10 +46,9 @@ Output write(GraphBuilder& b, const char* op, Output var, Output value) {
     b.record_error(runtime::invalid_argument(op, ": '", v.name, "' is not a variable"));
     return Output{};
   }
-  return b.add(op, {value},
-               {{"var", variable_name(v)},
-                {"shape", v.output_shapes[0]},
-                {"dtype", v.output_dtypes[0]}});
+  return b.add(
+      op, {value},
+      {{"var", variable_name(v)}, {"shape", v.output_shapes[0]}, {"dtype", v.output_dtypes[0]}});
 }
 
 // Keras' fans for a dense [in, out] or conv [h, w, in, out] kernel.
@@ -107,8 +106,7 @@ Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DT
     // The read node is named after the variable; the scope was already applied by unique_name.
     std::vector<Output> out = b.add_node(
         "Variable", {},
-        {{"var", unique}, {"shape", shape}, {"dtype", dtype}, {"trainable", trainable}},
-        name);
+        {{"var", unique}, {"shape", shape}, {"dtype", dtype}, {"trainable", trainable}}, name);
     if (out.empty()) return Output{};
     v = out[0];
   }
@@ -122,9 +120,13 @@ Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DT
   return v;
 }
 
-const std::string& variable_name(const Node& n) { return n.attr<std::string>("var"); }
+const std::string& variable_name(const Node& n) {
+  return n.attr<std::string>("var");
+}
 
-Output assign(GraphBuilder& b, Output var, Output value) { return write(b, "Assign", var, value); }
+Output assign(GraphBuilder& b, Output var, Output value) {
+  return write(b, "Assign", var, value);
+}
 Output assign_add(GraphBuilder& b, Output var, Output value) {
   return write(b, "AssignAdd", var, value);
 }

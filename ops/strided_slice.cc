@@ -10,7 +10,9 @@ using runtime::Node;
 
 namespace {
 
-bool bit(int64_t mask, size_t i) { return (mask >> i) & 1; }
+bool bit(int64_t mask, size_t i) {
+  return (mask >> i) & 1;
+}
 
 Status plan_dim(int64_t n, int64_t b, int64_t e, int64_t s, bool b_masked, bool e_masked,
                 bool shrink, size_t entry, SliceDim* d) {
@@ -53,8 +55,7 @@ Status plan_dim(int64_t n, int64_t b, int64_t e, int64_t s, bool b_masked, bool 
 
 }  // namespace
 
-Status plan_strided_slice(const Shape& input, const StridedSliceSpec& spec,
-                          StridedSlicePlan* out) {
+Status plan_strided_slice(const Shape& input, const StridedSliceSpec& spec, StridedSlicePlan* out) {
   const size_t n = spec.begin.size();
   if (spec.end.size() != n || spec.strides.size() != n) {
     return runtime::invalid_argument("strided slice: begin, end and strides have ", n, ", ",
@@ -141,37 +142,38 @@ const AttrMap kSliceAttrDefaults = spec_attrs(StridedSliceSpec{});
 
 // y = x[spec]; dx = StridedSliceGrad(x, dy): dy scattered into zeros shaped like x.
 TROUPE_REGISTER_OP(StridedSlice)
-        .attrs(kSliceAttrDefaults)
-        .input("x")
-        .output("y")
-        .shape_fn([](InferenceContext& c) {
-          StridedSlicePlan plan;
-          Status s = plan_strided_slice(c.input_shape(0),
-                                        strided_slice_spec_from_attrs(c.node().attrs), &plan);
-          if (!s.ok()) return c.error(s.message());
-          c.set_output(0, c.input_dtype(0), plan.output_shape);
-          return runtime::ok_status();
-        })
-        .gradient([](GraphBuilder& b, const Node& n, const std::vector<Output>& dy) {
-          return std::vector<Output>{
-              b.add("StridedSliceGrad", {n.inputs[0], dy[0]}, n.attrs)};
-        })
-        .doc("y = x[begin:end:strides] per dimension, with TF's begin/end/ellipsis/new-axis/"
-             "shrink masks");
+    .attrs(kSliceAttrDefaults)
+    .input("x")
+    .output("y")
+    .shape_fn([](InferenceContext& c) {
+      StridedSlicePlan plan;
+      Status s = plan_strided_slice(c.input_shape(0), strided_slice_spec_from_attrs(c.node().attrs),
+                                    &plan);
+      if (!s.ok()) return c.error(s.message());
+      c.set_output(0, c.input_dtype(0), plan.output_shape);
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const std::vector<Output>& dy) {
+      return std::vector<Output>{b.add("StridedSliceGrad", {n.inputs[0], dy[0]}, n.attrs)};
+    })
+    .doc(
+        "y = x[begin:end:strides] per dimension, with TF's begin/end/ellipsis/new-axis/"
+        "shrink masks");
 
 TROUPE_REGISTER_OP(StridedSliceGrad)
-        .attrs(kSliceAttrDefaults)
-        .input("x")
-        .input("dy")
-        .output("dx")
-        .shape_fn([](InferenceContext& c) {
-          c.set_output(0, c.input_dtype(1), c.input_shape(0));
-          return runtime::ok_status();
-        })
-        .kernel_dtype_from_input(1)
-        .no_gradient()
-        .doc("dx = zeros shaped like x, with dy written where StridedSlice read x (second "
-             "derivatives are not supported)");
+    .attrs(kSliceAttrDefaults)
+    .input("x")
+    .input("dy")
+    .output("dx")
+    .shape_fn([](InferenceContext& c) {
+      c.set_output(0, c.input_dtype(1), c.input_shape(0));
+      return runtime::ok_status();
+    })
+    .kernel_dtype_from_input(1)
+    .no_gradient()
+    .doc(
+        "dx = zeros shaped like x, with dy written where StridedSlice read x (second "
+        "derivatives are not supported)");
 
 Output strided_slice(GraphBuilder& b, Output x, const StridedSliceSpec& spec,
                      const std::string& name) {
@@ -192,8 +194,8 @@ Output slice(GraphBuilder& b, Output x, const std::vector<int64_t>& begin,
     }
   }
   if (size.size() != begin.size()) {
-    b.record_error(runtime::invalid_argument("slice: ", begin.size(), " begins but ", size.size(),
-                                             " sizes"));
+    b.record_error(
+        runtime::invalid_argument("slice: ", begin.size(), " begins but ", size.size(), " sizes"));
     return Output{};
   }
   return strided_slice(b, x, s, name.empty() ? "Slice" : name);

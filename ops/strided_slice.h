@@ -25,8 +25,7 @@ using runtime::Status;
 
 struct StridedSliceSpec {
   std::vector<int64_t> begin, end, strides;
-  int64_t begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0,
-          shrink_axis_mask = 0;
+  int64_t begin_mask = 0, end_mask = 0, ellipsis_mask = 0, new_axis_mask = 0, shrink_axis_mask = 0;
 };
 
 // What a spec selects from one input dimension.

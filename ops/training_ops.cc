@@ -23,7 +23,8 @@ Status apply_shape(InferenceContext& c) {
   const Shape& s = c.attr<Shape>("shape");
   if (c.input_dtype(0) != c.attr<DType>("dtype")) {
     return c.error("gradient is ", runtime::dtype_name(c.input_dtype(0)), ", variable '",
-                   c.attr<std::string>("var"), "' is ", runtime::dtype_name(c.attr<DType>("dtype")));
+                   c.attr<std::string>("var"), "' is ",
+                   runtime::dtype_name(c.attr<DType>("dtype")));
   }
   if (!c.input_shape(0).compatible_with(s)) {
     return c.error("gradient of shape ", c.input_shape(0), " for variable '",
@@ -36,7 +37,8 @@ Status apply_shape(InferenceContext& c) {
   return runtime::ok_status();
 }
 
-const AttrMap kApplyDefaults{{"var", std::string()}, {"shape", Shape{}}, {"dtype", DType::kFloat32}};
+const AttrMap kApplyDefaults{
+    {"var", std::string()}, {"shape", Shape{}}, {"dtype", DType::kFloat32}};
 
 }  // namespace
 
@@ -60,8 +62,9 @@ TROUPE_REGISTER_OP(ApplyMomentum)
     .stateful()
     .shape_fn(apply_shape)
     .no_gradient()
-    .doc("accum = momentum * accum + grad; var -= lr * accum, or with Nesterov "
-         "var -= lr * (grad + momentum * accum)");
+    .doc(
+        "accum = momentum * accum + grad; var -= lr * accum, or with Nesterov "
+        "var -= lr * (grad + momentum * accum)");
 
 TROUPE_REGISTER_OP(ApplyAdagrad)
     .input("grad")
@@ -86,8 +89,9 @@ TROUPE_REGISTER_OP(ApplyAdam)
     .stateful()
     .shape_fn(apply_shape)
     .no_gradient()
-    .doc("t += 1; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; "
-         "var -= lr sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + epsilon)");
+    .doc(
+        "t += 1; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; "
+        "var -= lr sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + epsilon)");
 
 TROUPE_REGISTER_OP(ApplyRMSProp)
     .input("grad")
@@ -101,9 +105,10 @@ TROUPE_REGISTER_OP(ApplyRMSProp)
     .stateful()
     .shape_fn(apply_shape)
     .no_gradient()
-    .doc("ms = decay ms + (1-decay) g^2; (centered: mg = decay mg + (1-decay) g, "
-         "denominator ms - mg^2); mom = momentum mom + lr g / sqrt(denominator + epsilon); "
-         "var -= mom");
+    .doc(
+        "ms = decay ms + (1-decay) g^2; (centered: mg = decay mg + (1-decay) g, "
+        "denominator ms - mg^2); mom = momentum mom + lr g / sqrt(denominator + epsilon); "
+        "var -= mom");
 
 TROUPE_REGISTER_OP(ApplyFtrl)
     .input("grad")
@@ -117,9 +122,10 @@ TROUPE_REGISTER_OP(ApplyFtrl)
     .stateful()
     .shape_fn(apply_shape)
     .no_gradient()
-    .doc("FTRL-proximal (McMahan et al. 2013), as TF's ApplyFtrl: accum_new = accum + g^2; "
-         "linear += g - (accum_new^-p - accum^-p)/lr * var; quadratic = accum_new^-p/lr + 2 l2; "
-         "var = |linear| > l1 ? (sign(linear) l1 - linear) / quadratic : 0");
+    .doc(
+        "FTRL-proximal (McMahan et al. 2013), as TF's ApplyFtrl: accum_new = accum + g^2; "
+        "linear += g - (accum_new^-p - accum^-p)/lr * var; quadratic = accum_new^-p/lr + 2 l2; "
+        "var = |linear| > l1 ? (sign(linear) l1 - linear) / quadratic : 0");
 
 Optimizer Optimizer::sgd(double lr) {
   Optimizer o;
@@ -163,25 +169,33 @@ Optimizer Optimizer::ftrl(double lr, double l1, double l2) {
 
 std::string Optimizer::name() const {
   switch (kind) {
-    case Kind::kSgd: return "GradientDescent";
-    case Kind::kMomentum: return "Momentum";
-    case Kind::kAdagrad: return "Adagrad";
-    case Kind::kAdam: return "Adam";
-    case Kind::kRmsProp: return "RMSProp";
-    case Kind::kFtrl: return "Ftrl";
+    case Kind::kSgd:
+      return "GradientDescent";
+    case Kind::kMomentum:
+      return "Momentum";
+    case Kind::kAdagrad:
+      return "Adagrad";
+    case Kind::kAdam:
+      return "Adam";
+    case Kind::kRmsProp:
+      return "RMSProp";
+    case Kind::kFtrl:
+      return "Ftrl";
   }
   return "Optimizer";
 }
 
 namespace {
 
-Output apply_update(GraphBuilder& b, const Optimizer& opt, const Node& var, Output grad, Output lr) {
+Output apply_update(GraphBuilder& b, const Optimizer& opt, const Node& var, Output grad,
+                    Output lr) {
   AttrMap attrs{{"var", variable_name(var)},
                 {"shape", var.output_shapes[0]},
                 {"dtype", var.output_dtypes[0]}};
   const char* op = "ApplyGradientDescent";
   switch (opt.kind) {
-    case Optimizer::Kind::kSgd: break;
+    case Optimizer::Kind::kSgd:
+      break;
     case Optimizer::Kind::kMomentum:
       op = "ApplyMomentum";
       attrs["momentum"] = opt.momentum;
@@ -294,8 +308,8 @@ Output exponential_decay(GraphBuilder& b, double lr, Output step, double decay_s
 Output piecewise_constant(GraphBuilder& b, Output step, const std::vector<double>& boundaries,
                           const std::vector<double>& values) {
   if (values.size() != boundaries.size() + 1) {
-    b.record_error(runtime::invalid_argument("piecewise_constant: ", values.size(),
-                                             " values for ", boundaries.size(), " boundaries"));
+    b.record_error(runtime::invalid_argument("piecewise_constant: ", values.size(), " values for ",
+                                             boundaries.size(), " boundaries"));
     return Output{};
   }
   auto scope = b.name_scope("piecewise_constant");
@@ -308,8 +322,8 @@ Output piecewise_constant(GraphBuilder& b, Output step, const std::vector<double
   return lr;
 }
 
-Output polynomial_decay(GraphBuilder& b, double lr, Output step, double decay_steps,
-                        double end_lr, double power) {
+Output polynomial_decay(GraphBuilder& b, double lr, Output step, double decay_steps, double end_lr,
+                        double power) {
   auto scope = b.name_scope("polynomial_decay");
   Output s = minimum(b, cast(b, step, DType::kFloat32), scalar(b, decay_steps, DType::kFloat32));
   Output frac = sub(b, scalar(b, 1.0, DType::kFloat32), div(b, s, decay_steps));

@@ -24,16 +24,16 @@ struct Optimizer {
   enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kRmsProp, kFtrl };
   Kind kind = Kind::kSgd;
   double learning_rate = 0.01;
-  Output learning_rate_tensor;  // a schedule; overrides learning_rate when valid
-  double momentum = 0.0;        // Momentum, RMSProp
-  bool nesterov = false;        // Momentum
-  double beta1 = 0.9, beta2 = 0.999;  // Adam
-  double epsilon = 1e-7;              // Adam, Adagrad, RMSProp
-  double decay = 0.9;                 // RMSProp
-  bool centered = false;              // RMSProp
+  Output learning_rate_tensor;             // a schedule; overrides learning_rate when valid
+  double momentum = 0.0;                   // Momentum, RMSProp
+  bool nesterov = false;                   // Momentum
+  double beta1 = 0.9, beta2 = 0.999;       // Adam
+  double epsilon = 1e-7;                   // Adam, Adagrad, RMSProp
+  double decay = 0.9;                      // RMSProp
+  bool centered = false;                   // RMSProp
   double initial_accumulator_value = 0.1;  // Adagrad, FTRL
   double l1 = 0, l2 = 0, lr_power = -0.5;  // FTRL
-  double clip_norm = 0;  // > 0: gradients are clipped by their global norm first
+  double clip_norm = 0;                    // > 0: gradients are clipped by their global norm first
 
   static Optimizer sgd(double lr);
   static Optimizer momentum_sgd(double lr, double momentum, bool nesterov = false);

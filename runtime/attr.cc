@@ -5,7 +5,7 @@
 namespace troupe::runtime {
 
 const char* attr_type_name(const AttrValue& v) {
-  static const char* kNames[] = {"bool",  "int",   "float",     "string", "dtype",
+  static const char* kNames[] = {"bool",  "int",      "float",      "string", "dtype",
                                  "shape", "int list", "float list", "tensor"};
   return kNames[v.index()];
 }

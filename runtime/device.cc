@@ -6,7 +6,9 @@
 
 namespace troupe::runtime {
 
-const char* device_type_name(DeviceType t) { return t == DeviceType::kGpu ? "gpu" : "cpu"; }
+const char* device_type_name(DeviceType t) {
+  return t == DeviceType::kGpu ? "gpu" : "cpu";
+}
 
 std::string DeviceId::to_string() const {
   return std::string(device_type_name(type)) + ":" + std::to_string(index);
@@ -62,8 +64,8 @@ Result<DeviceSpec> DeviceSpec::parse(const std::string& spec) {
       if (key == "task") d.task = t;
     } else if (key == "device") {
       auto c2 = value.find(':');
-      if (c2 == std::string::npos || !parse_device(value.substr(0, c2), value.substr(c2 + 1),
-                                                   &d.device)) {
+      if (c2 == std::string::npos ||
+          !parse_device(value.substr(0, c2), value.substr(c2 + 1), &d.device)) {
         return bad("unknown device '" + value + "'");
       }
       d.has_device = true;

@@ -26,8 +26,8 @@ struct DeviceId {
 };
 
 struct DeviceSpec {
-  std::string job;       // empty: unset
-  int task = -1;         // -1: unset
+  std::string job;  // empty: unset
+  int task = -1;    // -1: unset
   bool has_device = false;
   DeviceId device;
 

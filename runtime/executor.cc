@@ -71,8 +71,7 @@ struct Executor::Plan {
   std::vector<int> uses;  // per slot: consumers in steps + fetches
 };
 
-Executor::Executor(const Graph& graph, ExecutorOptions options)
-    : graph_(graph), options_(options) {
+Executor::Executor(const Graph& graph, ExecutorOptions options) : graph_(graph), options_(options) {
   if (!options_.allocator) options_.allocator = cpu_allocator();
 }
 
@@ -82,21 +81,25 @@ Result<Executor::Plan*> Executor::plan_for(const FeedList& feeds,
                                            const std::vector<Output>& fetches,
                                            const std::vector<int>& targets) {
   std::string key;
-  for (const auto& [o, t] : feeds) key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
+  for (const auto& [o, t] : feeds)
+    key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
   key += "|";
-  for (const Output& o : fetches) key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
+  for (const Output& o : fetches)
+    key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
   key += "|";
   for (int t : targets) key += std::to_string(t) + ",";
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second.get();
 
   for (const Output& o : fetches) {
-    if (!o.valid() || o.node >= graph_.num_nodes() || o.index >= graph_.node(o.node).num_outputs()) {
+    if (!o.valid() || o.node >= graph_.num_nodes() ||
+        o.index >= graph_.node(o.node).num_outputs()) {
       return invalid_argument("fetch: not an output of this graph");
     }
   }
   for (int t : targets) {
-    if (t < 0 || t >= graph_.num_nodes()) return invalid_argument("target: node ", t, " is not in this graph");
+    if (t < 0 || t >= graph_.num_nodes())
+      return invalid_argument("target: node ", t, " is not in this graph");
   }
   std::vector<Output> fed;
   for (const auto& [o, t] : feeds) fed.push_back(o);

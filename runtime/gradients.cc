@@ -16,8 +16,7 @@ Output sum_partials(GraphBuilder& b, const std::vector<Output>& parts) {
 }  // namespace
 
 std::vector<Output> gradients(GraphBuilder& b, const std::vector<Output>& ys,
-                              const std::vector<Output>& xs,
-                              const std::vector<Output>& grad_ys) {
+                              const std::vector<Output>& xs, const std::vector<Output>& grad_ys) {
   const Graph& g = b.graph();
   std::vector<Output> result(xs.size());
   if (!b.ok()) return result;
@@ -28,7 +27,8 @@ std::vector<Output> gradients(GraphBuilder& b, const std::vector<Output>& ys,
     if (!o.valid()) return result;
   }
   if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
-    b.record_error(invalid_argument("gradients: ", grad_ys.size(), " grad_ys for ", ys.size(), " ys"));
+    b.record_error(
+        invalid_argument("gradients: ", grad_ys.size(), " grad_ys for ", ys.size(), " ys"));
     return result;
   }
 

@@ -32,9 +32,7 @@ struct Output {
   bool valid() const { return node >= 0; }
   bool operator==(const Output& o) const { return node == o.node && index == o.index; }
   bool operator!=(const Output& o) const { return !(*this == o); }
-  bool operator<(const Output& o) const {
-    return node != o.node ? node < o.node : index < o.index;
-  }
+  bool operator<(const Output& o) const { return node != o.node ? node < o.node : index < o.index; }
 };
 
 struct Node {
@@ -47,7 +45,7 @@ struct Node {
   AttrMap attrs;
   std::string device;  // placement as written by the user, e.g. "/job:ps/task:0"
   std::vector<DType> output_dtypes;
-  std::vector<Shape> output_shapes;  // as far as known when the graph was built
+  std::vector<Shape> output_shapes;      // as far as known when the graph was built
   DType kernel_dtype = DType::kInvalid;  // the dtype its kernel is looked up by
 
   template <class T>

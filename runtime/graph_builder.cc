@@ -51,7 +51,7 @@ std::pair<int64_t, int64_t> GraphBuilder::random_seeds(int64_t op_seed) const {
     return {graph_->seed(), op_seed != 0 ? op_seed : graph_->num_nodes() + 1};
   }
   if (op_seed != 0) return {87654321, op_seed};  // TF's default graph seed when only op's is set
-  return {0, 0};                                  // nondeterministic
+  return {0, 0};                                 // nondeterministic
 }
 
 namespace {
@@ -80,9 +80,8 @@ Status check_attrs(const OpDef& def, const std::string& node_name, AttrMap* attr
 
 }  // namespace
 
-std::vector<Output> GraphBuilder::add_node(const std::string& op,
-                                           const std::vector<Output>& inputs, AttrMap attrs,
-                                           const std::string& name) {
+std::vector<Output> GraphBuilder::add_node(const std::string& op, const std::vector<Output>& inputs,
+                                           AttrMap attrs, const std::string& name) {
   if (!status_.ok()) return {};
   for (const Output& in : inputs) {
     // An invalid input comes from an earlier failure, which status_ already holds, or from a
@@ -109,8 +108,8 @@ std::vector<Output> GraphBuilder::add_node(const std::string& op,
     node.control_inputs.insert(node.control_inputs.end(), deps.begin(), deps.end());
   }
   int n_in = static_cast<int>(inputs.size());
-  bool count_ok = def->variadic ? n_in >= def->min_inputs
-                                : n_in == static_cast<int>(def->inputs.size());
+  bool count_ok =
+      def->variadic ? n_in >= def->min_inputs : n_in == static_cast<int>(def->inputs.size());
   if (!count_ok) {
     record_error(invalid_argument(op, " '", node.name, "': takes ",
                                   def->variadic ? "at least " : "", def->min_inputs,
@@ -156,7 +155,8 @@ std::vector<Output> GraphBuilder::add_node(const std::string& op,
   const KernelRegistry& kernels = kernel_registry();
   if (kernels.has_any(op, dev) && !kernels.find(op, dev, node.kernel_dtype)) {
     std::string have;
-    for (DType t : kernels.dtypes(op, dev)) have += std::string(have.empty() ? "" : ", ") + dtype_name(t);
+    for (DType t : kernels.dtypes(op, dev))
+      have += std::string(have.empty() ? "" : ", ") + dtype_name(t);
     record_error(invalid_argument(op, " '", node.name, "': no ", device_type_name(dev),
                                   " kernel for dtype ", dtype_name(node.kernel_dtype),
                                   " (have: ", have, ")"));

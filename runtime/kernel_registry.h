@@ -106,8 +106,8 @@ Status run_kernel(KernelFn fn, KernelContext& ctx);
 }  // namespace troupe::runtime
 
 // Defines a group of kernel registrations: a function body with `registry` in scope.
-#define TROUPE_REGISTER_KERNELS(Group)                                                  \
+#define TROUPE_REGISTER_KERNELS(Group)                                                   \
   static void TROUPE_CONCAT(troupe_kernels_, Group)(::troupe::runtime::KernelRegistry&); \
-  static ::troupe::runtime::KernelGroupRegistrar TROUPE_CONCAT(troupe_kreg_, Group)(      \
-      &TROUPE_CONCAT(troupe_kernels_, Group));                                           \
+  static ::troupe::runtime::KernelGroupRegistrar TROUPE_CONCAT(                          \
+      troupe_kreg_, Group)(&TROUPE_CONCAT(troupe_kernels_, Group));                      \
   static void TROUPE_CONCAT(troupe_kernels_, Group)(::troupe::runtime::KernelRegistry & registry)

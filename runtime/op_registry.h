@@ -82,8 +82,8 @@ struct OpDef {
   std::vector<std::string> required_attrs;  // no default: the builder must be given these
   ShapeFn shape_fn;
   GradFn grad_fn;
-  bool no_gradient = false;  // not differentiable: its inputs get no gradient through it
-  bool stateful = false;     // reads or writes state (variables, random streams)
+  bool no_gradient = false;     // not differentiable: its inputs get no gradient through it
+  bool stateful = false;        // reads or writes state (variables, random streams)
   int kernel_dtype_input = -1;  // kernels are keyed by this input's dtype; -1: output 0's dtype
   std::string doc;
 };
@@ -121,6 +121,6 @@ std::vector<const OpDef*> registered_ops();
 }  // namespace troupe::runtime
 
 // Registers op `Name`; continue with the OpDefBuilder chain and end with ';'.
-#define TROUPE_REGISTER_OP(Name)                                         \
+#define TROUPE_REGISTER_OP(Name)                                          \
   static ::troupe::runtime::OpRegistrar TROUPE_CONCAT(troupe_op_, Name) = \
       ::troupe::runtime::OpDefBuilder(#Name)

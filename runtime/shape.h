@@ -38,9 +38,7 @@ class Shape {
   bool canonical_axis(int64_t axis, int* out) const;
 
   std::string to_string() const;
-  bool operator==(const Shape& o) const {
-    return rank_known_ == o.rank_known_ && dims_ == o.dims_;
-  }
+  bool operator==(const Shape& o) const { return rank_known_ == o.rank_known_ && dims_ == o.dims_; }
   bool operator!=(const Shape& o) const { return !(*this == o); }
 
  private:

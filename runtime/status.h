@@ -53,7 +53,9 @@ class Status {
   std::string message_;
 };
 
-inline Status ok_status() { return Status(); }
+inline Status ok_status() {
+  return Status();
+}
 
 template <class... Args>
 std::string str_cat(const Args&... args) {
@@ -141,8 +143,8 @@ class Result {
   } while (0)
 
 // `lhs = value of expr`, or returns its Status from the enclosing function.
-#define TROUPE_ASSIGN_OR_RETURN(lhs, expr)                              \
-  auto TROUPE_CONCAT(_troupe_result_, __LINE__) = (expr);              \
-  if (!TROUPE_CONCAT(_troupe_result_, __LINE__).ok())                   \
-    return TROUPE_CONCAT(_troupe_result_, __LINE__).status();          \
+#define TROUPE_ASSIGN_OR_RETURN(lhs, expr)                    \
+  auto TROUPE_CONCAT(_troupe_result_, __LINE__) = (expr);     \
+  if (!TROUPE_CONCAT(_troupe_result_, __LINE__).ok())         \
+    return TROUPE_CONCAT(_troupe_result_, __LINE__).status(); \
   lhs = std::move(TROUPE_CONCAT(_troupe_result_, __LINE__)).value()

@@ -5,7 +5,8 @@
 //   Tensor z = x.reshaped(Shape{4});     // shares too
 //   Tensor w = x.clone();                // a deep copy
 //   float* p = x.data<float>();
-//   Result<Tensor> t = Tensor::empty(DType::kFloat32, Shape{128, 784}, allocator);  // uninitialized
+//   Result<Tensor> t = Tensor::empty(DType::kFloat32, Shape{128, 784}, allocator);  //
+//   uninitialized
 //
 // Copies of a Tensor share its buffer; writes through one are seen by all. Kernels write only
 // into outputs they allocated, or into a buffer whose use_count() shows they hold it alone.
@@ -29,7 +30,8 @@ namespace troupe::runtime {
 // as the receive buffer a Cap'n Proto message was read from.
 class Buffer {
  public:
-  static std::shared_ptr<Buffer> allocate(Allocator* a, size_t bytes);  // nullptr when out of memory
+  static std::shared_ptr<Buffer> allocate(Allocator* a,
+                                          size_t bytes);  // nullptr when out of memory
   static std::shared_ptr<Buffer> strings(size_t n);
   static std::shared_ptr<Buffer> borrow(const void* data, size_t bytes,
                                         std::shared_ptr<const void> owner);

@@ -17,27 +17,49 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 
 Result<schema::DType> to_wire(DType t) {
   switch (t) {
-    case DType::kFloat32: return schema::DType::FLOAT32;
-    case DType::kFloat64: return schema::DType::FLOAT64;
-    case DType::kInt32: return schema::DType::INT32;
-    case DType::kInt64: return schema::DType::INT64;
-    case DType::kUInt8: return schema::DType::UINT8;
-    case DType::kBool: return schema::DType::BOOL;
-    case DType::kString: return schema::DType::STRING;
-    case DType::kInvalid: break;
+    case DType::kFloat32:
+      return schema::DType::FLOAT32;
+    case DType::kFloat64:
+      return schema::DType::FLOAT64;
+    case DType::kInt32:
+      return schema::DType::INT32;
+    case DType::kInt64:
+      return schema::DType::INT64;
+    case DType::kUInt8:
+      return schema::DType::UINT8;
+    case DType::kBool:
+      return schema::DType::BOOL;
+    case DType::kString:
+      return schema::DType::STRING;
+    case DType::kInvalid:
+      break;
   }
   return invalid_argument("cannot encode a tensor of invalid dtype");
 }
 
 bool from_wire(schema::DType t, DType* out) {
   switch (t) {
-    case schema::DType::FLOAT32: *out = DType::kFloat32; return true;
-    case schema::DType::FLOAT64: *out = DType::kFloat64; return true;
-    case schema::DType::INT32: *out = DType::kInt32; return true;
-    case schema::DType::INT64: *out = DType::kInt64; return true;
-    case schema::DType::UINT8: *out = DType::kUInt8; return true;
-    case schema::DType::BOOL: *out = DType::kBool; return true;
-    case schema::DType::STRING: *out = DType::kString; return true;
+    case schema::DType::FLOAT32:
+      *out = DType::kFloat32;
+      return true;
+    case schema::DType::FLOAT64:
+      *out = DType::kFloat64;
+      return true;
+    case schema::DType::INT32:
+      *out = DType::kInt32;
+      return true;
+    case schema::DType::INT64:
+      *out = DType::kInt64;
+      return true;
+    case schema::DType::UINT8:
+      *out = DType::kUInt8;
+      return true;
+    case schema::DType::BOOL:
+      *out = DType::kBool;
+      return true;
+    case schema::DType::STRING:
+      *out = DType::kString;
+      return true;
   }
   return false;
 }
@@ -97,8 +119,8 @@ Result<Tensor> read_tensor(const kj::ArrayPtr<const capnp::word>& words,
     capnp::Data::Reader data = msg.getData();
     size_t expected = static_cast<size_t>(n) * dtype_size(dtype);
     if (data.size() != expected) {
-      result = invalid_argument("tensor blob: ", data.size(), " data bytes for ",
-                                dtype_name(dtype), shape, " (needs ", expected, ")");
+      result = invalid_argument("tensor blob: ", data.size(), " data bytes for ", dtype_name(dtype),
+                                shape, " (needs ", expected, ")");
       return;
     }
     if (dtype == DType::kBool) {
@@ -110,14 +132,15 @@ Result<Tensor> read_tensor(const kj::ArrayPtr<const capnp::word>& words,
       }
     }
     if (keep_alive) {
-      result = Tensor::borrowed(dtype, shape, Buffer::borrow(data.begin(), data.size(), keep_alive));
+      result =
+          Tensor::borrowed(dtype, shape, Buffer::borrow(data.begin(), data.size(), keep_alive));
     } else {
       Tensor t(dtype, shape);
       if (expected > 0) std::memcpy(t.raw_data(), data.begin(), expected);
       result = std::move(t);
     }
   });
-  KJ_IF_MAYBE(e, failure) {
+  KJ_IF_MAYBE (e, failure) {
     return invalid_argument("tensor blob: malformed Cap'n Proto message (",
                             e->getDescription().cStr(), ")");
   }
@@ -145,8 +168,8 @@ Status encode_tensor(const Tensor& t, std::vector<char>* out) {
       return invalid_argument("tensor of ", t.byte_size(), " bytes exceeds the 512 MiB blob limit");
     }
     // The data stays in the tensor's buffer as its own segment: copied once, into `out`.
-    auto orphan = builder.getOrphanage().referenceExternalData(capnp::Data::Reader(
-        static_cast<const kj::byte*>(t.raw_data()), t.byte_size()));
+    auto orphan = builder.getOrphanage().referenceExternalData(
+        capnp::Data::Reader(static_cast<const kj::byte*>(t.raw_data()), t.byte_size()));
     msg.adoptData(kj::mv(orphan));
   }
   out->clear();

@@ -5,11 +5,20 @@ namespace troupe::runtime {
 namespace {
 void fill(Tensor& t, double v) {
   switch (t.dtype()) {
-    case DType::kFloat32: std::fill_n(t.data<float>(), t.num_elements(), float(v)); break;
-    case DType::kFloat64: std::fill_n(t.data<double>(), t.num_elements(), v); break;
-    case DType::kInt32: std::fill_n(t.data<int32_t>(), t.num_elements(), int32_t(v)); break;
-    case DType::kInt64: std::fill_n(t.data<int64_t>(), t.num_elements(), int64_t(v)); break;
-    default: break;
+    case DType::kFloat32:
+      std::fill_n(t.data<float>(), t.num_elements(), float(v));
+      break;
+    case DType::kFloat64:
+      std::fill_n(t.data<double>(), t.num_elements(), v);
+      break;
+    case DType::kInt32:
+      std::fill_n(t.data<int32_t>(), t.num_elements(), int32_t(v));
+      break;
+    case DType::kInt64:
+      std::fill_n(t.data<int64_t>(), t.num_elements(), int64_t(v));
+      break;
+    default:
+      break;
   }
 }
 }  // namespace
@@ -18,8 +27,8 @@ Result<Tensor> VariableStore::read(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = values_.find(name);
   if (it == values_.end()) {
-    return failed_precondition("variable '", name,
-                               "' is not initialized (run the initializer or restore a checkpoint)");
+    return failed_precondition(
+        "variable '", name, "' is not initialized (run the initializer or restore a checkpoint)");
   }
   return it->second;
 }

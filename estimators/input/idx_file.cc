@@ -40,7 +40,8 @@ Result<Tensor> read_idx(const std::string& path) {
     return runtime::data_loss("IDX file '", path, "': shorter than its 4-byte header");
   }
   if (magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] == 0 || magic[3] > 4) {
-    return runtime::invalid_argument("IDX file '", path, "': bad magic number (expected 00 00 08 "
+    return runtime::invalid_argument("IDX file '", path,
+                                     "': bad magic number (expected 00 00 08 "
                                      "0N for unsigned bytes of rank N <= 4)");
   }
   const int rank = magic[3];
@@ -49,7 +50,8 @@ Result<Tensor> read_idx(const std::string& path) {
   for (int i = 0; i < rank; ++i) {
     unsigned char b[4];
     if (!read_exact(f.get(), b, 4)) {
-      return runtime::data_loss("IDX file '", path, "': truncated in the header at byte ", 4 + 4 * i);
+      return runtime::data_loss("IDX file '", path, "': truncated in the header at byte ",
+                                4 + 4 * i);
     }
     int64_t d = (int64_t(b[0]) << 24) | (int64_t(b[1]) << 16) | (int64_t(b[2]) << 8) | b[3];
     if (d > (int64_t(1) << 31) / std::max<int64_t>(n, 1)) {

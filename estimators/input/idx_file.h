@@ -1,7 +1,8 @@
 // IDX files (MNIST, Fashion-MNIST), plain or gzipped, read into a uint8 tensor.
 //
-//   Result<Tensor> images = read_idx("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
-//   images->shape();    // [60000,28,28]
+//   Result<Tensor> images =
+//   read_idx("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); images->shape(); //
+//   [60000,28,28]
 //
 // Errors name the file and what is wrong with it (a bad magic number, a truncated body at byte
 // N). Thread-safe: no shared state.

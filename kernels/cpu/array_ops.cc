@@ -41,8 +41,8 @@ struct ConstKernel {
 template <class T>
 struct PlaceholderKernel {
   static Status compute(KernelContext& ctx) {
-    return runtime::invalid_argument("placeholder '", ctx.node().name,
-                                     "' must be fed a value (", runtime::dtype_name(ctx.node().output_dtypes[0]),
+    return runtime::invalid_argument("placeholder '", ctx.node().name, "' must be fed a value (",
+                                     runtime::dtype_name(ctx.node().output_dtypes[0]),
                                      ctx.node().output_shapes[0], ")");
   }
 };
@@ -94,7 +94,8 @@ Status resolve_shape(const KernelContext& ctx, const Tensor& x, Shape* out) {
       bool named = false;
       for (int64_t a : axes) named |= (a < 0 ? a + x.rank() : a) == i;
       if (axes.empty() ? x.dim(i) == 1 : named) {
-        if (x.dim(i) != 1) return runtime::invalid_argument("cannot squeeze dim ", i, " of ", x.shape());
+        if (x.dim(i) != 1)
+          return runtime::invalid_argument("cannot squeeze dim ", i, " of ", x.shape());
         continue;
       }
       dims.push_back(x.dim(i));
@@ -178,7 +179,8 @@ struct ConcatKernel {
     dims[axis] = 0;
     for (int i = 0; i < ctx.num_inputs(); ++i) {
       const Tensor& t = ctx.input(i);
-      if (t.rank() != first.rank()) return runtime::invalid_argument("input ", i, " has shape ", t.shape());
+      if (t.rank() != first.rank())
+        return runtime::invalid_argument("input ", i, " has shape ", t.shape());
       for (int d = 0; d < t.rank(); ++d) {
         if (d != axis && t.dim(d) != first.dim(d)) {
           return runtime::invalid_argument("input ", i, " has shape ", t.shape(), ", input 0 ",
@@ -224,7 +226,8 @@ Status split_into(KernelContext& ctx, const std::vector<int64_t>& sizes, int axi
     Tensor* y;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(static_cast<int>(i), Shape(dims), &y));
     const int64_t w = sizes[i] * inner;
-    for (int64_t o = 0; o < outer; ++o) copy_elems(x.data<T>() + o * row + col, y->data<T>() + o * w, w);
+    for (int64_t o = 0; o < outer; ++o)
+      copy_elems(x.data<T>() + o * row + col, y->data<T>() + o * w, w);
     col += w;
   }
   return runtime::ok_status();
@@ -240,7 +243,8 @@ struct SplitKernel {
     }
     int64_t num = ctx.attr<int64_t>("num_split");
     if (x.dim(axis) % num != 0) {
-      return runtime::invalid_argument("dim ", axis, " of ", x.shape(), " does not split into ", num);
+      return runtime::invalid_argument("dim ", axis, " of ", x.shape(), " does not split into ",
+                                       num);
     }
     return split_into<T>(ctx, std::vector<int64_t>(num, x.dim(axis) / num), axis);
   }
@@ -256,7 +260,8 @@ struct SplitLikeKernel {
     }
     std::vector<int64_t> sizes;
     for (int i = 1; i < ctx.num_inputs(); ++i) {
-      if (ctx.input(i).rank() != x.rank()) return runtime::invalid_argument("reference ", i, " has the wrong rank");
+      if (ctx.input(i).rank() != x.rank())
+        return runtime::invalid_argument("reference ", i, " has the wrong rank");
       sizes.push_back(ctx.input(i).dim(axis));
     }
     return split_into<T>(ctx, sizes, axis);
@@ -268,8 +273,8 @@ template <class T, bool kScatter>
 Status strided_slice(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   ops::StridedSlicePlan plan;
-  TROUPE_RETURN_IF_ERROR(
-      ops::plan_strided_slice(x.shape(), ops::strided_slice_spec_from_attrs(ctx.node().attrs), &plan));
+  TROUPE_RETURN_IF_ERROR(ops::plan_strided_slice(
+      x.shape(), ops::strided_slice_spec_from_attrs(ctx.node().attrs), &plan));
   std::vector<int64_t> in_strides = strides_of(x.shape());
   const int r = x.rank();
   std::vector<int64_t> sizes(r), steps(r);
@@ -284,7 +289,8 @@ Status strided_slice(KernelContext& ctx) {
   if constexpr (kScatter) {
     const Tensor& dy = ctx.input(1);
     if (dy.num_elements() != count) {
-      return runtime::invalid_argument("dy has shape ", dy.shape(), ", the slice ", plan.output_shape);
+      return runtime::invalid_argument("dy has shape ", dy.shape(), ", the slice ",
+                                       plan.output_shape);
     }
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
     std::fill_n(y->data<T>(), y->num_elements(), T(0));
@@ -341,7 +347,8 @@ Status gather(KernelContext& ctx) {
   const int64_t n = params.dim(axis);
   const int64_t k = indices.num_elements();
   auto index_at = [&](int64_t j) -> int64_t {
-    return indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[j] : indices.data<int64_t>()[j];
+    return indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[j]
+                                            : indices.data<int64_t>()[j];
   };
   for (int64_t j = 0; j < k; ++j) TROUPE_RETURN_IF_ERROR(check_index(index_at(j), n, j));
   Tensor* y;
@@ -391,14 +398,16 @@ template <class T, bool kGrad>
 Status tile(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const auto& m = ctx.attr<std::vector<int64_t>>("multiples");
-  if (static_cast<int>(m.size()) != x.rank()) return runtime::invalid_argument("multiples do not match rank");
+  if (static_cast<int>(m.size()) != x.rank())
+    return runtime::invalid_argument("multiples do not match rank");
   std::vector<int64_t> big(x.rank());
   for (int d = 0; d < x.rank(); ++d) big[d] = x.dim(d) * m[d];
   Shape big_shape(big);
   Tensor* y;
   if constexpr (kGrad) {
     if (ctx.input(1).shape() != big_shape) {
-      return runtime::invalid_argument("dy has shape ", ctx.input(1).shape(), ", expected ", big_shape);
+      return runtime::invalid_argument("dy has shape ", ctx.input(1).shape(), ", expected ",
+                                       big_shape);
     }
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
     std::fill_n(y->data<T>(), y->num_elements(), T(0));
@@ -444,7 +453,8 @@ struct PadKernel {
     for (int d = 0; d < r; ++d) dims[d] = x.dim(d) + p[2 * d] + p[2 * d + 1];
     Tensor* y;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape(dims), &y));
-    std::fill_n(y->data<T>(), y->num_elements(), static_cast<T>(ctx.attr<double>("constant_value")));
+    std::fill_n(y->data<T>(), y->num_elements(),
+                static_cast<T>(ctx.attr<double>("constant_value")));
     if (x.num_elements() == 0) return runtime::ok_status();
     std::vector<int64_t> ys = strides_of(y->shape());
     std::vector<int64_t> index(r, 0);
@@ -526,7 +536,8 @@ struct RangeKernel {
     Tensor* y;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, ctx.node().output_shapes[0], &y));
     double start = ctx.attr<double>("start"), delta = ctx.attr<double>("delta");
-    for (int64_t i = 0; i < y->num_elements(); ++i) y->data<T>()[i] = static_cast<T>(start + i * delta);
+    for (int64_t i = 0; i < y->num_elements(); ++i)
+      y->data<T>()[i] = static_cast<T>(start + i * delta);
     return runtime::ok_status();
   }
 };
@@ -619,7 +630,9 @@ struct SizeKernel {
   }
 };
 
-Status no_op(KernelContext&) { return runtime::ok_status(); }
+Status no_op(KernelContext&) {
+  return runtime::ok_status();
+}
 
 }  // namespace
 
@@ -627,8 +640,9 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
   constexpr DeviceType kCpu = DeviceType::kCpu;
   registry.add_typed<ConstKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
       "Const", kCpu);
-  registry.add_typed<PlaceholderKernel, float, double, int32_t, int64_t, uint8_t, bool,
-                     std::string>("Placeholder", kCpu);
+  registry
+      .add_typed<PlaceholderKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
+          "Placeholder", kCpu);
   for (const char* op : {"Identity", "StopGradient"}) {
     registry.add_typed<ForwardKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
         op, kCpu);
@@ -638,7 +652,7 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
         op, kCpu);
   }
   registry.add_typed<TransposeKernel, float, double, int32_t, int64_t, uint8_t, bool>("Transpose",
-                                                                                     kCpu);
+                                                                                      kCpu);
   registry.add_typed<ConcatKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
       "Concat", kCpu);
   registry.add_typed<SplitKernel, float, double, int32_t, int64_t, uint8_t, bool>("Split", kCpu);

@@ -19,7 +19,8 @@ using runtime::Tensor;
 
 namespace {
 
-Status geometry(const KernelContext& ctx, const Tensor& input, const Shape& filter, ConvGeometry* g) {
+Status geometry(const KernelContext& ctx, const Tensor& input, const Shape& filter,
+                ConvGeometry* g) {
   return ops::conv_geometry_for(ctx.node(), input.shape(), filter, g);
 }
 
@@ -76,7 +77,8 @@ struct Conv2DKernel {
     std::vector<T> col(rows * k);
     for (int64_t b = 0; b < g.batch; ++b) {
       im2col(g, x.data<T>() + b * g.in_h * g.in_w * g.in_c, col.data());
-      gemm<T>(false, false, rows, g.out_c, k, col.data(), w.data<T>(), y->data<T>() + b * rows * g.out_c);
+      gemm<T>(false, false, rows, g.out_c, k, col.data(), w.data<T>(),
+              y->data<T>() + b * rows * g.out_c);
     }
     return runtime::ok_status();
   }
@@ -100,7 +102,8 @@ struct Conv2DBackpropInputKernel {
     const int64_t rows = g.out_h * g.out_w, k = g.k_h * g.k_w * g.in_c;
     std::vector<T> col(rows * k);
     for (int64_t b = 0; b < g.batch; ++b) {
-      gemm<T>(false, true, rows, k, g.out_c, dy.data<T>() + b * rows * g.out_c, w.data<T>(), col.data());
+      gemm<T>(false, true, rows, k, g.out_c, dy.data<T>() + b * rows * g.out_c, w.data<T>(),
+              col.data());
       col2im(g, col.data(), dx->data<T>() + b * g.in_h * g.in_w * g.in_c);
     }
     return runtime::ok_status();

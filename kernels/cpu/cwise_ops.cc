@@ -46,52 +46,30 @@ struct Unary {
 };
 
 // Each maps an Eigen array expression x to the op's result, elementwise.
-constexpr auto kNeg = [](const auto& x, const KernelContext& ) {
-  return -x;
-};
-constexpr auto kAbs = [](const auto& x, const KernelContext& ) {
-  return x.abs();
-};
-constexpr auto kSign = [](const auto& x, const KernelContext& ) {
-  return x.sign();
-};
-constexpr auto kSquare = [](const auto& x, const KernelContext& ) {
-  return x.square();
-};
-constexpr auto kSqrt = [](const auto& x, const KernelContext& ) {
-  return x.sqrt();
-};
-constexpr auto kRsqrt = [](const auto& x, const KernelContext& ) {
-  return x.rsqrt();
-};
-constexpr auto kExp = [](const auto& x, const KernelContext& ) {
-  return x.exp();
-};
-constexpr auto kLog = [](const auto& x, const KernelContext& ) {
-  return x.log();
-};
-constexpr auto kLog1p = [](const auto& x, const KernelContext& ) {
-  return x.log1p();
-};
-constexpr auto kFloor = [](const auto& x, const KernelContext& ) {
-  return x.floor();
-};
-constexpr auto kRound = [](const auto& x, const KernelContext& ) {
-  return x.rint();
-};
-constexpr auto kRelu = [](const auto& x, const KernelContext& ) {
+constexpr auto kNeg = [](const auto& x, const KernelContext&) { return -x; };
+constexpr auto kAbs = [](const auto& x, const KernelContext&) { return x.abs(); };
+constexpr auto kSign = [](const auto& x, const KernelContext&) { return x.sign(); };
+constexpr auto kSquare = [](const auto& x, const KernelContext&) { return x.square(); };
+constexpr auto kSqrt = [](const auto& x, const KernelContext&) { return x.sqrt(); };
+constexpr auto kRsqrt = [](const auto& x, const KernelContext&) { return x.rsqrt(); };
+constexpr auto kExp = [](const auto& x, const KernelContext&) { return x.exp(); };
+constexpr auto kLog = [](const auto& x, const KernelContext&) { return x.log(); };
+constexpr auto kLog1p = [](const auto& x, const KernelContext&) { return x.log1p(); };
+constexpr auto kFloor = [](const auto& x, const KernelContext&) { return x.floor(); };
+constexpr auto kRound = [](const auto& x, const KernelContext&) { return x.rint(); };
+constexpr auto kRelu = [](const auto& x, const KernelContext&) {
   using T = typename std::decay_t<decltype(x)>::Scalar;
   return x.max(T(0));
 };
-constexpr auto kRelu6 = [](const auto& x, const KernelContext& ) {
+constexpr auto kRelu6 = [](const auto& x, const KernelContext&) {
   using T = typename std::decay_t<decltype(x)>::Scalar;
   return x.max(T(0)).min(T(6));
 };
-constexpr auto kElu = [](const auto& x, const KernelContext& ) {
+constexpr auto kElu = [](const auto& x, const KernelContext&) {
   using T = typename std::decay_t<decltype(x)>::Scalar;
   return (x > T(0)).select(x, x.exp() - T(1));
 };
-constexpr auto kSelu = [](const auto& x, const KernelContext& ) {
+constexpr auto kSelu = [](const auto& x, const KernelContext&) {
   using T = typename std::decay_t<decltype(x)>::Scalar;
   return (x > T(0)).select(T(1.0507009873554804934193349852946) * x,
                            T(1.7580993408473768599402175208123) * (x.exp() - T(1)));
@@ -100,18 +78,16 @@ constexpr auto kLeakyRelu = [](const auto& x, const KernelContext& ctx) {
   using T = typename std::decay_t<decltype(x)>::Scalar;
   return (x > T(0)).select(x, x * T(ctx.attr<double>("alpha")));
 };
-constexpr auto kSigmoid = [](const auto& x, const KernelContext& ) {
+constexpr auto kSigmoid = [](const auto& x, const KernelContext&) {
   using T = typename std::decay_t<decltype(x)>::Scalar;
   return (T(1) + (-x).exp()).inverse();
 };
-constexpr auto kTanh = [](const auto& x, const KernelContext& ) {
-  return x.tanh();
-};
-constexpr auto kSoftplus = [](const auto& x, const KernelContext& ) {
+constexpr auto kTanh = [](const auto& x, const KernelContext&) { return x.tanh(); };
+constexpr auto kSoftplus = [](const auto& x, const KernelContext&) {
   using T = typename std::decay_t<decltype(x)>::Scalar;
   return x.max(T(0)) + (-x.abs()).exp().log1p();
 };
-constexpr auto kSoftsign = [](const auto& x, const KernelContext& ) {
+constexpr auto kSoftsign = [](const auto& x, const KernelContext&) {
   using T = typename std::decay_t<decltype(x)>::Scalar;
   return x / (T(1) + x.abs());
 };
@@ -267,8 +243,8 @@ struct SelectKernel {
     const Tensor& c = ctx.input(2);
     BroadcastPlan plan;
     if (!plan_broadcast({&cond.shape(), &a.shape(), &c.shape()}, &plan)) {
-      return runtime::invalid_argument("shapes ", cond.shape(), ", ", a.shape(), " and ",
-                                       c.shape(), " cannot be broadcast together");
+      return runtime::invalid_argument("shapes ", cond.shape(), ", ", a.shape(), " and ", c.shape(),
+                                       " cannot be broadcast together");
     }
     Tensor* out;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, plan.out_shape, &out));
@@ -312,13 +288,26 @@ struct CastKernel {
     const From* in = x.data<From>();
     int64_t n = x.num_elements();
     switch (to) {
-      case DType::kFloat32: convert(in, y->data<float>(), n); break;
-      case DType::kFloat64: convert(in, y->data<double>(), n); break;
-      case DType::kInt32: convert(in, y->data<int32_t>(), n); break;
-      case DType::kInt64: convert(in, y->data<int64_t>(), n); break;
-      case DType::kUInt8: convert(in, y->data<uint8_t>(), n); break;
-      case DType::kBool: convert(in, y->data<bool>(), n); break;
-      default: return runtime::invalid_argument("cannot cast to ", runtime::dtype_name(to));
+      case DType::kFloat32:
+        convert(in, y->data<float>(), n);
+        break;
+      case DType::kFloat64:
+        convert(in, y->data<double>(), n);
+        break;
+      case DType::kInt32:
+        convert(in, y->data<int32_t>(), n);
+        break;
+      case DType::kInt64:
+        convert(in, y->data<int64_t>(), n);
+        break;
+      case DType::kUInt8:
+        convert(in, y->data<uint8_t>(), n);
+        break;
+      case DType::kBool:
+        convert(in, y->data<bool>(), n);
+        break;
+      default:
+        return runtime::invalid_argument("cannot cast to ", runtime::dtype_name(to));
     }
     return runtime::ok_status();
   }
@@ -366,11 +355,11 @@ TROUPE_REGISTER_KERNELS(cwise_cpu) {
   registry.add_typed<Compare<kNotEqual>::Kernel, float, double, int32_t, int64_t, uint8_t, bool>(
       "NotEqual", kCpu);
   registry.add_typed<Compare<kLess>::Kernel, float, double, int32_t, int64_t, uint8_t>("Less",
-                                                                                        kCpu);
+                                                                                       kCpu);
   registry.add_typed<Compare<kLessEqual>::Kernel, float, double, int32_t, int64_t, uint8_t>(
       "LessEqual", kCpu);
-  registry.add_typed<Compare<kGreater>::Kernel, float, double, int32_t, int64_t, uint8_t>(
-      "Greater", kCpu);
+  registry.add_typed<Compare<kGreater>::Kernel, float, double, int32_t, int64_t, uint8_t>("Greater",
+                                                                                          kCpu);
   registry.add_typed<Compare<kGreaterEqual>::Kernel, float, double, int32_t, int64_t, uint8_t>(
       "GreaterEqual", kCpu);
   registry.add_typed<Binary<kAnd>::Kernel, bool>("LogicalAnd", kCpu);

@@ -23,7 +23,8 @@ using ConstVecMap = Eigen::Map<const ArrayX<T>>;
 template <class T>
 using VecMap = Eigen::Map<ArrayX<T>>;
 template <class T>
-using ConstMatMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+using ConstMatMap =
+    Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 template <class T>
 using MatMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 

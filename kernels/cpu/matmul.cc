@@ -109,8 +109,8 @@ struct BiasAddKernel {
     }
     const int64_t c = bias.dim(0);
     const int64_t rows = c ? v.num_elements() / c : 0;
-    MatMap<T>(y->data<T>(), rows, c) =
-        ConstMatMap<T>(v.data<T>(), rows, c).rowwise() + ConstMatMap<T>(bias.data<T>(), 1, c).row(0);
+    MatMap<T>(y->data<T>(), rows, c) = ConstMatMap<T>(v.data<T>(), rows, c).rowwise() +
+                                       ConstMatMap<T>(bias.data<T>(), 1, c).row(0);
     return runtime::ok_status();
   }
 };

@@ -57,11 +57,12 @@ struct CrossEntropyKernel {
     static Status compute(KernelContext& ctx) {
       const Tensor& f = ctx.input(0);
       const Tensor& labels = ctx.input(1);
-      if (f.rank() != 2) return runtime::invalid_argument("logits must be [batch, classes], got ", f.shape());
+      if (f.rank() != 2)
+        return runtime::invalid_argument("logits must be [batch, classes], got ", f.shape());
       const int64_t rows = f.dim(0), c = f.dim(1);
       if (kSparse ? (labels.rank() != 1 || labels.dim(0) != rows) : labels.shape() != f.shape()) {
-        return runtime::invalid_argument("labels of shape ", labels.shape(), " for logits of shape ",
-                                         f.shape());
+        return runtime::invalid_argument("labels of shape ", labels.shape(),
+                                         " for logits of shape ", f.shape());
       }
       Tensor *loss, *backprop;
       TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{rows}, &loss));
@@ -78,7 +79,8 @@ struct CrossEntropyKernel {
           int64_t k = labels.dtype() == DType::kInt32 ? labels.data<int32_t>()[r]
                                                       : labels.data<int64_t>()[r];
           if (k < 0 || k >= c) {
-            return runtime::invalid_argument("label ", k, " at row ", r, " is outside [0, ", c, ")");
+            return runtime::invalid_argument("label ", k, " at row ", r, " is outside [0, ", c,
+                                             ")");
           }
           loss->data<T>()[r] = log_sum - in(r, k);
           bp(r, k) -= T(1);

@@ -24,8 +24,9 @@ std::mt19937_64 stream_for(const KernelContext& ctx) {
     return std::mt19937_64(seq);
   }
   uint64_t n = ctx.invocation();
-  std::seed_seq seq{uint32_t(seed), uint32_t(uint64_t(seed) >> 32), uint32_t(seed2),
-                    uint32_t(uint64_t(seed2) >> 32), uint32_t(n), uint32_t(n >> 32)};
+  std::seed_seq seq{uint32_t(seed),  uint32_t(uint64_t(seed) >> 32),
+                    uint32_t(seed2), uint32_t(uint64_t(seed2) >> 32),
+                    uint32_t(n),     uint32_t(n >> 32)};
   return std::mt19937_64(seq);
 }
 
@@ -92,7 +93,8 @@ TROUPE_REGISTER_KERNELS(random_cpu) {
   constexpr DeviceType kCpu = DeviceType::kCpu;
   registry.add_typed<RandomKernel<Dist::kUniform>::Kernel, float, double>("RandomUniform", kCpu);
   registry.add_typed<RandomKernel<Dist::kNormal>::Kernel, float, double>("RandomNormal", kCpu);
-  registry.add_typed<RandomKernel<Dist::kTruncated>::Kernel, float, double>("TruncatedNormal", kCpu);
+  registry.add_typed<RandomKernel<Dist::kTruncated>::Kernel, float, double>("TruncatedNormal",
+                                                                            kCpu);
 }
 
 }  // namespace troupe::kernels::cpu

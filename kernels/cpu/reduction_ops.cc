@@ -25,7 +25,8 @@ Status reduced_shapes(const Shape& in, const std::vector<int64_t>& axes, bool ke
   std::vector<bool> reduce(in.rank(), axes.empty());
   for (int64_t a : axes) {
     int ax;
-    if (!in.canonical_axis(a, &ax)) return runtime::invalid_argument("axis ", a, " out of range for ", in);
+    if (!in.canonical_axis(a, &ax))
+      return runtime::invalid_argument("axis ", a, " out of range for ", in);
     reduce[ax] = true;
   }
   std::vector<int64_t> k, o;
@@ -53,8 +54,8 @@ struct ReduceKernel {
                                           ctx.attr<bool>("keep_dims"), &kept, &out_shape));
     Tensor* y;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, out_shape, &y));
-    T init = R == Reduce::kMax   ? std::numeric_limits<T>::lowest()
-             : R == Reduce::kMin ? std::numeric_limits<T>::max()
+    T init = R == Reduce::kMax    ? std::numeric_limits<T>::lowest()
+             : R == Reduce::kMin  ? std::numeric_limits<T>::max()
              : R == Reduce::kProd ? T(1)
                                   : T(0);
     if constexpr (std::numeric_limits<T>::has_infinity) {
@@ -107,8 +108,8 @@ struct ProdGradKernel {
     const Tensor& x = ctx.input(0);
     const Tensor& dy = ctx.input(1);
     Shape kept, unused;
-    TROUPE_RETURN_IF_ERROR(reduced_shapes(x.shape(), ctx.attr<std::vector<int64_t>>("axes"), true,
-                                          &kept, &unused));
+    TROUPE_RETURN_IF_ERROR(
+        reduced_shapes(x.shape(), ctx.attr<std::vector<int64_t>>("axes"), true, &kept, &unused));
     if (dy.num_elements() != kept.num_elements()) {
       return runtime::invalid_argument("dy has shape ", dy.shape(), ", expected ", kept);
     }
@@ -156,7 +157,8 @@ struct ArgReduce {
         return runtime::invalid_argument("axis out of range for ", x.shape());
       }
       const int64_t n = x.dim(axis);
-      if (n == 0) return runtime::invalid_argument("cannot take an arg-reduction over an empty axis");
+      if (n == 0)
+        return runtime::invalid_argument("cannot take an arg-reduction over an empty axis");
       std::vector<int64_t> dims = x.shape().dims();
       dims.erase(dims.begin() + axis);
       Tensor* y;
@@ -198,9 +200,9 @@ TROUPE_REGISTER_KERNELS(reduction_cpu) {
   registry.add_typed<Reducer<Reduce::kProd>::Kernel, float, double, int32_t, int64_t>("Prod", kCpu);
   registry.add_typed<ProdGradKernel, float, double>("ProdGrad", kCpu);
   registry.add_typed<ArgReduce<true>::Kernel, float, double, int32_t, int64_t, uint8_t>("ArgMax",
-                                                                                       kCpu);
-  registry.add_typed<ArgReduce<false>::Kernel, float, double, int32_t, int64_t, uint8_t>("ArgMin",
                                                                                         kCpu);
+  registry.add_typed<ArgReduce<false>::Kernel, float, double, int32_t, int64_t, uint8_t>("ArgMin",
+                                                                                         kCpu);
 }
 
 }  // namespace troupe::kernels::cpu

@@ -23,7 +23,9 @@ Status store_of(const KernelContext& ctx, VariableStore** store) {
   return runtime::ok_status();
 }
 
-const std::string& var_name(const KernelContext& ctx) { return ctx.attr<std::string>("var"); }
+const std::string& var_name(const KernelContext& ctx) {
+  return ctx.attr<std::string>("var");
+}
 
 template <class T>
 struct VariableKernel {
@@ -32,11 +34,10 @@ struct VariableKernel {
     TROUPE_RETURN_IF_ERROR(store_of(ctx, &store));
     TROUPE_ASSIGN_OR_RETURN(Tensor value, store->read(var_name(ctx)));
     if (value.dtype() != ctx.node().output_dtypes[0] || value.shape() != ctx.attr<Shape>("shape")) {
-      return runtime::failed_precondition("variable '", var_name(ctx), "' holds ",
-                                          runtime::dtype_name(value.dtype()), value.shape(),
-                                          ", the graph declares ",
-                                          runtime::dtype_name(ctx.node().output_dtypes[0]),
-                                          ctx.attr<Shape>("shape"));
+      return runtime::failed_precondition(
+          "variable '", var_name(ctx), "' holds ", runtime::dtype_name(value.dtype()),
+          value.shape(), ", the graph declares ", runtime::dtype_name(ctx.node().output_dtypes[0]),
+          ctx.attr<Shape>("shape"));
     }
     ctx.set_output(0, value);
     return runtime::ok_status();
@@ -102,7 +103,8 @@ Status begin_update(KernelContext& ctx, Update<T>* u) {
     return runtime::invalid_argument("gradient of shape ", grad.shape(), " for variable '",
                                      var_name(ctx), "' of shape ", u->var.shape());
   }
-  if (ctx.input(1).num_elements() != 1) return runtime::invalid_argument("learning rate must be a scalar");
+  if (ctx.input(1).num_elements() != 1)
+    return runtime::invalid_argument("learning rate must be a scalar");
   new (&u->g) ConstVecMap<T>(grad.data<T>(), grad.num_elements());
   u->lr = ctx.input(1).data<T>()[0];
   return runtime::ok_status();
@@ -152,7 +154,8 @@ struct AdagradKernel {
     Update<T> u;
     TROUPE_RETURN_IF_ERROR(begin_update(ctx, &u));
     Tensor accum;
-    TROUPE_RETURN_IF_ERROR(slot(u, ctx, "Adagrad", ctx.attr<double>("initial_accumulator_value"), &accum));
+    TROUPE_RETURN_IF_ERROR(
+        slot(u, ctx, "Adagrad", ctx.attr<double>("initial_accumulator_value"), &accum));
     auto a = flat_out<T>(accum);
     a += u.g.square();
     flat_out<T>(u.var) -= u.lr * u.g / (a.sqrt() + T(ctx.attr<double>("epsilon")));

@@ -72,18 +72,32 @@ std::vector<GradCase> cases() {
        [](GraphBuilder& b, const In& x) {
          return ops::cast(b, ops::cast(b, x[0], DType::kFloat32), DType::kFloat64);
        },
-       {rnd({3})}, 1e-2, 1e-4},
-      {"Reshape", [](GraphBuilder& b, const In& x) { return ops::reshape(b, x[0], {3, -1}); },
+       {rnd({3})},
+       1e-2,
+       1e-4},
+      {"Reshape",
+       [](GraphBuilder& b, const In& x) {
+         return ops::reshape(b, x[0], {3, -1});
+       },
        {rnd({2, 3})}},
-      {"ReshapeLike", [](GraphBuilder& b, const In& x) { return ops::reshape_like(b, x[0], x[1]); },
+      {"ReshapeLike",
+       [](GraphBuilder& b, const In& x) { return ops::reshape_like(b, x[0], x[1]); },
        {rnd({6}), rnd({3, 2})}},
-      {"ExpandDims", [](GraphBuilder& b, const In& x) { return ops::expand_dims(b, x[0], 1); },
+      {"ExpandDims",
+       [](GraphBuilder& b, const In& x) { return ops::expand_dims(b, x[0], 1); },
        {rnd({2, 2})}},
-      {"Squeeze", [](GraphBuilder& b, const In& x) { return ops::squeeze(b, x[0]); },
+      {"Squeeze",
+       [](GraphBuilder& b, const In& x) { return ops::squeeze(b, x[0]); },
        {rnd({2, 1, 2})}},
-      {"Transpose", [](GraphBuilder& b, const In& x) { return ops::transpose(b, x[0], {1, 2, 0}); },
+      {"Transpose",
+       [](GraphBuilder& b, const In& x) {
+         return ops::transpose(b, x[0], {1, 2, 0});
+       },
        {rnd({2, 3, 2})}},
-      {"Concat", [](GraphBuilder& b, const In& x) { return ops::concat(b, {x[0], x[1]}, 1); },
+      {"Concat",
+       [](GraphBuilder& b, const In& x) {
+         return ops::concat(b, {x[0], x[1]}, 1);
+       },
        {rnd({2, 1}), rnd({2, 3})}},
       {"Split",
        [](GraphBuilder& b, const In& x) {
@@ -100,12 +114,20 @@ std::vector<GradCase> cases() {
       {"Gather",
        [](GraphBuilder& b, const In& x) { return ops::gather(b, x[0], x[1], 1); },
        {rnd({2, 3}), Tensor::from_vector<int64_t>(Shape{4}, {2, 0, 2, 1})}},
-      {"Tile", [](GraphBuilder& b, const In& x) { return ops::tile(b, x[0], {2, 3}); },
+      {"Tile",
+       [](GraphBuilder& b, const In& x) {
+         return ops::tile(b, x[0], {2, 3});
+       },
        {rnd({2, 1})}},
-      {"Pad", [](GraphBuilder& b, const In& x) { return ops::pad(b, x[0], {{1, 0}, {2, 1}}); },
+      {"Pad",
+       [](GraphBuilder& b, const In& x) {
+         return ops::pad(b, x[0], {{1, 0}, {2, 1}});
+       },
        {rnd({2, 2})}},
       {"BroadcastTo",
-       [](GraphBuilder& b, const In& x) { return ops::broadcast_to(b, x[0], Shape{2, 3, 2}); },
+       [](GraphBuilder& b, const In& x) {
+         return ops::broadcast_to(b, x[0], Shape{2, 3, 2});
+       },
        {rnd({3, 1})}},
       {"BroadcastToShapeOf",
        [](GraphBuilder& b, const In& x) { return ops::broadcast_to_shape_of(b, x[0], x[1]); },
@@ -118,7 +140,10 @@ std::vector<GradCase> cases() {
          return ops::select(b, ops::greater(b, x[0], x[1]), x[0], x[2]);
        },
        {away({2, 3}, {}), rnd({3}), rnd({2, 1})}},
-      {"AddN", [](GraphBuilder& b, const In& x) { return ops::add_n(b, {x[0], x[1], x[0]}); },
+      {"AddN",
+       [](GraphBuilder& b, const In& x) {
+         return ops::add_n(b, {x[0], x[1], x[0]});
+       },
        {rnd({2, 2}), rnd({2, 2})}},
       {"StridedSlice",
        [](GraphBuilder& b, const In& x) {
@@ -145,13 +170,17 @@ std::vector<GradCase> cases() {
       {"Pow", binary(ops::pow), {rnd({2, 2}, 0.5, 2), rnd({2}, -1, 2)}},
       {"Maximum", binary(ops::maximum), {away({2, 3}, {}), rnd({3})}},
       {"Minimum", binary(ops::minimum), {away({2, 3}, {}), rnd({3})}},
-      {"MatMul", [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1]); },
+      {"MatMul",
+       [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1]); },
        {rnd({2, 3}), rnd({3, 2})}},
-      {"MatMul", [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1], true, false); },
+      {"MatMul",
+       [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1], true, false); },
        {rnd({3, 2}), rnd({3, 2})}},
-      {"MatMul", [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1], false, true); },
+      {"MatMul",
+       [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1], false, true); },
        {rnd({2, 3}), rnd({2, 3})}},
-      {"MatMul", [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1], true, true); },
+      {"MatMul",
+       [](GraphBuilder& b, const In& x) { return ops::matmul(b, x[0], x[1], true, true); },
        {rnd({3, 2}), rnd({2, 3})}},
       {"BatchMatMul",
        [](GraphBuilder& b, const In& x) { return ops::batch_matmul(b, x[0], x[1], false, true); },
@@ -159,48 +188,55 @@ std::vector<GradCase> cases() {
       {"BatchMatMul",
        [](GraphBuilder& b, const In& x) { return ops::batch_matmul(b, x[0], x[1], true, false); },
        {rnd({1, 3, 2}), rnd({2, 3, 2})}},
-      {"Sum", [](GraphBuilder& b, const In& x) { return ops::reduce_sum(b, x[0], {1}); },
+      {"Sum",
+       [](GraphBuilder& b, const In& x) { return ops::reduce_sum(b, x[0], {1}); },
        {rnd({2, 3, 2})}},
-      {"Mean", [](GraphBuilder& b, const In& x) { return ops::reduce_mean(b, x[0], {0, 2}, true); },
+      {"Mean",
+       [](GraphBuilder& b, const In& x) {
+         return ops::reduce_mean(b, x[0], {0, 2}, true);
+       },
        {rnd({2, 3, 2})}},
-      {"Max", [](GraphBuilder& b, const In& x) { return ops::reduce_max(b, x[0], {1}); },
+      {"Max",
+       [](GraphBuilder& b, const In& x) { return ops::reduce_max(b, x[0], {1}); },
        {rnd({2, 3})}},
       {"Min", [](GraphBuilder& b, const In& x) { return ops::reduce_min(b, x[0]); }, {rnd({2, 3})}},
-      {"Prod", [](GraphBuilder& b, const In& x) { return ops::reduce_prod(b, x[0], {1}); },
+      {"Prod",
+       [](GraphBuilder& b, const In& x) { return ops::reduce_prod(b, x[0], {1}); },
        {with_zero}},
-      {"Prod", [](GraphBuilder& b, const In& x) { return ops::reduce_prod(b, x[0], {}, true); },
+      {"Prod",
+       [](GraphBuilder& b, const In& x) { return ops::reduce_prod(b, x[0], {}, true); },
        {rnd({2, 2}, 0.5, 1.5)}},
       {"Relu", unary(ops::relu), {away({5}, {0})}},
       {"Relu6", unary(ops::relu6), {away({6}, {0, 6}, -2, 8)}},
       {"Elu", unary(ops::elu), {away({5}, {0})}},
       {"Selu", unary(ops::selu), {away({5}, {0})}},
-      {"LeakyRelu", [](GraphBuilder& b, const In& x) { return ops::leaky_relu(b, x[0], 0.3); },
+      {"LeakyRelu",
+       [](GraphBuilder& b, const In& x) { return ops::leaky_relu(b, x[0], 0.3); },
        {away({5}, {0})}},
       {"Sigmoid", unary(ops::sigmoid), {rnd({4}, -4, 4)}},
       {"Tanh", unary(ops::tanh), {rnd({4}, -2, 2)}},
       {"Softplus", unary(ops::softplus), {rnd({4}, -4, 4)}},
       {"Softsign", unary(ops::softsign), {away({4}, {0})}},
-      {"BiasAdd", [](GraphBuilder& b, const In& x) { return ops::bias_add(b, x[0], x[1]); },
+      {"BiasAdd",
+       [](GraphBuilder& b, const In& x) { return ops::bias_add(b, x[0], x[1]); },
        {rnd({2, 2, 3}), rnd({3})}},
       {"Softmax", unary(ops::softmax), {rnd({2, 4}, -3, 3)}},
       {"LogSoftmax", unary(ops::log_softmax), {rnd({2, 4}, -3, 3)}},
       {"SoftmaxCrossEntropyWithLogits",
-       [](GraphBuilder& b, const In& x) {
-         return ops::softmax_cross_entropy_with_logits(b, ops::softmax(b, x[1]), x[0]);
-       },
+       [](GraphBuilder& b,
+          const In&
+              x) { return ops::softmax_cross_entropy_with_logits(b, ops::softmax(b, x[1]), x[0]); },
        {rnd({2, 3}, -2, 2), rnd({2, 3})}},
       {"SparseSoftmaxCrossEntropyWithLogits",
-       [](GraphBuilder& b, const In& x) {
-         return ops::sparse_softmax_cross_entropy_with_logits(b, x[1], x[0]);
-       },
+       [](GraphBuilder& b,
+          const In& x) { return ops::sparse_softmax_cross_entropy_with_logits(b, x[1], x[0]); },
        {rnd({3, 4}, -2, 2), Tensor::from_vector<int32_t>(Shape{3}, {3, 0, 1})}},
       {"Conv2D",
        [](GraphBuilder& b, const In& x) { return ops::conv2d(b, x[0], x[1], {1, 1}, "SAME"); },
        {rnd({1, 4, 4, 2}), rnd({3, 3, 2, 2})}},
       {"Conv2D",
-       [](GraphBuilder& b, const In& x) {
-         return ops::conv2d(b, x[0], x[1], {2, 1}, "VALID", {1, 2});
-       },
+       [](GraphBuilder& b,
+          const In& x) { return ops::conv2d(b, x[0], x[1], {2, 1}, "VALID", {1, 2}); },
        {rnd({2, 5, 5, 1}), rnd({2, 2, 1, 3})}},
       {"MaxPool",
        [](GraphBuilder& b, const In& x) { return ops::max_pool(b, x[0], {2, 2}, {2, 2}, "SAME"); },
@@ -210,9 +246,11 @@ std::vector<GradCase> cases() {
        {rnd({1, 3, 3, 2})}},
   };
   // Composites: their gradients come from the primitives above, checked end to end here.
-  c.push_back({"", [](GraphBuilder& b, const In& x) { return ops::reduce_logsumexp(b, x[0], {1}); },
+  c.push_back({"",
+               [](GraphBuilder& b, const In& x) { return ops::reduce_logsumexp(b, x[0], {1}); },
                {rnd({2, 3}, -3, 3)}});
-  c.push_back({"", [](GraphBuilder& b, const In& x) {
+  c.push_back({"",
+               [](GraphBuilder& b, const In& x) {
                  return ops::sigmoid_cross_entropy_with_logits(b, x[1], x[0]);
                },
                {away({4}, {0}), rnd({4}, 0, 1)}});

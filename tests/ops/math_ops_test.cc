@@ -22,8 +22,8 @@ using testing::random_tensor;
 
 namespace {
 
-const std::vector<Shape> kShapes = {Shape{}, Shape{0}, Shape{1}, Shape{3, 4}, Shape{2, 1, 5},
-                                    Shape{4, 0, 2}};
+const std::vector<Shape> kShapes = {Shape{},     Shape{0},       Shape{1},
+                                    Shape{3, 4}, Shape{2, 1, 5}, Shape{4, 0, 2}};
 
 struct UnaryCase {
   const char* name;
@@ -32,7 +32,9 @@ struct UnaryCase {
   double lo = -3, hi = 3;
 };
 
-double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+double sigmoid_ref(double x) {
+  return 1 / (1 + std::exp(-x));
+}
 
 std::vector<UnaryCase> unary_cases() {
   return {

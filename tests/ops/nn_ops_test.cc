@@ -59,8 +59,8 @@ TEST_CASE("dense and sparse softmax cross-entropy agree with the definition") {
   }
   OpTest t;
   Output l = t.feed(logits);
-  CHECK_CLOSE_TENSOR(
-      t.eval(ops::sparse_softmax_cross_entropy_with_logits(t.b, t.feed(ids), l)), want, 1e-12);
+  CHECK_CLOSE_TENSOR(t.eval(ops::sparse_softmax_cross_entropy_with_logits(t.b, t.feed(ids), l)),
+                     want, 1e-12);
   CHECK_CLOSE_TENSOR(t.eval(ops::softmax_cross_entropy_with_logits(t.b, t.feed(onehot), l)), want,
                      1e-12);
   Output bad = t.feed(Tensor::from_vector<int32_t>(Shape{3}, {0, 4, 1}));

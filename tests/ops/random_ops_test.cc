@@ -41,7 +41,8 @@ TEST_CASE("uniform, normal and truncated normal have the right moments and bound
   double worst = 0;
   for (double v : testing::values(tn)) worst = std::max(worst, std::abs(v));
   CHECK(worst <= 2.0);
-  CHECK(moments(tn).second == doctest::Approx(0.774).epsilon(0.03));  // variance of N truncated at 2σ
+  CHECK(moments(tn).second ==
+        doctest::Approx(0.774).epsilon(0.03));  // variance of N truncated at 2σ
 }
 
 TEST_CASE("seeded graphs repeat across runs; each step draws anew") {

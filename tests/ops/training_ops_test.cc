@@ -28,7 +28,8 @@ std::vector<double> train(const ops::Optimizer& opt, std::vector<double> w0, std
   const Shape s{int64_t(w0.size())};
   Output w = ops::variable(t.b, "w", s, DType::kFloat64,
                            ops::constant(t.b, Tensor::from_vector<double>(s, w0)));
-  Output loss = ops::reduce_sum(t.b, ops::mul(t.b, w, ops::constant(t.b, Tensor::from_vector<double>(s, g))));
+  Output loss =
+      ops::reduce_sum(t.b, ops::mul(t.b, w, ops::constant(t.b, Tensor::from_vector<double>(s, g))));
   int train_op = ops::minimize(t.b, loss, opt);
   int init = ops::global_variables_initializer(t.b);
   REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
@@ -90,7 +91,8 @@ TEST_CASE("Adagrad, Adam, RMSProp and FTRL follow TF's formulas") {
 
   // FTRL with l1 large enough zeroes the weight; without, it follows the closed form.
   CHECK(train(ops::Optimizer::ftrl(0.1, /*l1=*/10), {1}, {1}, 1)[0] == 0.0);
-  double accum = 0.1, accum_new = 1.1, lin = 1 - (std::pow(accum_new, 0.5) - std::pow(accum, 0.5)) / 0.1 * 1;
+  double accum = 0.1, accum_new = 1.1,
+         lin = 1 - (std::pow(accum_new, 0.5) - std::pow(accum, 0.5)) / 0.1 * 1;
   double quad = std::pow(accum_new, 0.5) / 0.1;
   CHECK(train(ops::Optimizer::ftrl(0.1), {1}, {1}, 1)[0] == doctest::Approx(-lin / quad));
 }
@@ -105,8 +107,10 @@ TEST_CASE("minimize fits a linear regression") {
   }
   Output x = t.feed(Tensor::from_vector<float>(Shape{64, 1}, xs));
   Output y = t.feed(Tensor::from_vector<float>(Shape{64, 1}, ys));
-  Output w = ops::variable(t.b, "w", Shape{1, 1}, DType::kFloat32, ops::glorot_uniform(t.b, Shape{1, 1}));
-  Output bias = ops::variable(t.b, "b", Shape{1}, DType::kFloat32, ops::zeros(t.b, Shape{1}, DType::kFloat32));
+  Output w =
+      ops::variable(t.b, "w", Shape{1, 1}, DType::kFloat32, ops::glorot_uniform(t.b, Shape{1, 1}));
+  Output bias = ops::variable(t.b, "b", Shape{1}, DType::kFloat32,
+                              ops::zeros(t.b, Shape{1}, DType::kFloat32));
   Output pred = ops::add(t.b, ops::matmul(t.b, x, w), bias);
   Output loss = ops::mean_squared_error(t.b, y, pred);
   ops::Optimizer opt = ops::Optimizer::momentum_sgd(0.1, 0.9);

@@ -44,8 +44,9 @@ TEST_CASE("dtype mismatches, unknown ops, bad attributes and missing kernels are
   CHECK(error_of([](runtime::GraphBuilder& b) {
           ops::add(b, ops::scalar(b, 1, DType::kFloat32), ops::scalar(b, 1, DType::kInt32));
         }).find("same dtype") != std::string::npos);
-  CHECK(error_of([](runtime::GraphBuilder& b) { b.add("NoSuchOp", {}); })
-            .find("unknown op 'NoSuchOp'") != std::string::npos);
+  CHECK(error_of([](runtime::GraphBuilder& b) {
+          b.add("NoSuchOp", {});
+        }).find("unknown op 'NoSuchOp'") != std::string::npos);
   CHECK(error_of([](runtime::GraphBuilder& b) {
           b.add("Relu", {ops::scalar(b, 1, DType::kFloat32)}, {{"bogus", true}});
         }).find("unknown attribute 'bogus'") != std::string::npos);

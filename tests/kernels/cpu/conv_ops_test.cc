@@ -19,8 +19,8 @@ struct Geometry {
   int64_t out_h, out_w, pad_top, pad_left;
 };
 
-Geometry geometry(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
-                  int64_t dh, int64_t dw, bool same) {
+Geometry geometry(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dh,
+                  int64_t dw, bool same) {
   auto one = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t* out, int64_t* pad) {
     int64_t span = (k - 1) * d + 1;
     if (same) {
@@ -54,8 +54,8 @@ TEST_CASE("conv2d matches a direct loop") {
     Tensor x = testing::random_tensor<double>(c.in, rng);
     Tensor w = testing::random_tensor<double>(c.filter, rng);
     OpTest t;
-    Tensor y = t.eval(ops::conv2d(t.b, t.feed(x), t.feed(w), {c.sh, c.sw}, c.same ? "SAME" : "VALID",
-                                  {c.dh, c.dw}));
+    Tensor y = t.eval(ops::conv2d(t.b, t.feed(x), t.feed(w), {c.sh, c.sw},
+                                  c.same ? "SAME" : "VALID", {c.dh, c.dw}));
     const int64_t N = c.in.dim(0), H = c.in.dim(1), W = c.in.dim(2), C = c.in.dim(3);
     const int64_t KH = c.filter.dim(0), KW = c.filter.dim(1), O = c.filter.dim(3);
     Geometry g = geometry(H, W, KH, KW, c.sh, c.sw, c.dh, c.dw, c.same);
@@ -69,7 +69,8 @@ TEST_CASE("conv2d matches a direct loop") {
             for (int64_t ki = 0; ki < KH; ++ki)
               for (int64_t kj = 0; kj < KW; ++kj)
                 for (int64_t ch = 0; ch < C; ++ch) {
-                  int64_t yy = i * c.sh + ki * c.dh - g.pad_top, xx = j * c.sw + kj * c.dw - g.pad_left;
+                  int64_t yy = i * c.sh + ki * c.dh - g.pad_top,
+                          xx = j * c.sw + kj * c.dw - g.pad_left;
                   if (yy < 0 || yy >= H || xx < 0 || xx >= W) continue;
                   s += x.data<double>()[((n * H + yy) * W + xx) * C + ch] *
                        w.data<double>()[((ki * KW + kj) * C + ch) * O + o];

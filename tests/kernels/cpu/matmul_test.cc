@@ -45,7 +45,8 @@ void check_matmul(int64_t m, int64_t k, int64_t n, double tol) {
 }  // namespace
 
 TEST_CASE("matmul matches a naive loop for every transpose, dtype and odd size") {
-  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {3, 5, 2}, {65, 130, 33}, {4, 0, 3}, {0, 3, 2}}) {
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
+           {1, 1, 1}, {3, 5, 2}, {65, 130, 33}, {4, 0, 3}, {0, 3, 2}}) {
     check_matmul<double>(m, k, n, 1e-12);
     check_matmul<float>(m, k, n, 1e-4);
     check_matmul<int32_t>(m, k, n, 0);
@@ -63,7 +64,8 @@ TEST_CASE("batch_matmul broadcasts batch dims") {
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j) {
       Tensor xi = Tensor::from_vector<double>(
-          Shape{3, 4}, std::vector<double>(x.data<double>() + i * 12, x.data<double>() + i * 12 + 12));
+          Shape{3, 4},
+          std::vector<double>(x.data<double>() + i * 12, x.data<double>() + i * 12 + 12));
       Tensor yj = Tensor::from_vector<double>(
           Shape{4, 2}, std::vector<double>(y.data<double>() + j * 8, y.data<double>() + j * 8 + 8));
       auto want = naive(xi, yj, false, false);

@@ -75,8 +75,7 @@ TEST_CASE("integer reductions and arg reductions (first index on ties)") {
   OpTest t;
   Output x = t.feed(Tensor::from_vector<int32_t>(Shape{2, 3}, {3, 1, 3, -2, 5, 5}));
   CHECK(t.eval(ops::reduce_sum(t.b, x, {1})).to_vector<int32_t>() == std::vector<int32_t>{7, 8});
-  CHECK(t.eval(ops::reduce_max(t.b, x, {0})).to_vector<int32_t>() ==
-        std::vector<int32_t>{3, 5, 5});
+  CHECK(t.eval(ops::reduce_max(t.b, x, {0})).to_vector<int32_t>() == std::vector<int32_t>{3, 5, 5});
   CHECK(t.eval(ops::argmax(t.b, x, 1)).to_vector<int64_t>() == std::vector<int64_t>{0, 1});
   CHECK(t.eval(ops::argmin(t.b, x, 0, DType::kInt32)).to_vector<int32_t>() ==
         std::vector<int32_t>{1, 0, 0});
