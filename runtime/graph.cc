@@ -38,6 +38,12 @@ const std::vector<int>& Graph::collection(const std::string& key) const {
   return it == collections_.end() ? kEmpty : it->second;
 }
 
+std::vector<std::string> Graph::collection_keys() const {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : collections_) keys.push_back(k);
+  return keys;
+}
+
 std::vector<int> Graph::variables(bool trainable_only) const {
   std::vector<int> ids;
   for (const Node& n : nodes_) {

@@ -81,6 +81,7 @@ class Graph {
   // Named lists of node ids, as TF's collections ("variable_initializers", "summaries").
   void add_to_collection(const std::string& key, int node) { collections_[key].push_back(node); }
   const std::vector<int>& collection(const std::string& key) const;
+  std::vector<std::string> collection_keys() const;
 
   // Variable nodes, in the order they were created; only `trainable` ones with the flag.
   std::vector<int> variables(bool trainable_only = false) const;

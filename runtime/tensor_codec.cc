@@ -6,7 +6,9 @@
 #include <kj/io.h>
 
 #include <cstring>
+#include <functional>
 
+#include "runtime/tensor_wire.h"
 #include "schema/tensor.capnp.h"
 
 namespace troupe::runtime {
@@ -15,7 +17,9 @@ namespace {
 
 constexpr int64_t kMaxElements = int64_t(1) << 40;
 
-Result<schema::DType> to_wire(DType t) {
+}  // namespace
+
+Result<schema::DType> dtype_to_wire(DType t) {
   switch (t) {
     case DType::kFloat32:
       return schema::DType::FLOAT32;
@@ -37,7 +41,7 @@ Result<schema::DType> to_wire(DType t) {
   return invalid_argument("cannot encode a tensor of invalid dtype");
 }
 
-bool from_wire(schema::DType t, DType* out) {
+bool dtype_from_wire(schema::DType t, DType* out) {
   switch (t) {
     case schema::DType::FLOAT32:
       *out = DType::kFloat32;
@@ -64,6 +68,8 @@ bool from_wire(schema::DType t, DType* out) {
   return false;
 }
 
+namespace {
+
 // Appends what capnp writes to a std::vector<char>, growing it once per segment.
 class VectorOutput : public kj::OutputStream {
  public:
@@ -77,83 +83,57 @@ class VectorOutput : public kj::OutputStream {
   std::vector<char>* out_;
 };
 
-// Validates a decoded message; `keep_alive` set means the tensor borrows the message's data.
-Result<Tensor> read_tensor(const kj::ArrayPtr<const capnp::word>& words,
-                           std::shared_ptr<const void> keep_alive) {
-  capnp::ReaderOptions options;
-  options.traversalLimitInWords = words.size() + 1024;  // big tensors are legitimate
-  Result<Tensor> result = invalid_argument("tensor blob: unreadable");
-  kj::Maybe<kj::Exception> failure = kj::runCatchingExceptions([&]() {
-    capnp::FlatArrayMessageReader reader(words, options);
-    schema::Tensor::Reader msg = reader.getRoot<schema::Tensor>();
-    DType dtype;
-    if (!from_wire(msg.getDtype(), &dtype)) {
-      result = invalid_argument("tensor blob: unknown dtype ", int(msg.getDtype()));
-      return;
-    }
-    std::vector<int64_t> dims;
-    int64_t n = 1;
-    for (int64_t d : msg.getShape()) {
-      if (d < 0 || (d > 0 && n > kMaxElements / d)) {
-        result = invalid_argument("tensor blob: bad dimension ", d, " in shape");
-        return;
-      }
-      n *= d;
-      dims.push_back(d);
-    }
-    Shape shape(std::move(dims));
-    if (dtype == DType::kString) {
-      auto strings = msg.getStrings();
-      if (int64_t(strings.size()) != n) {
-        result = invalid_argument("tensor blob: ", strings.size(), " strings for shape ", shape);
-        return;
-      }
-      Tensor t(DType::kString, shape);
-      for (int64_t i = 0; i < n; ++i) {
-        auto s = strings[i];
-        t.data<std::string>()[i].assign(reinterpret_cast<const char*>(s.begin()), s.size());
-      }
-      result = std::move(t);
-      return;
-    }
-    capnp::Data::Reader data = msg.getData();
-    size_t expected = static_cast<size_t>(n) * dtype_size(dtype);
-    if (data.size() != expected) {
-      result = invalid_argument("tensor blob: ", data.size(), " data bytes for ", dtype_name(dtype),
-                                shape, " (needs ", expected, ")");
-      return;
-    }
-    if (dtype == DType::kBool) {
-      for (size_t i = 0; i < data.size(); ++i) {
-        if (data[i] > 1) {
-          result = invalid_argument("tensor blob: bool element ", i, " is ", int(data[i]));
-          return;
-        }
-      }
-    }
-    if (keep_alive) {
-      result =
-          Tensor::borrowed(dtype, shape, Buffer::borrow(data.begin(), data.size(), keep_alive));
-    } else {
-      Tensor t(dtype, shape);
-      if (expected > 0) std::memcpy(t.raw_data(), data.begin(), expected);
-      result = std::move(t);
-    }
-  });
-  KJ_IF_MAYBE (e, failure) {
-    return invalid_argument("tensor blob: malformed Cap'n Proto message (",
-                            e->getDescription().cStr(), ")");
-  }
-  return result;
-}
-
 }  // namespace
 
-Status encode_tensor(const Tensor& t, std::vector<char>* out) {
+Result<Tensor> read_tensor(schema::Tensor::Reader msg, std::shared_ptr<const void> keep_alive) {
+  DType dtype;
+  if (!dtype_from_wire(msg.getDtype(), &dtype)) {
+    return invalid_argument("unknown dtype ", int(msg.getDtype()));
+  }
+  std::vector<int64_t> dims;
+  int64_t n = 1;
+  for (int64_t d : msg.getShape()) {
+    if (d < 0 || (d > 0 && n > kMaxElements / d)) {
+      return invalid_argument("bad dimension ", d, " in shape");
+    }
+    n *= d;
+    dims.push_back(d);
+  }
+  Shape shape(std::move(dims));
+  if (dtype == DType::kString) {
+    auto strings = msg.getStrings();
+    if (int64_t(strings.size()) != n) {
+      return invalid_argument("", strings.size(), " strings for shape ", shape);
+    }
+    Tensor t(DType::kString, shape);
+    for (int64_t i = 0; i < n; ++i) {
+      auto s = strings[i];
+      t.data<std::string>()[i].assign(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    return t;
+  }
+  capnp::Data::Reader data = msg.getData();
+  size_t expected = static_cast<size_t>(n) * dtype_size(dtype);
+  if (data.size() != expected) {
+    return invalid_argument("", data.size(), " data bytes for ", dtype_name(dtype),
+                            shape, " (needs ", expected, ")");
+  }
+  if (dtype == DType::kBool) {
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (data[i] > 1) return invalid_argument("bool element ", i, " is ", int(data[i]));
+    }
+  }
+  if (keep_alive && reinterpret_cast<uintptr_t>(data.begin()) % 8 == 0) {
+    return Tensor::borrowed(dtype, shape, Buffer::borrow(data.begin(), data.size(), keep_alive));
+  }
+  Tensor t(dtype, shape);
+  if (expected > 0) std::memcpy(t.raw_data(), data.begin(), expected);
+  return t;
+}
+
+Status write_tensor(const Tensor& t, schema::Tensor::Builder msg, capnp::Orphanage orphanage) {
   if (!t.valid()) return invalid_argument("cannot encode a null tensor");
-  TROUPE_ASSIGN_OR_RETURN(schema::DType dtype, to_wire(t.dtype()));
-  capnp::MallocMessageBuilder builder;
-  schema::Tensor::Builder msg = builder.initRoot<schema::Tensor>();
+  TROUPE_ASSIGN_OR_RETURN(schema::DType dtype, dtype_to_wire(t.dtype()));
   msg.setDtype(dtype);
   auto shape = msg.initShape(t.rank());
   for (int i = 0; i < t.rank(); ++i) shape.set(i, t.dim(i));
@@ -167,37 +147,82 @@ Status encode_tensor(const Tensor& t, std::vector<char>* out) {
     if (t.byte_size() >= (size_t(1) << 29)) {
       return invalid_argument("tensor of ", t.byte_size(), " bytes exceeds the 512 MiB blob limit");
     }
-    // The data stays in the tensor's buffer as its own segment: copied once, into `out`.
-    auto orphan = builder.getOrphanage().referenceExternalData(
-        capnp::Data::Reader(static_cast<const kj::byte*>(t.raw_data()), t.byte_size()));
-    msg.adoptData(kj::mv(orphan));
+    // The data stays in the tensor's buffer as its own segment: copied once, when written out.
+    msg.adoptData(orphanage.referenceExternalData(
+        capnp::Data::Reader(static_cast<const kj::byte*>(t.raw_data()), t.byte_size())));
   }
-  out->clear();
-  out->reserve(t.byte_size() + 256);
-  VectorOutput stream(out);
-  capnp::writeMessage(stream, builder);
   return ok_status();
 }
 
-Result<Tensor> decode_tensor(std::shared_ptr<const std::vector<char>> bytes) {
-  if (!bytes) return invalid_argument("tensor blob: null");
-  const std::vector<char>& b = *bytes;
-  if (b.size() % sizeof(capnp::word) != 0 ||
-      reinterpret_cast<uintptr_t>(b.data()) % alignof(capnp::word) != 0) {
-    return decode_tensor_copy(b.data(), b.size());
+Status write_message(capnp::MessageBuilder& builder, std::vector<char>* out, size_t size_hint) {
+  out->clear();
+  out->reserve(size_hint + 256);
+  VectorOutput stream(out);
+  kj::Maybe<kj::Exception> failure =
+      kj::runCatchingExceptions([&]() { capnp::writeMessage(stream, builder); });
+  KJ_IF_MAYBE(e, failure) {
+    return internal_error("writing a Cap'n Proto message: ", e->getDescription().cStr());
   }
-  kj::ArrayPtr<const capnp::word> words(reinterpret_cast<const capnp::word*>(b.data()),
-                                        b.size() / sizeof(capnp::word));
-  return read_tensor(words, std::static_pointer_cast<const void>(bytes));
+  return ok_status();
+}
+
+Status read_message(const kj::ArrayPtr<const capnp::word>& words,
+                    const std::function<Status(capnp::MessageReader&)>& read) {
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = words.size() + 1024;  // big tensors are legitimate
+  Status result;
+  kj::Maybe<kj::Exception> failure = kj::runCatchingExceptions([&]() {
+    capnp::FlatArrayMessageReader reader(words, options);
+    result = read(reader);
+  });
+  KJ_IF_MAYBE(e, failure) {
+    return invalid_argument("malformed Cap'n Proto message (", e->getDescription().cStr(), ")");
+  }
+  return result;
+}
+
+Status read_blob(std::shared_ptr<const std::vector<char>> bytes,
+                 const std::function<Status(capnp::MessageReader&, std::shared_ptr<const void>)>& read) {
+  if (!bytes) return invalid_argument("null blob");
+  const std::vector<char>& b = *bytes;
+  if (b.size() % sizeof(capnp::word) != 0) {
+    return invalid_argument(b.size(), " bytes is not a whole number of 8-byte words");
+  }
+  if (reinterpret_cast<uintptr_t>(b.data()) % alignof(capnp::word) == 0) {
+    kj::ArrayPtr<const capnp::word> words(reinterpret_cast<const capnp::word*>(b.data()),
+                                          b.size() / sizeof(capnp::word));
+    auto keep = std::static_pointer_cast<const void>(bytes);
+    return read_message(words, [&](capnp::MessageReader& r) { return read(r, keep); });
+  }
+  auto aligned = std::make_shared<std::vector<capnp::word>>(b.size() / sizeof(capnp::word));
+  if (!b.empty()) std::memcpy(aligned->data(), b.data(), b.size());
+  kj::ArrayPtr<const capnp::word> words(aligned->data(), aligned->size());
+  auto keep = std::static_pointer_cast<const void>(aligned);
+  return read_message(words, [&](capnp::MessageReader& r) { return read(r, keep); });
+}
+
+Status encode_tensor(const Tensor& t, std::vector<char>* out) {
+  capnp::MallocMessageBuilder builder;
+  TROUPE_RETURN_IF_ERROR(write_tensor(t, builder.initRoot<schema::Tensor>(), builder.getOrphanage()));
+  return write_message(builder, out, t.byte_size());
+}
+
+Result<Tensor> decode_tensor(std::shared_ptr<const std::vector<char>> bytes) {
+  Result<Tensor> out = invalid_argument("empty");
+  Status s = read_blob(std::move(bytes), [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
+    out = read_tensor(r.getRoot<schema::Tensor>(), keep);
+    return out.status();
+  });
+  if (!s.ok()) return s.with_context("tensor blob");
+  return out;
 }
 
 Result<Tensor> decode_tensor_copy(const void* data, size_t size) {
-  if (size % sizeof(capnp::word) != 0) {
-    return invalid_argument("tensor blob: ", size, " bytes is not a whole number of 8-byte words");
-  }
-  std::vector<capnp::word> aligned(size / sizeof(capnp::word));
-  if (size > 0) std::memcpy(aligned.data(), data, size);
-  return read_tensor(kj::ArrayPtr<const capnp::word>(aligned.data(), aligned.size()), nullptr);
+  auto copy = std::make_shared<std::vector<char>>(static_cast<const char*>(data),
+                                                  static_cast<const char*>(data) + size);
+  Result<Tensor> t = decode_tensor(copy);
+  if (!t.ok() || !t->buffer()->borrowed()) return t;
+  return t->clone();  // own the data, not the temporary copy
 }
 
 }  // namespace troupe::runtime

@@ -1,0 +1,66 @@
+# A graph of ops as it is saved and sent: nodes with their inputs by name and their attributes.
+# Readers rebuild it through a GraphBuilder, so a file or a peer cannot smuggle in a node that
+# would fail shape inference.
+@0xb026e5f9f9a2e39d;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("troupe::schema");
+
+using import "tensor.capnp".Tensor;
+using import "tensor.capnp".DType;
+
+struct Shape {
+  unknownRank @0 :Bool;
+  dims @1 :List(Int64);  # -1 for an unknown dimension
+}
+
+struct AttrValue {
+  union {
+    b @0 :Bool;
+    i @1 :Int64;
+    f @2 :Float64;
+    s @3 :Text;
+    dtype @4 :DType;
+    shape @5 :Shape;
+    ints @6 :List(Int64);
+    floats @7 :List(Float64);
+    tensor @8 :Tensor;
+  }
+}
+
+struct Attr {
+  name @0 :Text;
+  value @1 :AttrValue;
+}
+
+struct NodeDef {
+  name @0 :Text;
+  op @1 :Text;
+  inputs @2 :List(Text);         # "producer:index"
+  controlInputs @3 :List(Text);  # node names
+  attrs @4 :List(Attr);
+  device @5 :Text;
+}
+
+struct Collection {
+  key @0 :Text;
+  nodes @1 :List(Text);
+}
+
+struct GraphDef {
+  nodes @0 :List(NodeDef);
+  hasSeed @1 :Bool;
+  seed @2 :Int64;
+  collections @3 :List(Collection);
+}
+
+# A stateful op run on a parameter shard for a remote worker: the node and its input values.
+struct ShardCall {
+  node @0 :NodeDef;
+  inputs @1 :List(Tensor);
+}
+
+struct ShardReply {
+  error @0 :Text;  # empty on success
+  outputs @1 :List(Tensor);
+}
