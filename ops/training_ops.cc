@@ -227,6 +227,8 @@ Output apply_update(GraphBuilder& b, const Optimizer& opt, const Node& var, Outp
       attrs["initial_accumulator_value"] = opt.initial_accumulator_value;
       break;
   }
+  // Updates run where the variable lives (on its parameter server), as TF colocates them.
+  auto device = b.device(var.device);
   return b.add(op, {grad, lr}, attrs, var.name + "/" + opt.name());
 }
 

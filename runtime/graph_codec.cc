@@ -65,16 +65,21 @@ Status write_attr(const AttrValue& v, schema::AttrValue::Builder msg, capnp::Orp
 
 Result<AttrValue> read_attr(schema::AttrValue::Reader msg, std::shared_ptr<const void> keep) {
   switch (msg.which()) {
-    case schema::AttrValue::B: return AttrValue(msg.getB());
-    case schema::AttrValue::I: return AttrValue(int64_t(msg.getI()));
-    case schema::AttrValue::F: return AttrValue(msg.getF());
-    case schema::AttrValue::S: return AttrValue(std::string(msg.getS().cStr()));
+    case schema::AttrValue::B:
+      return AttrValue(msg.getB());
+    case schema::AttrValue::I:
+      return AttrValue(int64_t(msg.getI()));
+    case schema::AttrValue::F:
+      return AttrValue(msg.getF());
+    case schema::AttrValue::S:
+      return AttrValue(std::string(msg.getS().cStr()));
     case schema::AttrValue::DTYPE: {
       DType t;
       if (!dtype_from_wire(msg.getDtype(), &t)) return invalid_argument("unknown dtype");
       return AttrValue(t);
     }
-    case schema::AttrValue::SHAPE: return AttrValue(read_shape(msg.getShape()));
+    case schema::AttrValue::SHAPE:
+      return AttrValue(read_shape(msg.getShape()));
     case schema::AttrValue::INTS: {
       return AttrValue(to_vector<int64_t>(msg.getInts()));
     }
@@ -144,7 +149,8 @@ Status encode_graph(const Graph& graph, std::vector<char>* out) {
 
 Status decode_graph(std::shared_ptr<const std::vector<char>> bytes, Graph* out) {
   if (out->num_nodes() != 0) return invalid_argument("decode_graph needs an empty graph");
-  Status s = read_blob(std::move(bytes), [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
+  Status s = read_blob(std::move(bytes), [&](capnp::MessageReader& r,
+                                             std::shared_ptr<const void> keep) {
     auto msg = r.getRoot<schema::GraphDef>();
     if (msg.getHasSeed()) out->set_seed(msg.getSeed());
     GraphBuilder b(out);
@@ -154,18 +160,21 @@ Status decode_graph(std::shared_ptr<const std::vector<char>> bytes, Graph* out) 
       for (capnp::Text::Reader in : n.getInputs()) {
         Output o = out->find_output(in.cStr());
         if (!o.valid()) {
-          return invalid_argument("node '", name, "': input '", in.cStr(), "' is not an earlier node's output");
+          return invalid_argument("node '", name, "': input '", in.cStr(),
+                                  "' is not an earlier node's output");
         }
         inputs.push_back(o);
       }
       std::vector<int> control;
       for (capnp::Text::Reader c : n.getControlInputs()) {
         int id = out->find(c.cStr());
-        if (id < 0) return invalid_argument("node '", name, "': control input '", c.cStr(), "' is unknown");
+        if (id < 0)
+          return invalid_argument("node '", name, "': control input '", c.cStr(), "' is unknown");
         control.push_back(id);
       }
       AttrMap attrs;
-      TROUPE_RETURN_IF_ERROR(read_attrs(n.getAttrs(), keep, &attrs).with_context("node '" + name + "'"));
+      TROUPE_RETURN_IF_ERROR(
+          read_attrs(n.getAttrs(), keep, &attrs).with_context("node '" + name + "'"));
       if (out->find(name) >= 0) return invalid_argument("node name '", name, "' appears twice");
       auto device = b.device(n.getDevice().cStr());
       auto deps = b.control_dependencies(control);
@@ -175,7 +184,9 @@ Status decode_graph(std::shared_ptr<const std::vector<char>> bytes, Graph* out) 
     for (schema::Collection::Reader c : msg.getCollections()) {
       for (capnp::Text::Reader name : c.getNodes()) {
         int id = out->find(name.cStr());
-        if (id < 0) return invalid_argument("collection '", c.getKey().cStr(), "' names unknown node '", name.cStr(), "'");
+        if (id < 0)
+          return invalid_argument("collection '", c.getKey().cStr(), "' names unknown node '",
+                                  name.cStr(), "'");
         out->add_to_collection(c.getKey().cStr(), id);
       }
     }

@@ -115,8 +115,8 @@ Result<Tensor> read_tensor(schema::Tensor::Reader msg, std::shared_ptr<const voi
   capnp::Data::Reader data = msg.getData();
   size_t expected = static_cast<size_t>(n) * dtype_size(dtype);
   if (data.size() != expected) {
-    return invalid_argument("", data.size(), " data bytes for ", dtype_name(dtype),
-                            shape, " (needs ", expected, ")");
+    return invalid_argument("", data.size(), " data bytes for ", dtype_name(dtype), shape,
+                            " (needs ", expected, ")");
   }
   if (dtype == DType::kBool) {
     for (size_t i = 0; i < data.size(); ++i) {
@@ -160,7 +160,7 @@ Status write_message(capnp::MessageBuilder& builder, std::vector<char>* out, siz
   VectorOutput stream(out);
   kj::Maybe<kj::Exception> failure =
       kj::runCatchingExceptions([&]() { capnp::writeMessage(stream, builder); });
-  KJ_IF_MAYBE(e, failure) {
+  KJ_IF_MAYBE (e, failure) {
     return internal_error("writing a Cap'n Proto message: ", e->getDescription().cStr());
   }
   return ok_status();
@@ -175,14 +175,15 @@ Status read_message(const kj::ArrayPtr<const capnp::word>& words,
     capnp::FlatArrayMessageReader reader(words, options);
     result = read(reader);
   });
-  KJ_IF_MAYBE(e, failure) {
+  KJ_IF_MAYBE (e, failure) {
     return invalid_argument("malformed Cap'n Proto message (", e->getDescription().cStr(), ")");
   }
   return result;
 }
 
-Status read_blob(std::shared_ptr<const std::vector<char>> bytes,
-                 const std::function<Status(capnp::MessageReader&, std::shared_ptr<const void>)>& read) {
+Status read_blob(
+    std::shared_ptr<const std::vector<char>> bytes,
+    const std::function<Status(capnp::MessageReader&, std::shared_ptr<const void>)>& read) {
   if (!bytes) return invalid_argument("null blob");
   const std::vector<char>& b = *bytes;
   if (b.size() % sizeof(capnp::word) != 0) {
@@ -203,16 +204,18 @@ Status read_blob(std::shared_ptr<const std::vector<char>> bytes,
 
 Status encode_tensor(const Tensor& t, std::vector<char>* out) {
   capnp::MallocMessageBuilder builder;
-  TROUPE_RETURN_IF_ERROR(write_tensor(t, builder.initRoot<schema::Tensor>(), builder.getOrphanage()));
+  TROUPE_RETURN_IF_ERROR(
+      write_tensor(t, builder.initRoot<schema::Tensor>(), builder.getOrphanage()));
   return write_message(builder, out, t.byte_size());
 }
 
 Result<Tensor> decode_tensor(std::shared_ptr<const std::vector<char>> bytes) {
   Result<Tensor> out = invalid_argument("empty");
-  Status s = read_blob(std::move(bytes), [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
-    out = read_tensor(r.getRoot<schema::Tensor>(), keep);
-    return out.status();
-  });
+  Status s =
+      read_blob(std::move(bytes), [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
+        out = read_tensor(r.getRoot<schema::Tensor>(), keep);
+        return out.status();
+      });
   if (!s.ok()) return s.with_context("tensor blob");
   return out;
 }

@@ -34,7 +34,8 @@ Result<Tensor> read_tensor(schema::Tensor::Reader msg, std::shared_ptr<const voi
 Status write_message(capnp::MessageBuilder& builder, std::vector<char>* out, size_t size_hint);
 // Opens a flat message held by `bytes` and calls `read` with it and a keep-alive for zero-copy
 // tensors; a malformed message is an error, never an exception.
-Status read_blob(std::shared_ptr<const std::vector<char>> bytes,
-                 const std::function<Status(capnp::MessageReader&, std::shared_ptr<const void>)>& read);
+Status read_blob(
+    std::shared_ptr<const std::vector<char>> bytes,
+    const std::function<Status(capnp::MessageReader&, std::shared_ptr<const void>)>& read);
 
 }  // namespace troupe::runtime

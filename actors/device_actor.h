@@ -1,0 +1,33 @@
+// DeviceActor: one compute device (cpu:0 now; gpu:N has the same interface). It owns the device's
+// allocator, with the memory cap the user set (RunConfig's gpu_memory_fraction becomes this cap
+// on a GPU), and answers memory statistics. Node actors placed on the device allocate from it
+// directly: an allocation is a call, not a message.
+//
+//   auto dev = spawn_device(system, {.name = "cpu:0", .memory_limit_bytes = 1 << 30});
+//   self->request(dev.actor, infinite, stats_atom::value).then([](runtime::AllocatorStats s) {});
+//
+// The allocator is thread-safe and outlives every node that holds it.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+
+#include "runtime/allocator.h"
+
+namespace troupe::actors {
+
+struct DeviceOptions {
+  std::string name = "cpu:0";
+  int64_t memory_limit_bytes = 0;  // 0: no cap
+};
+
+struct Device {
+  caf::actor actor;
+  std::shared_ptr<runtime::Allocator> allocator;
+};
+
+Device spawn_device(caf::actor_system& system, const DeviceOptions& options);
+
+}  // namespace troupe::actors

@@ -1,0 +1,135 @@
+// The messages troupe's actors exchange inside one process, and the atoms that tag requests.
+// Local messages carry runtime::Tensor handles: never copied, never serialised. They are marked
+// unsafe for CAF's serialiser on purpose, so the only things that cross a process boundary are
+// byte blobs (Cap'n Proto, see shard_codec.h) and atoms.
+//
+//   self->send(consumer, Packet{step, plan, input, tensor, /*dead=*/false});
+//
+// Plain structs; a message is owned by CAF once sent.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "runtime/executor.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+
+namespace troupe::actors {
+
+using run_atom = caf::atom_constant<caf::atom("run")>;
+using loop_atom = caf::atom_constant<caf::atom("loop")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using shard_atom = caf::atom_constant<caf::atom("shard")>;
+using call_atom = caf::atom_constant<caf::atom("call")>;
+using ping_atom = caf::atom_constant<caf::atom("ping")>;
+
+// The credit state of one edge of one plan, shared by its producer and consumer (both in this
+// process). The producer may run ahead of its consumer by at most `slots` steps; a consumer that
+// frees a slot wakes a producer that waits for one. This is OneFlow's register protocol with the
+// slot count in shared counters instead of a message per slot, so an edge costs one message.
+struct EdgeCredit {
+  explicit EdgeCredit(uint64_t slots) : slots(slots) {}
+  const uint64_t slots;
+  std::atomic<uint64_t> sent{0};
+  std::atomic<uint64_t> consumed{0};
+  std::atomic<bool> producer_waiting{false};
+  bool has_room() const {
+    return sent.load(std::memory_order_acquire) - consumed.load(std::memory_order_acquire) < slots;
+  }
+};
+
+// One value on one edge for one step: input slot `input` of the receiving node.
+struct Packet {
+  uint64_t step = 0;
+  int32_t plan = 0;
+  int32_t input = 0;
+  runtime::Tensor value;  // null on control edges and dead packets
+  bool dead = false;      // the step failed upstream: skip the kernel, pass it on
+};
+
+// Starts step `step` of `plan` at a node with no inputs in that plan.
+struct RunStep {
+  uint64_t step = 0;
+  int32_t plan = 0;
+};
+
+// A producer's credit came back: try to fire again.
+struct Resume {};
+
+// What a node does in one plan (a pruned subgraph for one set of feeds, fetches and targets).
+struct NodePlan {
+  struct Out {
+    caf::actor consumer;  // invalid: the consumer is the session (a fetch)
+    int32_t input = 0;    // slot at the consumer
+    int32_t output = 0;   // which of this node's outputs
+    std::shared_ptr<EdgeCredit> credit;
+  };
+  int32_t plan = 0;
+  int32_t expected = 0;  // packets per step (data and control inputs in the plan)
+  std::vector<Out> outs;
+  // Per input slot: the credit to return and the producer to wake (null for fed inputs).
+  std::vector<std::shared_ptr<EdgeCredit>> in_credits;
+  std::vector<caf::actor> in_producers;
+  std::vector<int32_t> fetched_outputs;  // reported to the session with NodeDone
+  bool report = false;                   // a fetch or a target: tells the session when done
+};
+
+// A reporting node finished a step (dead: it did not run because the step failed).
+struct NodeDone {
+  uint64_t step = 0;
+  int32_t node = 0;
+  std::vector<runtime::Tensor> outputs;  // NodePlan::fetched_outputs, in order
+  bool dead = false;
+};
+
+// A node's kernel failed; the step's result is this error.
+struct StepError {
+  uint64_t step = 0;
+  runtime::Status status;
+};
+
+// Session::run: one step.
+struct RunRequest {
+  runtime::FeedList feeds;
+  std::vector<runtime::Output> fetches;
+  std::vector<int> targets;
+};
+struct RunResult {
+  runtime::Status status;
+  std::vector<runtime::Tensor> values;
+};
+
+// Session::run_loop: many steps driven inside the actor system, pipelined.
+struct LoopRequest {
+  int64_t steps = 0;
+  std::vector<runtime::Output> fetches;
+  std::vector<int> targets;
+  // Feeds for step i, called inside the session actor; an error ends the loop.
+  std::function<runtime::Status(int64_t i, runtime::FeedList* feeds)> feed;
+  // Called with the fetched values of each step, in order; false stops the loop early.
+  std::function<bool(int64_t i, const std::vector<runtime::Tensor>& values)> on_step;
+};
+struct LoopResult {
+  runtime::Status status;
+  int64_t steps_done = 0;
+};
+
+}  // namespace troupe::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::Packet)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::RunStep)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::Resume)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::NodePlan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::NodeDone)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::StepError)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::RunRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::RunResult)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::LoopRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::LoopResult)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::runtime::AllocatorStats)

@@ -1,0 +1,235 @@
+#include "actors/node_actor.h"
+
+#include <deque>
+#include <map>
+
+#include "actors/messages.h"
+#include "actors/shard_codec.h"
+#include "runtime/denormal.h"
+#include "runtime/kernel_registry.h"
+
+namespace troupe::actors {
+
+using runtime::Status;
+using runtime::Tensor;
+
+namespace {
+
+struct Pending {
+  uint64_t step = 0;
+  int32_t plan = 0;
+  int32_t received = 0;
+  std::vector<Tensor> inputs;
+  bool dead = false;
+};
+
+struct NodeState {
+  NodeSpec spec;
+  const runtime::Node* node = nullptr;
+  runtime::KernelFn kernel = nullptr;
+  std::unique_ptr<runtime::KernelContext> ctx;
+  std::map<int32_t, NodePlan> plans;
+  std::deque<Pending> queue;  // steps in arrival order, which is step order
+  bool busy = false;          // a remote call is in flight
+  uint64_t invocations = 0;
+  // The call in flight (answered once: by its reply, its timeout, or the server's death).
+  struct Call {
+    Pending pending;
+    int32_t plan = 0;
+    bool answered = false;
+  };
+  std::shared_ptr<Call> call;
+  runtime::Status remote_down;  // set when the server's process is gone
+};
+
+using NodeActor = caf::stateful_actor<NodeState>;
+
+Pending& pending_for(NodeState& st, uint64_t step, int32_t plan) {
+  for (Pending& p : st.queue) {
+    if (p.step == step) return p;
+  }
+  st.queue.push_back(Pending{step, plan, 0, std::vector<Tensor>(st.node->inputs.size()), false});
+  return st.queue.back();
+}
+
+// Hands the step's outputs (or its death) to the consumers and, if this node reports, to the
+// session.
+void finish(NodeActor* self, const Pending& pd, const NodePlan& plan, std::vector<Tensor>& outputs,
+            bool dead) {
+  NodeState& st = self->state;
+  for (const NodePlan::Out& out : plan.outs) {
+    Packet pk{pd.step, pd.plan, out.input, Tensor(), dead};
+    if (!dead && out.output >= 0) pk.value = outputs[out.output];
+    if (out.credit) out.credit->sent.fetch_add(1, std::memory_order_acq_rel);
+    self->send(out.consumer, std::move(pk));
+  }
+  if (plan.report) {
+    NodeDone done{pd.step, st.node->id, {}, dead};
+    if (!dead) {
+      for (int32_t i : plan.fetched_outputs) done.outputs.push_back(outputs[i]);
+    }
+    self->send(st.spec.session, std::move(done));
+  }
+}
+
+void fail(NodeActor* self, const Pending& pd, const NodePlan& plan, Status status) {
+  self->send(self->state.spec.session, StepError{pd.step, std::move(status)});
+  std::vector<Tensor> none;
+  finish(self, pd, plan, none, /*dead=*/true);
+}
+
+// Frees the step's input slots; wakes producers that wait for one.
+void return_credits(NodeActor* self, const NodePlan& plan) {
+  for (size_t i = 0; i < plan.in_credits.size(); ++i) {
+    EdgeCredit* c = plan.in_credits[i].get();
+    if (!c) continue;
+    c->consumed.fetch_add(1, std::memory_order_acq_rel);
+    if (c->producer_waiting.exchange(false, std::memory_order_acq_rel)) {
+      self->send(plan.in_producers[i], Resume{});
+    }
+  }
+}
+
+Status unreachable(NodeActor* self, const std::string& why) {
+  const runtime::Node& n = *self->state.node;
+  return runtime::make_error(runtime::Code::kUnavailable, n.op, " '", n.name, "': the server for ",
+                             n.device, " is unreachable (", why, ")");
+}
+
+// Ends the call in flight, once, with its outputs or an error, and lets the next step go.
+void answer(NodeActor* self, std::shared_ptr<NodeState::Call> call,
+            runtime::Result<std::vector<Tensor>> outputs) {
+  NodeState& st = self->state;
+  if (call->answered) return;
+  call->answered = true;
+  st.busy = false;
+  st.call.reset();
+  const NodePlan& plan = st.plans.at(call->plan);
+  if (!outputs.ok()) {
+    fail(self, call->pending, plan, outputs.status());
+  } else if (outputs->size() != static_cast<size_t>(st.node->num_outputs())) {
+    fail(self, call->pending, plan,
+         runtime::internal_error("server returned ", outputs->size(), " outputs for ",
+                                 st.node->name));
+  } else {
+    finish(self, call->pending, plan, *outputs, false);
+  }
+  self->send(self, Resume{});
+}
+
+void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
+  NodeState& st = self->state;
+  if (!st.remote_down.ok()) return fail(self, pd, plan, st.remote_down);
+  std::vector<char> blob;
+  Status s = encode_shard_call(*st.spec.graph, *st.node, pd.inputs, &blob);
+  if (!s.ok()) return fail(self, pd, plan, s);
+  st.busy = true;
+  auto call = std::make_shared<NodeState::Call>();
+  call->pending = std::move(pd);
+  call->plan = plan.plan;
+  st.call = call;
+  self->request(st.spec.remote, st.spec.remote_timeout, call_atom::value, std::move(blob))
+      .then(
+          [self, call](std::vector<char>& reply) {
+            const runtime::Node& n = *self->state.node;
+            auto r =
+                decode_shard_reply(std::make_shared<const std::vector<char>>(std::move(reply)));
+            if (!r.ok()) r = r.status().with_context(n.op + " '" + n.name + "' on " + n.device);
+            answer(self, call, std::move(r));
+          },
+          [self, call](caf::error& err) {
+            answer(self, call, unreachable(self, self->system().render(err)));
+          });
+}
+
+void try_fire(NodeActor* self) {
+  NodeState& st = self->state;
+  while (!st.busy && !st.queue.empty()) {
+    Pending& front = st.queue.front();
+    const NodePlan& plan = st.plans.at(front.plan);
+    if (front.received < plan.expected) return;
+    for (const NodePlan::Out& out : plan.outs) {
+      if (!out.credit || out.credit->has_room()) continue;
+      out.credit->producer_waiting.store(true, std::memory_order_release);
+      if (!out.credit->has_room()) return;  // the consumer sends Resume when it frees a slot
+    }
+    Pending pd = std::move(front);
+    st.queue.pop_front();
+    return_credits(self, plan);
+    if (pd.dead) {
+      std::vector<Tensor> none;
+      finish(self, pd, plan, none, true);
+      continue;
+    }
+    if (st.spec.remote) {
+      run_remote(self, std::move(pd), plan);
+      continue;
+    }
+    runtime::KernelContext& ctx = *st.ctx;
+    ctx.inputs() = std::move(pd.inputs);
+    ctx.set_invocation(st.invocations++);
+    Status s;
+    {
+      runtime::ScopedFlushDenormal flush;
+      s = runtime::run_kernel(st.kernel, ctx);
+    }
+    ctx.inputs().clear();
+    if (!s.ok()) {
+      fail(self, pd, plan, s);
+    } else {
+      finish(self, pd, plan, ctx.outputs(), false);
+    }
+    for (Tensor& t : ctx.outputs()) t = Tensor();
+  }
+}
+
+caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
+  NodeState& st = self->state;
+  st.spec = std::move(spec);
+  st.node = &st.spec.graph->node(st.spec.node);
+  if (!st.spec.remote) {
+    st.kernel = runtime::kernel_registry().find(st.node->op, runtime::DeviceType::kCpu,
+                                                st.node->kernel_dtype);
+    st.ctx = std::make_unique<runtime::KernelContext>(*st.node, st.spec.allocator.get(),
+                                                      st.spec.variables.get());
+  } else {
+    // A lost connection (or missed heartbeats) takes the server's proxy down: fail the call in
+    // flight now rather than at its timeout, and every later one at once.
+    self->monitor(st.spec.remote);
+    self->set_down_handler([self](caf::down_msg& dm) {
+      NodeState& st = self->state;
+      if (dm.source != st.spec.remote) return;
+      st.remote_down = unreachable(self, self->system().render(dm.reason));
+      if (st.call) answer(self, st.call, st.remote_down);
+    });
+  }
+  return {
+      [self](NodePlan& plan) {
+        int32_t id = plan.plan;
+        self->state.plans[id] = std::move(plan);
+      },
+      [self](Packet& p) {
+        Pending& pd = pending_for(self->state, p.step, p.plan);
+        if (p.dead) {
+          pd.dead = true;
+        } else if (p.input < static_cast<int32_t>(pd.inputs.size())) {
+          pd.inputs[p.input] = std::move(p.value);
+        }
+        ++pd.received;
+        try_fire(self);
+      },
+      [self](RunStep r) {
+        pending_for(self->state, r.step, r.plan);
+        try_fire(self);
+      },
+      [self](Resume) { try_fire(self); },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_node_actor(caf::event_based_actor* parent, NodeSpec spec) {
+  return parent->spawn<caf::linked>(node_actor, std::move(spec));
+}
+
+}  // namespace troupe::actors

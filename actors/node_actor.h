@@ -1,0 +1,36 @@
+// NodeActor: one per graph node per session, spawned once and reused for every step. It collects
+// the packets of a step (one per input and control edge of the running plan), fires its kernel
+// when all have arrived and every output edge has credit, and sends one packet per output edge.
+// A failed kernel sends StepError to the session and "dead" packets downstream, so the step ends
+// everywhere and the next one starts clean.
+//
+//   caf::actor n = spawn_node_actor(session_self, spec);   // linked to the session
+//   self->send(n, plan);                     // NodePlan, once per plan
+//   self->send(n, RunStep{step, plan.plan});  // a source node
+//
+// Runs on whichever CAF worker holds it; its state is its own.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "runtime/allocator.h"
+#include "runtime/graph.h"
+#include "runtime/variable_store.h"
+
+namespace troupe::actors {
+
+struct NodeSpec {
+  std::shared_ptr<const runtime::Graph> graph;
+  int node = -1;
+  caf::actor session;
+  std::shared_ptr<runtime::Allocator> allocator;      // the device's
+  std::shared_ptr<runtime::VariableStore> variables;  // the in-process shard's
+  caf::actor remote;  // a server in another process that runs this node; invalid: run here
+  caf::duration remote_timeout;
+};
+
+caf::actor spawn_node_actor(caf::event_based_actor* parent, NodeSpec spec);
+
+}  // namespace troupe::actors

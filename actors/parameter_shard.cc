@@ -1,0 +1,90 @@
+#include "actors/parameter_shard.h"
+
+#include <map>
+
+#include "actors/messages.h"
+#include "actors/shard_codec.h"
+#include "ops/array_ops.h"
+#include "runtime/denormal.h"
+#include "runtime/graph_builder.h"
+#include "runtime/kernel_registry.h"
+
+namespace troupe::actors {
+
+using runtime::Status;
+using runtime::Tensor;
+
+namespace {
+
+// A remote node, rebuilt once: a graph holding placeholders for its inputs and the node itself,
+// checked by the builder like any user's node.
+struct RemoteNode {
+  runtime::Graph graph;
+  int node = -1;
+  runtime::KernelFn kernel = nullptr;
+  std::unique_ptr<runtime::KernelContext> ctx;
+  uint64_t invocations = 0;
+};
+
+runtime::Result<std::unique_ptr<RemoteNode>> build(const ShardCall& call,
+                                                   runtime::VariableStore* store) {
+  auto rn = std::make_unique<RemoteNode>();
+  runtime::GraphBuilder b(&rn->graph);
+  std::vector<runtime::Output> inputs;
+  for (const Tensor& t : call.inputs) {
+    inputs.push_back(ops::placeholder(b, t.dtype(), runtime::Shape::unknown()));
+  }
+  std::vector<runtime::Output> outs = b.add_node(call.op, inputs, call.attrs, call.node_name);
+  if (!b.ok()) return b.status();
+  rn->node = rn->graph.num_nodes() - 1;
+  const runtime::Node& n = rn->graph.node(rn->node);
+  rn->kernel = runtime::kernel_registry().find(n.op, runtime::DeviceType::kCpu, n.kernel_dtype);
+  if (!rn->kernel) {
+    return runtime::unimplemented(n.op, " '", n.name, "': no cpu kernel for dtype ",
+                                  runtime::dtype_name(n.kernel_dtype));
+  }
+  rn->ctx = std::make_unique<runtime::KernelContext>(n, runtime::cpu_allocator(), store);
+  return rn;
+}
+
+}  // namespace
+
+caf::behavior parameter_shard(caf::event_based_actor* self,
+                              std::shared_ptr<runtime::VariableStore> store) {
+  auto nodes = std::make_shared<std::map<std::string, std::unique_ptr<RemoteNode>>>();
+  return {
+      [=](call_atom, std::vector<char>& blob) -> std::vector<char> {
+        std::vector<Tensor> outputs;
+        Status status = [&]() -> Status {
+          TROUPE_ASSIGN_OR_RETURN(
+              ShardCall call,
+              decode_shard_call(std::make_shared<const std::vector<char>>(std::move(blob))));
+          std::string key = call.node_name + "/" + call.op;
+          for (const Tensor& t : call.inputs)
+            key += std::string("/") + runtime::dtype_name(t.dtype());
+          auto it = nodes->find(key);
+          if (it == nodes->end()) {
+            TROUPE_ASSIGN_OR_RETURN(auto rn, build(call, store.get()));
+            it = nodes->emplace(key, std::move(rn)).first;
+          }
+          RemoteNode& rn = *it->second;
+          rn.ctx->inputs() = std::move(call.inputs);
+          rn.ctx->set_invocation(rn.invocations++);
+          runtime::ScopedFlushDenormal flush;
+          Status s = runtime::run_kernel(rn.kernel, *rn.ctx);
+          rn.ctx->inputs().clear();
+          if (!s.ok()) return s;
+          outputs = std::move(rn.ctx->outputs());
+          rn.ctx->outputs().assign(outputs.size(), Tensor());
+          return runtime::ok_status();
+        }();
+        std::vector<char> reply;
+        Status encoded = encode_shard_reply(status, outputs, &reply);
+        if (!encoded.ok()) encode_shard_reply(encoded, {}, &reply);
+        return reply;
+      },
+      [](ping_atom) { return ping_atom::value; },
+  };
+}
+
+}  // namespace troupe::actors

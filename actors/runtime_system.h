@@ -1,0 +1,43 @@
+// Runtime: the CAF actor system, configured for training as measured (DESIGN.md §3,
+// reference/node-actor-prototype.md): work stealing with a second worker that parks at once
+// (aggressive-poll-attempts=1, moderate-poll-attempts=0, relaxed sleep 10 ms), so that a step's
+// wave stays on one worker, sent with self->send, and big kernels get both cores through
+// OpenBLAS's threads instead of two GEMMs fighting over them. Middleman loaded for remote
+// servers, with heartbeats so that a dead peer is noticed within seconds.
+//
+//   actors::Runtime rt;                                    // one per process
+//   auto session = actors::Session::create(rt, graph);
+//
+// Destroying the Runtime waits for every actor to finish: destroy sessions and servers first.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace troupe::actors {
+
+struct RuntimeOptions {
+  size_t worker_threads = 2;  // CAF workers; the second stays parked unless I/O actors need it
+  std::chrono::milliseconds heartbeat{1000};
+  std::chrono::milliseconds connection_timeout{5000};
+};
+
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  caf::actor_system& system() { return *system_; }
+  // Actors still running; 0 after every session and server is gone.
+  size_t running_actors() const;
+
+ private:
+  std::unique_ptr<caf::actor_system_config> config_;
+  std::unique_ptr<caf::actor_system> system_;
+};
+
+}  // namespace troupe::actors

@@ -1,0 +1,51 @@
+// Server: one process of a cluster. It publishes a server actor on a TCP port (CAF's middleman)
+// that runs, against its parameter shard, the nodes a remote Session places on its task: the
+// variables' reads, assignments and optimizer updates.
+//
+//   actors::Runtime rt;
+//   auto server = actors::Server::start(rt, {.port = 0});   // 0: any free port
+//   uint16_t port = (*server)->port();
+//   ... a Session elsewhere with cluster {{"/job:ps/task:0", "127.0.0.1:" + std::to_string(port)}}
+//
+// Bad bytes from a peer are answered with an error; they never crash the server.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+
+#include "actors/runtime_system.h"
+#include "runtime/status.h"
+#include "runtime/variable_store.h"
+
+namespace troupe::actors {
+
+struct ServerOptions {
+  uint16_t port = 0;
+  std::string host = "127.0.0.1";
+};
+
+class Server {
+ public:
+  static runtime::Result<std::unique_ptr<Server>> start(Runtime& runtime,
+                                                        ServerOptions options = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  uint16_t port() const { return port_; }
+  runtime::VariableStore& variables() { return *variables_; }
+
+ private:
+  explicit Server(Runtime& runtime) : runtime_(runtime) {}
+  Runtime& runtime_;
+  std::shared_ptr<runtime::VariableStore> variables_;
+  caf::actor shard_;
+  uint16_t port_ = 0;
+};
+
+// Connects to "host:port"; an error that names the address when nothing answers there.
+runtime::Result<caf::actor> connect_server(Runtime& runtime, const std::string& address);
+
+}  // namespace troupe::actors

@@ -1,0 +1,76 @@
+// Session: runs a graph on actors, as tf.Session does, for C++ programs that build graphs by hand.
+// Every graph node becomes a node actor (spawned once, reused for every step); variables live in
+// a parameter shard, in this process by default or on the server of the task they are placed on.
+//
+//   actors::Runtime rt;
+//   auto session = actors::Session::create(rt, graph, {.cluster = {{"/job:ps/task:0",
+//   "127.0.0.1:4242"}}}); if (!session.ok()) ...;                                       // says
+//   which server is unreachable
+//   (*session)->run({}, {}, {init});
+//   auto out = (*session)->run({{x, batch}}, {loss}, {train});   // Result<vector<Tensor>>
+//
+//   // A training loop that crosses into the actor system once, steps pipelined:
+//   LoopRequest loop{.steps = 1000, .fetches = {loss}, .targets = {train},
+//                    .feed = [&](int64_t i, FeedList* f) { ...; return ok_status(); },
+//                    .on_step = [&](int64_t i, const std::vector<Tensor>& v) { return true; }};
+//   auto done = (*session)->run_loop(std::move(loop));
+//
+// run() and run_loop() block the calling thread; loop callbacks run inside the session actor.
+// One caller at a time. Destroying the Session stops its actors.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "actors/messages.h"
+#include "actors/runtime_system.h"
+#include "runtime/allocator.h"
+#include "runtime/graph.h"
+#include "runtime/variable_store.h"
+
+namespace troupe::actors {
+
+struct SessionOptions {
+  int pipeline_depth = 2;          // slots per edge; loop steps in flight
+  int64_t memory_limit_bytes = 0;  // the device's cap (0: none)
+  // Task -> "host:port" of the Server that holds it; nodes placed on the task run there.
+  std::map<std::string, std::string> cluster;
+  std::chrono::milliseconds remote_timeout{30000};
+};
+
+class Session {
+ public:
+  static runtime::Result<std::unique_ptr<Session>> create(Runtime& runtime,
+                                                          const runtime::Graph& graph,
+                                                          SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  runtime::Result<std::vector<runtime::Tensor>> run(const runtime::FeedList& feeds,
+                                                    const std::vector<runtime::Output>& fetches,
+                                                    const std::vector<int>& targets = {});
+  // The number of steps that completed; an error if a step failed (naming it).
+  runtime::Result<int64_t> run_loop(LoopRequest loop);
+
+  // The in-process shard's variables (checkpoints read and write them).
+  runtime::VariableStore& variables() { return *variables_; }
+  runtime::AllocatorStats memory_stats() const { return allocator_->stats(); }
+  const runtime::Graph& graph() const { return *graph_; }
+
+ private:
+  Session(Runtime& runtime) : runtime_(runtime) {}
+  Runtime& runtime_;
+  std::shared_ptr<const runtime::Graph> graph_;
+  std::shared_ptr<runtime::VariableStore> variables_;
+  std::shared_ptr<runtime::Allocator> allocator_;
+  caf::actor device_;
+  caf::actor shard_;
+  caf::actor session_;
+};
+
+}  // namespace troupe::actors

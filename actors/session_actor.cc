@@ -1,0 +1,384 @@
+#include "actors/session_actor.h"
+
+#include <deque>
+#include <functional>
+
+#include "actors/messages.h"
+#include "actors/node_actor.h"
+#include "runtime/device.h"
+
+namespace troupe::actors {
+
+using runtime::Graph;
+using runtime::Output;
+using runtime::Status;
+using runtime::Tensor;
+
+namespace {
+
+// Where each fetch comes from: a fed value, or output `position` of a reporting node's NodeDone.
+struct FetchSource {
+  int feed = -1;
+  int node = -1;
+  int position = 0;
+};
+
+// Reads of a variable in step s wait for the writes of that variable in every earlier step, so
+// that pipelined steps compute exactly what sequential ones would (no stale weights).
+struct VarGate {
+  std::deque<std::pair<uint64_t, int>> writes;  // (step, writers still to report), in step order
+  std::vector<std::pair<uint64_t, RunStep>> waiting;  // (reader node, its RunStep)
+};
+
+struct Plan {
+  int32_t id = 0;
+  std::vector<std::pair<int, std::string>> gated_reads;  // (Variable node, variable)
+  std::map<std::string, int> writes;                     // variable -> writer nodes in the plan
+  std::map<int, std::string> writer_var;
+  std::vector<Output> fed;  // in the order of the request's feeds
+  std::vector<std::vector<std::pair<int, int32_t>>> feed_routes;  // per feed: (node, slot)
+  std::vector<int> sources;  // nodes with no packets to wait for
+  std::vector<FetchSource> fetches;
+  int reporters = 0;
+};
+
+struct Step {
+  int32_t plan = 0;
+  int remaining = 0;
+  std::vector<Tensor> values;
+  Status error;
+  std::function<void(RunResult)> done;
+};
+
+struct Loop {
+  LoopRequest request;
+  caf::typed_response_promise<LoopResult> promise;
+  int64_t started = 0;
+  int64_t finished = 0;
+  int64_t succeeded = 0;
+  Status error;
+  bool stop = false;
+};
+
+struct SessionState {
+  SessionSpec spec;
+  std::vector<caf::actor> nodes;  // by node id; spawned when a plan first needs them
+  std::map<std::string, int32_t> plan_ids;
+  std::vector<Plan> plans;
+  uint64_t next_step = 0;
+  std::map<uint64_t, Step> steps;
+  std::map<std::string, VarGate> gates;
+  std::unique_ptr<Loop> loop;
+};
+
+bool is_variable_writer(const runtime::Node& n) {
+  return n.op == "Assign" || n.op == "AssignAdd" || n.op == "AssignSub" ||
+         n.op.rfind("Apply", 0) == 0;
+}
+
+using SessionActor = caf::stateful_actor<SessionState>;
+
+std::string plan_key(const std::vector<Output>& fed, const std::vector<Output>& fetches,
+                     const std::vector<int>& targets) {
+  std::string key;
+  for (const Output& o : fed) key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
+  key += "|";
+  for (const Output& o : fetches)
+    key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
+  key += "|";
+  for (int t : targets) key += std::to_string(t) + ",";
+  return key;
+}
+
+caf::actor remote_for(const SessionState& st, const runtime::Node& node) {
+  if (node.device.empty() || st.spec.remote_tasks.empty()) return caf::actor();
+  auto spec = runtime::DeviceSpec::parse(node.device);
+  if (!spec.ok() || spec->job.empty()) return caf::actor();
+  auto it = st.spec.remote_tasks.find("/job:" + spec->job +
+                                      "/task:" + std::to_string(spec->task < 0 ? 0 : spec->task));
+  return it == st.spec.remote_tasks.end() ? caf::actor() : it->second;
+}
+
+caf::actor node_for(SessionActor* self, int id) {
+  SessionState& st = self->state;
+  if (!st.nodes[id]) {
+    NodeSpec spec{st.spec.graph,
+                  id,
+                  caf::actor_cast<caf::actor>(self),
+                  st.spec.allocator,
+                  st.spec.variables,
+                  remote_for(st, st.spec.graph->node(id)),
+                  st.spec.remote_timeout};
+    st.nodes[id] = spawn_node_actor(self, std::move(spec));
+  }
+  return st.nodes[id];
+}
+
+runtime::Result<int32_t> make_plan(SessionActor* self, const std::vector<Output>& fed,
+                                   const std::vector<Output>& fetches,
+                                   const std::vector<int>& targets) {
+  SessionState& st = self->state;
+  const Graph& g = *st.spec.graph;
+  std::string key = plan_key(fed, fetches, targets);
+  auto found = st.plan_ids.find(key);
+  if (found != st.plan_ids.end()) return found->second;
+
+  for (const Output& o : fetches) {
+    if (!o.valid() || o.node >= g.num_nodes() || o.index >= g.node(o.node).num_outputs()) {
+      return runtime::invalid_argument("fetch: not an output of this graph");
+    }
+  }
+  for (int t : targets) {
+    if (t < 0 || t >= g.num_nodes())
+      return runtime::invalid_argument("target: node ", t, " is not in this graph");
+  }
+  std::vector<int> order = runtime::prune_graph(g, fed, fetches, targets);
+  for (int id : order) {
+    const runtime::Node& n = g.node(id);
+    if (!remote_for(st, n) &&
+        !runtime::kernel_registry().find(n.op, runtime::DeviceType::kCpu, n.kernel_dtype)) {
+      return runtime::unimplemented(n.op, " '", n.name, "': no cpu kernel for dtype ",
+                                    runtime::dtype_name(n.kernel_dtype));
+    }
+  }
+  Plan plan;
+  plan.id = static_cast<int32_t>(st.plans.size());
+  plan.fed = fed;
+  plan.feed_routes.resize(fed.size());
+  std::map<int, NodePlan> specs;
+  for (int id : order) specs[id].plan = plan.id;
+  auto feed_index = [&](const Output& o) {
+    for (size_t i = 0; i < fed.size(); ++i) {
+      if (fed[i] == o) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  const uint64_t slots = static_cast<uint64_t>(std::max(1, st.spec.pipeline_depth));
+  for (int id : order) {
+    const runtime::Node& n = g.node(id);
+    NodePlan& c = specs[id];
+    const int32_t n_slots = static_cast<int32_t>(n.inputs.size() + n.control_inputs.size());
+    c.in_credits.resize(n_slots);
+    c.in_producers.resize(n_slots);
+    auto connect = [&](int producer, int32_t output, int32_t slot) {
+      auto credit = std::make_shared<EdgeCredit>(slots);
+      specs[producer].outs.push_back(NodePlan::Out{node_for(self, id), slot, output, credit});
+      c.in_credits[slot] = credit;
+      c.in_producers[slot] = node_for(self, producer);
+    };
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      int f = feed_index(n.inputs[i]);
+      if (f >= 0) {
+        plan.feed_routes[f].push_back({id, static_cast<int32_t>(i)});
+      } else {
+        connect(n.inputs[i].node, n.inputs[i].index, static_cast<int32_t>(i));
+      }
+    }
+    for (size_t k = 0; k < n.control_inputs.size(); ++k) {
+      connect(n.control_inputs[k], -1, static_cast<int32_t>(n.inputs.size() + k));
+    }
+    c.expected = n_slots;
+    if (n.op == "Variable") {
+      plan.gated_reads.push_back({id, n.attr<std::string>("var")});
+    } else if (n_slots == 0) {
+      plan.sources.push_back(id);
+    }
+    if (is_variable_writer(n)) {
+      const std::string& var = n.attr<std::string>("var");
+      ++plan.writes[var];
+      plan.writer_var[id] = var;
+      c.report = true;  // the session must know when the write is done
+    }
+  }
+  for (const Output& o : fetches) {
+    FetchSource src;
+    src.feed = feed_index(o);
+    if (src.feed < 0) {
+      NodePlan& p = specs[o.node];
+      src.node = o.node;
+      src.position = static_cast<int>(p.fetched_outputs.size());
+      p.fetched_outputs.push_back(o.index);
+      p.report = true;
+    }
+    plan.fetches.push_back(src);
+  }
+  for (int t : targets) specs[t].report = true;
+  for (auto& [id, spec] : specs) {
+    if (spec.report) ++plan.reporters;
+    self->send(node_for(self, id), std::move(spec));
+  }
+  st.plans.push_back(std::move(plan));
+  st.plan_ids[key] = st.plans.back().id;
+  return st.plans.back().id;
+}
+
+// Starts one step; `done` runs when its last reporter has reported (or at once with an error).
+void start_step(SessionActor* self, const runtime::FeedList& feeds,
+                const std::vector<Output>& fetches, const std::vector<int>& targets,
+                std::function<void(RunResult)> done) {
+  SessionState& st = self->state;
+  std::vector<Output> fed;
+  for (const auto& [o, t] : feeds) {
+    Status s = runtime::check_feed(*st.spec.graph, o, t);
+    if (!s.ok()) return done(RunResult{s, {}});
+    fed.push_back(o);
+  }
+  auto plan_id = make_plan(self, fed, fetches, targets);
+  if (!plan_id.ok()) return done(RunResult{plan_id.status(), {}});
+  const Plan& plan = st.plans[*plan_id];
+  const uint64_t step = st.next_step++;
+  Step& s = st.steps[step];
+  s.plan = plan.id;
+  s.remaining = plan.reporters;
+  s.values.resize(fetches.size());
+  s.done = std::move(done);
+  for (size_t i = 0; i < plan.fetches.size(); ++i) {
+    if (plan.fetches[i].feed >= 0) s.values[i] = feeds[plan.fetches[i].feed].second;
+  }
+  for (size_t f = 0; f < plan.feed_routes.size(); ++f) {
+    for (const auto& [node, slot] : plan.feed_routes[f]) {
+      self->send(st.nodes[node], Packet{step, plan.id, slot, feeds[f].second, false});
+    }
+  }
+  for (int id : plan.sources) self->send(st.nodes[id], RunStep{step, plan.id});
+  for (const auto& [id, var] : plan.gated_reads) {
+    VarGate& gate = st.gates[var];
+    if (gate.writes.empty()) {
+      self->send(st.nodes[id], RunStep{step, plan.id});
+    } else {
+      gate.waiting.push_back({static_cast<uint64_t>(id), RunStep{step, plan.id}});
+    }
+  }
+  for (const auto& [var, writers] : plan.writes) st.gates[var].writes.push_back({step, writers});
+  if (s.remaining == 0) {
+    RunResult r{s.error, std::move(s.values)};
+    auto cb = std::move(s.done);
+    st.steps.erase(step);
+    cb(std::move(r));
+  }
+}
+
+void pump_loop(SessionActor* self);
+
+// A writer of `var` finished step `step`: reads of later steps may go once no earlier write is due.
+void release_reads(SessionActor* self, const std::string& var, uint64_t step) {
+  VarGate& gate = self->state.gates[var];
+  for (auto& [s, remaining] : gate.writes) {
+    if (s == step) --remaining;
+  }
+  while (!gate.writes.empty() && gate.writes.front().second == 0) gate.writes.pop_front();
+  std::vector<std::pair<uint64_t, RunStep>> still;
+  for (auto& [node, run] : gate.waiting) {
+    if (gate.writes.empty() || gate.writes.front().first >= run.step) {
+      self->send(self->state.nodes[node], run);
+    } else {
+      still.push_back({node, run});
+    }
+  }
+  gate.waiting = std::move(still);
+}
+
+void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
+  Loop& loop = *self->state.loop;
+  ++loop.finished;
+  if (!result.status.ok()) {
+    if (loop.error.ok()) loop.error = result.status.with_context("step " + std::to_string(index));
+    loop.stop = true;
+  } else {
+    ++loop.succeeded;
+    if (!loop.stop && loop.request.on_step && !loop.request.on_step(index, result.values)) {
+      loop.stop = true;
+    }
+  }
+  pump_loop(self);
+}
+
+// Keeps up to pipeline_depth steps of the loop in flight; answers when all are done.
+void pump_loop(SessionActor* self) {
+  SessionState& st = self->state;
+  Loop& loop = *st.loop;
+  while (!loop.stop && loop.started < loop.request.steps &&
+         loop.started - loop.finished < std::max(1, st.spec.pipeline_depth)) {
+    runtime::FeedList feeds;
+    const int64_t index = loop.started++;
+    if (loop.request.feed) {
+      Status s = loop.request.feed(index, &feeds);
+      if (!s.ok()) {
+        loop.error = s.with_context("feeding step " + std::to_string(index));
+        loop.stop = true;
+        --loop.started;
+        break;
+      }
+    }
+    start_step(self, feeds, loop.request.fetches, loop.request.targets,
+               [self, index](RunResult r) { finish_loop_step(self, index, std::move(r)); });
+    if (!st.loop) return;  // finished synchronously and answered already
+  }
+  if (loop.started == loop.finished && (loop.stop || loop.started == loop.request.steps)) {
+    auto done = std::move(st.loop);
+    done->promise.deliver(LoopResult{done->error, done->succeeded});
+  }
+}
+
+caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
+  self->state.spec = std::move(spec);
+  self->state.nodes.resize(self->state.spec.graph->num_nodes());
+  for (const auto& [task, server] : self->state.spec.remote_tasks) self->monitor(server);
+  self->set_down_handler([](caf::down_msg&) {
+    // A lost server fails the calls in flight to it (CAF bounces them with an error), which ends
+    // their steps with that reason; the session stays up for the caller to decide.
+  });
+  return {
+      [self](run_atom, RunRequest& req) -> caf::typed_response_promise<RunResult> {
+        auto rp = self->make_response_promise<RunResult>();
+        start_step(self, req.feeds, req.fetches, req.targets,
+                   [rp](RunResult r) mutable { rp.deliver(std::move(r)); });
+        return rp;
+      },
+      [self](loop_atom, LoopRequest& req) -> caf::typed_response_promise<LoopResult> {
+        auto promise = self->make_response_promise<LoopResult>();
+        if (self->state.loop) {
+          promise.deliver(LoopResult{runtime::failed_precondition("a loop is already running"), 0});
+          return promise;
+        }
+        auto loop = std::make_unique<Loop>();
+        loop->request = std::move(req);
+        loop->promise = promise;
+        self->state.loop = std::move(loop);
+        pump_loop(self);
+        return promise;
+      },
+      [self](NodeDone& d) {
+        SessionState& st = self->state;
+        auto it = st.steps.find(d.step);
+        if (it == st.steps.end()) return;
+        Step& s = it->second;
+        const Plan& plan = st.plans[s.plan];
+        auto writer = plan.writer_var.find(d.node);
+        if (writer != plan.writer_var.end()) release_reads(self, writer->second, d.step);
+        if (!d.dead) {
+          for (size_t i = 0; i < plan.fetches.size(); ++i) {
+            const FetchSource& f = plan.fetches[i];
+            if (f.node == d.node) s.values[i] = std::move(d.outputs[f.position]);
+          }
+        }
+        if (--s.remaining > 0) return;
+        RunResult r{s.error, std::move(s.values)};
+        auto cb = std::move(s.done);
+        st.steps.erase(it);
+        cb(std::move(r));
+      },
+      [self](StepError& e) {
+        auto it = self->state.steps.find(e.step);
+        if (it != self->state.steps.end() && it->second.error.ok()) it->second.error = e.status;
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_session(caf::actor_system& system, SessionSpec spec) {
+  return system.spawn(session_actor, std::move(spec));
+}
+
+}  // namespace troupe::actors

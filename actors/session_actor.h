@@ -1,0 +1,38 @@
+// SessionActor: owns the node actors of one graph (linked: they die with it) and runs steps. A
+// step is a wave: the session sends fed values to their consumers and RunStep to the nodes with
+// no inputs; each node fires when its inputs are in; the nodes that are fetched or targeted
+// report back; the step ends when they all have. Many steps can be in flight (run_loop), up to
+// the pipeline depth, each edge holding at most that many.
+//
+//   caf::actor s = spawn_session(system, spec);
+//   request(s, infinite, run_atom::value, RunRequest{...})   -> RunResult
+//   request(s, infinite, loop_atom::value, LoopRequest{...}) -> LoopResult
+//
+// Plans (the pruned subgraph for one set of feeds, fetches and targets) are made once and cached.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/allocator.h"
+#include "runtime/graph.h"
+#include "runtime/variable_store.h"
+
+namespace troupe::actors {
+
+struct SessionSpec {
+  std::shared_ptr<const runtime::Graph> graph;
+  int pipeline_depth = 2;  // slots per edge; steps in flight in a loop
+  std::shared_ptr<runtime::Allocator> allocator;
+  std::shared_ptr<runtime::VariableStore> variables;
+  // Servers of other processes by task ("/job:ps/task:0"); nodes placed there run there.
+  std::map<std::string, caf::actor> remote_tasks;
+  caf::duration remote_timeout;
+};
+
+caf::actor spawn_session(caf::actor_system& system, SessionSpec spec);
+
+}  // namespace troupe::actors

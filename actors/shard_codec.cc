@@ -1,0 +1,83 @@
+#include "actors/shard_codec.h"
+
+#include "runtime/graph_wire.h"
+#include "runtime/tensor_wire.h"
+#include "schema/graph.capnp.h"
+
+namespace troupe::actors {
+
+using runtime::Result;
+using runtime::Status;
+using runtime::Tensor;
+
+Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
+                         const std::vector<Tensor>& inputs, std::vector<char>* out) {
+  capnp::MallocMessageBuilder builder;
+  auto msg = builder.initRoot<schema::ShardCall>();
+  TROUPE_RETURN_IF_ERROR(runtime::write_node(graph, node, msg.initNode(), builder.getOrphanage()));
+  auto list = msg.initInputs(static_cast<unsigned>(inputs.size()));
+  size_t bytes = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TROUPE_RETURN_IF_ERROR(runtime::write_tensor(inputs[i], list[i], builder.getOrphanage()));
+    bytes += inputs[i].byte_size();
+  }
+  return runtime::write_message(builder, out, bytes);
+}
+
+Result<ShardCall> decode_shard_call(std::shared_ptr<const std::vector<char>> bytes) {
+  ShardCall call;
+  Status s = runtime::read_blob(
+      std::move(bytes), [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
+        auto msg = r.getRoot<schema::ShardCall>();
+        call.node_name = msg.getNode().getName().cStr();
+        call.op = msg.getNode().getOp().cStr();
+        TROUPE_RETURN_IF_ERROR(runtime::read_attrs(msg.getNode().getAttrs(), keep, &call.attrs));
+        for (auto t : msg.getInputs()) {
+          TROUPE_ASSIGN_OR_RETURN(Tensor v, runtime::read_tensor(t, keep));
+          call.inputs.push_back(std::move(v));
+        }
+        return runtime::ok_status();
+      });
+  if (!s.ok()) return s.with_context("shard call");
+  return call;
+}
+
+Status encode_shard_reply(const Status& status, const std::vector<Tensor>& outputs,
+                          std::vector<char>* out) {
+  capnp::MallocMessageBuilder builder;
+  auto msg = builder.initRoot<schema::ShardReply>();
+  size_t bytes = 0;
+  if (!status.ok()) {
+    msg.setError(status.to_string());
+  } else {
+    auto list = msg.initOutputs(static_cast<unsigned>(outputs.size()));
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      TROUPE_RETURN_IF_ERROR(runtime::write_tensor(outputs[i], list[i], builder.getOrphanage()));
+      bytes += outputs[i].byte_size();
+    }
+  }
+  return runtime::write_message(builder, out, bytes);
+}
+
+Result<std::vector<Tensor>> decode_shard_reply(std::shared_ptr<const std::vector<char>> bytes) {
+  std::vector<Tensor> outputs;
+  Status remote;
+  Status s = runtime::read_blob(
+      std::move(bytes), [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
+        auto msg = r.getRoot<schema::ShardReply>();
+        if (msg.getError().size() > 0) {
+          remote = runtime::make_error(runtime::Code::kAborted, msg.getError().cStr());
+          return runtime::ok_status();
+        }
+        for (auto t : msg.getOutputs()) {
+          TROUPE_ASSIGN_OR_RETURN(Tensor v, runtime::read_tensor(t, keep));
+          outputs.push_back(std::move(v));
+        }
+        return runtime::ok_status();
+      });
+  if (!s.ok()) return s.with_context("shard reply");
+  if (!remote.ok()) return remote;
+  return outputs;
+}
+
+}  // namespace troupe::actors

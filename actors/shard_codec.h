@@ -1,0 +1,43 @@
+// The bytes of a call from a worker to a parameter shard in another process: one node (op,
+// attributes) and its input values; and of the shard's reply. Cap'n Proto, carried by CAF as one
+// std::vector<char>, decoded in place.
+//
+//   std::vector<char> blob;
+//   TROUPE_RETURN_IF_ERROR(encode_shard_call(graph, node, inputs, &blob));
+//   Result<ShardCall> call = decode_shard_call(std::make_shared<const std::vector<char>>(blob));
+//
+// Every malformed input is an error that says what is wrong; nothing a peer sends can crash the
+// reader. Thread-safe: no shared state.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/attr.h"
+#include "runtime/graph.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+
+namespace troupe::actors {
+
+struct ShardCall {
+  std::string node_name;
+  std::string op;
+  runtime::AttrMap attrs;
+  std::vector<runtime::Tensor> inputs;
+};
+
+runtime::Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
+                                  const std::vector<runtime::Tensor>& inputs,
+                                  std::vector<char>* out);
+runtime::Result<ShardCall> decode_shard_call(std::shared_ptr<const std::vector<char>> bytes);
+
+runtime::Status encode_shard_reply(const runtime::Status& status,
+                                   const std::vector<runtime::Tensor>& outputs,
+                                   std::vector<char>* out);
+// The outputs, or the error the shard reported (or found in the bytes).
+runtime::Result<std::vector<runtime::Tensor>> decode_shard_reply(
+    std::shared_ptr<const std::vector<char>> bytes);
+
+}  // namespace troupe::actors

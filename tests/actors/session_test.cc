@@ -1,0 +1,296 @@
+// The step protocol on actors: same results as the reference executor, every dtype through feeds
+// and fetches, pipelined loops, back-pressure, a failing step that leaves the session usable, and
+// a clean shutdown.
+#include "actors/session.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "harness/op_harness.h"
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/shape_fns.h"
+#include "ops/state_ops.h"
+#include "ops/training_ops.h"
+#include "runtime/kernel_registry.h"
+
+using namespace troupe;
+using runtime::DType;
+using runtime::Output;
+using runtime::Shape;
+using runtime::Tensor;
+
+namespace {
+
+struct Mlp {
+  runtime::Graph g;
+  Output x, y, loss;
+  int train = -1, init = -1;
+};
+
+Mlp build_mlp(int64_t seed) {
+  Mlp m;
+  m.g.set_seed(seed);
+  runtime::GraphBuilder b(&m.g);
+  m.x = ops::placeholder(b, DType::kFloat32, Shape{-1, 10}, "x");
+  m.y = ops::placeholder(b, DType::kInt32, Shape{-1}, "y");
+  Output w1 =
+      ops::variable(b, "w1", Shape{10, 16}, DType::kFloat32, ops::glorot_uniform(b, Shape{10, 16}));
+  Output b1 =
+      ops::variable(b, "b1", Shape{16}, DType::kFloat32, ops::zeros(b, Shape{16}, DType::kFloat32));
+  Output w2 =
+      ops::variable(b, "w2", Shape{16, 3}, DType::kFloat32, ops::glorot_uniform(b, Shape{16, 3}));
+  Output h = ops::relu(b, ops::bias_add(b, ops::matmul(b, m.x, w1), b1));
+  Output logits = ops::matmul(b, h, w2);
+  m.loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, m.y, logits));
+  m.train = ops::minimize(b, m.loss, ops::Optimizer::momentum_sgd(0.1, 0.9));
+  m.init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  return m;
+}
+
+runtime::FeedList batch(const Mlp& m, int i) {
+  std::mt19937_64 rng(i);
+  Tensor x = testing::random_tensor<float>(Shape{8, 10}, rng);
+  Tensor y(DType::kInt32, Shape{8});
+  for (int k = 0; k < 8; ++k) y.data<int32_t>()[k] = (k + i) % 3;
+  return {{m.x, x}, {m.y, y}};
+}
+
+std::vector<float> executor_losses(const Mlp& m, int steps) {
+  runtime::VariableStore vars;
+  runtime::Executor exec(m.g, {.variables = &vars});
+  REQUIRE(exec.run({}, {}, {m.init}).ok());
+  std::vector<float> out;
+  for (int i = 0; i < steps; ++i) {
+    auto r = exec.run(batch(m, i), {m.loss}, {m.train});
+    REQUIRE(r.ok());
+    out.push_back((*r)[0].data<float>()[0]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a session on actors trains exactly like the reference executor") {
+  Mlp m = build_mlp(3);
+  std::vector<float> want = executor_losses(m, 20);
+  actors::Runtime rt;
+  auto s = actors::Session::create(rt, m.g);
+  REQUIRE(s.ok());
+  REQUIRE((*s)->run({}, {}, {m.init}).ok());
+  std::vector<float> got;
+  for (int i = 0; i < 10; ++i) {
+    auto r = (*s)->run(batch(m, i), {m.loss}, {m.train});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    got.push_back((*r)[0].data<float>()[0]);
+  }
+  // The other ten inside the actor system, pipelined two deep.
+  actors::LoopRequest loop;
+  loop.steps = 10;
+  loop.fetches = {m.loss};
+  loop.targets = {m.train};
+  std::vector<int64_t> order;
+  loop.feed = [&](int64_t i, runtime::FeedList* f) {
+    *f = batch(m, int(i) + 10);
+    return runtime::ok_status();
+  };
+  loop.on_step = [&](int64_t i, const std::vector<Tensor>& v) {
+    order.push_back(i);
+    got.push_back(v[0].data<float>()[0]);
+    return true;
+  };
+  auto done = (*s)->run_loop(std::move(loop));
+  REQUIRE_MESSAGE(done.ok(), done.status().to_string());
+  CHECK(*done == 10);
+  CHECK(order == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  CHECK(got == want);
+  CHECK((*s)->variables().read("global_step")->data<int64_t>()[0] == 20);
+}
+
+TEST_CASE("feeds and fetches of every dtype") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  std::vector<Tensor> values = {Tensor::from_vector<float>(Shape{2}, {1.5f, -2}),
+                                Tensor::from_vector<double>(Shape{1}, {3.25}),
+                                Tensor::from_vector<int32_t>(Shape{3}, {1, 2, 3}),
+                                Tensor::from_vector<int64_t>(Shape{1}, {-9}),
+                                Tensor::from_vector<uint8_t>(Shape{2}, {0, 255}),
+                                Tensor::from_vector<bool>(Shape{2}, {true, false})};
+  Tensor str(DType::kString, Shape{2});
+  str.data<std::string>()[0] = "troupe";
+  values.push_back(str);
+  runtime::FeedList feeds;
+  std::vector<Output> fetches;
+  for (const Tensor& v : values) {
+    Output p = ops::placeholder(b, v.dtype(), v.shape());
+    feeds.push_back({p, v});
+    fetches.push_back(ops::identity(b, p));
+    fetches.push_back(p);  // a fed value fetched directly
+  }
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  auto r = (*s)->run(feeds, fetches);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  for (size_t i = 0; i < values.size(); ++i) {
+    CHECK((*r)[2 * i].debug_string() == values[i].debug_string());
+    CHECK((*r)[2 * i].shares_buffer_with(values[i]));  // local tensors are handles, never copied
+    CHECK((*r)[2 * i + 1].shares_buffer_with(values[i]));
+  }
+}
+
+TEST_CASE("a failing kernel aborts its step with the node's name; the next step works") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output a = ops::placeholder(b, DType::kInt32, Shape{2}, "a");
+  Output c = ops::placeholder(b, DType::kInt32, Shape{2}, "c");
+  Output q = ops::div(b, a, c);
+  Output after = ops::add(b, ops::neg(b, q), a);  // downstream of the failure
+  Output side = ops::mul(b, a, a);                // not downstream: still runs
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  Tensor ones = Tensor::from_vector<int32_t>(Shape{2}, {1, 1});
+  auto r =
+      (*s)->run({{a, ones}, {c, Tensor::from_vector<int32_t>(Shape{2}, {1, 0})}}, {after, side});
+  CHECK_FALSE(r.ok());
+  CHECK(r.status().message() == "Div 'Div': integer division by zero");
+  for (int i = 0; i < 3; ++i) {
+    r = (*s)->run({{a, Tensor::from_vector<int32_t>(Shape{2}, {6, 8})},
+                   {c, Tensor::from_vector<int32_t>(Shape{2}, {2, 4})}},
+                  {after, side});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    CHECK((*r)[0].to_vector<int32_t>() == std::vector<int32_t>{3, 6});
+    CHECK((*r)[1].to_vector<int32_t>() == std::vector<int32_t>{36, 64});
+  }
+  r = (*s)->run({{a, ones}}, {after});
+  CHECK(r.status().message().find("placeholder 'c' must be fed") != std::string::npos);
+  r = (*s)->run({{a, Tensor(DType::kFloat32, Shape{2})}}, {side});
+  CHECK(r.status().message().find("feed 'a:0': expects int32") != std::string::npos);
+}
+
+TEST_CASE("a loop stops at the first failing step and says which") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output a = ops::placeholder(b, DType::kInt32, Shape{}, "a");
+  Output q = ops::div(b, ops::scalar(b, 10, DType::kInt32), a);
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  actors::LoopRequest loop;
+  loop.steps = 100;
+  loop.fetches = {q};
+  loop.feed = [&](int64_t i, runtime::FeedList* f) {
+    *f = {{a, Tensor::scalar<int32_t>(i == 5 ? 0 : 1)}};
+    return runtime::ok_status();
+  };
+  auto done = (*s)->run_loop(loop);
+  CHECK_FALSE(done.ok());
+  CHECK(done.status().message().find("step 5: Div 'Div': integer division by zero") == 0);
+  loop.feed = [&](int64_t i, runtime::FeedList* f) {
+    if (i == 3) return runtime::invalid_argument("no more data");
+    *f = {{a, Tensor::scalar<int32_t>(1)}};
+    return runtime::ok_status();
+  };
+  done = (*s)->run_loop(loop);
+  CHECK(done.status().message() == "feeding step 3: no more data");
+  loop.steps = 7;
+  loop.feed = [&](int64_t, runtime::FeedList* f) {
+    *f = {{a, Tensor::scalar<int32_t>(2)}};
+    return runtime::ok_status();
+  };
+  int seen = 0;
+  loop.on_step = [&](int64_t, const std::vector<Tensor>& v) {
+    CHECK(v[0].data<int32_t>()[0] == 5);
+    return ++seen < 4;  // stop early
+  };
+  done = (*s)->run_loop(loop);
+  REQUIRE(done.ok());
+  CHECK(seen == 4);
+}
+
+namespace {
+// A test op that records how far its producer ran ahead of it; slow on purpose.
+std::atomic<int> fast_fired{0}, slow_fired{0}, max_ahead{0};
+
+template <class T>
+struct FastKernel {
+  static runtime::Status compute(runtime::KernelContext& ctx) {
+    ++fast_fired;
+    ctx.set_output(0, ctx.input(0));
+    return runtime::ok_status();
+  }
+};
+template <class T>
+struct SlowKernel {
+  static runtime::Status compute(runtime::KernelContext& ctx) {
+    int ahead = fast_fired.load() - slow_fired.load();
+    max_ahead = std::max(max_ahead.load(), ahead);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ++slow_fired;
+    ctx.set_output(0, ctx.input(0));
+    return runtime::ok_status();
+  }
+};
+TROUPE_REGISTER_OP(TestFast)
+    .input("x")
+    .output("y")
+    .shape_fn(ops::shape_fns::unchanged)
+    .no_gradient()
+    .doc("test");
+TROUPE_REGISTER_OP(TestSlow)
+    .input("x")
+    .output("y")
+    .shape_fn(ops::shape_fns::unchanged)
+    .no_gradient()
+    .doc("test");
+TROUPE_REGISTER_KERNELS(test_backpressure) {
+  registry.add_typed<FastKernel, float>("TestFast", runtime::DeviceType::kCpu);
+  registry.add_typed<SlowKernel, float>("TestSlow", runtime::DeviceType::kCpu);
+}
+}  // namespace
+
+TEST_CASE("a slow consumer holds its producer back to the pipeline depth") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  Output fast = b.add("TestFast", {x});
+  Output slow = b.add("TestSlow", {fast});
+  REQUIRE(b.ok());
+  auto s = actors::Session::create(rt, g, {.pipeline_depth = 2});
+  REQUIRE(s.ok());
+  actors::LoopRequest loop;
+  loop.steps = 30;
+  loop.targets = {slow.node};
+  loop.feed = [&](int64_t i, runtime::FeedList* f) {
+    *f = {{x, Tensor::scalar<float>(float(i))}};
+    return runtime::ok_status();
+  };
+  auto done = (*s)->run_loop(loop);
+  REQUIRE(done.ok());
+  CHECK(slow_fired == 30);
+  CHECK(max_ahead >= 1);  // steps did overlap
+  CHECK(max_ahead <= 2);  // and never more than the depth
+}
+
+TEST_CASE("the actor system exits cleanly with no actors left after sessions end") {
+  actors::Runtime rt;
+  {
+    Mlp m = build_mlp(1);
+    auto s = actors::Session::create(rt, m.g);
+    REQUIRE(s.ok());
+    REQUIRE((*s)->run({}, {}, {m.init}).ok());
+    REQUIRE((*s)->run(batch(m, 0), {m.loss}, {m.train}).ok());
+    CHECK(rt.running_actors() > 20);  // a node actor per node of the plans that ran
+  }
+  for (int i = 0; i < 200 && rt.running_actors() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(rt.running_actors() == 0);
+}

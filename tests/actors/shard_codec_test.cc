@@ -1,0 +1,92 @@
+// The bytes of shard calls: round trips, and garbage from a peer answered with an error.
+#include "actors/shard_codec.h"
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "actors/messages.h"
+#include "actors/parameter_shard.h"
+#include "actors/runtime_system.h"
+#include "ops/array_ops.h"
+#include "ops/state_ops.h"
+
+using namespace troupe;
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+
+TEST_CASE("shard calls and replies round-trip") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto v =
+      ops::variable(b, "w", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
+  auto upd = ops::assign_add(b, v, ops::placeholder(b, DType::kFloat32, Shape{2}, "delta"));
+  REQUIRE(b.ok());
+  std::vector<char> blob;
+  Tensor delta = Tensor::from_vector<float>(Shape{2}, {1, 2});
+  REQUIRE(actors::encode_shard_call(g, g.node(upd.node), {delta}, &blob).ok());
+  auto call = actors::decode_shard_call(std::make_shared<const std::vector<char>>(blob));
+  REQUIRE(call.ok());
+  CHECK(call->op == "AssignAdd");
+  CHECK(runtime::attr_get<std::string>(call->attrs, "var") == "w");
+  CHECK(call->inputs[0].to_vector<float>() == std::vector<float>{1, 2});
+
+  REQUIRE(actors::encode_shard_reply(runtime::ok_status(), {delta}, &blob).ok());
+  auto reply = actors::decode_shard_reply(std::make_shared<const std::vector<char>>(blob));
+  REQUIRE(reply.ok());
+  CHECK((*reply)[0].to_vector<float>() == std::vector<float>{1, 2});
+  REQUIRE(actors::encode_shard_reply(runtime::invalid_argument("bad"), {}, &blob).ok());
+  reply = actors::decode_shard_reply(std::make_shared<const std::vector<char>>(blob));
+  CHECK(reply.status().message() == "invalid argument: bad");
+}
+
+TEST_CASE(
+    "a shard answers garbage, truncated calls and unknown ops with errors and keeps serving") {
+  actors::Runtime rt;
+  auto store = std::make_shared<runtime::VariableStore>();
+  caf::actor shard = rt.system().spawn(actors::parameter_shard, store);
+  caf::scoped_actor self{rt.system()};
+  auto call = [&](std::vector<char> blob) {
+    runtime::Status status;
+    self->request(shard, caf::infinite, actors::call_atom::value, std::move(blob))
+        .receive(
+            [&](std::vector<char>& reply) {
+              auto r = actors::decode_shard_reply(
+                  std::make_shared<const std::vector<char>>(std::move(reply)));
+              status = r.status();
+            },
+            [&](caf::error& e) { status = runtime::internal_error(rt.system().render(e)); });
+    return status;
+  };
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<char> garbage(rng() % 200);
+    for (char& c : garbage) c = static_cast<char>(rng());
+    CHECK_FALSE(call(garbage).ok());
+  }
+  // A well-formed call naming an op that does not exist, and one with a wrong input.
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto v =
+      ops::variable(b, "w", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
+  auto upd = ops::assign_add(b, v, ops::placeholder(b, DType::kFloat32, Shape{2}));
+  std::vector<char> blob;
+  REQUIRE(actors::encode_shard_call(g, g.node(upd.node), {Tensor(DType::kFloat32, Shape{2})}, &blob)
+              .ok());
+  runtime::Status s = call(blob);
+  CHECK(s.message().find("variable 'w' is not initialized") != std::string::npos);
+  REQUIRE(actors::encode_shard_call(g, g.node(upd.node), {Tensor(DType::kInt32, Shape{2})}, &blob)
+              .ok());
+  CHECK(call(blob).message().find("AssignAdd") != std::string::npos);
+  for (size_t cut = 8; cut < blob.size(); cut += 24) {
+    CHECK_FALSE(call(std::vector<char>(blob.begin(), blob.begin() + cut)).ok());
+  }
+  store->assign("w", Tensor::from_vector<float>(Shape{2}, {1, 1}));
+  REQUIRE(actors::encode_shard_call(g, g.node(upd.node),
+                                    {Tensor::from_vector<float>(Shape{2}, {2, 3})}, &blob)
+              .ok());
+  CHECK(call(blob).ok());
+  CHECK(store->read("w")->to_vector<float>() == std::vector<float>{3, 4});
+  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+}
