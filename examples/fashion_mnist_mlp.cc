@@ -1,5 +1,7 @@
-// Trains a 784-256-10 MLP on Fashion-MNIST with the graph API and the local executor, then
-// evaluates it on the 10k test images. Data: Debian's dataset-fashion-mnist package.
+// Trains a 784-256-10 MLP on Fashion-MNIST with the graph API on actors: every node of the graph
+// is a node actor, the variables live in a parameter shard, and each epoch is one run_loop that
+// drives its steps inside the actor system. Then evaluates on the 10k test images.
+// Data: Debian's dataset-fashion-mnist package.
 //
 //   fashion_mnist_mlp [--epochs 3] [--batch-size 128] [--hidden 256] [--learning-rate 0.001]
 //                     [--seed 42] [--data-dir /usr/share/datasets/fashion-mnist]
@@ -11,13 +13,13 @@
 #include <random>
 #include <string>
 
+#include "actors/session.h"
 #include "estimators/input/idx_file.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
 #include "ops/training_ops.h"
-#include "runtime/executor.h"
 #include "runtime/graph_builder.h"
 
 using namespace troupe;
@@ -153,9 +155,14 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  runtime::VariableStore vars;
-  runtime::Executor exec(graph, {.variables = &vars});
-  if (auto r = exec.run({}, {}, {init}); !r.ok()) {
+  actors::Runtime rt;
+  auto session = actors::Session::create(rt, graph);
+  if (!session.ok()) {
+    std::fprintf(stderr, "error: %s\n", session.status().to_string().c_str());
+    return 1;
+  }
+  actors::Session& sess = **session;
+  if (auto r = sess.run({}, {}, {init}); !r.ok()) {
     std::fprintf(stderr, "error: %s\n", r.status().to_string().c_str());
     return 1;
   }
@@ -168,27 +175,37 @@ int main(int argc, char** argv) {
       "training a 784-%d-10 MLP on %lld Fashion-MNIST images, %d epochs, batch %d, Adam(%g)\n",
       opt.hidden, (long long)n, opt.epochs, opt.batch_size, opt.learning_rate);
   auto start = std::chrono::steady_clock::now();
-  Tensor bx, by;
+  const int64_t steps_per_epoch = (n + opt.batch_size - 1) / opt.batch_size;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = 0;
-    int steps = 0;
-    for (int64_t begin = 0; begin < n; begin += opt.batch_size) {
-      int64_t count = std::min<int64_t>(opt.batch_size, n - begin);
-      gather_rows(train_x, train_y, order, begin, count, &bx, &by);
-      auto r = exec.run({{x, bx}, {labels, by}}, {loss}, {train_op});
-      if (!r.ok()) {
-        std::fprintf(stderr, "error: %s\n", r.status().to_string().c_str());
-        return 1;
-      }
-      loss_sum += (*r)[0].data<float>()[0];
-      ++steps;
+    actors::LoopRequest loop;
+    loop.steps = steps_per_epoch;
+    loop.fetches = {loss};
+    loop.targets = {train_op};
+    loop.feed = [&](int64_t step, runtime::FeedList* feeds) {
+      const int64_t begin = step * opt.batch_size;
+      Tensor bx, by;
+      gather_rows(train_x, train_y, order, begin, std::min<int64_t>(opt.batch_size, n - begin), &bx,
+                  &by);
+      *feeds = {{x, bx}, {labels, by}};
+      return runtime::ok_status();
+    };
+    loop.on_step = [&](int64_t, const std::vector<Tensor>& values) {
+      loss_sum += values[0].data<float>()[0];
+      return true;
+    };
+    auto done = sess.run_loop(std::move(loop));
+    if (!done.ok()) {
+      std::fprintf(stderr, "error: %s\n", done.status().to_string().c_str());
+      return 1;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("epoch %d: mean loss = %.4f (%.1f s, %.0f examples/s)\n", epoch, loss_sum / steps,
-                secs, epoch * n / secs);
+    std::printf("epoch %d: mean loss = %.4f (%.1f s, %.0f examples/s)\n", epoch,
+                loss_sum / steps_per_epoch, secs, epoch * n / secs);
   }
 
+  Tensor bx, by;
   double correct_sum = 0, loss_sum = 0;
   const int64_t m = test_x.dim(0);
   std::vector<int64_t> identity(m);
@@ -196,7 +213,7 @@ int main(int argc, char** argv) {
   for (int64_t begin = 0; begin < m; begin += 1000) {
     int64_t count = std::min<int64_t>(1000, m - begin);
     gather_rows(test_x, test_y, identity, begin, count, &bx, &by);
-    auto r = exec.run({{x, bx}, {labels, by}}, {accuracy, loss});
+    auto r = sess.run({{x, bx}, {labels, by}}, {accuracy, loss});
     if (!r.ok()) {
       std::fprintf(stderr, "error: %s\n", r.status().to_string().c_str());
       return 1;
