@@ -6,11 +6,13 @@ namespace troupe::actors {
 
 Runtime::Runtime(RuntimeOptions options) : config_(std::make_unique<caf::actor_system_config>()) {
   caf::actor_system_config& cfg = *config_;
-  cfg.set("scheduler.policy", caf::atom("stealing"));
-  cfg.set("scheduler.max-threads", options.worker_threads);
-  cfg.set("work-stealing.aggressive-poll-attempts", size_t{1});
-  cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
-  cfg.set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds(10)});
+  if (!options.caf_scheduler_defaults) {
+    cfg.set("scheduler.policy", caf::atom("stealing"));
+    cfg.set("scheduler.max-threads", options.worker_threads);
+    cfg.set("work-stealing.aggressive-poll-attempts", size_t{1});
+    cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
+    cfg.set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::milliseconds(10)});
+  }
   cfg.set("middleman.heartbeat-interval", caf::timespan{options.heartbeat});
   cfg.set("middleman.connection-timeout", caf::timespan{options.connection_timeout});
   cfg.set("logger.console", caf::atom("none"));

@@ -20,6 +20,9 @@ namespace troupe::actors {
 
 struct RuntimeOptions {
   size_t worker_threads = 2;  // CAF workers; the second stays parked unless I/O actors need it
+  // Keep CAF's own scheduler defaults instead (max(4, cores) stealing workers that poll): for
+  // benchmarks that show what the tuning buys.
+  bool caf_scheduler_defaults = false;
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds connection_timeout{5000};
 };

@@ -1,0 +1,306 @@
+// The actor runtime's bars (DESIGN.md §7), each printed as a BAR line and written to JSON:
+//   node_hop        median time per node on a chain of 100 no-op nodes    bar <= 0.5 us
+//   tiny_mlp_step   10-16-3 MLP, batch 8, one SGD step, median us           bar <= 15 us
+//   mlp_throughput  784-512-512-10, batch 128, SGD, examples/s, against a hand-written loop on
+//                   the same GEMM (bar >= 0.95) and libtorch (bar >= 1.1; see torch_peer)
+//   tensor_loopback 4 MiB tensors to a server process over 127.0.0.1, GB/s  bar >= 2.5
+// and, to show what the CAF configuration buys, the hop and tiny step again on CAF's defaults.
+//
+//   actors_bench [--json bench_actors.json] [--torch-json DIR] [--quick]
+// With --torch-json, the libtorch figures that torch_peer wrote there are the peers of the tiny
+// and the big MLP bars (torch_peer runs in its own process, in its own best configuration).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "actors/server.h"
+#include "actors/session.h"
+#include "bench_util.h"
+#include "kernels/cpu/gemm.h"
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/state_ops.h"
+#include "ops/training_ops.h"
+
+using namespace troupe;
+using runtime::DType;
+using runtime::Output;
+using runtime::Shape;
+using runtime::Tensor;
+
+namespace {
+
+bool quick = false;
+
+// The "value" of the first bar in a JSON file written by bench::Bars; 0 when absent.
+double read_bar_value(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return 0;
+  char buf[4096];
+  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* v = std::strstr(buf, "\"value\": ");
+  return v ? std::atof(v + 9) : 0;
+}
+
+// Seconds per step of `steps` pipelined steps through run_loop (median of windows).
+double loop_seconds_per_step(actors::Session& s, int64_t steps, const runtime::FeedList& feeds,
+                             const std::vector<Output>& fetches, const std::vector<int>& targets) {
+  auto once = [&] {
+    actors::LoopRequest loop;
+    loop.steps = steps;
+    loop.fetches = fetches;
+    loop.targets = targets;
+    loop.feed = [&](int64_t, runtime::FeedList* f) {
+      *f = feeds;
+      return runtime::ok_status();
+    };
+    auto r = s.run_loop(std::move(loop));
+    if (!r.ok()) std::fprintf(stderr, "loop failed: %s\n", r.status().to_string().c_str());
+  };
+  return bench::median_seconds(once, quick ? 3 : 7, quick ? 0.05 : 0.3) / steps;
+}
+
+double node_hop_us(actors::RuntimeOptions options) {
+  actors::Runtime rt(options);
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  Output chain = x;
+  for (int i = 0; i < 100; ++i) chain = ops::identity(b, chain);
+  auto s = actors::Session::create(rt, g, {.pipeline_depth = 1});
+  double per_step = loop_seconds_per_step(**s, 2000, {{x, Tensor::scalar<float>(1)}}, {chain}, {});
+  return per_step / 100 * 1e6;
+}
+
+struct Mlp {
+  runtime::Graph g;
+  Output x, y, loss;
+  int train = -1, init = -1;
+  runtime::FeedList feeds;
+};
+
+void build_mlp(Mlp& m, const std::vector<int64_t>& sizes, int64_t batch) {
+  m.g.set_seed(1);
+  runtime::GraphBuilder b(&m.g);
+  m.x = ops::placeholder(b, DType::kFloat32, Shape{batch, sizes[0]}, "x");
+  m.y = ops::placeholder(b, DType::kInt32, Shape{batch}, "y");
+  Output h = m.x;
+  for (size_t i = 1; i < sizes.size(); ++i) {
+    auto scope = b.name_scope("layer" + std::to_string(i));
+    Shape ws{sizes[i - 1], sizes[i]};
+    Output w = ops::variable(b, "w", ws, DType::kFloat32, ops::glorot_uniform(b, ws));
+    Output bias = ops::variable(b, "b", Shape{sizes[i]}, DType::kFloat32,
+                                ops::zeros(b, Shape{sizes[i]}, DType::kFloat32));
+    h = ops::bias_add(b, ops::matmul(b, h, w), bias);
+    if (i + 1 < sizes.size()) h = ops::relu(b, h);
+  }
+  m.loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, m.y, h));
+  m.train = ops::minimize(b, m.loss, ops::Optimizer::sgd(0.01));
+  m.init = ops::global_variables_initializer(b);
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> u(0, 1);
+  Tensor xv(DType::kFloat32, Shape{batch, sizes[0]});
+  for (int64_t i = 0; i < xv.num_elements(); ++i) xv.data<float>()[i] = u(rng);
+  Tensor yv(DType::kInt32, Shape{batch});
+  for (int64_t i = 0; i < batch; ++i) yv.data<int32_t>()[i] = int32_t(rng() % sizes.back());
+  m.feeds = {{m.x, xv}, {m.y, yv}};
+}
+
+double mlp_seconds_per_step(actors::RuntimeOptions options, const std::vector<int64_t>& sizes,
+                            int64_t batch, int64_t steps) {
+  actors::Runtime rt(options);
+  Mlp m;
+  build_mlp(m, sizes, batch);
+  auto s = actors::Session::create(rt, m.g);
+  (void)(*s)->run({}, {}, {m.init});
+  return loop_seconds_per_step(**s, steps, m.feeds, {}, {m.train});
+}
+
+// The same 784-512-512-10 SGD step written by hand on the same GEMM: the no-framework limit.
+double hand_written_seconds_per_step(int64_t batch) {
+  const int64_t in = 784, h = 512, out = 10;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+  auto fill = [&](std::vector<float>& v, size_t n) {
+    v.resize(n);
+    for (float& x : v) x = u(rng);
+  };
+  std::vector<float> x, w1, w2, w3, b1(h, 0), b2(h, 0), b3(out, 0);
+  fill(x, batch * in);
+  fill(w1, in * h);
+  fill(w2, h * h);
+  fill(w3, h * out);
+  std::vector<int> y(batch);
+  for (int64_t i = 0; i < batch; ++i) y[i] = int(rng() % out);
+  std::vector<float> h1(batch * h), h2(batch * h), logits(batch * out), d3(batch * out),
+      d2(batch * h), d1(batch * h), gw1(in * h), gw2(h * h), gw3(h * out);
+  const float lr = 0.01f;
+  auto step = [&] {
+    using kernels::cpu::gemm;
+    auto dense = [&](const float* a, const float* w, const float* bias, float* o, int64_t k,
+                     int64_t n, bool relu) {
+      gemm<float>(false, false, batch, n, k, a, w, o);
+      for (int64_t r = 0; r < batch; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          float v = o[r * n + c] + bias[c];
+          o[r * n + c] = relu && v < 0 ? 0 : v;
+        }
+    };
+    dense(x.data(), w1.data(), b1.data(), h1.data(), in, h, true);
+    dense(h1.data(), w2.data(), b2.data(), h2.data(), h, h, true);
+    dense(h2.data(), w3.data(), b3.data(), logits.data(), h, out, false);
+    for (int64_t r = 0; r < batch; ++r) {  // softmax cross-entropy gradient, mean over the batch
+      float m = logits[r * out], sum = 0;
+      for (int64_t c = 1; c < out; ++c) m = std::max(m, logits[r * out + c]);
+      for (int64_t c = 0; c < out; ++c) sum += d3[r * out + c] = std::exp(logits[r * out + c] - m);
+      for (int64_t c = 0; c < out; ++c)
+        d3[r * out + c] = (d3[r * out + c] / sum - (c == y[r])) / batch;
+    }
+    auto backward = [&](const float* a, const float* d, float* w, float* gw, float* bias, int64_t k,
+                        int64_t n) {
+      gemm<float>(true, false, k, n, batch, a, d, gw);
+      for (int64_t i = 0; i < k * n; ++i) w[i] -= lr * gw[i];
+      for (int64_t c = 0; c < n; ++c) {
+        float s = 0;
+        for (int64_t r = 0; r < batch; ++r) s += d[r * n + c];
+        bias[c] -= lr * s;
+      }
+    };
+    gemm<float>(false, true, batch, h, out, d3.data(), w3.data(), d2.data());
+    for (int64_t i = 0; i < batch * h; ++i) d2[i] *= h2[i] > 0;
+    backward(h2.data(), d3.data(), w3.data(), gw3.data(), b3.data(), h, out);
+    gemm<float>(false, true, batch, h, h, d2.data(), w2.data(), d1.data());
+    for (int64_t i = 0; i < batch * h; ++i) d1[i] *= h1[i] > 0;
+    backward(h1.data(), d2.data(), w2.data(), gw2.data(), b2.data(), h, h);
+    backward(x.data(), d1.data(), w1.data(), gw1.data(), b1.data(), in, h);
+  };
+  return bench::median_seconds(step, quick ? 3 : 7, quick ? 0.1 : 0.4);
+}
+
+// Serves a parameter shard in a child process until killed; returns its port.
+pid_t fork_server(uint16_t* port) {
+  int up[2];
+  if (pipe(up) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(up[0]);
+    actors::Runtime rt;
+    auto server = actors::Server::start(rt, {.port = 0});
+    uint16_t p = server.ok() ? (*server)->port() : 0;
+    if (write(up[1], &p, sizeof(p)) != sizeof(p)) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(up[1]);
+  if (read(up[0], port, sizeof(*port)) != sizeof(*port)) *port = 0;
+  close(up[0]);
+  return pid;
+}
+
+// 4 MiB float tensors sent to a node placed on the server (Size: the reply is 8 bytes), with
+// `parallel` independent nodes in flight. Returns GB/s of tensor payload.
+double loopback_gbps(uint16_t port, int parallel) {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{1 << 20}, "x");
+  std::vector<Output> sizes;
+  {
+    auto ps = b.device("/job:ps/task:0");
+    for (int i = 0; i < parallel; ++i) sizes.push_back(ops::size(b, x));
+  }
+  actors::SessionOptions options;
+  options.cluster = {{"/job:ps/task:0", "127.0.0.1:" + std::to_string(port)}};
+  auto s = actors::Session::create(rt, g, options);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.status().to_string().c_str());
+    return 0;
+  }
+  Tensor big(DType::kFloat32, Shape{1 << 20});
+  const int64_t steps = quick ? 20 : 100;
+  double per_step = loop_seconds_per_step(**s, steps, {{x, big}}, sizes, {});
+  return parallel * double(big.byte_size()) / per_step / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json = "bench_actors.json", torch_dir;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--json" && i + 1 < argc) {
+      json = argv[++i];
+    } else if (flag == "--torch-json" && i + 1 < argc) {
+      torch_dir = argv[++i];
+    } else if (flag == "--quick") {
+      quick = true;
+    } else {
+      std::fprintf(stderr, "usage: actors_bench [--json FILE] [--torch-json DIR] [--quick]\n");
+      return 2;
+    }
+  }
+  uint16_t port = 0;
+  pid_t server = fork_server(&port);  // before any thread exists in this process
+
+  bench::Bars bars("actors");
+  actors::RuntimeOptions tuned, defaults;
+  defaults.caf_scheduler_defaults = true;
+
+  double hop = node_hop_us(tuned);
+  double hop_defaults = node_hop_us(defaults);
+  bars.add("node_hop", hop, "us", "limit", 0.5, 0.5 / hop);
+  std::printf("  node hop on CAF's scheduler defaults: %.3f us\n", hop_defaults);
+
+  double tiny = mlp_seconds_per_step(tuned, {10, 16, 3}, 8, 3000) * 1e6;
+  double tiny_defaults = mlp_seconds_per_step(defaults, {10, 16, 3}, 8, 3000) * 1e6;
+  bars.add("tiny_mlp_step", tiny, "us", "limit", 15.0, 15.0 / tiny);
+  double torch_tiny = torch_dir.empty() ? 0 : read_bar_value(torch_dir + "/torch_tiny.json");
+  if (torch_tiny > 0) {
+    bars.add("tiny_mlp_step_vs_libtorch", tiny, "us", "libtorch", torch_tiny, torch_tiny / tiny);
+  } else {
+    std::printf(
+        "  libtorch peer for the tiny MLP: not run (install libtorch-dev; tools/dev bench)\n");
+  }
+  std::printf("  tiny MLP step on CAF's scheduler defaults: %.2f us\n", tiny_defaults);
+
+  const int64_t batch = 128;
+  double big = batch / mlp_seconds_per_step(tuned, {784, 512, 512, 10}, batch, quick ? 20 : 60);
+  double big_defaults =
+      batch / mlp_seconds_per_step(defaults, {784, 512, 512, 10}, batch, quick ? 20 : 60);
+  double hand = batch / hand_written_seconds_per_step(batch);
+  bars.add("mlp_throughput", big, "examples/s", "hand_written", hand, big / hand);
+  double torch_big = torch_dir.empty() ? 0 : read_bar_value(torch_dir + "/torch_big.json");
+  if (torch_big > 0) {
+    bars.add("mlp_throughput_vs_libtorch", big, "examples/s", "libtorch", torch_big,
+             big / torch_big);
+  } else {
+    std::printf(
+        "  libtorch peer for the big MLP: not run (install libtorch-dev; tools/dev bench)\n");
+  }
+  std::printf("  784-512-512-10 on CAF's scheduler defaults: %.0f examples/s (%.2f of tuned)\n",
+              big_defaults, big_defaults / big);
+
+  if (server > 0 && port != 0) {
+    double one = loopback_gbps(port, 1);
+    double four = loopback_gbps(port, 4);
+    bars.add("tensor_loopback", std::max(one, four), "GB/s", "limit", 2.5,
+             std::max(one, four) / 2.5);
+    std::printf(
+        "  4 MiB tensors over loopback: %.2f GB/s one in flight, %.2f GB/s four in flight\n", one,
+        four);
+    kill(server, SIGKILL);
+    waitpid(server, nullptr, 0);
+  } else {
+    std::printf("  tensor_loopback: the server process did not start; skipped\n");
+  }
+  if (!bars.write_json(json)) std::fprintf(stderr, "cannot write %s\n", json.c_str());
+  return 0;
+}
