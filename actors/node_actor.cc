@@ -29,8 +29,9 @@ struct NodeState {
   runtime::KernelFn kernel = nullptr;
   std::unique_ptr<runtime::KernelContext> ctx;
   std::map<int32_t, NodePlan> plans;
-  std::deque<Pending> queue;  // steps in arrival order, which is step order
-  bool busy = false;          // a remote call is in flight
+  std::deque<Pending> queue;                      // steps in arrival order, which is step order
+  std::vector<std::vector<Tensor>> spare_inputs;  // input vectors of finished steps, for reuse
+  bool busy = false;                              // a remote call is in flight
   uint64_t invocations = 0;
   // The call in flight (answered once: by its reply, its timeout, or the server's death).
   struct Call {
@@ -48,7 +49,13 @@ Pending& pending_for(NodeState& st, uint64_t step, int32_t plan) {
   for (Pending& p : st.queue) {
     if (p.step == step) return p;
   }
-  st.queue.push_back(Pending{step, plan, 0, std::vector<Tensor>(st.node->inputs.size()), false});
+  std::vector<Tensor> inputs;
+  if (!st.spare_inputs.empty()) {
+    inputs = std::move(st.spare_inputs.back());
+    st.spare_inputs.pop_back();
+  }
+  inputs.resize(st.node->inputs.size());
+  st.queue.push_back(Pending{step, plan, 0, std::move(inputs), false});
   return st.queue.back();
 }
 
@@ -173,6 +180,8 @@ void try_fire(NodeActor* self) {
       runtime::ScopedFlushDenormal flush;
       s = runtime::run_kernel(st.kernel, ctx);
     }
+    for (Tensor& t : ctx.inputs()) t = Tensor();
+    st.spare_inputs.push_back(std::move(ctx.inputs()));
     ctx.inputs().clear();
     if (!s.ok()) {
       fail(self, pd, plan, s);
@@ -203,11 +212,8 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
       if (st.call) answer(self, st.call, st.remote_down);
     });
   }
+  // Packets first: CAF tries the cases in order, and each miss costs a type comparison.
   return {
-      [self](NodePlan& plan) {
-        int32_t id = plan.plan;
-        self->state.plans[id] = std::move(plan);
-      },
       [self](Packet& p) {
         Pending& pd = pending_for(self->state, p.step, p.plan);
         if (p.dead) {
@@ -221,6 +227,10 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
       [self](RunStep r) {
         pending_for(self->state, r.step, r.plan);
         try_fire(self);
+      },
+      [self](NodePlan& plan) {
+        int32_t id = plan.plan;
+        self->state.plans[id] = std::move(plan);
       },
       [self](Resume) { try_fire(self); },
   };

@@ -1,9 +1,9 @@
 // Runtime: the CAF actor system, configured for training as measured (DESIGN.md §3,
-// reference/node-actor-prototype.md): work stealing with a second worker that parks at once
-// (aggressive-poll-attempts=1, moderate-poll-attempts=0, relaxed sleep 10 ms), so that a step's
-// wave stays on one worker, sent with self->send, and big kernels get both cores through
-// OpenBLAS's threads instead of two GEMMs fighting over them. Middleman loaded for remote
-// servers, with heartbeats so that a dead peer is noticed within seconds.
+// reference/node-actor-prototype.md): one CAF worker runs the graph's node actors, so that a
+// step's wave stays on one core, sent with self->send, and big kernels get both cores through
+// OpenBLAS's threads instead of two GEMMs fighting over them. With more workers, idle ones park
+// at once (aggressive-poll-attempts=1, moderate-poll-attempts=0, relaxed sleep 10 ms). Middleman
+// loaded for remote servers, with heartbeats so that a dead peer is noticed within seconds.
 //
 //   actors::Runtime rt;                                    // one per process
 //   auto session = actors::Session::create(rt, graph);
@@ -19,7 +19,10 @@
 namespace troupe::actors {
 
 struct RuntimeOptions {
-  size_t worker_threads = 2;  // CAF workers; the second stays parked unless I/O actors need it
+  // CAF workers. One runs the whole graph: measured here, even a parked second worker steals a
+  // GEMM now and then and costs 10-20% of the big MLP's throughput (two GEMMs with two
+  // OpenBLAS threads each on two cores). Blocking I/O belongs in detached actors instead.
+  size_t worker_threads = 1;
   // Keep CAF's own scheduler defaults instead (max(4, cores) stealing workers that poll): for
   // benchmarks that show what the tuning buys.
   bool caf_scheduler_defaults = false;

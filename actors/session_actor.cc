@@ -328,26 +328,8 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
     // A lost server fails the calls in flight to it (CAF bounces them with an error), which ends
     // their steps with that reason; the session stays up for the caller to decide.
   });
+  // NodeDone first: CAF tries the cases in order, and each miss costs a type comparison.
   return {
-      [self](run_atom, RunRequest& req) -> caf::typed_response_promise<RunResult> {
-        auto rp = self->make_response_promise<RunResult>();
-        start_step(self, req.feeds, req.fetches, req.targets,
-                   [rp](RunResult r) mutable { rp.deliver(std::move(r)); });
-        return rp;
-      },
-      [self](loop_atom, LoopRequest& req) -> caf::typed_response_promise<LoopResult> {
-        auto promise = self->make_response_promise<LoopResult>();
-        if (self->state.loop) {
-          promise.deliver(LoopResult{runtime::failed_precondition("a loop is already running"), 0});
-          return promise;
-        }
-        auto loop = std::make_unique<Loop>();
-        loop->request = std::move(req);
-        loop->promise = promise;
-        self->state.loop = std::move(loop);
-        pump_loop(self);
-        return promise;
-      },
       [self](NodeDone& d) {
         SessionState& st = self->state;
         auto it = st.steps.find(d.step);
@@ -367,6 +349,25 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
         auto cb = std::move(s.done);
         st.steps.erase(it);
         cb(std::move(r));
+      },
+      [self](run_atom, RunRequest& req) -> caf::typed_response_promise<RunResult> {
+        auto rp = self->make_response_promise<RunResult>();
+        start_step(self, req.feeds, req.fetches, req.targets,
+                   [rp](RunResult r) mutable { rp.deliver(std::move(r)); });
+        return rp;
+      },
+      [self](loop_atom, LoopRequest& req) -> caf::typed_response_promise<LoopResult> {
+        auto promise = self->make_response_promise<LoopResult>();
+        if (self->state.loop) {
+          promise.deliver(LoopResult{runtime::failed_precondition("a loop is already running"), 0});
+          return promise;
+        }
+        auto loop = std::make_unique<Loop>();
+        loop->request = std::move(req);
+        loop->promise = promise;
+        self->state.loop = std::move(loop);
+        pump_loop(self);
+        return promise;
       },
       [self](StepError& e) {
         auto it = self->state.steps.find(e.step);

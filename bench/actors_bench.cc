@@ -68,6 +68,52 @@ double loop_seconds_per_step(actors::Session& s, int64_t steps, const runtime::F
   return bench::median_seconds(once, quick ? 3 : 7, quick ? 0.05 : 0.3) / steps;
 }
 
+// The floor under node_hop: a chain of 100 bare CAF actors forwarding one struct with
+// self->send, no kernels, no credits, on the same CAF configuration.
+struct Token {
+  uint64_t step = 0;
+  Tensor value;
+};
+}  // namespace
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(Token)
+namespace {
+
+double raw_caf_hop_us(actors::RuntimeOptions options) {
+  actors::Runtime rt(options);
+  caf::actor_system& sys = rt.system();
+  const int kChain = 100, kSteps = quick ? 2000 : 20000;
+  // A ring: the last actor starts the next round itself, so only the first send and the last
+  // reply cross threads (a wake-up costs tens of microseconds, more than the whole round).
+  std::vector<caf::actor> chain(kChain);
+  caf::scoped_actor main_self{sys};
+  caf::actor reply_to = main_self;
+  auto first = std::make_shared<caf::actor>();
+  for (int i = kChain - 1; i >= 0; --i) {
+    caf::actor next = i + 1 < kChain ? chain[i + 1] : caf::actor();
+    chain[i] =
+        sys.spawn([next, first, reply_to, kSteps](caf::event_based_actor* self) -> caf::behavior {
+          return {[self, next, first, reply_to, kSteps](Token& t) {
+            if (next) {
+              self->send(next, std::move(t));
+            } else if (++t.step < uint64_t(kSteps)) {
+              self->send(*first, std::move(t));
+            } else {
+              self->send(reply_to, std::move(t));
+            }
+          }};
+        });
+  }
+  *first = chain[0];
+  auto once = [&] {
+    main_self->send(chain[0], Token{0, Tensor()});
+    main_self->receive([](Token&) {});
+  };
+  double per_round = bench::median_seconds(once, quick ? 3 : 5, 0.05) / kSteps;
+  for (auto& a : chain) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  *first = caf::actor{};  // the ring holds its first actor: break the cycle so that it can go
+  return per_round / kChain * 1e6;
+}
+
 double node_hop_us(actors::RuntimeOptions options) {
   actors::Runtime rt(options);
   runtime::Graph g;
@@ -256,7 +302,9 @@ int main(int argc, char** argv) {
 
   double hop = node_hop_us(tuned);
   double hop_defaults = node_hop_us(defaults);
+  double raw_hop = raw_caf_hop_us(tuned);
   bars.add("node_hop", hop, "us", "limit", 0.5, 0.5 / hop);
+  bars.add("node_hop_vs_bare_caf", hop, "us", "bare_caf_chain", raw_hop, raw_hop / hop);
   std::printf("  node hop on CAF's scheduler defaults: %.3f us\n", hop_defaults);
 
   double tiny = mlp_seconds_per_step(tuned, {10, 16, 3}, 8, 3000) * 1e6;
