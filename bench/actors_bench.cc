@@ -323,6 +323,10 @@ int main(int argc, char** argv) {
   double big = batch / mlp_seconds_per_step(tuned, {784, 512, 512, 10}, batch, quick ? 20 : 60);
   double big_defaults =
       batch / mlp_seconds_per_step(defaults, {784, 512, 512, 10}, batch, quick ? 20 : 60);
+  actors::RuntimeOptions two_workers;
+  two_workers.worker_threads = 2;
+  double big_two =
+      batch / mlp_seconds_per_step(two_workers, {784, 512, 512, 10}, batch, quick ? 20 : 60);
   double hand = batch / hand_written_seconds_per_step(batch);
   bars.add("mlp_throughput", big, "examples/s", "hand_written", hand, big / hand);
   double torch_big = torch_dir.empty() ? 0 : read_bar_value(torch_dir + "/torch_big.json");
@@ -335,6 +339,9 @@ int main(int argc, char** argv) {
   }
   std::printf("  784-512-512-10 on CAF's scheduler defaults: %.0f examples/s (%.2f of tuned)\n",
               big_defaults, big_defaults / big);
+  std::printf(
+      "  784-512-512-10 with a second, parked CAF worker: %.0f examples/s (%.2f of tuned)\n",
+      big_two, big_two / big);
 
   if (server > 0 && port != 0) {
     double one = loopback_gbps(port, 1);

@@ -279,6 +279,25 @@ TEST_CASE("a slow consumer holds its producer back to the pipeline depth") {
   CHECK(max_ahead <= 2);  // and never more than the depth
 }
 
+TEST_CASE("the device's memory cap fails a step that needs more, naming the node") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{-1}, "x");
+  Output y = ops::exp(b, ops::square(b, x));
+  auto s = actors::Session::create(rt, g, {.memory_limit_bytes = 1 << 20});
+  REQUIRE(s.ok());
+  auto small = (*s)->run({{x, Tensor(DType::kFloat32, Shape{1000})}}, {y});
+  REQUIRE(small.ok());
+  CHECK((*s)->memory_stats().peak_bytes_in_use > 0);
+  CHECK((*s)->memory_stats().limit_bytes == 1 << 20);
+  auto big = (*s)->run({{x, Tensor(DType::kFloat32, Shape{1 << 19})}}, {y});
+  CHECK_FALSE(big.ok());
+  CHECK(big.status().code() == runtime::Code::kResourceExhausted);
+  CHECK(big.status().message().find("Square 'Square'") == 0);
+  CHECK((*s)->run({{x, Tensor(DType::kFloat32, Shape{10})}}, {y}).ok());
+}
+
 TEST_CASE("the actor system exits cleanly with no actors left after sessions end") {
   actors::Runtime rt;
   {
