@@ -25,8 +25,6 @@ Runtime::~Runtime() {
   system_.reset();
 }
 
-size_t Runtime::running_actors() const {
-  return system_->registry().running();
-}
+size_t Runtime::running_actors() const { return system_->registry().running(); }
 
 }  // namespace troupe::actors

@@ -771,12 +771,8 @@ Output zeros(GraphBuilder& b, const Shape& shape, DType dtype, const std::string
 Output ones(GraphBuilder& b, const Shape& shape, DType dtype, const std::string& name) {
   return fill(b, shape, 1.0, dtype, name.empty() ? "ones" : name);
 }
-Output zeros_like(GraphBuilder& b, Output x) {
-  return b.add("ZerosLike", {x});
-}
-Output ones_like(GraphBuilder& b, Output x) {
-  return b.add("OnesLike", {x});
-}
+Output zeros_like(GraphBuilder& b, Output x) { return b.add("ZerosLike", {x}); }
+Output ones_like(GraphBuilder& b, Output x) { return b.add("OnesLike", {x}); }
 Output range(GraphBuilder& b, double start, double limit, double delta, DType dtype,
              const std::string& name) {
   return b.add("Range", {},
@@ -801,9 +797,7 @@ Output add_n(GraphBuilder& b, const std::vector<Output>& values, const std::stri
   if (values.size() == 1) return values[0];
   return b.add("AddN", values, {}, name);
 }
-Output size(GraphBuilder& b, Output x) {
-  return b.add("Size", {x});
-}
+Output size(GraphBuilder& b, Output x) { return b.add("Size", {x}); }
 int no_op(GraphBuilder& b, const std::vector<int>& deps, const std::string& name) {
   auto scope = b.control_dependencies(deps);
   std::vector<runtime::Output> outs = b.add_node("NoOp", {}, {}, name);

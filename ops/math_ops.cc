@@ -15,15 +15,9 @@ using Grads = std::vector<Output>;
 
 namespace {
 
-Output x_of(const Node& n) {
-  return n.inputs[0];
-}
-Output y_of(const Node& n) {
-  return n.inputs[1];
-}
-Output out_of(const Node& n) {
-  return Output{n.id, 0};
-}
+Output x_of(const Node& n) { return n.inputs[0]; }
+Output y_of(const Node& n) { return n.inputs[1]; }
+Output out_of(const Node& n) { return Output{n.id, 0}; }
 
 // Gradients of z = f(x, y): each partial summed back to its operand's shape.
 Grads unbroadcast(GraphBuilder& b, const Node& n, Output dx, Output dy) {
@@ -416,9 +410,7 @@ TROUPE_REGISTER_OP(BatchMatMul)
 
 namespace {
 
-const std::vector<int64_t>& axes_of(const Node& n) {
-  return n.attr<std::vector<int64_t>>("axes");
-}
+const std::vector<int64_t>& axes_of(const Node& n) { return n.attr<std::vector<int64_t>>("axes"); }
 
 // dy reshaped so that it broadcasts against the reduction's input: the reduced dims back as 1.
 Output keep_dims_grad(GraphBuilder& b, const Node& n, Output dy) {
@@ -573,101 +565,39 @@ TROUPE_REGISTER_OP(ArgMin)
 
 // ---- builders -------------------------------------------------------------------------------
 
-Output neg(GraphBuilder& b, Output x) {
-  return b.add("Neg", {x});
-}
-Output abs(GraphBuilder& b, Output x) {
-  return b.add("Abs", {x});
-}
-Output sign(GraphBuilder& b, Output x) {
-  return b.add("Sign", {x});
-}
-Output square(GraphBuilder& b, Output x) {
-  return b.add("Square", {x});
-}
-Output sqrt(GraphBuilder& b, Output x) {
-  return b.add("Sqrt", {x});
-}
-Output rsqrt(GraphBuilder& b, Output x) {
-  return b.add("Rsqrt", {x});
-}
-Output exp(GraphBuilder& b, Output x) {
-  return b.add("Exp", {x});
-}
-Output log(GraphBuilder& b, Output x) {
-  return b.add("Log", {x});
-}
-Output log1p(GraphBuilder& b, Output x) {
-  return b.add("Log1p", {x});
-}
-Output floor(GraphBuilder& b, Output x) {
-  return b.add("Floor", {x});
-}
-Output round(GraphBuilder& b, Output x) {
-  return b.add("Round", {x});
-}
+Output neg(GraphBuilder& b, Output x) { return b.add("Neg", {x}); }
+Output abs(GraphBuilder& b, Output x) { return b.add("Abs", {x}); }
+Output sign(GraphBuilder& b, Output x) { return b.add("Sign", {x}); }
+Output square(GraphBuilder& b, Output x) { return b.add("Square", {x}); }
+Output sqrt(GraphBuilder& b, Output x) { return b.add("Sqrt", {x}); }
+Output rsqrt(GraphBuilder& b, Output x) { return b.add("Rsqrt", {x}); }
+Output exp(GraphBuilder& b, Output x) { return b.add("Exp", {x}); }
+Output log(GraphBuilder& b, Output x) { return b.add("Log", {x}); }
+Output log1p(GraphBuilder& b, Output x) { return b.add("Log1p", {x}); }
+Output floor(GraphBuilder& b, Output x) { return b.add("Floor", {x}); }
+Output round(GraphBuilder& b, Output x) { return b.add("Round", {x}); }
 
-Output add(GraphBuilder& b, Output x, Output y) {
-  return b.add("Add", {x, y});
-}
-Output sub(GraphBuilder& b, Output x, Output y) {
-  return b.add("Sub", {x, y});
-}
-Output mul(GraphBuilder& b, Output x, Output y) {
-  return b.add("Mul", {x, y});
-}
-Output div(GraphBuilder& b, Output x, Output y) {
-  return b.add("Div", {x, y});
-}
-Output pow(GraphBuilder& b, Output x, Output y) {
-  return b.add("Pow", {x, y});
-}
-Output maximum(GraphBuilder& b, Output x, Output y) {
-  return b.add("Maximum", {x, y});
-}
-Output minimum(GraphBuilder& b, Output x, Output y) {
-  return b.add("Minimum", {x, y});
-}
-Output add(GraphBuilder& b, Output x, double y) {
-  return add(b, x, scalar_like(b, x, y));
-}
-Output sub(GraphBuilder& b, Output x, double y) {
-  return sub(b, x, scalar_like(b, x, y));
-}
-Output mul(GraphBuilder& b, Output x, double y) {
-  return mul(b, x, scalar_like(b, x, y));
-}
-Output div(GraphBuilder& b, Output x, double y) {
-  return div(b, x, scalar_like(b, x, y));
-}
+Output add(GraphBuilder& b, Output x, Output y) { return b.add("Add", {x, y}); }
+Output sub(GraphBuilder& b, Output x, Output y) { return b.add("Sub", {x, y}); }
+Output mul(GraphBuilder& b, Output x, Output y) { return b.add("Mul", {x, y}); }
+Output div(GraphBuilder& b, Output x, Output y) { return b.add("Div", {x, y}); }
+Output pow(GraphBuilder& b, Output x, Output y) { return b.add("Pow", {x, y}); }
+Output maximum(GraphBuilder& b, Output x, Output y) { return b.add("Maximum", {x, y}); }
+Output minimum(GraphBuilder& b, Output x, Output y) { return b.add("Minimum", {x, y}); }
+Output add(GraphBuilder& b, Output x, double y) { return add(b, x, scalar_like(b, x, y)); }
+Output sub(GraphBuilder& b, Output x, double y) { return sub(b, x, scalar_like(b, x, y)); }
+Output mul(GraphBuilder& b, Output x, double y) { return mul(b, x, scalar_like(b, x, y)); }
+Output div(GraphBuilder& b, Output x, double y) { return div(b, x, scalar_like(b, x, y)); }
 
-Output equal(GraphBuilder& b, Output x, Output y) {
-  return b.add("Equal", {x, y});
-}
-Output not_equal(GraphBuilder& b, Output x, Output y) {
-  return b.add("NotEqual", {x, y});
-}
-Output less(GraphBuilder& b, Output x, Output y) {
-  return b.add("Less", {x, y});
-}
-Output less_equal(GraphBuilder& b, Output x, Output y) {
-  return b.add("LessEqual", {x, y});
-}
-Output greater(GraphBuilder& b, Output x, Output y) {
-  return b.add("Greater", {x, y});
-}
-Output greater_equal(GraphBuilder& b, Output x, Output y) {
-  return b.add("GreaterEqual", {x, y});
-}
-Output logical_and(GraphBuilder& b, Output x, Output y) {
-  return b.add("LogicalAnd", {x, y});
-}
-Output logical_or(GraphBuilder& b, Output x, Output y) {
-  return b.add("LogicalOr", {x, y});
-}
-Output logical_not(GraphBuilder& b, Output x) {
-  return b.add("LogicalNot", {x});
-}
+Output equal(GraphBuilder& b, Output x, Output y) { return b.add("Equal", {x, y}); }
+Output not_equal(GraphBuilder& b, Output x, Output y) { return b.add("NotEqual", {x, y}); }
+Output less(GraphBuilder& b, Output x, Output y) { return b.add("Less", {x, y}); }
+Output less_equal(GraphBuilder& b, Output x, Output y) { return b.add("LessEqual", {x, y}); }
+Output greater(GraphBuilder& b, Output x, Output y) { return b.add("Greater", {x, y}); }
+Output greater_equal(GraphBuilder& b, Output x, Output y) { return b.add("GreaterEqual", {x, y}); }
+Output logical_and(GraphBuilder& b, Output x, Output y) { return b.add("LogicalAnd", {x, y}); }
+Output logical_or(GraphBuilder& b, Output x, Output y) { return b.add("LogicalOr", {x, y}); }
+Output logical_not(GraphBuilder& b, Output x) { return b.add("LogicalNot", {x}); }
 
 Output matmul(GraphBuilder& b, Output a, Output c, bool transpose_a, bool transpose_b,
               const std::string& name) {

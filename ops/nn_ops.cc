@@ -15,15 +15,9 @@ using runtime::Status;
 using Grads = std::vector<Output>;
 
 namespace {
-Output x_of(const Node& n) {
-  return n.inputs[0];
-}
-Output out_of(const Node& n, int i = 0) {
-  return Output{n.id, i};
-}
-Output positive(GraphBuilder& b, Output x) {
-  return greater(b, x, scalar_like(b, x, 0.0));
-}
+Output x_of(const Node& n) { return n.inputs[0]; }
+Output out_of(const Node& n, int i = 0) { return Output{n.id, i}; }
+Output positive(GraphBuilder& b, Output x) { return greater(b, x, scalar_like(b, x, 0.0)); }
 
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
@@ -281,42 +275,22 @@ TROUPE_REGISTER_OP(SparseSoftmaxCrossEntropyWithLogits)
         "loss[i] = -log(softmax(features[i])[labels[i]]); a label outside [0, classes) is an "
         "error");
 
-Output relu(GraphBuilder& b, Output x) {
-  return b.add("Relu", {x});
-}
-Output relu6(GraphBuilder& b, Output x) {
-  return b.add("Relu6", {x});
-}
-Output elu(GraphBuilder& b, Output x) {
-  return b.add("Elu", {x});
-}
-Output selu(GraphBuilder& b, Output x) {
-  return b.add("Selu", {x});
-}
+Output relu(GraphBuilder& b, Output x) { return b.add("Relu", {x}); }
+Output relu6(GraphBuilder& b, Output x) { return b.add("Relu6", {x}); }
+Output elu(GraphBuilder& b, Output x) { return b.add("Elu", {x}); }
+Output selu(GraphBuilder& b, Output x) { return b.add("Selu", {x}); }
 Output leaky_relu(GraphBuilder& b, Output x, double alpha) {
   return b.add("LeakyRelu", {x}, {{"alpha", alpha}});
 }
-Output sigmoid(GraphBuilder& b, Output x) {
-  return b.add("Sigmoid", {x});
-}
-Output tanh(GraphBuilder& b, Output x) {
-  return b.add("Tanh", {x});
-}
-Output softplus(GraphBuilder& b, Output x) {
-  return b.add("Softplus", {x});
-}
-Output softsign(GraphBuilder& b, Output x) {
-  return b.add("Softsign", {x});
-}
+Output sigmoid(GraphBuilder& b, Output x) { return b.add("Sigmoid", {x}); }
+Output tanh(GraphBuilder& b, Output x) { return b.add("Tanh", {x}); }
+Output softplus(GraphBuilder& b, Output x) { return b.add("Softplus", {x}); }
+Output softsign(GraphBuilder& b, Output x) { return b.add("Softsign", {x}); }
 Output bias_add(GraphBuilder& b, Output value, Output bias) {
   return b.add("BiasAdd", {value, bias});
 }
-Output softmax(GraphBuilder& b, Output logits) {
-  return b.add("Softmax", {logits});
-}
-Output log_softmax(GraphBuilder& b, Output logits) {
-  return b.add("LogSoftmax", {logits});
-}
+Output softmax(GraphBuilder& b, Output logits) { return b.add("Softmax", {logits}); }
+Output log_softmax(GraphBuilder& b, Output logits) { return b.add("LogSoftmax", {logits}); }
 
 Output softmax_cross_entropy_with_logits(GraphBuilder& b, Output labels, Output logits) {
   std::vector<Output> out = b.add_node("SoftmaxCrossEntropyWithLogits", {logits, labels});

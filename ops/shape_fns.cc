@@ -37,12 +37,8 @@ Status broadcast(InferenceContext& c, DType out_dtype) {
 }
 }  // namespace
 
-Status broadcast_binary(InferenceContext& c) {
-  return broadcast(c, c.input_dtype(0));
-}
-Status broadcast_compare(InferenceContext& c) {
-  return broadcast(c, DType::kBool);
-}
+Status broadcast_binary(InferenceContext& c) { return broadcast(c, c.input_dtype(0)); }
+Status broadcast_compare(InferenceContext& c) { return broadcast(c, DType::kBool); }
 
 bool reduced_shape(const Shape& in, const std::vector<int64_t>& axes, bool keep_dims, Shape* out) {
   if (!in.rank_known()) {
@@ -83,8 +79,6 @@ Status like_input1(InferenceContext& c) {
   return runtime::ok_status();
 }
 
-Status no_outputs(InferenceContext&) {
-  return runtime::ok_status();
-}
+Status no_outputs(InferenceContext&) { return runtime::ok_status(); }
 
 }  // namespace troupe::ops::shape_fns

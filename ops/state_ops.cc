@@ -120,13 +120,9 @@ Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DT
   return v;
 }
 
-const std::string& variable_name(const Node& n) {
-  return n.attr<std::string>("var");
-}
+const std::string& variable_name(const Node& n) { return n.attr<std::string>("var"); }
 
-Output assign(GraphBuilder& b, Output var, Output value) {
-  return write(b, "Assign", var, value);
-}
+Output assign(GraphBuilder& b, Output var, Output value) { return write(b, "Assign", var, value); }
 Output assign_add(GraphBuilder& b, Output var, Output value) {
   return write(b, "AssignAdd", var, value);
 }

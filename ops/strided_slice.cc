@@ -10,9 +10,7 @@ using runtime::Node;
 
 namespace {
 
-bool bit(int64_t mask, size_t i) {
-  return (mask >> i) & 1;
-}
+bool bit(int64_t mask, size_t i) { return (mask >> i) & 1; }
 
 Status plan_dim(int64_t n, int64_t b, int64_t e, int64_t s, bool b_masked, bool e_masked,
                 bool shrink, size_t entry, SliceDim* d) {

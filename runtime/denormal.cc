@@ -15,9 +15,7 @@ constexpr unsigned kDenormalsAreZero = 0x40;  // MXCSR.DAZ
 ScopedFlushDenormal::ScopedFlushDenormal() : saved_(_mm_getcsr()) {
   _mm_setcsr(saved_ | kFlushToZero | kDenormalsAreZero);
 }
-ScopedFlushDenormal::~ScopedFlushDenormal() {
-  _mm_setcsr(saved_);
-}
+ScopedFlushDenormal::~ScopedFlushDenormal() { _mm_setcsr(saved_); }
 #else
 ScopedFlushDenormal::ScopedFlushDenormal() = default;
 ScopedFlushDenormal::~ScopedFlushDenormal() = default;

@@ -6,9 +6,7 @@
 
 namespace troupe::runtime {
 
-const char* device_type_name(DeviceType t) {
-  return t == DeviceType::kGpu ? "gpu" : "cpu";
-}
+const char* device_type_name(DeviceType t) { return t == DeviceType::kGpu ? "gpu" : "cpu"; }
 
 std::string DeviceId::to_string() const {
   return std::string(device_type_name(type)) + ":" + std::to_string(index);

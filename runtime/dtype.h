@@ -18,15 +18,11 @@ enum class DType : uint8_t { kFloat32, kFloat64, kInt32, kInt64, kUInt8, kBool, 
 size_t dtype_size(DType t);  // 0 for kString (elements are std::string objects)
 const char* dtype_name(DType t);
 bool dtype_from_name(const std::string& name, DType* out);
-inline bool is_floating(DType t) {
-  return t == DType::kFloat32 || t == DType::kFloat64;
-}
+inline bool is_floating(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
 inline bool is_integer(DType t) {
   return t == DType::kInt32 || t == DType::kInt64 || t == DType::kUInt8;
 }
-inline bool is_numeric(DType t) {
-  return is_floating(t) || is_integer(t);
-}
+inline bool is_numeric(DType t) { return is_floating(t) || is_integer(t); }
 
 template <class T>
 constexpr DType dtype_of();

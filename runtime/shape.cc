@@ -77,8 +77,6 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out) {
   return true;
 }
 
-std::ostream& operator<<(std::ostream& os, const Shape& s) {
-  return os << s.to_string();
-}
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.to_string(); }
 
 }  // namespace troupe::runtime

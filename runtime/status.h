@@ -53,9 +53,7 @@ class Status {
   std::string message_;
 };
 
-inline Status ok_status() {
-  return Status();
-}
+inline Status ok_status() { return Status(); }
 
 template <class... Args>
 std::string str_cat(const Args&... args) {

@@ -630,9 +630,7 @@ struct SizeKernel {
   }
 };
 
-Status no_op(KernelContext&) {
-  return runtime::ok_status();
-}
+Status no_op(KernelContext&) { return runtime::ok_status(); }
 
 }  // namespace
 

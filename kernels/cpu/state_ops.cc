@@ -23,9 +23,7 @@ Status store_of(const KernelContext& ctx, VariableStore** store) {
   return runtime::ok_status();
 }
 
-const std::string& var_name(const KernelContext& ctx) {
-  return ctx.attr<std::string>("var");
-}
+const std::string& var_name(const KernelContext& ctx) { return ctx.attr<std::string>("var"); }
 
 template <class T>
 struct VariableKernel {

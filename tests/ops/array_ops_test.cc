@@ -19,9 +19,7 @@ Tensor iota(const Shape& s) {
   for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = float(i);
   return t;
 }
-std::vector<float> floats(const Tensor& t) {
-  return t.to_vector<float>();
-}
+std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
 }  // namespace
 
 TEST_CASE("reshape, expand_dims, squeeze share the buffer and resolve -1") {

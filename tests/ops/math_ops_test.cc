@@ -32,9 +32,7 @@ struct UnaryCase {
   double lo = -3, hi = 3;
 };
 
-double sigmoid_ref(double x) {
-  return 1 / (1 + std::exp(-x));
-}
+double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
 
 std::vector<UnaryCase> unary_cases() {
   return {

@@ -53,8 +53,9 @@ TEST_CASE("a training graph survives encode/decode and trains identically") {
     REQUIRE(exec.run({}, {}, {graph.find(g.node(init).name)}).ok());
     std::vector<float> losses;
     for (int i = 0; i < 5; ++i) {
-      auto r = exec.run({{graph.find_output("x"), xv}, {graph.find_output("y"), yv}},
-                        {graph.find_output(g.node(loss.node).name)}, {graph.find(g.node(train).name)});
+      auto r =
+          exec.run({{graph.find_output("x"), xv}, {graph.find_output("y"), yv}},
+                   {graph.find_output(g.node(loss.node).name)}, {graph.find(g.node(train).name)});
       REQUIRE(r.ok());
       losses.push_back((*r)[0].data<float>()[0]);
     }
@@ -78,8 +79,7 @@ TEST_CASE("corrupt graph bytes are refused with an error") {
     if (!s.ok()) CHECK(s.message().find("graph") == 0);
   }
   runtime::Graph out;
-  CHECK_FALSE(runtime::decode_graph(std::make_shared<const std::vector<char>>(blob.begin(),
-                                                                              blob.begin() + 16),
-                                    &out)
+  CHECK_FALSE(runtime::decode_graph(
+                  std::make_shared<const std::vector<char>>(blob.begin(), blob.begin() + 16), &out)
                   .ok());
 }
