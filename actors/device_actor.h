@@ -3,7 +3,7 @@
 // on a GPU), and answers memory statistics. Node actors placed on the device allocate from it
 // directly: an allocation is a call, not a message.
 //
-//   auto dev = spawn_device(system, {.name = "cpu:0", .memory_limit_bytes = 1 << 30});
+//   auto dev = spawn_device(system, {.memory_limit_bytes = 1 << 30});   // cpu:0
 //   self->request(dev.actor, infinite, stats_atom::value).then([](runtime::AllocatorStats s) {});
 //
 // The allocator is thread-safe and outlives every node that holds it.
@@ -12,14 +12,12 @@
 #include <caf/all.hpp>
 
 #include <memory>
-#include <string>
 
 #include "runtime/allocator.h"
 
 namespace troupe::actors {
 
 struct DeviceOptions {
-  std::string name = "cpu:0";
   int64_t memory_limit_bytes = 0;  // 0: no cap
 };
 

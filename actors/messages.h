@@ -25,7 +25,6 @@ namespace troupe::actors {
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using loop_atom = caf::atom_constant<caf::atom("loop")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
-using shard_atom = caf::atom_constant<caf::atom("shard")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
 

@@ -12,7 +12,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   std::unique_ptr<Session> s(new Session(rt));
   s->graph_ = std::make_shared<const runtime::Graph>(graph);
   s->variables_ = std::make_shared<runtime::VariableStore>();
-  Device device = spawn_device(rt.system(), {"cpu:0", options.memory_limit_bytes});
+  Device device = spawn_device(rt.system(), {options.memory_limit_bytes});
   s->device_ = device.actor;
   s->allocator_ = device.allocator;
   s->shard_ = rt.system().spawn(parameter_shard, s->variables_);

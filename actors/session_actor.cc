@@ -323,11 +323,6 @@ void pump_loop(SessionActor* self) {
 caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
   self->state.spec = std::move(spec);
   self->state.nodes.resize(self->state.spec.graph->num_nodes());
-  for (const auto& [task, server] : self->state.spec.remote_tasks) self->monitor(server);
-  self->set_down_handler([](caf::down_msg&) {
-    // A lost server fails the calls in flight to it (CAF bounces them with an error), which ends
-    // their steps with that reason; the session stays up for the caller to decide.
-  });
   // NodeDone first: CAF tries the cases in order, and each miss costs a type comparison.
   return {
       [self](NodeDone& d) {
