@@ -27,9 +27,13 @@ if(TROUPE_CAF_INCLUDE AND TROUPE_CAF_CORE AND TROUPE_CAF_IO)
   target_link_libraries(troupe_caf INTERFACE ${TROUPE_CAF_IO} ${TROUPE_CAF_CORE} Threads::Threads)
 endif()
 
-if(TROUPE_CUDA STREQUAL "AUTO")
+# CUDA is optional. No CUDA kernels exist yet (kernels/README.md): the build says what it found
+# and builds the CPU kernels either way, so that nothing pretends to run on a GPU.
+if(TROUPE_CUDA STREQUAL "AUTO" OR TROUPE_CUDA)
   find_program(TROUPE_NVCC nvcc PATHS /usr/local/cuda/bin)
-  set(TROUPE_HAVE_CUDA_COMPILER ${TROUPE_NVCC})
-elseif(TROUPE_CUDA)
-  set(TROUPE_HAVE_CUDA_COMPILER ON)
+  if(TROUPE_NVCC)
+    message(STATUS "troupe: nvcc found (${TROUPE_NVCC}); no CUDA kernels are written yet")
+  elseif(NOT TROUPE_CUDA STREQUAL "AUTO")
+    message(FATAL_ERROR "TROUPE_CUDA=ON but nvcc was not found")
+  endif()
 endif()
