@@ -75,6 +75,7 @@ struct NodePlan {
   // Per input slot: the credit to return and the producer to wake (null for fed inputs).
   std::vector<std::shared_ptr<EdgeCredit>> in_credits;
   std::vector<caf::actor> in_producers;
+  std::vector<std::pair<int32_t, runtime::Tensor>> bound_inputs;  // constants, by input slot
   std::vector<int32_t> fetched_outputs;  // reported to the session with NodeDone
   bool report = false;                   // a fetch or a target: tells the session when done
 };

@@ -55,6 +55,7 @@ Pending& pending_for(NodeState& st, uint64_t step, int32_t plan) {
     st.spare_inputs.pop_back();
   }
   inputs.resize(st.node->inputs.size());
+  for (const auto& [slot, value] : st.plans.at(plan).bound_inputs) inputs[slot] = value;
   st.queue.push_back(Pending{step, plan, 0, std::move(inputs), false});
   return st.queue.back();
 }

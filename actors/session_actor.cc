@@ -146,7 +146,15 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const std::vector<Output>
   plan.fed = fed;
   plan.feed_routes.resize(fed.size());
   std::map<int, NodePlan> specs;
-  for (int id : order) specs[id].plan = plan.id;
+  // Constants that are neither fetched nor targets are bound into their consumers' plans: no
+  // actor, no message per step.
+  std::vector<bool> bound(g.num_nodes(), false);
+  for (int id : order) bound[id] = g.node(id).op == "Const";
+  for (const Output& o : fetches) bound[o.node] = false;
+  for (int t : targets) bound[t] = false;
+  for (int id : order) {
+    if (!bound[id]) specs[id].plan = plan.id;
+  }
   auto feed_index = [&](const Output& o) {
     for (size_t i = 0; i < fed.size(); ++i) {
       if (fed[i] == o) return static_cast<int>(i);
@@ -155,9 +163,11 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const std::vector<Output>
   };
   const uint64_t slots = static_cast<uint64_t>(std::max(1, st.spec.pipeline_depth));
   for (int id : order) {
+    if (bound[id]) continue;
     const runtime::Node& n = g.node(id);
     NodePlan& c = specs[id];
     const int32_t n_slots = static_cast<int32_t>(n.inputs.size() + n.control_inputs.size());
+    int32_t waits = n_slots;
     c.in_credits.resize(n_slots);
     c.in_producers.resize(n_slots);
     auto connect = [&](int producer, int32_t output, int32_t slot) {
@@ -170,17 +180,25 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const std::vector<Output>
       int f = feed_index(n.inputs[i]);
       if (f >= 0) {
         plan.feed_routes[f].push_back({id, static_cast<int32_t>(i)});
+      } else if (bound[n.inputs[i].node]) {
+        c.bound_inputs.push_back(
+            {static_cast<int32_t>(i), g.node(n.inputs[i].node).attr<Tensor>("value")});
+        --waits;
       } else {
         connect(n.inputs[i].node, n.inputs[i].index, static_cast<int32_t>(i));
       }
     }
     for (size_t k = 0; k < n.control_inputs.size(); ++k) {
-      connect(n.control_inputs[k], -1, static_cast<int32_t>(n.inputs.size() + k));
+      if (bound[n.control_inputs[k]]) {
+        --waits;  // a constant is always ready
+      } else {
+        connect(n.control_inputs[k], -1, static_cast<int32_t>(n.inputs.size() + k));
+      }
     }
-    c.expected = n_slots;
+    c.expected = waits;
     if (n.op == "Variable") {
       plan.gated_reads.push_back({id, n.attr<std::string>("var")});
-    } else if (n_slots == 0) {
+    } else if (waits == 0) {
       plan.sources.push_back(id);
     }
     if (is_variable_writer(n)) {
