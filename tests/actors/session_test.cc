@@ -144,6 +144,27 @@ TEST_CASE("feeds and fetches of every dtype") {
   }
 }
 
+TEST_CASE("constants feed their consumers without messages, and can still be fetched") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output c = ops::scalar(b, 3, DType::kFloat32);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{2}, "x");
+  Output y = ops::mul(b, x, c);
+  Output z = ops::add(b, ops::scalar(b, 1, DType::kFloat32), ops::scalar(b, 2, DType::kFloat32));
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  for (int i = 0; i < 3; ++i) {
+    auto r = (*s)->run({{x, Tensor::from_vector<float>(Shape{2}, {1, float(i)})}}, {y, z});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    CHECK((*r)[0].to_vector<float>() == std::vector<float>{3, 3.0f * i});
+    CHECK((*r)[1].data<float>()[0] == 3);
+  }
+  auto r = (*s)->run({}, {c});
+  REQUIRE(r.ok());
+  CHECK((*r)[0].data<float>()[0] == 3);
+}
+
 TEST_CASE("a failing kernel aborts its step with the node's name; the next step works") {
   actors::Runtime rt;
   runtime::Graph g;
