@@ -19,9 +19,10 @@
 namespace troupe::actors {
 
 struct RuntimeOptions {
-  // CAF workers. One runs the whole graph: measured here, even a parked second worker steals a
-  // GEMM now and then and costs 10-20% of the big MLP's throughput (two GEMMs with two
-  // OpenBLAS threads each on two cores). Blocking I/O belongs in detached actors instead.
+  // CAF workers. One runs the whole graph: with a second one, even parked, it sometimes steals
+  // one of two independent GEMMs, and two GEMMs with two OpenBLAS threads each then share two
+  // cores (bench/actors_bench: 0.84-1.09 of one worker on the 784-512-512-10 MLP across runs).
+  // Blocking I/O belongs in detached actors instead.
   size_t worker_threads = 1;
   // Keep CAF's own scheduler defaults instead (max(4, cores) stealing workers that poll): for
   // benchmarks that show what the tuning buys.
