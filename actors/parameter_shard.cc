@@ -38,11 +38,7 @@ runtime::Result<std::unique_ptr<RemoteNode>> build(const ShardCall& call,
   if (!b.ok()) return b.status();
   rn->node = rn->graph.num_nodes() - 1;
   const runtime::Node& n = rn->graph.node(rn->node);
-  rn->kernel = runtime::kernel_registry().find(n.op, runtime::DeviceType::kCpu, n.kernel_dtype);
-  if (!rn->kernel) {
-    return runtime::unimplemented(n.op, " '", n.name, "': no cpu kernel for dtype ",
-                                  runtime::dtype_name(n.kernel_dtype));
-  }
+  TROUPE_ASSIGN_OR_RETURN(rn->kernel, runtime::find_kernel(n, runtime::DeviceType::kCpu));
   rn->ctx = std::make_unique<runtime::KernelContext>(n, runtime::cpu_allocator(), store);
   return rn;
 }

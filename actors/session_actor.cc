@@ -6,6 +6,7 @@
 #include "actors/messages.h"
 #include "actors/node_actor.h"
 #include "runtime/device.h"
+#include "runtime/op_registry.h"
 
 namespace troupe::actors {
 
@@ -35,7 +36,6 @@ struct Plan {
   std::vector<std::pair<int, std::string>> gated_reads;  // (Variable node, variable)
   std::map<std::string, int> writes;                     // variable -> writer nodes in the plan
   std::map<int, std::string> writer_var;
-  std::vector<Output> fed;  // in the order of the request's feeds
   std::vector<std::vector<std::pair<int, int32_t>>> feed_routes;  // per feed: (node, slot)
   std::vector<int> sources;  // nodes with no packets to wait for
   std::vector<FetchSource> fetches;
@@ -64,6 +64,8 @@ struct SessionState {
   SessionSpec spec;
   std::vector<caf::actor> nodes;  // by node id; spawned when a plan first needs them
   std::map<std::string, int32_t> plan_ids;
+  runtime::RunSignature last_signature;
+  int32_t last_plan = -1;
   std::vector<Plan> plans;
   uint64_t next_step = 0;
   std::map<uint64_t, Step> steps;
@@ -71,24 +73,7 @@ struct SessionState {
   std::unique_ptr<Loop> loop;
 };
 
-bool is_variable_writer(const runtime::Node& n) {
-  return n.op == "Assign" || n.op == "AssignAdd" || n.op == "AssignSub" ||
-         n.op.rfind("Apply", 0) == 0;
-}
-
 using SessionActor = caf::stateful_actor<SessionState>;
-
-std::string plan_key(const std::vector<Output>& fed, const std::vector<Output>& fetches,
-                     const std::vector<int>& targets) {
-  std::string key;
-  for (const Output& o : fed) key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
-  key += "|";
-  for (const Output& o : fetches)
-    key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
-  key += "|";
-  for (int t : targets) key += std::to_string(t) + ",";
-  return key;
-}
 
 caf::actor remote_for(const SessionState& st, const runtime::Node& node) {
   if (node.device.empty() || st.spec.remote_tasks.empty()) return caf::actor();
@@ -114,36 +99,28 @@ caf::actor node_for(SessionActor* self, int id) {
   return st.nodes[id];
 }
 
-runtime::Result<int32_t> make_plan(SessionActor* self, const std::vector<Output>& fed,
-                                   const std::vector<Output>& fetches,
-                                   const std::vector<int>& targets) {
+runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignature& signature) {
   SessionState& st = self->state;
   const Graph& g = *st.spec.graph;
-  std::string key = plan_key(fed, fetches, targets);
+  if (st.last_plan >= 0 && signature == st.last_signature) return st.last_plan;
+  const std::string key = signature.key();
   auto found = st.plan_ids.find(key);
-  if (found != st.plan_ids.end()) return found->second;
-
-  for (const Output& o : fetches) {
-    if (!o.valid() || o.node >= g.num_nodes() || o.index >= g.node(o.node).num_outputs()) {
-      return runtime::invalid_argument("fetch: not an output of this graph");
-    }
+  if (found != st.plan_ids.end()) {
+    st.last_signature = signature;
+    return st.last_plan = found->second;
   }
-  for (int t : targets) {
-    if (t < 0 || t >= g.num_nodes())
-      return runtime::invalid_argument("target: node ", t, " is not in this graph");
-  }
+  TROUPE_RETURN_IF_ERROR(signature.check(g));
+  const std::vector<Output>& fed = signature.fed;
+  const std::vector<Output>& fetches = signature.fetches;
+  const std::vector<int>& targets = signature.targets;
   std::vector<int> order = runtime::prune_graph(g, fed, fetches, targets);
   for (int id : order) {
     const runtime::Node& n = g.node(id);
-    if (!remote_for(st, n) &&
-        !runtime::kernel_registry().find(n.op, runtime::DeviceType::kCpu, n.kernel_dtype)) {
-      return runtime::unimplemented(n.op, " '", n.name, "': no cpu kernel for dtype ",
-                                    runtime::dtype_name(n.kernel_dtype));
-    }
+    if (!remote_for(st, n))
+      TROUPE_RETURN_IF_ERROR(runtime::find_kernel(n, runtime::DeviceType::kCpu).status());
   }
   Plan plan;
   plan.id = static_cast<int32_t>(st.plans.size());
-  plan.fed = fed;
   plan.feed_routes.resize(fed.size());
   std::map<int, NodePlan> specs;
   // Constants that are neither fetched nor targets are bound into their consumers' plans: no
@@ -196,12 +173,12 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const std::vector<Output>
       }
     }
     c.expected = waits;
-    if (n.op == "Variable") {
+    if (n.def->variable_access == runtime::VariableAccess::kRead) {
       plan.gated_reads.push_back({id, n.attr<std::string>("var")});
     } else if (waits == 0) {
       plan.sources.push_back(id);
     }
-    if (is_variable_writer(n)) {
+    if (n.def->variable_access == runtime::VariableAccess::kWrite) {
       const std::string& var = n.attr<std::string>("var");
       ++plan.writes[var];
       plan.writer_var[id] = var;
@@ -227,7 +204,8 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const std::vector<Output>
   }
   st.plans.push_back(std::move(plan));
   st.plan_ids[key] = st.plans.back().id;
-  return st.plans.back().id;
+  st.last_signature = signature;
+  return st.last_plan = st.plans.back().id;
 }
 
 // Starts one step; `done` runs when its last reporter has reported (or at once with an error).
@@ -235,13 +213,13 @@ void start_step(SessionActor* self, const runtime::FeedList& feeds,
                 const std::vector<Output>& fetches, const std::vector<int>& targets,
                 std::function<void(RunResult)> done) {
   SessionState& st = self->state;
-  std::vector<Output> fed;
+  runtime::RunSignature signature{{}, fetches, targets};
   for (const auto& [o, t] : feeds) {
     Status s = runtime::check_feed(*st.spec.graph, o, t);
     if (!s.ok()) return done(RunResult{s, {}});
-    fed.push_back(o);
+    signature.fed.push_back(o);
   }
-  auto plan_id = make_plan(self, fed, fetches, targets);
+  auto plan_id = make_plan(self, signature);
   if (!plan_id.ok()) return done(RunResult{plan_id.status(), {}});
   const Plan& plan = st.plans[*plan_id];
   const uint64_t step = st.next_step++;

@@ -24,6 +24,31 @@ Status check_feed(const Graph& graph, Output output, const Tensor& value) {
   return ok_status();
 }
 
+std::string RunSignature::key() const {
+  std::string key;
+  for (const Output& o : fed) key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
+  key += "|";
+  for (const Output& o : fetches)
+    key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
+  key += "|";
+  for (int t : targets) key += std::to_string(t) + ",";
+  return key;
+}
+
+Status RunSignature::check(const Graph& graph) const {
+  for (const Output& o : fetches) {
+    if (!o.valid() || o.node >= graph.num_nodes() || o.index >= graph.node(o.node).num_outputs()) {
+      return invalid_argument("fetch: not an output of this graph");
+    }
+  }
+  for (int t : targets) {
+    if (t < 0 || t >= graph.num_nodes()) {
+      return invalid_argument("target: node ", t, " is not in this graph");
+    }
+  }
+  return ok_status();
+}
+
 std::vector<int> prune_graph(const Graph& graph, const std::vector<Output>& fed,
                              const std::vector<Output>& fetches, const std::vector<int>& targets) {
   const int n = graph.num_nodes();
@@ -77,32 +102,18 @@ Executor::Executor(const Graph& graph, ExecutorOptions options) : graph_(graph),
 
 Executor::~Executor() = default;
 
-Result<Executor::Plan*> Executor::plan_for(const FeedList& feeds,
-                                           const std::vector<Output>& fetches,
-                                           const std::vector<int>& targets) {
-  std::string key;
-  for (const auto& [o, t] : feeds)
-    key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
-  key += "|";
-  for (const Output& o : fetches)
-    key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";
-  key += "|";
-  for (int t : targets) key += std::to_string(t) + ",";
+Result<Executor::Plan*> Executor::plan_for(const RunSignature& signature) {
+  if (last_plan_ && signature == last_signature_) return last_plan_;
+  const std::string key = signature.key();
   auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second.get();
-
-  for (const Output& o : fetches) {
-    if (!o.valid() || o.node >= graph_.num_nodes() ||
-        o.index >= graph_.node(o.node).num_outputs()) {
-      return invalid_argument("fetch: not an output of this graph");
-    }
+  if (it != plans_.end()) {
+    last_signature_ = signature;
+    return last_plan_ = it->second.get();
   }
-  for (int t : targets) {
-    if (t < 0 || t >= graph_.num_nodes())
-      return invalid_argument("target: node ", t, " is not in this graph");
-  }
-  std::vector<Output> fed;
-  for (const auto& [o, t] : feeds) fed.push_back(o);
+  TROUPE_RETURN_IF_ERROR(signature.check(graph_));
+  const std::vector<Output>& fed = signature.fed;
+  const std::vector<Output>& fetches = signature.fetches;
+  const std::vector<int>& targets = signature.targets;
 
   auto plan = std::make_unique<Plan>();
   std::map<Output, int> slot_of;
@@ -114,14 +125,9 @@ Result<Executor::Plan*> Executor::plan_for(const FeedList& feeds,
   for (const Output& o : fed) plan->feed_slots.push_back(slot(o));
   for (int id : prune_graph(graph_, fed, fetches, targets)) {
     const Node& node = graph_.node(id);
-    KernelFn fn = kernel_registry().find(node.op, options_.device, node.kernel_dtype);
-    if (!fn) {
-      return unimplemented(node.op, " '", node.name, "': no ", device_type_name(options_.device),
-                           " kernel for dtype ", dtype_name(node.kernel_dtype));
-    }
     Plan::Step step;
     step.node = id;
-    step.kernel = fn;
+    TROUPE_ASSIGN_OR_RETURN(step.kernel, find_kernel(node, options_.device));
     step.ctx = std::make_unique<KernelContext>(node, options_.allocator, options_.variables);
     for (const Output& in : node.inputs) step.input_slots.push_back(slot(in));
     for (int i = 0; i < node.num_outputs(); ++i) step.output_slots.push_back(slot(Output{id, i}));
@@ -136,15 +142,18 @@ Result<Executor::Plan*> Executor::plan_for(const FeedList& feeds,
   if (invocations_.size() < static_cast<size_t>(graph_.num_nodes())) {
     invocations_.resize(graph_.num_nodes(), 0);
   }
-  Plan* raw = plan.get();
+  last_signature_ = signature;
+  last_plan_ = plan.get();
   plans_[key] = std::move(plan);
-  return raw;
+  return last_plan_;
 }
 
 Result<std::vector<Tensor>> Executor::run(const FeedList& feeds, const std::vector<Output>& fetches,
                                           const std::vector<int>& targets) {
   for (const auto& [o, t] : feeds) TROUPE_RETURN_IF_ERROR(check_feed(graph_, o, t));
-  TROUPE_ASSIGN_OR_RETURN(Plan * plan, plan_for(feeds, fetches, targets));
+  RunSignature signature{{}, fetches, targets};
+  for (const auto& [o, t] : feeds) signature.fed.push_back(o);
+  TROUPE_ASSIGN_OR_RETURN(Plan * plan, plan_for(signature));
 
   ScopedFlushDenormal flush;
   std::vector<Tensor> values(plan->num_slots);

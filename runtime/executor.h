@@ -30,6 +30,22 @@ struct ExecutorOptions {
 
 using FeedList = std::vector<std::pair<Output, Tensor>>;
 
+// What one run asks for: the outputs it feeds, those it fetches, the nodes it targets. Executors
+// and sessions cache a plan per signature, and find the one they used last without a map
+// lookup, since a training loop asks for the same thing every step.
+struct RunSignature {
+  std::vector<Output> fed;
+  std::vector<Output> fetches;
+  std::vector<int> targets;
+
+  bool operator==(const RunSignature& o) const {
+    return fed == o.fed && fetches == o.fetches && targets == o.targets;
+  }
+  std::string key() const;
+  // An error when a fetch or a target is not in `graph`.
+  Status check(const Graph& graph) const;
+};
+
 // Checks a fed value against what the graph declares for that output.
 Status check_feed(const Graph& graph, Output output, const Tensor& value);
 
@@ -48,12 +64,13 @@ class Executor {
 
  private:
   struct Plan;
-  Result<Plan*> plan_for(const FeedList& feeds, const std::vector<Output>& fetches,
-                         const std::vector<int>& targets);
+  Result<Plan*> plan_for(const RunSignature& signature);
 
   const Graph& graph_;
   ExecutorOptions options_;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
+  RunSignature last_signature_;
+  Plan* last_plan_ = nullptr;
   std::vector<uint64_t> invocations_;  // per node id
 };
 

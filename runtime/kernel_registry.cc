@@ -44,6 +44,15 @@ KernelRegistry& kernel_registry() {
   return *r;
 }
 
+Result<KernelFn> find_kernel(const Node& node, DeviceType device) {
+  KernelFn fn = kernel_registry().find(node.op, device, node.kernel_dtype);
+  if (!fn) {
+    return unimplemented(node.op, " '", node.name, "': no ", device_type_name(device),
+                         " kernel for dtype ", dtype_name(node.kernel_dtype));
+  }
+  return fn;
+}
+
 Status run_kernel(KernelFn fn, KernelContext& ctx) {
   Status s;
   try {

@@ -96,6 +96,9 @@ class KernelRegistry {
 
 KernelRegistry& kernel_registry();
 
+// The kernel that runs `node` on `device`, or an error that names the node and its dtype.
+Result<KernelFn> find_kernel(const Node& node, DeviceType device);
+
 struct KernelGroupRegistrar {
   explicit KernelGroupRegistrar(void (*fn)(KernelRegistry&)) { fn(kernel_registry()); }
 };

@@ -82,8 +82,12 @@ OpDefBuilder&& OpDefBuilder::no_gradient() && {
   def_.no_gradient = true;
   return std::move(*this);
 }
-OpDefBuilder&& OpDefBuilder::stateful() && {
-  def_.stateful = true;
+OpDefBuilder&& OpDefBuilder::reads_variable() && {
+  def_.variable_access = VariableAccess::kRead;
+  return std::move(*this);
+}
+OpDefBuilder&& OpDefBuilder::writes_variable() && {
+  def_.variable_access = VariableAccess::kWrite;
   return std::move(*this);
 }
 OpDefBuilder&& OpDefBuilder::kernel_dtype_from_input(int i) && {

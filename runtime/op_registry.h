@@ -67,6 +67,7 @@ class InferenceContext {
 };
 
 using ShapeFn = std::function<Status(InferenceContext&)>;
+enum class VariableAccess { kNone, kRead, kWrite };
 // Returns one gradient per input of `node` (an invalid Output where an input gets none), given the
 // gradients flowing into its outputs (dy[i] is valid for every output).
 using GradFn = std::function<std::vector<Output>(GraphBuilder&, const Node& node,
@@ -82,8 +83,10 @@ struct OpDef {
   std::vector<std::string> required_attrs;  // no default: the builder must be given these
   ShapeFn shape_fn;
   GradFn grad_fn;
-  bool no_gradient = false;     // not differentiable: its inputs get no gradient through it
-  bool stateful = false;        // reads or writes state (variables, random streams)
+  bool no_gradient = false;  // not differentiable: its inputs get no gradient through it
+  // Whether it reads or writes the variable named by its "var" attribute; runtimes order such
+  // nodes across steps by this (a read waits for earlier steps' writes).
+  VariableAccess variable_access = VariableAccess::kNone;
   int kernel_dtype_input = -1;  // kernels are keyed by this input's dtype; -1: output 0's dtype
   std::string doc;
 };
@@ -102,7 +105,8 @@ class OpDefBuilder {
   OpDefBuilder&& shape_fn(ShapeFn fn) &&;
   OpDefBuilder&& gradient(GradFn fn) &&;
   OpDefBuilder&& no_gradient() &&;
-  OpDefBuilder&& stateful() &&;
+  OpDefBuilder&& reads_variable() &&;
+  OpDefBuilder&& writes_variable() &&;
   OpDefBuilder&& kernel_dtype_from_input(int i) &&;
   OpDefBuilder&& doc(const char* text) &&;
   OpDef&& release() && { return std::move(def_); }

@@ -21,6 +21,21 @@ TEST_CASE("every op has a CPU kernel, a gradient or no_gradient, and a doc") {
   }
 }
 
+TEST_CASE("every op that names a variable says whether it reads or writes it") {
+  // Sessions order variable reads after earlier steps' writes by this flag; an op that touches a
+  // variable without declaring it would race with pipelined steps.
+  int readers = 0, writers = 0;
+  for (const OpDef* op : registered_ops()) {
+    INFO("op ", op->name);
+    const bool names_var = op->attr_defaults.count("var") > 0;
+    CHECK(names_var == (op->variable_access != VariableAccess::kNone));
+    readers += op->variable_access == VariableAccess::kRead;
+    writers += op->variable_access == VariableAccess::kWrite;
+  }
+  CHECK(readers == 1);  // Variable
+  CHECK(writers == 9);  // Assign, AssignAdd, AssignSub and the six Apply* updates
+}
+
 TEST_CASE("every kernel names a registered op, once per (op, device, dtype)") {
   std::set<std::tuple<std::string, int, int>> seen;
   for (const auto& e : kernel_registry().entries()) {
