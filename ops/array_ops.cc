@@ -652,29 +652,10 @@ Output constant(GraphBuilder& b, const Tensor& value, const std::string& name) {
 
 Output scalar(GraphBuilder& b, double value, DType dtype, const std::string& name) {
   Tensor t(dtype, Shape{});
-  switch (dtype) {
-    case DType::kFloat32:
-      t.data<float>()[0] = static_cast<float>(value);
-      break;
-    case DType::kFloat64:
-      t.data<double>()[0] = value;
-      break;
-    case DType::kInt32:
-      t.data<int32_t>()[0] = static_cast<int32_t>(value);
-      break;
-    case DType::kInt64:
-      t.data<int64_t>()[0] = static_cast<int64_t>(value);
-      break;
-    case DType::kUInt8:
-      t.data<uint8_t>()[0] = static_cast<uint8_t>(value);
-      break;
-    case DType::kBool:
-      t.data<bool>()[0] = value != 0;
-      break;
-    default:
-      b.record_error(runtime::invalid_argument("scalar: no numeric value of dtype ",
-                                               runtime::dtype_name(dtype)));
-      return Output{};
+  if (!t.fill(value)) {
+    b.record_error(runtime::invalid_argument("scalar: no numeric value of dtype ",
+                                             runtime::dtype_name(dtype)));
+    return Output{};
   }
   return constant(b, t, name);
 }

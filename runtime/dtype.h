@@ -24,6 +24,34 @@ inline bool is_integer(DType t) {
 }
 inline bool is_numeric(DType t) { return is_floating(t) || is_integer(t); }
 
+// Calls f(T()) with the element type T of a numeric or bool dtype and returns true; false (and
+// no call) for string and invalid. One switch for code that is the same for every such dtype.
+template <class F>
+bool visit_numeric(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat32:
+      f(float());
+      return true;
+    case DType::kFloat64:
+      f(double());
+      return true;
+    case DType::kInt32:
+      f(int32_t());
+      return true;
+    case DType::kInt64:
+      f(int64_t());
+      return true;
+    case DType::kUInt8:
+      f(uint8_t());
+      return true;
+    case DType::kBool:
+      f(bool());
+      return true;
+    default:
+      return false;
+  }
+}
+
 template <class T>
 constexpr DType dtype_of();
 template <>

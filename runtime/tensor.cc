@@ -1,5 +1,6 @@
 #include "runtime/tensor.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace troupe::runtime {
@@ -77,22 +78,17 @@ Tensor Tensor::borrowed(DType dtype, const Shape& shape, std::shared_ptr<Buffer>
 }
 
 double Tensor::scalar_as_double() const {
-  switch (dtype_) {
-    case DType::kFloat32:
-      return data<float>()[0];
-    case DType::kFloat64:
-      return data<double>()[0];
-    case DType::kInt32:
-      return data<int32_t>()[0];
-    case DType::kInt64:
-      return static_cast<double>(data<int64_t>()[0]);
-    case DType::kUInt8:
-      return data<uint8_t>()[0];
-    case DType::kBool:
-      return data<bool>()[0] ? 1.0 : 0.0;
-    default:
-      return 0.0;
-  }
+  double v = 0;
+  visit_numeric(dtype_, [&](auto zero) { v = static_cast<double>(data<decltype(zero)>()[0]); });
+  return v;
+}
+
+bool Tensor::fill(double value) {
+  return visit_numeric(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    const T v = std::is_same_v<T, bool> ? T(value != 0) : static_cast<T>(value);
+    std::fill_n(data<T>(), num_elements_, v);
+  });
 }
 
 Tensor Tensor::reshaped(const Shape& shape) const {
@@ -136,30 +132,12 @@ std::string Tensor::debug_string(int max_elements) const {
   if (!valid()) return "<null tensor>";
   std::ostringstream os;
   os << dtype_name(dtype_) << shape_ << " {";
-  switch (dtype_) {
-    case DType::kFloat32:
-      print_values(os, data<float>(), num_elements_, max_elements);
-      break;
-    case DType::kFloat64:
-      print_values(os, data<double>(), num_elements_, max_elements);
-      break;
-    case DType::kInt32:
-      print_values(os, data<int32_t>(), num_elements_, max_elements);
-      break;
-    case DType::kInt64:
-      print_values(os, data<int64_t>(), num_elements_, max_elements);
-      break;
-    case DType::kUInt8:
-      print_values(os, data<uint8_t>(), num_elements_, max_elements);
-      break;
-    case DType::kBool:
-      print_values(os, data<bool>(), num_elements_, max_elements);
-      break;
-    case DType::kString:
-      print_values(os, data<std::string>(), num_elements_, max_elements);
-      break;
-    case DType::kInvalid:
-      break;
+  if (dtype_ == DType::kString) {
+    print_values(os, data<std::string>(), num_elements_, max_elements);
+  } else {
+    visit_numeric(dtype_, [&](auto zero) {
+      print_values(os, data<decltype(zero)>(), num_elements_, max_elements);
+    });
   }
   os << "}";
   return os.str();

@@ -100,6 +100,8 @@ class Tensor {
   }
   // The first element converted to double; for scalars of any numeric dtype.
   double scalar_as_double() const;
+  // Sets every element to `value` converted to the dtype (nonzero is true); false for strings.
+  bool fill(double value);
 
   // Shares the buffer; `shape` must have the same number of elements.
   Tensor reshaped(const Shape& shape) const;

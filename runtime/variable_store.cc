@@ -2,27 +2,6 @@
 
 namespace troupe::runtime {
 
-namespace {
-void fill(Tensor& t, double v) {
-  switch (t.dtype()) {
-    case DType::kFloat32:
-      std::fill_n(t.data<float>(), t.num_elements(), float(v));
-      break;
-    case DType::kFloat64:
-      std::fill_n(t.data<double>(), t.num_elements(), v);
-      break;
-    case DType::kInt32:
-      std::fill_n(t.data<int32_t>(), t.num_elements(), int32_t(v));
-      break;
-    case DType::kInt64:
-      std::fill_n(t.data<int64_t>(), t.num_elements(), int64_t(v));
-      break;
-    default:
-      break;
-  }
-}
-}  // namespace
-
 Result<Tensor> VariableStore::read(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = values_.find(name);
@@ -68,7 +47,7 @@ Result<Tensor> VariableStore::slot(const std::string& name, const std::string& s
         return failed_precondition("variable '", name, "' is not initialized");
       }
       Tensor t(var->second.dtype(), shape ? *shape : var->second.shape());
-      if (initial_value != 0) fill(t, initial_value);
+      if (initial_value != 0) t.fill(initial_value);
       values_[key] = t;
     }
   }

@@ -503,16 +503,11 @@ struct OneHotKernel {
 };
 
 template <class T>
-void fill_value(Tensor& t, double v) {
-  std::fill_n(t.data<T>(), t.num_elements(), static_cast<T>(v));
-}
-
-template <class T>
 struct FillKernel {
   static Status compute(KernelContext& ctx) {
     Tensor* y;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, ctx.attr<Shape>("shape"), &y));
-    fill_value<T>(*y, ctx.attr<double>("value"));
+    y->fill(ctx.attr<double>("value"));
     return runtime::ok_status();
   }
 };
@@ -524,7 +519,7 @@ struct FillLikeKernel {
     static Status compute(KernelContext& ctx) {
       Tensor* y;
       TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, ctx.input(0).shape(), &y));
-      fill_value<T>(*y, kValue);
+      y->fill(kValue);
       return runtime::ok_status();
     }
   };

@@ -287,28 +287,9 @@ struct CastKernel {
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
     const From* in = x.data<From>();
     int64_t n = x.num_elements();
-    switch (to) {
-      case DType::kFloat32:
-        convert(in, y->data<float>(), n);
-        break;
-      case DType::kFloat64:
-        convert(in, y->data<double>(), n);
-        break;
-      case DType::kInt32:
-        convert(in, y->data<int32_t>(), n);
-        break;
-      case DType::kInt64:
-        convert(in, y->data<int64_t>(), n);
-        break;
-      case DType::kUInt8:
-        convert(in, y->data<uint8_t>(), n);
-        break;
-      case DType::kBool:
-        convert(in, y->data<bool>(), n);
-        break;
-      default:
-        return runtime::invalid_argument("cannot cast to ", runtime::dtype_name(to));
-    }
+    bool converted =
+        runtime::visit_numeric(to, [&](auto zero) { convert(in, y->data<decltype(zero)>(), n); });
+    if (!converted) return runtime::invalid_argument("cannot cast to ", runtime::dtype_name(to));
     return runtime::ok_status();
   }
 };

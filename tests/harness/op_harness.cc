@@ -28,31 +28,11 @@ Tensor OpTest::eval(Output o) {
 }
 
 std::vector<double> values(const Tensor& t) {
-  std::vector<double> v(t.num_elements());
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    switch (t.dtype()) {
-      case DType::kFloat32:
-        v[i] = t.data<float>()[i];
-        break;
-      case DType::kFloat64:
-        v[i] = t.data<double>()[i];
-        break;
-      case DType::kInt32:
-        v[i] = t.data<int32_t>()[i];
-        break;
-      case DType::kInt64:
-        v[i] = double(t.data<int64_t>()[i]);
-        break;
-      case DType::kUInt8:
-        v[i] = t.data<uint8_t>()[i];
-        break;
-      case DType::kBool:
-        v[i] = t.data<bool>()[i];
-        break;
-      default:
-        v[i] = std::numeric_limits<double>::quiet_NaN();
-    }
-  }
+  std::vector<double> v(t.num_elements(), std::numeric_limits<double>::quiet_NaN());
+  runtime::visit_numeric(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    for (int64_t i = 0; i < t.num_elements(); ++i) v[i] = static_cast<double>(t.data<T>()[i]);
+  });
   return v;
 }
 
