@@ -64,7 +64,7 @@ struct Resume {};
 // What a node does in one plan (a pruned subgraph for one set of feeds, fetches and targets).
 struct NodePlan {
   struct Out {
-    caf::actor consumer;  // invalid: the consumer is the session (a fetch)
+    caf::actor consumer;  // fetches go to the session in NodeDone, not on edges
     int32_t input = 0;    // slot at the consumer
     int32_t output = 0;   // which of this node's outputs
     std::shared_ptr<EdgeCredit> credit;

@@ -45,6 +45,12 @@ struct NodeState {
 
 using NodeActor = caf::stateful_actor<NodeState>;
 
+// Keeps a finished step's input vector for the next step, without the tensors it held.
+void recycle(NodeState& st, std::vector<Tensor>&& inputs) {
+  for (Tensor& t : inputs) t = Tensor();
+  st.spare_inputs.push_back(std::move(inputs));
+}
+
 Pending& pending_for(NodeState& st, uint64_t step, int32_t plan) {
   for (Pending& p : st.queue) {
     if (p.step == step) return p;
@@ -167,6 +173,7 @@ void try_fire(NodeActor* self) {
     if (pd.dead) {
       std::vector<Tensor> none;
       finish(self, pd, plan, none, true);
+      recycle(st, std::move(pd.inputs));
       continue;
     }
     if (st.spec.remote) {
@@ -181,8 +188,7 @@ void try_fire(NodeActor* self) {
       runtime::ScopedFlushDenormal flush;
       s = runtime::run_kernel(st.kernel, ctx);
     }
-    for (Tensor& t : ctx.inputs()) t = Tensor();
-    st.spare_inputs.push_back(std::move(ctx.inputs()));
+    recycle(st, std::move(ctx.inputs()));
     ctx.inputs().clear();
     if (!s.ok()) {
       fail(self, pd, plan, s);

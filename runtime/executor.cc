@@ -11,14 +11,15 @@ Status check_feed(const Graph& graph, Output output, const Tensor& value) {
       output.index >= graph.node(output.node).num_outputs()) {
     return invalid_argument("feed: not an output of this graph");
   }
-  const std::string name = graph.output_name(output);
-  if (!value.valid()) return invalid_argument("feed '", name, "': null tensor");
+  // Checked on every step: the output's name is only spelled out for an error.
+  auto name = [&] { return graph.output_name(output); };
+  if (!value.valid()) return invalid_argument("feed '", name(), "': null tensor");
   if (value.dtype() != graph.dtype(output)) {
-    return invalid_argument("feed '", name, "': expects ", dtype_name(graph.dtype(output)),
+    return invalid_argument("feed '", name(), "': expects ", dtype_name(graph.dtype(output)),
                             ", got ", dtype_name(value.dtype()));
   }
   if (!value.shape().compatible_with(graph.shape(output))) {
-    return invalid_argument("feed '", name, "': expects shape ", graph.shape(output), ", got ",
+    return invalid_argument("feed '", name(), "': expects shape ", graph.shape(output), ", got ",
                             value.shape());
   }
   return ok_status();
