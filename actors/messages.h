@@ -114,10 +114,18 @@ struct LoopRequest {
   std::function<runtime::Status(int64_t i, runtime::FeedList* feeds)> feed;
   // Called with the fetched values of each step, in order; false stops the loop early.
   std::function<bool(int64_t i, const std::vector<runtime::Tensor>& values)> on_step;
+  // Each step's batch comes from this queue actor (actors/queue.h): component k is fed to
+  // input_feeds[k], then `feed` may add more. A closed, drained queue ends the loop without an
+  // error (the end of the data); a failed one ends it with the queue's error.
+  caf::actor input;
+  std::vector<runtime::Output> input_feeds;
+  int64_t batch_size = 0;
+  bool allow_smaller_final_batch = true;
 };
 struct LoopResult {
   runtime::Status status;
   int64_t steps_done = 0;
+  bool end_of_input = false;
 };
 
 }  // namespace troupe::actors

@@ -57,7 +57,7 @@ runtime::Result<std::vector<runtime::Tensor>> Session::run(
   return std::move(result.values);
 }
 
-runtime::Result<int64_t> Session::run_loop(LoopRequest loop) {
+runtime::Result<int64_t> Session::run_loop(LoopRequest loop, bool* end_of_input) {
   caf::scoped_actor self{runtime_.system()};
   LoopResult result{runtime::internal_error("no answer from the session"), 0};
   self->request(session_, caf::infinite, loop_atom::value, std::move(loop))
@@ -65,6 +65,7 @@ runtime::Result<int64_t> Session::run_loop(LoopRequest loop) {
                [&](caf::error& e) {
                  result.status = runtime::internal_error("session: ", runtime_.system().render(e));
                });
+  if (end_of_input) *end_of_input = result.end_of_input;
   if (!result.status.ok()) return result.status;
   return result.steps_done;
 }

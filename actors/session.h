@@ -38,7 +38,7 @@ struct SessionOptions {
   int pipeline_depth = 2;          // slots per edge; loop steps in flight
   int64_t memory_limit_bytes = 0;  // the device's cap (0: none)
   // Task -> "host:port" of the Server that holds it; nodes placed on the task run there.
-  std::map<std::string, std::string> cluster;
+  std::map<std::string, std::string> cluster = {};
   std::chrono::milliseconds remote_timeout{30000};
 };
 
@@ -54,8 +54,9 @@ class Session {
   runtime::Result<std::vector<runtime::Tensor>> run(const runtime::FeedList& feeds,
                                                     const std::vector<runtime::Output>& fetches,
                                                     const std::vector<int>& targets = {});
-  // The number of steps that completed; an error if a step failed (naming it).
-  runtime::Result<int64_t> run_loop(LoopRequest loop);
+  // The number of steps that completed; an error if a step failed (naming it). With an input
+  // queue, `end_of_input` says whether the loop ended because the queue ran dry.
+  runtime::Result<int64_t> run_loop(LoopRequest loop, bool* end_of_input = nullptr);
 
   // The in-process shard's variables (checkpoints read and write them).
   runtime::VariableStore& variables() { return *variables_; }

@@ -5,6 +5,7 @@
 
 #include "actors/messages.h"
 #include "actors/node_actor.h"
+#include "actors/queue.h"
 #include "runtime/device.h"
 #include "runtime/op_registry.h"
 
@@ -57,7 +58,9 @@ struct Loop {
   int64_t finished = 0;
   int64_t succeeded = 0;
   Status error;
-  bool stop = false;
+  bool stop = false;          // start no more steps
+  bool halted = false;        // and report no more (an error, or on_step said stop)
+  bool end_of_input = false;  // the input queue ran dry: steps in flight still report
 };
 
 struct SessionState {
@@ -279,40 +282,101 @@ void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
   ++loop.finished;
   if (!result.status.ok()) {
     if (loop.error.ok()) loop.error = result.status.with_context("step " + std::to_string(index));
-    loop.stop = true;
+    loop.stop = loop.halted = true;
   } else {
     ++loop.succeeded;
-    if (!loop.stop && loop.request.on_step && !loop.request.on_step(index, result.values)) {
-      loop.stop = true;
+    if (!loop.halted && loop.request.on_step && !loop.request.on_step(index, result.values)) {
+      loop.stop = loop.halted = true;
     }
   }
   pump_loop(self);
 }
 
-// Keeps up to pipeline_depth steps of the loop in flight; answers when all are done.
+// Starts step `index` of the loop with `feeds` plus what the loop's feed callback adds.
+void begin_loop_step(SessionActor* self, int64_t index, runtime::FeedList feeds) {
+  Loop& loop = *self->state.loop;
+  if (loop.request.feed) {
+    Status s = loop.request.feed(index, &feeds);
+    if (!s.ok()) {
+      loop.error = s.with_context("feeding step " + std::to_string(index));
+      loop.stop = loop.halted = true;
+      ++loop.finished;
+      return;
+    }
+  }
+  start_step(self, feeds, loop.request.fetches, loop.request.targets,
+             [self, index](RunResult r) { finish_loop_step(self, index, std::move(r)); });
+}
+
+// Asks the input queue for step `index`'s batch; the step starts when it arrives. The queue
+// answers in the order asked, so steps still start in order.
+void request_batch(SessionActor* self, int64_t index) {
+  const LoopRequest& req = self->state.loop->request;
+  DequeueRequest dq{req.batch_size,
+                    req.allow_smaller_final_batch ? DequeueMode::kUpTo : DequeueMode::kMany};
+  self->request(req.input, caf::infinite, dequeue_atom::value, dq)
+      .then(
+          [self, index](Batch& b) {
+            if (!self->state.loop) return;
+            Loop& loop = *self->state.loop;
+            const auto& names = loop.request.input_feeds;
+            if (b.status.ok() && b.components.size() != names.size()) {
+              b.status = runtime::invalid_argument("the input queue gives ", b.components.size(),
+                                                   " components for ", names.size(), " feeds");
+            }
+            if (!b.status.ok()) {
+              if (b.status.code() == runtime::Code::kOutOfRange) {
+                loop.end_of_input = true;
+              } else {
+                if (loop.error.ok()) {
+                  loop.error = b.status.with_context("input of step " + std::to_string(index));
+                }
+                loop.halted = true;
+              }
+              loop.stop = true;
+              ++loop.finished;
+            } else if (loop.stop) {
+              ++loop.finished;
+            } else {
+              runtime::FeedList feeds;
+              for (size_t k = 0; k < names.size(); ++k) {
+                feeds.push_back({names[k], std::move(b.components[k])});
+              }
+              begin_loop_step(self, index, std::move(feeds));
+              if (!self->state.loop) return;
+            }
+            pump_loop(self);
+          },
+          [self](caf::error& e) {
+            if (!self->state.loop) return;
+            Loop& loop = *self->state.loop;
+            if (loop.error.ok()) {
+              loop.error = runtime::unavailable("input queue: ", self->system().render(e));
+            }
+            loop.stop = loop.halted = true;
+            ++loop.finished;
+            pump_loop(self);
+          });
+}
+
+// Keeps up to pipeline_depth steps of the loop in flight (counting batches asked for); answers
+// when all are done.
 void pump_loop(SessionActor* self) {
   SessionState& st = self->state;
   Loop& loop = *st.loop;
   while (!loop.stop && loop.started < loop.request.steps &&
          loop.started - loop.finished < std::max(1, st.spec.pipeline_depth)) {
-    runtime::FeedList feeds;
     const int64_t index = loop.started++;
-    if (loop.request.feed) {
-      Status s = loop.request.feed(index, &feeds);
-      if (!s.ok()) {
-        loop.error = s.with_context("feeding step " + std::to_string(index));
-        loop.stop = true;
-        --loop.started;
-        break;
-      }
+    if (loop.request.input) {
+      request_batch(self, index);
+      continue;
     }
-    start_step(self, feeds, loop.request.fetches, loop.request.targets,
-               [self, index](RunResult r) { finish_loop_step(self, index, std::move(r)); });
+    begin_loop_step(self, index, {});
     if (!st.loop) return;  // finished synchronously and answered already
   }
   if (loop.started == loop.finished && (loop.stop || loop.started == loop.request.steps)) {
     auto done = std::move(st.loop);
-    done->promise.deliver(LoopResult{done->error, done->succeeded});
+    done->promise.deliver(LoopResult{done->error, done->succeeded, done->end_of_input});
   }
 }
 
@@ -351,6 +415,13 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
         auto promise = self->make_response_promise<LoopResult>();
         if (self->state.loop) {
           promise.deliver(LoopResult{runtime::failed_precondition("a loop is already running"), 0});
+          return promise;
+        }
+        if (req.input && (req.batch_size < 1 || req.input_feeds.empty())) {
+          promise.deliver(LoopResult{
+              runtime::invalid_argument("a loop with an input queue needs a batch size >= 1 and "
+                                        "the feeds its components go to"),
+              0});
           return promise;
         }
         auto loop = std::make_unique<Loop>();

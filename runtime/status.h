@@ -95,6 +95,14 @@ Status data_loss(const Args&... args) {
   return make_error(Code::kDataLoss, args...);
 }
 template <class... Args>
+Status unavailable(const Args&... args) {
+  return make_error(Code::kUnavailable, args...);
+}
+template <class... Args>
+Status cancelled(const Args&... args) {
+  return make_error(Code::kCancelled, args...);
+}
+template <class... Args>
 Status resource_exhausted(const Args&... args) {
   return make_error(Code::kResourceExhausted, args...);
 }

@@ -1,0 +1,239 @@
+#include "actors/queue_runner.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "actors/messages.h"
+
+namespace troupe::actors {
+
+using runtime::Status;
+
+namespace {
+
+using start_atom = caf::atom_constant<caf::atom("start")>;
+
+struct DecodeUnit {
+  int64_t seq = 0;
+  int64_t unit = 0;
+};
+
+struct Decoded {
+  int64_t seq = 0;
+  Status status;
+  std::vector<Chunk> chunks;
+  int64_t skipped = 0;
+};
+
+}  // namespace
+}  // namespace troupe::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::DecodeUnit)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::Decoded)
+
+namespace troupe::actors {
+namespace {
+
+caf::behavior reader_actor(caf::event_based_actor*, std::shared_ptr<const Source> source,
+                           std::function<Status(Chunk&)> map) {
+  return {
+      [source, map](DecodeUnit& u) {
+        Decoded d;
+        d.seq = u.seq;
+        d.status = source->read(u.unit, &d.chunks, &d.skipped);
+        for (Chunk& c : d.chunks) {
+          if (!d.status.ok()) break;
+          if (map) d.status = map(c).with_context("map");
+          if (d.status.ok()) d.status = check_chunk(c);
+        }
+        if (!d.status.ok()) d.status = d.status.with_context(source->name());
+        return d;
+      },
+  };
+}
+
+struct RunnerState {
+  std::shared_ptr<const Source> source;
+  caf::actor queue;
+  RunnerOptions options;
+  std::vector<caf::actor> readers;
+  int64_t units = 0;
+  int64_t dispatched = 0;  // next sequence number to decode
+  int64_t taken = 0;       // next sequence number to hand to the queue
+  std::map<int64_t, Decoded> ready;
+  std::map<int64_t, std::vector<int64_t>> orders;  // epoch -> unit order
+  std::vector<RowRef> buffer;                      // the shuffle buffer
+  std::mt19937_64 rng;
+  bool enqueue_outstanding = false;
+  bool finished = false;
+  RunnerStats stats;
+};
+
+using RunnerActor = caf::stateful_actor<RunnerState>;
+
+int64_t total_units(const RunnerState& st) {
+  return st.options.num_epochs == 0 ? INT64_MAX : st.units * st.options.num_epochs;
+}
+
+int64_t unit_at(RunnerState& st, int64_t seq) {
+  const int64_t epoch = seq / st.units;
+  auto it = st.orders.find(epoch);
+  if (it == st.orders.end()) {
+    std::vector<int64_t> order(static_cast<size_t>(st.units));
+    std::iota(order.begin(), order.end(), 0);
+    if (st.options.shuffle) {
+      std::mt19937_64 g(st.options.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch));
+      std::shuffle(order.begin(), order.end(), g);
+    }
+    while (!st.orders.empty() && st.orders.begin()->first < epoch - 1)
+      st.orders.erase(st.orders.begin());
+    it = st.orders.emplace(epoch, std::move(order)).first;
+  }
+  return it->second[static_cast<size_t>(seq % st.units)];
+}
+
+void fail(RunnerActor* self, Status status) {
+  RunnerState& st = self->state;
+  if (st.finished) return;
+  st.finished = true;
+  st.stats.status = status;
+  st.stats.done = true;
+  self->send(st.queue, fail_atom::value, std::move(status));
+}
+
+void advance(RunnerActor* self);
+
+void close_queue(RunnerActor* self) {
+  self->request(self->state.queue, caf::infinite, close_atom::value, false)
+      .then([](Status&) {}, [](caf::error&) {});
+}
+
+void send_rows(RunnerActor* self, std::vector<RowRef> rows) {
+  RunnerState& st = self->state;
+  const int64_t n = static_cast<int64_t>(rows.size());
+  st.enqueue_outstanding = true;
+  self->request(st.queue, caf::infinite, enqueue_atom::value, EnqueueRequest{std::move(rows)})
+      .then(
+          [self, n](Status& s) {
+            RunnerState& st = self->state;
+            st.enqueue_outstanding = false;
+            if (!s.ok()) {
+              // The consumer closed the queue or it failed: nothing left to do.
+              st.finished = true;
+              st.stats.done = true;
+              if (s.code() != runtime::Code::kCancelled) st.stats.status = s;
+              return;
+            }
+            st.stats.examples += n;
+            advance(self);
+          },
+          [self](caf::error& e) {
+            self->state.enqueue_outstanding = false;
+            fail(self, runtime::unavailable("queue: ", self->system().render(e)));
+          });
+}
+
+// Takes the next decoded unit in order, if there is one and the queue took the last, then
+// decodes more, and closes the queue after the last epoch.
+void advance(RunnerActor* self) {
+  RunnerState& st = self->state;
+  if (st.finished) return;
+  const int64_t total = total_units(st);
+  while (!st.enqueue_outstanding && st.taken < total) {
+    auto it = st.ready.find(st.taken);
+    if (it == st.ready.end()) break;
+    Decoded d = std::move(it->second);
+    st.ready.erase(it);
+    ++st.taken;
+    if (!d.status.ok()) return fail(self, std::move(d.status));
+    st.stats.skipped += d.skipped;
+    std::vector<RowRef> out;
+    for (Chunk& c : d.chunks) {
+      auto chunk = std::make_shared<const Chunk>(std::move(c));
+      for (int64_t r = chunk->first(); r < chunk->last(); ++r) {
+        RowRef row{chunk, r};
+        if (!st.options.shuffle) {
+          out.push_back(std::move(row));
+        } else if (static_cast<int64_t>(st.buffer.size()) <
+                   std::max<int64_t>(1, st.options.shuffle_buffer)) {
+          st.buffer.push_back(std::move(row));
+        } else {
+          std::uniform_int_distribution<size_t> pick(0, st.buffer.size() - 1);
+          std::swap(st.buffer[pick(st.rng)], row);
+          out.push_back(std::move(row));
+        }
+      }
+    }
+    const bool epoch_end = st.taken % st.units == 0;
+    if (epoch_end) {
+      std::shuffle(st.buffer.begin(), st.buffer.end(), st.rng);
+      for (RowRef& r : st.buffer) out.push_back(std::move(r));
+      st.buffer.clear();
+      ++st.stats.epochs;
+    }
+    if (!out.empty()) send_rows(self, std::move(out));
+  }
+  const int64_t window = st.options.units_in_flight > 0
+                             ? st.options.units_in_flight
+                             : 2 * static_cast<int64_t>(st.readers.size());
+  while (st.dispatched < total && st.dispatched - st.taken < window) {
+    const int64_t seq = st.dispatched++;
+    const caf::actor& reader = st.readers[static_cast<size_t>(seq) % st.readers.size()];
+    self->request(reader, caf::infinite, DecodeUnit{seq, unit_at(st, seq)})
+        .then(
+            [self](Decoded& d) {
+              self->state.ready.emplace(d.seq, std::move(d));
+              advance(self);
+            },
+            [self](caf::error& e) {
+              fail(self, runtime::internal_error(self->state.source->name(),
+                                                 ": a reader died: ", self->system().render(e)));
+            });
+  }
+  if (st.taken == total && !st.enqueue_outstanding) {
+    st.finished = true;
+    st.stats.done = true;
+    if (st.options.close_queue_at_end) close_queue(self);
+  }
+}
+
+caf::behavior runner_actor(RunnerActor* self, std::shared_ptr<const Source> source,
+                           caf::actor queue, RunnerOptions options) {
+  RunnerState& st = self->state;
+  st.source = std::move(source);
+  st.queue = std::move(queue);
+  st.options = std::move(options);
+  st.units = st.source->num_units();
+  st.rng.seed(st.options.seed);
+  self->set_default_handler(caf::print_and_drop);
+  for (int i = 0; i < std::max(1, st.options.num_readers); ++i) {
+    st.readers.push_back(
+        self->spawn<caf::detached + caf::linked>(reader_actor, st.source, st.options.map));
+  }
+  if (st.units == 0) {
+    st.options.num_epochs = 1;  // nothing to repeat: end at once
+  }
+  self->send(self, start_atom::value);
+  return {
+      [self](start_atom) {
+        if (self->state.units == 0) {
+          self->state.finished = self->state.stats.done = true;
+          if (self->state.options.close_queue_at_end) close_queue(self);
+          return;
+        }
+        advance(self);
+      },
+      [self](stats_atom) { return self->state.stats; },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_queue_runner(caf::actor_system& system, std::shared_ptr<const Source> source,
+                              caf::actor queue, RunnerOptions options) {
+  return system.spawn(runner_actor, std::move(source), std::move(queue), std::move(options));
+}
+
+}  // namespace troupe::actors

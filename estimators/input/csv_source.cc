@@ -1,0 +1,300 @@
+#include "estimators/input/csv_source.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "runtime/tensor.h"
+
+namespace troupe::estimators::input {
+
+using runtime::DType;
+using runtime::Result;
+using runtime::Status;
+using runtime::Tensor;
+
+const char* split_csv_record(const char* p, const char* end, char delimiter,
+                             std::vector<std::string>* fields, int64_t* lines) {
+  fields->clear();
+  fields->emplace_back();
+  bool quoted = false;
+  while (p < end) {
+    const char ch = *p;
+    if (quoted) {
+      if (ch == '"') {
+        if (p + 1 < end && p[1] == '"') {
+          fields->back().push_back('"');
+          p += 2;
+          continue;
+        }
+        quoted = false;
+      } else {
+        if (ch == '\n') ++*lines;
+        fields->back().push_back(ch);
+      }
+      ++p;
+      continue;
+    }
+    if (ch == '\n') {
+      ++*lines;
+      ++p;
+      break;
+    }
+    if (ch == '"' && fields->back().empty()) {
+      quoted = true;
+    } else if (ch == delimiter) {
+      fields->emplace_back();
+    } else if (ch != '\r' || (p + 1 < end && p[1] != '\n')) {
+      fields->back().push_back(ch);
+    }
+    ++p;
+  }
+  return p;
+}
+
+namespace {
+
+bool parse_int(const std::string& s, int64_t* v) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+template <class T>
+bool parse_float(const std::string& s, T* v) {
+  const char* b = s.data();
+  if (!s.empty() && s[0] == '+') ++b;
+  auto r = std::from_chars(b, s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+bool blank(const char* p, const char* end) {
+  for (; p < end; ++p) {
+    if (*p != '\n' && *p != '\r' && *p != ' ' && *p != '\t') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<CsvSource>> CsvSource::open(const std::string& pattern, CsvOptions options) {
+  std::shared_ptr<CsvSource> s(new CsvSource());
+  s->pattern_ = pattern;
+  s->options_ = std::move(options);
+  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> paths, expand_glob(pattern));
+  for (const std::string& path : paths) {
+    TROUPE_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
+    s->files_.push_back(std::move(file));
+  }
+  const CsvOptions& o = s->options_;
+  for (size_t f = 0; f < s->files_.size(); ++f) {
+    const MappedFile& file = *s->files_[f];
+    const char* p = file.bytes().data();
+    const char* end = p + file.bytes().size();
+    std::vector<std::string> header;
+    int64_t lines = 0;
+    size_t body = 0;
+    if (o.header) {
+      p = split_csv_record(p, end, o.delimiter, &header, &lines);
+      body = static_cast<size_t>(p - file.bytes().data());
+      if (file.bytes().empty()) return runtime::invalid_argument(file.path(), ": empty, no header");
+    }
+    std::vector<std::string> names = o.column_names.empty() ? header : o.column_names;
+    if (names.empty()) {
+      return runtime::invalid_argument(file.path(), ": no column names (no header, none given)");
+    }
+    if (f == 0) {
+      s->columns_ = names;
+    } else if (names != s->columns_) {
+      return runtime::invalid_argument(file.path(), ": its header differs from ",
+                                       s->files_[0]->path(), "'s");
+    }
+    TROUPE_RETURN_IF_ERROR(s->scan(static_cast<int>(f), body));
+  }
+  TROUPE_RETURN_IF_ERROR(s->infer_types());
+  if (o.select.empty()) {
+    for (size_t c = 0; c < s->columns_.size(); ++c) s->selected_.push_back(static_cast<int>(c));
+  } else {
+    for (const std::string& name : o.select) {
+      auto it = std::find(s->columns_.begin(), s->columns_.end(), name);
+      if (it == s->columns_.end()) {
+        return runtime::invalid_argument(s->name(), ": no column '", name, "'");
+      }
+      s->selected_.push_back(static_cast<int>(it - s->columns_.begin()));
+    }
+  }
+  for (const auto& [name, t] : o.types) {
+    if (std::find(s->columns_.begin(), s->columns_.end(), name) == s->columns_.end()) {
+      return runtime::invalid_argument(s->name(), ": a type is declared for '", name,
+                                       "', which is not a column");
+    }
+  }
+  return s;
+}
+
+// Finds where every rows_per_unit-th record starts, honouring quotes, so readers can parse
+// units independently.
+Status CsvSource::scan(int file, size_t body) {
+  const MappedFile& f = *files_[file];
+  const char* data = f.bytes().data();
+  const char* p = data + body;
+  const char* end = data + f.bytes().size();
+  int64_t line = options_.header ? 2 : 1;
+  Unit u{file, body, body, line, 0};
+  bool quoted = false;
+  const char* record_start = p;
+  for (; p < end; ++p) {
+    const char ch = *p;
+    if (ch == '"') {
+      quoted = !quoted;
+    } else if (ch == '\n') {
+      ++line;
+      if (quoted) continue;
+      if (!blank(record_start, p)) ++u.rows;
+      record_start = p + 1;
+      if (u.rows == options_.rows_per_unit) {
+        u.end = static_cast<size_t>(p + 1 - data);
+        units_.push_back(u);
+        u = Unit{file, u.end, u.end, line, 0};
+      }
+    }
+  }
+  if (quoted) {
+    return runtime::data_loss(f.path(), ": a quoted field opened before line ", line,
+                              " is never closed");
+  }
+  if (!blank(record_start, end)) ++u.rows;
+  u.end = f.bytes().size();
+  if (u.rows > 0) units_.push_back(u);
+  return runtime::ok_status();
+}
+
+Status CsvSource::infer_types() {
+  const size_t n = columns_.size();
+  types_.assign(n, DType::kInvalid);
+  std::vector<bool> is_int(n, true), is_float(n, true), seen(n, false);
+  int64_t rows = 0;
+  std::vector<std::string> fields;
+  for (const Unit& u : units_) {
+    const char* p = files_[u.file]->bytes().data() + u.begin;
+    const char* end = files_[u.file]->bytes().data() + u.end;
+    while (p < end && rows < options_.infer_rows) {
+      int64_t lines = 0;
+      const char* start = p;
+      p = split_csv_record(p, end, options_.delimiter, &fields, &lines);
+      if (blank(start, p) || fields.size() != n) continue;  // reported when read
+      ++rows;
+      for (size_t c = 0; c < n; ++c) {
+        if (fields[c].empty()) continue;
+        seen[c] = true;
+        int64_t i;
+        float x;
+        if (is_int[c] && !parse_int(fields[c], &i)) is_int[c] = false;
+        if (is_float[c] && !parse_float(fields[c], &x)) is_float[c] = false;
+      }
+    }
+    if (rows >= options_.infer_rows) break;
+  }
+  for (size_t c = 0; c < n; ++c) {
+    auto declared = options_.types.find(columns_[c]);
+    if (declared != options_.types.end()) {
+      const DType t = declared->second;
+      if (t != DType::kInt64 && t != DType::kInt32 && t != DType::kFloat32 &&
+          t != DType::kFloat64 && t != DType::kString) {
+        return runtime::invalid_argument(name(), ": column '", columns_[c], "' cannot be ",
+                                         dtype_name(t));
+      }
+      types_[c] = t;
+    } else if (!seen[c] || (is_float[c] && !is_int[c])) {
+      types_[c] = DType::kFloat32;
+    } else {
+      types_[c] = is_int[c] ? DType::kInt64 : DType::kString;
+    }
+  }
+  return runtime::ok_status();
+}
+
+std::vector<std::string> CsvSource::components() const {
+  std::vector<std::string> out;
+  for (int c : selected_) out.push_back(columns_[c]);
+  return out;
+}
+
+DType CsvSource::type_of(const std::string& column) const {
+  auto it = std::find(columns_.begin(), columns_.end(), column);
+  return it == columns_.end() ? DType::kInvalid : types_[it - columns_.begin()];
+}
+
+Status CsvSource::read(int64_t unit, std::vector<actors::Chunk>* out, int64_t* skipped) const {
+  const Unit& u = units_[static_cast<size_t>(unit)];
+  const std::string& path = files_[u.file]->path();
+  std::vector<Tensor> cols;
+  for (int c : selected_) cols.emplace_back(types_[c], runtime::Shape{u.rows});
+  const char* p = files_[u.file]->bytes().data() + u.begin;
+  const char* end = files_[u.file]->bytes().data() + u.end;
+  int64_t line = u.line;
+  int64_t row = 0;
+  std::vector<std::string> fields;
+  while (p < end) {
+    const char* start = p;
+    const int64_t record_line = line;
+    p = split_csv_record(p, end, options_.delimiter, &fields, &line);
+    if (blank(start, p)) continue;
+    Status bad;
+    if (fields.size() != columns_.size()) {
+      bad = runtime::invalid_argument(path, ":", record_line, ": expected ", columns_.size(),
+                                      " fields, found ", fields.size());
+    }
+    for (size_t k = 0; k < selected_.size() && bad.ok(); ++k) {
+      const int c = selected_[k];
+      const std::string* v = &fields[c];
+      if (v->empty()) {
+        auto d = options_.defaults.find(columns_[c]);
+        if (d != options_.defaults.end()) {
+          v = &d->second;
+        } else if (types_[c] != DType::kString) {
+          bad = runtime::invalid_argument(path, ":", record_line, ": column '", columns_[c],
+                                          "' is missing and has no default");
+          break;
+        }
+      }
+      Tensor& t = cols[k];
+      bool good = true;
+      switch (t.dtype()) {
+        case DType::kInt64:
+          good = parse_int(*v, &t.data<int64_t>()[row]);
+          break;
+        case DType::kInt32: {
+          int64_t x = 0;
+          good = parse_int(*v, &x) && x == static_cast<int32_t>(x);
+          t.data<int32_t>()[row] = static_cast<int32_t>(x);
+          break;
+        }
+        case DType::kFloat32:
+          good = parse_float(*v, &t.data<float>()[row]);
+          break;
+        case DType::kFloat64:
+          good = parse_float(*v, &t.data<double>()[row]);
+          break;
+        default:
+          t.data<std::string>()[row] = *v;
+      }
+      if (!good) {
+        bad = runtime::invalid_argument(path, ":", record_line, ": column '", columns_[c], "': '",
+                                        *v, "' is not ", dtype_name(t.dtype()));
+      }
+    }
+    if (!bad.ok()) {
+      if (!options_.skip_bad_records) return bad;
+      ++*skipped;
+      continue;
+    }
+    ++row;
+  }
+  actors::Chunk chunk;
+  chunk.components = std::move(cols);
+  chunk.end = row;  // skipped rows leave unused space at the end
+  if (row > 0) out->push_back(std::move(chunk));
+  return runtime::ok_status();
+}
+
+}  // namespace troupe::estimators::input

@@ -1,0 +1,258 @@
+#include "estimators/input/dataset.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include "actors/messages.h"
+#include "estimators/input/columns_source.h"
+#include "estimators/input/idx_file.h"
+#include "estimators/input/record_file.h"
+
+namespace troupe::estimators::input {
+
+using runtime::DType;
+using runtime::Result;
+using runtime::Shape;
+using runtime::Status;
+using runtime::Tensor;
+
+int Dataset::component(const std::string& name) const {
+  const std::vector<std::string> names = source->components();
+  auto it = std::find(names.begin(), names.end(), name);
+  return it == names.end() ? -1 : static_cast<int>(it - names.begin());
+}
+
+namespace {
+
+Result<Dataset> make(std::shared_ptr<const actors::Source> source, const std::string& label,
+                     DatasetOptions options) {
+  if (options.batch_size < 1) {
+    return runtime::invalid_argument(source->name(), ": batch_size must be at least 1, not ",
+                                     options.batch_size);
+  }
+  if (options.num_epochs < 0) {
+    return runtime::invalid_argument(source->name(), ": num_epochs must be 0 (forever) or more");
+  }
+  Dataset d;
+  d.source = std::move(source);
+  d.options = std::move(options);
+  d.label = label;
+  bool found = label.empty();
+  for (const std::string& c : d.source->components()) {
+    if (c == label) {
+      found = true;
+    } else {
+      d.features.push_back(c);
+    }
+  }
+  if (!found) {
+    return runtime::invalid_argument(d.source->name(), ": no column '", label, "' for the label");
+  }
+  return d;
+}
+
+// Runs map_example over every row of a chunk and stacks the results back into one chunk.
+Status map_each_example(const std::function<Status(std::vector<Tensor>&)>& fn, actors::Chunk& c) {
+  auto shared = std::make_shared<const actors::Chunk>(std::move(c));
+  std::vector<actors::RowRef> mapped;
+  for (const actors::RowRef& row : actors::rows_of(shared)) {
+    TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> one, actors::stack_rows({row}, false));
+    for (Tensor& t : one) {
+      t = t.reshaped(
+          Shape(std::vector<int64_t>(t.shape().dims().begin() + 1, t.shape().dims().end())));
+    }
+    TROUPE_RETURN_IF_ERROR(fn(one));
+    auto out = std::make_shared<actors::Chunk>();
+    for (Tensor& t : one) {
+      std::vector<int64_t> dims{1};
+      dims.insert(dims.end(), t.shape().dims().begin(), t.shape().dims().end());
+      out->components.push_back(t.reshaped(Shape(dims)));
+    }
+    mapped.push_back(actors::RowRef{out, 0});
+  }
+  c = actors::Chunk{};
+  if (mapped.empty()) return runtime::ok_status();
+  TROUPE_ASSIGN_OR_RETURN(c.components, actors::stack_rows(mapped, false));
+  return runtime::ok_status();
+}
+
+}  // namespace
+
+Result<Dataset> arrays(std::vector<std::pair<std::string, Tensor>> columns,
+                       const std::string& label, DatasetOptions options) {
+  TROUPE_ASSIGN_OR_RETURN(auto source, ColumnsSource::create("arrays", std::move(columns)));
+  return make(std::move(source), label, std::move(options));
+}
+
+Result<Dataset> csv(const std::string& pattern, const std::string& label, CsvOptions csv_options,
+                    DatasetOptions options) {
+  csv_options.skip_bad_records = csv_options.skip_bad_records || options.skip_bad_records;
+  TROUPE_ASSIGN_OR_RETURN(auto source, CsvSource::open(pattern, std::move(csv_options)));
+  return make(std::move(source), label, std::move(options));
+}
+
+Result<Dataset> fashion_mnist(const std::string& split, DatasetOptions options,
+                              const std::string& dir) {
+  std::string prefix = split;
+  if (split == "test") prefix = "t10k";
+  if (prefix != "train" && prefix != "t10k") {
+    return runtime::invalid_argument("fashion_mnist: split '", split, "' is not train or test");
+  }
+  auto find = [&](const std::string& kind) {
+    const std::string base = dir + "/" + prefix + "-" + kind;
+    const std::string gz = base + ".gz";
+    return MappedFile::open(gz).ok() ? gz : base;
+  };
+  TROUPE_ASSIGN_OR_RETURN(Tensor images, read_idx(find("images-idx3-ubyte")));
+  TROUPE_ASSIGN_OR_RETURN(Tensor labels, read_idx(find("labels-idx1-ubyte")));
+  if (images.rank() != 3 || labels.rank() != 1 || labels.dim(0) != images.dim(0)) {
+    return runtime::invalid_argument("fashion_mnist ", dir, ": ", images.shape().to_string(),
+                                     " images for ", labels.shape().to_string(), " labels");
+  }
+  const int64_t n = images.dim(0);
+  const int64_t pixels = images.dim(1) * images.dim(2);
+  Tensor x(DType::kFloat32, Shape{n, pixels});
+  Tensor y(DType::kInt64, Shape{n});
+  const uint8_t* px = images.data<uint8_t>();
+  float* fx = x.data<float>();
+  for (int64_t i = 0; i < n * pixels; ++i) fx[i] = px[i] * (1.0f / 255.0f);
+  for (int64_t i = 0; i < n; ++i) y.data<int64_t>()[i] = labels.data<uint8_t>()[i];
+  TROUPE_ASSIGN_OR_RETURN(
+      auto source, ColumnsSource::create("fashion-mnist " + prefix, {{"image", x}, {"label", y}}));
+  return make(std::move(source), "label", std::move(options));
+}
+
+Result<Dataset> libsvm(const std::string& pattern, LibsvmOptions libsvm_options,
+                       DatasetOptions options) {
+  libsvm_options.skip_bad_records = libsvm_options.skip_bad_records || options.skip_bad_records;
+  const bool sparse = !libsvm_options.dense;
+  TROUPE_ASSIGN_OR_RETURN(auto source, LibsvmSource::open(pattern, libsvm_options));
+  TROUPE_ASSIGN_OR_RETURN(Dataset d, make(std::move(source), "label", std::move(options)));
+  d.pad = sparse;
+  return d;
+}
+
+Result<Dataset> records(const std::string& pattern, const std::string& label,
+                        DatasetOptions options) {
+  TROUPE_ASSIGN_OR_RETURN(auto source, RecordSource::open(pattern, options.skip_bad_records));
+  return make(std::move(source), label, std::move(options));
+}
+
+Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows) {
+  std::vector<int64_t> dims = t.shape().dims();
+  dims[0] = static_cast<int64_t>(rows.size());
+  Tensor out(t.dtype(), Shape(dims));
+  const int64_t per = t.dim(0) == 0 ? 0 : t.num_elements() / t.dim(0);
+  if (t.dtype() == DType::kString) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      for (int64_t e = 0; e < per; ++e) {
+        out.data<std::string>()[i * per + e] = t.data<std::string>()[rows[i] * per + e];
+      }
+    }
+    return out;
+  }
+  const size_t bytes = static_cast<size_t>(per) * dtype_size(t.dtype());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(static_cast<char*>(out.raw_data()) + i * bytes,
+                static_cast<const char*>(t.raw_data()) + rows[i] * bytes, bytes);
+  }
+  return out;
+}
+
+Result<std::pair<std::vector<std::pair<std::string, Tensor>>,
+                 std::vector<std::pair<std::string, Tensor>>>>
+train_test_split(const std::vector<std::pair<std::string, Tensor>>& columns, double test_fraction,
+                 uint64_t seed) {
+  if (columns.empty()) return runtime::invalid_argument("train_test_split: no columns");
+  if (!(test_fraction > 0 && test_fraction < 1)) {
+    return runtime::invalid_argument("train_test_split: test_fraction ", test_fraction,
+                                     " is not in (0, 1)");
+  }
+  const int64_t n = columns[0].second.rank() > 0 ? columns[0].second.dim(0) : 0;
+  for (const auto& [name, t] : columns) {
+    if (t.rank() < 1 || t.dim(0) != n) {
+      return runtime::invalid_argument("train_test_split: column '", name, "' does not have ", n,
+                                       " examples");
+    }
+  }
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  const auto n_test = static_cast<size_t>(static_cast<double>(n) * test_fraction + 0.5);
+  std::vector<int64_t> test(order.begin(), order.begin() + n_test);
+  std::vector<int64_t> train(order.begin() + n_test, order.end());
+  std::pair<std::vector<std::pair<std::string, Tensor>>,
+            std::vector<std::pair<std::string, Tensor>>>
+      out;
+  for (const auto& [name, t] : columns) {
+    out.first.push_back({name, gather_rows(t, train)});
+    out.second.push_back({name, gather_rows(t, test)});
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime,
+                                                  const Dataset& dataset) {
+  if (!dataset.source) return runtime::invalid_argument("a dataset without a source");
+  const DatasetOptions& o = dataset.options;
+  actors::QueueOptions q;
+  q.kind = dataset.pad ? actors::QueueKind::kPadding : actors::QueueKind::kFifo;
+  q.capacity = std::max<int64_t>(1, o.prefetch_batches) * o.batch_size;
+  q.name = "the input queue of " + dataset.source->name();
+  actors::Queue queue = actors::Queue::create(runtime, q);
+  actors::RunnerOptions r;
+  r.num_readers = std::max(1, o.num_readers);
+  r.num_epochs = o.num_epochs;
+  r.shuffle = o.shuffle;
+  r.seed = o.seed;
+  r.shuffle_buffer = o.shuffle_buffer;
+  auto map = o.map;
+  auto map_example = o.map_example;
+  if (map || map_example) {
+    r.map = [map, map_example](actors::Chunk& c) -> Status {
+      if (map_example) TROUPE_RETURN_IF_ERROR(map_each_example(map_example, c));
+      if (map) {
+        if (c.first() != 0 || c.last() != c.rows()) {
+          // The user function sees exactly the chunk's examples.
+          TROUPE_ASSIGN_OR_RETURN(
+              c.components,
+              actors::stack_rows(actors::rows_of(std::make_shared<const actors::Chunk>(c)), false));
+          c.begin = 0;
+          c.end = -1;
+        }
+        TROUPE_RETURN_IF_ERROR(map(c.components));
+      }
+      return runtime::ok_status();
+    };
+  }
+  caf::actor runner =
+      actors::spawn_queue_runner(runtime.system(), dataset.source, queue.actor(), std::move(r));
+  return std::unique_ptr<Pipeline>(
+      new Pipeline(runtime, dataset, std::move(queue), std::move(runner)));
+}
+
+Pipeline::~Pipeline() {
+  caf::anon_send_exit(runner_, caf::exit_reason::user_shutdown);
+  queue_.stop();
+}
+
+Result<std::vector<Tensor>> Pipeline::next() {
+  return dataset_.options.drop_remainder ? queue_.dequeue_many(dataset_.options.batch_size)
+                                         : queue_.dequeue_up_to(dataset_.options.batch_size);
+}
+
+actors::RunnerStats Pipeline::runner_stats() {
+  caf::scoped_actor self{runtime_.system()};
+  actors::RunnerStats result;
+  self->request(runner_, caf::infinite, actors::stats_atom::value)
+      .receive([&](actors::RunnerStats& s) { result = s; },
+               [&](caf::error& e) {
+                 result.status = runtime::unavailable("runner: ", runtime_.system().render(e));
+               });
+  return result;
+}
+
+}  // namespace troupe::estimators::input

@@ -1,0 +1,116 @@
+// Input functions: what Estimator::train, evaluate and predict read, and the pipeline that runs
+// one. A Dataset names a source, how to read it (batching, epochs, shuffling, readers, maps)
+// and which components are features and which the label. Starting it spawns a queue actor and
+// a runner actor with its readers; a training loop dequeues from the queue inside the actor
+// system, one batch per step.
+//
+//   auto train = input::fashion_mnist("train", {.batch_size = 128, .num_epochs = 5,
+//                                               .shuffle = true, .seed = 42});
+//   auto table = input::csv("data/*.csv", "label", {}, {.batch_size = 64});
+//   auto mem = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 32});
+//
+//   auto p = Pipeline::start(rt, *train);          // Result<unique_ptr<Pipeline>>
+//   auto batch = (*p)->next();                     // blocking, for predict and tests
+//
+// Errors opening a source (a missing file, a bad header, a truncated IDX) come back from these
+// functions; errors while reading (a bad row) end the pipeline with that error, naming the file
+// and line, or are skipped and counted with skip_bad_records (Pipeline::runner_stats).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/queue.h"
+#include "actors/queue_runner.h"
+#include "estimators/input/csv_source.h"
+#include "estimators/input/libsvm_source.h"
+
+namespace troupe::estimators::input {
+
+struct DatasetOptions {
+  int64_t batch_size = 128;
+  int64_t num_epochs = 1;  // 0: repeat until the consumer stops
+  bool shuffle = false;
+  uint64_t seed = 0;
+  int64_t shuffle_buffer = 10000;  // examples
+  bool drop_remainder = false;     // drop the last, smaller batch instead of yielding it
+  int num_readers = 2;             // parallel decode
+  int64_t prefetch_batches = 4;    // the queue's capacity, in batches
+  // A user function over a batch of decoded examples (components along dimension 0), run in
+  // the readers, in parallel; map_example runs once per example instead.
+  std::function<runtime::Status(std::vector<runtime::Tensor>& batch)> map = nullptr;
+  std::function<runtime::Status(std::vector<runtime::Tensor>& example)> map_example = nullptr;
+  bool skip_bad_records = false;
+};
+
+struct Dataset {
+  std::shared_ptr<const actors::Source> source;
+  DatasetOptions options;
+  std::vector<std::string> features;  // component names fed as features, in order
+  std::string label;                  // empty: no label (prediction)
+  bool pad = false;                   // examples differ in shape: batch through a padding queue
+
+  // Component index of a name, or -1.
+  int component(const std::string& name) const;
+};
+
+// In-memory columns (the numpy_input_fn analog): examples along dimension 0 of each tensor.
+// Every column but `label` is a feature. A column of another length is an error naming it.
+runtime::Result<Dataset> arrays(std::vector<std::pair<std::string, runtime::Tensor>> columns,
+                                const std::string& label, DatasetOptions options = {});
+// CSV files with a header; `label` (may be empty) is the label column, the rest features.
+runtime::Result<Dataset> csv(const std::string& pattern, const std::string& label,
+                             CsvOptions csv_options = {}, DatasetOptions options = {});
+// Fashion-MNIST (or MNIST) from IDX files, gzipped or not: "image" float32 [784] in [0, 1] and
+// "label" int64. `split`: "train" or "test" (also "t10k").
+runtime::Result<Dataset> fashion_mnist(
+    const std::string& split, DatasetOptions options = {},
+    const std::string& dir = "/usr/share/datasets/fashion-mnist");
+// libsvm / svmlight files; sparse ones batch through a padding queue.
+runtime::Result<Dataset> libsvm(const std::string& pattern, LibsvmOptions libsvm_options = {},
+                                DatasetOptions options = {});
+// troupe record files (record_file.h).
+runtime::Result<Dataset> records(const std::string& pattern, const std::string& label,
+                                 DatasetOptions options = {});
+
+// Splits columns into a training and a test part by a seeded permutation of the rows.
+runtime::Result<std::pair<std::vector<std::pair<std::string, runtime::Tensor>>,
+                          std::vector<std::pair<std::string, runtime::Tensor>>>>
+train_test_split(const std::vector<std::pair<std::string, runtime::Tensor>>& columns,
+                 double test_fraction, uint64_t seed = 0);
+
+// The rows `rows` of `t`, in that order (for splits and in-memory shuffles).
+runtime::Tensor gather_rows(const runtime::Tensor& t, const std::vector<int64_t>& rows);
+
+// A running dataset: a queue actor and a runner actor feeding it. Destroying it stops both.
+class Pipeline {
+ public:
+  static runtime::Result<std::unique_ptr<Pipeline>> start(actors::Runtime& runtime,
+                                                          const Dataset& dataset);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  const caf::actor& queue_actor() const { return queue_.actor(); }
+  const Dataset& dataset() const { return dataset_; }
+  // The next batch, all components; OutOfRange after the last.
+  runtime::Result<std::vector<runtime::Tensor>> next();
+  actors::RunnerStats runner_stats();
+  actors::QueueStats queue_stats() { return queue_.stats(); }
+
+ private:
+  Pipeline(actors::Runtime& runtime, Dataset dataset, actors::Queue queue, caf::actor runner)
+      : runtime_(runtime),
+        dataset_(std::move(dataset)),
+        queue_(std::move(queue)),
+        runner_(std::move(runner)) {}
+  actors::Runtime& runtime_;
+  Dataset dataset_;
+  actors::Queue queue_;
+  caf::actor runner_;
+};
+
+}  // namespace troupe::estimators::input

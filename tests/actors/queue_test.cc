@@ -1,0 +1,320 @@
+// Queue and runner actors: FIFO, shuffle and padding semantics, close and OutOfRange, blocking
+// and back-pressure, exactly-once delivery across parallel readers, seeded reproducibility, a
+// failing source, and a session loop fed from a queue.
+#include "actors/queue.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "actors/queue_runner.h"
+#include "actors/session.h"
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "runtime/graph_builder.h"
+
+using namespace troupe;
+using actors::Queue;
+using actors::QueueKind;
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+
+namespace {
+
+Tensor iota(int64_t n, int64_t start = 0) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = start + i;
+  return Tensor::from_vector(Shape{n}, v);
+}
+
+// A source of `units` units of `rows` examples each: example k holds k. Slow and failing units
+// on request.
+class CountingSource : public actors::Source {
+ public:
+  CountingSource(int64_t units, int64_t rows) : units_(units), rows_(rows) {}
+  std::string name() const override { return "counting"; }
+  std::vector<std::string> components() const override { return {"k"}; }
+  int64_t num_units() const override { return units_; }
+  runtime::Status read(int64_t unit, std::vector<actors::Chunk>* out, int64_t*) const override {
+    if (unit == fail_unit) return runtime::data_loss("unit ", unit, " is bad");
+    if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us * (unit % 3)));
+    out->push_back(actors::Chunk{{iota(rows_, unit * rows_)}});
+    return runtime::ok_status();
+  }
+  int64_t fail_unit = -1;
+  int delay_us = 0;
+
+ private:
+  int64_t units_, rows_;
+};
+
+std::vector<int64_t> drain(Queue& q, int64_t batch, runtime::Status* end = nullptr) {
+  std::vector<int64_t> got;
+  while (true) {
+    auto b = q.dequeue_up_to(batch);
+    if (!b.ok()) {
+      if (end) *end = b.status();
+      break;
+    }
+    auto v = (*b)[0].to_vector<int64_t>();
+    got.insert(got.end(), v.begin(), v.end());
+  }
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("FIFO queue: order, single examples, close and OutOfRange") {
+  actors::Runtime rt;
+  {
+    Queue q = Queue::create(rt, {QueueKind::kFifo, 100});
+    REQUIRE(q.enqueue_many(
+                 {iota(5), Tensor::from_vector<float>(Shape{5, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})})
+                .ok());
+    REQUIRE(q.enqueue({Tensor::scalar<int64_t>(5), Tensor::from_vector<float>(Shape{2}, {10, 11})})
+                .ok());
+    CHECK(q.size() == 6);
+    auto one = q.dequeue();
+    REQUIRE(one.ok());
+    CHECK((*one)[0].shape() == Shape{});
+    CHECK((*one)[0].data<int64_t>()[0] == 0);
+    CHECK((*one)[1].to_vector<float>() == std::vector<float>{0, 1});
+    auto three = q.dequeue_many(3);
+    REQUIRE(three.ok());
+    CHECK((*three)[0].to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3});
+    CHECK((*three)[1].shape() == Shape{3, 2});
+    REQUIRE(q.close().ok());
+    CHECK(q.enqueue({Tensor::scalar<int64_t>(9), Tensor::from_vector<float>(Shape{2}, {0, 0})})
+              .code() == runtime::Code::kCancelled);
+    auto many = q.dequeue_many(5);  // only 2 left: exactly-n fails once closed
+    CHECK(many.status().code() == runtime::Code::kOutOfRange);
+    auto rest = q.dequeue_up_to(5);
+    REQUIRE(rest.ok());
+    CHECK((*rest)[0].to_vector<int64_t>() == std::vector<int64_t>{4, 5});
+    CHECK(q.dequeue_up_to(5).status().code() == runtime::Code::kOutOfRange);
+    CHECK(q.dequeue().status().code() == runtime::Code::kOutOfRange);
+    q.stop();
+  }
+}
+
+TEST_CASE("queue: a dequeue waits for data, an enqueue waits for room") {
+  actors::Runtime rt;
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 4});
+  std::atomic<bool> got{false};
+  std::thread consumer([&] {
+    auto b = q.dequeue_many(2);
+    CHECK(b.ok());
+    got = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(!got);
+  REQUIRE(q.enqueue_many({iota(2)}).ok());
+  consumer.join();
+  CHECK(got);
+
+  std::atomic<bool> enqueued{false};
+  std::thread producer([&] {
+    CHECK(q.enqueue_many({iota(6)}).ok());  // 4 fit; 2 wait for room
+    enqueued = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(!enqueued);
+  CHECK(q.size() == 4);
+  CHECK(q.stats().peak_size == 4);
+  REQUIRE(q.dequeue_many(3).ok());
+  producer.join();
+  CHECK(enqueued);
+  CHECK(q.size() == 3);
+
+  // Closing with cancel fails the waiting enqueue; closing without lets it finish first.
+  REQUIRE(q.enqueue_many({iota(1)}).ok());
+  std::thread cancelled(
+      [&] { CHECK(q.enqueue_many({iota(3)}).code() == runtime::Code::kCancelled); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(q.close(/*cancel_pending_enqueues=*/true).ok());
+  cancelled.join();
+  CHECK(drain(q, 10).size() == 4);
+
+  Queue q2 = Queue::create(rt, {QueueKind::kFifo, 2});
+  std::thread pending([&] { CHECK(q2.enqueue_many({iota(5)}).ok()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(q2.close(false).ok());
+  CHECK(drain(q2, 2) == std::vector<int64_t>{0, 1, 2, 3, 4});
+  pending.join();
+  q.stop();
+  q2.stop();
+}
+
+TEST_CASE("random shuffle queue: a seeded permutation that keeps min_after_dequeue") {
+  actors::Runtime rt;
+  auto order = [&](uint64_t seed) {
+    Queue q = Queue::create(rt, {QueueKind::kRandomShuffle, 1000, 10, seed});
+    REQUIRE(q.enqueue_many({iota(100)}).ok());
+    auto first = q.dequeue_many(90);
+    REQUIRE(first.ok());
+    std::vector<int64_t> got = (*first)[0].to_vector<int64_t>();
+    std::atomic<bool> done{false};
+    std::thread t([&] {
+      auto more = q.dequeue_many(5);  // would leave 5 < min_after_dequeue: waits for close
+      done = true;
+      REQUIRE(more.ok());
+      auto v = (*more)[0].to_vector<int64_t>();
+      got.insert(got.end(), v.begin(), v.end());
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(!done);
+    REQUIRE(q.close().ok());
+    t.join();
+    auto rest = drain(q, 100);
+    got.insert(got.end(), rest.begin(), rest.end());
+    q.stop();
+    return got;
+  };
+  auto a = order(7), b = order(7), c = order(8);
+  CHECK(a == b);
+  CHECK(a != c);
+  std::vector<int64_t> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == iota(100).to_vector<int64_t>());
+  CHECK(a != iota(100).to_vector<int64_t>());
+}
+
+TEST_CASE("padding queue pads variable-length examples; a FIFO queue refuses them") {
+  actors::Runtime rt;
+  for (QueueKind kind : {QueueKind::kPadding, QueueKind::kFifo}) {
+    Queue q = Queue::create(rt, {kind, 10});
+    REQUIRE(q.enqueue({Tensor::from_vector<float>(Shape{2}, {1, 2})}).ok());
+    REQUIRE(q.enqueue({Tensor::from_vector<float>(Shape{3}, {3, 4, 5})}).ok());
+    auto b = q.dequeue_many(2);
+    if (kind == QueueKind::kPadding) {
+      REQUIRE(b.ok());
+      CHECK((*b)[0].shape() == Shape{2, 3});
+      CHECK((*b)[0].to_vector<float>() == std::vector<float>{1, 2, 0, 3, 4, 5});
+    } else {
+      CHECK(b.status().code() == runtime::Code::kInvalidArgument);
+      CHECK(b.status().message().find("padding queue") != std::string::npos);
+    }
+    q.stop();
+  }
+}
+
+TEST_CASE("runner: every example exactly once per epoch across parallel readers, in order") {
+  actors::Runtime rt;
+  auto src = std::make_shared<CountingSource>(37, 11);
+  src->delay_us = 300;  // readers finish out of order
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 64});
+  auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), {4, 3});
+  runtime::Status end;
+  std::vector<int64_t> got = drain(q, 50, &end);
+  CHECK(end.code() == runtime::Code::kOutOfRange);
+  REQUIRE(got.size() == 3u * 37 * 11);
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == static_cast<int64_t>(i % (37 * 11)));
+  caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  q.stop();
+}
+
+TEST_CASE("runner: a seeded shuffle is reproducible and each epoch is a permutation") {
+  actors::Runtime rt;
+  auto src = std::make_shared<CountingSource>(20, 10);
+  src->delay_us = 200;
+  auto run = [&](uint64_t seed) {
+    Queue q = Queue::create(rt, {QueueKind::kFifo, 32});
+    actors::RunnerOptions o;
+    o.num_readers = 3;
+    o.num_epochs = 2;
+    o.shuffle = true;
+    o.seed = seed;
+    o.shuffle_buffer = 50;
+    auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), o);
+    auto got = drain(q, 16);
+    caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+    q.stop();
+    return got;
+  };
+  auto a = run(1), b = run(1), c = run(2);
+  CHECK(a == b);
+  CHECK(a != c);
+  REQUIRE(a.size() == 400);
+  for (int e = 0; e < 2; ++e) {
+    std::vector<int64_t> epoch(a.begin() + e * 200, a.begin() + (e + 1) * 200);
+    CHECK(epoch != iota(200).to_vector<int64_t>());
+    std::sort(epoch.begin(), epoch.end());
+    CHECK(epoch == iota(200).to_vector<int64_t>());
+  }
+  CHECK(std::vector<int64_t>(a.begin(), a.begin() + 200) !=
+        std::vector<int64_t>(a.begin() + 200, a.end()));
+}
+
+TEST_CASE("runner: a slow consumer back-pressures the readers; memory stays bounded") {
+  actors::Runtime rt;
+  auto src = std::make_shared<CountingSource>(1000, 10);  // 10k examples
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 40});
+  auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), {2, 1});
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(q.dequeue_many(8).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  actors::QueueStats s = q.stats();
+  CHECK(s.peak_size <= 40);
+  // The runner is held back: far from all 10k examples were taken from the source.
+  CHECK(s.enqueued <= 160 + 40 + 10);
+  caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  q.stop();
+}
+
+TEST_CASE("runner: a failing unit fails the queue with the source's name; nothing hangs") {
+  actors::Runtime rt;
+  auto src = std::make_shared<CountingSource>(10, 5);
+  src->fail_unit = 6;
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 100});
+  auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), {2, 1});
+  runtime::Status end;
+  drain(q, 7, &end);
+  CHECK(end.code() == runtime::Code::kDataLoss);
+  CHECK(end.message().find("counting") != std::string::npos);
+  CHECK(end.message().find("unit 6 is bad") != std::string::npos);
+  caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  q.stop();
+}
+
+TEST_CASE("session loop fed from a queue: a step per batch, ending cleanly with the data") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto k = ops::placeholder(b, DType::kInt64, Shape{-1}, "k");
+  auto total = ops::reduce_sum(b, k);
+  REQUIRE(b.ok());
+  auto session = actors::Session::create(rt, g);
+  REQUIRE(session.ok());
+  auto src = std::make_shared<CountingSource>(10, 10);  // 0..99
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 32});
+  auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), {2, 2});
+  int64_t sum = 0, steps = 0, last_batch = 0;
+  actors::LoopRequest loop;
+  loop.steps = 1000;
+  loop.fetches = {total, k};
+  loop.input = q.actor();
+  loop.input_feeds = {k};
+  loop.batch_size = 16;
+  loop.on_step = [&](int64_t i, const std::vector<Tensor>& v) {
+    CHECK(i == steps);
+    ++steps;
+    sum += v[0].data<int64_t>()[0];
+    last_batch = v[1].dim(0);
+    return true;
+  };
+  bool end_of_input = false;
+  auto done = (*session)->run_loop(loop, &end_of_input);
+  REQUIRE_MESSAGE(done.ok(), done.status().to_string());
+  CHECK(end_of_input);
+  CHECK(*done == 13);  // 200 examples: 12 batches of 16 and one of 8
+  CHECK(sum == 2 * 4950);
+  CHECK(last_batch == 8);
+  caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  q.stop();
+}
