@@ -116,7 +116,8 @@ struct LoopRequest {
   std::function<bool(int64_t i, const std::vector<runtime::Tensor>& values)> on_step;
   // Each step's batch comes from this queue actor (actors/queue.h): component k is fed to
   // input_feeds[k], then `feed` may add more. A closed, drained queue ends the loop without an
-  // error (the end of the data); a failed one ends it with the queue's error.
+  // error (the end of the data); a failed one ends it with the queue's error. batch_size 0:
+  // the queue's elements are whole batches (a runner stacked them); one is dequeued per step.
   caf::actor input;
   std::vector<runtime::Output> input_feeds;
   int64_t batch_size = 0;

@@ -168,6 +168,17 @@ struct QueueState {
 using QueueActor = caf::stateful_actor<QueueState>;
 
 Batch take_rows(QueueState& st, int64_t n, DequeueMode mode) {
+  if (mode == DequeueMode::kOne && st.options.kind == QueueKind::kFifo &&
+      st.rows.front().chunk->rows() == 1) {
+    // An element that is a whole chunk (a batch a runner stacked): hand over its tensors.
+    RowRef row = std::move(st.rows.front());
+    st.rows.pop_front();
+    ++st.stats.dequeued;
+    Batch b;
+    for (const Tensor& t : row.chunk->components)
+      b.components.push_back(t.reshaped(example_shape(t)));
+    return b;
+  }
   std::vector<RowRef> picked;
   picked.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {

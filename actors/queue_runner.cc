@@ -65,6 +65,7 @@ struct RunnerState {
   std::map<int64_t, Decoded> ready;
   std::map<int64_t, std::vector<int64_t>> orders;  // epoch -> unit order
   std::vector<RowRef> buffer;                      // the shuffle buffer
+  std::vector<RowRef> pending;                     // examples short of a whole batch
   std::mt19937_64 rng;
   bool enqueue_outstanding = false;
   bool finished = false;
@@ -110,9 +111,8 @@ void close_queue(RunnerActor* self) {
       .then([](Status&) {}, [](caf::error&) {});
 }
 
-void send_rows(RunnerActor* self, std::vector<RowRef> rows) {
+void send_rows(RunnerActor* self, std::vector<RowRef> rows, int64_t n) {
   RunnerState& st = self->state;
-  const int64_t n = static_cast<int64_t>(rows.size());
   st.enqueue_outstanding = true;
   self->request(st.queue, caf::infinite, enqueue_atom::value, EnqueueRequest{std::move(rows)})
       .then(
@@ -133,6 +133,42 @@ void send_rows(RunnerActor* self, std::vector<RowRef> rows) {
             self->state.enqueue_outstanding = false;
             fail(self, runtime::unavailable("queue: ", self->system().render(e)));
           });
+}
+
+// Hands examples to the queue: as they are, or stacked into batches of batch_size (the last
+// one smaller unless drop_remainder), each batch one queue element.
+void emit(RunnerActor* self, std::vector<RowRef> rows, bool last) {
+  RunnerState& st = self->state;
+  const int64_t batch = st.options.batch_size;
+  if (batch <= 0) {
+    const int64_t n = static_cast<int64_t>(rows.size());
+    if (n > 0) send_rows(self, std::move(rows), n);
+    return;
+  }
+  for (RowRef& r : rows) st.pending.push_back(std::move(r));
+  std::vector<RowRef> batches;
+  int64_t n = 0;
+  size_t at = 0;
+  while (st.pending.size() - at >= static_cast<size_t>(batch) ||
+         (last && at < st.pending.size() && !st.options.drop_remainder)) {
+    const size_t take = std::min(st.pending.size() - at, static_cast<size_t>(batch));
+    std::vector<RowRef> part(std::make_move_iterator(st.pending.begin() + at),
+                             std::make_move_iterator(st.pending.begin() + at + take));
+    at += take;
+    auto stacked = stack_rows(part, st.options.pad);
+    if (!stacked.ok()) return fail(self, stacked.status().with_context(st.source->name()));
+    auto chunk = std::make_shared<Chunk>();
+    for (runtime::Tensor& t : *stacked) {
+      std::vector<int64_t> dims{1};
+      dims.insert(dims.end(), t.shape().dims().begin(), t.shape().dims().end());
+      chunk->components.push_back(t.reshaped(runtime::Shape(dims)));
+    }
+    batches.push_back(RowRef{std::move(chunk), 0});
+    n += static_cast<int64_t>(take);
+  }
+  st.pending.erase(st.pending.begin(), st.pending.begin() + at);
+  if (last) st.pending.clear();  // the dropped remainder
+  if (!batches.empty()) send_rows(self, std::move(batches), n);
 }
 
 // Takes the next decoded unit in order, if there is one and the queue took the last, then
@@ -173,7 +209,8 @@ void advance(RunnerActor* self) {
       st.buffer.clear();
       ++st.stats.epochs;
     }
-    if (!out.empty()) send_rows(self, std::move(out));
+    emit(self, std::move(out), st.taken == total);
+    if (st.finished) return;
   }
   const int64_t window = st.options.units_in_flight > 0
                              ? st.options.units_in_flight
@@ -233,7 +270,10 @@ caf::behavior runner_actor(RunnerActor* self, std::shared_ptr<const Source> sour
 
 caf::actor spawn_queue_runner(caf::actor_system& system, std::shared_ptr<const Source> source,
                               caf::actor queue, RunnerOptions options) {
-  return system.spawn(runner_actor, std::move(source), std::move(queue), std::move(options));
+  // Detached: shuffling and stacking batches copies memory, which must not hold up the CAF
+  // worker that runs the graph.
+  return system.spawn<caf::detached>(runner_actor, std::move(source), std::move(queue),
+                                     std::move(options));
 }
 
 }  // namespace troupe::actors

@@ -3,6 +3,8 @@
 // them to N reader actors that decode in parallel, and enqueues the decoded examples in unit
 // order, so a seeded run delivers the same examples in the same order however the readers race.
 // It holds at most a few units beyond what the queue accepted: a slow consumer stops the readers.
+// With a batch size it also stacks the batches, on its own thread, so that a training step
+// takes a ready batch from the queue.
 //
 //   auto runner = spawn_queue_runner(rt.system(), source, queue.actor(),
 //                                    {.num_readers = 2, .num_epochs = 5, .shuffle = true});
@@ -48,6 +50,13 @@ struct RunnerOptions {
   // Applied to each decoded chunk, in the readers (a parallel map over batches of examples).
   std::function<runtime::Status(Chunk&)> map = nullptr;
   int units_in_flight = 0;  // decoded or decoding ahead of the queue; 0: 2 per reader
+  // Stack examples into batches before the queue (each batch one element, so a dequeue of one
+  // element hands a step its batch without a copy on the graph's worker), as tf.data batches
+  // in its pipeline; 0: enqueue single examples. Batches span epochs; the last is smaller
+  // unless drop_remainder. `pad` pads examples of different shapes, as a padding queue does.
+  int64_t batch_size = 0;
+  bool drop_remainder = false;
+  bool pad = false;
   bool close_queue_at_end = true;
 };
 

@@ -314,6 +314,7 @@ void request_batch(SessionActor* self, int64_t index) {
   const LoopRequest& req = self->state.loop->request;
   DequeueRequest dq{req.batch_size,
                     req.allow_smaller_final_batch ? DequeueMode::kUpTo : DequeueMode::kMany};
+  if (req.batch_size == 0) dq = DequeueRequest{1, DequeueMode::kOne};
   self->request(req.input, caf::infinite, dequeue_atom::value, dq)
       .then(
           [self, index](Batch& b) {
@@ -417,9 +418,9 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
           promise.deliver(LoopResult{runtime::failed_precondition("a loop is already running"), 0});
           return promise;
         }
-        if (req.input && (req.batch_size < 1 || req.input_feeds.empty())) {
+        if (req.input && (req.batch_size < 0 || req.input_feeds.empty())) {
           promise.deliver(LoopResult{
-              runtime::invalid_argument("a loop with an input queue needs a batch size >= 1 and "
+              runtime::invalid_argument("a loop with an input queue needs a batch size >= 0 and "
                                         "the feeds its components go to"),
               0});
           return promise;

@@ -199,8 +199,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime,
   if (!dataset.source) return runtime::invalid_argument("a dataset without a source");
   const DatasetOptions& o = dataset.options;
   actors::QueueOptions q;
-  q.kind = dataset.pad ? actors::QueueKind::kPadding : actors::QueueKind::kFifo;
-  q.capacity = std::max<int64_t>(1, o.prefetch_batches) * o.batch_size;
+  q.kind = actors::QueueKind::kFifo;
+  q.capacity = std::max<int64_t>(1, o.prefetch_batches);  // batches: the runner stacks them
   q.name = "the input queue of " + dataset.source->name();
   actors::Queue queue = actors::Queue::create(runtime, q);
   actors::RunnerOptions r;
@@ -209,6 +209,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime,
   r.shuffle = o.shuffle;
   r.seed = o.seed;
   r.shuffle_buffer = o.shuffle_buffer;
+  r.batch_size = o.batch_size;
+  r.drop_remainder = o.drop_remainder;
+  r.pad = dataset.pad;
   auto map = o.map;
   auto map_example = o.map_example;
   if (map || map_example) {
@@ -239,10 +242,7 @@ Pipeline::~Pipeline() {
   queue_.stop();
 }
 
-Result<std::vector<Tensor>> Pipeline::next() {
-  return dataset_.options.drop_remainder ? queue_.dequeue_many(dataset_.options.batch_size)
-                                         : queue_.dequeue_up_to(dataset_.options.batch_size);
-}
+Result<std::vector<Tensor>> Pipeline::next() { return queue_.dequeue(); }
 
 actors::RunnerStats Pipeline::runner_stats() {
   caf::scoped_actor self{runtime_.system()};

@@ -38,7 +38,7 @@ struct DatasetOptions {
   int64_t shuffle_buffer = 10000;  // examples
   bool drop_remainder = false;     // drop the last, smaller batch instead of yielding it
   int num_readers = 2;             // parallel decode
-  int64_t prefetch_batches = 4;    // the queue's capacity, in batches
+  int64_t prefetch_batches = 4;    // the queue's capacity: batches stacked ahead of the consumer
   // A user function over a batch of decoded examples (components along dimension 0), run in
   // the readers, in parallel; map_example runs once per example instead.
   std::function<runtime::Status(std::vector<runtime::Tensor>& batch)> map = nullptr;
@@ -85,7 +85,9 @@ train_test_split(const std::vector<std::pair<std::string, runtime::Tensor>>& col
 // The rows `rows` of `t`, in that order (for splits and in-memory shuffles).
 runtime::Tensor gather_rows(const runtime::Tensor& t, const std::vector<int64_t>& rows);
 
-// A running dataset: a queue actor and a runner actor feeding it. Destroying it stops both.
+// A running dataset: a queue actor and a runner actor feeding it batches (each queue element
+// one batch). A session loop dequeues from queue_actor() with batch_size 0. Destroying the
+// pipeline stops both actors.
 class Pipeline {
  public:
   static runtime::Result<std::unique_ptr<Pipeline>> start(actors::Runtime& runtime,

@@ -1,0 +1,236 @@
+// Input pipeline benchmark: examples per second the pipeline delivers (Fashion-MNIST batches of
+// 128 from the gzipped IDX files and from a record file, and a 1M-row CSV), and Fashion-MNIST
+// MLP training fed by the pipeline against the same training fed from batches already in
+// memory, interleaved in the same run (bar: >= 0.95 of the in-memory rate).
+//
+//   input_bench [--quick] [--json DIR]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "actors/session.h"
+#include "bench/bench_util.h"
+#include "estimators/input/dataset.h"
+#include "estimators/input/record_file.h"
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/state_ops.h"
+#include "ops/training_ops.h"
+#include "runtime/graph_builder.h"
+
+using namespace troupe;
+namespace input = troupe::estimators::input;
+using runtime::DType;
+using runtime::Output;
+using runtime::Shape;
+using runtime::Tensor;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Drains one epoch of `d` through a pipeline; examples per second, including the start.
+double delivered_rate(actors::Runtime& rt, const input::Dataset& d) {
+  auto start = Clock::now();
+  auto p = input::Pipeline::start(rt, d);
+  if (!p.ok()) {
+    std::fprintf(stderr, "error: %s\n", p.status().to_string().c_str());
+    std::exit(1);
+  }
+  int64_t n = 0;
+  while (true) {
+    auto b = (*p)->next();
+    if (!b.ok()) {
+      if (b.status().code() != runtime::Code::kOutOfRange) {
+        std::fprintf(stderr, "error: %s\n", b.status().to_string().c_str());
+        std::exit(1);
+      }
+      break;
+    }
+    n += (*b)[0].dim(0);
+  }
+  return n / seconds_since(start);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Model {
+  runtime::Graph graph;
+  Output x, y, loss;
+  int train = -1, init = -1;
+};
+
+Model mlp() {
+  Model m;
+  m.graph.set_seed(1);
+  runtime::GraphBuilder b(&m.graph);
+  m.x = ops::placeholder(b, DType::kFloat32, Shape{-1, 784}, "image");
+  m.y = ops::placeholder(b, DType::kInt64, Shape{-1}, "label");
+  Output w1 = ops::variable(b, "w1", Shape{784, 256}, DType::kFloat32,
+                            ops::glorot_uniform(b, Shape{784, 256}));
+  Output b1 = ops::variable(b, "b1", Shape{256}, DType::kFloat32,
+                            ops::zeros(b, Shape{256}, DType::kFloat32));
+  Output w2 = ops::variable(b, "w2", Shape{256, 10}, DType::kFloat32,
+                            ops::glorot_uniform(b, Shape{256, 10}));
+  Output h = ops::relu(b, ops::bias_add(b, ops::matmul(b, m.x, w1), b1));
+  Output logits = ops::matmul(b, h, w2);
+  m.loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, m.y, logits));
+  m.train = ops::minimize(b, m.loss, ops::Optimizer::adam(1e-3));
+  m.init = ops::global_variables_initializer(b);
+  if (!b.ok()) {
+    std::fprintf(stderr, "error: %s\n", b.status().to_string().c_str());
+    std::exit(1);
+  }
+  return m;
+}
+
+void check(const runtime::Result<int64_t>& r) {
+  if (!r.ok()) {
+    std::fprintf(stderr, "error: %s\n", r.status().to_string().c_str());
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string json_dir = ".";
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) {
+      quick = true;
+    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
+      json_dir = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: input_bench [--quick] [--json DIR]\n");
+      return 2;
+    }
+  }
+  const int rounds = quick ? 3 : 5;
+  bench::Bars bars("input");
+  actors::Runtime rt;
+  const std::string tmp = (std::filesystem::temp_directory_path() / "troupe_input_bench").string();
+  std::filesystem::create_directories(tmp);
+
+  // Fashion-MNIST from the gzipped IDX files: opening decodes them; one epoch delivered.
+  std::vector<double> idx_rates;
+  for (int r = 0; r < rounds; ++r) {
+    auto start = Clock::now();
+    auto d = input::fashion_mnist("train", {.batch_size = 128, .shuffle = true, .seed = 1});
+    if (!d.ok()) {
+      std::printf("fashion-mnist not installed (dataset-fashion-mnist): %s\n",
+                  d.status().to_string().c_str());
+      return 0;
+    }
+    const double open_s = seconds_since(start);
+    const double rate = delivered_rate(rt, *d);
+    idx_rates.push_back(60000.0 / (open_s + 60000.0 / rate));
+  }
+  auto train = input::fashion_mnist("train", {.batch_size = 128, .shuffle = true, .seed = 1});
+  std::vector<double> mem_rates;
+  for (int r = 0; r < rounds; ++r) mem_rates.push_back(delivered_rate(rt, *train));
+  bars.add("fmnist_idx_gz_pipeline", median(idx_rates), "examples/s", "-", 0, 0);
+  bars.add("fmnist_decoded_pipeline", median(mem_rates), "examples/s", "-", 0, 0);
+
+  // The same as a record file.
+  const std::string records = tmp + "/fmnist.trec";
+  if (auto s = input::write_record_file(*train->source, records); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  std::vector<double> rec_rates;
+  for (int r = 0; r < rounds; ++r) {
+    auto d = input::records(records, "label", {.batch_size = 128, .shuffle = true, .seed = 1});
+    rec_rates.push_back(delivered_rate(rt, *d));
+  }
+  bars.add("fmnist_record_pipeline", median(rec_rates), "examples/s", "-", 0, 0);
+
+  // A 1M-row CSV (10 float features, an int label).
+  const int64_t csv_rows = quick ? 200000 : 1000000;
+  const std::string csv = tmp + "/big.csv";
+  {
+    std::ofstream out(csv);
+    out << "f0,f1,f2,f3,f4,f5,f6,f7,f8,f9,label\n";
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-10, 10);
+    char line[256];
+    for (int64_t i = 0; i < csv_rows; ++i) {
+      int n = 0;
+      for (int c = 0; c < 10; ++c) n += std::snprintf(line + n, sizeof line - n, "%.4f,", u(rng));
+      std::snprintf(line + n, sizeof line - n, "%d\n", static_cast<int>(i % 7));
+      out << line;
+    }
+  }
+  std::vector<double> csv_rates;
+  for (int r = 0; r < std::min(rounds, 3); ++r) {
+    auto start = Clock::now();
+    auto d = input::csv(csv, "label", {}, {.batch_size = 128});
+    if (!d.ok()) {
+      std::fprintf(stderr, "error: %s\n", d.status().to_string().c_str());
+      return 1;
+    }
+    const double open_s = seconds_since(start);
+    const double rate = delivered_rate(rt, *d);
+    csv_rates.push_back(csv_rows / (open_s + csv_rows / rate));
+  }
+  bars.add(quick ? "csv_200k_rows_pipeline" : "csv_1m_rows_pipeline", median(csv_rates),
+           "examples/s", "-", 0, 0);
+
+  // Training: the pipeline against batches prepared in memory, one epoch each, interleaved.
+  Model m = mlp();
+  auto session = actors::Session::create(rt, m.graph);
+  if (!session.ok() || !(*session)->run({}, {}, {m.init}).ok()) {
+    std::fprintf(stderr, "error: cannot start the session\n");
+    return 1;
+  }
+  std::vector<runtime::FeedList> batches;
+  {
+    auto p = input::Pipeline::start(rt, *train);
+    while (true) {
+      auto b = (*p)->next();
+      if (!b.ok()) break;
+      batches.push_back({{m.x, (*b)[0]}, {m.y, (*b)[1]}});
+    }
+  }
+  const int64_t steps = static_cast<int64_t>(batches.size());
+  std::vector<double> fed, piped;
+  for (int r = 0; r < rounds; ++r) {
+    auto start = Clock::now();
+    actors::LoopRequest loop;
+    loop.steps = steps;
+    loop.targets = {m.train};
+    loop.feed = [&](int64_t i, runtime::FeedList* f) {
+      *f = batches[static_cast<size_t>(i)];
+      return runtime::ok_status();
+    };
+    check((*session)->run_loop(std::move(loop)));
+    fed.push_back(60000.0 / seconds_since(start));
+
+    start = Clock::now();
+    auto p = input::Pipeline::start(rt, *train);
+    actors::LoopRequest from_queue;
+    from_queue.steps = 1 << 30;
+    from_queue.targets = {m.train};
+    from_queue.input = (*p)->queue_actor();
+    from_queue.input_feeds = {m.x, m.y};
+    from_queue.batch_size = 0;  // the pipeline's elements are whole batches
+    check((*session)->run_loop(std::move(from_queue)));
+    piped.push_back(60000.0 / seconds_since(start));
+  }
+  const double f = median(fed), p = median(piped);
+  bars.add("fmnist_mlp_train_pipeline_vs_memory", p, "examples/s", "in_memory_batches", f, p / f);
+  bars.write_json(json_dir + "/bench_input.json");
+  std::filesystem::remove_all(tmp);
+  return 0;
+}
