@@ -1,0 +1,254 @@
+#include "runtime/checkpoint.h"
+
+#include <capnp/message.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/crc32c.h"
+#include "runtime/record_io.h"
+#include "runtime/tensor_wire.h"
+#include "schema/checkpoint.capnp.h"
+
+namespace troupe::runtime {
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'R', 'P', 'C', 'K', 'P', 'T', '1'};
+
+uint32_t tensor_crc(const Tensor& t) {
+  if (t.dtype() != DType::kString) return crc32c(t.raw_data(), t.byte_size());
+  uint32_t crc = 0;
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    const std::string& s = t.data<std::string>()[i];
+    const uint64_t n = s.size();
+    crc = crc32c_extend(crc, &n, sizeof n);
+    crc = crc32c_extend(crc, s.data(), s.size());
+  }
+  return crc;
+}
+
+Status make_dirs(const std::string& dir) {
+  std::string partial;
+  std::stringstream ss(dir);
+  std::string part;
+  if (!dir.empty() && dir[0] == '/') partial = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    partial += part + "/";
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      return internal_error("cannot create directory ", partial, ": ", std::strerror(errno));
+    }
+  }
+  return ok_status();
+}
+
+// The index is TF's text format: model_checkpoint_path first, then every kept path, oldest
+// first.
+std::vector<std::string> read_index(const std::string& path, std::string* latest) {
+  std::vector<std::string> all;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t q1 = line.find('"');
+    const size_t q2 = line.rfind('"');
+    if (q1 == std::string::npos || q2 <= q1) continue;
+    const std::string value = line.substr(q1 + 1, q2 - q1 - 1);
+    if (line.rfind("model_checkpoint_path:", 0) == 0) {
+      if (latest) *latest = value;
+    } else if (line.rfind("all_model_checkpoint_paths:", 0) == 0) {
+      all.push_back(value);
+    }
+  }
+  return all;
+}
+
+}  // namespace
+
+Status write_checkpoint(const std::string& path, const CheckpointData& data) {
+  capnp::MallocMessageBuilder m;
+  auto root = m.initRoot<schema::Checkpoint>();
+  root.setGlobalStep(data.global_step);
+  auto entries = root.initEntries(static_cast<unsigned>(data.tensors.size()));
+  size_t bytes = 0, i = 0;
+  for (const auto& [name, t] : data.tensors) {
+    auto e = entries[static_cast<unsigned>(i++)];
+    e.setName(name);
+    e.setCrc32c(tensor_crc(t));
+    TROUPE_RETURN_IF_ERROR(write_tensor(t, e.initTensor(), m.getOrphanage()));
+    bytes += t.byte_size();
+  }
+  auto names = root.initMetricNames(static_cast<unsigned>(data.metrics.size()));
+  auto values = root.initMetricValues(static_cast<unsigned>(data.metrics.size()));
+  i = 0;
+  for (const auto& [name, v] : data.metrics) {
+    names.set(static_cast<unsigned>(i), name);
+    values.set(static_cast<unsigned>(i++), v);
+  }
+  std::vector<char> blob;
+  TROUPE_RETURN_IF_ERROR(write_message(m, &blob, bytes));
+  std::string file(kMagic, sizeof kMagic);
+  append_record_frame(blob.data(), blob.size(), &file);
+  return write_file_atomic(path, file);
+}
+
+Result<CheckpointData> read_checkpoint(const std::string& path) {
+  std::string file;
+  TROUPE_RETURN_IF_ERROR(read_file(path, &file));
+  if (file.size() < sizeof kMagic || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0) {
+    return data_loss(path, " is not a troupe checkpoint (bad magic)");
+  }
+  RecordReader reader(file.data() + sizeof kMagic, file.size() - sizeof kMagic, path);
+  std::string_view body;
+  TROUPE_ASSIGN_OR_RETURN(bool found, reader.next(&body));
+  if (!found) return data_loss(path, ": no checkpoint record");
+  auto bytes = std::make_shared<std::vector<char>>(body.begin(), body.end());
+  CheckpointData data;
+  Status s = read_blob(bytes, [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
+    auto root = r.getRoot<schema::Checkpoint>();
+    data.global_step = root.getGlobalStep();
+    for (auto e : root.getEntries()) {
+      const std::string name = e.getName().cStr();
+      TROUPE_ASSIGN_OR_RETURN(Tensor t, read_tensor(e.getTensor(), keep));
+      if (tensor_crc(t) != e.getCrc32c()) {
+        return data_loss("tensor '", name, "' fails its checksum");
+      }
+      // Own the data: the file's buffer goes away.
+      data.tensors[name] = t.clone();
+    }
+    auto names = root.getMetricNames();
+    auto values = root.getMetricValues();
+    for (unsigned k = 0; k < names.size() && k < values.size(); ++k) {
+      data.metrics[names[k].cStr()] = values[k];
+    }
+    return ok_status();
+  });
+  if (!s.ok()) return s.with_context(path);
+  return data;
+}
+
+void load_into(const CheckpointData& data, VariableStore* store) {
+  for (const auto& [name, t] : data.tensors) store->assign(name, t);
+}
+
+CheckpointManager::CheckpointManager(std::string dir, CheckpointOptions options)
+    : dir_(std::move(dir)), options_(std::move(options)) {}
+
+std::vector<std::string> CheckpointManager::all() const {
+  std::vector<std::string> out;
+  for (const std::string& n : read_index(dir_ + "/checkpoint", nullptr)) out.push_back(dir_ + "/" + n);
+  return out;
+}
+
+std::string CheckpointManager::latest() const {
+  std::string latest;
+  read_index(dir_ + "/checkpoint", &latest);
+  return latest.empty() ? latest : dir_ + "/" + latest;
+}
+
+Status CheckpointManager::write_index(const std::vector<std::string>& names) const {
+  std::string text;
+  if (!names.empty()) text += "model_checkpoint_path: \"" + names.back() + "\"\n";
+  for (const std::string& n : names) text += "all_model_checkpoint_paths: \"" + n + "\"\n";
+  return write_file_atomic(dir_ + "/checkpoint", text);
+}
+
+Result<std::string> CheckpointManager::save(int64_t global_step, const VariableStore& store,
+                                            const std::map<std::string, double>& metrics) {
+  TROUPE_RETURN_IF_ERROR(make_dirs(dir_));
+  CheckpointData data;
+  data.global_step = global_step;
+  data.metrics = metrics;
+  for (const std::string& name : store.names()) {
+    TROUPE_ASSIGN_OR_RETURN(data.tensors[name], store.read(name));
+  }
+  const std::string name = options_.prefix + "-" + std::to_string(global_step);
+  const std::string path = dir_ + "/" + name;
+  TROUPE_RETURN_IF_ERROR(write_checkpoint(path, data));
+  std::vector<std::string> names = read_index(dir_ + "/checkpoint", nullptr);
+  names.erase(std::remove(names.begin(), names.end(), name), names.end());
+  names.push_back(name);
+  std::vector<std::string> expired;
+  if (options_.keep_max > 0 && static_cast<int>(names.size()) > options_.keep_max) {
+    expired.assign(names.begin(), names.end() - options_.keep_max);
+    names.erase(names.begin(), names.end() - options_.keep_max);
+  }
+  // The index names only files that are whole on disk; expired files go after it is replaced.
+  TROUPE_RETURN_IF_ERROR(write_index(names));
+  for (const std::string& old : expired) std::remove((dir_ + "/" + old).c_str());
+
+  auto metric = metrics.find(options_.metric);
+  if (options_.best_k > 0 && metric != metrics.end()) {
+    const std::string best_dir = dir_ + "/best";
+    TROUPE_RETURN_IF_ERROR(make_dirs(best_dir));
+    // best/index: "value name" lines, best first.
+    std::vector<std::pair<double, std::string>> kept;
+    std::ifstream in(best_dir + "/index");
+    double v;
+    std::string n;
+    while (in >> v >> n) kept.push_back({v, n});
+    kept.push_back({metric->second, name});
+    std::stable_sort(kept.begin(), kept.end(), [&](const auto& a, const auto& b) {
+      return options_.higher_is_better ? a.first > b.first : a.first < b.first;
+    });
+    if (std::find_if(kept.begin(), kept.begin() + std::min<size_t>(kept.size(), options_.best_k),
+                     [&](const auto& p) { return p.second == name; }) !=
+        kept.begin() + std::min<size_t>(kept.size(), options_.best_k)) {
+      TROUPE_RETURN_IF_ERROR(write_checkpoint(best_dir + "/" + name, data));
+    }
+    std::string text;
+    for (size_t k = 0; k < kept.size(); ++k) {
+      if (static_cast<int>(k) < options_.best_k) {
+        char line[64];
+        std::snprintf(line, sizeof line, "%.17g ", kept[k].first);
+        text += line + kept[k].second + "\n";
+      } else {
+        std::remove((best_dir + "/" + kept[k].second).c_str());
+      }
+    }
+    TROUPE_RETURN_IF_ERROR(write_file_atomic(best_dir + "/index", text));
+  }
+  return path;
+}
+
+std::vector<std::string> CheckpointManager::best() const {
+  std::vector<std::string> out;
+  std::ifstream in(dir_ + "/best/index");
+  double v;
+  std::string n;
+  while (in >> v >> n) out.push_back(dir_ + "/best/" + n);
+  return out;
+}
+
+Result<CheckpointManager::Restored> CheckpointManager::restore_latest(VariableStore* store) const {
+  std::string latest;
+  std::vector<std::string> names = read_index(dir_ + "/checkpoint", &latest);
+  if (!latest.empty() && (names.empty() || names.back() != latest)) names.push_back(latest);
+  Restored r;
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    const std::string path = dir_ + "/" + *it;
+    Result<CheckpointData> data = read_checkpoint(path);
+    if (!data.ok()) {
+      r.refused.push_back(data.status().message());
+      continue;
+    }
+    load_into(*data, store);
+    r.global_step = data->global_step;
+    r.path = path;
+    return r;
+  }
+  if (!r.refused.empty()) {
+    std::string why;
+    for (const std::string& s : r.refused) why += "\n  " + s;
+    return data_loss("no readable checkpoint in ", dir_, ":", why);
+  }
+  return not_found("no checkpoint in ", dir_);
+}
+
+}  // namespace troupe::runtime

@@ -1,0 +1,76 @@
+// Checkpoints: a model's variables at a global step, written atomically (temporary file, fsync,
+// rename), each tensor under its own CRC-32C, with a `checkpoint` index naming the latest, as
+// TF's Saver keeps it. Restoring refuses a damaged file with an error naming it and falls back
+// to the previous checkpoint.
+//
+//   CheckpointManager ckpt("model_dir", {.keep_max = 5});
+//   auto path = ckpt.save(step, store);                 // Result<string>: model_dir/model.ckpt-500
+//   auto restored = ckpt.restore_latest(&store);        // Result<Restored>: step, path, skipped
+//
+// A process killed at any moment leaves the index pointing at a whole checkpoint: the index is
+// replaced only after the file it names is on disk. Not thread-safe per manager.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+#include "runtime/variable_store.h"
+
+namespace troupe::runtime {
+
+struct CheckpointData {
+  int64_t global_step = 0;
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, double> metrics;
+};
+
+// Writes one checkpoint file atomically.
+Status write_checkpoint(const std::string& path, const CheckpointData& data);
+// Reads and verifies one; DataLoss naming the file (and the tensor) when it is damaged.
+Result<CheckpointData> read_checkpoint(const std::string& path);
+
+struct CheckpointOptions {
+  int keep_max = 5;  // 0: keep all
+  std::string prefix = "model.ckpt";
+  // Keep also the best `best_k` checkpoints by `metric` (in dir/best), never deleted for age.
+  int best_k = 0;
+  std::string metric;
+  bool higher_is_better = true;
+};
+
+class CheckpointManager {
+ public:
+  CheckpointManager(std::string dir, CheckpointOptions options = {});
+
+  // Saves every variable of `store` (and `metrics`); updates the index; deletes checkpoints
+  // beyond keep_max. Returns the path written.
+  Result<std::string> save(int64_t global_step, const VariableStore& store,
+                           const std::map<std::string, double>& metrics = {});
+
+  struct Restored {
+    int64_t global_step = 0;
+    std::string path;
+    std::vector<std::string> refused;  // damaged checkpoints passed over, with the reasons
+  };
+  // Loads the newest readable checkpoint into `store`; NotFound when there is none.
+  Result<Restored> restore_latest(VariableStore* store) const;
+  // Paths in the index, oldest first, and the latest (empty if none).
+  std::vector<std::string> all() const;
+  std::string latest() const;
+  // Best checkpoints kept, best first (paths).
+  std::vector<std::string> best() const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  Status write_index(const std::vector<std::string>& names) const;
+  std::string dir_;
+  CheckpointOptions options_;
+};
+
+// Loads a checkpoint's tensors into a store (replacing values of the same name).
+void load_into(const CheckpointData& data, VariableStore* store);
+
+}  // namespace troupe::runtime

@@ -1,0 +1,143 @@
+// Checkpoints: round trip, the index and keep_max, best-k, a damaged file refused by name with
+// a fall back to the previous one, and SIGKILL at random moments never leaving a bad latest.
+#include "runtime/checkpoint.h"
+
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "runtime/record_io.h"
+
+using namespace troupe::runtime;
+
+namespace {
+std::string fresh_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() /
+           ("troupe_ckpt_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+void fill_store(VariableStore* s, int64_t step) {
+  s->assign("dense/kernel", Tensor::from_vector<float>(Shape{2, 2}, {1.f * step, 2, 3, 4}));
+  s->assign("global_step", Tensor::scalar<int64_t>(step));
+  s->assign("vocab", Tensor::from_vector<std::string>(Shape{2}, {"a", std::to_string(step)}));
+}
+}  // namespace
+
+TEST_CASE("checkpoint: round trip, index, keep_max") {
+  const std::string dir = fresh_dir("basic");
+  CheckpointManager m(dir, {.keep_max = 2});
+  VariableStore s;
+  for (int64_t step : {100, 200, 300}) {
+    fill_store(&s, step);
+    auto path = m.save(step, s, {{"accuracy", step / 1000.0}});
+    REQUIRE_MESSAGE(path.ok(), path.status().to_string());
+    CHECK(*path == dir + "/model.ckpt-" + std::to_string(step));
+  }
+  CHECK(m.latest() == dir + "/model.ckpt-300");
+  CHECK(m.all() == std::vector<std::string>{dir + "/model.ckpt-200", dir + "/model.ckpt-300"});
+  CHECK(!std::filesystem::exists(dir + "/model.ckpt-100"));
+  VariableStore back;
+  auto r = m.restore_latest(&back);
+  REQUIRE(r.ok());
+  CHECK(r->global_step == 300);
+  CHECK(back.read("dense/kernel")->to_vector<float>() == std::vector<float>{300, 2, 3, 4});
+  CHECK(back.read("vocab")->data<std::string>()[1] == "300");
+  auto data = read_checkpoint(m.latest());
+  REQUIRE(data.ok());
+  CHECK(data->metrics.at("accuracy") == doctest::Approx(0.3));
+  CHECK(CheckpointManager(fresh_dir("none")).restore_latest(&back).status().code() ==
+        Code::kNotFound);
+}
+
+TEST_CASE("checkpoint: a damaged latest is refused by name and the previous one used") {
+  const std::string dir = fresh_dir("damaged");
+  CheckpointManager m(dir);
+  VariableStore s;
+  for (int64_t step : {1, 2}) {
+    fill_store(&s, step);
+    REQUIRE(m.save(step, s).ok());
+  }
+  std::string bytes;
+  REQUIRE(read_file(m.latest(), &bytes).ok());
+  bytes[bytes.size() / 2] ^= 0x10;
+  std::ofstream(m.latest(), std::ios::binary | std::ios::trunc) << bytes;
+  CHECK(read_checkpoint(m.latest()).status().code() == Code::kDataLoss);
+  CHECK(read_checkpoint(m.latest()).status().message().find("model.ckpt-2") != std::string::npos);
+  VariableStore back;
+  auto r = m.restore_latest(&back);
+  REQUIRE(r.ok());
+  CHECK(r->global_step == 1);
+  REQUIRE(r->refused.size() == 1);
+  CHECK(r->refused[0].find("model.ckpt-2") != std::string::npos);
+
+  std::ofstream(dir + "/model.ckpt-1", std::ios::binary | std::ios::trunc) << "garbage";
+  auto none = m.restore_latest(&back);
+  CHECK(none.status().code() == Code::kDataLoss);
+  CHECK(none.status().message().find("bad magic") != std::string::npos);
+}
+
+TEST_CASE("checkpoint: keeps the best k by a metric") {
+  const std::string dir = fresh_dir("best");
+  CheckpointManager m(dir, {.keep_max = 1, .best_k = 2, .metric = "loss", .higher_is_better = false});
+  VariableStore s;
+  const double losses[] = {0.9, 0.5, 0.7, 0.4, 0.8};
+  for (int step = 1; step <= 5; ++step) {
+    fill_store(&s, step);
+    REQUIRE(m.save(step, s, {{"loss", losses[step - 1]}}).ok());
+  }
+  CHECK(m.best() == std::vector<std::string>{dir + "/best/model.ckpt-4", dir + "/best/model.ckpt-2"});
+  CHECK(std::filesystem::exists(dir + "/best/model.ckpt-2"));
+  CHECK(!std::filesystem::exists(dir + "/best/model.ckpt-3"));
+  CHECK(read_checkpoint(m.best()[0])->global_step == 4);
+}
+
+TEST_CASE("checkpoint: SIGKILL at any moment leaves a whole latest checkpoint") {
+  const std::string dir = fresh_dir("kill");
+  std::mt19937 rng(5);
+  int64_t last_seen = 0;
+  for (int round = 0; round < 8; ++round) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      CheckpointManager m(dir, {.keep_max = 3});
+      VariableStore s;
+      VariableStore prev;
+      int64_t step = m.restore_latest(&prev).ok() ? read_checkpoint(m.latest())->global_step : 0;
+      // Big enough that a kill often lands inside a write.
+      std::vector<float> big(1 << 18);
+      for (;;) {
+        ++step;
+        std::fill(big.begin(), big.end(), static_cast<float>(step));
+        s.assign("big", Tensor::from_vector(Shape{static_cast<int64_t>(big.size())}, big));
+        s.assign("global_step", Tensor::scalar<int64_t>(step));
+        if (!m.save(step, s).ok()) ::_exit(3);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 60));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    CHECK(WIFSIGNALED(status));
+    CheckpointManager m(dir);
+    VariableStore s;
+    auto r = m.restore_latest(&s);
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    CHECK(r->refused.empty());
+    CHECK(r->global_step >= last_seen);
+    last_seen = r->global_step;
+    auto big = s.read("big");
+    REQUIRE(big.ok());
+    CHECK(big->data<float>()[0] == static_cast<float>(r->global_step));
+    CHECK(big->data<float>()[big->num_elements() - 1] == static_cast<float>(r->global_step));
+  }
+  CHECK(last_seen > 0);
+  std::filesystem::remove_all(dir);
+}
