@@ -142,7 +142,8 @@ CheckpointManager::CheckpointManager(std::string dir, CheckpointOptions options)
 
 std::vector<std::string> CheckpointManager::all() const {
   std::vector<std::string> out;
-  for (const std::string& n : read_index(dir_ + "/checkpoint", nullptr)) out.push_back(dir_ + "/" + n);
+  for (const std::string& n : read_index(dir_ + "/checkpoint", nullptr))
+    out.push_back(dir_ + "/" + n);
   return out;
 }
 

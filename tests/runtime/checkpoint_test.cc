@@ -86,14 +86,16 @@ TEST_CASE("checkpoint: a damaged latest is refused by name and the previous one 
 
 TEST_CASE("checkpoint: keeps the best k by a metric") {
   const std::string dir = fresh_dir("best");
-  CheckpointManager m(dir, {.keep_max = 1, .best_k = 2, .metric = "loss", .higher_is_better = false});
+  CheckpointManager m(dir,
+                      {.keep_max = 1, .best_k = 2, .metric = "loss", .higher_is_better = false});
   VariableStore s;
   const double losses[] = {0.9, 0.5, 0.7, 0.4, 0.8};
   for (int step = 1; step <= 5; ++step) {
     fill_store(&s, step);
     REQUIRE(m.save(step, s, {{"loss", losses[step - 1]}}).ok());
   }
-  CHECK(m.best() == std::vector<std::string>{dir + "/best/model.ckpt-4", dir + "/best/model.ckpt-2"});
+  CHECK(m.best() ==
+        std::vector<std::string>{dir + "/best/model.ckpt-4", dir + "/best/model.ckpt-2"});
   CHECK(std::filesystem::exists(dir + "/best/model.ckpt-2"));
   CHECK(!std::filesystem::exists(dir + "/best/model.ckpt-3"));
   CHECK(read_checkpoint(m.best()[0])->global_step == 4);

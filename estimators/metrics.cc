@@ -1,0 +1,293 @@
+#include "estimators/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace troupe::estimators {
+
+using runtime::Result;
+using runtime::Status;
+using runtime::Tensor;
+
+std::vector<double> as_doubles(const Tensor& t) {
+  std::vector<double> out(static_cast<size_t>(t.num_elements()));
+  runtime::visit_numeric(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(p[i]);
+  });
+  return out;
+}
+
+namespace {
+
+Status same_count(const char* metric, const Tensor& labels, const Tensor& predictions) {
+  if (!runtime::is_numeric(labels.dtype()) && labels.dtype() != runtime::DType::kBool) {
+    return runtime::invalid_argument(metric, ": labels are ", dtype_name(labels.dtype()));
+  }
+  if (labels.num_elements() != predictions.num_elements()) {
+    return runtime::invalid_argument(metric, ": ", labels.shape().to_string(), " labels for ",
+                                     predictions.shape().to_string(), " predictions");
+  }
+  return runtime::ok_status();
+}
+
+// A running mean of per-example values.
+class MeanOf : public Metric {
+ public:
+  enum Kind { kAccuracy, kMean, kSquaredError, kAbsoluteError };
+  MeanOf(Kind kind, bool root) : kind_(kind), root_(root) {}
+  Status update(const Tensor& labels, const Tensor& predictions) override {
+    if (kind_ != kMean) TROUPE_RETURN_IF_ERROR(same_count("metric", labels, predictions));
+    const std::vector<double> p = as_doubles(predictions);
+    const std::vector<double> y = kind_ == kMean ? p : as_doubles(labels);
+    for (size_t i = 0; i < p.size(); ++i) {
+      switch (kind_) {
+        case kAccuracy:
+          sum_ += p[i] == y[i];
+          break;
+        case kMean:
+          sum_ += p[i];
+          break;
+        case kSquaredError:
+          sum_ += (p[i] - y[i]) * (p[i] - y[i]);
+          break;
+        case kAbsoluteError:
+          sum_ += std::fabs(p[i] - y[i]);
+          break;
+      }
+    }
+    n_ += static_cast<double>(p.size());
+    return runtime::ok_status();
+  }
+  double result() const override {
+    const double m = n_ > 0 ? sum_ / n_ : 0;
+    return root_ ? std::sqrt(m) : m;
+  }
+  void reset() override { sum_ = n_ = 0; }
+
+ private:
+  Kind kind_;
+  bool root_;
+  double sum_ = 0, n_ = 0;
+};
+
+// Binary counts at the 0.5 threshold.
+class BinaryCounts : public Metric {
+ public:
+  enum Kind { kPrecision, kRecall, kF1 };
+  explicit BinaryCounts(Kind kind) : kind_(kind) {}
+  Status update(const Tensor& labels, const Tensor& predictions) override {
+    TROUPE_RETURN_IF_ERROR(same_count("precision/recall", labels, predictions));
+    const std::vector<double> y = as_doubles(labels), p = as_doubles(predictions);
+    for (size_t i = 0; i < p.size(); ++i) {
+      const bool truth = y[i] > 0.5, guess = p[i] > 0.5;
+      tp_ += truth && guess;
+      fp_ += !truth && guess;
+      fn_ += truth && !guess;
+    }
+    return runtime::ok_status();
+  }
+  double result() const override {
+    const double precision = tp_ + fp_ > 0 ? tp_ / (tp_ + fp_) : 0;
+    const double recall = tp_ + fn_ > 0 ? tp_ / (tp_ + fn_) : 0;
+    if (kind_ == kPrecision) return precision;
+    if (kind_ == kRecall) return recall;
+    return precision + recall > 0 ? 2 * precision * recall / (precision + recall) : 0;
+  }
+  void reset() override { tp_ = fp_ = fn_ = 0; }
+
+ private:
+  Kind kind_;
+  double tp_ = 0, fp_ = 0, fn_ = 0;
+};
+
+// tf.metrics.auc: counts at num_thresholds thresholds spread over [0, 1] (with an epsilon at
+// each end), then a trapezoidal sum under the ROC or precision-recall curve.
+class Auc : public Metric {
+ public:
+  Auc(bool pr, int thresholds = 200) : pr_(pr), tp_(thresholds), fp_(thresholds), tn_(thresholds), fn_(thresholds) {
+    const double eps = 1e-7;
+    for (int i = 0; i < thresholds; ++i) {
+      thresholds_.push_back(i == 0 ? -eps
+                                   : i == thresholds - 1 ? 1 + eps
+                                                         : static_cast<double>(i) / (thresholds - 1));
+    }
+  }
+  Status update(const Tensor& labels, const Tensor& predictions) override {
+    TROUPE_RETURN_IF_ERROR(same_count("auc", labels, predictions));
+    const std::vector<double> y = as_doubles(labels), p = as_doubles(predictions);
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (p[i] < 0 || p[i] > 1 || std::isnan(p[i])) {
+        return runtime::invalid_argument("auc: prediction ", p[i], " is not a probability");
+      }
+      const bool truth = y[i] > 0.5;
+      for (size_t t = 0; t < thresholds_.size(); ++t) {
+        const bool guess = p[i] > thresholds_[t];
+        (truth ? (guess ? tp_ : fn_) : (guess ? fp_ : tn_))[t] += 1;
+      }
+    }
+    return runtime::ok_status();
+  }
+  double result() const override {
+    double area = 0;
+    const double eps = 1e-7;
+    for (size_t t = 0; t + 1 < thresholds_.size(); ++t) {
+      auto point = [&](size_t k, double* x, double* yv) {
+        const double recall = tp_[k] / (tp_[k] + fn_[k] + eps);
+        if (pr_) {
+          *x = recall;
+          // No positive predictions: precision is taken as 1, so the curve ends at (0, 1).
+          *yv = tp_[k] + fp_[k] > 0 ? tp_[k] / (tp_[k] + fp_[k]) : 1.0;
+        } else {
+          *x = fp_[k] / (fp_[k] + tn_[k] + eps);
+          *yv = recall;
+        }
+      };
+      double x0, y0, x1, y1;
+      point(t, &x0, &y0);
+      point(t + 1, &x1, &y1);
+      area += (x0 - x1) * (y0 + y1) / 2;
+    }
+    return area;
+  }
+  void reset() override {
+    for (auto* v : {&tp_, &fp_, &tn_, &fn_}) std::fill(v->begin(), v->end(), 0);
+  }
+
+ private:
+  bool pr_;
+  std::vector<double> thresholds_, tp_, fp_, tn_, fn_;
+};
+
+class LogLoss : public Metric {
+ public:
+  Status update(const Tensor& labels, const Tensor& predictions) override {
+    const std::vector<double> y = as_doubles(labels), p = as_doubles(predictions);
+    const double eps = 1e-7;
+    if (predictions.rank() == 2 && predictions.dim(0) == labels.num_elements()) {
+      const int64_t c = predictions.dim(1);
+      for (size_t i = 0; i < y.size(); ++i) {
+        const auto k = static_cast<int64_t>(y[i]);
+        if (k < 0 || k >= c) return runtime::invalid_argument("log_loss: label ", k, " of ", c, " classes");
+        sum_ -= std::log(std::clamp(p[i * c + k], eps, 1 - eps));
+      }
+      n_ += static_cast<double>(y.size());
+      return runtime::ok_status();
+    }
+    TROUPE_RETURN_IF_ERROR(same_count("log_loss", labels, predictions));
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double q = std::clamp(p[i], eps, 1 - eps);
+      sum_ -= y[i] * std::log(q) + (1 - y[i]) * std::log(1 - q);
+    }
+    n_ += static_cast<double>(p.size());
+    return runtime::ok_status();
+  }
+  double result() const override { return n_ > 0 ? sum_ / n_ : 0; }
+  void reset() override { sum_ = n_ = 0; }
+
+ private:
+  double sum_ = 0, n_ = 0;
+};
+
+class TopK : public Metric {
+ public:
+  explicit TopK(int k) : k_(k) {}
+  Status update(const Tensor& labels, const Tensor& predictions) override {
+    if (predictions.rank() != 2 || predictions.dim(0) != labels.num_elements()) {
+      return runtime::invalid_argument("top_k_accuracy: scores ", predictions.shape().to_string(),
+                                       " for labels ", labels.shape().to_string());
+    }
+    const std::vector<double> y = as_doubles(labels), s = as_doubles(predictions);
+    const int64_t c = predictions.dim(1);
+    for (size_t i = 0; i < y.size(); ++i) {
+      const auto k = static_cast<int64_t>(y[i]);
+      if (k < 0 || k >= c) return runtime::invalid_argument("top_k_accuracy: label ", k, " of ", c, " classes");
+      const double target = s[i * c + k];
+      int64_t above = 0;
+      for (int64_t j = 0; j < c; ++j) above += s[i * c + j] > target;
+      hits_ += above < k_;
+    }
+    n_ += static_cast<double>(y.size());
+    return runtime::ok_status();
+  }
+  double result() const override { return n_ > 0 ? hits_ / n_ : 0; }
+  void reset() override { hits_ = n_ = 0; }
+
+ private:
+  int k_;
+  double hits_ = 0, n_ = 0;
+};
+
+class Confusion : public Metric {
+ public:
+  explicit Confusion(int classes) : counts_(classes, std::vector<int64_t>(classes, 0)) {}
+  Status update(const Tensor& labels, const Tensor& predictions) override {
+    TROUPE_RETURN_IF_ERROR(same_count("confusion_matrix", labels, predictions));
+    const std::vector<double> y = as_doubles(labels), p = as_doubles(predictions);
+    const auto c = static_cast<int64_t>(counts_.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      const auto a = static_cast<int64_t>(y[i]), b = static_cast<int64_t>(p[i]);
+      if (a < 0 || a >= c || b < 0 || b >= c) {
+        return runtime::invalid_argument("confusion_matrix: class ", a < 0 || a >= c ? a : b,
+                                         " outside [0, ", c, ")");
+      }
+    }
+    for (size_t i = 0; i < y.size(); ++i) ++counts_[static_cast<size_t>(y[i])][static_cast<size_t>(p[i])];
+    return runtime::ok_status();
+  }
+  double result() const override {
+    double right = 0, all = 0;
+    for (size_t i = 0; i < counts_.size(); ++i) {
+      for (size_t j = 0; j < counts_.size(); ++j) {
+        all += static_cast<double>(counts_[i][j]);
+        if (i == j) right += static_cast<double>(counts_[i][j]);
+      }
+    }
+    return all > 0 ? right / all : 0;
+  }
+  void reset() override {
+    for (auto& row : counts_) std::fill(row.begin(), row.end(), 0);
+  }
+  std::vector<std::vector<int64_t>> counts_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
+  const size_t colon = kind.find(':');
+  const std::string name = kind.substr(0, colon);
+  int arg = 0;
+  if (colon != std::string::npos) {
+    try {
+      arg = std::stoi(kind.substr(colon + 1));
+    } catch (...) {
+      arg = 0;
+    }
+    if (arg < 1) return runtime::invalid_argument("metric '", kind, "': the number after ':' must be >= 1");
+  }
+  if (name == "accuracy") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kAccuracy, false));
+  if (name == "mean") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kMean, false));
+  if (name == "mse") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kSquaredError, false));
+  if (name == "rmse") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kSquaredError, true));
+  if (name == "mae") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kAbsoluteError, false));
+  if (name == "precision") return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kPrecision));
+  if (name == "recall") return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kRecall));
+  if (name == "f1") return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kF1));
+  if (name == "auc") return std::unique_ptr<Metric>(new Auc(false));
+  if (name == "auc_pr") return std::unique_ptr<Metric>(new Auc(true));
+  if (name == "log_loss") return std::unique_ptr<Metric>(new LogLoss());
+  if (name == "top_k_accuracy") return std::unique_ptr<Metric>(new TopK(arg > 0 ? arg : 5));
+  if (name == "confusion_matrix") {
+    if (arg < 1) return runtime::invalid_argument("confusion_matrix needs its classes: confusion_matrix:10");
+    return std::unique_ptr<Metric>(new Confusion(arg));
+  }
+  return runtime::invalid_argument("unknown metric '", kind, "'");
+}
+
+std::vector<std::vector<int64_t>> confusion_counts(const Metric& m) {
+  const auto* c = dynamic_cast<const Confusion*>(&m);
+  return c ? c->counts_ : std::vector<std::vector<int64_t>>{};
+}
+
+}  // namespace troupe::estimators

@@ -1,0 +1,43 @@
+// Streaming evaluation metrics: each accumulates over the batches of an evaluation and gives
+// its value at the end, as tf.metrics' (value, update_op) pairs do. An Estimator updates them
+// from the tensors a model_fn names in eval_metric_ops, fetched with each step (no extra step).
+//
+//   auto m = make_metric("accuracy");                       // Result<unique_ptr<Metric>>
+//   (*m)->update(labels, predicted_classes);                 // per batch
+//   double acc = (*m)->result();
+//
+// Kinds: accuracy, precision, recall, f1 (binary: labels 0/1, predictions 0/1 or probabilities
+// thresholded at 0.5), auc and auc_pr (binary labels, probabilities; 200 thresholds, trapezoids,
+// as tf.metrics.auc), log_loss (binary probabilities [n] or class probabilities [n, c] with
+// integer labels), mean (of the predictions), mse, rmse, mae, top_k_accuracy:K (scores [n, c],
+// integer labels), confusion_matrix:C (result: accuracy; matrix() has the counts).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+
+namespace troupe::estimators {
+
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  // A shape or dtype that does not fit the metric is an error naming it; nothing is counted.
+  virtual runtime::Status update(const runtime::Tensor& labels,
+                                 const runtime::Tensor& predictions) = 0;
+  virtual double result() const = 0;
+  virtual void reset() = 0;
+};
+
+runtime::Result<std::unique_ptr<Metric>> make_metric(const std::string& kind);
+
+// The counts of a confusion_matrix metric, [true class][predicted class].
+std::vector<std::vector<int64_t>> confusion_counts(const Metric& confusion_matrix);
+
+// Every element of a numeric tensor as double.
+std::vector<double> as_doubles(const runtime::Tensor& t);
+
+}  // namespace troupe::estimators

@@ -1,0 +1,52 @@
+// TensorBoard event files: `events.out.tfevents.<seconds>.<host>` in a log directory, TFRecord
+// frames of Event protos (hand-encoded: field numbers from TF's event.proto and summary.proto),
+// holding the version record, scalars, histograms and the graph, so stock TensorBoard shows a
+// troupe run.
+//
+//   auto w = EventsWriter::open("model_dir");                  // Result<unique_ptr<...>>
+//   (*w)->add_scalar("loss", 0.37, /*step=*/500);
+//   (*w)->add_histogram("dense/kernel", kernel, 500);
+//   (*w)->add_graph(graph);
+//   (*w)->flush();
+//
+// Not thread-safe: the summary actor (summary_actor.h) owns one and serialises writes.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/graph.h"
+#include "runtime/record_io.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+
+namespace troupe::estimators {
+
+// The serialised Event protos, exposed for tests against the reference's vectors.
+std::string version_event(double wall_time);
+std::string scalar_event(double wall_time, int64_t step, const std::string& tag, float value);
+std::string histogram_event(double wall_time, int64_t step, const std::string& tag,
+                            const runtime::Tensor& values);
+std::string graph_event(double wall_time, const runtime::Graph& graph);
+
+class EventsWriter {
+ public:
+  // Creates `logdir` if needed and a new events file in it, starting with the version record.
+  static runtime::Result<std::unique_ptr<EventsWriter>> open(const std::string& logdir);
+
+  runtime::Status add_scalar(const std::string& tag, double value, int64_t step);
+  // A histogram of a numeric tensor's elements, in TensorBoard's default exponential buckets.
+  runtime::Status add_histogram(const std::string& tag, const runtime::Tensor& values,
+                                int64_t step);
+  runtime::Status add_graph(const runtime::Graph& graph);
+  runtime::Status flush();
+  const std::string& path() const { return writer_.path(); }
+
+ private:
+  explicit EventsWriter(runtime::RecordWriter writer) : writer_(std::move(writer)) {}
+  runtime::RecordWriter writer_;
+};
+
+double wall_time_now();
+
+}  // namespace troupe::estimators

@@ -1,0 +1,66 @@
+// Streaming metrics against values worked out by hand.
+#include "estimators/metrics.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace troupe;
+using runtime::Shape;
+using runtime::Tensor;
+
+namespace {
+Tensor f(std::vector<float> v) { return Tensor::from_vector(Shape{static_cast<int64_t>(v.size())}, v); }
+Tensor i64(std::vector<int64_t> v) { return Tensor::from_vector(Shape{static_cast<int64_t>(v.size())}, v); }
+double run(const std::string& kind, const std::vector<std::pair<Tensor, Tensor>>& batches) {
+  auto m = estimators::make_metric(kind);
+  REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+  for (const auto& [y, p] : batches) REQUIRE((*m)->update(y, p).ok());
+  return (*m)->result();
+}
+}  // namespace
+
+TEST_CASE("metrics stream over batches") {
+  CHECK(run("accuracy", {{i64({1, 2, 3}), i64({1, 0, 3})}, {i64({4}), i64({4})}}) == doctest::Approx(0.75));
+  // tp=2 fp=1 fn=1
+  auto y = f({1, 1, 1, 0, 0}), p = f({0.9f, 0.8f, 0.2f, 0.7f, 0.1f});
+  CHECK(run("precision", {{y, p}}) == doctest::Approx(2.0 / 3));
+  CHECK(run("recall", {{y, p}}) == doctest::Approx(2.0 / 3));
+  CHECK(run("f1", {{y, p}}) == doctest::Approx(2.0 / 3));
+  CHECK(run("mean", {{f({}), f({1, 2})}, {f({}), f({6})}}) == doctest::Approx(3));
+  CHECK(run("mse", {{f({1, 2}), f({2, 4})}}) == doctest::Approx(2.5));
+  CHECK(run("rmse", {{f({1, 2}), f({2, 4})}}) == doctest::Approx(std::sqrt(2.5)));
+  CHECK(run("mae", {{f({1, 2}), f({2, 4})}}) == doctest::Approx(1.5));
+  CHECK(run("log_loss", {{f({1, 0}), f({0.8f, 0.4f})}}) ==
+        doctest::Approx(-(std::log(0.8) + std::log(0.6)) / 2).epsilon(1e-5));
+  Tensor probs = Tensor::from_vector<float>(Shape{2, 3}, {0.2f, 0.5f, 0.3f, 0.1f, 0.1f, 0.8f});
+  CHECK(run("log_loss", {{i64({1, 0}), probs}}) ==
+        doctest::Approx(-(std::log(0.5) + std::log(0.1)) / 2).epsilon(1e-5));
+  CHECK(run("top_k_accuracy:1", {{i64({1, 0}), probs}}) == doctest::Approx(0.5));
+  CHECK(run("top_k_accuracy:2", {{i64({0, 0}), probs}}) == doctest::Approx(0.5));
+}
+
+TEST_CASE("auc: ROC and PR against exact areas") {
+  // Of the 4 (positive, negative) pairs, 3 are ordered right: ROC AUC 0.75.
+  CHECK(run("auc", {{f({0, 0, 1, 1}), f({0.1f, 0.4f, 0.35f, 0.8f})}}) == doctest::Approx(0.75).epsilon(0.01));
+  CHECK(run("auc", {{f({0, 1}), f({0.2f, 0.9f})}}) == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(run("auc", {{f({1, 0}), f({0.2f, 0.9f})}}) == doctest::Approx(0.0).epsilon(0.01));
+  CHECK(run("auc_pr", {{f({0, 1}), f({0.2f, 0.9f})}}) == doctest::Approx(1.0).epsilon(0.02));
+  auto m = estimators::make_metric("auc");
+  CHECK(!(*m)->update(f({1}), f({1.5f})).ok());
+}
+
+TEST_CASE("confusion matrix and bad metrics") {
+  auto m = estimators::make_metric("confusion_matrix:3");
+  REQUIRE(m.ok());
+  REQUIRE((*m)->update(i64({0, 1, 2, 2}), i64({0, 2, 2, 1})).ok());
+  CHECK(estimators::confusion_counts(**m) ==
+        std::vector<std::vector<int64_t>>{{1, 0, 0}, {0, 0, 1}, {0, 1, 1}});
+  CHECK((*m)->result() == doctest::Approx(0.5));
+  CHECK(!(*m)->update(i64({3}), i64({0})).ok());
+  CHECK(!estimators::make_metric("confusion_matrix").ok());
+  CHECK(estimators::make_metric("accuracy2").status().message() == "unknown metric 'accuracy2'");
+  auto acc = estimators::make_metric("accuracy");
+  CHECK((*acc)->update(i64({1, 2}), i64({1})).message().find("[2] labels for [1] predictions") !=
+        std::string::npos);
+}

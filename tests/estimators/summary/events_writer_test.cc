@@ -1,0 +1,75 @@
+// TensorBoard events: the reference's byte-exact vectors, and a written file whose frames read
+// back in order with the version record first.
+#include "estimators/summary/events_writer.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "runtime/graph_builder.h"
+
+using namespace troupe;
+
+namespace {
+std::string hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out.push_back(d[c >> 4]);
+    out.push_back(d[c & 15]);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("event protos match the reference's test vectors") {
+  CHECK(hex(estimators::version_event(1.0)) ==
+        "09000000000000f03f1a0d627261696e2e4576656e743a32");
+  CHECK(hex(estimators::scalar_event(2.0, 1, "loss", 0.5f)) ==
+        "09000000000000004010012a0d0a0b0a046c6f7373150000003f");
+}
+
+TEST_CASE("an events file: version first, then scalars, a histogram and the graph") {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("troupe_events_" + std::to_string(::getpid())))
+                              .string();
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto x = ops::placeholder(b, runtime::DType::kFloat32, runtime::Shape{-1, 3}, "x");
+  ops::reduce_sum(b, ops::square(b, x));
+  REQUIRE(b.ok());
+  std::string path;
+  {
+    auto w = estimators::EventsWriter::open(dir + "/train");
+    REQUIRE(w.ok());
+    path = (*w)->path();
+    CHECK(std::filesystem::path(path).filename().string().rfind("events.out.tfevents.", 0) == 0);
+    REQUIRE((*w)->add_scalar("loss", 0.25, 10).ok());
+    REQUIRE((*w)->add_histogram("w", runtime::Tensor::from_vector<float>(runtime::Shape{4}, {-1, 0, 0.5, 3}), 10).ok());
+    REQUIRE((*w)->add_graph(g).ok());
+    CHECK(!(*w)->add_histogram("s", runtime::Tensor::from_vector<std::string>(runtime::Shape{1}, {"a"}), 1).ok());
+    REQUIRE((*w)->flush().ok());
+  }
+  std::string bytes;
+  REQUIRE(runtime::read_file(path, &bytes).ok());
+  runtime::RecordReader r(bytes.data(), bytes.size(), path);
+  std::vector<std::string> records;
+  std::string_view rec;
+  while (true) {
+    auto more = r.next(&rec);
+    REQUIRE(more.ok());
+    if (!*more) break;
+    records.emplace_back(rec);
+  }
+  REQUIRE(records.size() == 4);
+  CHECK(records[0].find("brain.Event:2") != std::string::npos);
+  CHECK(records[1].find("loss") != std::string::npos);
+  CHECK(records[1].substr(9, 2) == std::string("\x10\x0a", 2));  // step 10
+  CHECK(records[2].find('w') != std::string::npos);
+  CHECK(records[3].find("Square") != std::string::npos);
+  CHECK(records[3].find("Placeholder") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
