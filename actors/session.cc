@@ -11,7 +11,8 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
                                                           SessionOptions options) {
   std::unique_ptr<Session> s(new Session(rt));
   s->graph_ = std::make_shared<const runtime::Graph>(graph);
-  s->variables_ = std::make_shared<runtime::VariableStore>();
+  s->variables_ =
+      options.variables ? options.variables : std::make_shared<runtime::VariableStore>();
   Device device = spawn_device(rt.system(), {options.memory_limit_bytes});
   s->device_ = device.actor;
   s->allocator_ = device.allocator;

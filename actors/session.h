@@ -40,6 +40,10 @@ struct SessionOptions {
   // Task -> "host:port" of the Server that holds it; nodes placed on the task run there.
   std::map<std::string, std::string> cluster = {};
   std::chrono::milliseconds remote_timeout{30000};
+  // The store the in-process shard serves; sessions of one model (its training, evaluation
+  // and prediction graphs) share one, so each sees the others' variables without a copy.
+  // Null: a store of the session's own.
+  std::shared_ptr<runtime::VariableStore> variables = nullptr;
 };
 
 class Session {

@@ -74,6 +74,10 @@ struct SessionState {
   std::map<uint64_t, Step> steps;
   std::map<std::string, VarGate> gates;
   std::unique_ptr<Loop> loop;
+  // Batches a stopped loop had already taken from its input queue: the next loop on the same
+  // queue starts with them, so that ending a loop early loses no data.
+  caf::actor leftover_input;
+  std::deque<std::vector<Tensor>> leftover;
 };
 
 using SessionActor = caf::stateful_actor<SessionState>;
@@ -308,6 +312,14 @@ void begin_loop_step(SessionActor* self, int64_t index, runtime::FeedList feeds)
              [self, index](RunResult r) { finish_loop_step(self, index, std::move(r)); });
 }
 
+runtime::FeedList feeds_of(const LoopRequest& req, std::vector<Tensor> components) {
+  runtime::FeedList feeds;
+  for (size_t k = 0; k < req.input_feeds.size(); ++k) {
+    feeds.push_back({req.input_feeds[k], std::move(components[k])});
+  }
+  return feeds;
+}
+
 // Asks the input queue for step `index`'s batch; the step starts when it arrives. The queue
 // answers in the order asked, so steps still start in order.
 void request_batch(SessionActor* self, int64_t index) {
@@ -337,13 +349,11 @@ void request_batch(SessionActor* self, int64_t index) {
               loop.stop = true;
               ++loop.finished;
             } else if (loop.stop) {
+              self->state.leftover_input = loop.request.input;
+              self->state.leftover.push_back(std::move(b.components));
               ++loop.finished;
             } else {
-              runtime::FeedList feeds;
-              for (size_t k = 0; k < names.size(); ++k) {
-                feeds.push_back({names[k], std::move(b.components[k])});
-              }
-              begin_loop_step(self, index, std::move(feeds));
+              begin_loop_step(self, index, feeds_of(loop.request, std::move(b.components)));
               if (!self->state.loop) return;
             }
             pump_loop(self);
@@ -368,6 +378,14 @@ void pump_loop(SessionActor* self) {
   while (!loop.stop && loop.started < loop.request.steps &&
          loop.started - loop.finished < std::max(1, st.spec.pipeline_depth)) {
     const int64_t index = loop.started++;
+    if (loop.request.input && st.leftover_input == loop.request.input && !st.leftover.empty() &&
+        st.leftover.front().size() == loop.request.input_feeds.size()) {
+      std::vector<Tensor> batch = std::move(st.leftover.front());
+      st.leftover.pop_front();
+      begin_loop_step(self, index, feeds_of(loop.request, std::move(batch)));
+      if (!st.loop) return;
+      continue;
+    }
     if (loop.request.input) {
       request_batch(self, index);
       continue;

@@ -106,12 +106,13 @@ class BinaryCounts : public Metric {
 // each end), then a trapezoidal sum under the ROC or precision-recall curve.
 class Auc : public Metric {
  public:
-  Auc(bool pr, int thresholds = 200) : pr_(pr), tp_(thresholds), fp_(thresholds), tn_(thresholds), fn_(thresholds) {
+  Auc(bool pr, int thresholds = 200)
+      : pr_(pr), tp_(thresholds), fp_(thresholds), tn_(thresholds), fn_(thresholds) {
     const double eps = 1e-7;
     for (int i = 0; i < thresholds; ++i) {
-      thresholds_.push_back(i == 0 ? -eps
-                                   : i == thresholds - 1 ? 1 + eps
-                                                         : static_cast<double>(i) / (thresholds - 1));
+      thresholds_.push_back(i == 0                ? -eps
+                            : i == thresholds - 1 ? 1 + eps
+                                                  : static_cast<double>(i) / (thresholds - 1));
     }
   }
   Status update(const Tensor& labels, const Tensor& predictions) override {
@@ -169,7 +170,8 @@ class LogLoss : public Metric {
       const int64_t c = predictions.dim(1);
       for (size_t i = 0; i < y.size(); ++i) {
         const auto k = static_cast<int64_t>(y[i]);
-        if (k < 0 || k >= c) return runtime::invalid_argument("log_loss: label ", k, " of ", c, " classes");
+        if (k < 0 || k >= c)
+          return runtime::invalid_argument("log_loss: label ", k, " of ", c, " classes");
         sum_ -= std::log(std::clamp(p[i * c + k], eps, 1 - eps));
       }
       n_ += static_cast<double>(y.size());
@@ -202,7 +204,8 @@ class TopK : public Metric {
     const int64_t c = predictions.dim(1);
     for (size_t i = 0; i < y.size(); ++i) {
       const auto k = static_cast<int64_t>(y[i]);
-      if (k < 0 || k >= c) return runtime::invalid_argument("top_k_accuracy: label ", k, " of ", c, " classes");
+      if (k < 0 || k >= c)
+        return runtime::invalid_argument("top_k_accuracy: label ", k, " of ", c, " classes");
       const double target = s[i * c + k];
       int64_t above = 0;
       for (int64_t j = 0; j < c; ++j) above += s[i * c + j] > target;
@@ -233,7 +236,8 @@ class Confusion : public Metric {
                                          " outside [0, ", c, ")");
       }
     }
-    for (size_t i = 0; i < y.size(); ++i) ++counts_[static_cast<size_t>(y[i])][static_cast<size_t>(p[i])];
+    for (size_t i = 0; i < y.size(); ++i)
+      ++counts_[static_cast<size_t>(y[i])][static_cast<size_t>(p[i])];
     return runtime::ok_status();
   }
   double result() const override {
@@ -264,14 +268,16 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
     } catch (...) {
       arg = 0;
     }
-    if (arg < 1) return runtime::invalid_argument("metric '", kind, "': the number after ':' must be >= 1");
+    if (arg < 1)
+      return runtime::invalid_argument("metric '", kind, "': the number after ':' must be >= 1");
   }
   if (name == "accuracy") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kAccuracy, false));
   if (name == "mean") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kMean, false));
   if (name == "mse") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kSquaredError, false));
   if (name == "rmse") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kSquaredError, true));
   if (name == "mae") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kAbsoluteError, false));
-  if (name == "precision") return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kPrecision));
+  if (name == "precision")
+    return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kPrecision));
   if (name == "recall") return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kRecall));
   if (name == "f1") return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kF1));
   if (name == "auc") return std::unique_ptr<Metric>(new Auc(false));
@@ -279,7 +285,8 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
   if (name == "log_loss") return std::unique_ptr<Metric>(new LogLoss());
   if (name == "top_k_accuracy") return std::unique_ptr<Metric>(new TopK(arg > 0 ? arg : 5));
   if (name == "confusion_matrix") {
-    if (arg < 1) return runtime::invalid_argument("confusion_matrix needs its classes: confusion_matrix:10");
+    if (arg < 1)
+      return runtime::invalid_argument("confusion_matrix needs its classes: confusion_matrix:10");
     return std::unique_ptr<Metric>(new Confusion(arg));
   }
   return runtime::invalid_argument("unknown metric '", kind, "'");

@@ -85,13 +85,10 @@ const std::vector<double>& default_buckets() {
 }  // namespace
 
 double wall_time_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string version_event(double wall_time) {
-  return event(wall_time, 0, 3, "brain.Event:2");
-}
+std::string version_event(double wall_time) { return event(wall_time, 0, 3, "brain.Event:2"); }
 
 std::string scalar_event(double wall_time, int64_t step, const std::string& tag, float value) {
   std::string v;  // Summary.Value { tag = 1; simple_value = 2; }
@@ -135,7 +132,8 @@ std::string histogram_event(double wall_time, int64_t step, const std::string& t
     out_limits.push_back(limits[i]);
     out_counts.push_back(counts[i]);
   }
-  std::string h;  // HistogramProto { min=1 max=2 num=3 sum=4 sum_squares=5 bucket_limit=6 bucket=7 }
+  std::string
+      h;  // HistogramProto { min=1 max=2 num=3 sum=4 sum_squares=5 bucket_limit=6 bucket=7 }
   put_double(1, mn, &h);
   put_double(2, mx, &h);
   put_double(3, num, &h);

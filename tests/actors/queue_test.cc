@@ -15,6 +15,7 @@
 #include "actors/session.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
+#include "ops/state_ops.h"
 #include "runtime/graph_builder.h"
 
 using namespace troupe;
@@ -315,6 +316,46 @@ TEST_CASE("session loop fed from a queue: a step per batch, ending cleanly with 
   CHECK(*done == 13);  // 200 examples: 12 batches of 16 and one of 8
   CHECK(sum == 2 * 4950);
   CHECK(last_batch == 8);
+  caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  q.stop();
+}
+
+TEST_CASE("session loop: batches taken by a loop that stops early go to the next loop") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto k = ops::placeholder(b, DType::kInt64, Shape{-1}, "k");
+  auto acc = ops::variable(b, "acc", Shape{}, DType::kInt64, ops::zeros(b, Shape{}, DType::kInt64),
+                           /*trainable=*/false);
+  auto add = ops::assign_add(b, acc, ops::reduce_sum(b, k));
+  int init = ops::global_variables_initializer(b);
+  REQUIRE(b.ok());
+  auto session = actors::Session::create(rt, g, {.pipeline_depth = 3});
+  REQUIRE(session.ok());
+  REQUIRE((*session)->run({}, {}, {init}).ok());
+  auto src = std::make_shared<CountingSource>(10, 10);  // 0..99
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 8});
+  actors::RunnerOptions o;
+  o.batch_size = 7;
+  auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), o);
+  int segments = 0;
+  for (bool end = false; !end && segments < 20; ++segments) {
+    actors::LoopRequest loop;
+    loop.steps = 1000;
+    loop.targets = {add.node};
+    loop.input = q.actor();
+    loop.input_feeds = {k};
+    int64_t here = 0;
+    // Stop after two steps, with more steps in flight and batches asked for.
+    loop.on_step = [&](int64_t, const std::vector<Tensor>&) { return ++here < 2; };
+    auto done = (*session)->run_loop(loop, &end);
+    REQUIRE(done.ok());
+  }
+  CHECK(segments > 2);
+  // Every example was added exactly once: none dropped with a stopped loop.
+  auto sum = (*session)->run({}, {acc});
+  REQUIRE(sum.ok());
+  CHECK((*sum)[0].data<int64_t>()[0] == 4950);
   caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
   q.stop();
 }

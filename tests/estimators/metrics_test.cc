@@ -10,8 +10,12 @@ using runtime::Shape;
 using runtime::Tensor;
 
 namespace {
-Tensor f(std::vector<float> v) { return Tensor::from_vector(Shape{static_cast<int64_t>(v.size())}, v); }
-Tensor i64(std::vector<int64_t> v) { return Tensor::from_vector(Shape{static_cast<int64_t>(v.size())}, v); }
+Tensor f(std::vector<float> v) {
+  return Tensor::from_vector(Shape{static_cast<int64_t>(v.size())}, v);
+}
+Tensor i64(std::vector<int64_t> v) {
+  return Tensor::from_vector(Shape{static_cast<int64_t>(v.size())}, v);
+}
 double run(const std::string& kind, const std::vector<std::pair<Tensor, Tensor>>& batches) {
   auto m = estimators::make_metric(kind);
   REQUIRE_MESSAGE(m.ok(), m.status().to_string());
@@ -21,7 +25,8 @@ double run(const std::string& kind, const std::vector<std::pair<Tensor, Tensor>>
 }  // namespace
 
 TEST_CASE("metrics stream over batches") {
-  CHECK(run("accuracy", {{i64({1, 2, 3}), i64({1, 0, 3})}, {i64({4}), i64({4})}}) == doctest::Approx(0.75));
+  CHECK(run("accuracy", {{i64({1, 2, 3}), i64({1, 0, 3})}, {i64({4}), i64({4})}}) ==
+        doctest::Approx(0.75));
   // tp=2 fp=1 fn=1
   auto y = f({1, 1, 1, 0, 0}), p = f({0.9f, 0.8f, 0.2f, 0.7f, 0.1f});
   CHECK(run("precision", {{y, p}}) == doctest::Approx(2.0 / 3));
@@ -42,7 +47,8 @@ TEST_CASE("metrics stream over batches") {
 
 TEST_CASE("auc: ROC and PR against exact areas") {
   // Of the 4 (positive, negative) pairs, 3 are ordered right: ROC AUC 0.75.
-  CHECK(run("auc", {{f({0, 0, 1, 1}), f({0.1f, 0.4f, 0.35f, 0.8f})}}) == doctest::Approx(0.75).epsilon(0.01));
+  CHECK(run("auc", {{f({0, 0, 1, 1}), f({0.1f, 0.4f, 0.35f, 0.8f})}}) ==
+        doctest::Approx(0.75).epsilon(0.01));
   CHECK(run("auc", {{f({0, 1}), f({0.2f, 0.9f})}}) == doctest::Approx(1.0).epsilon(0.01));
   CHECK(run("auc", {{f({1, 0}), f({0.2f, 0.9f})}}) == doctest::Approx(0.0).epsilon(0.01));
   CHECK(run("auc_pr", {{f({0, 1}), f({0.2f, 0.9f})}}) == doctest::Approx(1.0).epsilon(0.02));

@@ -26,16 +26,15 @@ std::string hex(const std::string& s) {
 }  // namespace
 
 TEST_CASE("event protos match the reference's test vectors") {
-  CHECK(hex(estimators::version_event(1.0)) ==
-        "09000000000000f03f1a0d627261696e2e4576656e743a32");
+  CHECK(hex(estimators::version_event(1.0)) == "09000000000000f03f1a0d627261696e2e4576656e743a32");
   CHECK(hex(estimators::scalar_event(2.0, 1, "loss", 0.5f)) ==
         "09000000000000004010012a0d0a0b0a046c6f7373150000003f");
 }
 
 TEST_CASE("an events file: version first, then scalars, a histogram and the graph") {
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("troupe_events_" + std::to_string(::getpid())))
-                              .string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("troupe_events_" + std::to_string(::getpid())))
+          .string();
   runtime::Graph g;
   runtime::GraphBuilder b(&g);
   auto x = ops::placeholder(b, runtime::DType::kFloat32, runtime::Shape{-1, 3}, "x");
@@ -48,9 +47,14 @@ TEST_CASE("an events file: version first, then scalars, a histogram and the grap
     path = (*w)->path();
     CHECK(std::filesystem::path(path).filename().string().rfind("events.out.tfevents.", 0) == 0);
     REQUIRE((*w)->add_scalar("loss", 0.25, 10).ok());
-    REQUIRE((*w)->add_histogram("w", runtime::Tensor::from_vector<float>(runtime::Shape{4}, {-1, 0, 0.5, 3}), 10).ok());
+    REQUIRE(
+        (*w)->add_histogram(
+                "w", runtime::Tensor::from_vector<float>(runtime::Shape{4}, {-1, 0, 0.5, 3}), 10)
+            .ok());
     REQUIRE((*w)->add_graph(g).ok());
-    CHECK(!(*w)->add_histogram("s", runtime::Tensor::from_vector<std::string>(runtime::Shape{1}, {"a"}), 1).ok());
+    CHECK(!(*w)->add_histogram(
+                   "s", runtime::Tensor::from_vector<std::string>(runtime::Shape{1}, {"a"}), 1)
+               .ok());
     REQUIRE((*w)->flush().ok());
   }
   std::string bytes;

@@ -1,0 +1,142 @@
+// Estimator: trains, evaluates and predicts with a model given as a model_fn, as
+// tf.estimator.Estimator. It owns an actor runtime, one variable store shared by the model's
+// training, evaluation and prediction graphs (so evaluation runs on the in-memory model, and
+// prediction keeps its graph and session resident between calls), the input pipelines, and the
+// checkpoints and event files in model_dir. Training resumes from the latest checkpoint.
+//
+//   Estimator est(my_model_fn, config, params);
+//   auto train = input::fashion_mnist("train", {.batch_size = 128, .num_epochs = 5, .shuffle = true});
+//   auto done = est.train(*train);                               // Result<TrainResult>
+//   auto metrics = est.evaluate(*input::fashion_mnist("test"));  // {"accuracy": ..., "loss": ...}
+//   auto out = est.predict(*input::arrays({{"image", x}}, ""));  // per batch: {"classes": ...}
+//
+// Each training segment (the steps between two checkpoints) runs as one loop inside the actor
+// system: batches come from the pipeline's queue actor, hooks see every step there. A failure
+// of the runtime (an unreachable shard, a dead actor) restarts training from the latest
+// checkpoint, up to RunConfig::max_restarts times; a user error (a bad shape in model_fn, a
+// missing feature, a bad input row) fails at once with a message naming it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/runtime_system.h"
+#include "actors/session.h"
+#include "estimators/hooks.h"
+#include "estimators/input/dataset.h"
+#include "estimators/model_fn.h"
+#include "estimators/run_config.h"
+#include "runtime/checkpoint.h"
+
+namespace troupe::estimators {
+
+class EventsWriter;
+
+struct TrainOptions {
+  int64_t steps = 0;      // this many more steps (0: until the data ends or max_steps)
+  int64_t max_steps = 0;  // stop at this global step; skip training if already there
+  std::vector<std::shared_ptr<SessionRunHook>> hooks;
+  std::vector<CheckpointListener> saving_listeners;
+  // Keep the input pipeline between calls with the same dataset, so that training in chunks
+  // (an Experiment evaluating every N steps) walks through the data instead of restarting it.
+  bool keep_input = false;
+};
+
+struct TrainResult {
+  int64_t global_step = 0;
+  int64_t steps = 0;        // run by this call
+  double loss = 0;          // of the last step
+  bool end_of_input = false;
+  int restarts = 0;
+};
+
+struct EvalOptions {
+  int64_t steps = 0;  // batches (0: the whole dataset)
+  std::string name;   // summaries go to model_dir/eval or model_dir/eval_<name>
+  std::vector<std::shared_ptr<SessionRunHook>> hooks;
+  std::string checkpoint_path;  // evaluate this checkpoint instead of the model in memory
+};
+
+struct PredictOptions {
+  std::vector<std::string> keys;  // predictions to fetch (empty: all)
+  bool yield_single_examples = true;
+  std::vector<std::shared_ptr<SessionRunHook>> hooks;
+};
+
+using Metrics = std::map<std::string, double>;
+using Prediction = std::map<std::string, runtime::Tensor>;
+
+class Estimator {
+ public:
+  Estimator(ModelFn model_fn, RunConfig config = {}, Params params = {});
+  ~Estimator();
+  Estimator(const Estimator&) = delete;
+  Estimator& operator=(const Estimator&) = delete;
+
+  runtime::Result<TrainResult> train(const input::Dataset& data, TrainOptions options = {});
+  // Loss (example-weighted mean), every eval metric, and global_step.
+  runtime::Result<Metrics> evaluate(const input::Dataset& data, EvalOptions options = {});
+  // Calls `each` with every example's predictions (or every batch's, without
+  // yield_single_examples), in order, inside the actor system; false stops.
+  runtime::Status predict(const input::Dataset& data,
+                          const std::function<bool(const Prediction&)>& each,
+                          PredictOptions options = {});
+  // All predictions, one entry per batch (components along dimension 0).
+  runtime::Result<std::vector<Prediction>> predict_batches(const input::Dataset& data,
+                                                           PredictOptions options = {});
+
+  std::vector<std::string> get_variable_names() const;
+  runtime::Result<runtime::Tensor> get_variable_value(const std::string& name) const;
+  int64_t global_step() const;
+  std::string latest_checkpoint() const;
+  // A directory export_dir_base/<seconds>: the prediction graph (graph.capnp), the variables
+  // (variables.ckpt) and the signature (signature.txt: inputs and outputs). Needs a model that
+  // has seen data (its inputs' types and shapes).
+  runtime::Result<std::string> export_saved_model(const std::string& export_dir_base);
+
+  const RunConfig& config() const { return config_; }
+  const Params& params() const { return params_; }
+  // New hyperparameters: graphs are rebuilt at the next call; the variables stay.
+  void set_params(Params params);
+  runtime::VariableStore& variables() { return *store_; }
+  actors::Runtime& runtime() { return *runtime_; }
+
+ private:
+  struct Component {
+    std::string name;
+    runtime::DType dtype;
+    std::vector<int64_t> dims;  // of one example; -1 where examples differ
+  };
+  struct Model {
+    runtime::Graph graph;
+    EstimatorSpec spec;
+    std::vector<runtime::Output> inputs;  // one placeholder per dataset component
+    std::vector<Component> components;
+    int init = -1;
+    std::unique_ptr<actors::Session> session;
+  };
+  runtime::Result<Model*> model_for(Mode mode, const input::Dataset& data);
+  runtime::Status ensure_variables(Model& m, Mode mode);
+  runtime::Result<std::vector<Component>> components_of(const input::Dataset& data) const;
+  runtime::Result<TrainResult> train_once(Model& m, const input::Dataset& data,
+                                          const TrainOptions& options, int64_t last);
+  runtime::Status restart_training(Model& m);
+
+  ModelFn model_fn_;
+  RunConfig config_;
+  Params params_;
+  std::unique_ptr<actors::Runtime> runtime_;
+  std::shared_ptr<runtime::VariableStore> store_;
+  std::unique_ptr<runtime::CheckpointManager> checkpoints_;
+  std::map<Mode, std::unique_ptr<Model>> models_;
+  std::shared_ptr<EventsWriter> train_events_;
+  std::map<std::string, std::shared_ptr<EventsWriter>> eval_events_;
+  std::unique_ptr<input::Pipeline> train_input_;
+  const actors::Source* train_input_source_ = nullptr;
+  std::vector<Component> last_components_;
+};
+
+}  // namespace troupe::estimators

@@ -1,0 +1,74 @@
+// Experiment: the train-and-evaluate schedule over an Estimator, as TF.Learn's Experiment and
+// tf.estimator.train_and_evaluate, with what their users asked for: evaluation every N steps or
+// seconds on the model in memory (no checkpoint round trip), several named evaluation sets,
+// early stopping on an evaluation metric that can put back the best weights, learning-rate
+// reduction on a plateau, exports of the latest or the best model, and a final report.
+//
+//   Experiment exp(estimator, *train, {{"test", *test}},
+//                  {.eval_every_steps = 500, .early_stopping_rounds = 5});
+//   auto report = exp.train_and_evaluate();       // Result<ExperimentReport>
+//   report->final_metrics.at("accuracy");
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "estimators/estimator.h"
+
+namespace troupe::estimators {
+
+struct ExperimentOptions {
+  int64_t train_steps = 0;        // stop at this global step (0: when the training data ends)
+  int64_t eval_every_steps = 0;   // 0 (and no seconds): evaluate once, at the end
+  double eval_every_secs = 0;
+  int64_t eval_steps = 0;         // batches per evaluation (0: the whole set)
+  int early_stopping_rounds = 0;  // evaluations without improvement before stopping (0: off)
+  std::string early_stopping_metric = "loss";  // of the first evaluation set
+  // Whether a larger value is better; by default larger is better for everything but loss-like
+  // metrics (loss, average_loss, mse, rmse, mae, log_loss).
+  int maximize = -1;
+  double min_delta = 0;
+  bool restore_best_weights = true;
+  int reduce_lr_patience = 0;  // evaluations on a plateau before the learning rate is cut (0: off)
+  double reduce_lr_factor = 0.5;
+  double min_learning_rate = 1e-6;
+  std::string export_strategy;  // "", "latest" (after training) or "best" (at each new best)
+  std::string export_dir;       // default: model_dir/export/<strategy>
+};
+
+struct ExperimentReport {
+  Metrics final_metrics;  // of the first evaluation set, with the model as it ends
+  std::vector<std::pair<std::string, Metrics>> final_by_set;
+  std::vector<std::pair<int64_t, Metrics>> history;  // (global step, first set's metrics)
+  int64_t global_step = 0;
+  bool stopped_early = false;
+  int64_t best_step = 0;
+  double best_value = 0;
+  std::vector<std::string> exports;
+  double seconds = 0;
+};
+
+class Experiment {
+ public:
+  Experiment(Estimator& estimator, input::Dataset train,
+             std::vector<std::pair<std::string, input::Dataset>> eval_sets,
+             ExperimentOptions options = {});
+
+  runtime::Result<ExperimentReport> train_and_evaluate();
+  // Evaluates each new checkpoint in model_dir as it appears, until one at or beyond
+  // `last_step` (0: until `timeout_secs` pass without a new one).
+  runtime::Result<std::vector<std::pair<int64_t, Metrics>>> continuous_eval(
+      int64_t last_step, double poll_secs = 1, double timeout_secs = 60);
+
+ private:
+  runtime::Result<std::vector<std::pair<std::string, Metrics>>> evaluate_all();
+  bool maximize() const;
+
+  Estimator& estimator_;
+  input::Dataset train_;
+  std::vector<std::pair<std::string, input::Dataset>> eval_sets_;
+  ExperimentOptions options_;
+};
+
+}  // namespace troupe::estimators

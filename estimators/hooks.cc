@@ -1,0 +1,391 @@
+#include "estimators/hooks.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "estimators/summary/events_writer.h"
+
+namespace troupe::estimators {
+
+using runtime::Status;
+using Clock = std::chrono::steady_clock;
+
+int HookSetup::fetch(runtime::Output o) {
+  fetches_.push_back(o);
+  return static_cast<int>(fetches_.size()) - 1;
+}
+
+runtime::Output HookSetup::find(const std::string& name) const {
+  for (int id = 0; id < graph_.num_nodes(); ++id) {
+    if (graph_.node(id).name == name && graph_.node(id).num_outputs() > 0) {
+      return runtime::Output{id, 0};
+    }
+  }
+  return runtime::Output{};
+}
+
+namespace {
+
+class StopAtStep : public SessionRunHook {
+ public:
+  StopAtStep(int64_t num_steps, int64_t last_step) : num_steps_(num_steps), last_(last_step) {}
+  Status after_create_session(HookContext& ctx) override {
+    if (num_steps_ > 0) last_ = ctx.global_step + num_steps_;
+    return runtime::ok_status();
+  }
+  Status after_run(StepContext& c) override {
+    if (c.global_step >= last_) c.request_stop();
+    return runtime::ok_status();
+  }
+  int64_t stop_step() const override { return last_ > 0 ? last_ : INT64_MAX; }
+
+ private:
+  int64_t num_steps_, last_;
+};
+
+class LoggingTensor : public SessionRunHook {
+ public:
+  LoggingTensor(std::vector<std::string> names, int64_t every) : names_(std::move(names)), every_(every) {}
+  Status begin(HookSetup& s) override {
+    for (const std::string& n : names_) {
+      runtime::Output o = s.find(n);
+      if (!o.valid()) return runtime::invalid_argument("LoggingTensorHook: no tensor '", n, "'");
+      fetches_.push_back(s.fetch(o));
+    }
+    return runtime::ok_status();
+  }
+  Status after_run(StepContext& c) override {
+    if (every_ <= 0 || c.global_step % every_ != 0) return runtime::ok_status();
+    std::string line;
+    for (size_t i = 0; i < names_.size(); ++i) {
+      line += (i ? ", " : "") + names_[i] + " = " + c.value(fetches_[i]).debug_string(8);
+    }
+    std::fprintf(stderr, "INFO: %s (step %lld)\n", line.c_str(), static_cast<long long>(c.global_step));
+    return runtime::ok_status();
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<int> fetches_;
+  int64_t every_;
+};
+
+class NanTensor : public SessionRunHook {
+ public:
+  explicit NanTensor(bool fail) : fail_(fail) {}
+  Status begin(HookSetup& s) override {
+    if (s.loss().valid()) loss_ = s.fetch(s.loss());
+    return runtime::ok_status();
+  }
+  Status after_run(StepContext& c) override {
+    if (loss_ < 0) return runtime::ok_status();
+    const double v = c.value(loss_).scalar_as_double();
+    if (std::isfinite(v)) return runtime::ok_status();
+    if (fail_) {
+      return runtime::invalid_argument("NaN loss during training (step ", c.global_step,
+                                       "): the model diverged; lower the learning rate");
+    }
+    std::fprintf(stderr, "WARNING: the loss is %g at step %lld; stopping\n", v,
+                 static_cast<long long>(c.global_step));
+    c.request_stop();
+    return runtime::ok_status();
+  }
+
+ private:
+  bool fail_;
+  int loss_ = -1;
+};
+
+class FeedFn : public SessionRunHook {
+ public:
+  explicit FeedFn(std::function<Status(runtime::FeedList*)> f) : f_(std::move(f)) {}
+  Status begin(HookSetup& s) override {
+    s.add_feed(f_);
+    return runtime::ok_status();
+  }
+
+ private:
+  std::function<Status(runtime::FeedList*)> f_;
+};
+
+class FinalOps : public SessionRunHook {
+ public:
+  FinalOps(std::vector<std::string> names,
+           std::function<void(const std::map<std::string, runtime::Tensor>&)> done)
+      : names_(std::move(names)), done_(std::move(done)) {}
+  Status begin(HookSetup& s) override {
+    for (const std::string& n : names_) {
+      runtime::Output o = s.find(n);
+      if (!o.valid()) return runtime::invalid_argument("FinalOpsHook: no tensor '", n, "'");
+      fetches_.push_back(s.fetch(o));
+    }
+    return runtime::ok_status();
+  }
+  Status after_run(StepContext& c) override {
+    for (size_t i = 0; i < names_.size(); ++i) last_[names_[i]] = c.value(fetches_[i]);
+    return runtime::ok_status();
+  }
+  Status end(HookContext&) override {
+    if (done_) done_(last_);
+    return runtime::ok_status();
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<int> fetches_;
+  std::map<std::string, runtime::Tensor> last_;
+  std::function<void(const std::map<std::string, runtime::Tensor>&)> done_;
+};
+
+class CheckpointSaver : public SessionRunHook {
+ public:
+  CheckpointSaver(runtime::CheckpointManager* m, int64_t steps, double secs,
+                  std::vector<CheckpointListener> listeners)
+      : manager_(m), steps_(steps), secs_(secs), listeners_(std::move(listeners)) {}
+  Status after_create_session(HookContext& ctx) override {
+    last_step_ = ctx.global_step;
+    last_time_ = Clock::now();
+    return runtime::ok_status();
+  }
+  Status after_run(StepContext& c) override {
+    const bool by_steps = steps_ > 0 && c.global_step - last_step_ >= steps_;
+    const bool by_time =
+        secs_ > 0 && std::chrono::duration<double>(Clock::now() - last_time_).count() >= secs_;
+    if (by_steps || by_time) c.request_sync();
+    return runtime::ok_status();
+  }
+  Status at_sync(HookContext& ctx) override {
+    if (ctx.global_step == last_step_) return runtime::ok_status();
+    const bool by_steps = steps_ > 0 && ctx.global_step - last_step_ >= steps_;
+    const bool by_time =
+        secs_ > 0 && std::chrono::duration<double>(Clock::now() - last_time_).count() >= secs_;
+    return by_steps || by_time ? save(ctx) : runtime::ok_status();
+  }
+  Status end(HookContext& ctx) override {
+    return ctx.global_step == last_step_ ? runtime::ok_status() : save(ctx);
+  }
+
+ private:
+  Status save(HookContext& ctx) {
+    for (auto& l : listeners_) {
+      if (l.before_save) l.before_save(ctx.global_step);
+    }
+    TROUPE_ASSIGN_OR_RETURN(std::string path, manager_->save(ctx.global_step, ctx.variables));
+    std::fprintf(stderr, "INFO: saved checkpoint for step %lld: %s\n",
+                 static_cast<long long>(ctx.global_step), path.c_str());
+    for (auto& l : listeners_) {
+      if (l.after_save) l.after_save(ctx.global_step, path);
+    }
+    last_step_ = ctx.global_step;
+    last_time_ = Clock::now();
+    return runtime::ok_status();
+  }
+  runtime::CheckpointManager* manager_;
+  int64_t steps_;
+  double secs_;
+  std::vector<CheckpointListener> listeners_;
+  int64_t last_step_ = 0;
+  Clock::time_point last_time_;
+};
+
+class SummarySaver : public SessionRunHook {
+ public:
+  SummarySaver(std::shared_ptr<EventsWriter> w, int64_t every) : writer_(std::move(w)), every_(every) {}
+  Status begin(HookSetup& s) override {
+    if (s.loss().valid()) loss_ = s.fetch(s.loss());
+    graph_ = &s.graph();
+    return runtime::ok_status();
+  }
+  Status after_create_session(HookContext& ctx) override {
+    last_step_ = ctx.global_step;
+    last_time_ = Clock::now();
+    if (!graph_written_) {
+      graph_written_ = true;
+      return writer_->add_graph(*graph_);
+    }
+    return runtime::ok_status();
+  }
+  Status after_run(StepContext& c) override {
+    if (every_ <= 0 || c.global_step % every_ != 0) return runtime::ok_status();
+    if (loss_ >= 0) TROUPE_RETURN_IF_ERROR(writer_->add_scalar("loss", c.value(loss_).scalar_as_double(), c.global_step));
+    const double secs = std::chrono::duration<double>(Clock::now() - last_time_).count();
+    if (secs > 0 && c.global_step > last_step_) {
+      TROUPE_RETURN_IF_ERROR(writer_->add_scalar("global_step/sec", (c.global_step - last_step_) / secs, c.global_step));
+    }
+    last_step_ = c.global_step;
+    last_time_ = Clock::now();
+    return runtime::ok_status();
+  }
+  Status at_sync(HookContext& ctx) override {
+    for (const std::string& name : ctx.variables.names()) {
+      auto t = ctx.variables.read(name);
+      if (t.ok() && runtime::is_floating(t->dtype()) && name.find('/') != std::string::npos &&
+          t->num_elements() > 1) {
+        TROUPE_RETURN_IF_ERROR(writer_->add_histogram(name, *t, ctx.global_step));
+      }
+    }
+    return writer_->flush();
+  }
+  Status end(HookContext& ctx) override { return at_sync(ctx); }
+
+ private:
+  std::shared_ptr<EventsWriter> writer_;
+  int64_t every_;
+  int loss_ = -1;
+  const runtime::Graph* graph_ = nullptr;
+  bool graph_written_ = false;
+  int64_t last_step_ = 0;
+  Clock::time_point last_time_;
+};
+
+// TF's step log, or on a terminal a progress bar with steps/s, loss and ETA.
+class StepCounter : public SessionRunHook {
+ public:
+  StepCounter(int64_t every, int64_t last) : every_(every), last_(last), tty_(::isatty(2)) {}
+  Status begin(HookSetup& s) override {
+    if (s.loss().valid()) loss_ = s.fetch(s.loss());
+    return runtime::ok_status();
+  }
+  Status after_create_session(HookContext& ctx) override {
+    first_step_ = last_step_ = ctx.global_step;
+    start_ = last_time_ = Clock::now();
+    return runtime::ok_status();
+  }
+  Status after_run(StepContext& c) override {
+    const double loss = loss_ >= 0 ? c.value(loss_).scalar_as_double() : NAN;
+    const auto now = Clock::now();
+    if (tty_ && last_ > 0 && (c.global_step % 10 == 0 || c.global_step == last_)) {
+      const double secs = std::chrono::duration<double>(now - start_).count();
+      const double rate = secs > 0 ? (c.global_step - first_step_) / secs : 0;
+      const double left = rate > 0 ? (last_ - c.global_step) / rate : 0;
+      const int width = 30;
+      const int done = static_cast<int>(width * std::min(1.0, double(c.global_step) / last_));
+      std::fprintf(stderr, "\r[%s%s] %lld/%lld %.1f steps/s loss %.4f ETA %dm%02ds ",
+                   std::string(done, '=').c_str(), std::string(width - done, ' ').c_str(),
+                   static_cast<long long>(c.global_step), static_cast<long long>(last_), rate, loss,
+                   static_cast<int>(left) / 60, static_cast<int>(left) % 60);
+      if (c.global_step == last_) std::fprintf(stderr, "\n");
+      return runtime::ok_status();
+    }
+    if (tty_ && last_ > 0) return runtime::ok_status();
+    if (every_ <= 0 || c.global_step % every_ != 0) return runtime::ok_status();
+    const double secs = std::chrono::duration<double>(now - last_time_).count();
+    std::fprintf(stderr, "INFO: loss = %.6g, step = %lld (%.3f sec)\n", loss,
+                 static_cast<long long>(c.global_step), secs);
+    if (secs > 0) {
+      std::fprintf(stderr, "INFO: global_step/sec: %.4g\n", (c.global_step - last_step_) / secs);
+    }
+    last_step_ = c.global_step;
+    last_time_ = now;
+    return runtime::ok_status();
+  }
+  Status end(HookContext&) override {
+    if (tty_ && last_ > 0) std::fprintf(stderr, "\n");
+    return runtime::ok_status();
+  }
+
+ private:
+  int64_t every_, last_;
+  bool tty_;
+  int loss_ = -1;
+  int64_t first_step_ = 0, last_step_ = 0;
+  Clock::time_point start_, last_time_;
+};
+
+class EarlyStopping : public SessionRunHook {
+ public:
+  explicit EarlyStopping(EarlyStoppingOptions o) : o_(std::move(o)) {}
+  Status begin(HookSetup& s) override {
+    runtime::Output t = o_.tensor.empty() ? s.loss() : s.find(o_.tensor);
+    if (!t.valid()) {
+      return runtime::invalid_argument("EarlyStoppingHook: no tensor '",
+                                       o_.tensor.empty() ? "loss" : o_.tensor, "'");
+    }
+    fetch_ = s.fetch(t);
+    return runtime::ok_status();
+  }
+  Status after_run(StepContext& c) override {
+    sum_ += c.value(fetch_).scalar_as_double();
+    ++n_;
+    if (n_ >= o_.every_steps) c.request_sync();
+    return runtime::ok_status();
+  }
+  Status at_sync(HookContext& ctx) override {
+    if (n_ == 0) return runtime::ok_status();
+    const double value = sum_ / n_;
+    sum_ = 0;
+    n_ = 0;
+    const bool better = !has_best_ || (o_.maximize ? value > best_ + o_.min_delta
+                                                   : value < best_ - o_.min_delta);
+    if (better) {
+      has_best_ = true;
+      best_ = value;
+      waited_ = 0;
+      // Tensors are copy-on-write: holding the handles is the snapshot.
+      best_weights_.clear();
+      for (const std::string& name : ctx.variables.names()) {
+        auto t = ctx.variables.read(name);
+        if (t.ok() && name != "global_step") best_weights_[name] = *t;
+      }
+      return runtime::ok_status();
+    }
+    if (++waited_ < o_.rounds) return runtime::ok_status();
+    std::fprintf(stderr, "INFO: early stopping at step %lld: no improvement on %.6g for %d rounds\n",
+                 static_cast<long long>(ctx.global_step), best_, waited_);
+    if (o_.restore_best) {
+      for (const auto& [name, t] : best_weights_) ctx.variables.assign(name, t);
+    }
+    ctx.stop = true;
+    return runtime::ok_status();
+  }
+
+ private:
+  EarlyStoppingOptions o_;
+  int fetch_ = -1;
+  double sum_ = 0;
+  int64_t n_ = 0;
+  bool has_best_ = false;
+  double best_ = 0;
+  int waited_ = 0;
+  std::map<std::string, runtime::Tensor> best_weights_;
+};
+
+}  // namespace
+
+std::shared_ptr<SessionRunHook> stop_at_step_hook(int64_t num_steps, int64_t last_step) {
+  return std::make_shared<StopAtStep>(num_steps, last_step);
+}
+std::shared_ptr<SessionRunHook> logging_tensor_hook(std::vector<std::string> names,
+                                                    int64_t every_n_iter) {
+  return std::make_shared<LoggingTensor>(std::move(names), every_n_iter);
+}
+std::shared_ptr<SessionRunHook> nan_tensor_hook(bool fail_on_nan_loss) {
+  return std::make_shared<NanTensor>(fail_on_nan_loss);
+}
+std::shared_ptr<SessionRunHook> feed_fn_hook(std::function<Status(runtime::FeedList*)> feed) {
+  return std::make_shared<FeedFn>(std::move(feed));
+}
+std::shared_ptr<SessionRunHook> final_ops_hook(
+    std::vector<std::string> outputs,
+    std::function<void(const std::map<std::string, runtime::Tensor>&)> done) {
+  return std::make_shared<FinalOps>(std::move(outputs), std::move(done));
+}
+std::shared_ptr<SessionRunHook> checkpoint_saver_hook(runtime::CheckpointManager* manager,
+                                                      int64_t every_steps, double every_secs,
+                                                      std::vector<CheckpointListener> listeners) {
+  return std::make_shared<CheckpointSaver>(manager, every_steps, every_secs, std::move(listeners));
+}
+std::shared_ptr<SessionRunHook> summary_saver_hook(std::shared_ptr<EventsWriter> writer,
+                                                   int64_t every_steps) {
+  return std::make_shared<SummarySaver>(std::move(writer), every_steps);
+}
+std::shared_ptr<SessionRunHook> step_counter_hook(int64_t every_steps, int64_t last_step) {
+  return std::make_shared<StepCounter>(every_steps, last_step);
+}
+std::shared_ptr<SessionRunHook> early_stopping_hook(EarlyStoppingOptions options) {
+  return std::make_shared<EarlyStopping>(std::move(options));
+}
+
+}  // namespace troupe::estimators

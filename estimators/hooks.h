@@ -1,0 +1,149 @@
+// SessionRunHooks: code that watches or steers training, evaluation or prediction, with TF's
+// contract (begin, after_create_session, before_run adding fetches, after_run, end, request
+// stop). Hooks run inside the session actor's loop: a hook's fetches are named once, in begin(),
+// and arrive with every step's values, so a cheap per-step hook costs no round trip. Work that
+// needs the variables at rest (saving a checkpoint, restoring the best weights) asks for a sync
+// point: the loop ends the running segment, and at_sync() runs with no step in flight.
+//
+//   class LossPrinter : public SessionRunHook {
+//     Status begin(HookSetup& s) override { loss_ = s.fetch(s.loss()); return ok_status(); }
+//     Status after_run(StepContext& c) override {
+//       if (c.global_step % 100 == 0) std::printf("%g\n", c.value(loss_).scalar_as_double());
+//       return ok_status();
+//     }
+//     int loss_ = -1;
+//   };
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "estimators/model_fn.h"
+#include "runtime/checkpoint.h"
+#include "runtime/executor.h"
+#include "runtime/graph.h"
+#include "runtime/variable_store.h"
+
+namespace troupe::estimators {
+
+class EventsWriter;
+
+// What a hook sees when it is set up: the graph, the spec, and a way to ask for fetches.
+class HookSetup {
+ public:
+  HookSetup(const runtime::Graph& graph, const EstimatorSpec& spec, Mode mode)
+      : graph_(graph), spec_(spec), mode_(mode) {}
+  // Fetched with every step from now on; returns the index for StepContext::value.
+  int fetch(runtime::Output o);
+  // A node's first output by name; invalid if there is none.
+  runtime::Output find(const std::string& name) const;
+  runtime::Output loss() const { return spec_.loss; }
+  const runtime::Graph& graph() const { return graph_; }
+  const EstimatorSpec& spec() const { return spec_; }
+  Mode mode() const { return mode_; }
+  const std::vector<runtime::Output>& fetches() const { return fetches_; }
+  // Extra feeds for every step (FeedFnHook): called in the loop before each step.
+  void add_feed(std::function<runtime::Status(runtime::FeedList*)> feed) {
+    feeds_.push_back(std::move(feed));
+  }
+  const std::vector<std::function<runtime::Status(runtime::FeedList*)>>& feeds() const {
+    return feeds_;
+  }
+
+ private:
+  const runtime::Graph& graph_;
+  const EstimatorSpec& spec_;
+  Mode mode_;
+  std::vector<runtime::Output> fetches_;
+  std::vector<std::function<runtime::Status(runtime::FeedList*)>> feeds_;
+};
+
+// One finished step.
+class StepContext {
+ public:
+  StepContext(int64_t global_step, const std::vector<runtime::Tensor>& values, size_t offset)
+      : global_step(global_step), values_(values), offset_(offset) {}
+  const int64_t global_step;  // after this step
+  const runtime::Tensor& value(int fetch) const { return values_[offset_ + fetch]; }
+  void request_stop() { stop_ = true; }
+  void request_sync() { sync_ = true; }
+  bool stop_requested() const { return stop_; }
+  bool sync_requested() const { return sync_; }
+
+ private:
+  const std::vector<runtime::Tensor>& values_;
+  size_t offset_;
+  bool stop_ = false, sync_ = false;
+};
+
+// The model at rest: between segments, before the first step and after the last.
+struct HookContext {
+  int64_t global_step = 0;
+  runtime::VariableStore& variables;
+  const std::string& model_dir;
+  bool stop = false;  // at_sync may set it
+};
+
+class SessionRunHook {
+ public:
+  virtual ~SessionRunHook() = default;
+  virtual runtime::Status begin(HookSetup& setup) { return runtime::ok_status(); }
+  virtual runtime::Status after_create_session(HookContext& ctx) { return runtime::ok_status(); }
+  virtual runtime::Status after_run(StepContext& ctx) { return runtime::ok_status(); }
+  virtual runtime::Status at_sync(HookContext& ctx) { return runtime::ok_status(); }
+  virtual runtime::Status end(HookContext& ctx) { return runtime::ok_status(); }
+  // The global step a hook will stop at, when it knows it in advance: the loop then starts no
+  // step beyond it. A stop requested from after_run lets the steps already in flight (up to
+  // the pipeline depth) finish.
+  virtual int64_t stop_step() const { return INT64_MAX; }
+};
+
+// Stops after `num_steps` more steps, or at global step `last_step` (one of them > 0).
+std::shared_ptr<SessionRunHook> stop_at_step_hook(int64_t num_steps, int64_t last_step);
+// Logs the named tensors every `every_n_iter` steps (TF's LoggingTensorHook).
+std::shared_ptr<SessionRunHook> logging_tensor_hook(std::vector<std::string> tensor_names,
+                                                    int64_t every_n_iter);
+// Stops (or fails, with fail_on_nan_loss) when the loss is NaN or infinite.
+std::shared_ptr<SessionRunHook> nan_tensor_hook(bool fail_on_nan_loss = true);
+// Feeds extra values into every step.
+std::shared_ptr<SessionRunHook> feed_fn_hook(
+    std::function<runtime::Status(runtime::FeedList*)> feed);
+// Fetches `outputs` with the last step and hands them to `done` at the end.
+std::shared_ptr<SessionRunHook> final_ops_hook(
+    std::vector<std::string> outputs,
+    std::function<void(const std::map<std::string, runtime::Tensor>&)> done);
+
+// Listeners of checkpoint saving (TF's CheckpointSaverListener).
+struct CheckpointListener {
+  std::function<void(int64_t step)> before_save;
+  std::function<void(int64_t step, const std::string& path)> after_save;
+};
+// Saves every `every_steps` steps or `every_secs` seconds, and at the end.
+std::shared_ptr<SessionRunHook> checkpoint_saver_hook(
+    runtime::CheckpointManager* manager, int64_t every_steps, double every_secs,
+    std::vector<CheckpointListener> listeners = {});
+// Writes the loss and global_step/sec every `every_steps` steps, and histograms of the
+// variables at each sync point, to `writer`.
+std::shared_ptr<SessionRunHook> summary_saver_hook(std::shared_ptr<EventsWriter> writer,
+                                                   int64_t every_steps);
+// Logs "loss = ..., step = ... (... sec)" and global_step/sec every `every_steps` steps.
+std::shared_ptr<SessionRunHook> step_counter_hook(int64_t every_steps, int64_t last_step);
+
+// Early stopping on a tensor averaged over windows of `every_steps` steps (usually the loss):
+// stops after `rounds` windows without an improvement of at least `min_delta`, and with
+// restore_best puts back the best window's weights.
+struct EarlyStoppingOptions {
+  std::string tensor;  // empty: the loss
+  int64_t every_steps = 100;
+  int rounds = 5;
+  double min_delta = 0;
+  bool maximize = false;
+  bool restore_best = true;
+};
+std::shared_ptr<SessionRunHook> early_stopping_hook(EarlyStoppingOptions options);
+
+}  // namespace troupe::estimators

@@ -1,0 +1,68 @@
+// The model_fn contract: a function that builds a model's graph for one mode and says what to
+// train, evaluate and predict, as tf.estimator's model_fn returning an EstimatorSpec.
+//
+//   Result<EstimatorSpec> my_model(ModelInputs& in) {
+//     Output x = in.features.at("image");
+//     Output logits = ...;                                  // built with in.b
+//     EstimatorSpec spec;
+//     spec.predictions["classes"] = ops::argmax(in.b, logits, 1);
+//     if (in.mode == Mode::kPredict) return spec;
+//     spec.loss = ...;
+//     spec.eval_metric_ops["accuracy"] = {"accuracy", in.labels, spec.predictions["classes"]};
+//     if (in.mode == Mode::kTrain) spec.train_op = ops::minimize(in.b, spec.loss, opt);
+//     return spec;
+//   }
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "estimators/run_config.h"
+#include "runtime/graph_builder.h"
+
+namespace troupe::estimators {
+
+class SessionRunHook;
+
+enum class Mode { kTrain, kEval, kPredict };
+const char* mode_name(Mode mode);  // "train", "eval", "infer" (TF's ModeKeys)
+
+// Hyperparameters by name, as TF's params dict: values are text, read with param().
+using Params = std::map<std::string, std::string>;
+double param(const Params& p, const std::string& name, double fallback);
+std::string param(const Params& p, const std::string& name, const std::string& fallback);
+
+struct ModelInputs {
+  runtime::GraphBuilder& b;
+  std::map<std::string, runtime::Output> features;
+  runtime::Output labels;  // invalid when predicting
+  Mode mode;
+  const Params& params;
+  const RunConfig& config;
+};
+
+// A streaming metric (metrics.h kind) over two fetched tensors.
+struct MetricSpec {
+  std::string kind;
+  runtime::Output labels;
+  runtime::Output predictions;
+};
+
+struct EstimatorSpec {
+  std::map<std::string, runtime::Output> predictions;
+  runtime::Output loss;  // a scalar; required to train and evaluate
+  int train_op = -1;     // required to train
+  std::map<std::string, MetricSpec> eval_metric_ops;
+  // Outputs an exported model serves; empty: the predictions.
+  std::map<std::string, runtime::Output> export_outputs;
+  std::vector<std::shared_ptr<SessionRunHook>> training_hooks;
+  std::vector<std::shared_ptr<SessionRunHook>> evaluation_hooks;
+  std::vector<std::shared_ptr<SessionRunHook>> prediction_hooks;
+};
+
+using ModelFn = std::function<runtime::Result<EstimatorSpec>(ModelInputs& inputs)>;
+
+}  // namespace troupe::estimators

@@ -1,0 +1,90 @@
+#include "estimators/run_config.h"
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+
+#include <sstream>
+
+namespace troupe::estimators {
+
+runtime::Result<ClusterConfig> parse_tf_config(const char* json) {
+  ClusterConfig c;
+  if (json == nullptr || std::string(json).find_first_not_of(" \t\n") == std::string::npos) {
+    return c;
+  }
+  namespace pt = boost::property_tree;
+  pt::ptree root;
+  try {
+    std::istringstream in(json);
+    pt::read_json(in, root);
+  } catch (const pt::json_parser_error& e) {
+    return runtime::invalid_argument("TF_CONFIG is not valid JSON: ", e.message(), " at line ",
+                                     e.line());
+  }
+  if (auto cluster = root.get_child_optional("cluster")) {
+    for (const auto& [job, tasks] : *cluster) {
+      for (const auto& [unused, address] : tasks) c.cluster[job].push_back(address.data());
+      if (c.cluster[job].empty() && !tasks.data().empty()) c.cluster[job].push_back(tasks.data());
+    }
+  }
+  c.task_type = root.get<std::string>("task.type", "");
+  const std::string index = root.get<std::string>("task.index", "");
+  if (!index.empty()) {
+    try {
+      c.task_index = std::stoi(index);
+    } catch (...) {
+      return runtime::invalid_argument("TF_CONFIG: task.index '", index, "' is not a number");
+    }
+  }
+  if (c.task_index < 0) return runtime::invalid_argument("TF_CONFIG: task.index must be >= 0");
+  if (c.cluster.empty()) {
+    if (!c.task_type.empty() && (c.task_type != "worker" || c.task_index != 0)) {
+      return runtime::invalid_argument(
+          "TF_CONFIG: without a cluster the task must be worker 0, not ", c.task_type, " ",
+          c.task_index);
+    }
+    return c;
+  }
+  if (c.task_type.empty() || index.empty()) {
+    return runtime::invalid_argument("TF_CONFIG: a cluster needs task.type and task.index");
+  }
+  auto chief = c.cluster.find("chief");
+  if (chief == c.cluster.end() || chief->second.size() != 1) {
+    return runtime::invalid_argument("TF_CONFIG: the cluster must have exactly one chief");
+  }
+  if (c.task_type != "evaluator") {
+    auto job = c.cluster.find(c.task_type);
+    if (job == c.cluster.end() || c.task_index >= static_cast<int>(job->second.size())) {
+      return runtime::invalid_argument("TF_CONFIG: task ", c.task_type, " ", c.task_index,
+                                       " is not in the cluster");
+    }
+  }
+  c.is_chief = c.task_type == "chief";
+  auto count = [&](const char* job) {
+    auto it = c.cluster.find(job);
+    return it == c.cluster.end() ? 0 : static_cast<int>(it->second.size());
+  };
+  c.num_ps_replicas = count("ps");
+  c.num_worker_replicas = count("worker") + count("chief");
+  return c;
+}
+
+runtime::Status RunConfig::validate() const {
+  if (save_checkpoints_steps < 0) return runtime::invalid_argument("save_checkpoints_steps < 0");
+  if (save_checkpoints_secs < 0) return runtime::invalid_argument("save_checkpoints_secs < 0");
+  if (save_checkpoints_steps > 0 && save_checkpoints_secs > 0) {
+    return runtime::invalid_argument(
+        "save_checkpoints_steps and save_checkpoints_secs cannot both be set");
+  }
+  if (save_summary_steps < 0) return runtime::invalid_argument("save_summary_steps < 0");
+  if (log_step_count_steps <= 0) return runtime::invalid_argument("log_step_count_steps must be > 0");
+  if (keep_checkpoint_max < 0) return runtime::invalid_argument("keep_checkpoint_max < 0");
+  if (!(gpu_memory_fraction > 0 && gpu_memory_fraction <= 1)) {
+    return runtime::invalid_argument("gpu_memory_fraction ", gpu_memory_fraction,
+                                     " is not in (0, 1]");
+  }
+  if (threads < 0) return runtime::invalid_argument("threads < 0");
+  return runtime::ok_status();
+}
+
+}  // namespace troupe::estimators

@@ -1,0 +1,52 @@
+// RunConfig: where a model lives and how its training is run, as tf.estimator.RunConfig, plus
+// the cluster fields TF_CONFIG carries.
+//
+//   RunConfig c;  c.model_dir = "fmnist";  c.tf_random_seed = 42;  c.save_checkpoints_steps = 500;
+//   auto cluster = parse_tf_config(std::getenv("TF_CONFIG"));   // Result<ClusterConfig>
+//
+// Defaults follow TF: checkpoints every 600 s when neither steps nor seconds are set, summaries
+// every 100 steps, at most 5 checkpoints kept, a log line every 100 steps.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/status.h"
+
+namespace troupe::estimators {
+
+struct ClusterConfig {
+  std::map<std::string, std::vector<std::string>> cluster;  // job -> "host:port" per task
+  std::string task_type;  // chief, worker, ps, evaluator ("" when no cluster)
+  int task_index = 0;
+  bool is_chief = true;
+  int num_ps_replicas = 0;
+  int num_worker_replicas = 1;  // workers + chief
+};
+
+// Reads TF_CONFIG's JSON ({"cluster": {...}, "task": {"type": ..., "index": ...}}) with TF's
+// rules: exactly one chief in a cluster; task type and index required when a cluster is given;
+// an evaluator is not part of the training cluster. Null or empty: a single local process.
+runtime::Result<ClusterConfig> parse_tf_config(const char* json);
+
+struct RunConfig {
+  std::string model_dir;
+  int64_t tf_random_seed = 0;  // 0: none (runs differ); otherwise bit-reproducible on one machine
+  int64_t save_checkpoints_steps = 0;  // 0 and 0: every 600 s
+  double save_checkpoints_secs = 0;
+  int keep_checkpoint_max = 5;
+  int64_t save_summary_steps = 100;  // 0: no summaries
+  int64_t log_step_count_steps = 100;
+  int threads = 0;                   // BLAS threads for big kernels; 0: one per core
+  double gpu_memory_fraction = 1.0;  // of a GPU's memory, for GPU devices
+  int max_restarts = 3;              // fit restarts from the latest checkpoint after a failure
+  ClusterConfig cluster;
+
+  // The errors name the field: negative steps, a fraction outside (0, 1], both checkpoint
+  // settings given.
+  runtime::Status validate() const;
+};
+
+}  // namespace troupe::estimators

@@ -1,0 +1,107 @@
+// DNNClassifier through scikit-learn's calls, and an Experiment with evaluation every N steps,
+// early stopping, learning-rate reduction on a plateau and exports.
+#include "estimators/canned/dnn_classifier.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "estimators/experiment.h"
+
+using namespace troupe;
+using namespace troupe::estimators;
+using runtime::Shape;
+using runtime::Tensor;
+
+namespace {
+// Two Gaussian blobs in 4 dimensions.
+void blobs(int64_t n, uint64_t seed, Tensor* x, Tensor* y) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> xs(n * 4);
+  std::vector<int64_t> ys(n);
+  for (int64_t i = 0; i < n; ++i) {
+    ys[i] = i % 2;
+    for (int k = 0; k < 4; ++k) xs[i * 4 + k] = g(rng) + (ys[i] ? 1.5f : -1.5f);
+  }
+  *x = Tensor::from_vector(Shape{n, 4}, xs);
+  *y = Tensor::from_vector(Shape{n}, ys);
+}
+RunConfig quiet(const std::string& dir = "") {
+  RunConfig c;
+  c.model_dir = dir;
+  c.tf_random_seed = 1;
+  c.log_step_count_steps = 1000000;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("DNNClassifier: fit, predict, predict_proba, score, params") {
+  Tensor x, y, tx, ty;
+  blobs(800, 1, &x, &y);
+  blobs(200, 2, &tx, &ty);
+  DNNClassifier clf({.hidden_units = {16, 8}, .n_classes = 2, .optimizer = "adam", .learning_rate = 0.01},
+                    quiet());
+  auto r = clf.fit(x, y, {.batch_size = 32, .epochs = 5, .seed = 3});
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  auto score = clf.score(tx, ty);
+  REQUIRE(score.ok());
+  CHECK(*score > 0.95);
+  auto proba = clf.predict_proba(tx);
+  REQUIRE(proba.ok());
+  CHECK(proba->shape() == Shape{200, 2});
+  CHECK(proba->data<float>()[0] + proba->data<float>()[1] == doctest::Approx(1));
+  CHECK(clf.predict(tx)->shape() == Shape{200});
+  auto d = input::arrays({{"x", tx}, {"y", ty}}, "y", {.batch_size = 50});
+  auto m = clf.evaluate(*d);
+  REQUIRE(m.ok());
+  CHECK(m->at("accuracy") == doctest::Approx(*score));
+  CHECK(m->at("auc") > 0.95);
+  CHECK(m->count("precision") == 1);
+  CHECK(clf.get_params().at("hidden_units") == "16,8");
+  CHECK(clf.set_params({{"dropout", "0.2"}}).ok());
+  CHECK(clf.get_params().at("dropout") == "0.2");
+  CHECK(clf.set_params({{"dropout", "2"}}).message().find("dropout") != std::string::npos);
+  CHECK(clf.set_params({{"depth", "2"}}).message().find("no parameter 'depth'") != std::string::npos);
+  CHECK(!dnn_options({{"optimizer", "adamw"}}).ok());
+}
+
+TEST_CASE("Experiment: evaluation every N steps, early stopping with the best weights, exports") {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("troupe_exp_" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::remove_all(dir);
+  Tensor x, y, tx, ty;
+  blobs(1000, 1, &x, &y);
+  blobs(300, 2, &tx, &ty);
+  Estimator est(dnn_classifier_model_fn, quiet(dir),
+                to_params({.hidden_units = {8}, .n_classes = 2, .optimizer = "sgd", .learning_rate = 0.05}));
+  auto train = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 50, .num_epochs = 30, .shuffle = true, .seed = 1});
+  auto test = input::arrays({{"x", tx}, {"y", ty}}, "y", {.batch_size = 100});
+  ExperimentOptions o;
+  o.eval_every_steps = 20;
+  o.early_stopping_rounds = 3;
+  o.early_stopping_metric = "loss";
+  o.min_delta = 0.01;
+  o.reduce_lr_patience = 1;
+  o.export_strategy = "best";
+  Experiment exp(est, *train, {{"test", *test}, {"train", *train}}, o);
+  auto report = exp.train_and_evaluate();
+  REQUIRE_MESSAGE(report.ok(), report.status().to_string());
+  CHECK(report->history.size() >= 2);
+  CHECK(report->history[0].first == 20);
+  CHECK(report->final_by_set.size() == 2);
+  CHECK(report->final_metrics.at("accuracy") > 0.95);
+  CHECK(report->stopped_early);
+  CHECK(report->global_step < 600);
+  // The best weights were put back: the final loss is the best one seen.
+  CHECK(report->final_metrics.at("loss") == doctest::Approx(report->best_value).epsilon(1e-4));
+  CHECK(est.variables().read("learning_rate")->scalar_as_double() < 0.05);
+  REQUIRE(!report->exports.empty());
+  CHECK(std::filesystem::exists(report->exports.back() + "/graph.capnp"));
+  CHECK(std::filesystem::exists(report->exports.back() + "/variables.ckpt"));
+  CHECK(std::filesystem::exists(dir + "/eval_test"));
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,264 @@
+// The Estimator with a custom model_fn: training that lowers the loss, evaluation on the model
+// in memory, resident prediction, resuming from model_dir, bit-reproducible seeded runs, hooks,
+// user errors that fail fast, and a restart after a runtime failure.
+#include "estimators/estimator.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/state_ops.h"
+#include "ops/training_ops.h"
+
+using namespace troupe;
+using namespace troupe::estimators;
+using runtime::DType;
+using runtime::Output;
+using runtime::Shape;
+using runtime::Tensor;
+
+namespace {
+
+std::string fresh_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() /
+           ("troupe_est_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+// y = 3 x0 - 2 x1 + 1 + noise
+input::Dataset regression_data(int64_t n, int64_t epochs, uint64_t seed = 1) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> x(n * 2), y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[2 * i] = g(rng);
+    x[2 * i + 1] = g(rng);
+    y[i] = 3 * x[2 * i] - 2 * x[2 * i + 1] + 1 + 0.01f * g(rng);
+  }
+  auto d = input::arrays({{"x", Tensor::from_vector(Shape{n, 2}, x)}, {"y", Tensor::from_vector(Shape{n}, y)}},
+                         "y", {.batch_size = 32, .num_epochs = epochs, .shuffle = true, .seed = seed});
+  REQUIRE(d.ok());
+  return *d;
+}
+
+runtime::Result<EstimatorSpec> linear_model(ModelInputs& in) {
+  auto& b = in.b;
+  Output x = in.features.at("x");
+  Output w = ops::variable(b, "linear/w", Shape{2, 1}, DType::kFloat32, ops::glorot_uniform(b, Shape{2, 1}));
+  Output bias = ops::variable(b, "linear/b", Shape{1}, DType::kFloat32, ops::zeros(b, Shape{1}, DType::kFloat32));
+  Output pred = ops::reshape(b, ops::bias_add(b, ops::matmul(b, x, w), bias), {-1});
+  EstimatorSpec spec;
+  spec.predictions["y"] = pred;
+  if (in.mode == Mode::kPredict) return spec;
+  spec.loss = ops::reduce_mean(b, ops::square(b, ops::sub(b, pred, in.labels)));
+  spec.eval_metric_ops["mae"] = {"mae", in.labels, pred};
+  spec.eval_metric_ops["rmse"] = {"rmse", in.labels, pred};
+  if (in.mode == Mode::kTrain) {
+    spec.train_op = ops::minimize(b, spec.loss, ops::Optimizer::sgd(param(in.params, "lr", 0.05)));
+  }
+  return spec;
+}
+
+RunConfig quiet(const std::string& dir = "") {
+  RunConfig c;
+  c.model_dir = dir;
+  c.tf_random_seed = 3;
+  c.log_step_count_steps = 1000000;
+  return c;
+}
+
+class CountingHook : public SessionRunHook {
+ public:
+  runtime::Status begin(HookSetup& s) override {
+    loss_ = s.fetch(s.loss());
+    return runtime::ok_status();
+  }
+  runtime::Status after_run(StepContext& c) override {
+    ++steps;
+    last_step = c.global_step;
+    last_loss = c.value(loss_).scalar_as_double();
+    return runtime::ok_status();
+  }
+  runtime::Status end(HookContext&) override {
+    ended = true;
+    return runtime::ok_status();
+  }
+  int loss_ = -1;
+  int64_t steps = 0, last_step = 0;
+  double last_loss = 0;
+  bool ended = false;
+};
+
+}  // namespace
+
+TEST_CASE("estimator: train, evaluate in memory, predict, variables") {
+  Estimator est(linear_model, quiet());
+  auto hook = std::make_shared<CountingHook>();
+  auto r = est.train(regression_data(512, 20), {.hooks = {hook}});
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK(r->end_of_input);
+  CHECK(r->global_step == 20 * 16);
+  CHECK(hook->steps == 320);
+  CHECK(hook->last_step == 320);
+  CHECK(hook->ended);
+  CHECK(hook->last_loss < 0.01);
+  auto m = est.evaluate(regression_data(512, 1));
+  REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+  CHECK(m->at("loss") < 0.01);
+  CHECK(m->at("mae") < 0.1);
+  CHECK(m->at("global_step") == 320);
+  auto w = est.get_variable_value("linear/w");
+  REQUIRE(w.ok());
+  CHECK(w->data<float>()[0] == doctest::Approx(3).epsilon(0.02));
+  CHECK(w->data<float>()[1] == doctest::Approx(-2).epsilon(0.02));
+  auto x = Tensor::from_vector<float>(Shape{2, 2}, {1, 0, 0, 1});
+  auto data = input::arrays({{"x", x}}, "");
+  std::vector<double> got;
+  REQUIRE(est.predict(*data, [&](const Prediction& p) {
+                got.push_back(p.at("y").scalar_as_double());
+                return true;
+              }).ok());
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == doctest::Approx(4).epsilon(0.02));
+  CHECK(got[1] == doctest::Approx(-1).epsilon(0.05));
+  // Resident: a second call reuses the graph and session.
+  auto again = est.predict_batches(*data);
+  REQUIRE(again.ok());
+  CHECK((*again)[0].at("y").dim(0) == 2);
+}
+
+TEST_CASE("estimator: resumes from model_dir; max_steps and steps as TF counts them") {
+  const std::string dir = fresh_dir("resume");
+  {
+    Estimator est(linear_model, quiet(dir));
+    auto r = est.train(regression_data(256, 100), {.steps = 50});
+    REQUIRE(r.ok());
+    CHECK(r->global_step == 50);
+    CHECK(!est.latest_checkpoint().empty());
+  }
+  Estimator est(linear_model, quiet(dir));
+  auto r = est.train(regression_data(256, 100), {.max_steps = 80});
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK(r->global_step == 80);
+  CHECK(r->steps == 30);
+  auto skipped = est.train(regression_data(256, 100), {.max_steps = 80});
+  REQUIRE(skipped.ok());
+  CHECK(skipped->steps == 0);
+  CHECK(est.train(regression_data(256, 100), {.steps = 5})->global_step == 85);
+  CHECK(std::filesystem::exists(dir + "/model.ckpt-85"));
+  bool events = false;
+  for (auto& f : std::filesystem::directory_iterator(dir)) {
+    events = events || f.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  }
+  CHECK(events);
+  // Evaluating a fresh Estimator reads the latest checkpoint.
+  Estimator reader(linear_model, quiet(dir));
+  auto m = reader.evaluate(regression_data(64, 1));
+  REQUIRE(m.ok());
+  CHECK(m->at("global_step") == 85);
+  CHECK(std::filesystem::exists(dir + "/eval"));
+}
+
+TEST_CASE("estimator: a seeded run is bit-reproducible") {
+  auto weights = [] {
+    Estimator est(linear_model, quiet());
+    REQUIRE(est.train(regression_data(256, 3, 9)).ok());
+    return est.get_variable_value("linear/w")->to_vector<float>();
+  };
+  CHECK(weights() == weights());
+}
+
+TEST_CASE("estimator: user errors fail fast and name the problem") {
+  Estimator missing([](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+    if (!in.features.count("age")) return runtime::invalid_argument("missing feature 'age'");
+    return EstimatorSpec{};
+  }, quiet());
+  auto r = missing.train(regression_data(64, 1));
+  CHECK(r.status().message().find("missing feature 'age'") != std::string::npos);
+  CHECK(r.status().message().find("model_fn (train)") != std::string::npos);
+
+  Estimator bad_shape([](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+    Output w = ops::variable(in.b, "w", Shape{3, 1}, DType::kFloat32, ops::zeros(in.b, Shape{3, 1}, DType::kFloat32));
+    EstimatorSpec spec;
+    spec.loss = ops::reduce_sum(in.b, ops::matmul(in.b, in.features.at("x"), w));
+    spec.train_op = ops::minimize(in.b, spec.loss, ops::Optimizer::sgd(0.1));
+    return spec;
+  }, quiet());
+  auto s = bad_shape.train(regression_data(64, 1));
+  CHECK(!s.ok());
+  CHECK(s.status().message().find("MatMul") != std::string::npos);
+
+  Estimator untrained(linear_model, quiet(fresh_dir("untrained")));
+  CHECK(untrained.evaluate(regression_data(64, 1)).status().code() ==
+        runtime::Code::kFailedPrecondition);
+
+  Estimator diverging(linear_model, quiet(), {{"lr", "1e6"}});
+  auto nan = diverging.train(regression_data(256, 5));
+  CHECK(nan.status().message().find("NaN loss") != std::string::npos);
+}
+
+TEST_CASE("estimator: hooks stop training, and a failing runtime piece is restarted") {
+  Estimator est(linear_model, quiet(fresh_dir("hooks")));
+  auto r = est.train(regression_data(256, 100), {.hooks = {stop_at_step_hook(7, 0)}});
+  REQUIRE(r.ok());
+  CHECK(r->global_step == 7);
+  CHECK(!est.train(regression_data(256, 1), {.hooks = {logging_tensor_hook({"nope"}, 1)}}).ok());
+
+  // A hook that fails like an unreachable peer, once: the Estimator restarts from the latest
+  // checkpoint and finishes.
+  class FlakyHook : public SessionRunHook {
+   public:
+    runtime::Status after_run(StepContext& c) override {
+      if (c.global_step == 20 && !failed_) {
+        failed_ = true;
+        return runtime::unavailable("the shard went away");
+      }
+      return runtime::ok_status();
+    }
+    bool failed_ = false;
+  };
+  auto flaky = std::make_shared<FlakyHook>();
+  auto done = est.train(regression_data(256, 100), {.max_steps = 40, .hooks = {flaky}});
+  REQUIRE_MESSAGE(done.ok(), done.status().to_string());
+  CHECK(done->restarts == 1);
+  CHECK(done->global_step == 40);
+
+  std::vector<double> tracked;
+  auto early = early_stopping_hook({.every_steps = 10, .rounds = 2, .min_delta = 1.0});
+  Estimator est2(linear_model, quiet());
+  auto stopped = est2.train(regression_data(256, 100), {.hooks = {early}});
+  REQUIRE(stopped.ok());
+  CHECK(stopped->global_step < 100 * 8);
+  CHECK(!stopped->end_of_input);
+}
+
+TEST_CASE("run config and TF_CONFIG") {
+  RunConfig c;
+  CHECK(c.validate().ok());
+  c.save_checkpoints_steps = 10;
+  c.save_checkpoints_secs = 5;
+  CHECK(!c.validate().ok());
+  auto local = parse_tf_config(nullptr);
+  REQUIRE(local.ok());
+  CHECK(local->is_chief);
+  auto cluster = parse_tf_config(
+      R"({"cluster": {"chief": ["h0:2222"], "worker": ["h3:2222", "h4:2222"], "ps": ["h1:2222"]},
+          "task": {"type": "worker", "index": 1}})");
+  REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
+  CHECK(!cluster->is_chief);
+  CHECK(cluster->num_ps_replicas == 1);
+  CHECK(cluster->num_worker_replicas == 3);
+  CHECK(cluster->cluster.at("worker")[1] == "h4:2222");
+  CHECK(parse_tf_config(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}})")
+            .status().message().find("exactly one chief") != std::string::npos);
+  CHECK(!parse_tf_config("{not json").ok());
+  CHECK(!parse_tf_config(R"({"cluster": {"chief": ["a:1"]}, "task": {"type": "worker", "index": 3}})").ok());
+}
