@@ -1,9 +1,9 @@
 #include "estimators/estimator.h"
 
 #include <chrono>
-#include <filesystem>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "estimators/metrics.h"
@@ -109,7 +109,8 @@ Result<std::vector<Estimator::Component>> Estimator::components_of(
   std::vector<actors::Chunk> chunks;
   int64_t skipped = 0;
   TROUPE_RETURN_IF_ERROR(data.source->read(0, &chunks, &skipped));
-  if (chunks.empty()) return runtime::invalid_argument(data.source->name(), ": no examples in its first part");
+  if (chunks.empty())
+    return runtime::invalid_argument(data.source->name(), ": no examples in its first part");
   const std::vector<std::string> names = data.source->components();
   std::vector<Component> out;
   for (size_t c = 0; c < names.size() && c < chunks[0].components.size(); ++c) {
@@ -414,7 +415,8 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
   if (!done.ok()) return done.status().with_context("evaluate");
   if (!error.ok()) return error;
   for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->end(ctx));
-  if (examples == 0) return runtime::out_of_range("evaluate: ", data.source->name(), " gave no examples");
+  if (examples == 0)
+    return runtime::out_of_range("evaluate: ", data.source->name(), " gave no examples");
   Metrics out;
   out["loss"] = loss_sum / examples;
   out["average_loss"] = out["loss"];
@@ -535,11 +537,10 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
     found = models_.find(Mode::kPredict);
   }
   Model& m = *found->second;
-  const std::string dir =
-      export_dir_base + "/" +
-      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count());
+  const std::string dir = export_dir_base + "/" +
+                          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return runtime::internal_error("export: cannot create ", dir, ": ", ec.message());

@@ -5,8 +5,8 @@
 // checkpoints and event files in model_dir. Training resumes from the latest checkpoint.
 //
 //   Estimator est(my_model_fn, config, params);
-//   auto train = input::fashion_mnist("train", {.batch_size = 128, .num_epochs = 5, .shuffle = true});
-//   auto done = est.train(*train);                               // Result<TrainResult>
+//   auto train = input::fashion_mnist("train", {.batch_size = 128, .num_epochs = 5, .shuffle =
+//   true}); auto done = est.train(*train);                               // Result<TrainResult>
 //   auto metrics = est.evaluate(*input::fashion_mnist("test"));  // {"accuracy": ..., "loss": ...}
 //   auto out = est.predict(*input::arrays({{"image", x}}, ""));  // per batch: {"classes": ...}
 //
@@ -47,8 +47,8 @@ struct TrainOptions {
 
 struct TrainResult {
   int64_t global_step = 0;
-  int64_t steps = 0;        // run by this call
-  double loss = 0;          // of the last step
+  int64_t steps = 0;  // run by this call
+  double loss = 0;    // of the last step
   bool end_of_input = false;
   int restarts = 0;
 };

@@ -86,7 +86,8 @@ Result<ExperimentReport> Experiment::train_and_evaluate() {
     t.keep_input = true;
     t.max_steps = options_.train_steps;
     if (options_.eval_every_steps > 0) t.steps = options_.eval_every_steps;
-    if (options_.eval_every_secs > 0) t.hooks.push_back(std::make_shared<StopAfter>(options_.eval_every_secs));
+    if (options_.eval_every_secs > 0)
+      t.hooks.push_back(std::make_shared<StopAfter>(options_.eval_every_secs));
     TROUPE_ASSIGN_OR_RETURN(TrainResult r, estimator_.train(train_, t));
     const bool done = !chunks || r.end_of_input || r.steps == 0 ||
                       (options_.train_steps > 0 && r.global_step >= options_.train_steps);
@@ -98,9 +99,9 @@ Result<ExperimentReport> Experiment::train_and_evaluate() {
     report.global_step = r.global_step;
 
     auto metric = first.find(options_.early_stopping_metric);
-    if (metric == first.end() && (options_.early_stopping_rounds > 0 ||
-                                  options_.export_strategy == "best" ||
-                                  options_.reduce_lr_patience > 0)) {
+    if (metric == first.end() &&
+        (options_.early_stopping_rounds > 0 || options_.export_strategy == "best" ||
+         options_.reduce_lr_patience > 0)) {
       return runtime::invalid_argument("early stopping metric '", options_.early_stopping_metric,
                                        "' is not among the evaluation's metrics: ", format(first));
     }
@@ -130,7 +131,8 @@ Result<ExperimentReport> Experiment::train_and_evaluate() {
           auto lr = estimator_.variables().read("learning_rate");
           if (lr.ok()) {
             const double now = lr->scalar_as_double();
-            const double next = std::max(options_.min_learning_rate, now * options_.reduce_lr_factor);
+            const double next =
+                std::max(options_.min_learning_rate, now * options_.reduce_lr_factor);
             estimator_.variables().assign("learning_rate",
                                           runtime::Tensor::scalar<float>(static_cast<float>(next)));
             std::fprintf(stderr, "INFO: %s on a plateau: learning rate %.3g -> %.3g\n",
@@ -142,10 +144,12 @@ Result<ExperimentReport> Experiment::train_and_evaluate() {
           std::fprintf(stderr,
                        "INFO: early stopping at step %lld: %s has not improved on %.6g (step "
                        "%lld) for %d evaluations\n",
-                       static_cast<long long>(r.global_step), options_.early_stopping_metric.c_str(),
-                       report.best_value, static_cast<long long>(report.best_step), waited);
+                       static_cast<long long>(r.global_step),
+                       options_.early_stopping_metric.c_str(), report.best_value,
+                       static_cast<long long>(report.best_step), waited);
           if (options_.restore_best_weights && !best_weights.empty()) {
-            for (const auto& [name, tensor] : best_weights) estimator_.variables().assign(name, tensor);
+            for (const auto& [name, tensor] : best_weights)
+              estimator_.variables().assign(name, tensor);
             TROUPE_ASSIGN_OR_RETURN(auto again, evaluate_all());
             report.final_by_set = again;
             report.final_metrics = again[0].second;
@@ -188,7 +192,8 @@ Result<std::vector<std::pair<int64_t, Metrics>>> Experiment::continuous_eval(int
       o.steps = options_.eval_steps;
       o.checkpoint_path = latest;
       o.name = eval_sets_.empty() ? "" : eval_sets_[0].first;
-      if (eval_sets_.empty()) return runtime::invalid_argument("continuous_eval needs an evaluation set");
+      if (eval_sets_.empty())
+        return runtime::invalid_argument("continuous_eval needs an evaluation set");
       TROUPE_ASSIGN_OR_RETURN(Metrics m, estimator_.evaluate(eval_sets_[0].second, o));
       const auto step = static_cast<int64_t>(m["global_step"]);
       std::fprintf(stderr, "INFO: evaluated %s: %s\n", latest.c_str(), format(m).c_str());

@@ -19,8 +19,8 @@
 namespace troupe::estimators {
 
 struct ExperimentOptions {
-  int64_t train_steps = 0;        // stop at this global step (0: when the training data ends)
-  int64_t eval_every_steps = 0;   // 0 (and no seconds): evaluate once, at the end
+  int64_t train_steps = 0;       // stop at this global step (0: when the training data ends)
+  int64_t eval_every_steps = 0;  // 0 (and no seconds): evaluate once, at the end
   double eval_every_secs = 0;
   int64_t eval_steps = 0;         // batches per evaluation (0: the whole set)
   int early_stopping_rounds = 0;  // evaluations without improvement before stopping (0: off)

@@ -47,7 +47,8 @@ class StopAtStep : public SessionRunHook {
 
 class LoggingTensor : public SessionRunHook {
  public:
-  LoggingTensor(std::vector<std::string> names, int64_t every) : names_(std::move(names)), every_(every) {}
+  LoggingTensor(std::vector<std::string> names, int64_t every)
+      : names_(std::move(names)), every_(every) {}
   Status begin(HookSetup& s) override {
     for (const std::string& n : names_) {
       runtime::Output o = s.find(n);
@@ -62,7 +63,8 @@ class LoggingTensor : public SessionRunHook {
     for (size_t i = 0; i < names_.size(); ++i) {
       line += (i ? ", " : "") + names_[i] + " = " + c.value(fetches_[i]).debug_string(8);
     }
-    std::fprintf(stderr, "INFO: %s (step %lld)\n", line.c_str(), static_cast<long long>(c.global_step));
+    std::fprintf(stderr, "INFO: %s (step %lld)\n", line.c_str(),
+                 static_cast<long long>(c.global_step));
     return runtime::ok_status();
   }
 
@@ -192,7 +194,8 @@ class CheckpointSaver : public SessionRunHook {
 
 class SummarySaver : public SessionRunHook {
  public:
-  SummarySaver(std::shared_ptr<EventsWriter> w, int64_t every) : writer_(std::move(w)), every_(every) {}
+  SummarySaver(std::shared_ptr<EventsWriter> w, int64_t every)
+      : writer_(std::move(w)), every_(every) {}
   Status begin(HookSetup& s) override {
     if (s.loss().valid()) loss_ = s.fetch(s.loss());
     graph_ = &s.graph();
@@ -209,10 +212,13 @@ class SummarySaver : public SessionRunHook {
   }
   Status after_run(StepContext& c) override {
     if (every_ <= 0 || c.global_step % every_ != 0) return runtime::ok_status();
-    if (loss_ >= 0) TROUPE_RETURN_IF_ERROR(writer_->add_scalar("loss", c.value(loss_).scalar_as_double(), c.global_step));
+    if (loss_ >= 0)
+      TROUPE_RETURN_IF_ERROR(
+          writer_->add_scalar("loss", c.value(loss_).scalar_as_double(), c.global_step));
     const double secs = std::chrono::duration<double>(Clock::now() - last_time_).count();
     if (secs > 0 && c.global_step > last_step_) {
-      TROUPE_RETURN_IF_ERROR(writer_->add_scalar("global_step/sec", (c.global_step - last_step_) / secs, c.global_step));
+      TROUPE_RETURN_IF_ERROR(writer_->add_scalar(
+          "global_step/sec", (c.global_step - last_step_) / secs, c.global_step));
     }
     last_step_ = c.global_step;
     last_time_ = Clock::now();
@@ -317,8 +323,8 @@ class EarlyStopping : public SessionRunHook {
     const double value = sum_ / n_;
     sum_ = 0;
     n_ = 0;
-    const bool better = !has_best_ || (o_.maximize ? value > best_ + o_.min_delta
-                                                   : value < best_ - o_.min_delta);
+    const bool better =
+        !has_best_ || (o_.maximize ? value > best_ + o_.min_delta : value < best_ - o_.min_delta);
     if (better) {
       has_best_ = true;
       best_ = value;
@@ -332,7 +338,8 @@ class EarlyStopping : public SessionRunHook {
       return runtime::ok_status();
     }
     if (++waited_ < o_.rounds) return runtime::ok_status();
-    std::fprintf(stderr, "INFO: early stopping at step %lld: no improvement on %.6g for %d rounds\n",
+    std::fprintf(stderr,
+                 "INFO: early stopping at step %lld: no improvement on %.6g for %d rounds\n",
                  static_cast<long long>(ctx.global_step), best_, waited_);
     if (o_.restore_best) {
       for (const auto& [name, t] : best_weights_) ctx.variables.assign(name, t);

@@ -77,7 +77,8 @@ runtime::Status RunConfig::validate() const {
         "save_checkpoints_steps and save_checkpoints_secs cannot both be set");
   }
   if (save_summary_steps < 0) return runtime::invalid_argument("save_summary_steps < 0");
-  if (log_step_count_steps <= 0) return runtime::invalid_argument("log_step_count_steps must be > 0");
+  if (log_step_count_steps <= 0)
+    return runtime::invalid_argument("log_step_count_steps must be > 0");
   if (keep_checkpoint_max < 0) return runtime::invalid_argument("keep_checkpoint_max < 0");
   if (!(gpu_memory_fraction > 0 && gpu_memory_fraction <= 1)) {
     return runtime::invalid_argument("gpu_memory_fraction ", gpu_memory_fraction,

@@ -46,10 +46,24 @@ struct Args {
   std::map<std::string, std::string> flags;
 };
 
-const std::set<std::string> kFlags = {
-    "model", "data", "model-dir", "hidden", "epochs", "steps", "batch-size", "optimizer",
-    "learning-rate", "dropout", "activation", "eval-every", "early-stopping-rounds", "seed",
-    "eval-data", "label", "output", "n-classes"};
+const std::set<std::string> kFlags = {"model",
+                                      "data",
+                                      "model-dir",
+                                      "hidden",
+                                      "epochs",
+                                      "steps",
+                                      "batch-size",
+                                      "optimizer",
+                                      "learning-rate",
+                                      "dropout",
+                                      "activation",
+                                      "eval-every",
+                                      "early-stopping-rounds",
+                                      "seed",
+                                      "eval-data",
+                                      "label",
+                                      "output",
+                                      "n-classes"};
 
 int usage_error(const std::string& what) {
   std::fprintf(stderr, "troupe: %s (troupe --help shows the usage)\n", what.c_str());
@@ -154,7 +168,8 @@ void print_metrics(const estimators::Metrics& m) {
   }
   add("global_step", m.count("global_step") ? m.at("global_step") : 0, true);
   for (const auto& [k, v] : m) {
-    if (k != "accuracy" && k != "loss" && k != "global_step" && k != "average_loss") add(k, v, false);
+    if (k != "accuracy" && k != "loss" && k != "global_step" && k != "average_loss")
+      add(k, v, false);
   }
   std::printf("%s}\n", line.c_str());
   std::fflush(stdout);
@@ -181,7 +196,8 @@ int train(const Args& a) {
       !to_int("seed", flag("seed", "42"), 0, &seed, &error)) {
     return usage_error(error);
   }
-  const std::string label = flag("label", a.flags.count("data") && flag("data", "").rfind("csv:", 0) == 0 ? "" : "label");
+  const std::string label =
+      flag("label", a.flags.count("data") && flag("data", "").rfind("csv:", 0) == 0 ? "" : "label");
   Params p = estimators::to_params({});
   p["hidden_units"] = flag("hidden", "256,128");
   p["optimizer"] = flag("optimizer", "adam");
@@ -196,7 +212,8 @@ int train(const Args& a) {
   if (!train_data.ok()) return fail(train_data.status());
   int64_t n_classes = 10;
   if (a.flags.count("n-classes")) {
-    if (!to_int("n-classes", flag("n-classes", ""), 2, &n_classes, &error)) return usage_error(error);
+    if (!to_int("n-classes", flag("n-classes", ""), 2, &n_classes, &error))
+      return usage_error(error);
   } else if (flag("data", "") != "fashion-mnist") {
     auto counted = count_classes(*train_data);
     if (!counted.ok()) return fail(counted.status());
@@ -207,7 +224,8 @@ int train(const Args& a) {
   input::DatasetOptions eval_opts{.batch_size = 1000};
   const std::string eval_spec = flag("eval-data", flag("data", ""));
   if (!a.flags.count("eval-data") && eval_spec.rfind("csv:", 0) == 0) {
-    std::fprintf(stderr, "WARNING: evaluating on the training data; pass --eval-data for a held-out set\n");
+    std::fprintf(stderr,
+                 "WARNING: evaluating on the training data; pass --eval-data for a held-out set\n");
   }
   auto eval_data = open_data(eval_spec, "test", label, eval_opts);
   if (!eval_data.ok()) return fail(eval_data.status());
@@ -219,7 +237,8 @@ int train(const Args& a) {
   config.log_step_count_steps = 100;
   std::error_code ec;
   std::filesystem::create_directories(config.model_dir, ec);
-  if (ec) return fail(runtime::internal_error("cannot create ", config.model_dir, ": ", ec.message()));
+  if (ec)
+    return fail(runtime::internal_error("cannot create ", config.model_dir, ": ", ec.message()));
   estimators::Estimator est(estimators::dnn_classifier_model_fn, config, p);
   if (auto s = save_model_info(config.model_dir, p, label); !s.ok()) return fail(s);
   estimators::ExperimentOptions xo;
@@ -297,12 +316,14 @@ int predict(const Args& a) {
     const runtime::Tensor& probs = p.at("probabilities");
     if (!header) {
       std::fprintf(out, "class");
-      for (int64_t k = 0; k < probs.num_elements(); ++k) std::fprintf(out, ",p%lld", static_cast<long long>(k));
+      for (int64_t k = 0; k < probs.num_elements(); ++k)
+        std::fprintf(out, ",p%lld", static_cast<long long>(k));
       std::fprintf(out, "\n");
       header = true;
     }
     std::fprintf(out, "%lld", static_cast<long long>(p.at("classes").data<int64_t>()[0]));
-    for (int64_t k = 0; k < probs.num_elements(); ++k) std::fprintf(out, ",%.5f", probs.data<float>()[k]);
+    for (int64_t k = 0; k < probs.num_elements(); ++k)
+      std::fprintf(out, ",%.5f", probs.data<float>()[k]);
     std::fprintf(out, "\n");
     ++rows;
     return true;

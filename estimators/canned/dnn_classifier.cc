@@ -50,8 +50,8 @@ Output dense(runtime::GraphBuilder& b, const std::string& scope, Output x, int64
   auto guard = b.name_scope(scope);
   Output w = ops::variable(b, "kernel", Shape{in, out}, DType::kFloat32,
                            ops::glorot_uniform(b, Shape{in, out}));
-  Output bias =
-      ops::variable(b, "bias", Shape{out}, DType::kFloat32, ops::zeros(b, Shape{out}, DType::kFloat32));
+  Output bias = ops::variable(b, "bias", Shape{out}, DType::kFloat32,
+                              ops::zeros(b, Shape{out}, DType::kFloat32));
   return ops::bias_add(b, ops::matmul(b, x, w), bias);
 }
 
@@ -204,11 +204,11 @@ Result<TrainResult> DNNClassifier::fit(const input::Dataset& data, TrainOptions 
 }
 
 Result<TrainResult> DNNClassifier::fit(const Tensor& x, const Tensor& y, FitOptions options) {
-  TROUPE_ASSIGN_OR_RETURN(
-      input::Dataset d,
-      input::arrays({{"x", x}, {"y", y}}, "y",
-                    {.batch_size = options.batch_size, .num_epochs = options.epochs,
-                     .shuffle = options.shuffle, .seed = options.seed}));
+  TROUPE_ASSIGN_OR_RETURN(input::Dataset d, input::arrays({{"x", x}, {"y", y}}, "y",
+                                                          {.batch_size = options.batch_size,
+                                                           .num_epochs = options.epochs,
+                                                           .shuffle = options.shuffle,
+                                                           .seed = options.seed}));
   return estimator_.train(d);
 }
 
@@ -242,7 +242,8 @@ Result<double> DNNClassifier::score(const Tensor& x, const Tensor& y) {
   }
   const std::vector<double> want = as_doubles(y);
   double right = 0;
-  for (int64_t i = 0; i < classes.num_elements(); ++i) right += classes.data<int64_t>()[i] == want[i];
+  for (int64_t i = 0; i < classes.num_elements(); ++i)
+    right += classes.data<int64_t>()[i] == want[i];
   return right / static_cast<double>(want.size());
 }
 

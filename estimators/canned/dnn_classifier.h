@@ -24,8 +24,8 @@ namespace troupe::estimators {
 struct DNNOptions {
   std::vector<int64_t> hidden_units{256, 128};
   int64_t n_classes = 2;
-  std::string activation = "relu";  // relu, tanh, sigmoid, elu
-  double dropout = 0;               // the rate of units dropped while training
+  std::string activation = "relu";    // relu, tanh, sigmoid, elu
+  double dropout = 0;                 // the rate of units dropped while training
   std::string optimizer = "adagrad";  // adam, sgd, momentum, adagrad, rmsprop, ftrl
   double learning_rate = 0.05;
   std::vector<std::string> feature_keys;  // empty: every feature

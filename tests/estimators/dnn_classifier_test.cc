@@ -42,8 +42,9 @@ TEST_CASE("DNNClassifier: fit, predict, predict_proba, score, params") {
   Tensor x, y, tx, ty;
   blobs(800, 1, &x, &y);
   blobs(200, 2, &tx, &ty);
-  DNNClassifier clf({.hidden_units = {16, 8}, .n_classes = 2, .optimizer = "adam", .learning_rate = 0.01},
-                    quiet());
+  DNNClassifier clf(
+      {.hidden_units = {16, 8}, .n_classes = 2, .optimizer = "adam", .learning_rate = 0.01},
+      quiet());
   auto r = clf.fit(x, y, {.batch_size = 32, .epochs = 5, .seed = 3});
   REQUIRE_MESSAGE(r.ok(), r.status().to_string());
   auto score = clf.score(tx, ty);
@@ -64,21 +65,24 @@ TEST_CASE("DNNClassifier: fit, predict, predict_proba, score, params") {
   CHECK(clf.set_params({{"dropout", "0.2"}}).ok());
   CHECK(clf.get_params().at("dropout") == "0.2");
   CHECK(clf.set_params({{"dropout", "2"}}).message().find("dropout") != std::string::npos);
-  CHECK(clf.set_params({{"depth", "2"}}).message().find("no parameter 'depth'") != std::string::npos);
+  CHECK(clf.set_params({{"depth", "2"}}).message().find("no parameter 'depth'") !=
+        std::string::npos);
   CHECK(!dnn_options({{"optimizer", "adamw"}}).ok());
 }
 
 TEST_CASE("Experiment: evaluation every N steps, early stopping with the best weights, exports") {
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("troupe_exp_" + std::to_string(::getpid())))
-                              .string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("troupe_exp_" + std::to_string(::getpid())))
+          .string();
   std::filesystem::remove_all(dir);
   Tensor x, y, tx, ty;
   blobs(1000, 1, &x, &y);
   blobs(300, 2, &tx, &ty);
-  Estimator est(dnn_classifier_model_fn, quiet(dir),
-                to_params({.hidden_units = {8}, .n_classes = 2, .optimizer = "sgd", .learning_rate = 0.05}));
-  auto train = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 50, .num_epochs = 30, .shuffle = true, .seed = 1});
+  Estimator est(
+      dnn_classifier_model_fn, quiet(dir),
+      to_params({.hidden_units = {8}, .n_classes = 2, .optimizer = "sgd", .learning_rate = 0.05}));
+  auto train = input::arrays({{"x", x}, {"y", y}}, "y",
+                             {.batch_size = 50, .num_epochs = 30, .shuffle = true, .seed = 1});
   auto test = input::arrays({{"x", tx}, {"y", ty}}, "y", {.batch_size = 100});
   ExperimentOptions o;
   o.eval_every_steps = 20;

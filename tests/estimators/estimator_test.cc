@@ -43,8 +43,9 @@ input::Dataset regression_data(int64_t n, int64_t epochs, uint64_t seed = 1) {
     x[2 * i + 1] = g(rng);
     y[i] = 3 * x[2 * i] - 2 * x[2 * i + 1] + 1 + 0.01f * g(rng);
   }
-  auto d = input::arrays({{"x", Tensor::from_vector(Shape{n, 2}, x)}, {"y", Tensor::from_vector(Shape{n}, y)}},
-                         "y", {.batch_size = 32, .num_epochs = epochs, .shuffle = true, .seed = seed});
+  auto d = input::arrays(
+      {{"x", Tensor::from_vector(Shape{n, 2}, x)}, {"y", Tensor::from_vector(Shape{n}, y)}}, "y",
+      {.batch_size = 32, .num_epochs = epochs, .shuffle = true, .seed = seed});
   REQUIRE(d.ok());
   return *d;
 }
@@ -52,8 +53,10 @@ input::Dataset regression_data(int64_t n, int64_t epochs, uint64_t seed = 1) {
 runtime::Result<EstimatorSpec> linear_model(ModelInputs& in) {
   auto& b = in.b;
   Output x = in.features.at("x");
-  Output w = ops::variable(b, "linear/w", Shape{2, 1}, DType::kFloat32, ops::glorot_uniform(b, Shape{2, 1}));
-  Output bias = ops::variable(b, "linear/b", Shape{1}, DType::kFloat32, ops::zeros(b, Shape{1}, DType::kFloat32));
+  Output w = ops::variable(b, "linear/w", Shape{2, 1}, DType::kFloat32,
+                           ops::glorot_uniform(b, Shape{2, 1}));
+  Output bias = ops::variable(b, "linear/b", Shape{1}, DType::kFloat32,
+                              ops::zeros(b, Shape{1}, DType::kFloat32));
   Output pred = ops::reshape(b, ops::bias_add(b, ops::matmul(b, x, w), bias), {-1});
   EstimatorSpec spec;
   spec.predictions["y"] = pred;
@@ -122,10 +125,12 @@ TEST_CASE("estimator: train, evaluate in memory, predict, variables") {
   auto x = Tensor::from_vector<float>(Shape{2, 2}, {1, 0, 0, 1});
   auto data = input::arrays({{"x", x}}, "");
   std::vector<double> got;
-  REQUIRE(est.predict(*data, [&](const Prediction& p) {
-                got.push_back(p.at("y").scalar_as_double());
-                return true;
-              }).ok());
+  REQUIRE(est.predict(*data,
+                      [&](const Prediction& p) {
+                        got.push_back(p.at("y").scalar_as_double());
+                        return true;
+                      })
+              .ok());
   REQUIRE(got.size() == 2);
   CHECK(got[0] == doctest::Approx(4).epsilon(0.02));
   CHECK(got[1] == doctest::Approx(-1).epsilon(0.05));
@@ -177,21 +182,26 @@ TEST_CASE("estimator: a seeded run is bit-reproducible") {
 }
 
 TEST_CASE("estimator: user errors fail fast and name the problem") {
-  Estimator missing([](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
-    if (!in.features.count("age")) return runtime::invalid_argument("missing feature 'age'");
-    return EstimatorSpec{};
-  }, quiet());
+  Estimator missing(
+      [](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+        if (!in.features.count("age")) return runtime::invalid_argument("missing feature 'age'");
+        return EstimatorSpec{};
+      },
+      quiet());
   auto r = missing.train(regression_data(64, 1));
   CHECK(r.status().message().find("missing feature 'age'") != std::string::npos);
   CHECK(r.status().message().find("model_fn (train)") != std::string::npos);
 
-  Estimator bad_shape([](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
-    Output w = ops::variable(in.b, "w", Shape{3, 1}, DType::kFloat32, ops::zeros(in.b, Shape{3, 1}, DType::kFloat32));
-    EstimatorSpec spec;
-    spec.loss = ops::reduce_sum(in.b, ops::matmul(in.b, in.features.at("x"), w));
-    spec.train_op = ops::minimize(in.b, spec.loss, ops::Optimizer::sgd(0.1));
-    return spec;
-  }, quiet());
+  Estimator bad_shape(
+      [](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+        Output w = ops::variable(in.b, "w", Shape{3, 1}, DType::kFloat32,
+                                 ops::zeros(in.b, Shape{3, 1}, DType::kFloat32));
+        EstimatorSpec spec;
+        spec.loss = ops::reduce_sum(in.b, ops::matmul(in.b, in.features.at("x"), w));
+        spec.train_op = ops::minimize(in.b, spec.loss, ops::Optimizer::sgd(0.1));
+        return spec;
+      },
+      quiet());
   auto s = bad_shape.train(regression_data(64, 1));
   CHECK(!s.ok());
   CHECK(s.status().message().find("MatMul") != std::string::npos);
@@ -257,8 +267,13 @@ TEST_CASE("run config and TF_CONFIG") {
   CHECK(cluster->num_ps_replicas == 1);
   CHECK(cluster->num_worker_replicas == 3);
   CHECK(cluster->cluster.at("worker")[1] == "h4:2222");
-  CHECK(parse_tf_config(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}})")
-            .status().message().find("exactly one chief") != std::string::npos);
+  CHECK(
+      parse_tf_config(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}})")
+          .status()
+          .message()
+          .find("exactly one chief") != std::string::npos);
   CHECK(!parse_tf_config("{not json").ok());
-  CHECK(!parse_tf_config(R"({"cluster": {"chief": ["a:1"]}, "task": {"type": "worker", "index": 3}})").ok());
+  CHECK(
+      !parse_tf_config(R"({"cluster": {"chief": ["a:1"]}, "task": {"type": "worker", "index": 3}})")
+           .ok());
 }

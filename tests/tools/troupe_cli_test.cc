@@ -1,0 +1,102 @@
+// The troupe command line as a user runs it: train, evaluate and predict on a CSV, one JSON line
+// of metrics, and bad flags or data as one line on stderr with a non-zero exit.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string out, err;
+};
+
+Run troupe(const std::string& args) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string out = dir + "/troupe_cli_out_" + std::to_string(::getpid());
+  const std::string err = dir + "/troupe_cli_err_" + std::to_string(::getpid());
+  const std::string cmd = std::string(TROUPE_CLI) + " " + args + " >" + out + " 2>" + err;
+  Run r;
+  const int rc = std::system(cmd.c_str());
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  std::ifstream o(out), e(err);
+  r.out.assign(std::istreambuf_iterator<char>(o), {});
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  return r;
+}
+
+size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+}  // namespace
+
+TEST_CASE("troupe train / evaluate / predict on CSV files") {
+  const auto dir = std::filesystem::temp_directory_path() / ("troupe_cli_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::mt19937 rng(1);
+  std::normal_distribution<double> g(0, 1);
+  for (const char* name : {"train.csv", "test.csv"}) {
+    std::ofstream f(dir / name);
+    f << "a,b,label\n";
+    for (int i = 0; i < 400; ++i) {
+      const int y = i % 3;
+      f << g(rng) + 3 * y << "," << g(rng) - 2 * y << "," << y << "\n";
+    }
+  }
+  const std::string model = (dir / "model").string();
+  const std::string data = "--data csv:" + (dir / "train.csv").string() + " --label label";
+  Run t = troupe("train --model dnn " + data + " --eval-data csv:" + (dir / "test.csv").string() +
+                 " --model-dir " + model + " --hidden 16 --epochs 20 --batch-size 32 --learning-rate 0.01 --seed 1");
+  REQUIRE_MESSAGE(t.status == 0, t.err);
+  CHECK(lines(t.out) == 1);
+  CHECK(t.out.rfind("{\"accuracy\": ", 0) == 0);
+  const double accuracy = std::stod(t.out.substr(13));
+  CHECK(accuracy > 0.9);
+  CHECK(t.out.find("\"global_step\": 250") != std::string::npos);
+
+  Run e = troupe("evaluate --model-dir " + model + " --data csv:" + (dir / "test.csv").string() + " --label label");
+  REQUIRE_MESSAGE(e.status == 0, e.err);
+  CHECK(e.out == t.out);
+
+  const std::string preds = (dir / "p.csv").string();
+  Run p = troupe("predict --model-dir " + model + " --data csv:" + (dir / "test.csv").string() +
+                 " --output " + preds);
+  REQUIRE_MESSAGE(p.status == 0, p.err);
+  std::ifstream pf(preds);
+  std::string header;
+  std::getline(pf, header);
+  CHECK(header == "class,p0,p1,p2");
+  size_t n = 0;
+  for (std::string line; std::getline(pf, line);) ++n;
+  CHECK(n == 400);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
+  struct Case {
+    std::string args, says;
+    int status;
+  };
+  const std::string nowhere = "/nonexistent/troupe";
+  for (const Case& c : std::vector<Case>{
+           {"train --model dnn --data fashion-mnist --model-dir x --epochs abc", "--epochs: 'abc'", 2},
+           {"train --model dnn --data fashion-mnist --model-dir x --bogus 1", "unknown flag --bogus", 2},
+           {"train --model tree --data fashion-mnist --model-dir x", "--model", 2},
+           {"train --model dnn --data parquet:x --model-dir x", "--data 'parquet:x'", 1},
+           {"train --model dnn --data csv:/nonexistent/*.csv --label y --model-dir x", "no file matches", 1},
+           {"evaluate --model-dir " + nowhere + " --data fashion-mnist", "holds no troupe model", 1},
+           {"frobnicate", "unknown command 'frobnicate'", 2},
+       }) {
+    Run r = troupe(c.args);
+    CHECK_MESSAGE(r.status == c.status, c.args);
+    CHECK_MESSAGE(lines(r.err) == 1, c.args, ": ", r.err);
+    CHECK_MESSAGE(r.err.find(c.says) != std::string::npos, c.args, ": ", r.err);
+  }
+}
