@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "actors/step_profiler.h"
 #include "runtime/executor.h"
 #include "runtime/status.h"
 #include "runtime/tensor.h"
@@ -120,6 +121,10 @@ struct LoopRequest {
   // the queue's elements are whole batches (a runner stacked them); one is dequeued per step.
   caf::actor input;
   std::vector<runtime::Output> input_feeds;
+  // Steps (by loop index) whose nodes report their kernel timings, handed to on_profile
+  // before on_step; one profiled step in flight at a time.
+  std::function<bool(int64_t i)> profile;
+  std::function<void(int64_t i, std::vector<NodeTiming> timings)> on_profile;
   int64_t batch_size = 0;
   bool allow_smaller_final_batch = true;
 };

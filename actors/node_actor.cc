@@ -1,5 +1,8 @@
 #include "actors/node_actor.h"
 
+#include <chrono>
+#include <thread>
+
 #include <deque>
 #include <map>
 
@@ -184,9 +187,22 @@ void try_fire(NodeActor* self) {
     ctx.inputs() = std::move(pd.inputs);
     ctx.set_invocation(st.invocations++);
     Status s;
+    const bool profiled = st.spec.profiler && st.spec.profiler->watching(pd.step);
+    const auto started =
+        profiled ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     {
       runtime::ScopedFlushDenormal flush;
       s = runtime::run_kernel(st.kernel, ctx);
+    }
+    if (profiled) {
+      using std::chrono::duration_cast;
+      using std::chrono::microseconds;
+      const auto ended = std::chrono::steady_clock::now();
+      st.spec.profiler->record(
+          NodeTiming{st.node->name, st.node->op,
+                     duration_cast<microseconds>(started.time_since_epoch()).count(),
+                     duration_cast<microseconds>(ended - started).count(),
+                     std::hash<std::thread::id>()(std::this_thread::get_id())});
     }
     recycle(st, std::move(ctx.inputs()));
     ctx.inputs().clear();

@@ -15,6 +15,7 @@
 
 #include <memory>
 
+#include "actors/step_profiler.h"
 #include "runtime/allocator.h"
 #include "runtime/graph.h"
 #include "runtime/variable_store.h"
@@ -29,6 +30,7 @@ struct NodeSpec {
   std::shared_ptr<runtime::VariableStore> variables;  // the in-process shard's
   caf::actor remote;  // a server in another process that runs this node; invalid: run here
   caf::duration remote_timeout;
+  std::shared_ptr<StepProfiler> profiler;  // the session's
 };
 
 caf::actor spawn_node_actor(caf::event_based_actor* parent, NodeSpec spec);

@@ -24,6 +24,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   spec.allocator = s->allocator_;
   spec.variables = s->variables_;
   spec.remote_timeout = caf::duration(options.remote_timeout);
+  spec.profiler = std::make_shared<StepProfiler>();
   for (const auto& [task, address] : options.cluster) {
     auto parsed = runtime::DeviceSpec::parse(task);
     if (!parsed.ok() || parsed->job.empty()) {

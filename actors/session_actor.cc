@@ -61,6 +61,7 @@ struct Loop {
   bool stop = false;          // start no more steps
   bool halted = false;        // and report no more (an error, or on_step said stop)
   bool end_of_input = false;  // the input queue ran dry: steps in flight still report
+  int64_t profiling = -1;     // the loop index of the step being profiled
 };
 
 struct SessionState {
@@ -100,7 +101,8 @@ caf::actor node_for(SessionActor* self, int id) {
                   st.spec.allocator,
                   st.spec.variables,
                   remote_for(st, st.spec.graph->node(id)),
-                  st.spec.remote_timeout};
+                  st.spec.remote_timeout,
+                  st.spec.profiler};
     st.nodes[id] = spawn_node_actor(self, std::move(spec));
   }
   return st.nodes[id];
@@ -284,6 +286,13 @@ void release_reads(SessionActor* self, const std::string& var, uint64_t step) {
 void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
   Loop& loop = *self->state.loop;
   ++loop.finished;
+  if (index == loop.profiling) {
+    loop.profiling = -1;
+    std::vector<NodeTiming> timings = self->state.spec.profiler->take();
+    if (result.status.ok() && loop.request.on_profile) {
+      loop.request.on_profile(index, std::move(timings));
+    }
+  }
   if (!result.status.ok()) {
     if (loop.error.ok()) loop.error = result.status.with_context("step " + std::to_string(index));
     loop.stop = loop.halted = true;
@@ -307,6 +316,11 @@ void begin_loop_step(SessionActor* self, int64_t index, runtime::FeedList feeds)
       ++loop.finished;
       return;
     }
+  }
+  StepProfiler* profiler = self->state.spec.profiler.get();
+  if (profiler && loop.profiling < 0 && loop.request.profile && loop.request.profile(index)) {
+    loop.profiling = index;
+    profiler->watch(self->state.next_step);  // the id start_step gives this step
   }
   start_step(self, feeds, loop.request.fetches, loop.request.targets,
              [self, index](RunResult r) { finish_loop_step(self, index, std::move(r)); });
@@ -395,7 +409,9 @@ void pump_loop(SessionActor* self) {
   }
   if (loop.started == loop.finished && (loop.stop || loop.started == loop.request.steps)) {
     auto done = std::move(st.loop);
-    done->promise.deliver(LoopResult{done->error, done->succeeded, done->end_of_input});
+    // The queue ran dry, but batches taken before the stop still wait for the next loop.
+    const bool more = st.leftover_input == done->request.input && !st.leftover.empty();
+    done->promise.deliver(LoopResult{done->error, done->succeeded, done->end_of_input && !more});
   }
 }
 
@@ -442,6 +458,10 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
                                         "the feeds its components go to"),
               0});
           return promise;
+        }
+        if (req.input != self->state.leftover_input) {
+          self->state.leftover.clear();  // from a queue this loop does not read
+          self->state.leftover_input = nullptr;
         }
         auto loop = std::make_unique<Loop>();
         loop->request = std::move(req);

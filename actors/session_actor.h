@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/step_profiler.h"
 #include "runtime/allocator.h"
 #include "runtime/graph.h"
 #include "runtime/variable_store.h"
@@ -31,6 +32,7 @@ struct SessionSpec {
   // Servers of other processes by task ("/job:ps/task:0"); nodes placed there run there.
   std::map<std::string, caf::actor> remote_tasks;
   caf::duration remote_timeout;
+  std::shared_ptr<StepProfiler> profiler;
 };
 
 caf::actor spawn_session(caf::actor_system& system, SessionSpec spec);

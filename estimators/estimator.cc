@@ -312,6 +312,15 @@ Result<TrainResult> Estimator::train_once(Model& m, const input::Dataset& data,
     loop.input = train_input_->queue_actor();
     loop.input_feeds = m.inputs;
     loop.batch_size = 0;
+    Status profile_error;
+    if (setup.profile_every() > 0) {
+      const int64_t every = setup.profile_every();
+      loop.profile = [at, every](int64_t i) { return (at + i + 1) % every == 0; };
+      loop.on_profile = [&, at](int64_t i, std::vector<actors::NodeTiming> t) {
+        Status s = setup.profile_sink()(at + i + 1, std::move(t));
+        if (!s.ok() && profile_error.ok()) profile_error = s;
+      };
+    }
     if (!setup.feeds().empty()) {
       loop.feed = [&setup](int64_t, runtime::FeedList* f) {
         for (const auto& feed : setup.feeds()) TROUPE_RETURN_IF_ERROR(feed(f));
@@ -336,6 +345,7 @@ Result<TrainResult> Estimator::train_once(Model& m, const input::Dataset& data,
     auto done = m.session->run_loop(std::move(loop), &end_of_input);
     if (!done.ok()) return done.status();
     if (!hook_error.ok()) return hook_error;
+    if (!profile_error.ok()) return profile_error;
     ctx.global_step = global_step();
     for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->at_sync(ctx));
     if (ctx.stop) stop = true;

@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+
+#include "runtime/record_io.h"
 
 #include "estimators/summary/events_writer.h"
 
@@ -359,7 +363,61 @@ class EarlyStopping : public SessionRunHook {
   std::map<std::string, runtime::Tensor> best_weights_;
 };
 
+class Profiler : public SessionRunHook {
+ public:
+  Profiler(int64_t every, std::string dir) : every_(every), dir_(std::move(dir)) {}
+  Status begin(HookSetup& s) override {
+    if (every_ <= 0) return runtime::invalid_argument("ProfilerHook: every_steps must be > 0");
+    s.profile_every(every_, [this](int64_t step, std::vector<actors::NodeTiming> t) {
+      std::error_code ec;
+      std::filesystem::create_directories(dir_, ec);
+      const std::string path = dir_ + "/timeline-" + std::to_string(step) + ".json";
+      TROUPE_RETURN_IF_ERROR(runtime::write_file_atomic(path, chrome_trace(t)));
+      written.push_back(path);
+      return runtime::ok_status();
+    });
+    return runtime::ok_status();
+  }
+  std::vector<std::string> written;
+
+ private:
+  int64_t every_;
+  std::string dir_;
+};
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string chrome_trace(const std::vector<actors::NodeTiming>& timings) {
+  int64_t origin = INT64_MAX;
+  for (const auto& t : timings) origin = std::min(origin, t.start_us);
+  std::string out = "{\"traceEvents\": [";
+  for (size_t i = 0; i < timings.size(); ++i) {
+    const actors::NodeTiming& t = timings[i];
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "\"ts\": %lld, \"dur\": %lld, \"pid\": 0, \"tid\": %llu",
+                  static_cast<long long>(t.start_us - origin),
+                  static_cast<long long>(t.duration_us),
+                  static_cast<unsigned long long>(t.thread % 100000));
+    out += std::string(i ? ",\n" : "\n") + "{\"name\": \"" + json_escape(t.node) +
+           "\", \"cat\": \"" + json_escape(t.op) + "\", \"ph\": \"X\", " + buf +
+           ", \"args\": {\"op\": \"" + json_escape(t.op) + "\"}}";
+  }
+  out += "\n], \"displayTimeUnit\": \"ms\"}\n";
+  return out;
+}
+
+std::shared_ptr<SessionRunHook> profiler_hook(int64_t every_steps, std::string output_dir) {
+  return std::make_shared<Profiler>(every_steps, std::move(output_dir));
+}
 
 std::shared_ptr<SessionRunHook> stop_at_step_hook(int64_t num_steps, int64_t last_step) {
   return std::make_shared<StopAtStep>(num_steps, last_step);

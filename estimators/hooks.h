@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/step_profiler.h"
 #include "estimators/model_fn.h"
 #include "runtime/checkpoint.h"
 #include "runtime/executor.h"
@@ -53,6 +54,14 @@ class HookSetup {
   const std::vector<std::function<runtime::Status(runtime::FeedList*)>>& feeds() const {
     return feeds_;
   }
+  // Asks the node actors for their kernel timings on every `every`-th global step (ProfilerHook).
+  using ProfileSink = std::function<runtime::Status(int64_t step, std::vector<actors::NodeTiming>)>;
+  void profile_every(int64_t every, ProfileSink sink) {
+    profile_every_ = every;
+    profile_sink_ = std::move(sink);
+  }
+  int64_t profile_every() const { return profile_every_; }
+  const ProfileSink& profile_sink() const { return profile_sink_; }
 
  private:
   const runtime::Graph& graph_;
@@ -60,6 +69,8 @@ class HookSetup {
   Mode mode_;
   std::vector<runtime::Output> fetches_;
   std::vector<std::function<runtime::Status(runtime::FeedList*)>> feeds_;
+  int64_t profile_every_ = 0;
+  ProfileSink profile_sink_;
 };
 
 // One finished step.
@@ -145,5 +156,12 @@ struct EarlyStoppingOptions {
   bool restore_best = true;
 };
 std::shared_ptr<SessionRunHook> early_stopping_hook(EarlyStoppingOptions options);
+
+// Writes the per-node kernel timings of every `every_steps`-th step, as recorded by the node
+// actors, as Chrome trace files (chrome://tracing, Perfetto): output_dir/timeline-<step>.json.
+std::shared_ptr<SessionRunHook> profiler_hook(int64_t every_steps, std::string output_dir);
+
+// A Chrome trace ("traceEvents", complete events in microseconds) of one step's timings.
+std::string chrome_trace(const std::vector<actors::NodeTiming>& timings);
 
 }  // namespace troupe::estimators

@@ -16,6 +16,7 @@
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
 #include "ops/training_ops.h"
+#include "runtime/record_io.h"
 
 using namespace troupe;
 using namespace troupe::estimators;
@@ -276,4 +277,23 @@ TEST_CASE("run config and TF_CONFIG") {
   CHECK(
       !parse_tf_config(R"({"cluster": {"chief": ["a:1"]}, "task": {"type": "worker", "index": 3}})")
            .ok());
+}
+
+TEST_CASE("profiler hook: node actors' kernel timings as Chrome traces") {
+  const std::string dir = fresh_dir("profile");
+  Estimator est(linear_model, quiet());
+  auto r =
+      est.train(regression_data(256, 100), {.max_steps = 25, .hooks = {profiler_hook(10, dir)}});
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  for (int step : {10, 20}) {
+    const std::string path = dir + "/timeline-" + std::to_string(step) + ".json";
+    REQUIRE(std::filesystem::exists(path));
+    std::string text;
+    REQUIRE(runtime::read_file(path, &text).ok());
+    CHECK(text.rfind("{\"traceEvents\": [", 0) == 0);
+    CHECK(text.find("\"name\": \"MatMul\"") != std::string::npos);
+    CHECK(text.find("\"cat\": \"MatMul\", \"ph\": \"X\"") != std::string::npos);
+  }
+  CHECK(!std::filesystem::exists(dir + "/timeline-15.json"));
+  std::filesystem::remove_all(dir);
 }

@@ -32,12 +32,15 @@ Run troupe(const std::string& args) {
   return r;
 }
 
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+size_t lines(const std::string& s) {
+  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+}
 
 }  // namespace
 
 TEST_CASE("troupe train / evaluate / predict on CSV files") {
-  const auto dir = std::filesystem::temp_directory_path() / ("troupe_cli_" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("troupe_cli_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::mt19937 rng(1);
@@ -53,7 +56,8 @@ TEST_CASE("troupe train / evaluate / predict on CSV files") {
   const std::string model = (dir / "model").string();
   const std::string data = "--data csv:" + (dir / "train.csv").string() + " --label label";
   Run t = troupe("train --model dnn " + data + " --eval-data csv:" + (dir / "test.csv").string() +
-                 " --model-dir " + model + " --hidden 16 --epochs 20 --batch-size 32 --learning-rate 0.01 --seed 1");
+                 " --model-dir " + model +
+                 " --hidden 16 --epochs 20 --batch-size 32 --learning-rate 0.01 --seed 1");
   REQUIRE_MESSAGE(t.status == 0, t.err);
   CHECK(lines(t.out) == 1);
   CHECK(t.out.rfind("{\"accuracy\": ", 0) == 0);
@@ -61,7 +65,8 @@ TEST_CASE("troupe train / evaluate / predict on CSV files") {
   CHECK(accuracy > 0.9);
   CHECK(t.out.find("\"global_step\": 250") != std::string::npos);
 
-  Run e = troupe("evaluate --model-dir " + model + " --data csv:" + (dir / "test.csv").string() + " --label label");
+  Run e = troupe("evaluate --model-dir " + model + " --data csv:" + (dir / "test.csv").string() +
+                 " --label label");
   REQUIRE_MESSAGE(e.status == 0, e.err);
   CHECK(e.out == t.out);
 
@@ -86,12 +91,16 @@ TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
   };
   const std::string nowhere = "/nonexistent/troupe";
   for (const Case& c : std::vector<Case>{
-           {"train --model dnn --data fashion-mnist --model-dir x --epochs abc", "--epochs: 'abc'", 2},
-           {"train --model dnn --data fashion-mnist --model-dir x --bogus 1", "unknown flag --bogus", 2},
+           {"train --model dnn --data fashion-mnist --model-dir x --epochs abc", "--epochs: 'abc'",
+            2},
+           {"train --model dnn --data fashion-mnist --model-dir x --bogus 1",
+            "unknown flag --bogus", 2},
            {"train --model tree --data fashion-mnist --model-dir x", "--model", 2},
            {"train --model dnn --data parquet:x --model-dir x", "--data 'parquet:x'", 1},
-           {"train --model dnn --data csv:/nonexistent/*.csv --label y --model-dir x", "no file matches", 1},
-           {"evaluate --model-dir " + nowhere + " --data fashion-mnist", "holds no troupe model", 1},
+           {"train --model dnn --data csv:/nonexistent/*.csv --label y --model-dir x",
+            "no file matches", 1},
+           {"evaluate --model-dir " + nowhere + " --data fashion-mnist", "holds no troupe model",
+            1},
            {"frobnicate", "unknown command 'frobnicate'", 2},
        }) {
     Run r = troupe(c.args);
