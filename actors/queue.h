@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/messages.h"
 #include "actors/runtime_system.h"
 #include "runtime/status.h"
 #include "runtime/tensor.h"
@@ -143,4 +144,3 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::EnqueueRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::DequeueRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::Batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::QueueStats)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::runtime::Status)

@@ -7,10 +7,11 @@
 #include <fstream>
 
 #include "estimators/metrics.h"
-#include "estimators/summary/events_writer.h"
+#include "estimators/summary/summary_actor.h"
 #include "ops/array_ops.h"
 #include "ops/state_ops.h"
 #include "runtime/graph_codec.h"
+#include "runtime/record_io.h"
 
 namespace troupe::estimators {
 
@@ -73,6 +74,11 @@ Estimator::~Estimator() {
   // Actors first, then the runtime that waits for them.
   train_input_.reset();
   models_.clear();
+  // Detached actors are waited for until every handle to them is gone.
+  if (train_events_) train_events_->close();
+  for (auto& [dir, w] : eval_events_) w->close();
+  train_events_.reset();
+  eval_events_.clear();
   runtime_.reset();
 }
 
@@ -274,10 +280,10 @@ Result<TrainResult> Estimator::train_once(Model& m, const input::Dataset& data,
                                           options.saving_listeners));
     if (config_.save_summary_steps > 0) {
       if (!train_events_) {
-        TROUPE_ASSIGN_OR_RETURN(auto w, EventsWriter::open(config_.model_dir));
-        train_events_ = std::move(w);
+        TROUPE_ASSIGN_OR_RETURN(SummaryWriter w, SummaryWriter::open(*runtime_, config_.model_dir));
+        train_events_ = std::make_unique<SummaryWriter>(w);
       }
-      hooks.push_back(summary_saver_hook(train_events_, config_.save_summary_steps));
+      hooks.push_back(summary_saver_hook(*train_events_, config_.save_summary_steps));
     }
   }
   if (last != INT64_MAX) hooks.push_back(stop_at_step_hook(0, last));
@@ -437,11 +443,11 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
         config_.model_dir + "/" + (options.name.empty() ? "eval" : "eval_" + options.name);
     auto& w = eval_events_[dir];
     if (!w) {
-      TROUPE_ASSIGN_OR_RETURN(auto opened, EventsWriter::open(dir));
-      w = std::move(opened);
+      TROUPE_ASSIGN_OR_RETURN(SummaryWriter opened, SummaryWriter::open(*runtime_, dir));
+      w = std::make_unique<SummaryWriter>(opened);
     }
     for (const auto& [name, value] : out) {
-      if (name != "global_step") TROUPE_RETURN_IF_ERROR(w->add_scalar(name, value, step));
+      if (name != "global_step") w->scalar(name, value, step);
     }
     TROUPE_RETURN_IF_ERROR(w->flush());
   }

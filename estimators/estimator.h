@@ -33,7 +33,7 @@
 
 namespace troupe::estimators {
 
-class EventsWriter;
+class SummaryWriter;
 
 struct TrainOptions {
   int64_t steps = 0;      // this many more steps (0: until the data ends or max_steps)
@@ -132,8 +132,8 @@ class Estimator {
   std::shared_ptr<runtime::VariableStore> store_;
   std::unique_ptr<runtime::CheckpointManager> checkpoints_;
   std::map<Mode, std::unique_ptr<Model>> models_;
-  std::shared_ptr<EventsWriter> train_events_;
-  std::map<std::string, std::shared_ptr<EventsWriter>> eval_events_;
+  std::unique_ptr<SummaryWriter> train_events_;
+  std::map<std::string, std::unique_ptr<SummaryWriter>> eval_events_;
   std::unique_ptr<input::Pipeline> train_input_;
   const actors::Source* train_input_source_ = nullptr;
   std::vector<Component> last_components_;

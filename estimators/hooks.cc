@@ -9,7 +9,7 @@
 
 #include "runtime/record_io.h"
 
-#include "estimators/summary/events_writer.h"
+#include "estimators/summary/summary_actor.h"
 
 namespace troupe::estimators {
 
@@ -198,8 +198,7 @@ class CheckpointSaver : public SessionRunHook {
 
 class SummarySaver : public SessionRunHook {
  public:
-  SummarySaver(std::shared_ptr<EventsWriter> w, int64_t every)
-      : writer_(std::move(w)), every_(every) {}
+  SummarySaver(const SummaryWriter& w, int64_t every) : writer_(w), every_(every) {}
   Status begin(HookSetup& s) override {
     if (s.loss().valid()) loss_ = s.fetch(s.loss());
     graph_ = &s.graph();
@@ -210,19 +209,16 @@ class SummarySaver : public SessionRunHook {
     last_time_ = Clock::now();
     if (!graph_written_) {
       graph_written_ = true;
-      return writer_->add_graph(*graph_);
+      writer_.graph(std::make_shared<const runtime::Graph>(*graph_));
     }
     return runtime::ok_status();
   }
   Status after_run(StepContext& c) override {
     if (every_ <= 0 || c.global_step % every_ != 0) return runtime::ok_status();
-    if (loss_ >= 0)
-      TROUPE_RETURN_IF_ERROR(
-          writer_->add_scalar("loss", c.value(loss_).scalar_as_double(), c.global_step));
+    if (loss_ >= 0) writer_.scalar("loss", c.value(loss_).scalar_as_double(), c.global_step);
     const double secs = std::chrono::duration<double>(Clock::now() - last_time_).count();
     if (secs > 0 && c.global_step > last_step_) {
-      TROUPE_RETURN_IF_ERROR(writer_->add_scalar(
-          "global_step/sec", (c.global_step - last_step_) / secs, c.global_step));
+      writer_.scalar("global_step/sec", (c.global_step - last_step_) / secs, c.global_step);
     }
     last_step_ = c.global_step;
     last_time_ = Clock::now();
@@ -233,15 +229,18 @@ class SummarySaver : public SessionRunHook {
       auto t = ctx.variables.read(name);
       if (t.ok() && runtime::is_floating(t->dtype()) && name.find('/') != std::string::npos &&
           t->num_elements() > 1) {
-        TROUPE_RETURN_IF_ERROR(writer_->add_histogram(name, *t, ctx.global_step));
+        writer_.histogram(name, *t, ctx.global_step);
       }
     }
-    return writer_->flush();
+    return runtime::ok_status();
   }
-  Status end(HookContext& ctx) override { return at_sync(ctx); }
+  Status end(HookContext& ctx) override {
+    TROUPE_RETURN_IF_ERROR(at_sync(ctx));
+    return writer_.flush();
+  }
 
  private:
-  std::shared_ptr<EventsWriter> writer_;
+  SummaryWriter writer_;
   int64_t every_;
   int loss_ = -1;
   const runtime::Graph* graph_ = nullptr;
@@ -442,9 +441,9 @@ std::shared_ptr<SessionRunHook> checkpoint_saver_hook(runtime::CheckpointManager
                                                       std::vector<CheckpointListener> listeners) {
   return std::make_shared<CheckpointSaver>(manager, every_steps, every_secs, std::move(listeners));
 }
-std::shared_ptr<SessionRunHook> summary_saver_hook(std::shared_ptr<EventsWriter> writer,
+std::shared_ptr<SessionRunHook> summary_saver_hook(const SummaryWriter& writer,
                                                    int64_t every_steps) {
-  return std::make_shared<SummarySaver>(std::move(writer), every_steps);
+  return std::make_shared<SummarySaver>(writer, every_steps);
 }
 std::shared_ptr<SessionRunHook> step_counter_hook(int64_t every_steps, int64_t last_step) {
   return std::make_shared<StepCounter>(every_steps, last_step);

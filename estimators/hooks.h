@@ -31,7 +31,7 @@
 
 namespace troupe::estimators {
 
-class EventsWriter;
+class SummaryWriter;
 
 // What a hook sees when it is set up: the graph, the spec, and a way to ask for fetches.
 class HookSetup {
@@ -139,7 +139,7 @@ std::shared_ptr<SessionRunHook> checkpoint_saver_hook(
     std::vector<CheckpointListener> listeners = {});
 // Writes the loss and global_step/sec every `every_steps` steps, and histograms of the
 // variables at each sync point, to `writer`.
-std::shared_ptr<SessionRunHook> summary_saver_hook(std::shared_ptr<EventsWriter> writer,
+std::shared_ptr<SessionRunHook> summary_saver_hook(const SummaryWriter& writer,
                                                    int64_t every_steps);
 // Logs "loss = ..., step = ... (... sec)" and global_step/sec every `every_steps` steps.
 std::shared_ptr<SessionRunHook> step_counter_hook(int64_t every_steps, int64_t last_step);

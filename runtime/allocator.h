@@ -10,6 +10,8 @@
 // Thread-safe. A device (DeviceActor) may own its own allocator with a memory limit.
 #pragma once
 
+#include <memory>
+
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -26,7 +28,10 @@ struct AllocatorStats {
   int64_t limit_bytes = 0;  // 0: no limit
 };
 
-class Allocator {
+// Buffers keep the allocator they came from alive when it is owned by a shared_ptr (a device's),
+// so a tensor may outlive the session whose device allocated it (a variable store shared by an
+// Estimator's sessions, a fetched value kept by the caller).
+class Allocator : public std::enable_shared_from_this<Allocator> {
  public:
   virtual ~Allocator() = default;
   virtual const char* name() const = 0;

@@ -12,6 +12,7 @@ std::shared_ptr<Buffer> Buffer::allocate(Allocator* a, size_t bytes) {
   b->data_ = p;
   b->bytes_ = bytes;
   b->allocator_ = a;
+  b->allocator_owner_ = a->weak_from_this().lock();
   return b;
 }
 

@@ -50,6 +50,7 @@ class Buffer {
   size_t bytes_ = 0;
   size_t num_strings_ = 0;
   Allocator* allocator_ = nullptr;
+  std::shared_ptr<Allocator> allocator_owner_;  // null for the process-wide allocator
   std::shared_ptr<const void> owner_;
 };
 

@@ -10,6 +10,7 @@
 //   (*w)->flush();
 //
 // Not thread-safe: the summary actor (summary_actor.h) owns one and serialises writes.
+// Training code writes through that actor; this class is its file format.
 #pragma once
 
 #include <memory>

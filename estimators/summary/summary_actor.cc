@@ -1,0 +1,103 @@
+#include "estimators/summary/summary_actor.h"
+
+#include <memory>
+
+#include "actors/messages.h"
+#include "estimators/summary/events_writer.h"
+
+namespace troupe::estimators {
+
+using runtime::Status;
+
+namespace {
+
+using scalar_atom = caf::atom_constant<caf::atom("scalar")>;
+using histo_atom = caf::atom_constant<caf::atom("histo")>;
+using graph_atom = caf::atom_constant<caf::atom("graph")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+
+struct Histogram {
+  std::string tag;
+  runtime::Tensor values;
+  int64_t step = 0;
+};
+struct GraphDef {
+  std::shared_ptr<const runtime::Graph> graph;
+};
+
+}  // namespace
+}  // namespace troupe::estimators
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::estimators::Histogram)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::estimators::GraphDef)
+
+namespace troupe::estimators {
+namespace {
+
+struct WriterState {
+  std::unique_ptr<EventsWriter> writer;
+  Status error;
+};
+
+caf::behavior summary_actor(caf::stateful_actor<WriterState>* self,
+                            std::shared_ptr<std::unique_ptr<EventsWriter>> writer) {
+  self->state.writer = std::move(*writer);
+  auto keep = [self](Status s) {
+    if (!s.ok() && self->state.error.ok()) self->state.error = s;
+  };
+  return {
+      [self, keep](scalar_atom, const std::string& tag, double value, int64_t step) {
+        keep(self->state.writer->add_scalar(tag, value, step));
+      },
+      [self, keep](histo_atom, const Histogram& h) {
+        keep(self->state.writer->add_histogram(h.tag, h.values, h.step));
+      },
+      [self, keep](graph_atom, const GraphDef& g) { keep(self->state.writer->add_graph(*g.graph)); },
+      [self, keep](flush_atom) {
+        keep(self->state.writer->flush());
+        Status s = self->state.error;
+        self->state.error = Status();
+        return s;
+      },
+  };
+}
+
+}  // namespace
+
+runtime::Result<SummaryWriter> SummaryWriter::open(actors::Runtime& runtime,
+                                                   const std::string& logdir) {
+  TROUPE_ASSIGN_OR_RETURN(auto writer, EventsWriter::open(logdir));
+  const std::string path = writer->path();
+  auto box = std::make_shared<std::unique_ptr<EventsWriter>>(std::move(writer));
+  // Detached: file writes block, and must not hold up the CAF worker that runs the graph.
+  caf::actor a = runtime.system().spawn<caf::detached>(summary_actor, box);
+  return SummaryWriter(&runtime, std::move(a), path);
+}
+
+void SummaryWriter::scalar(const std::string& tag, double value, int64_t step) const {
+  caf::anon_send(actor_, scalar_atom::value, tag, value, step);
+}
+
+void SummaryWriter::histogram(const std::string& tag, const runtime::Tensor& values,
+                              int64_t step) const {
+  caf::anon_send(actor_, histo_atom::value, Histogram{tag, values, step});
+}
+
+void SummaryWriter::graph(std::shared_ptr<const runtime::Graph> graph) const {
+  caf::anon_send(actor_, graph_atom::value, GraphDef{std::move(graph)});
+}
+
+Status SummaryWriter::flush() const {
+  caf::scoped_actor self{runtime_->system()};
+  Status result = runtime::internal_error("no answer from the summary writer");
+  self->request(actor_, caf::infinite, flush_atom::value)
+      .receive([&](Status& s) { result = std::move(s); },
+               [&](caf::error& e) {
+                 result = runtime::unavailable("summary writer: ", runtime_->system().render(e));
+               });
+  return result;
+}
+
+void SummaryWriter::close() const { caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown); }
+
+}  // namespace troupe::estimators
