@@ -310,8 +310,11 @@ Result<TrainResult> Estimator::train_once(Model& m, const input::Dataset& data,
     int64_t stop_at = last;
     for (auto& h : hooks) stop_at = std::min(stop_at, h->stop_step());
     if (stop_at <= at) break;
+    int64_t segment_end = stop_at;
+    for (auto& h : hooks)
+      segment_end = std::min(segment_end, std::max(at + 1, h->next_sync_step(at)));
     actors::LoopRequest loop;
-    loop.steps = stop_at == INT64_MAX ? INT64_MAX : stop_at - at;
+    loop.steps = segment_end == INT64_MAX ? INT64_MAX : segment_end - at;
     loop.fetches = {m.spec.loss};
     loop.fetches.insert(loop.fetches.end(), setup.fetches().begin(), setup.fetches().end());
     loop.targets = {m.spec.train_op};

@@ -172,6 +172,9 @@ class CheckpointSaver : public SessionRunHook {
   Status end(HookContext& ctx) override {
     return ctx.global_step == last_step_ ? runtime::ok_status() : save(ctx);
   }
+  int64_t next_sync_step(int64_t) const override {
+    return steps_ > 0 ? last_step_ + steps_ : INT64_MAX;
+  }
 
  private:
   Status save(HookContext& ctx) {
@@ -320,6 +323,9 @@ class EarlyStopping : public SessionRunHook {
     ++n_;
     if (n_ >= o_.every_steps) c.request_sync();
     return runtime::ok_status();
+  }
+  int64_t next_sync_step(int64_t global_step) const override {
+    return global_step + std::max<int64_t>(1, o_.every_steps - n_);
   }
   Status at_sync(HookContext& ctx) override {
     if (n_ == 0) return runtime::ok_status();

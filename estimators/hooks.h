@@ -111,6 +111,9 @@ class SessionRunHook {
   // step beyond it. A stop requested from after_run lets the steps already in flight (up to
   // the pipeline depth) finish.
   virtual int64_t stop_step() const { return INT64_MAX; }
+  // The next global step after `global_step` this hook wants a sync point at, when it knows it
+  // in advance (a checkpoint every N steps): the segment then ends exactly there.
+  virtual int64_t next_sync_step(int64_t global_step) const { return INT64_MAX; }
 };
 
 // Stops after `num_steps` more steps, or at global step `last_step` (one of them > 0).

@@ -52,7 +52,9 @@ caf::behavior summary_actor(caf::stateful_actor<WriterState>* self,
       [self, keep](histo_atom, const Histogram& h) {
         keep(self->state.writer->add_histogram(h.tag, h.values, h.step));
       },
-      [self, keep](graph_atom, const GraphDef& g) { keep(self->state.writer->add_graph(*g.graph)); },
+      [self, keep](graph_atom, const GraphDef& g) {
+        keep(self->state.writer->add_graph(*g.graph));
+      },
       [self, keep](flush_atom) {
         keep(self->state.writer->flush());
         Status s = self->state.error;

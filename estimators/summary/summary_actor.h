@@ -4,8 +4,8 @@
 //
 //   SummaryWriter w = SummaryWriter::open(rt, "model_dir");     // Result<SummaryWriter>
 //   w.scalar("loss", 0.3, step);                                 // returns at once
-//   w.histogram("dense/kernel", kernel, step);                   // the tensor is shared, not copied
-//   w.flush();                                                   // waits until written
+//   w.histogram("dense/kernel", kernel, step);                   // the tensor is shared, not
+//   copied w.flush();                                                   // waits until written
 //
 // A write error is kept and returned by the next flush().
 #pragma once

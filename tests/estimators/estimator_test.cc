@@ -4,18 +4,22 @@
 #include "estimators/estimator.h"
 
 #include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
 #include "ops/training_ops.h"
+#include "runtime/checkpoint.h"
 #include "runtime/record_io.h"
 
 using namespace troupe;
@@ -295,5 +299,38 @@ TEST_CASE("profiler hook: node actors' kernel timings as Chrome traces") {
     CHECK(text.find("\"cat\": \"MatMul\", \"ph\": \"X\"") != std::string::npos);
   }
   CHECK(!std::filesystem::exists(dir + "/timeline-15.json"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("estimator: SIGKILL during fit loses at most the steps since the last checkpoint") {
+  const std::string dir = fresh_dir("kill");
+  std::mt19937 rng(11);
+  int64_t last = 0;
+  for (int round = 0; round < 3; ++round) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      RunConfig c = quiet(dir);
+      c.save_checkpoints_steps = 5;
+      Estimator est(linear_model, c);
+      est.train(regression_data(256, 0));  // forever, until killed
+      ::_exit(0);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 300));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    REQUIRE(WIFSIGNALED(status));
+    Estimator est(linear_model, quiet(dir));
+    auto ckpt = runtime::read_checkpoint(est.latest_checkpoint());
+    REQUIRE_MESSAGE(ckpt.ok(), ckpt.status().to_string());
+    if (round == 0) CHECK(ckpt->global_step % 5 == 0);  // later rounds resume off the grid
+    CHECK(ckpt->global_step >= last);
+    last = ckpt->global_step;
+    auto r = est.train(regression_data(256, 0), {.steps = 3});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    CHECK(r->global_step == ckpt->global_step + 3);
+  }
+  CHECK(last > 0);
   std::filesystem::remove_all(dir);
 }
