@@ -55,6 +55,12 @@ bool retryable(const Status& s) {
          s.code() == runtime::Code::kInternal;
 }
 
+// Every hook's after_run, in order; the first error stops the rest.
+Status after_run_all(const std::vector<std::shared_ptr<SessionRunHook>>& hooks, StepContext& sc) {
+  for (const auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->after_run(sc));
+  return runtime::ok_status();
+}
+
 }  // namespace
 
 Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
@@ -339,13 +345,8 @@ Result<TrainResult> Estimator::train_once(Model& m, const input::Dataset& data,
     loop.on_step = [&](int64_t i, const std::vector<Tensor>& values) {
       result.loss = values[0].scalar_as_double();
       StepContext sc(at + i + 1, values, 1);
-      for (auto& h : hooks) {
-        Status s = h->after_run(sc);
-        if (!s.ok()) {
-          hook_error = s;
-          return false;
-        }
-      }
+      hook_error = after_run_all(hooks, sc);
+      if (!hook_error.ok()) return false;
       stop = stop || sc.stop_requested();
       sync = sc.sync_requested();
       return !stop && !sync;
@@ -421,14 +422,8 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
       }
     }
     StepContext sc(step, v, hook_offset);
-    for (auto& h : hooks) {
-      Status s = h->after_run(sc);
-      if (!s.ok()) {
-        error = s;
-        return false;
-      }
-    }
-    return !sc.stop_requested();
+    error = after_run_all(hooks, sc);
+    return error.ok() && !sc.stop_requested();
   };
   auto done = m->session->run_loop(std::move(loop));
   if (!done.ok()) return done.status().with_context("evaluate");
@@ -488,13 +483,8 @@ runtime::Status Estimator::predict(const input::Dataset& data,
   const int64_t step = global_step();
   loop.on_step = [&](int64_t, const std::vector<Tensor>& v) {
     StepContext sc(step, v, hook_offset);
-    for (auto& h : hooks) {
-      Status s = h->after_run(sc);
-      if (!s.ok()) {
-        error = s;
-        return false;
-      }
-    }
+    error = after_run_all(hooks, sc);
+    if (!error.ok()) return false;
     if (!options.yield_single_examples) {
       Prediction p;
       for (size_t k = 0; k < keys.size(); ++k) p[keys[k]] = v[k];

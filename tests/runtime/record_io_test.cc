@@ -8,27 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "harness/bytes.h"
 #include "runtime/crc32c.h"
 
 using namespace troupe::runtime;
 
-namespace {
-std::string hex(const std::string& s) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out.push_back(d[c >> 4]);
-    out.push_back(d[c & 15]);
-  }
-  return out;
-}
-std::string unhex(const std::string& h) {
-  std::string out;
-  for (size_t i = 0; i + 1 < h.size(); i += 2)
-    out.push_back(static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16)));
-  return out;
-}
-}  // namespace
+using troupe::testing::hex;
+using troupe::testing::unhex;
 
 TEST_CASE("crc32c: the check value, the mask, and extension") {
   CHECK(crc32c("123456789", 9) == 0xE3069283u);

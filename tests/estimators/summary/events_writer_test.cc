@@ -7,23 +7,14 @@
 
 #include <filesystem>
 
+#include "harness/bytes.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "runtime/graph_builder.h"
 
 using namespace troupe;
 
-namespace {
-std::string hex(const std::string& s) {
-  static const char* d = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out.push_back(d[c >> 4]);
-    out.push_back(d[c & 15]);
-  }
-  return out;
-}
-}  // namespace
+using troupe::testing::hex;
 
 TEST_CASE("event protos match the reference's test vectors") {
   CHECK(hex(estimators::version_event(1.0)) == "09000000000000f03f1a0d627261696e2e4576656e743a32");
