@@ -101,9 +101,17 @@ Result<ExperimentReport> Experiment::train_and_evaluate() {
     auto metric = first.find(options_.early_stopping_metric);
     if (metric == first.end() &&
         (options_.early_stopping_rounds > 0 || options_.export_strategy == "best" ||
-         options_.reduce_lr_patience > 0)) {
+         options_.reduce_lr_patience > 0 || options_.keep_best_checkpoints > 0)) {
       return runtime::invalid_argument("early stopping metric '", options_.early_stopping_metric,
                                        "' is not among the evaluation's metrics: ", format(first));
+    }
+    if (options_.keep_best_checkpoints > 0 && !estimator_.config().model_dir.empty()) {
+      runtime::CheckpointManager best(estimator_.config().model_dir,
+                                      {.keep_max = estimator_.config().keep_checkpoint_max,
+                                       .best_k = options_.keep_best_checkpoints,
+                                       .metric = options_.early_stopping_metric,
+                                       .higher_is_better = maximize()});
+      TROUPE_RETURN_IF_ERROR(best.save(r.global_step, estimator_.variables(), first).status());
     }
     if (metric != first.end()) {
       const double v = metric->second;

@@ -33,6 +33,8 @@ struct ExperimentOptions {
   int reduce_lr_patience = 0;  // evaluations on a plateau before the learning rate is cut (0: off)
   double reduce_lr_factor = 0.5;
   double min_learning_rate = 1e-6;
+  // Keep this many best checkpoints by the early-stopping metric in model_dir/best (0: none).
+  int keep_best_checkpoints = 0;
   std::string export_strategy;  // "", "latest" (after training) or "best" (at each new best)
   std::string export_dir;       // default: model_dir/export/<strategy>
 };

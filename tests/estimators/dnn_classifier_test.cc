@@ -9,6 +9,7 @@
 #include <random>
 
 #include "estimators/experiment.h"
+#include "runtime/checkpoint.h"
 
 using namespace troupe;
 using namespace troupe::estimators;
@@ -91,6 +92,7 @@ TEST_CASE("Experiment: evaluation every N steps, early stopping with the best we
   o.min_delta = 0.01;
   o.reduce_lr_patience = 1;
   o.export_strategy = "best";
+  o.keep_best_checkpoints = 2;
   Experiment exp(est, *train, {{"test", *test}, {"train", *train}}, o);
   auto report = exp.train_and_evaluate();
   REQUIRE_MESSAGE(report.ok(), report.status().to_string());
@@ -107,5 +109,20 @@ TEST_CASE("Experiment: evaluation every N steps, early stopping with the best we
   CHECK(std::filesystem::exists(report->exports.back() + "/graph.capnp"));
   CHECK(std::filesystem::exists(report->exports.back() + "/variables.ckpt"));
   CHECK(std::filesystem::exists(dir + "/eval_test"));
+  runtime::CheckpointManager m(dir);
+  REQUIRE(m.best().size() == 2);
+  auto best = runtime::read_checkpoint(m.best()[0]);
+  REQUIRE(best.ok());
+  // Best by the raw metric (early stopping's best also needs min_delta of improvement).
+  double lowest = 1e9;
+  int64_t lowest_step = 0;
+  for (const auto& [step, metrics] : report->history) {
+    if (metrics.at("loss") < lowest) {
+      lowest = metrics.at("loss");
+      lowest_step = step;
+    }
+  }
+  CHECK(best->global_step == lowest_step);
+  CHECK(best->metrics.at("loss") == doctest::Approx(lowest));
   std::filesystem::remove_all(dir);
 }
