@@ -94,7 +94,15 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
                                          " in one example and ", dtype_name(t.dtype()),
                                          " in another");
       }
-      if (t.shape() == first.shape() && r.chunk == rows[0].chunk) continue;
+      if (r.chunk == rows[0].chunk ||
+          (t.rank() == first.rank() &&
+           std::equal(t.shape().dims().begin() + 1, t.shape().dims().end(),
+                      first.shape().dims().begin() + 1) &&
+           shape.rank() + 1 == first.rank() &&
+           std::equal(shape.dims().begin(), shape.dims().end(),
+                      first.shape().dims().begin() + 1))) {
+        continue;
+      }
       Shape s = example_shape(t);
       if (s.rank() != shape.rank()) {
         return runtime::invalid_argument("component ", c, " has rank ", s.rank(),
@@ -110,7 +118,20 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
     }
     std::vector<int64_t> dims{static_cast<int64_t>(rows.size())};
     dims.insert(dims.end(), shape.dims().begin(), shape.dims().end());
-    Tensor batch(first.dtype(), Shape(dims));
+    // Zeroed only where padding leaves gaps; otherwise every byte is copied over.
+    bool padded = false;
+    for (const RowRef& r : rows) {
+      padded = padded || r.chunk->components[c].shape().dims().size() != dims.size() ||
+               !std::equal(dims.begin() + 1, dims.end(),
+                           r.chunk->components[c].shape().dims().begin() + 1);
+    }
+    Tensor batch;
+    if (padded || first.dtype() == runtime::DType::kString) {
+      batch = Tensor(first.dtype(), Shape(dims));
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(batch,
+                              Tensor::empty(first.dtype(), Shape(dims), runtime::cpu_allocator()));
+    }
     const int64_t slot = shape.num_elements();
     if (first.dtype() == runtime::DType::kString) {
       std::string* dst = batch.data<std::string>();

@@ -55,6 +55,15 @@ bool retryable(const Status& s) {
          s.code() == runtime::Code::kInternal;
 }
 
+// skip_bad_records counts what it skips; the user hears the count when the data ends.
+void report_skipped(input::Pipeline& p, const char* what) {
+  const actors::RunnerStats stats = p.runner_stats();
+  if (stats.skipped > 0) {
+    std::fprintf(stderr, "WARNING: %s skipped %lld bad records of %s\n", what,
+                 static_cast<long long>(stats.skipped), p.dataset().source->name().c_str());
+  }
+}
+
 // Every hook's after_run, in order; the first error stops the rest.
 Status after_run_all(const std::vector<std::shared_ptr<SessionRunHook>>& hooks, StepContext& sc) {
   for (const auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->after_run(sc));
@@ -361,6 +370,7 @@ Result<TrainResult> Estimator::train_once(Model& m, const input::Dataset& data,
     if (ctx.stop) stop = true;
     if (end_of_input) {
       result.end_of_input = true;
+      report_skipped(*train_input_, "training");
       train_input_.reset();
       stop = true;
     }
@@ -427,6 +437,7 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
   };
   auto done = m->session->run_loop(std::move(loop));
   if (!done.ok()) return done.status().with_context("evaluate");
+  report_skipped(*pipeline, "evaluation");
   if (!error.ok()) return error;
   for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->end(ctx));
   if (examples == 0)

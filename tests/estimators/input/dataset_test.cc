@@ -11,6 +11,7 @@
 #include <set>
 
 #include "estimators/input/columns_source.h"
+#include "estimators/input/eigen_columns.h"
 #include "estimators/input/record_file.h"
 #include "runtime/record_io.h"
 
@@ -309,4 +310,17 @@ TEST_CASE("fashion_mnist: the Debian dataset through the pipeline") {
   CHECK((*b)[1].dtype() == DType::kInt64);
   CHECK(fashion_mnist("validation").status().code() == runtime::Code::kInvalidArgument);
   CHECK(fashion_mnist("test", {}, "/nonexistent").status().code() == runtime::Code::kNotFound);
+}
+
+TEST_CASE("arrays from Eigen matrices and vectors") {
+  Eigen::MatrixXf x(3, 2);
+  x << 1, 2, 3, 4, 5, 6;  // column-major storage, rows out
+  Eigen::Matrix<int64_t, Eigen::Dynamic, 1> y(3);
+  y << 7, 8, 9;
+  CHECK(column(x).shape() == Shape{3, 2});
+  CHECK(column(x).to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6});
+  CHECK(column(y).shape() == Shape{3});
+  Drained r = drain(*arrays({{"x", column(x)}, {"y", column(y)}}, "y", {.batch_size = 2}));
+  CHECK(r.numbers[0] == std::vector<double>{1, 2, 3, 4, 5, 6});
+  CHECK(r.numbers[1] == std::vector<double>{7, 8, 9});
 }
