@@ -11,6 +11,7 @@
 #include "ops/array_ops.h"
 #include "ops/state_ops.h"
 #include "runtime/graph_codec.h"
+#include "runtime/kernel_registry.h"
 #include "runtime/record_io.h"
 
 namespace troupe::estimators {
@@ -78,6 +79,7 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
       params_(std::move(params)),
       runtime_(std::make_unique<actors::Runtime>()),
       store_(std::make_shared<runtime::VariableStore>()) {
+  if (config_.threads > 0) runtime::kernel_registry().set_compute_threads(config_.threads);
   if (!config_.model_dir.empty()) {
     runtime::CheckpointOptions o;
     o.keep_max = config_.keep_checkpoint_max;

@@ -39,7 +39,7 @@ struct RunConfig {
   int keep_checkpoint_max = 5;
   int64_t save_summary_steps = 100;  // 0: no summaries
   int64_t log_step_count_steps = 100;
-  int threads = 0;                   // BLAS threads for big kernels; 0: one per core
+  int threads = 0;  // threads of big kernels (OpenBLAS), process-wide; 0: leave as they are
   double gpu_memory_fraction = 1.0;  // of a GPU's memory, for GPU devices
   int max_restarts = 3;              // fit restarts from the latest checkpoint after a failure
   ClusterConfig cluster;

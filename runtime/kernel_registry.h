@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -90,8 +91,18 @@ class KernelRegistry {
   };
   const std::vector<Entry>& entries() const { return entries_; }
 
+  // How many threads big kernels may use (RunConfig::threads): the kernel library that keeps
+  // such threads (OpenBLAS) registers the setter. False when none did.
+  void set_threads_fn(std::function<void(int)> fn) { threads_fn_ = std::move(fn); }
+  bool set_compute_threads(int n) const {
+    if (!threads_fn_ || n < 1) return false;
+    threads_fn_(n);
+    return true;
+  }
+
  private:
   std::vector<Entry> entries_;
+  std::function<void(int)> threads_fn_;
 };
 
 KernelRegistry& kernel_registry();

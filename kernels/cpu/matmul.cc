@@ -141,6 +141,7 @@ TROUPE_REGISTER_KERNELS(matmul_cpu) {
   registry.add_typed<BatchMatMulKernel, float, double, int32_t, int64_t>("BatchMatMul", kCpu);
   registry.add_typed<BiasAddKernel, float, double, int32_t, int64_t>("BiasAdd", kCpu);
   registry.add_typed<BiasAddGradKernel, float, double, int32_t, int64_t>("BiasAddGrad", kCpu);
+  registry.set_threads_fn([](int n) { openblas_set_num_threads(n); });
 }
 
 }  // namespace troupe::kernels::cpu

@@ -1,8 +1,11 @@
 // MatMul / BatchMatMul kernels against a naive triple loop, for every transpose combination.
 #include <doctest/doctest.h>
 
+#include <cblas.h>
+
 #include "harness/op_harness.h"
 #include "ops/math_ops.h"
+#include "runtime/kernel_registry.h"
 
 using namespace troupe;
 using runtime::DType;
@@ -73,4 +76,13 @@ TEST_CASE("batch_matmul broadcasts batch dims") {
         CHECK(z.data<double>()[(i * 3 + j) * 6 + e] == doctest::Approx(want[e]));
       }
     }
+}
+
+TEST_CASE("compute threads: the registry reaches OpenBLAS") {
+  const int before = openblas_get_num_threads();
+  CHECK(troupe::runtime::kernel_registry().set_compute_threads(1));
+  CHECK(openblas_get_num_threads() == 1);
+  CHECK(!troupe::runtime::kernel_registry().set_compute_threads(0));
+  troupe::runtime::kernel_registry().set_compute_threads(before);
+  CHECK(openblas_get_num_threads() == before);
 }
