@@ -73,6 +73,14 @@ void copy_padded(const char* src, const Shape& from, char* dst, const Shape& to,
   }
 }
 
+// Whether the examples of `t` have exactly `shape`; no Shape is built, as this runs for every
+// example of every batch.
+bool examples_have(const Tensor& t, const Shape& shape) {
+  const std::vector<int64_t>& d = t.shape().dims();
+  return d.size() == shape.dims().size() + 1 &&
+         std::equal(d.begin() + 1, d.end(), shape.dims().begin());
+}
+
 }  // namespace
 
 Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad) {
@@ -83,6 +91,7 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
   for (size_t c = 0; c < n_components; ++c) {
     const Tensor& first = rows[0].chunk->components[c];
     Shape shape = example_shape(first);
+    bool varied = false;
     for (const RowRef& r : rows) {
       if (r.chunk->components.size() != n_components) {
         return runtime::invalid_argument("examples have ", n_components, " and ",
@@ -94,21 +103,13 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
                                          " in one example and ", dtype_name(t.dtype()),
                                          " in another");
       }
-      if (r.chunk == rows[0].chunk ||
-          (t.rank() == first.rank() &&
-           std::equal(t.shape().dims().begin() + 1, t.shape().dims().end(),
-                      first.shape().dims().begin() + 1) &&
-           shape.rank() + 1 == first.rank() &&
-           std::equal(shape.dims().begin(), shape.dims().end(),
-                      first.shape().dims().begin() + 1))) {
-        continue;
-      }
+      if (examples_have(t, shape)) continue;
       Shape s = example_shape(t);
       if (s.rank() != shape.rank()) {
         return runtime::invalid_argument("component ", c, " has rank ", s.rank(),
                                          " in one example and ", shape.rank(), " in another");
       }
-      if (s == shape) continue;
+      varied = true;
       if (!pad) {
         return runtime::invalid_argument("component ", c, " has shape ", s.to_string(),
                                          " in one example and ", shape.to_string(),
@@ -119,14 +120,8 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
     std::vector<int64_t> dims{static_cast<int64_t>(rows.size())};
     dims.insert(dims.end(), shape.dims().begin(), shape.dims().end());
     // Zeroed only where padding leaves gaps; otherwise every byte is copied over.
-    bool padded = false;
-    for (const RowRef& r : rows) {
-      padded = padded || r.chunk->components[c].shape().dims().size() != dims.size() ||
-               !std::equal(dims.begin() + 1, dims.end(),
-                           r.chunk->components[c].shape().dims().begin() + 1);
-    }
     Tensor batch;
-    if (padded || first.dtype() == runtime::DType::kString) {
+    if (varied || first.dtype() == runtime::DType::kString) {
       batch = Tensor(first.dtype(), Shape(dims));
     } else {
       TROUPE_ASSIGN_OR_RETURN(batch,

@@ -21,14 +21,7 @@ int HookSetup::fetch(runtime::Output o) {
   return static_cast<int>(fetches_.size()) - 1;
 }
 
-runtime::Output HookSetup::find(const std::string& name) const {
-  for (int id = 0; id < graph_.num_nodes(); ++id) {
-    if (graph_.node(id).name == name && graph_.node(id).num_outputs() > 0) {
-      return runtime::Output{id, 0};
-    }
-  }
-  return runtime::Output{};
-}
+runtime::Output HookSetup::find(const std::string& name) const { return graph_.find_output(name); }
 
 namespace {
 

@@ -40,7 +40,7 @@ class HookSetup {
       : graph_(graph), spec_(spec), mode_(mode) {}
   // Fetched with every step from now on; returns the index for StepContext::value.
   int fetch(runtime::Output o);
-  // A node's first output by name; invalid if there is none.
+  // An output by name ("loss" or "dense/MatMul:0"); invalid if there is none.
   runtime::Output find(const std::string& name) const;
   runtime::Output loss() const { return spec_.loss; }
   const runtime::Graph& graph() const { return graph_; }
