@@ -230,6 +230,19 @@ Status Estimator::ensure_variables(Model& m, Mode mode) {
     }
     std::fprintf(stderr, "INFO: restored %s (global step %lld)\n", restored.path.c_str(),
                  static_cast<long long>(restored.global_step));
+    // A checkpoint of another model (other layer sizes) in the same model_dir: say so here,
+    // not as a kernel error in the first step.
+    for (int id : m.graph.variables()) {
+      const runtime::Node& n = m.graph.node(id);
+      auto value = store_->read(ops::variable_name(n));
+      if (value.ok() && n.output_shapes[0].rank_known() &&
+          !value->shape().compatible_with(n.output_shapes[0])) {
+        return runtime::failed_precondition(
+            restored.path, " holds '", ops::variable_name(n), "' as ", value->shape().to_string(),
+            " but the model declares ", n.output_shapes[0].to_string(),
+            ": a different model; use another model_dir");
+      }
+    }
   }
   return runtime::ok_status();
 }

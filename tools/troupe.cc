@@ -235,6 +235,16 @@ int train(const Args& a) {
   config.tf_random_seed = seed;
   config.save_checkpoints_steps = eval_every > 0 ? eval_every : 1000;
   config.log_step_count_steps = 100;
+  if (auto earlier = load_model_info(config.model_dir); earlier.ok()) {
+    // The layers must match what model_dir holds; the optimizer and its rate may change.
+    for (const char* key : {"hidden_units", "n_classes", "activation"}) {
+      const std::string was = earlier->first.count(key) ? earlier->first.at(key) : "";
+      if (was != p[key]) {
+        return usage_error(config.model_dir + " holds a model with " + key + " " + was + ", not " +
+                           p[key] + ": pass the same or another --model-dir");
+      }
+    }
+  }
   std::error_code ec;
   std::filesystem::create_directories(config.model_dir, ec);
   if (ec)

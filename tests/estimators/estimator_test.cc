@@ -334,3 +334,26 @@ TEST_CASE("estimator: SIGKILL during fit loses at most the steps since the last 
   CHECK(last > 0);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("estimator: a checkpoint of another model is refused with the variable's shapes") {
+  const std::string dir = fresh_dir("other");
+  {
+    Estimator est(linear_model, quiet(dir));
+    REQUIRE(est.train(regression_data(64, 1)).ok());
+  }
+  Estimator wider(
+      [](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+        Output w = ops::variable(in.b, "linear/w", Shape{2, 3}, DType::kFloat32,
+                                 ops::zeros(in.b, Shape{2, 3}, DType::kFloat32));
+        EstimatorSpec spec;
+        spec.loss = ops::reduce_sum(in.b, ops::matmul(in.b, in.features.at("x"), w));
+        spec.train_op = ops::minimize(in.b, spec.loss, ops::Optimizer::sgd(0.1));
+        return spec;
+      },
+      quiet(dir));
+  auto r = wider.train(regression_data(64, 1));
+  CHECK(r.status().code() == runtime::Code::kFailedPrecondition);
+  CHECK(r.status().message().find("holds 'linear/w' as [2,1] but the model declares [2,3]") !=
+        std::string::npos);
+  std::filesystem::remove_all(dir);
+}

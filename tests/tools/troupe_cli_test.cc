@@ -65,6 +65,10 @@ TEST_CASE("troupe train / evaluate / predict on CSV files") {
   CHECK(accuracy > 0.9);
   CHECK(t.out.find("\"global_step\": 250") != std::string::npos);
 
+  Run other = troupe("train --model dnn " + data + " --model-dir " + model + " --hidden 32");
+  CHECK(other.status == 2);
+  CHECK(other.err.find("holds a model with hidden_units 16, not 32") != std::string::npos);
+
   Run e = troupe("evaluate --model-dir " + model + " --data csv:" + (dir / "test.csv").string() +
                  " --label label");
   REQUIRE_MESSAGE(e.status == 0, e.err);
