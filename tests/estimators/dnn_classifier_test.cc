@@ -126,3 +126,27 @@ TEST_CASE("Experiment: evaluation every N steps, early stopping with the best we
   CHECK(best->metrics.at("loss") == doctest::Approx(lowest));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("Experiment::continuous_eval evaluates the checkpoints a trainer leaves") {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("troupe_ceval_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::remove_all(dir);
+  Tensor x, y;
+  blobs(400, 3, &x, &y);
+  auto data = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 40, .num_epochs = 3});
+  const Params params =
+      to_params({.hidden_units = {4}, .n_classes = 2, .optimizer = "adam", .learning_rate = 0.05});
+  {
+    Estimator trainer(dnn_classifier_model_fn, quiet(dir), params);
+    REQUIRE(trainer.train(*data).ok());
+  }
+  Estimator evaluator(dnn_classifier_model_fn, quiet(dir), params);
+  Experiment exp(evaluator, *data, {{"held_out", *data}});
+  auto evals = exp.continuous_eval(/*last_step=*/30, /*poll_secs=*/0.05, /*timeout_secs=*/5);
+  REQUIRE_MESSAGE(evals.ok(), evals.status().to_string());
+  REQUIRE(evals->size() == 1);
+  CHECK((*evals)[0].first == 30);
+  CHECK((*evals)[0].second.at("accuracy") > 0.9);
+  std::filesystem::remove_all(dir);
+}
