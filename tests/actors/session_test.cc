@@ -334,3 +334,49 @@ TEST_CASE("the actor system exits cleanly with no actors left after sessions end
   }
   CHECK(rt.running_actors() == 0);
 }
+
+// An op whose kernel throws: a bug in a kernel, not an error it returns.
+TROUPE_REGISTER_OP(TestThrowingOp)
+    .input("x")
+    .output("y")
+    .shape_fn(ops::shape_fns::unchanged)
+    .no_gradient()
+    .doc("throws; for the crash test only");
+
+namespace {
+template <class T>
+struct ThrowingKernel {
+  static runtime::Status compute(runtime::KernelContext&) { throw std::runtime_error("boom"); }
+};
+}  // namespace
+
+TROUPE_REGISTER_KERNELS(test_throwing_cpu) {
+  registry.add_typed<ThrowingKernel, float>("TestThrowingOp", runtime::DeviceType::kCpu);
+}
+
+TEST_CASE("a kernel that throws fails its step and the loop, naming the node; the session lives") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto x = ops::placeholder(b, DType::kFloat32, Shape{-1}, "x");
+  auto y = b.add("TestThrowingOp", {x});
+  REQUIRE(b.ok());
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  auto r = (*s)->run({{x, Tensor::from_vector<float>(Shape{2}, {1, 2})}}, {y});
+  CHECK(!r.ok());
+  CHECK(r.status().code() == runtime::Code::kInternal);
+  CHECK(r.status().message().find("'TestThrowingOp': kernel threw: boom") != std::string::npos);
+  actors::LoopRequest loop;
+  loop.steps = 3;
+  loop.fetches = {y};
+  loop.feed = [&](int64_t, runtime::FeedList* f) {
+    *f = {{x, Tensor::from_vector<float>(Shape{1}, {1})}};
+    return runtime::ok_status();
+  };
+  auto done = (*s)->run_loop(loop);
+  CHECK(!done.ok());
+  auto fine = (*s)->run({{x, Tensor::from_vector<float>(Shape{1}, {5})}}, {x});
+  REQUIRE(fine.ok());
+  CHECK((*fine)[0].data<float>()[0] == 5);
+}
