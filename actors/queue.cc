@@ -278,6 +278,16 @@ caf::behavior queue_actor(QueueActor* self, QueueOptions options) {
   self->state.rng.seed(self->state.options.seed);
   // A stray message (a reply nobody waits for) must not take the queue down with its data.
   self->set_default_handler(caf::print_and_drop);
+  // A promise left unanswered when an actor ends is never answered: tell the waiting first.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    QueueState& st = self->state;
+    const Status gone = runtime::cancelled(st.options.name, " was stopped");
+    for (PendingDequeue& d : st.dequeues) d.promise.deliver(Batch{gone, {}});
+    for (PendingEnqueue& e : st.enqueues) e.promise.deliver(gone);
+    st.dequeues.clear();
+    st.enqueues.clear();
+    self->quit(msg.reason);
+  });
   return {
       [self](enqueue_atom, EnqueueRequest& req) -> caf::typed_response_promise<Status> {
         QueueState& st = self->state;

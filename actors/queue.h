@@ -110,7 +110,7 @@ struct QueueStats {
 caf::actor spawn_queue(caf::actor_system& system, QueueOptions options);
 
 // A blocking handle for user threads; copies share one queue actor. stop() ends the actor (and
-// answers waiting requests with an error); a queue nobody refers to any more ends by itself.
+// answers waiting requests with an error).
 class Queue {
  public:
   static Queue create(Runtime& runtime, QueueOptions options = {});

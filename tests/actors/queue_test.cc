@@ -359,3 +359,15 @@ TEST_CASE("session loop: batches taken by a loop that stops early go to the next
   caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
   q.stop();
 }
+
+TEST_CASE("queue: stopping it answers a waiting dequeue with an error") {
+  actors::Runtime rt;
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 4});
+  runtime::Status got = runtime::ok_status();
+  std::thread consumer([&] { got = q.dequeue().status(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  q.stop();
+  consumer.join();
+  CHECK(got.code() == runtime::Code::kCancelled);
+  CHECK(got.message() == "queue was stopped");
+}
