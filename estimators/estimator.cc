@@ -316,7 +316,6 @@ Result<TrainResult> Estimator::train_once(Model& m, const input::Dataset& data,
       hooks.push_back(summary_saver_hook(*train_events_, config_.save_summary_steps));
     }
   }
-  if (last != INT64_MAX) hooks.push_back(stop_at_step_hook(0, last));
   for (auto& h : m.spec.training_hooks) hooks.push_back(h);
   for (auto& h : options.hooks) hooks.push_back(h);
 
