@@ -42,11 +42,17 @@ caf::behavior reader_actor(caf::event_based_actor*, std::shared_ptr<const Source
       [source, map](DecodeUnit& u) {
         Decoded d;
         d.seq = u.seq;
-        d.status = source->read(u.unit, &d.chunks, &d.skipped);
-        for (Chunk& c : d.chunks) {
-          if (!d.status.ok()) break;
-          if (map) d.status = map(c).with_context("map");
-          if (d.status.ok()) d.status = check_chunk(c);
+        // User code (a source, a map) may throw: that fails the pipeline with what it said,
+        // instead of killing the reader.
+        try {
+          d.status = source->read(u.unit, &d.chunks, &d.skipped);
+          for (Chunk& c : d.chunks) {
+            if (!d.status.ok()) break;
+            if (map) d.status = map(c).with_context("map");
+            if (d.status.ok()) d.status = check_chunk(c);
+          }
+        } catch (const std::exception& e) {
+          d.status = runtime::internal_error("reading unit ", u.unit, " threw: ", e.what());
         }
         if (!d.status.ok()) d.status = d.status.with_context(source->name());
         return d;

@@ -371,3 +371,25 @@ TEST_CASE("queue: stopping it answers a waiting dequeue with an error") {
   CHECK(got.code() == runtime::Code::kCancelled);
   CHECK(got.message() == "queue was stopped");
 }
+
+TEST_CASE("runner: a source that throws fails the queue, naming the source; nothing hangs") {
+  class Throwing : public CountingSource {
+   public:
+    Throwing() : CountingSource(5, 5) {}
+    runtime::Status read(int64_t unit, std::vector<actors::Chunk>* out, int64_t* s) const override {
+      if (unit == 3) throw std::runtime_error("disk on fire");
+      return CountingSource::read(unit, out, s);
+    }
+  };
+  actors::Runtime rt;
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 100});
+  auto runner =
+      actors::spawn_queue_runner(rt.system(), std::make_shared<Throwing>(), q.actor(), {2, 1});
+  runtime::Status end;
+  drain(q, 4, &end);
+  CHECK(!end.ok());
+  CHECK(end.code() == runtime::Code::kInternal);
+  CHECK(end.message().find("counting: reading unit 3 threw: disk on fire") != std::string::npos);
+  caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  q.stop();
+}
