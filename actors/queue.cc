@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <random>
 
 namespace troupe::actors {
@@ -179,6 +180,7 @@ struct QueueState {
   bool closed = false;
   Status error;  // a runner failed: every dequeue answers this
   QueueStats stats;
+  std::map<caf::actor_addr, std::string> watched;  // producers whose death fails the queue
 };
 
 using QueueActor = caf::stateful_actor<QueueState>;
@@ -278,6 +280,21 @@ caf::behavior queue_actor(QueueActor* self, QueueOptions options) {
   self->state.rng.seed(self->state.options.seed);
   // A stray message (a reply nobody waits for) must not take the queue down with its data.
   self->set_default_handler(caf::print_and_drop);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    QueueState& st = self->state;
+    auto it = st.watched.find(dm.source);
+    if (it == st.watched.end()) return;
+    const std::string what = it->second;
+    st.watched.erase(it);
+    if (dm.reason == caf::exit_reason::user_shutdown || dm.reason == caf::exit_reason::normal) {
+      return;
+    }
+    if (st.error.ok()) {
+      st.error = runtime::unavailable(what, " stopped: ", self->system().render(dm.reason));
+    }
+    st.closed = true;
+    pump(st);
+  });
   // A promise left unanswered when an actor ends is never answered: tell the waiting first.
   self->set_exit_handler([self](caf::exit_msg& msg) {
     QueueState& st = self->state;
@@ -332,6 +349,10 @@ caf::behavior queue_actor(QueueActor* self, QueueOptions options) {
         for (PendingEnqueue& e : st.enqueues) e.promise.deliver(st.error);
         st.enqueues.clear();
         pump(st);
+      },
+      [self](watch_atom, caf::actor& producer, std::string& what) {
+        self->monitor(producer);
+        self->state.watched[producer.address()] = std::move(what);
       },
       [self](size_atom) {
         QueueStats s = self->state.stats;
@@ -415,6 +436,10 @@ QueueStats Queue::stats() {
   self->request(actor_, caf::infinite, size_atom::value)
       .receive([&](QueueStats& s) { result = s; }, [&](caf::error&) {});
   return result;
+}
+
+void Queue::watch(const caf::actor& producer, std::string what) {
+  caf::anon_send(actor_, watch_atom::value, producer, std::move(what));
 }
 
 void Queue::stop() { caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown); }

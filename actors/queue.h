@@ -37,6 +37,7 @@ using dequeue_atom = caf::atom_constant<caf::atom("dequeue")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
 using fail_atom = caf::atom_constant<caf::atom("fail")>;
 using size_atom = caf::atom_constant<caf::atom("size")>;
+using watch_atom = caf::atom_constant<caf::atom("watch")>;
 
 // Some examples decoded together: every component has the examples along dimension 0. The
 // examples are rows [begin, end) (end -1: all), so a source that holds a whole dataset in memory
@@ -128,6 +129,9 @@ class Queue {
   runtime::Status close(bool cancel_pending_enqueues = false);
   QueueStats stats();
   int64_t size() { return stats().size; }
+  // The queue fails (every dequeue answers an error naming `what`) if `producer` ends other
+  // than by a user's shutdown: a runner that died never closes its queue.
+  void watch(const caf::actor& producer, std::string what);
   void stop();
   const caf::actor& actor() const { return actor_; }
 

@@ -233,6 +233,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime,
   }
   caf::actor runner =
       actors::spawn_queue_runner(runtime.system(), dataset.source, queue.actor(), std::move(r));
+  queue.watch(runner, "the runner of " + dataset.source->name());
   return std::unique_ptr<Pipeline>(
       new Pipeline(runtime, dataset, std::move(queue), std::move(runner)));
 }

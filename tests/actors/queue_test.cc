@@ -393,3 +393,18 @@ TEST_CASE("runner: a source that throws fails the queue, naming the source; noth
   caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
   q.stop();
 }
+
+TEST_CASE("queue: a watched runner that dies fails the queue instead of leaving it open") {
+  actors::Runtime rt;
+  auto src = std::make_shared<CountingSource>(1000, 10);
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 20});
+  auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), {1, 1});
+  q.watch(runner, "the runner of counting");
+  REQUIRE(q.dequeue_many(5).ok());
+  caf::anon_send_exit(runner, caf::exit_reason::kill);
+  runtime::Status end;
+  drain(q, 5, &end);
+  CHECK(end.code() == runtime::Code::kUnavailable);
+  CHECK(end.message().find("the runner of counting stopped") != std::string::npos);
+  q.stop();
+}
