@@ -14,7 +14,7 @@ using runtime::Status;
 using runtime::Tensor;
 
 const char* split_csv_record(const char* p, const char* end, char delimiter,
-                             std::vector<std::string>* fields, int64_t* lines) {
+                             std::vector<std::string>* fields, int64_t* lines, bool* open_quote) {
   fields->clear();
   fields->emplace_back();
   bool quoted = false;
@@ -49,6 +49,7 @@ const char* split_csv_record(const char* p, const char* end, char delimiter,
     }
     ++p;
   }
+  if (open_quote) *open_quote = quoted;
   return p;
 }
 
@@ -131,8 +132,9 @@ Result<std::shared_ptr<CsvSource>> CsvSource::open(const std::string& pattern, C
   return s;
 }
 
-// Finds where every rows_per_unit-th record starts, honouring quotes, so readers can parse
-// units independently.
+// Finds where every rows_per_unit-th record starts, with the parser the readers use, so that
+// a unit's bounds and row count agree with what reading it finds (quotes, doubled quotes and
+// line breaks inside them included).
 Status CsvSource::scan(int file, size_t body) {
   const MappedFile& f = *files_[file];
   const char* data = f.bytes().data();
@@ -140,29 +142,24 @@ Status CsvSource::scan(int file, size_t body) {
   const char* end = data + f.bytes().size();
   int64_t line = options_.header ? 2 : 1;
   Unit u{file, body, body, line, 0};
-  bool quoted = false;
-  const char* record_start = p;
-  for (; p < end; ++p) {
-    const char ch = *p;
-    if (ch == '"') {
-      quoted = !quoted;
-    } else if (ch == '\n') {
-      ++line;
-      if (quoted) continue;
-      if (!blank(record_start, p)) ++u.rows;
-      record_start = p + 1;
-      if (u.rows == options_.rows_per_unit) {
-        u.end = static_cast<size_t>(p + 1 - data);
-        units_.push_back(u);
-        u = Unit{file, u.end, u.end, line, 0};
-      }
+  std::vector<std::string> fields;
+  while (p < end) {
+    const char* start = p;
+    const int64_t record_line = line;
+    bool open_quote = false;
+    p = split_csv_record(p, end, options_.delimiter, &fields, &line, &open_quote);
+    if (open_quote) {
+      return runtime::data_loss(f.path(), ": a quoted field opened on line ", record_line,
+                                " is never closed");
+    }
+    if (blank(start, p)) continue;
+    ++u.rows;
+    if (u.rows == options_.rows_per_unit) {
+      u.end = static_cast<size_t>(p - data);
+      units_.push_back(u);
+      u = Unit{file, u.end, u.end, line, 0};
     }
   }
-  if (quoted) {
-    return runtime::data_loss(f.path(), ": a quoted field opened before line ", line,
-                              " is never closed");
-  }
-  if (!blank(record_start, end)) ++u.rows;
   u.end = f.bytes().size();
   if (u.rows > 0) units_.push_back(u);
   return runtime::ok_status();
@@ -239,6 +236,10 @@ Status CsvSource::read(int64_t unit, std::vector<actors::Chunk>* out, int64_t* s
     const int64_t record_line = line;
     p = split_csv_record(p, end, options_.delimiter, &fields, &line);
     if (blank(start, p)) continue;
+    if (row == u.rows) {
+      // The file changed since it was scanned (it is mapped, not copied).
+      return runtime::data_loss(path, ":", record_line, ": more rows than when it was opened");
+    }
     Status bad;
     if (fields.size() != columns_.size()) {
       bad = runtime::invalid_argument(path, ":", record_line, ": expected ", columns_.size(),

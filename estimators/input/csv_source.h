@@ -71,8 +71,11 @@ class CsvSource : public actors::Source {
 };
 
 // Splits one CSV record starting at `p` (before `end`) into `fields`, unquoting; returns where
-// the next record starts and counts the line breaks consumed in `lines`. Exposed for tests.
+// the next record starts and counts the line breaks consumed in `lines`. A quote opens a quoted
+// field only at the start of a field (`5"` is the text 5"); `open_quote` says whether the data
+// ended inside one. The one parser both scanning and reading use.
 const char* split_csv_record(const char* p, const char* end, char delimiter,
-                             std::vector<std::string>* fields, int64_t* lines);
+                             std::vector<std::string>* fields, int64_t* lines,
+                             bool* open_quote = nullptr);
 
 }  // namespace troupe::estimators::input

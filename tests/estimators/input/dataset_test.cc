@@ -153,7 +153,7 @@ TEST_CASE("csv: header, inferred and declared types, quotes, defaults, shards") 
         "31,\"Smith, Jo\",1.5,1\n"
         "40,\"say \"\"hi\"\"\",2,0\r\n"
         ",\"two\nlines\",-3e1,1\n");
-  write("a-1.csv", "age,name,score,label\n22,plain,0.25,0\n\n");
+  write("a-1.csv", "age,name,score,label\n22,plain,0.25,0\n\n23,5\" \"wide\",1,1\n");
   CsvOptions o;
   o.defaults = {{"age", "-1"}};
   o.types = {{"label", DType::kInt32}};
@@ -166,10 +166,12 @@ TEST_CASE("csv: header, inferred and declared types, quotes, defaults, shards") 
   CHECK(src->type_of("label") == DType::kInt32);
   Drained r = drain(*d);
   CHECK(r.end.code() == runtime::Code::kOutOfRange);
-  CHECK(r.numbers[0] == std::vector<double>{31, 40, -1, 22});
-  CHECK(r.strings[1] == std::vector<std::string>{"Smith, Jo", "say \"hi\"", "two\nlines", "plain"});
-  CHECK(r.numbers[2] == std::vector<double>{1.5, 2, -30, 0.25});
-  CHECK(r.numbers[3] == std::vector<double>{1, 0, 1, 0});
+  CHECK(r.numbers[0] == std::vector<double>{31, 40, -1, 22, 23});
+  // A quote inside a field is text; it opens no quoted field.
+  CHECK(r.strings[1] ==
+        std::vector<std::string>{"Smith, Jo", "say \"hi\"", "two\nlines", "plain", "5\" \"wide\""});
+  CHECK(r.numbers[2] == std::vector<double>{1.5, 2, -30, 0.25, 1});
+  CHECK(r.numbers[3] == std::vector<double>{1, 0, 1, 0, 1});
 }
 
 TEST_CASE("csv: bad rows name file and line, or are skipped and counted") {
