@@ -115,6 +115,8 @@ class Estimator {
     EstimatorSpec spec;
     std::vector<runtime::Output> inputs;  // one placeholder per dataset component
     std::vector<Component> components;
+    std::shared_ptr<const actors::Source> source;  // the last dataset's, known to fit
+    std::string label;
     int init = -1;
     std::unique_ptr<actors::Session> session;
   };
