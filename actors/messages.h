@@ -127,11 +127,35 @@ struct LoopRequest {
   std::function<void(int64_t i, std::vector<NodeTiming> timings)> on_profile;
   int64_t batch_size = 0;
   bool allow_smaller_final_batch = true;
+  // Actors that watch every step (the Estimator's hook actors): each gets a StepReport per
+  // finished step and answers with a StepAck. The loop starts no step while an observer is
+  // more than `observer_window` reports behind, so a slow observer holds training back by a
+  // bounded amount instead of a round trip per step. The loop answers once every report is
+  // acknowledged; an observer that stops during the loop fails it (kUnavailable).
+  std::vector<caf::actor> observers;
+  int64_t observer_window = 2;
+  int64_t report_base = 0;  // observers see loop step i as number report_base + i
 };
 struct LoopResult {
   runtime::Status status;
   int64_t steps_done = 0;
   bool end_of_input = false;
+  bool stop_requested = false;  // an observer asked to stop
+  bool sync_requested = false;  // an observer asked for a pause with no step in flight
+};
+
+// A finished loop step, for one observer: `values` are the loop's fetches, shared by all.
+struct StepReport {
+  int64_t number = 0;
+  int32_t observer = 0;  // echoed in the ack
+  std::shared_ptr<const std::vector<runtime::Tensor>> values;
+};
+// An observer is done with a report. An error ends the loop with it.
+struct StepAck {
+  int32_t observer = 0;
+  runtime::Status status;
+  bool stop = false;
+  bool sync = false;
 };
 
 }  // namespace troupe::actors
@@ -146,5 +170,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::RunRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::RunResult)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::LoopRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::LoopResult)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::StepReport)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::StepAck)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::runtime::AllocatorStats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::runtime::Status)

@@ -66,6 +66,8 @@ class Session {
   runtime::VariableStore& variables() { return *variables_; }
   runtime::AllocatorStats memory_stats() const { return allocator_->stats(); }
   const runtime::Graph& graph() const { return *graph_; }
+  // The session actor, for actors that drive loops themselves (the Estimator's training run).
+  const caf::actor& actor() const { return session_; }
 
  private:
   Session(Runtime& runtime) : runtime_(runtime) {}

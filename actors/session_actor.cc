@@ -1,5 +1,7 @@
 #include "actors/session_actor.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <functional>
 
@@ -58,10 +60,19 @@ struct Loop {
   int64_t finished = 0;
   int64_t succeeded = 0;
   Status error;
-  bool stop = false;          // start no more steps
-  bool halted = false;        // and report no more (an error, or on_step said stop)
-  bool end_of_input = false;  // the input queue ran dry: steps in flight still report
-  int64_t profiling = -1;     // the loop index of the step being profiled
+  bool stop = false;           // start no more steps
+  bool halted = false;         // and report no more (an error, or on_step said stop)
+  bool end_of_input = false;   // the input queue ran dry: steps in flight still report
+  int64_t profiling = -1;      // the loop index of the step being profiled
+  int64_t reported = 0;        // steps reported to the observers
+  std::vector<int64_t> acked;  // per observer: reports acknowledged (INT64_MAX once it is gone)
+  bool stop_requested = false;
+  bool sync_requested = false;
+  int64_t slowest_ack() const {
+    int64_t m = reported;
+    for (int64_t a : acked) m = std::min(m, a);
+    return m;
+  }
 };
 
 struct SessionState {
@@ -301,6 +312,47 @@ void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
     if (!loop.halted && loop.request.on_step && !loop.request.on_step(index, result.values)) {
       loop.stop = loop.halted = true;
     }
+    // Steps that ran after an observer asked to stop are still reported: they changed the model.
+    if (!loop.halted && !loop.request.observers.empty()) {
+      auto values = std::make_shared<const std::vector<Tensor>>(std::move(result.values));
+      const auto& observers = loop.request.observers;
+      for (size_t k = 0; k < observers.size(); ++k) {
+        self->send(observers[k],
+                   StepReport{loop.request.report_base + index, static_cast<int32_t>(k), values});
+      }
+      ++loop.reported;
+    }
+  }
+  pump_loop(self);
+}
+
+void on_ack(SessionActor* self, const StepAck& ack) {
+  if (!self->state.loop) return;
+  Loop& loop = *self->state.loop;
+  if (ack.observer < 0 || ack.observer >= static_cast<int32_t>(loop.acked.size())) return;
+  if (loop.acked[ack.observer] < INT64_MAX) ++loop.acked[ack.observer];
+  if (!ack.status.ok()) {
+    if (loop.error.ok()) loop.error = ack.status;
+    loop.stop = loop.halted = true;
+  }
+  if (ack.stop) loop.stop = loop.stop_requested = true;
+  if (ack.sync) loop.stop = loop.sync_requested = true;
+  pump_loop(self);
+}
+
+// An observer that is gone will not acknowledge: the loop fails instead of waiting for it.
+void on_down(SessionActor* self, const caf::down_msg& down) {
+  if (!self->state.loop) return;
+  Loop& loop = *self->state.loop;
+  const auto& observers = loop.request.observers;
+  for (size_t k = 0; k < observers.size(); ++k) {
+    if (observers[k].address() != down.source || loop.acked[k] == INT64_MAX) continue;
+    loop.acked[k] = INT64_MAX;
+    if (loop.error.ok()) {
+      loop.error = runtime::unavailable(
+          "step observer ", k, " stopped during the loop: ", self->system().render(down.reason));
+    }
+    loop.stop = loop.halted = true;
   }
   pump_loop(self);
 }
@@ -390,7 +442,8 @@ void pump_loop(SessionActor* self) {
   SessionState& st = self->state;
   Loop& loop = *st.loop;
   while (!loop.stop && loop.started < loop.request.steps &&
-         loop.started - loop.finished < std::max(1, st.spec.pipeline_depth)) {
+         loop.started - loop.finished < std::max(1, st.spec.pipeline_depth) &&
+         loop.reported - loop.slowest_ack() < std::max<int64_t>(1, loop.request.observer_window)) {
     const int64_t index = loop.started++;
     if (loop.request.input && st.leftover_input == loop.request.input && !st.leftover.empty() &&
         st.leftover.front().size() == loop.request.input_feeds.size()) {
@@ -407,17 +460,21 @@ void pump_loop(SessionActor* self) {
     begin_loop_step(self, index, {});
     if (!st.loop) return;  // finished synchronously and answered already
   }
-  if (loop.started == loop.finished && (loop.stop || loop.started == loop.request.steps)) {
+  if (loop.started == loop.finished && (loop.stop || loop.started == loop.request.steps) &&
+      loop.slowest_ack() >= loop.reported) {
     auto done = std::move(st.loop);
+    for (const caf::actor& o : done->request.observers) self->demonitor(o);
     // The queue ran dry, but batches taken before the stop still wait for the next loop.
     const bool more = st.leftover_input == done->request.input && !st.leftover.empty();
-    done->promise.deliver(LoopResult{done->error, done->succeeded, done->end_of_input && !more});
+    done->promise.deliver(LoopResult{done->error, done->succeeded, done->end_of_input && !more,
+                                     done->stop_requested, done->sync_requested});
   }
 }
 
 caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
   self->state.spec = std::move(spec);
   self->state.nodes.resize(self->state.spec.graph->num_nodes());
+  self->set_down_handler([self](caf::down_msg& down) { on_down(self, down); });
   // NodeDone first: CAF tries the cases in order, and each miss costs a type comparison.
   return {
       [self](NodeDone& d) {
@@ -466,10 +523,13 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
         auto loop = std::make_unique<Loop>();
         loop->request = std::move(req);
         loop->promise = promise;
+        loop->acked.assign(loop->request.observers.size(), 0);
+        for (const caf::actor& o : loop->request.observers) self->monitor(o);
         self->state.loop = std::move(loop);
         pump_loop(self);
         return promise;
       },
+      [self](StepAck& ack) { on_ack(self, ack); },
       [self](StepError& e) {
         auto it = self->state.steps.find(e.step);
         if (it != self->state.steps.end() && it->second.error.ok()) it->second.error = e.status;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "harness/op_harness.h"
@@ -379,4 +380,157 @@ TEST_CASE("a kernel that throws fails its step and the loop, naming the node; th
   auto fine = (*s)->run({{x, Tensor::from_vector<float>(Shape{1}, {5})}}, {x});
   REQUIRE(fine.ok());
   CHECK((*fine)[0].data<float>()[0] == 5);
+}
+
+namespace {
+// A step observer for the tests: records the step numbers it sees and answers as planned.
+struct WatchPlan {
+  int64_t stop_at = -1;  // ask to stop at this number
+  int64_t fail_at = -1;  // answer an error
+  int64_t die_at = -1;   // end the actor instead of answering
+  bool hold = false;     // keep the acks until a release message
+};
+struct WatchLog {
+  std::mutex mu;
+  std::vector<int64_t> numbers;
+};
+using release_atom = caf::atom_constant<caf::atom("release")>;
+struct Held {
+  std::vector<std::pair<caf::actor, actors::StepAck>> acks;
+};
+
+caf::behavior watcher(caf::stateful_actor<Held>* self, WatchPlan plan,
+                      std::shared_ptr<WatchLog> log) {
+  return {
+      [=](actors::StepReport& r) {
+        {
+          std::lock_guard<std::mutex> lock(log->mu);
+          log->numbers.push_back(r.number);
+        }
+        if (r.number == plan.die_at) return self->quit(caf::sec::runtime_error);
+        actors::StepAck ack{r.observer, runtime::ok_status(), r.number == plan.stop_at};
+        if (r.number == plan.fail_at) ack.status = runtime::data_loss("observer saw a bad step");
+        auto session = caf::actor_cast<caf::actor>(self->current_sender());
+        if (plan.hold) {
+          self->state.acks.push_back({session, ack});
+        } else {
+          self->send(session, ack);
+        }
+      },
+      [=](release_atom) {
+        for (auto& [session, ack] : self->state.acks) self->send(session, ack);
+        self->state.acks.clear();
+      },
+  };
+}
+
+struct Doubler {
+  runtime::Graph g;
+  Output x, y;
+};
+
+Doubler doubler() {
+  Doubler d;
+  runtime::GraphBuilder b(&d.g);
+  d.x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  d.y = ops::mul(b, d.x, 2.0);
+  REQUIRE(b.ok());
+  return d;
+}
+
+actors::LoopResult run_watched(actors::Runtime& rt, actors::Session& s, const Doubler& d,
+                               int64_t steps, std::vector<caf::actor> observers, int64_t window,
+                               std::atomic<int>* finished = nullptr) {
+  actors::LoopRequest loop;
+  loop.steps = steps;
+  loop.fetches = {d.y};
+  loop.feed = [&d](int64_t i, runtime::FeedList* f) {
+    *f = {{d.x, Tensor::scalar<float>(float(i))}};
+    return runtime::ok_status();
+  };
+  loop.on_step = [finished](int64_t, const std::vector<Tensor>&) {
+    if (finished) ++*finished;
+    return true;
+  };
+  loop.observers = std::move(observers);
+  loop.observer_window = window;
+  loop.report_base = 100;
+  caf::scoped_actor self{rt.system()};
+  actors::LoopResult result{runtime::internal_error("no answer"), 0};
+  self->request(s.actor(), caf::infinite, actors::loop_atom::value, std::move(loop))
+      .receive([&](actors::LoopResult& r) { result = std::move(r); }, [](caf::error&) {});
+  return result;
+}
+}  // namespace
+
+TEST_CASE("loop observers see every step in order and answer without a round trip per step") {
+  actors::Runtime rt;
+  Doubler d = doubler();
+  auto s = actors::Session::create(rt, d.g);
+  REQUIRE(s.ok());
+  auto log_a = std::make_shared<WatchLog>(), log_b = std::make_shared<WatchLog>();
+  auto a = rt.system().spawn(watcher, WatchPlan{}, log_a);
+  auto b = rt.system().spawn(watcher, WatchPlan{}, log_b);
+  auto r = run_watched(rt, **s, d, 10, {a, b}, 2);
+  REQUIRE_MESSAGE(r.status.ok(), r.status.to_string());
+  CHECK(r.steps_done == 10);
+  CHECK_FALSE(r.stop_requested);
+  std::vector<int64_t> want;
+  for (int64_t i = 0; i < 10; ++i) want.push_back(100 + i);
+  CHECK(log_a->numbers == want);  // every report was acknowledged before the loop answered
+  CHECK(log_b->numbers == want);
+
+  // An observer that holds its answers holds the loop to its window, then lets it finish.
+  auto log_h = std::make_shared<WatchLog>();
+  auto held = rt.system().spawn(watcher, WatchPlan{.hold = true}, log_h);
+  std::atomic<int> finished{0};
+  actors::LoopResult held_result;
+  std::thread loop([&] { held_result = run_watched(rt, **s, d, 30, {held}, 3, &finished); });
+  for (int i = 0; i < 100 && finished < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(finished >= 3);
+  CHECK(finished <= 3 + 2);  // the window, plus the steps already in flight
+  while (finished < 30) {
+    caf::anon_send(held, release_atom::value);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  caf::anon_send(held, release_atom::value);
+  loop.join();
+  REQUIRE(held_result.status.ok());
+  CHECK(held_result.steps_done == 30);
+  caf::anon_send_exit(held, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a loop observer stops the loop, fails it, or fails it by dying; never a hang") {
+  actors::Runtime rt;
+  Doubler d = doubler();
+  auto s = actors::Session::create(rt, d.g);
+  REQUIRE(s.ok());
+  auto log = std::make_shared<WatchLog>();
+  auto stopper = rt.system().spawn(watcher, WatchPlan{.stop_at = 105}, log);
+  auto r = run_watched(rt, **s, d, 100, {stopper}, 2);
+  REQUIRE(r.status.ok());
+  CHECK(r.stop_requested);
+  CHECK(r.steps_done >= 6);
+  CHECK(r.steps_done <= 6 + 2);
+  CHECK(log->numbers.size() == static_cast<size_t>(r.steps_done));  // the late steps too
+
+  auto failer = rt.system().spawn(watcher, WatchPlan{.fail_at = 103}, log);
+  r = run_watched(rt, **s, d, 100, {failer}, 2);
+  CHECK(r.status.code() == runtime::Code::kDataLoss);
+  CHECK(r.status.message() == "observer saw a bad step");
+
+  auto dying = rt.system().spawn(watcher, WatchPlan{.die_at = 104}, log);
+  r = run_watched(rt, **s, d, 100, {dying}, 2);
+  CHECK(r.status.code() == runtime::Code::kUnavailable);
+  CHECK(r.status.message().find("step observer 0 stopped during the loop") == 0);
+
+  // The session is fine afterwards.
+  auto fine = rt.system().spawn(watcher, WatchPlan{}, log);
+  r = run_watched(rt, **s, d, 5, {fine}, 2);
+  CHECK(r.status.ok());
+  CHECK(r.steps_done == 5);
+  for (auto& a : {stopper, failer, fine}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
