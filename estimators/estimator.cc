@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "estimators/estimator_actor.h"
+#include "estimators/hook_actor.h"
 #include "estimators/metrics.h"
 #include "estimators/summary/summary_actor.h"
 #include "ops/array_ops.h"
@@ -50,12 +52,6 @@ std::string param(const Params& p, const std::string& name, const std::string& f
 
 namespace {
 
-// Failures of the machinery, not of the model or the data: worth a restart.
-bool retryable(const Status& s) {
-  return s.code() == runtime::Code::kUnavailable || s.code() == runtime::Code::kAborted ||
-         s.code() == runtime::Code::kInternal;
-}
-
 // skip_bad_records counts what it skips; the user hears the count when the data ends.
 void report_skipped(input::Pipeline& p, const char* what) {
   const actors::RunnerStats stats = p.runner_stats();
@@ -65,11 +61,46 @@ void report_skipped(input::Pipeline& p, const char* what) {
   }
 }
 
-// Every hook's after_run, in order; the first error stops the rest.
-Status after_run_all(const std::vector<std::shared_ptr<SessionRunHook>>& hooks, StepContext& sc) {
-  for (const auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->after_run(sc));
-  return runtime::ok_status();
-}
+// The hook actors of one evaluation or prediction: they watch its loop's steps, and are called
+// before and after it with the model at rest. Stopped when this goes.
+class HookActors {
+ public:
+  HookActors(actors::Runtime& runtime, const std::vector<std::shared_ptr<SessionRunHook>>& hooks,
+             HookActorSpec common)
+      : runtime_(runtime) {
+    for (const auto& h : hooks) {
+      common.hook = h;
+      common.name = hook_name(*h);
+      actors_.push_back(spawn_hook_actor(runtime.system(), common));
+    }
+  }
+  ~HookActors() {
+    for (const caf::actor& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
+  HookActors(const HookActors&) = delete;
+  HookActors& operator=(const HookActors&) = delete;
+
+  // Calls each hook in turn; the first error stops the rest.
+  Status call(HookPhase phase, int64_t global_step) {
+    caf::scoped_actor self{runtime_.system()};
+    for (const caf::actor& a : actors_) {
+      HookReply reply;
+      self->request(a, caf::infinite, hook_atom::value, HookCall{phase, global_step})
+          .receive([&](HookReply& r) { reply = std::move(r); },
+                   [&](caf::error& e) {
+                     reply.status =
+                         runtime::unavailable("a hook actor: ", runtime_.system().render(e));
+                   });
+      TROUPE_RETURN_IF_ERROR(reply.status);
+    }
+    return runtime::ok_status();
+  }
+  const std::vector<caf::actor>& actors() const { return actors_; }
+
+ private:
+  actors::Runtime& runtime_;
+  std::vector<caf::actor> actors_;
+};
 
 }  // namespace
 
@@ -275,23 +306,71 @@ Result<TrainResult> Estimator::train(const input::Dataset& data, TrainOptions op
   int64_t last = INT64_MAX;
   if (options.steps > 0) last = start + options.steps;
   if (options.max_steps > 0) last = std::min(last, options.max_steps);
-  int restarts = 0;
-  while (true) {
-    Result<TrainResult> r = train_once(*m, data, options, last);
-    if (r.ok()) {
-      r->restarts = restarts;
-      return r;
-    }
-    if (!retryable(r.status()) || restarts >= config_.max_restarts) return r.status();
-    ++restarts;
-    std::fprintf(stderr,
-                 "WARNING: training failed at step %lld: %s\nWARNING: restarting from %s "
-                 "(restart %d of %d)\n",
-                 static_cast<long long>(global_step()), r.status().to_string().c_str(),
-                 latest_checkpoint().empty() ? "the initial values" : latest_checkpoint().c_str(),
-                 restarts, config_.max_restarts);
-    TROUPE_RETURN_IF_ERROR(restart_training(*m));
+
+  TROUPE_ASSIGN_OR_RETURN(auto hooks, training_hooks(*m, options, last));
+  HookSetup setup(m->graph, m->spec, Mode::kTrain);
+  for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->begin(setup));
+  if (!options.keep_input || !train_input_ || train_input_source_ != data.source.get()) {
+    train_input_.reset();
+    TROUPE_ASSIGN_OR_RETURN(train_input_, input::Pipeline::start(*runtime_, data));
+    train_input_source_ = data.source.get();
   }
+
+  EstimatorActorSpec spec;
+  spec.parts = {m->session->actor(), train_input_->queue_actor()};
+  spec.fetches = {m->spec.loss};
+  spec.fetches.insert(spec.fetches.end(), setup.fetches().begin(), setup.fetches().end());
+  spec.input_feeds = m->inputs;
+  spec.train_op = m->spec.train_op;
+  for (auto& h : hooks) spec.hooks.push_back({h, hook_name(*h), store_, config_.model_dir, 1});
+  if (!setup.feeds().empty()) {
+    spec.feed = [feeds = setup.feeds()](runtime::FeedList* f) {
+      for (const auto& feed : feeds) TROUPE_RETURN_IF_ERROR(feed(f));
+      return runtime::ok_status();
+    };
+  }
+  spec.profile_every = setup.profile_every();
+  spec.profile_sink = setup.profile_sink();
+  spec.variables = store_;
+  spec.last_step = last;
+  spec.max_restarts = config_.max_restarts;
+  // Runs on the EstimatorActor's thread while this one waits for its answer.
+  spec.restart = [this, m, &data]() -> Result<TrainingParts> {
+    TROUPE_RETURN_IF_ERROR(restart_training(*m));
+    TROUPE_ASSIGN_OR_RETURN(train_input_, input::Pipeline::start(*runtime_, data));
+    train_input_source_ = data.source.get();
+    return TrainingParts{m->session->actor(), train_input_->queue_actor()};
+  };
+  spec.restart_point = [this] {
+    const std::string latest = latest_checkpoint();
+    return latest.empty() ? std::string("the initial values") : latest;
+  };
+
+  TrainOutcome outcome;
+  outcome.status = runtime::internal_error("no answer from the training run");
+  {
+    caf::scoped_actor self{runtime_->system()};
+    self->request(spawn_estimator_actor(runtime_->system(), std::move(spec)), caf::infinite,
+                  train_atom::value)
+        .receive([&](TrainOutcome& o) { outcome = std::move(o); },
+                 [&](caf::error& e) {
+                   outcome.status =
+                       runtime::internal_error("the training run: ", runtime_->system().render(e));
+                 });
+  }
+  if (outcome.end_of_input && train_input_) {
+    report_skipped(*train_input_, "training");
+    train_input_.reset();
+  }
+  if (!outcome.status.ok()) return outcome.status;
+  if (train_events_) TROUPE_RETURN_IF_ERROR(train_events_->flush());
+  TrainResult result;
+  result.global_step = global_step();
+  result.steps = result.global_step - outcome.first_step;
+  result.loss = outcome.loss;
+  result.end_of_input = outcome.end_of_input;
+  result.restarts = outcome.restarts;
+  return result;
 }
 
 Status Estimator::restart_training(Model& m) {
@@ -308,8 +387,10 @@ Status Estimator::restart_training(Model& m) {
   return ensure_variables(m, Mode::kTrain);
 }
 
-Result<TrainResult> Estimator::train_once(Model& m, const input::Dataset& data,
-                                          const TrainOptions& options, int64_t last) {
+// The hooks every training run has (TF's: step counter, NaN guard, checkpoints, summaries),
+// then the model_fn's, then the caller's.
+Result<std::vector<std::shared_ptr<SessionRunHook>>> Estimator::training_hooks(
+    Model& m, const TrainOptions& options, int64_t last) {
   std::vector<std::shared_ptr<SessionRunHook>> hooks;
   hooks.push_back(step_counter_hook(config_.log_step_count_steps, last == INT64_MAX ? 0 : last));
   hooks.push_back(nan_tensor_hook(true));
@@ -328,85 +409,7 @@ Result<TrainResult> Estimator::train_once(Model& m, const input::Dataset& data,
   }
   for (auto& h : m.spec.training_hooks) hooks.push_back(h);
   for (auto& h : options.hooks) hooks.push_back(h);
-
-  HookSetup setup(m.graph, m.spec, Mode::kTrain);
-  for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->begin(setup));
-  HookContext ctx{global_step(), *store_, config_.model_dir};
-  for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->after_create_session(ctx));
-
-  if (!options.keep_input || !train_input_ || train_input_source_ != data.source.get()) {
-    train_input_.reset();
-    TROUPE_ASSIGN_OR_RETURN(train_input_, input::Pipeline::start(*runtime_, data));
-    train_input_source_ = data.source.get();
-  }
-  TrainResult result;
-  const int64_t first = global_step();
-  bool stop = false;
-  while (!stop) {
-    const int64_t at = global_step();
-    bool sync = false;
-    Status hook_error;
-    int64_t stop_at = last;
-    for (auto& h : hooks) stop_at = std::min(stop_at, h->stop_step());
-    if (stop_at <= at) break;
-    int64_t segment_end = stop_at;
-    for (auto& h : hooks)
-      segment_end = std::min(segment_end, std::max(at + 1, h->next_sync_step(at)));
-    actors::LoopRequest loop;
-    loop.steps = segment_end == INT64_MAX ? INT64_MAX : segment_end - at;
-    loop.fetches = {m.spec.loss};
-    loop.fetches.insert(loop.fetches.end(), setup.fetches().begin(), setup.fetches().end());
-    loop.targets = {m.spec.train_op};
-    loop.input = train_input_->queue_actor();
-    loop.input_feeds = m.inputs;
-    loop.batch_size = 0;
-    Status profile_error;
-    if (setup.profile_every() > 0) {
-      const int64_t every = setup.profile_every();
-      loop.profile = [at, every](int64_t i) { return (at + i + 1) % every == 0; };
-      loop.on_profile = [&, at](int64_t i, std::vector<actors::NodeTiming> t) {
-        Status s = setup.profile_sink()(at + i + 1, std::move(t));
-        if (!s.ok() && profile_error.ok()) profile_error = s;
-      };
-    }
-    if (!setup.feeds().empty()) {
-      loop.feed = [&setup](int64_t, runtime::FeedList* f) {
-        for (const auto& feed : setup.feeds()) TROUPE_RETURN_IF_ERROR(feed(f));
-        return runtime::ok_status();
-      };
-    }
-    loop.on_step = [&](int64_t i, const std::vector<Tensor>& values) {
-      result.loss = values[0].scalar_as_double();
-      StepContext sc(at + i + 1, values, 1);
-      hook_error = after_run_all(hooks, sc);
-      if (!hook_error.ok()) return false;
-      stop = stop || sc.stop_requested();
-      sync = sc.sync_requested();
-      return !stop && !sync;
-    };
-    bool end_of_input = false;
-    auto done = m.session->run_loop(std::move(loop), &end_of_input);
-    if (!done.ok()) return done.status();
-    if (!hook_error.ok()) return hook_error;
-    if (!profile_error.ok()) return profile_error;
-    ctx.global_step = global_step();
-    for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->at_sync(ctx));
-    if (ctx.stop) stop = true;
-    if (end_of_input) {
-      result.end_of_input = true;
-      report_skipped(*train_input_, "training");
-      train_input_.reset();
-      stop = true;
-    }
-    if (ctx.global_step >= stop_at) stop = true;
-    if (*done == 0 && !sync) stop = true;
-  }
-  ctx.global_step = global_step();
-  for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->end(ctx));
-  if (train_events_) TROUPE_RETURN_IF_ERROR(train_events_->flush());
-  result.global_step = ctx.global_step;
-  result.steps = ctx.global_step - first;
-  return result;
+  return hooks;
 }
 
 Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions options) {
@@ -426,10 +429,8 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
   std::vector<std::shared_ptr<SessionRunHook>> hooks = m->spec.evaluation_hooks;
   for (auto& h : options.hooks) hooks.push_back(h);
   for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->begin(setup));
-  HookContext ctx{global_step(), *store_, config_.model_dir};
-  for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->after_create_session(ctx));
+  const int64_t step = global_step();
 
-  TROUPE_ASSIGN_OR_RETURN(auto pipeline, input::Pipeline::start(*runtime_, data));
   actors::LoopRequest loop;
   loop.steps = options.steps > 0 ? options.steps : INT64_MAX;
   loop.fetches = {m->spec.loss, m->inputs[0]};
@@ -439,11 +440,16 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
   }
   const size_t hook_offset = loop.fetches.size();
   loop.fetches.insert(loop.fetches.end(), setup.fetches().begin(), setup.fetches().end());
+  HookActors hook_actors(*runtime_, hooks,
+                         {nullptr, "", store_, config_.model_dir, hook_offset,
+                          /*fixed_step=*/true});
+  TROUPE_RETURN_IF_ERROR(hook_actors.call(HookPhase::kAfterCreateSession, step));
+  TROUPE_ASSIGN_OR_RETURN(auto pipeline, input::Pipeline::start(*runtime_, data));
   loop.input = pipeline->queue_actor();
   loop.input_feeds = m->inputs;
+  loop.observers = hook_actors.actors();
   double loss_sum = 0, examples = 0;
   Status error;
-  const int64_t step = global_step();
   loop.on_step = [&](int64_t, const std::vector<Tensor>& v) {
     const double n = v[1].rank() > 0 ? static_cast<double>(v[1].dim(0)) : 1.0;
     loss_sum += v[0].scalar_as_double() * n;
@@ -455,15 +461,13 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
         return false;
       }
     }
-    StepContext sc(step, v, hook_offset);
-    error = after_run_all(hooks, sc);
-    return error.ok() && !sc.stop_requested();
+    return true;
   };
   auto done = m->session->run_loop(std::move(loop));
   if (!done.ok()) return done.status().with_context("evaluate");
   report_skipped(*pipeline, "evaluation");
   if (!error.ok()) return error;
-  for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->end(ctx));
+  TROUPE_RETURN_IF_ERROR(hook_actors.call(HookPhase::kEnd, step));
   if (examples == 0)
     return runtime::out_of_range("evaluate: ", data.source->name(), " gave no examples");
   Metrics out;
@@ -511,19 +515,21 @@ runtime::Status Estimator::predict(const input::Dataset& data,
   for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->begin(setup));
   const size_t hook_offset = loop.fetches.size();
   loop.fetches.insert(loop.fetches.end(), setup.fetches().begin(), setup.fetches().end());
+  const int64_t step = global_step();
+  HookActors hook_actors(*runtime_, hooks,
+                         {nullptr, "", store_, config_.model_dir, hook_offset,
+                          /*fixed_step=*/true});
+  TROUPE_RETURN_IF_ERROR(hook_actors.call(HookPhase::kAfterCreateSession, step));
   TROUPE_ASSIGN_OR_RETURN(auto pipeline, input::Pipeline::start(*runtime_, data));
   loop.input = pipeline->queue_actor();
   loop.input_feeds = m->inputs;
+  loop.observers = hook_actors.actors();
   Status error;
-  const int64_t step = global_step();
   loop.on_step = [&](int64_t, const std::vector<Tensor>& v) {
-    StepContext sc(step, v, hook_offset);
-    error = after_run_all(hooks, sc);
-    if (!error.ok()) return false;
     if (!options.yield_single_examples) {
       Prediction p;
       for (size_t k = 0; k < keys.size(); ++k) p[keys[k]] = v[k];
-      return each(p) && !sc.stop_requested();
+      return each(p);
     }
     const int64_t n = v.empty() || v[0].rank() == 0 ? 1 : v[0].dim(0);
     for (int64_t row = 0; row < n; ++row) {
@@ -542,11 +548,12 @@ runtime::Status Estimator::predict(const input::Dataset& data,
       }
       if (!each(p)) return false;
     }
-    return !sc.stop_requested();
+    return true;
   };
   auto done = m->session->run_loop(std::move(loop));
   if (!done.ok()) return done.status().with_context("predict");
-  return error;
+  TROUPE_RETURN_IF_ERROR(error);
+  return hook_actors.call(HookPhase::kEnd, step);
 }
 
 Result<std::vector<Prediction>> Estimator::predict_batches(const input::Dataset& data,

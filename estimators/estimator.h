@@ -10,11 +10,14 @@
 //   auto metrics = est.evaluate(*input::fashion_mnist("test"));  // {"accuracy": ..., "loss": ...}
 //   auto out = est.predict(*input::arrays({{"image", x}}, ""));  // per batch: {"classes": ...}
 //
-// Each training segment (the steps between two checkpoints) runs as one loop inside the actor
-// system: batches come from the pipeline's queue actor, hooks see every step there. A failure
-// of the runtime (an unreachable shard, a dead actor) restarts training from the latest
+// train() hands the run to an EstimatorActor (estimators/estimator_actor.h) and waits for its
+// one answer: it runs each training segment (the steps between two sync points, such as
+// checkpoints) as one loop in the session actor, batches from the pipeline's queue actor, every
+// hook in an actor of its own watching every step. A failure of the machinery (an unreachable
+// shard, an actor that died, a kernel or hook that threw) restarts training from the latest
 // checkpoint, up to RunConfig::max_restarts times; a user error (a bad shape in model_fn, a
-// missing feature, a bad input row) fails at once with a message naming it.
+// missing feature, a bad input row) fails at once with a message naming it. evaluate() and
+// predict() are one loop each, their hooks in actors too.
 #pragma once
 
 #include <functional>
@@ -123,8 +126,8 @@ class Estimator {
   runtime::Result<Model*> model_for(Mode mode, const input::Dataset& data);
   runtime::Status ensure_variables(Model& m, Mode mode);
   runtime::Result<std::vector<Component>> components_of(const input::Dataset& data) const;
-  runtime::Result<TrainResult> train_once(Model& m, const input::Dataset& data,
-                                          const TrainOptions& options, int64_t last);
+  runtime::Result<std::vector<std::shared_ptr<SessionRunHook>>> training_hooks(
+      Model& m, const TrainOptions& options, int64_t last);
   runtime::Status restart_training(Model& m);
 
   ModelFn model_fn_;

@@ -1,9 +1,12 @@
 // SessionRunHooks: code that watches or steers training, evaluation or prediction, with TF's
 // contract (begin, after_create_session, before_run adding fetches, after_run, end, request
-// stop). Hooks run inside the session actor's loop: a hook's fetches are named once, in begin(),
-// and arrive with every step's values, so a cheap per-step hook costs no round trip. Work that
-// needs the variables at rest (saving a checkpoint, restoring the best weights) asks for a sync
-// point: the loop ends the running segment, and at_sync() runs with no step in flight.
+// stop). Each hook runs in an actor of its own (estimators/hook_actor.h): a hook's fetches are
+// named once, in begin(), and the session loop sends it every step's values; the loop runs at
+// most a couple of steps ahead of the hook's answers, so a cheap per-step hook costs no round
+// trip. Work that needs the variables at rest (saving a checkpoint, restoring the best weights)
+// asks for a sync point: the EstimatorActor ends the running segment, and at_sync() runs with no
+// step in flight. A feed function and a profile sink (HookSetup) run in the session actor
+// instead, as part of a step: share state between them and the hook only through atomics.
 //
 //   class LossPrinter : public SessionRunHook {
 //     Status begin(HookSetup& s) override { loss_ = s.fetch(s.loss()); return ok_status(); }
@@ -108,8 +111,8 @@ class SessionRunHook {
   virtual runtime::Status at_sync(HookContext& ctx) { return runtime::ok_status(); }
   virtual runtime::Status end(HookContext& ctx) { return runtime::ok_status(); }
   // The global step a hook will stop at, when it knows it in advance: the loop then starts no
-  // step beyond it. A stop requested from after_run lets the steps already in flight (up to
-  // the pipeline depth) finish.
+  // step beyond it. A stop requested from after_run lets the steps already started (the
+  // pipeline depth plus the hooks' window, a few) finish; the hooks see those steps too.
   virtual int64_t stop_step() const { return INT64_MAX; }
   // The next global step after `global_step` this hook wants a sync point at, when it knows it
   // in advance (a checkpoint every N steps): the segment then ends exactly there.

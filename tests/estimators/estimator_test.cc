@@ -255,6 +255,51 @@ TEST_CASE("estimator: hooks stop training, and a failing runtime piece is restar
   CHECK(!stopped->end_of_input);
 }
 
+TEST_CASE(
+    "estimator actor: a hook actor that dies is restarted with the session; a budget ends it") {
+  // A hook whose code throws (a bug, not a returned error) ends its actor; the EstimatorActor
+  // restarts the run from the latest checkpoint with a fresh hook actor.
+  class ThrowingHook : public SessionRunHook {
+   public:
+    explicit ThrowingHook(int times) : times_(times) {}
+    runtime::Status after_create_session(HookContext& ctx) override {
+      starts.push_back(ctx.global_step);
+      return runtime::ok_status();
+    }
+    runtime::Status after_run(StepContext& c) override {
+      if (c.global_step % 15 == 0 && thrown < times_) {
+        ++thrown;
+        throw std::runtime_error("boom at step " + std::to_string(c.global_step));
+      }
+      return runtime::ok_status();
+    }
+    int times_, thrown = 0;
+    std::vector<int64_t> starts;
+  };
+  RunConfig config = quiet(fresh_dir("throwing_hook"));
+  config.save_checkpoints_steps = 10;
+  Estimator est(linear_model, config);
+  auto once = std::make_shared<ThrowingHook>(1);
+  auto done = est.train(regression_data(256, 100), {.max_steps = 40, .hooks = {once}});
+  REQUIRE_MESSAGE(done.ok(), done.status().to_string());
+  CHECK(done->restarts == 1);
+  CHECK(done->global_step == 40);
+  // After the restart, from the checkpoint of step 10, after_create_session is called again.
+  CHECK(once->starts == std::vector<int64_t>{0, 10});
+
+  auto always = std::make_shared<ThrowingHook>(1000);
+  RunConfig fresh = quiet();
+  fresh.max_restarts = 2;
+  Estimator est2(linear_model, fresh);
+  auto failed = est2.train(regression_data(256, 100), {.max_steps = 100, .hooks = {always}});
+  REQUIRE_FALSE(failed.ok());
+  CHECK(always->thrown == 3);  // the first run and two restarts
+  CHECK(failed.status().code() == runtime::Code::kUnavailable);
+  CHECK_MESSAGE(
+      failed.status().message().find("ThrowingHook threw: boom at step") != std::string::npos,
+      failed.status().message());
+}
+
 TEST_CASE("run config and TF_CONFIG") {
   RunConfig c;
   CHECK(c.validate().ok());
