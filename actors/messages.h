@@ -28,6 +28,8 @@ using loop_atom = caf::atom_constant<caf::atom("loop")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using call_atom = caf::atom_constant<caf::atom("call")>;
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
+// Ends the running loop after the steps already started, as if an observer had asked.
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
 
 // The credit state of one edge of one plan, shared by its producer and consumer (both in this
 // process). The producer may run ahead of its consumer by at most `slots` steps; a consumer that

@@ -530,6 +530,11 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
         return promise;
       },
       [self](StepAck& ack) { on_ack(self, ack); },
+      [self](stop_atom) {
+        if (!self->state.loop) return;
+        self->state.loop->stop = self->state.loop->stop_requested = true;
+        pump_loop(self);
+      },
       [self](StepError& e) {
         auto it = self->state.steps.find(e.step);
         if (it != self->state.steps.end() && it->second.error.ok()) it->second.error = e.status;

@@ -7,6 +7,7 @@
 //   caf::actor s = spawn_session(system, spec);
 //   request(s, infinite, run_atom::value, RunRequest{...})   -> RunResult
 //   request(s, infinite, loop_atom::value, LoopRequest{...}) -> LoopResult
+//   send(s, stop_atom::value)     // the running loop ends after the steps already started
 //
 // Plans (the pruned subgraph for one set of feeds, fetches and targets) are made once and cached.
 #pragma once

@@ -289,6 +289,28 @@ Status Estimator::ensure_variables(Model& m, Mode mode) {
 }
 
 Result<TrainResult> Estimator::train(const input::Dataset& data, TrainOptions options) {
+  TROUPE_ASSIGN_OR_RETURN(caf::actor run, spawn_training(data, std::move(options)));
+  TrainOutcome outcome;
+  outcome.first_step = global_step();
+  if (run) {
+    outcome.status = runtime::internal_error("no answer from the training run");
+    caf::scoped_actor self{runtime_->system()};
+    self->request(run, caf::infinite, train_atom::value)
+        .receive([&](TrainOutcome& o) { outcome = std::move(o); },
+                 [&](caf::error& e) {
+                   outcome.status =
+                       runtime::internal_error("the training run: ", runtime_->system().render(e));
+                 });
+  }
+  return finish_training(outcome);
+}
+
+void Estimator::request_stop() {
+  std::lock_guard<std::mutex> lock(running_mu_);
+  if (running_) caf::anon_send(running_, actors::stop_atom::value);
+}
+
+Result<caf::actor> Estimator::spawn_training(const input::Dataset& data, TrainOptions options) {
   TROUPE_RETURN_IF_ERROR(config_.validate());
   if (options.steps < 0 || options.max_steps < 0) {
     return runtime::invalid_argument("train: steps and max_steps must be >= 0");
@@ -299,9 +321,7 @@ Result<TrainResult> Estimator::train(const input::Dataset& data, TrainOptions op
   if (options.max_steps > 0 && start >= options.max_steps) {
     std::fprintf(stderr, "INFO: skipping training: global step %lld >= max_steps %lld\n",
                  static_cast<long long>(start), static_cast<long long>(options.max_steps));
-    TrainResult r;
-    r.global_step = start;
-    return r;
+    return caf::actor();
   }
   int64_t last = INT64_MAX;
   if (options.steps > 0) last = start + options.steps;
@@ -335,7 +355,7 @@ Result<TrainResult> Estimator::train(const input::Dataset& data, TrainOptions op
   spec.last_step = last;
   spec.max_restarts = config_.max_restarts;
   // Runs on the EstimatorActor's thread while this one waits for its answer.
-  spec.restart = [this, m, &data]() -> Result<TrainingParts> {
+  spec.restart = [this, m, data]() -> Result<TrainingParts> {
     TROUPE_RETURN_IF_ERROR(restart_training(*m));
     TROUPE_ASSIGN_OR_RETURN(train_input_, input::Pipeline::start(*runtime_, data));
     train_input_source_ = data.source.get();
@@ -346,17 +366,15 @@ Result<TrainResult> Estimator::train(const input::Dataset& data, TrainOptions op
     return latest.empty() ? std::string("the initial values") : latest;
   };
 
-  TrainOutcome outcome;
-  outcome.status = runtime::internal_error("no answer from the training run");
+  std::lock_guard<std::mutex> lock(running_mu_);
+  running_ = spawn_estimator_actor(runtime_->system(), std::move(spec));
+  return running_;
+}
+
+Result<TrainResult> Estimator::finish_training(const TrainOutcome& outcome) {
   {
-    caf::scoped_actor self{runtime_->system()};
-    self->request(spawn_estimator_actor(runtime_->system(), std::move(spec)), caf::infinite,
-                  train_atom::value)
-        .receive([&](TrainOutcome& o) { outcome = std::move(o); },
-                 [&](caf::error& e) {
-                   outcome.status =
-                       runtime::internal_error("the training run: ", runtime_->system().render(e));
-                 });
+    std::lock_guard<std::mutex> lock(running_mu_);
+    running_ = nullptr;
   }
   if (outcome.end_of_input && train_input_) {
     report_skipped(*train_input_, "training");
@@ -369,6 +387,7 @@ Result<TrainResult> Estimator::train(const input::Dataset& data, TrainOptions op
   result.steps = result.global_step - outcome.first_step;
   result.loss = outcome.loss;
   result.end_of_input = outcome.end_of_input;
+  result.stopped = outcome.stopped;
   result.restarts = outcome.restarts;
   return result;
 }

@@ -23,11 +23,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "actors/runtime_system.h"
 #include "actors/session.h"
+#include "estimators/estimator_actor.h"
 #include "estimators/hooks.h"
 #include "estimators/input/dataset.h"
 #include "estimators/model_fn.h"
@@ -53,6 +55,7 @@ struct TrainResult {
   int64_t steps = 0;  // run by this call
   double loss = 0;    // of the last step
   bool end_of_input = false;
+  bool stopped = false;  // by request_stop()
   int restarts = 0;
 };
 
@@ -80,6 +83,15 @@ class Estimator {
   Estimator& operator=(const Estimator&) = delete;
 
   runtime::Result<TrainResult> train(const input::Dataset& data, TrainOptions options = {});
+  // Ends the running train() after the steps already started, as if its data had ended: the
+  // hooks' end() runs and the final checkpoint is saved. From any thread (a signal handler's
+  // thread, say); nothing happens when no training runs.
+  void request_stop();
+  // train() in two halves, for supervisors that drive runs as actors (the ExperimentActor):
+  // the EstimatorActor of one run, not yet started (send it train_atom; null when there is
+  // nothing to train), and the result from its answer, which every spawned run must be given.
+  runtime::Result<caf::actor> spawn_training(const input::Dataset& data, TrainOptions options);
+  runtime::Result<TrainResult> finish_training(const TrainOutcome& outcome);
   // Loss (example-weighted mean), every eval metric, and global_step.
   runtime::Result<Metrics> evaluate(const input::Dataset& data, EvalOptions options = {});
   // Calls `each` with every example's predictions (or every batch's, without
@@ -142,6 +154,8 @@ class Estimator {
   std::unique_ptr<input::Pipeline> train_input_;
   const actors::Source* train_input_source_ = nullptr;
   std::vector<Component> last_components_;
+  std::mutex running_mu_;
+  caf::actor running_;  // the EstimatorActor of the running train(), for request_stop
 };
 
 }  // namespace troupe::estimators

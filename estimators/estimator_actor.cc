@@ -95,7 +95,7 @@ void fail(RunActor* self, Status why) {
   auto parts = st.spec.restart();
   if (!parts.ok()) return finish(self, parts.status().with_context("restarting training"));
   st.spec.parts = *parts;
-  st.stop = false;
+  st.stop = st.outcome.stopped;
   watch(self);
   call_hooks(self, HookPhase::kAfterCreateSession, 0, [self] { segment(self); });
 }
@@ -197,6 +197,12 @@ caf::behavior estimator_actor(RunActor* self, EstimatorActorSpec spec) {
         watch(self);
         call_hooks(self, HookPhase::kAfterCreateSession, 0, [self] { segment(self); });
         return st.promise;
+      },
+      // A stop between segments ends the run at the next; one during a segment ends its loop.
+      [self](actors::stop_atom) {
+        RunState& st = self->state;
+        st.stop = st.outcome.stopped = true;
+        self->send(st.spec.parts.session, actors::stop_atom::value);
       },
   };
 }

@@ -8,6 +8,7 @@
 //
 //   caf::actor run = spawn_estimator_actor(system, std::move(spec));    // detached
 //   request(run, infinite, train_atom::value) -> TrainOutcome           // the only crossing
+//   anon_send(run, actors::stop_atom::value)     // ends it after the steps already started
 //
 // It runs on a thread of its own: restarting blocks on the session (variables are initialised
 // and restored), and nothing on the graph's worker may block.
@@ -59,6 +60,7 @@ struct TrainOutcome {
   int64_t first_step = 0;  // the global step the run started at
   double loss = 0;         // of the last step
   bool end_of_input = false;
+  bool stopped = false;  // by a stop message
   int restarts = 0;
 };
 

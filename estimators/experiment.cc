@@ -1,7 +1,9 @@
 #include "estimators/experiment.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <thread>
 
 #include "runtime/checkpoint.h"
@@ -61,6 +63,7 @@ Result<std::vector<std::pair<std::string, Metrics>>> Experiment::evaluate_all() 
     EvalOptions o;
     o.steps = options_.eval_steps;
     o.name = name;
+    o.hooks = options_.eval_hooks;
     TROUPE_ASSIGN_OR_RETURN(Metrics m, estimator_.evaluate(data, o));
     std::fprintf(stderr, "INFO: evaluation [%s] at step %lld: %s\n", name.c_str(),
                  static_cast<long long>(m["global_step"]), format(m).c_str());
@@ -69,117 +72,235 @@ Result<std::vector<std::pair<std::string, Metrics>>> Experiment::evaluate_all() 
   return out;
 }
 
-Result<ExperimentReport> Experiment::train_and_evaluate() {
-  if (eval_sets_.empty()) return runtime::invalid_argument("an Experiment needs an evaluation set");
-  const auto start = Clock::now();
+// The schedule's state across rounds (a round: train a chunk, evaluate).
+struct Experiment::Progress {
   ExperimentReport report;
+  Clock::time_point start = Clock::now();
   bool has_best = false;
   int waited = 0, plateau = 0;
   std::map<std::string, runtime::Tensor> best_weights;
-  const std::string export_base =
-      !options_.export_dir.empty()
-          ? options_.export_dir
-          : estimator_.config().model_dir + "/export/" + options_.export_strategy;
-  const bool chunks = options_.eval_every_steps > 0 || options_.eval_every_secs > 0;
-  while (true) {
-    TrainOptions t;
-    t.keep_input = true;
-    t.max_steps = options_.train_steps;
-    if (options_.eval_every_steps > 0) t.steps = options_.eval_every_steps;
-    if (options_.eval_every_secs > 0)
-      t.hooks.push_back(std::make_shared<StopAfter>(options_.eval_every_secs));
-    TROUPE_ASSIGN_OR_RETURN(TrainResult r, estimator_.train(train_, t));
-    const bool done = !chunks || r.end_of_input || r.steps == 0 ||
-                      (options_.train_steps > 0 && r.global_step >= options_.train_steps);
-    TROUPE_ASSIGN_OR_RETURN(auto results, evaluate_all());
-    const Metrics& first = results[0].second;
-    report.history.push_back({r.global_step, first});
-    report.final_by_set = results;
-    report.final_metrics = first;
-    report.global_step = r.global_step;
+};
 
-    auto metric = first.find(options_.early_stopping_metric);
-    if (metric == first.end() &&
-        (options_.early_stopping_rounds > 0 || options_.export_strategy == "best" ||
-         options_.reduce_lr_patience > 0 || options_.keep_best_checkpoints > 0)) {
-      return runtime::invalid_argument("early stopping metric '", options_.early_stopping_metric,
-                                       "' is not among the evaluation's metrics: ", format(first));
-    }
-    if (options_.keep_best_checkpoints > 0 && !estimator_.config().model_dir.empty()) {
-      runtime::CheckpointManager best(estimator_.config().model_dir,
-                                      {.keep_max = estimator_.config().keep_checkpoint_max,
-                                       .best_k = options_.keep_best_checkpoints,
-                                       .metric = options_.early_stopping_metric,
-                                       .higher_is_better = maximize()});
-      TROUPE_RETURN_IF_ERROR(best.save(r.global_step, estimator_.variables(), first).status());
-    }
-    if (metric != first.end()) {
-      const double v = metric->second;
-      const bool better = !has_best || (maximize() ? v > report.best_value + options_.min_delta
-                                                   : v < report.best_value - options_.min_delta);
-      if (better) {
-        has_best = true;
-        report.best_value = v;
-        report.best_step = r.global_step;
-        waited = plateau = 0;
-        best_weights.clear();
-        for (const std::string& name : estimator_.variables().names()) {
-          auto tensor = estimator_.variables().read(name);
-          if (tensor.ok() && name != "global_step") best_weights[name] = *tensor;
-        }
-        if (options_.export_strategy == "best") {
-          TROUPE_ASSIGN_OR_RETURN(std::string dir, estimator_.export_saved_model(export_base));
-          report.exports.push_back(dir);
-        }
-      } else {
-        ++waited;
-        ++plateau;
-        if (options_.reduce_lr_patience > 0 && plateau >= options_.reduce_lr_patience) {
-          plateau = 0;
-          auto lr = estimator_.variables().read("learning_rate");
-          if (lr.ok()) {
-            const double now = lr->scalar_as_double();
-            const double next =
-                std::max(options_.min_learning_rate, now * options_.reduce_lr_factor);
-            estimator_.variables().assign("learning_rate",
-                                          runtime::Tensor::scalar<float>(static_cast<float>(next)));
-            std::fprintf(stderr, "INFO: %s on a plateau: learning rate %.3g -> %.3g\n",
-                         options_.early_stopping_metric.c_str(), now, next);
-          }
-        }
-        if (options_.early_stopping_rounds > 0 && waited >= options_.early_stopping_rounds) {
-          report.stopped_early = true;
-          std::fprintf(stderr,
-                       "INFO: early stopping at step %lld: %s has not improved on %.6g (step "
-                       "%lld) for %d evaluations\n",
-                       static_cast<long long>(r.global_step),
-                       options_.early_stopping_metric.c_str(), report.best_value,
-                       static_cast<long long>(report.best_step), waited);
-          if (options_.restore_best_weights && !best_weights.empty()) {
-            for (const auto& [name, tensor] : best_weights)
-              estimator_.variables().assign(name, tensor);
-            TROUPE_ASSIGN_OR_RETURN(auto again, evaluate_all());
-            report.final_by_set = again;
-            report.final_metrics = again[0].second;
-            if (!estimator_.config().model_dir.empty()) {
-              runtime::CheckpointManager m(estimator_.config().model_dir,
-                                           {.keep_max = estimator_.config().keep_checkpoint_max});
-              TROUPE_RETURN_IF_ERROR(
-                  m.save(estimator_.global_step(), estimator_.variables()).status());
-            }
-          }
-          break;
-        }
-      }
-    }
-    if (done) break;
+std::string Experiment::export_base() const {
+  return !options_.export_dir.empty()
+             ? options_.export_dir
+             : estimator_.config().model_dir + "/export/" + options_.export_strategy;
+}
+
+bool Experiment::in_chunks() const {
+  return options_.eval_every_steps > 0 || options_.eval_every_secs > 0;
+}
+
+TrainOptions Experiment::round_options() const {
+  TrainOptions t;
+  t.hooks = options_.train_hooks;
+  t.keep_input = true;
+  t.max_steps = options_.train_steps;
+  if (options_.eval_every_steps > 0) t.steps = options_.eval_every_steps;
+  if (options_.eval_every_secs > 0)
+    t.hooks.push_back(std::make_shared<StopAfter>(options_.eval_every_secs));
+  return t;
+}
+
+Result<bool> Experiment::after_round(Progress& p, const TrainResult& r) {
+  ExperimentReport& report = p.report;
+  const bool done = !in_chunks() || r.end_of_input || r.steps == 0 || r.stopped ||
+                    (options_.train_steps > 0 && r.global_step >= options_.train_steps);
+  TROUPE_ASSIGN_OR_RETURN(auto results, evaluate_all());
+  const Metrics& first = results[0].second;
+  report.history.push_back({r.global_step, first});
+  report.final_by_set = results;
+  report.final_metrics = first;
+  report.global_step = r.global_step;
+
+  auto metric = first.find(options_.early_stopping_metric);
+  if (metric == first.end() &&
+      (options_.early_stopping_rounds > 0 || options_.export_strategy == "best" ||
+       options_.reduce_lr_patience > 0 || options_.keep_best_checkpoints > 0)) {
+    return runtime::invalid_argument("early stopping metric '", options_.early_stopping_metric,
+                                     "' is not among the evaluation's metrics: ", format(first));
   }
+  if (options_.keep_best_checkpoints > 0 && !estimator_.config().model_dir.empty()) {
+    runtime::CheckpointManager best(estimator_.config().model_dir,
+                                    {.keep_max = estimator_.config().keep_checkpoint_max,
+                                     .best_k = options_.keep_best_checkpoints,
+                                     .metric = options_.early_stopping_metric,
+                                     .higher_is_better = maximize()});
+    TROUPE_RETURN_IF_ERROR(best.save(r.global_step, estimator_.variables(), first).status());
+  }
+  if (metric == first.end()) return done;
+  const double v = metric->second;
+  const bool better = !p.has_best || (maximize() ? v > report.best_value + options_.min_delta
+                                                 : v < report.best_value - options_.min_delta);
+  if (better) {
+    p.has_best = true;
+    report.best_value = v;
+    report.best_step = r.global_step;
+    p.waited = p.plateau = 0;
+    p.best_weights.clear();
+    for (const std::string& name : estimator_.variables().names()) {
+      auto tensor = estimator_.variables().read(name);
+      if (tensor.ok() && name != "global_step") p.best_weights[name] = *tensor;
+    }
+    if (options_.export_strategy == "best") {
+      TROUPE_ASSIGN_OR_RETURN(std::string dir, estimator_.export_saved_model(export_base()));
+      report.exports.push_back(dir);
+    }
+    return done;
+  }
+  ++p.waited;
+  ++p.plateau;
+  if (options_.reduce_lr_patience > 0 && p.plateau >= options_.reduce_lr_patience) {
+    p.plateau = 0;
+    auto lr = estimator_.variables().read("learning_rate");
+    if (lr.ok()) {
+      const double now = lr->scalar_as_double();
+      const double next = std::max(options_.min_learning_rate, now * options_.reduce_lr_factor);
+      estimator_.variables().assign("learning_rate",
+                                    runtime::Tensor::scalar<float>(static_cast<float>(next)));
+      std::fprintf(stderr, "INFO: %s on a plateau: learning rate %.3g -> %.3g\n",
+                   options_.early_stopping_metric.c_str(), now, next);
+    }
+  }
+  if (options_.early_stopping_rounds == 0 || p.waited < options_.early_stopping_rounds) {
+    return done;
+  }
+  report.stopped_early = true;
+  std::fprintf(stderr,
+               "INFO: early stopping at step %lld: %s has not improved on %.6g (step "
+               "%lld) for %d evaluations\n",
+               static_cast<long long>(r.global_step), options_.early_stopping_metric.c_str(),
+               report.best_value, static_cast<long long>(report.best_step), p.waited);
+  if (options_.restore_best_weights && !p.best_weights.empty()) {
+    for (const auto& [name, tensor] : p.best_weights) estimator_.variables().assign(name, tensor);
+    TROUPE_ASSIGN_OR_RETURN(auto again, evaluate_all());
+    report.final_by_set = again;
+    report.final_metrics = again[0].second;
+    if (!estimator_.config().model_dir.empty()) {
+      runtime::CheckpointManager m(estimator_.config().model_dir,
+                                   {.keep_max = estimator_.config().keep_checkpoint_max});
+      TROUPE_RETURN_IF_ERROR(m.save(estimator_.global_step(), estimator_.variables()).status());
+    }
+  }
+  return true;
+}
+
+Status Experiment::conclude(Progress& p) {
   if (options_.export_strategy == "latest") {
-    TROUPE_ASSIGN_OR_RETURN(std::string dir, estimator_.export_saved_model(export_base));
-    report.exports.push_back(dir);
+    TROUPE_ASSIGN_OR_RETURN(std::string dir, estimator_.export_saved_model(export_base()));
+    p.report.exports.push_back(dir);
   }
-  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return report;
+  p.report.seconds = std::chrono::duration<double>(Clock::now() - p.start).count();
+  return runtime::ok_status();
+}
+
+struct ExperimentOutcome {
+  Status status;
+  ExperimentReport report;
+};
+
+struct ExperimentState {
+  Experiment* experiment = nullptr;
+  caf::typed_response_promise<ExperimentOutcome> promise;
+  caf::actor run;  // the EstimatorActor of the round in progress
+  bool stop = false;
+};
+
+namespace {
+using experiment_atom = caf::atom_constant<caf::atom("experiment")>;
+using round_atom = caf::atom_constant<caf::atom("round")>;
+}  // namespace
+
+// ExperimentActor: runs the schedule one round at a time, each round's training as an
+// EstimatorActor it monitors; a stop message ends the running round after the steps already
+// started, and the schedule after that round's evaluation. Detached: evaluations block.
+caf::behavior Experiment::actor_behavior(caf::stateful_actor<ExperimentState>* self,
+                                         Experiment* experiment) {
+  self->state.experiment = experiment;
+  auto progress = std::make_shared<Progress>();
+  auto deliver = [self, progress](Status s) {
+    ExperimentState& st = self->state;
+    if (s.ok()) s = st.experiment->conclude(*progress);
+    progress->report.stopped = st.stop;
+    st.promise.deliver(ExperimentOutcome{std::move(s), progress->report});
+    self->quit();
+  };
+  auto trained = [self, progress, deliver](const TrainOutcome& outcome) {
+    ExperimentState& st = self->state;
+    Experiment& e = *st.experiment;
+    auto r = e.estimator_.finish_training(outcome);
+    if (!r.ok()) return deliver(r.status());
+    auto done = e.after_round(*progress, *r);
+    if (!done.ok()) return deliver(done.status());
+    if (*done || st.stop) return deliver(runtime::ok_status());
+    self->send(self, round_atom::value);
+  };
+  return {
+      [self](experiment_atom) -> caf::typed_response_promise<ExperimentOutcome> {
+        self->state.promise = self->make_response_promise<ExperimentOutcome>();
+        self->send(self, round_atom::value);
+        return self->state.promise;
+      },
+      [self, trained, deliver](round_atom) {
+        ExperimentState& st = self->state;
+        if (st.stop) return deliver(runtime::ok_status());
+        Experiment& e = *st.experiment;
+        auto run = e.estimator_.spawn_training(e.train_, e.round_options());
+        if (!run.ok()) return deliver(run.status());
+        if (!*run) return trained(TrainOutcome{runtime::ok_status(), e.estimator_.global_step()});
+        st.run = *run;
+        self->request(st.run, caf::infinite, train_atom::value)
+            .then(
+                [self, trained](TrainOutcome& o) {
+                  self->state.run = nullptr;
+                  trained(o);
+                },
+                [self, trained](caf::error& e) {
+                  self->state.run = nullptr;
+                  trained(TrainOutcome{runtime::internal_error(
+                      "the training run stopped without an answer: ", self->system().render(e))});
+                });
+      },
+      [self](actors::stop_atom) {
+        ExperimentState& st = self->state;
+        if (!st.stop) {
+          std::fprintf(stderr,
+                       "INFO: stopping: the running steps finish, then a last evaluation\n");
+        }
+        st.stop = true;
+        if (st.run) self->send(st.run, actors::stop_atom::value);
+      },
+  };
+}
+
+Result<ExperimentReport> Experiment::train_and_evaluate() {
+  if (eval_sets_.empty()) return runtime::invalid_argument("an Experiment needs an evaluation set");
+  caf::actor_system& system = estimator_.runtime().system();
+  caf::actor actor = system.spawn<caf::detached>(actor_behavior, this);
+  {
+    std::lock_guard<std::mutex> lock(actor_mu_);
+    actor_ = actor;
+  }
+  ExperimentOutcome outcome{runtime::internal_error("no answer from the experiment"), {}};
+  {
+    caf::scoped_actor self{system};
+    self->request(actor, caf::infinite, experiment_atom::value)
+        .receive([&](ExperimentOutcome& o) { outcome = std::move(o); },
+                 [&](caf::error& e) {
+                   outcome.status = runtime::internal_error("the experiment: ", system.render(e));
+                 });
+  }
+  {
+    std::lock_guard<std::mutex> lock(actor_mu_);
+    actor_ = nullptr;
+  }
+  if (!outcome.status.ok()) return outcome.status;
+  return outcome.report;
+}
+
+void Experiment::request_stop() {
+  std::lock_guard<std::mutex> lock(actor_mu_);
+  if (actor_) caf::anon_send(actor_, actors::stop_atom::value);
 }
 
 Result<std::vector<std::pair<int64_t, Metrics>>> Experiment::continuous_eval(int64_t last_step,
@@ -214,3 +335,5 @@ Result<std::vector<std::pair<int64_t, Metrics>>> Experiment::continuous_eval(int
 }
 
 }  // namespace troupe::estimators
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::estimators::ExperimentOutcome)

@@ -7,9 +7,11 @@
 //   Experiment exp(estimator, *train, {{"test", *test}},
 //                  {.eval_every_steps = 500, .early_stopping_rounds = 5});
 //   auto report = exp.train_and_evaluate();       // Result<ExperimentReport>
+//   exp.request_stop();                           // from another thread: stop gracefully
 //   report->final_metrics.at("accuracy");
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,7 +39,12 @@ struct ExperimentOptions {
   int keep_best_checkpoints = 0;
   std::string export_strategy;  // "", "latest" (after training) or "best" (at each new best)
   std::string export_dir;       // default: model_dir/export/<strategy>
+  // Hooks for every round of training and every evaluation (TrainSpec and EvalSpec hooks).
+  std::vector<std::shared_ptr<SessionRunHook>> train_hooks;
+  std::vector<std::shared_ptr<SessionRunHook>> eval_hooks;
 };
+
+struct ExperimentState;
 
 struct ExperimentReport {
   Metrics final_metrics;  // of the first evaluation set, with the model as it ends
@@ -45,6 +52,7 @@ struct ExperimentReport {
   std::vector<std::pair<int64_t, Metrics>> history;  // (global step, first set's metrics)
   int64_t global_step = 0;
   bool stopped_early = false;
+  bool stopped = false;  // by request_stop()
   int64_t best_step = 0;
   double best_value = 0;
   std::vector<std::string> exports;
@@ -57,20 +65,37 @@ class Experiment {
              std::vector<std::pair<std::string, input::Dataset>> eval_sets,
              ExperimentOptions options = {});
 
+  // Runs in an ExperimentActor that supervises one EstimatorActor per round (train a chunk,
+  // evaluate); this thread waits for its report.
   runtime::Result<ExperimentReport> train_and_evaluate();
+  // Ends train_and_evaluate gracefully: the running steps finish, the final checkpoint is
+  // saved, the model is evaluated and the report comes back (stopped set). From any thread.
+  void request_stop();
   // Evaluates each new checkpoint in model_dir as it appears, until one at or beyond
   // `last_step` (0: until `timeout_secs` pass without a new one).
   runtime::Result<std::vector<std::pair<int64_t, Metrics>>> continuous_eval(
       int64_t last_step, double poll_secs = 1, double timeout_secs = 60);
 
  private:
+  struct Progress;
   runtime::Result<std::vector<std::pair<std::string, Metrics>>> evaluate_all();
   bool maximize() const;
+  bool in_chunks() const;
+  std::string export_base() const;
+  TrainOptions round_options() const;
+  // Evaluates after a round and applies early stopping, plateaus, best checkpoints and exports;
+  // true when the schedule is over.
+  runtime::Result<bool> after_round(Progress& p, const TrainResult& r);
+  runtime::Status conclude(Progress& p);
+  static caf::behavior actor_behavior(caf::stateful_actor<ExperimentState>* self,
+                                      Experiment* experiment);
 
   Estimator& estimator_;
   input::Dataset train_;
   std::vector<std::pair<std::string, input::Dataset>> eval_sets_;
   ExperimentOptions options_;
+  std::mutex actor_mu_;
+  caf::actor actor_;  // while train_and_evaluate runs, for request_stop
 };
 
 }  // namespace troupe::estimators

@@ -10,15 +10,24 @@
 // DATA is fashion-mnist (Debian's dataset-fashion-mnist; train split for training, test split
 // otherwise) or csv:PATH (a glob too) with --label COLUMN. train and evaluate end with one JSON
 // line of the evaluation metrics; predict writes a CSV of classes and probabilities. A bad flag
-// or bad data is one line on stderr and exit status 2 (usage) or 1 (data, model).
+// or bad data is one line on stderr and exit status 2 (usage) or 1 (data, model). Ctrl-C (or
+// SIGTERM) during training stops it gracefully: the running steps finish, the checkpoint is
+// saved, the model is evaluated and the JSON line printed; a second one exits at once.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "estimators/canned/dnn_classifier.h"
@@ -31,6 +40,58 @@ using estimators::Params;
 namespace input = troupe::estimators::input;
 
 namespace {
+
+// Turns SIGINT and SIGTERM into a call of `stop` on a thread of its own: the handler (any thread
+// may receive the signal, OpenBLAS's too) only writes a byte to a pipe, the watcher reads it.
+// A second signal exits at once.
+class GracefulStop {
+ public:
+  GracefulStop() = default;
+  ~GracefulStop() { finish(); }
+  GracefulStop(const GracefulStop&) = delete;
+  GracefulStop& operator=(const GracefulStop&) = delete;
+
+  void watch(std::function<void()> stop) {
+    if (::pipe(pipe_) != 0) return;  // no graceful stop then; Ctrl-C still ends the process
+    write_end_ = pipe_[1];
+    struct sigaction action = {};
+    action.sa_handler = &GracefulStop::on_signal;
+    sigemptyset(&action.sa_mask);
+    for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
+    watcher_ = std::thread([this, stop = std::move(stop)] {
+      char sig = 0;
+      if (::read(pipe_[0], &sig, 1) != 1 || sig == 0) return;
+      std::fprintf(stderr, "INFO: %s (again to quit now)\n",
+                   sig == SIGINT ? "interrupted" : "terminated");
+      stop();
+    });
+  }
+  // Before what `stop` touches is destroyed.
+  void finish() {
+    if (!watcher_.joinable()) return;
+    for (int sig : {SIGINT, SIGTERM}) std::signal(sig, SIG_DFL);
+    const char none = 0;
+    if (::write(pipe_[1], &none, 1) != 1) {
+      // The watcher may have read a signal's byte already; it ends by itself then.
+    }
+    watcher_.join();
+    ::close(pipe_[0]);
+    ::close(pipe_[1]);
+  }
+
+ private:
+  static void on_signal(int sig) {
+    if (signalled_.exchange(true)) ::_exit(128 + sig);
+    const char byte = static_cast<char>(sig);
+    if (::write(write_end_, &byte, 1) != 1) ::_exit(128 + sig);
+  }
+  int pipe_[2] = {-1, -1};
+  std::thread watcher_;
+  static std::atomic<bool> signalled_;
+  static int write_end_;
+};
+std::atomic<bool> GracefulStop::signalled_{false};
+int GracefulStop::write_end_ = -1;
 
 const char* kUsage =
     "usage: troupe train --model dnn --data DATA --model-dir DIR [options]\n"
@@ -176,6 +237,7 @@ void print_metrics(const estimators::Metrics& m) {
 }
 
 int train(const Args& a) {
+  GracefulStop graceful;
   auto flag = [&](const std::string& k, const std::string& d) {
     auto it = a.flags.find(k);
     return it == a.flags.end() ? d : it->second;
@@ -261,7 +323,9 @@ int train(const Args& a) {
     xo.train_steps = (latest.ok() ? latest->global_step : 0) + steps;
   }
   estimators::Experiment exp(est, *train_data, {{"", *eval_data}}, xo);
+  graceful.watch([&exp] { exp.request_stop(); });
   auto report = exp.train_and_evaluate();
+  graceful.finish();
   if (!report.ok()) return fail(report.status());
   std::fprintf(stderr, "INFO: trained to step %lld in %.1f s; model in %s\n",
                static_cast<long long>(report->global_step), report->seconds,

@@ -127,6 +127,49 @@ TEST_CASE("Experiment: evaluation every N steps, early stopping with the best we
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("Experiment::request_stop ends training gracefully: checkpoint, evaluation, report") {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("troupe_stop_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::remove_all(dir);
+  Tensor x, y;
+  blobs(1000, 3, &x, &y);
+  Estimator est(dnn_classifier_model_fn, quiet(dir),
+                to_params({.hidden_units = {8}, .n_classes = 2, .learning_rate = 0.05}));
+  auto train = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 50, .num_epochs = 100});
+  auto test = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 500});
+  // Asks for the stop from inside training, as a signal handler's thread would from outside.
+  class StopAt : public SessionRunHook {
+   public:
+    explicit StopAt(int64_t step) : step_(step) {}
+    runtime::Status after_run(StepContext& c) override {
+      if (c.global_step == step_) experiment->request_stop();
+      return runtime::ok_status();
+    }
+    Experiment* experiment = nullptr;
+    int64_t step_;
+  };
+  auto stopper = std::make_shared<StopAt>(130);
+  ExperimentOptions o;
+  o.eval_every_steps = 100;
+  o.train_hooks = {stopper};
+  Experiment exp(est, *train, {{"test", *test}}, o);
+  stopper->experiment = &exp;
+  auto report = exp.train_and_evaluate();
+  REQUIRE_MESSAGE(report.ok(), report.status().to_string());
+  CHECK(report->stopped);
+  CHECK(report->global_step >= 130);
+  // Stopped inside the round (which would end at 200), a few steps after the request: the
+  // steps started while the stop travelled through the Experiment and Estimator actors.
+  CHECK(report->global_step < 200);
+  CHECK(report->history.size() == 2);
+  CHECK(report->final_metrics.at("global_step") == report->global_step);
+  CHECK(report->final_metrics.at("accuracy") > 0.9);
+  runtime::CheckpointManager m(dir);
+  CHECK(m.latest() == dir + "/model.ckpt-" + std::to_string(report->global_step));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("Experiment::continuous_eval evaluates the checkpoints a trainer leaves") {
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("troupe_ceval_" + std::to_string(::getpid())))

@@ -300,6 +300,37 @@ TEST_CASE(
       failed.status().message());
 }
 
+TEST_CASE("estimator: request_stop from another thread ends training with a checkpoint") {
+  class Progress : public SessionRunHook {
+   public:
+    runtime::Status after_run(StepContext& c) override {
+      step = c.global_step;
+      return runtime::ok_status();
+    }
+    std::atomic<int64_t> step{0};
+  };
+  const std::string dir = fresh_dir("request_stop");
+  Estimator est(linear_model, quiet(dir));
+  auto progress = std::make_shared<Progress>();
+  std::thread stopper([&] {
+    while (progress->step < 50) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    est.request_stop();
+  });
+  auto r = est.train(regression_data(256, 1000), {.hooks = {progress}});
+  stopper.join();
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK(r->stopped);
+  CHECK_FALSE(r->end_of_input);
+  CHECK(r->global_step >= 50);
+  CHECK(r->global_step < 16000);
+  CHECK(est.latest_checkpoint() == dir + "/model.ckpt-" + std::to_string(r->global_step));
+  // Nothing runs now: a stop is a no-op, and training goes on from where it stopped.
+  est.request_stop();
+  auto more = est.train(regression_data(256, 1), {.steps = 5});
+  REQUIRE(more.ok());
+  CHECK(more->global_step == r->global_step + 5);
+}
+
 TEST_CASE("run config and TF_CONFIG") {
   RunConfig c;
   CHECK(c.validate().ok());

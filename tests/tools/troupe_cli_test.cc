@@ -18,11 +18,12 @@ struct Run {
   std::string out, err;
 };
 
-Run troupe(const std::string& args) {
+// Runs a shell command line; stdout and stderr of the whole line are captured.
+Run shell(const std::string& line) {
   const std::string dir = std::filesystem::temp_directory_path().string();
   const std::string out = dir + "/troupe_cli_out_" + std::to_string(::getpid());
   const std::string err = dir + "/troupe_cli_err_" + std::to_string(::getpid());
-  const std::string cmd = std::string(TROUPE_CLI) + " " + args + " >" + out + " 2>" + err;
+  const std::string cmd = "(" + line + ") >" + out + " 2>" + err;
   Run r;
   const int rc = std::system(cmd.c_str());
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -31,6 +32,8 @@ Run troupe(const std::string& args) {
   r.err.assign(std::istreambuf_iterator<char>(e), {});
   return r;
 }
+
+Run troupe(const std::string& args) { return shell(std::string(TROUPE_CLI) + " " + args); }
 
 size_t lines(const std::string& s) {
   return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
@@ -112,4 +115,37 @@ TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
     CHECK_MESSAGE(lines(r.err) == 1, c.args, ": ", r.err);
     CHECK_MESSAGE(r.err.find(c.says) != std::string::npos, c.args, ": ", r.err);
   }
+}
+
+TEST_CASE("troupe train: Ctrl-C stops training gracefully with a checkpoint and the metrics") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("troupe_cli_int_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir / "train.csv");
+    f << "a,b,label\n";
+    for (int i = 0; i < 400; ++i) f << i % 7 << "," << i % 5 << "," << i % 2 << "\n";
+  }
+  const std::string model = (dir / "model").string();
+  // Interrupt once training runs (its event file exists), as a user at a terminal would.
+  const std::string train = std::string(TROUPE_CLI) +
+                            " train --model dnn --data csv:" + (dir / "train.csv").string() +
+                            " --label label --model-dir " + model + " --epochs 100000 --hidden 8";
+  Run r = shell(train + " & pid=$!; for i in $(seq 600); do ls " + model +
+                "/events.out.tfevents.* >/dev/null 2>&1 && break; sleep 0.05; done; sleep 0.5; "
+                "kill -INT $pid; wait $pid");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.err.find("INFO: interrupted") != std::string::npos);
+  REQUIRE(lines(r.out) == 1);
+  const size_t at = r.out.find("\"global_step\": ");
+  REQUIRE(at != std::string::npos);
+  const long step = std::stol(r.out.substr(at + 15));
+  CHECK(step > 0);
+  CHECK(step < 100000L * 13);
+  std::ifstream index(model + "/checkpoint");
+  std::string first;
+  std::getline(index, first);
+  CHECK(first == "model_checkpoint_path: \"model.ckpt-" + std::to_string(step) + "\"");
+  std::filesystem::remove_all(dir);
 }
