@@ -7,6 +7,7 @@
 // and, to show what the CAF configuration buys, the hop and tiny step again on CAF's defaults.
 //
 //   actors_bench [--json bench_actors.json] [--torch-json DIR] [--quick]
+//                [--only hop|tiny|mlp|loopback]      (one bar, for profiling it)
 // With --torch-json, the libtorch figures that torch_peer wrote there are the peers of the tiny
 // and the big MLP bars (torch_peer runs in its own process, in its own best configuration).
 #include <signal.h>
@@ -279,7 +280,7 @@ double loopback_gbps(uint16_t port, int parallel) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json = "bench_actors.json", torch_dir;
+  std::string json = "bench_actors.json", torch_dir, only;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--json" && i + 1 < argc) {
@@ -288,8 +289,12 @@ int main(int argc, char** argv) {
       torch_dir = argv[++i];
     } else if (flag == "--quick") {
       quick = true;
+    } else if (flag == "--only" && i + 1 < argc) {
+      only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: actors_bench [--json FILE] [--torch-json DIR] [--quick]\n");
+      std::fprintf(stderr,
+                   "usage: actors_bench [--json FILE] [--torch-json DIR] [--quick] "
+                   "[--only hop|tiny|mlp|loopback]\n");
       return 2;
     }
   }
@@ -300,59 +305,63 @@ int main(int argc, char** argv) {
   actors::RuntimeOptions tuned, defaults;
   defaults.caf_scheduler_defaults = true;
 
-  double hop = node_hop_us(tuned);
-  double hop_defaults = node_hop_us(defaults);
-  double raw_hop = raw_caf_hop_us(tuned);
-  bars.add("node_hop", hop, "us", "limit", 0.5, 0.5 / hop);
-  bars.add("node_hop_vs_bare_caf", hop, "us", "bare_caf_chain", raw_hop, raw_hop / hop);
-  std::printf("  node hop on CAF's scheduler defaults: %.3f us\n", hop_defaults);
-
-  double tiny = mlp_seconds_per_step(tuned, {10, 16, 3}, 8, 3000) * 1e6;
-  double tiny_defaults = mlp_seconds_per_step(defaults, {10, 16, 3}, 8, 3000) * 1e6;
-  bars.add("tiny_mlp_step", tiny, "us", "limit", 15.0, 15.0 / tiny);
-  double torch_tiny = torch_dir.empty() ? 0 : read_bar_value(torch_dir + "/torch_tiny.json");
-  if (torch_tiny > 0) {
-    bars.add("tiny_mlp_step_vs_libtorch", tiny, "us", "libtorch", torch_tiny, torch_tiny / tiny);
-  } else {
+  auto wanted = [&](const char* part) { return only.empty() || only == part; };
+  if (wanted("hop")) {
+    double hop = node_hop_us(tuned);
+    double hop_defaults = node_hop_us(defaults);
+    double raw_hop = raw_caf_hop_us(tuned);
+    bars.add("node_hop", hop, "us", "limit", 0.5, 0.5 / hop);
+    bars.add("node_hop_vs_bare_caf", hop, "us", "bare_caf_chain", raw_hop, raw_hop / hop);
+    std::printf("  node hop on CAF's scheduler defaults: %.3f us\n", hop_defaults);
+  }
+  if (wanted("tiny")) {
+    double tiny = mlp_seconds_per_step(tuned, {10, 16, 3}, 8, 3000) * 1e6;
+    double tiny_defaults = mlp_seconds_per_step(defaults, {10, 16, 3}, 8, 3000) * 1e6;
+    bars.add("tiny_mlp_step", tiny, "us", "limit", 15.0, 15.0 / tiny);
+    double torch_tiny = torch_dir.empty() ? 0 : read_bar_value(torch_dir + "/torch_tiny.json");
+    if (torch_tiny > 0) {
+      bars.add("tiny_mlp_step_vs_libtorch", tiny, "us", "libtorch", torch_tiny, torch_tiny / tiny);
+    } else {
+      std::printf(
+          "  libtorch peer for the tiny MLP: not run (install libtorch-dev; tools/dev bench)\n");
+    }
+    std::printf("  tiny MLP step on CAF's scheduler defaults: %.2f us\n", tiny_defaults);
+  }
+  if (wanted("mlp")) {
+    const int64_t batch = 128;
+    double big_defaults =
+        batch / mlp_seconds_per_step(defaults, {784, 512, 512, 10}, batch, quick ? 20 : 60);
+    actors::RuntimeOptions two_workers;
+    two_workers.worker_threads = 2;
+    double big_two =
+        batch / mlp_seconds_per_step(two_workers, {784, 512, 512, 10}, batch, quick ? 20 : 60);
+    // Interleaved rounds against the hand-written loop, medians: this host's speed drifts by tens
+    // of percent between minutes, and a comparison must see the same drift on both sides.
+    std::vector<double> t_big, t_hand;
+    for (int round = 0; round < 3; ++round) {
+      t_big.push_back(mlp_seconds_per_step(tuned, {784, 512, 512, 10}, batch, quick ? 20 : 60));
+      t_hand.push_back(hand_written_seconds_per_step(batch));
+    }
+    std::sort(t_big.begin(), t_big.end());
+    std::sort(t_hand.begin(), t_hand.end());
+    double big = batch / t_big[1];
+    double hand = batch / t_hand[1];
+    bars.add("mlp_throughput", big, "examples/s", "hand_written", hand, big / hand);
+    double torch_big = torch_dir.empty() ? 0 : read_bar_value(torch_dir + "/torch_big.json");
+    if (torch_big > 0) {
+      bars.add("mlp_throughput_vs_libtorch", big, "examples/s", "libtorch", torch_big,
+               big / torch_big);
+    } else {
+      std::printf(
+          "  libtorch peer for the big MLP: not run (install libtorch-dev; tools/dev bench)\n");
+    }
+    std::printf("  784-512-512-10 on CAF's scheduler defaults: %.0f examples/s (%.2f of tuned)\n",
+                big_defaults, big_defaults / big);
     std::printf(
-        "  libtorch peer for the tiny MLP: not run (install libtorch-dev; tools/dev bench)\n");
+        "  784-512-512-10 with a second, parked CAF worker: %.0f examples/s (%.2f of tuned)\n",
+        big_two, big_two / big);
   }
-  std::printf("  tiny MLP step on CAF's scheduler defaults: %.2f us\n", tiny_defaults);
-
-  const int64_t batch = 128;
-  double big_defaults =
-      batch / mlp_seconds_per_step(defaults, {784, 512, 512, 10}, batch, quick ? 20 : 60);
-  actors::RuntimeOptions two_workers;
-  two_workers.worker_threads = 2;
-  double big_two =
-      batch / mlp_seconds_per_step(two_workers, {784, 512, 512, 10}, batch, quick ? 20 : 60);
-  // Interleaved rounds against the hand-written loop, medians: this host's speed drifts by tens
-  // of percent between minutes, and a comparison must see the same drift on both sides.
-  std::vector<double> t_big, t_hand;
-  for (int round = 0; round < 3; ++round) {
-    t_big.push_back(mlp_seconds_per_step(tuned, {784, 512, 512, 10}, batch, quick ? 20 : 60));
-    t_hand.push_back(hand_written_seconds_per_step(batch));
-  }
-  std::sort(t_big.begin(), t_big.end());
-  std::sort(t_hand.begin(), t_hand.end());
-  double big = batch / t_big[1];
-  double hand = batch / t_hand[1];
-  bars.add("mlp_throughput", big, "examples/s", "hand_written", hand, big / hand);
-  double torch_big = torch_dir.empty() ? 0 : read_bar_value(torch_dir + "/torch_big.json");
-  if (torch_big > 0) {
-    bars.add("mlp_throughput_vs_libtorch", big, "examples/s", "libtorch", torch_big,
-             big / torch_big);
-  } else {
-    std::printf(
-        "  libtorch peer for the big MLP: not run (install libtorch-dev; tools/dev bench)\n");
-  }
-  std::printf("  784-512-512-10 on CAF's scheduler defaults: %.0f examples/s (%.2f of tuned)\n",
-              big_defaults, big_defaults / big);
-  std::printf(
-      "  784-512-512-10 with a second, parked CAF worker: %.0f examples/s (%.2f of tuned)\n",
-      big_two, big_two / big);
-
-  if (server > 0 && port != 0) {
+  if (wanted("loopback") && server > 0 && port != 0) {
     double one = loopback_gbps(port, 1);
     double four = loopback_gbps(port, 4);
     bars.add("tensor_loopback", std::max(one, four), "GB/s", "limit", 2.5,
@@ -360,10 +369,12 @@ int main(int argc, char** argv) {
     std::printf(
         "  4 MiB tensors over loopback: %.2f GB/s one in flight, %.2f GB/s four in flight\n", one,
         four);
+  } else if (wanted("loopback")) {
+    std::printf("  tensor_loopback: the server process did not start; skipped\n");
+  }
+  if (server > 0) {
     kill(server, SIGKILL);
     waitpid(server, nullptr, 0);
-  } else {
-    std::printf("  tensor_loopback: the server process did not start; skipped\n");
   }
   if (!bars.write_json(json)) std::fprintf(stderr, "cannot write %s\n", json.c_str());
   return 0;

@@ -510,6 +510,17 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
   return out;
 }
 
+Result<std::map<std::string, Metrics>> Estimator::evaluate(
+    const std::vector<std::pair<std::string, input::Dataset>>& sets, EvalOptions options) {
+  std::map<std::string, Metrics> out;
+  for (const auto& [name, data] : sets) {
+    if (out.count(name)) return runtime::invalid_argument("evaluate: two sets named '", name, "'");
+    options.name = name;
+    TROUPE_ASSIGN_OR_RETURN(out[name], evaluate(data, options));
+  }
+  return out;
+}
+
 runtime::Status Estimator::predict(const input::Dataset& data,
                                    const std::function<bool(const Prediction&)>& each,
                                    PredictOptions options) {

@@ -94,6 +94,9 @@ class Estimator {
   runtime::Result<TrainResult> finish_training(const TrainOutcome& outcome);
   // Loss (example-weighted mean), every eval metric, and global_step.
   runtime::Result<Metrics> evaluate(const input::Dataset& data, EvalOptions options = {});
+  // Several named sets at once, each into model_dir/eval_<name>, on the same model: by name.
+  runtime::Result<std::map<std::string, Metrics>> evaluate(
+      const std::vector<std::pair<std::string, input::Dataset>>& sets, EvalOptions options = {});
   // Calls `each` with every example's predictions (or every batch's, without
   // yield_single_examples), in order, inside the actor system; false stops.
   runtime::Status predict(const input::Dataset& data,

@@ -57,7 +57,14 @@ bool Experiment::maximize() const {
            m == "log_loss");
 }
 
-Result<std::vector<std::pair<std::string, Metrics>>> Experiment::evaluate_all() {
+Result<TrainResult> Experiment::train() {
+  TrainOptions t;
+  t.hooks = options_.train_hooks;
+  t.max_steps = options_.train_steps;
+  return estimator_.train(train_, t);
+}
+
+Result<std::vector<std::pair<std::string, Metrics>>> Experiment::evaluate() {
   std::vector<std::pair<std::string, Metrics>> out;
   for (const auto& [name, data] : eval_sets_) {
     EvalOptions o;
@@ -106,7 +113,7 @@ Result<bool> Experiment::after_round(Progress& p, const TrainResult& r) {
   ExperimentReport& report = p.report;
   const bool done = !in_chunks() || r.end_of_input || r.steps == 0 || r.stopped ||
                     (options_.train_steps > 0 && r.global_step >= options_.train_steps);
-  TROUPE_ASSIGN_OR_RETURN(auto results, evaluate_all());
+  TROUPE_ASSIGN_OR_RETURN(auto results, evaluate());
   const Metrics& first = results[0].second;
   report.history.push_back({r.global_step, first});
   report.final_by_set = results;
@@ -173,7 +180,7 @@ Result<bool> Experiment::after_round(Progress& p, const TrainResult& r) {
                report.best_value, static_cast<long long>(report.best_step), p.waited);
   if (options_.restore_best_weights && !p.best_weights.empty()) {
     for (const auto& [name, tensor] : p.best_weights) estimator_.variables().assign(name, tensor);
-    TROUPE_ASSIGN_OR_RETURN(auto again, evaluate_all());
+    TROUPE_ASSIGN_OR_RETURN(auto again, evaluate());
     report.final_by_set = again;
     report.final_metrics = again[0].second;
     if (!estimator_.config().model_dir.empty()) {

@@ -68,6 +68,10 @@ class Experiment {
   // Runs in an ExperimentActor that supervises one EstimatorActor per round (train a chunk,
   // evaluate); this thread waits for its report.
   runtime::Result<ExperimentReport> train_and_evaluate();
+  // Trains without evaluating, up to train_steps or the end of the training data.
+  runtime::Result<TrainResult> train();
+  // Evaluates the model as it is on every evaluation set, in order.
+  runtime::Result<std::vector<std::pair<std::string, Metrics>>> evaluate();
   // Ends train_and_evaluate gracefully: the running steps finish, the final checkpoint is
   // saved, the model is evaluated and the report comes back (stopped set). From any thread.
   void request_stop();
@@ -78,7 +82,6 @@ class Experiment {
 
  private:
   struct Progress;
-  runtime::Result<std::vector<std::pair<std::string, Metrics>>> evaluate_all();
   bool maximize() const;
   bool in_chunks() const;
   std::string export_base() const;

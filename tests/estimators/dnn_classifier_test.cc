@@ -167,6 +167,19 @@ TEST_CASE("Experiment::request_stop ends training gracefully: checkpoint, evalua
   CHECK(report->final_metrics.at("accuracy") > 0.9);
   runtime::CheckpointManager m(dir);
   CHECK(m.latest() == dir + "/model.ckpt-" + std::to_string(report->global_step));
+
+  // train() alone goes on to train_steps; evaluate() alone reports every set.
+  o.train_steps = report->global_step + 20;
+  o.train_hooks.clear();
+  Experiment more(est, *train, {{"test", *test}, {"again", *test}}, o);
+  auto trained = more.train();
+  REQUIRE_MESSAGE(trained.ok(), trained.status().to_string());
+  CHECK(trained->global_step == o.train_steps);
+  auto evals = more.evaluate();
+  REQUIRE(evals.ok());
+  REQUIRE(evals->size() == 2);
+  CHECK((*evals)[1].first == "again");
+  CHECK((*evals)[1].second.at("global_step") == o.train_steps);
   std::filesystem::remove_all(dir);
 }
 

@@ -175,6 +175,17 @@ TEST_CASE("estimator: resumes from model_dir; max_steps and steps as TF counts t
   REQUIRE(m.ok());
   CHECK(m->at("global_step") == 85);
   CHECK(std::filesystem::exists(dir + "/eval"));
+  // Several named sets at once, each with its own event directory.
+  auto sets =
+      reader.evaluate({{"small", regression_data(64, 1)}, {"large", regression_data(512, 1)}});
+  REQUIRE_MESSAGE(sets.ok(), sets.status().to_string());
+  CHECK(sets->size() == 2);
+  CHECK(sets->at("small").at("global_step") == 85);
+  CHECK(sets->at("large").at("loss") > 0);
+  CHECK(std::filesystem::exists(dir + "/eval_small"));
+  CHECK(std::filesystem::exists(dir + "/eval_large"));
+  auto twice = reader.evaluate({{"a", regression_data(64, 1)}, {"a", regression_data(64, 1)}});
+  CHECK(twice.status().message() == "evaluate: two sets named 'a'");
 }
 
 TEST_CASE("estimator: a seeded run is bit-reproducible") {
