@@ -75,6 +75,7 @@ struct RunnerState {
   std::mt19937_64 rng;
   bool enqueue_outstanding = false;
   bool finished = false;
+  int64_t skip = 0;  // elements still to drop (RunnerOptions::skip)
   RunnerStats stats;
 };
 
@@ -147,6 +148,9 @@ void emit(RunnerActor* self, std::vector<RowRef> rows, bool last) {
   RunnerState& st = self->state;
   const int64_t batch = st.options.batch_size;
   if (batch <= 0) {
+    const int64_t dropped = std::min<int64_t>(st.skip, static_cast<int64_t>(rows.size()));
+    rows.erase(rows.begin(), rows.begin() + dropped);
+    st.skip -= dropped;
     const int64_t n = static_cast<int64_t>(rows.size());
     if (n > 0) send_rows(self, std::move(rows), n);
     return;
@@ -158,6 +162,11 @@ void emit(RunnerActor* self, std::vector<RowRef> rows, bool last) {
   while (st.pending.size() - at >= static_cast<size_t>(batch) ||
          (last && at < st.pending.size() && !st.options.drop_remainder)) {
     const size_t take = std::min(st.pending.size() - at, static_cast<size_t>(batch));
+    if (st.skip > 0) {
+      --st.skip;
+      at += take;
+      continue;
+    }
     std::vector<RowRef> part(std::make_move_iterator(st.pending.begin() + at),
                              std::make_move_iterator(st.pending.begin() + at + take));
     at += take;
@@ -250,6 +259,7 @@ caf::behavior runner_actor(RunnerActor* self, std::shared_ptr<const Source> sour
   st.options = std::move(options);
   st.units = st.source->num_units();
   st.rng.seed(st.options.seed);
+  st.skip = std::max<int64_t>(0, st.options.skip);
   self->set_default_handler(caf::print_and_drop);
   for (int i = 0; i < std::max(1, st.options.num_readers); ++i) {
     st.readers.push_back(

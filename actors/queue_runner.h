@@ -58,6 +58,10 @@ struct RunnerOptions {
   bool drop_remainder = false;
   bool pad = false;
   bool close_queue_at_end = true;
+  // Elements (batches when batch_size > 0, else examples) dropped from the start of the
+  // sequence, unstacked: a run resumed from a checkpoint reads on where the interrupted one
+  // stopped, with the same batches (the order is seeded).
+  int64_t skip = 0;
 };
 
 struct RunnerStats {

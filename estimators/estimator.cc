@@ -12,6 +12,7 @@
 #include "estimators/summary/summary_actor.h"
 #include "ops/array_ops.h"
 #include "ops/state_ops.h"
+#include "runtime/crc32c.h"
 #include "runtime/graph_codec.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/record_io.h"
@@ -115,6 +116,13 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
     runtime::CheckpointOptions o;
     o.keep_max = config_.keep_checkpoint_max;
     checkpoints_ = std::make_unique<runtime::CheckpointManager>(config_.model_dir, o);
+    // One batch a step: the position at a step follows from where the input started. After the
+    // data ran out, the next run starts a new pass (TF's semantics for a rerun).
+    checkpoints_->set_input_position([this](int64_t step) {
+      if (input_done_ || input_position_.fingerprint == 0) return runtime::InputPosition{};
+      return runtime::InputPosition{input_position_.fingerprint,
+                                    input_position_.batches + step - input_base_step_};
+    });
   }
 }
 
@@ -266,6 +274,7 @@ Status Estimator::ensure_variables(Model& m, Mode mode) {
   TROUPE_RETURN_IF_ERROR(m.session->run({}, {}, {m.init}).status());
   if (have_checkpoint) {
     TROUPE_ASSIGN_OR_RETURN(auto restored, checkpoints_->restore_latest(store_.get()));
+    resume_input_ = restored.input;
     for (const std::string& why : restored.refused) {
       std::fprintf(stderr, "WARNING: refused a checkpoint: %s\n", why.c_str());
     }
@@ -331,9 +340,7 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& data, TrainOp
   HookSetup setup(m->graph, m->spec, Mode::kTrain);
   for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->begin(setup));
   if (!options.keep_input || !train_input_ || train_input_source_ != data.source.get()) {
-    train_input_.reset();
-    TROUPE_ASSIGN_OR_RETURN(train_input_, input::Pipeline::start(*runtime_, data));
-    train_input_source_ = data.source.get();
+    TROUPE_RETURN_IF_ERROR(start_training_input(data));
   }
 
   EstimatorActorSpec spec;
@@ -357,10 +364,10 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& data, TrainOp
   // Runs on the EstimatorActor's thread while this one waits for its answer.
   spec.restart = [this, m, data]() -> Result<TrainingParts> {
     TROUPE_RETURN_IF_ERROR(restart_training(*m));
-    TROUPE_ASSIGN_OR_RETURN(train_input_, input::Pipeline::start(*runtime_, data));
-    train_input_source_ = data.source.get();
+    TROUPE_RETURN_IF_ERROR(start_training_input(data));
     return TrainingParts{m->session->actor(), train_input_->queue_actor()};
   };
+  spec.on_end_of_input = [this] { input_done_ = true; };
   spec.restart_point = [this] {
     const std::string latest = latest_checkpoint();
     return latest.empty() ? std::string("the initial values") : latest;
@@ -390,6 +397,38 @@ Result<TrainResult> Estimator::finish_training(const TrainOutcome& outcome) {
   result.stopped = outcome.stopped;
   result.restarts = outcome.restarts;
   return result;
+}
+
+// Starts the training input; on the dataset of the checkpoint just restored, where that run
+// stood, so that an interrupted run reads on instead of seeing the first batches again.
+Status Estimator::start_training_input(const input::Dataset& data) {
+  train_input_.reset();
+  const uint64_t fingerprint = input_fingerprint(data);
+  int64_t skip = 0;
+  if (resume_input_.fingerprint == fingerprint && resume_input_.batches > 0) {
+    skip = resume_input_.batches;
+    std::fprintf(stderr, "INFO: reading %s on after the %lld batches trained on before\n",
+                 data.source->name().c_str(), static_cast<long long>(skip));
+  }
+  resume_input_ = {};
+  TROUPE_ASSIGN_OR_RETURN(train_input_, input::Pipeline::start(*runtime_, data, skip));
+  train_input_source_ = data.source.get();
+  input_position_ = {fingerprint, skip};
+  input_base_step_ = global_step();
+  input_done_ = false;
+  return runtime::ok_status();
+}
+
+uint64_t Estimator::input_fingerprint(const input::Dataset& data) {
+  const input::DatasetOptions& o = data.options;
+  std::string what = data.source->name() + "|" + std::to_string(data.source->num_units()) + "|" +
+                     data.label + "|" + std::to_string(o.batch_size) + "|" +
+                     std::to_string(o.num_epochs) + "|" + std::to_string(o.shuffle) + "|" +
+                     std::to_string(o.seed) + "|" + std::to_string(o.shuffle_buffer) + "|" +
+                     std::to_string(o.drop_remainder);
+  for (const std::string& c : data.source->components()) what += "|" + c;
+  // Never 0, which means "no position".
+  return (uint64_t{runtime::crc32c(what.data(), what.size())} << 1) | 1;
 }
 
 Status Estimator::restart_training(Model& m) {

@@ -20,6 +20,7 @@
 // predict() are one loop each, their hooks in actors too.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -144,6 +145,8 @@ class Estimator {
   runtime::Result<std::vector<std::shared_ptr<SessionRunHook>>> training_hooks(
       Model& m, const TrainOptions& options, int64_t last);
   runtime::Status restart_training(Model& m);
+  runtime::Status start_training_input(const input::Dataset& data);
+  static uint64_t input_fingerprint(const input::Dataset& data);
 
   ModelFn model_fn_;
   RunConfig config_;
@@ -157,6 +160,12 @@ class Estimator {
   std::unique_ptr<input::Pipeline> train_input_;
   const actors::Source* train_input_source_ = nullptr;
   std::vector<Component> last_components_;
+  // Where the training input stands, for checkpoints: it started at global step
+  // input_base_step_ after input_position_.batches batches; input_done_ once it ran out.
+  runtime::InputPosition input_position_;
+  int64_t input_base_step_ = 0;
+  std::atomic<bool> input_done_{false};
+  runtime::InputPosition resume_input_;  // from the checkpoint restored last
   std::mutex running_mu_;
   caf::actor running_;  // the EstimatorActor of the running train(), for request_stop
 };

@@ -166,7 +166,10 @@ void segment(RunActor* self) {
             RunState& st = self->state;
             if (!r.status.ok()) return fail(self, r.status);
             if (!profile_error->ok()) return fail(self, *profile_error);
-            if (r.end_of_input) st.outcome.end_of_input = st.stop = true;
+            if (r.end_of_input) {
+              st.outcome.end_of_input = st.stop = true;
+              if (st.spec.on_end_of_input) st.spec.on_end_of_input();
+            }
             if (r.stop_requested) st.stop = true;
             if (r.steps_done == 0 && !r.sync_requested) st.stop = true;
             call_hooks(self, HookPhase::kSync, 0, [self] { segment(self); });

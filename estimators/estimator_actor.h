@@ -51,6 +51,8 @@ struct EstimatorActorSpec {
   int max_restarts = 0;
   // Rebuilds the session and the input with the variables of the latest checkpoint; blocks.
   std::function<runtime::Result<TrainingParts>()> restart;
+  // Called when the input ran out, before the hooks' last sync and end.
+  std::function<void()> on_end_of_input;
   // Where a restart starts from, for the log ("the initial values" without a checkpoint).
   std::function<std::string()> restart_point;
 };

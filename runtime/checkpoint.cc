@@ -91,6 +91,8 @@ Status write_checkpoint(const std::string& path, const CheckpointData& data) {
     names.set(static_cast<unsigned>(i), name);
     values.set(static_cast<unsigned>(i++), v);
   }
+  root.setInputBatches(data.input.batches);
+  root.setInputFingerprint(data.input.fingerprint);
   std::vector<char> blob;
   TROUPE_RETURN_IF_ERROR(write_message(m, &blob, bytes));
   std::string file(kMagic, sizeof kMagic);
@@ -127,6 +129,7 @@ Result<CheckpointData> read_checkpoint(const std::string& path) {
     for (unsigned k = 0; k < names.size() && k < values.size(); ++k) {
       data.metrics[names[k].cStr()] = values[k];
     }
+    data.input = {root.getInputFingerprint(), root.getInputBatches()};
     return ok_status();
   });
   if (!s.ok()) return s.with_context(path);
@@ -166,6 +169,7 @@ Result<std::string> CheckpointManager::save(int64_t global_step, const VariableS
   CheckpointData data;
   data.global_step = global_step;
   data.metrics = metrics;
+  if (input_position_) data.input = input_position_(global_step);
   for (const std::string& name : store.names()) {
     TROUPE_ASSIGN_OR_RETURN(data.tensors[name], store.read(name));
   }
@@ -242,6 +246,7 @@ Result<CheckpointManager::Restored> CheckpointManager::restore_latest(VariableSt
     load_into(*data, store);
     r.global_step = data->global_step;
     r.path = path;
+    r.input = data->input;
     return r;
   }
   if (!r.refused.empty()) {

@@ -11,6 +11,7 @@
 // replaced only after the file it names is on disk. Not thread-safe per manager.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,10 +22,18 @@
 
 namespace troupe::runtime {
 
+// Where the training input stood at a checkpoint: `batches` consumed from the dataset that
+// hashes to `fingerprint` (the Estimator's). A run resumed on the same dataset reads on from there.
+struct InputPosition {
+  uint64_t fingerprint = 0;
+  int64_t batches = 0;
+};
+
 struct CheckpointData {
   int64_t global_step = 0;
   std::map<std::string, Tensor> tensors;
   std::map<std::string, double> metrics;
+  InputPosition input;
 };
 
 // Writes one checkpoint file atomically.
@@ -49,11 +58,16 @@ class CheckpointManager {
   // beyond keep_max. Returns the path written.
   Result<std::string> save(int64_t global_step, const VariableStore& store,
                            const std::map<std::string, double>& metrics = {});
+  // Asked at each save where the training input stands at that global step.
+  void set_input_position(std::function<InputPosition(int64_t global_step)> position) {
+    input_position_ = std::move(position);
+  }
 
   struct Restored {
     int64_t global_step = 0;
     std::string path;
     std::vector<std::string> refused;  // damaged checkpoints passed over, with the reasons
+    InputPosition input;
   };
   // Loads the newest readable checkpoint into `store`; NotFound when there is none.
   Result<Restored> restore_latest(VariableStore* store) const;
@@ -68,6 +82,7 @@ class CheckpointManager {
   Status write_index(const std::vector<std::string>& names) const;
   std::string dir_;
   CheckpointOptions options_;
+  std::function<InputPosition(int64_t)> input_position_;
 };
 
 // Loads a checkpoint's tensors into a store (replacing values of the same name).

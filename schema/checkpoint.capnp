@@ -14,6 +14,10 @@ struct Checkpoint {
   # Metrics at the time of saving (for keeping the best checkpoints), by name.
   metricNames @2 :List(Text);
   metricValues @3 :List(Float64);
+  # Where the training input stood: batches consumed from a dataset that hashes to
+  # inputFingerprint, so that a resumed run reads on from there (0: from the start).
+  inputBatches @4 :Int64;
+  inputFingerprint @5 :UInt64;
 
   struct Entry {
     name @0 :Text;

@@ -194,8 +194,8 @@ train_test_split(const std::vector<std::pair<std::string, Tensor>>& columns, dou
   return out;
 }
 
-Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime,
-                                                  const Dataset& dataset) {
+Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime, const Dataset& dataset,
+                                                  int64_t skip_batches) {
   if (!dataset.source) return runtime::invalid_argument("a dataset without a source");
   const DatasetOptions& o = dataset.options;
   actors::QueueOptions q;
@@ -212,6 +212,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime,
   r.batch_size = o.batch_size;
   r.drop_remainder = o.drop_remainder;
   r.pad = dataset.pad;
+  r.skip = skip_batches;
   auto map = o.map;
   auto map_example = o.map_example;
   if (map || map_example) {

@@ -90,8 +90,10 @@ runtime::Tensor gather_rows(const runtime::Tensor& t, const std::vector<int64_t>
 // pipeline stops both actors.
 class Pipeline {
  public:
+  // `skip_batches` batches are dropped from the start (a resumed training run reads on).
   static runtime::Result<std::unique_ptr<Pipeline>> start(actors::Runtime& runtime,
-                                                          const Dataset& dataset);
+                                                          const Dataset& dataset,
+                                                          int64_t skip_batches = 0);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;

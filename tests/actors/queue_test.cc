@@ -251,6 +251,39 @@ TEST_CASE("runner: a seeded shuffle is reproducible and each epoch is a permutat
         std::vector<int64_t>(a.begin() + 200, a.end()));
 }
 
+TEST_CASE("runner: skipping k batches gives exactly the rest of the seeded sequence") {
+  actors::Runtime rt;
+  auto src = std::make_shared<CountingSource>(20, 10);
+  auto run = [&](int64_t skip, int64_t batch) {
+    Queue q = Queue::create(rt, {QueueKind::kFifo, 8});
+    actors::RunnerOptions o;
+    o.num_readers = 2;
+    o.num_epochs = 2;
+    o.shuffle = true;
+    o.seed = 7;
+    o.shuffle_buffer = 50;
+    o.batch_size = batch;
+    o.skip = skip;
+    auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), o);
+    auto got = drain(q, 1);  // an element is a batch when batching
+    caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+    q.stop();
+    return got;
+  };
+  // Batches of 16 over 2 epochs of 200: 25 batches (the last one of 16 too, since they span
+  // epochs). Skipping 7 batches resumes at example 7 * 16, across the epoch boundary as well.
+  const auto all = run(0, 16);
+  REQUIRE(all.size() == 400);
+  for (int64_t k : {1, 7, 13, 24}) {
+    CHECK(run(k, 16) == std::vector<int64_t>(all.begin() + k * 16, all.end()));
+  }
+  CHECK(run(25, 16).empty());
+  CHECK(run(1000, 16).empty());
+  // Without batching, examples are skipped.
+  const auto single = run(0, 0);
+  CHECK(run(150, 0) == std::vector<int64_t>(single.begin() + 150, single.end()));
+}
+
 TEST_CASE("runner: a slow consumer back-pressures the readers; memory stays bounded") {
   actors::Runtime rt;
   auto src = std::make_shared<CountingSource>(1000, 10);  // 10k examples

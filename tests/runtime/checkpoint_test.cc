@@ -34,6 +34,8 @@ void fill_store(VariableStore* s, int64_t step) {
 TEST_CASE("checkpoint: round trip, index, keep_max") {
   const std::string dir = fresh_dir("basic");
   CheckpointManager m(dir, {.keep_max = 2});
+  // Where the training input stands, asked at each save.
+  m.set_input_position([](int64_t step) { return InputPosition{0xfeed, step / 10}; });
   VariableStore s;
   for (int64_t step : {100, 200, 300}) {
     fill_store(&s, step);
@@ -48,6 +50,8 @@ TEST_CASE("checkpoint: round trip, index, keep_max") {
   auto r = m.restore_latest(&back);
   REQUIRE(r.ok());
   CHECK(r->global_step == 300);
+  CHECK(r->input.fingerprint == 0xfeed);
+  CHECK(r->input.batches == 30);
   CHECK(back.read("dense/kernel")->to_vector<float>() == std::vector<float>{300, 2, 3, 4});
   CHECK(back.read("vocab")->data<std::string>()[1] == "300");
   auto data = read_checkpoint(m.latest());
