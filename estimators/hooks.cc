@@ -203,6 +203,7 @@ class SummarySaver : public SessionRunHook {
   Status after_create_session(HookContext& ctx) override {
     last_step_ = ctx.global_step;
     last_time_ = Clock::now();
+    writer_.session_log(SessionStatus::kStart, ctx.global_step);
     if (!graph_written_) {
       graph_written_ = true;
       writer_.graph(std::make_shared<const runtime::Graph>(*graph_));

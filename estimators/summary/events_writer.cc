@@ -181,15 +181,35 @@ runtime::Result<std::unique_ptr<EventsWriter>> EventsWriter::open(const std::str
   char host[256] = "localhost";
   ::gethostname(host, sizeof host - 1);
   const double now = wall_time_now();
-  char name[512];
-  std::snprintf(name, sizeof name, "%s/events.out.tfevents.%010lld.%s", logdir.c_str(),
+  char base[512];
+  std::snprintf(base, sizeof base, "%s/events.out.tfevents.%010lld.%s", logdir.c_str(),
                 static_cast<long long>(now), host);
+  // Another writer of this second (a second Estimator on the same model_dir) must not truncate
+  // that one's file: TF's Python writers add the pid and a counter for the same reason.
+  std::string name = base;
+  for (int k = 1; ::access(name.c_str(), F_OK) == 0; ++k) {
+    name = std::string(base) + "." + std::to_string(::getpid()) + "." + std::to_string(k);
+  }
   TROUPE_ASSIGN_OR_RETURN(runtime::RecordWriter w, runtime::RecordWriter::open(name));
   std::unique_ptr<EventsWriter> out(new EventsWriter(std::move(w)));
   const std::string v = version_event(now);
   TROUPE_RETURN_IF_ERROR(out->writer_.write(v.data(), v.size()));
   TROUPE_RETURN_IF_ERROR(out->writer_.flush());
   return out;
+}
+
+std::string session_log_event(double wall_time, int64_t step, SessionStatus status,
+                              const std::string& checkpoint_path) {
+  std::string log;
+  put_int(1, static_cast<int64_t>(status), &log);
+  if (!checkpoint_path.empty()) put_bytes(2, checkpoint_path, &log);
+  return event(wall_time, step, 7, log);
+}
+
+Status EventsWriter::add_session_log(SessionStatus status, int64_t step,
+                                     const std::string& checkpoint_path) {
+  const std::string e = session_log_event(wall_time_now(), step, status, checkpoint_path);
+  return writer_.write(e.data(), e.size());
 }
 
 Status EventsWriter::add_scalar(const std::string& tag, double value, int64_t step) {

@@ -7,6 +7,7 @@
 //   (*w)->add_scalar("loss", 0.37, /*step=*/500);
 //   (*w)->add_histogram("dense/kernel", kernel, 500);
 //   (*w)->add_graph(graph);
+//   (*w)->add_session_log(SessionStatus::kStart, 500);       // training (re)starts at 500
 //   (*w)->flush();
 //
 // Not thread-safe: the summary actor (summary_actor.h) owns one and serialises writes.
@@ -29,6 +30,10 @@ std::string scalar_event(double wall_time, int64_t step, const std::string& tag,
 std::string histogram_event(double wall_time, int64_t step, const std::string& tag,
                             const runtime::Tensor& values);
 std::string graph_event(double wall_time, const runtime::Graph& graph);
+// SessionLog { status = 1; checkpoint_path = 2; } (TF's SessionStatus values).
+enum class SessionStatus { kStart = 1, kStop = 2, kCheckpoint = 3 };
+std::string session_log_event(double wall_time, int64_t step, SessionStatus status,
+                              const std::string& checkpoint_path = "");
 
 class EventsWriter {
  public:
@@ -40,6 +45,10 @@ class EventsWriter {
   runtime::Status add_histogram(const std::string& tag, const runtime::Tensor& values,
                                 int64_t step);
   runtime::Status add_graph(const runtime::Graph& graph);
+  // A START at step N tells TensorBoard that training (re)started there: it drops what an
+  // interrupted run logged for later steps, so resumed curves do not double back.
+  runtime::Status add_session_log(SessionStatus status, int64_t step,
+                                  const std::string& checkpoint_path = "");
   runtime::Status flush();
   const std::string& path() const { return writer_.path(); }
 

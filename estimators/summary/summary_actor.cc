@@ -15,6 +15,7 @@ using scalar_atom = caf::atom_constant<caf::atom("scalar")>;
 using histo_atom = caf::atom_constant<caf::atom("histo")>;
 using graph_atom = caf::atom_constant<caf::atom("graph")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using session_atom = caf::atom_constant<caf::atom("session")>;
 
 struct Histogram {
   std::string tag;
@@ -55,6 +56,9 @@ caf::behavior summary_actor(caf::stateful_actor<WriterState>* self,
       [self, keep](graph_atom, const GraphDef& g) {
         keep(self->state.writer->add_graph(*g.graph));
       },
+      [self, keep](session_atom, int status, int64_t step, const std::string& path) {
+        keep(self->state.writer->add_session_log(static_cast<SessionStatus>(status), step, path));
+      },
       [self, keep](flush_atom) {
         keep(self->state.writer->flush());
         Status s = self->state.error;
@@ -87,6 +91,11 @@ void SummaryWriter::histogram(const std::string& tag, const runtime::Tensor& val
 
 void SummaryWriter::graph(std::shared_ptr<const runtime::Graph> graph) const {
   caf::anon_send(actor_, graph_atom::value, GraphDef{std::move(graph)});
+}
+
+void SummaryWriter::session_log(SessionStatus status, int64_t step,
+                                const std::string& checkpoint_path) const {
+  caf::anon_send(actor_, session_atom::value, static_cast<int>(status), step, checkpoint_path);
 }
 
 Status SummaryWriter::flush() const {

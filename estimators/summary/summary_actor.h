@@ -15,6 +15,7 @@
 #include <string>
 
 #include "actors/runtime_system.h"
+#include "estimators/summary/events_writer.h"
 #include "runtime/graph.h"
 #include "runtime/status.h"
 #include "runtime/tensor.h"
@@ -30,6 +31,8 @@ class SummaryWriter {
   void scalar(const std::string& tag, double value, int64_t step) const;
   void histogram(const std::string& tag, const runtime::Tensor& values, int64_t step) const;
   void graph(std::shared_ptr<const runtime::Graph> graph) const;
+  void session_log(SessionStatus status, int64_t step,
+                   const std::string& checkpoint_path = "") const;
   // Waits for every earlier write to reach the file; the first error since the last flush.
   runtime::Status flush() const;
   // Ends the actor (after what was sent before).

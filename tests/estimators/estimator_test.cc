@@ -14,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "harness/temp_dir.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
@@ -31,12 +32,7 @@ using runtime::Tensor;
 
 namespace {
 
-std::string fresh_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() /
-           ("troupe_est_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(d);
-  return d.string();
-}
+std::string fresh_dir(const std::string& name) { return testing::temp_dir(name); }
 
 // y = 3 x0 - 2 x1 + 1 + noise
 input::Dataset regression_data(int64_t n, int64_t epochs, uint64_t seed = 1) {
@@ -164,11 +160,19 @@ TEST_CASE("estimator: resumes from model_dir; max_steps and steps as TF counts t
   CHECK(skipped->steps == 0);
   CHECK(est.train(regression_data(256, 100), {.steps = 5})->global_step == 85);
   CHECK(std::filesystem::exists(dir + "/model.ckpt-85"));
-  bool events = false;
+  // Each run's event file says where training (re)started, so TensorBoard drops what an
+  // interrupted run logged past its checkpoint: SessionLog { status: START } (field 7).
+  int starts = 0;
   for (auto& f : std::filesystem::directory_iterator(dir)) {
-    events = events || f.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+    if (f.path().filename().string().rfind("events.out.tfevents.", 0) != 0) continue;
+    std::string bytes;
+    REQUIRE(runtime::read_file(f.path().string(), &bytes).ok());
+    for (size_t at = bytes.find("\x3a\x02\x08\x01"); at != std::string::npos;
+         at = bytes.find("\x3a\x02\x08\x01", at + 1)) {
+      ++starts;
+    }
   }
-  CHECK(events);
+  CHECK(starts >= 3);  // the first run, the resumed one, the one of 5 more steps
   // Evaluating a fresh Estimator reads the latest checkpoint.
   Estimator reader(linear_model, quiet(dir));
   auto m = reader.evaluate(regression_data(64, 1));

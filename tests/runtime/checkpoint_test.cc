@@ -13,17 +13,13 @@
 #include <random>
 #include <thread>
 
+#include "harness/temp_dir.h"
 #include "runtime/record_io.h"
 
 using namespace troupe::runtime;
 
 namespace {
-std::string fresh_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() /
-           ("troupe_ckpt_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(d);
-  return d.string();
-}
+std::string fresh_dir(const std::string& name) { return troupe::testing::temp_dir(name); }
 void fill_store(VariableStore* s, int64_t step) {
   s->assign("dense/kernel", Tensor::from_vector<float>(Shape{2, 2}, {1.f * step, 2, 3, 4}));
   s->assign("global_step", Tensor::scalar<int64_t>(step));

@@ -30,6 +30,8 @@ Run shell(const std::string& line) {
   std::ifstream o(out), e(err);
   r.out.assign(std::istreambuf_iterator<char>(o), {});
   r.err.assign(std::istreambuf_iterator<char>(e), {});
+  std::remove(out.c_str());
+  std::remove(err.c_str());
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include "estimators/input/columns_source.h"
 #include "estimators/input/eigen_columns.h"
 #include "estimators/input/record_file.h"
+#include "harness/temp_dir.h"
 #include "runtime/record_io.h"
 
 using namespace troupe;
@@ -25,10 +26,9 @@ namespace {
 
 std::string temp_dir() {
   static std::string dir = [] {
-    auto d =
-        std::filesystem::temp_directory_path() / ("troupe_input_" + std::to_string(::getpid()));
+    std::string d = troupe::testing::temp_dir("input");
     std::filesystem::create_directories(d);
-    return d.string();
+    return d;
   }();
   return dir;
 }

@@ -22,6 +22,15 @@ TEST_CASE("event protos match the reference's test vectors") {
         "09000000000000004010012a0d0a0b0a046c6f7373150000003f");
 }
 
+TEST_CASE("session logs: START where training (re)starts, CHECKPOINT with its path") {
+  // Event { wall_time = 1.0; step = 500; session_log (7) = SessionLog { status = START } }
+  CHECK(hex(estimators::session_log_event(1.0, 500, estimators::SessionStatus::kStart)) ==
+        "09000000000000f03f10f4033a020801");
+  // SessionLog { status = CHECKPOINT; checkpoint_path = "m" }
+  CHECK(hex(estimators::session_log_event(1.0, 1, estimators::SessionStatus::kCheckpoint, "m")) ==
+        "09000000000000f03f10013a05080312016d");
+}
+
 TEST_CASE("an events file: version first, then scalars, a histogram and the graph") {
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("troupe_events_" + std::to_string(::getpid())))
@@ -47,6 +56,11 @@ TEST_CASE("an events file: version first, then scalars, a histogram and the grap
                    "s", runtime::Tensor::from_vector<std::string>(runtime::Shape{1}, {"a"}), 1)
                .ok());
     REQUIRE((*w)->flush().ok());
+    // A second writer in the same second (a second Estimator on this model_dir) gets a file of
+    // its own instead of truncating this one.
+    auto other = estimators::EventsWriter::open(dir + "/train");
+    REQUIRE(other.ok());
+    CHECK((*other)->path() != path);
   }
   std::string bytes;
   REQUIRE(runtime::read_file(path, &bytes).ok());
