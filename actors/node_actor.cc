@@ -145,7 +145,8 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   call->pending = std::move(pd);
   call->plan = plan.plan;
   st.call = call;
-  self->request(st.spec.remote, st.spec.remote_timeout, call_atom::value, std::move(blob))
+  const caf::actor& to = st.spec.channel ? st.spec.channel : st.spec.remote;
+  self->request(to, st.spec.remote_timeout, call_atom::value, std::move(blob))
       .then(
           [self, call](std::vector<char>& reply) {
             const runtime::Node& n = *self->state.node;

@@ -28,7 +28,8 @@ struct NodeSpec {
   caf::actor session;
   std::shared_ptr<runtime::Allocator> allocator;      // the device's
   std::shared_ptr<runtime::VariableStore> variables;  // the in-process shard's
-  caf::actor remote;  // a server in another process that runs this node; invalid: run here
+  caf::actor remote;   // a server in another process that runs this node; invalid: run here
+  caf::actor channel;  // its data channel (data_channel.h), if it has one: calls go there
   caf::duration remote_timeout;
   std::shared_ptr<StepProfiler> profiler;  // the session's
 };

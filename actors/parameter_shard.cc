@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "actors/data_channel.h"
 #include "actors/messages.h"
 #include "actors/shard_codec.h"
 #include "ops/array_ops.h"
@@ -46,7 +47,7 @@ runtime::Result<std::unique_ptr<RemoteNode>> build(const ShardCall& call,
 }  // namespace
 
 caf::behavior parameter_shard(caf::event_based_actor* self,
-                              std::shared_ptr<runtime::VariableStore> store) {
+                              std::shared_ptr<runtime::VariableStore> store, uint16_t data_port) {
   auto nodes = std::make_shared<std::map<std::string, std::unique_ptr<RemoteNode>>>();
   return {
       [=](call_atom, std::vector<char>& blob) -> std::vector<char> {
@@ -80,6 +81,7 @@ caf::behavior parameter_shard(caf::event_based_actor* self,
         return reply;
       },
       [](ping_atom) { return ping_atom::value; },
+      [data_port](data_port_atom) { return data_port; },
   };
 }
 

@@ -4,8 +4,9 @@
 // store, so that updates are applied where the variables live, as TF applies them on the ps.
 //
 //   auto store = std::make_shared<runtime::VariableStore>();
-//   caf::actor shard = system.spawn(parameter_shard, store);
+//   caf::actor shard = system.spawn(parameter_shard, store, data_port);   // 0: no data channel
 //   // remote: (call_atom, std::vector<char> shard_call) -> std::vector<char> shard_reply
+//   //         (data_port_atom) -> uint16_t, where its data channel listens (data_channel.h)
 //
 // The store is thread-safe; the actor serialises remote calls.
 #pragma once
@@ -19,6 +20,6 @@
 namespace troupe::actors {
 
 caf::behavior parameter_shard(caf::event_based_actor* self,
-                              std::shared_ptr<runtime::VariableStore> store);
+                              std::shared_ptr<runtime::VariableStore> store, uint16_t data_port);
 
 }  // namespace troupe::actors

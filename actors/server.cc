@@ -2,6 +2,7 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/data_channel.h"
 #include "actors/messages.h"
 #include "actors/parameter_shard.h"
 
@@ -10,11 +11,15 @@ namespace troupe::actors {
 runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOptions options) {
   std::unique_ptr<Server> server(new Server(rt));
   server->variables_ = std::make_shared<runtime::VariableStore>();
-  server->shard_ = rt.system().spawn(parameter_shard, server->variables_);
+  TROUPE_ASSIGN_OR_RETURN(server->data_, DataServer::listen(rt, options.host));
+  server->shard_ = rt.system().spawn(parameter_shard, server->variables_, server->data_->port());
+  server->data_->serve(server->shard_);
   auto port = rt.system().middleman().publish(server->shard_, options.port, options.host.c_str(),
                                               /*reuse_addr=*/true);
   if (!port) {
+    server->data_.reset();
     caf::anon_send_exit(server->shard_, caf::exit_reason::user_shutdown);
+    server->shard_ = nullptr;
     return runtime::make_error(runtime::Code::kUnavailable, "cannot serve on ", options.host, ":",
                                options.port, ": ", rt.system().render(port.error()));
   }
@@ -23,7 +28,9 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
 }
 
 Server::~Server() {
+  if (!shard_) return;
   runtime_.system().middleman().unpublish(shard_, port_);
+  data_.reset();
   caf::anon_send_exit(shard_, caf::exit_reason::user_shutdown);
   shard_ = nullptr;
 }

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/data_channel.h"
 #include "actors/runtime_system.h"
 #include "runtime/status.h"
 #include "runtime/variable_store.h"
@@ -35,6 +36,7 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   uint16_t port() const { return port_; }
+  uint16_t data_port() const { return data_->port(); }  // where tensors travel (data_channel.h)
   runtime::VariableStore& variables() { return *variables_; }
 
  private:
@@ -42,6 +44,7 @@ class Server {
   Runtime& runtime_;
   std::shared_ptr<runtime::VariableStore> variables_;
   caf::actor shard_;
+  std::unique_ptr<DataServer> data_;  // tensors travel here; CAF's port for the rest
   uint16_t port_ = 0;
 };
 

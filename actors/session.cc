@@ -1,11 +1,31 @@
 #include "actors/session.h"
 
+#include "actors/data_channel.h"
 #include "actors/device_actor.h"
 #include "actors/parameter_shard.h"
 #include "actors/server.h"
 #include "actors/session_actor.h"
 
 namespace troupe::actors {
+
+namespace {
+
+// Channels per server: calls of different nodes to one server travel side by side.
+constexpr int kDataChannelsPerServer = 2;
+
+// A data channel to the server at `address`, if it has one.
+runtime::Result<caf::actor> open_data_channel(Runtime& rt, const caf::actor& server,
+                                              const std::string& address,
+                                              std::chrono::milliseconds timeout) {
+  uint16_t port = 0;
+  caf::scoped_actor self{rt.system()};
+  self->request(server, std::chrono::seconds(5), data_port_atom::value)
+      .receive([&](uint16_t p) { port = p; }, [](caf::error&) {});
+  if (port == 0) return runtime::unavailable("the server at ", address, " has no data channel");
+  return connect_data_channel(rt, address.substr(0, address.rfind(':')), port, timeout);
+}
+
+}  // namespace
 
 runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const runtime::Graph& graph,
                                                           SessionOptions options) {
@@ -16,7 +36,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   Device device = spawn_device(rt.system(), {options.memory_limit_bytes});
   s->device_ = device.actor;
   s->allocator_ = device.allocator;
-  s->shard_ = rt.system().spawn(parameter_shard, s->variables_);
+  s->shard_ = rt.system().spawn(parameter_shard, s->variables_, uint16_t{0});
 
   SessionSpec spec;
   spec.graph = s->graph_;
@@ -33,6 +53,13 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
     TROUPE_ASSIGN_OR_RETURN(caf::actor server, connect_server(rt, address));
     std::string key = "/job:" + parsed->job + "/task:" + std::to_string(std::max(0, parsed->task));
     spec.remote_tasks[key] = server;
+    // Tensors go over the server's data channel when it has one; CAF's connection otherwise.
+    for (int i = 0; i < kDataChannelsPerServer; ++i) {
+      auto channel = open_data_channel(rt, server, address, options.remote_timeout);
+      if (!channel.ok()) break;
+      spec.remote_channels[key].push_back(*channel);
+      s->channels_.push_back(*channel);
+    }
   }
   s->session_ = spawn_session(rt.system(), std::move(spec));
   return s;
@@ -43,6 +70,8 @@ Session::~Session() {
     caf::anon_send_exit(*a, caf::exit_reason::user_shutdown);
     *a = nullptr;
   }
+  for (caf::actor& c : channels_) caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+  channels_.clear();
 }
 
 runtime::Result<std::vector<runtime::Tensor>> Session::run(

@@ -78,6 +78,7 @@ class Session {
   caf::actor device_;
   caf::actor shard_;
   caf::actor session_;
+  std::vector<caf::actor> channels_;  // data channels to servers (data_channel.h)
 };
 
 }  // namespace troupe::actors

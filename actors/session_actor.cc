@@ -94,13 +94,25 @@ struct SessionState {
 
 using SessionActor = caf::stateful_actor<SessionState>;
 
-caf::actor remote_for(const SessionState& st, const runtime::Node& node) {
-  if (node.device.empty() || st.spec.remote_tasks.empty()) return caf::actor();
+// The task of another process a node is placed on ("/job:ps/task:0"), or "".
+std::string remote_task(const SessionState& st, const runtime::Node& node) {
+  if (node.device.empty() || st.spec.remote_tasks.empty()) return "";
   auto spec = runtime::DeviceSpec::parse(node.device);
-  if (!spec.ok() || spec->job.empty()) return caf::actor();
-  auto it = st.spec.remote_tasks.find("/job:" + spec->job +
-                                      "/task:" + std::to_string(spec->task < 0 ? 0 : spec->task));
-  return it == st.spec.remote_tasks.end() ? caf::actor() : it->second;
+  if (!spec.ok() || spec->job.empty()) return "";
+  std::string task =
+      "/job:" + spec->job + "/task:" + std::to_string(spec->task < 0 ? 0 : spec->task);
+  return st.spec.remote_tasks.count(task) ? task : "";
+}
+
+caf::actor remote_for(const SessionState& st, const runtime::Node& node) {
+  const std::string task = remote_task(st, node);
+  return task.empty() ? caf::actor() : st.spec.remote_tasks.at(task);
+}
+
+caf::actor channel_for(const SessionState& st, const runtime::Node& node) {
+  auto it = st.spec.remote_channels.find(remote_task(st, node));
+  if (it == st.spec.remote_channels.end() || it->second.empty()) return caf::actor();
+  return it->second[static_cast<size_t>(node.id) % it->second.size()];
 }
 
 caf::actor node_for(SessionActor* self, int id) {
@@ -112,6 +124,7 @@ caf::actor node_for(SessionActor* self, int id) {
                   st.spec.allocator,
                   st.spec.variables,
                   remote_for(st, st.spec.graph->node(id)),
+                  channel_for(st, st.spec.graph->node(id)),
                   st.spec.remote_timeout,
                   st.spec.profiler};
     st.nodes[id] = spawn_node_actor(self, std::move(spec));

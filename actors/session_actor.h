@@ -32,6 +32,8 @@ struct SessionSpec {
   std::shared_ptr<runtime::VariableStore> variables;
   // Servers of other processes by task ("/job:ps/task:0"); nodes placed there run there.
   std::map<std::string, caf::actor> remote_tasks;
+  // Their data channels (data_channel.h), if they have them; a node uses one by its id.
+  std::map<std::string, std::vector<caf::actor>> remote_channels;
   caf::duration remote_timeout;
   std::shared_ptr<StepProfiler> profiler;
 };

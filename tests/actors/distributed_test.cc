@@ -5,10 +5,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <chrono>
 
 #include "actors/server.h"
 #include "actors/session.h"
+#include "actors/shard_codec.h"
 #include "harness/op_harness.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
@@ -147,4 +152,91 @@ TEST_CASE(
   auto s = actors::Session::create(rt, m.g, nobody);
   CHECK_FALSE(s.ok());
   CHECK(s.status().message().find("no troupe server at 127.0.0.1:1") != std::string::npos);
+}
+
+namespace {
+int connect_to(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  return fd;
+}
+
+void send_all(int fd, const std::string& bytes) {
+  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(bytes.size()));
+}
+
+std::string frame_header(uint64_t n) {
+  std::string h(8, '\0');
+  for (int i = 0; i < 8; ++i) h[i] = static_cast<char>(n >> (8 * i));
+  return h;
+}
+}  // namespace
+
+TEST_CASE(
+    "the data channel: garbage gets an error reply, a bad frame a closed connection; the "
+    "server lives on and carries megabytes") {
+  actors::Runtime server_rt;
+  auto server = actors::Server::start(server_rt, {.port = 0});
+  REQUIRE(server.ok());
+
+  // Bytes that are no shard call: an error reply, and the connection goes on.
+  const int fd = connect_to((*server)->data_port());
+  send_all(fd, frame_header(16) + std::string("sixteen garbage!"));
+  char header[8];
+  REQUIRE(::recv(fd, header, 8, MSG_WAITALL) == 8);
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(header[i])) << (8 * i);
+  REQUIRE(n > 0);
+  REQUIRE(n < 4096);
+  auto body = std::make_shared<std::vector<char>>(n);
+  REQUIRE(::recv(fd, body->data(), n, MSG_WAITALL) == static_cast<ssize_t>(n));
+  auto reply = actors::decode_shard_reply(body);
+  REQUIRE_FALSE(reply.ok());
+  CHECK(reply.status().message().find("shard call") != std::string::npos);
+  // A frame longer than any call: the server closes this connection.
+  send_all(fd, frame_header(uint64_t(1) << 40));
+  CHECK(::recv(fd, header, 1, 0) == 0);
+  ::close(fd);
+  // A peer that leaves halfway through a frame.
+  const int half = connect_to((*server)->data_port());
+  send_all(half, frame_header(1000) + "only a few bytes");
+  ::close(half);
+
+  // The server still serves: a 4 MiB variable read and updated over the data channel.
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output w;
+  {
+    auto ps = b.device("/job:ps/task:0");
+    w = ops::variable(b, "big", Shape{1 << 20}, DType::kFloat32,
+                      ops::zeros(b, Shape{1 << 20}, DType::kFloat32));
+  }
+  Output step = ops::placeholder(b, DType::kFloat32, Shape{1 << 20}, "step");
+  int grow = -1;
+  {
+    auto ps = b.device("/job:ps/task:0");
+    grow = ops::assign_add(b, w, step).node;
+  }
+  int init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  actors::Runtime rt;
+  actors::SessionOptions options;
+  options.cluster = {{"/job:ps/task:0", "127.0.0.1:" + std::to_string((*server)->port())}};
+  auto s = actors::Session::create(rt, g, options);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  REQUIRE((*s)->run({}, {}, {init}).ok());
+  std::vector<float> ones(1 << 20, 1.0f);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE((*s)->run({{step, Tensor::from_vector(Shape{1 << 20}, ones)}}, {}, {grow}).ok());
+  }
+  auto value = (*s)->run({}, {w});
+  REQUIRE(value.ok());
+  CHECK((*value)[0].data<float>()[0] == 3.0f);
+  CHECK((*value)[0].data<float>()[(1 << 20) - 1] == 3.0f);
+  CHECK(server_rt.running_actors() > 0);
 }

@@ -45,7 +45,7 @@ TEST_CASE(
     "a shard answers garbage, truncated calls and unknown ops with errors and keeps serving") {
   actors::Runtime rt;
   auto store = std::make_shared<runtime::VariableStore>();
-  caf::actor shard = rt.system().spawn(actors::parameter_shard, store);
+  caf::actor shard = rt.system().spawn(actors::parameter_shard, store, uint16_t{0});
   caf::scoped_actor self{rt.system()};
   auto call = [&](std::vector<char> blob) {
     runtime::Status status;
