@@ -7,8 +7,12 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <capnp/serialize.h>
+#include <kj/io.h>
+
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "actors/messages.h"
 
@@ -42,23 +46,43 @@ bool write_all(int fd, iovec* parts, int count) {
   return true;
 }
 
-// Reads exactly `size` bytes; 0 on success, 1 at a clean end of stream before the first byte,
-// -1 on an error, a timeout or a stream that ends inside.
-int read_all(int fd, char* data, size_t size) {
+// Reads exactly `size` bytes; false on an error, a timeout or the end of the stream (errno
+// says which).
+bool read_all(int fd, char* data, size_t size) {
   size_t done = 0;
   while (done < size) {
     const ssize_t n = ::recv(fd, data + done, size - done, 0);
     if (n == 0) {
       errno = ECONNRESET;
-      return done == 0 ? 1 : -1;
+      return false;
     }
     if (n < 0) {
       if (errno == EINTR) continue;
-      return -1;
+      return false;
     }
     done += static_cast<size_t>(n);
   }
-  return 0;
+  return true;
+}
+
+bool write_header(int fd, uint64_t n) {
+  unsigned char header[8];
+  for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(n >> (8 * i));
+  iovec part{header, sizeof header};
+  return write_all(fd, &part, 1);
+}
+
+// The message's segments as they are, after their frame header.
+std::string write_message_frame(int fd, capnp::MessageBuilder& message) {
+  const uint64_t n = capnp::computeSerializedSizeInWords(message) * sizeof(capnp::word);
+  if (!write_header(fd, n)) return errno_text();
+  kj::FdOutputStream out(fd);
+  kj::Maybe<kj::Exception> failure =
+      kj::runCatchingExceptions([&]() { capnp::writeMessage(out, message); });
+  KJ_IF_MAYBE (e, failure) {
+    return e->getDescription().cStr();
+  }
+  return "";
 }
 
 bool write_frame(int fd, const std::vector<char>& body) {
@@ -69,17 +93,20 @@ bool write_frame(int fd, const std::vector<char>& body) {
   return write_all(fd, parts, body.empty() ? 1 : 2);
 }
 
-// Reads one frame into `body`; an error message, empty on success; `*end` at a clean end.
-std::string read_frame(int fd, std::vector<char>* body, bool* end) {
+// Reads one frame into a buffer of its own (not zeroed first: every byte is read over); an
+// error message, empty on success.
+std::string read_frame(int fd, runtime::Bytes* body) {
   unsigned char header[8];
-  const int r = read_all(fd, reinterpret_cast<char*>(header), sizeof header);
-  if (r == 1 && end) *end = true;
-  if (r != 0) return errno == EAGAIN ? "timed out" : errno_text();
+  if (!read_all(fd, reinterpret_cast<char*>(header), sizeof header)) {
+    return errno == EAGAIN ? "timed out" : errno_text();
+  }
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(header[i]) << (8 * i);
   if (n > kMaxFrameBytes) return "a frame of " + std::to_string(n) + " bytes is too long";
-  body->resize(n);
-  if (read_all(fd, body->data(), n) != 0) return errno == EAGAIN ? "timed out" : errno_text();
+  std::shared_ptr<char[]> buffer(new (std::nothrow) char[n]);
+  if (!buffer && n > 0) return "no memory for a frame of " + std::to_string(n) + " bytes";
+  if (!read_all(fd, buffer.get(), n)) return errno == EAGAIN ? "timed out" : errno_text();
+  *body = runtime::Bytes{buffer, buffer.get(), n};
   return "";
 }
 
@@ -102,15 +129,15 @@ caf::behavior channel_actor(caf::stateful_actor<ChannelState>* self, int fd, std
   self->state.peer = std::move(peer);
   self->attach_functor([fd] { ::close(fd); });
   return {
-      [self](call_atom, std::vector<char>& call) -> caf::result<std::vector<char>> {
+      [self](call_atom, ChannelCall& call) -> caf::result<runtime::Bytes> {
         ChannelState& st = self->state;
-        if (st.broken.empty() && !write_frame(st.fd, call)) {
-          st.broken = "sending: " + errno_text();
-        }
-        std::vector<char> reply;
         if (st.broken.empty()) {
-          bool end = false;
-          std::string why = read_frame(st.fd, &reply, &end);
+          std::string why = write_message_frame(st.fd, *call.message);
+          if (!why.empty()) st.broken = "sending: " + why;
+        }
+        runtime::Bytes reply;
+        if (st.broken.empty()) {
+          std::string why = read_frame(st.fd, &reply);
           if (!why.empty()) st.broken = "receiving: " + why;
         }
         if (!st.broken.empty()) {
@@ -177,9 +204,8 @@ void DataServer::accept_loop() {
 void DataServer::serve_connection(int fd) {
   caf::scoped_actor self{runtime_.system()};
   while (!stopping_) {
-    std::vector<char> call;
-    bool end = false;
-    if (!read_frame(fd, &call, &end).empty()) break;
+    runtime::Bytes call;
+    if (!read_frame(fd, &call).empty()) break;
     std::vector<char> reply;
     bool answered = false;
     self->request(shard_, caf::infinite, call_atom::value, std::move(call))

@@ -9,11 +9,13 @@
 //   data->serve(shard);                                      // accepts, forwards calls to shard
 //
 //   auto ch = connect_data_channel(rt, "127.0.0.1", port, timeout);   // client: Result<actor>
-//   request(*ch, timeout, call_atom::value, blob) -> std::vector<char> reply
+//   request(*ch, timeout, call_atom::value, ChannelCall{...}) -> runtime::Bytes reply
 //
 // A frame is an 8-byte little-endian length and that many bytes (a shard call or reply,
-// shard_codec.h). A frame longer than kMaxFrameBytes, a short read or a timeout ends the
-// connection with an error naming the peer; the call fails, nothing crashes.
+// shard_codec.h). A call's segments are written as they are (the inputs' data from where it
+// lies) and a frame is read into a buffer of its own, decoded in place: each side's kernel
+// copies the bytes once, nothing else does. A frame longer than kMaxFrameBytes, a short read or a
+// timeout ends the connection with an error naming the peer; the call fails, nothing crashes.
 #pragma once
 
 #include <caf/all.hpp>
@@ -29,10 +31,18 @@
 
 #include "actors/runtime_system.h"
 #include "runtime/status.h"
+#include "runtime/tensor.h"
+#include "runtime/tensor_wire.h"
 
 namespace troupe::actors {
 
 constexpr uint64_t kMaxFrameBytes = uint64_t(1) << 32;
+
+// A shard call to send: its message references `inputs`, which it keeps alive.
+struct ChannelCall {
+  std::shared_ptr<capnp::MallocMessageBuilder> message;
+  std::vector<runtime::Tensor> inputs;
+};
 
 using data_port_atom = caf::atom_constant<caf::atom("dataport")>;
 
@@ -70,3 +80,5 @@ runtime::Result<caf::actor> connect_data_channel(Runtime& runtime, const std::st
                                                  uint16_t port, std::chrono::milliseconds timeout);
 
 }  // namespace troupe::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::ChannelCall)

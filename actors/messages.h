@@ -20,6 +20,7 @@
 #include "runtime/executor.h"
 #include "runtime/status.h"
 #include "runtime/tensor.h"
+#include "runtime/tensor_wire.h"
 
 namespace troupe::actors {
 
@@ -176,3 +177,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::StepReport)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::StepAck)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::runtime::AllocatorStats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::runtime::Status)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::runtime::Bytes)

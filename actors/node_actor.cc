@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 
+#include "actors/data_channel.h"
 #include "actors/messages.h"
 #include "actors/shard_codec.h"
 #include "runtime/denormal.h"
@@ -137,27 +138,42 @@ void answer(NodeActor* self, std::shared_ptr<NodeState::Call> call,
 void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   NodeState& st = self->state;
   if (!st.remote_down.ok()) return fail(self, pd, plan, st.remote_down);
+  // Over the data channel the call's segments go out as they are; over CAF, as one blob.
+  ChannelCall message;
   std::vector<char> blob;
-  Status s = encode_shard_call(*st.spec.graph, *st.node, pd.inputs, &blob);
-  if (!s.ok()) return fail(self, pd, plan, s);
+  if (st.spec.channel) {
+    auto built = build_shard_call(*st.spec.graph, *st.node, pd.inputs);
+    if (!built.ok()) return fail(self, pd, plan, built.status());
+    message = ChannelCall{std::move(*built), pd.inputs};
+  } else {
+    Status s = encode_shard_call(*st.spec.graph, *st.node, pd.inputs, &blob);
+    if (!s.ok()) return fail(self, pd, plan, s);
+  }
   st.busy = true;
   auto call = std::make_shared<NodeState::Call>();
   call->pending = std::move(pd);
   call->plan = plan.plan;
   st.call = call;
-  const caf::actor& to = st.spec.channel ? st.spec.channel : st.spec.remote;
-  self->request(to, st.spec.remote_timeout, call_atom::value, std::move(blob))
-      .then(
-          [self, call](std::vector<char>& reply) {
-            const runtime::Node& n = *self->state.node;
-            auto r =
-                decode_shard_reply(std::make_shared<const std::vector<char>>(std::move(reply)));
-            if (!r.ok()) r = r.status().with_context(n.op + " '" + n.name + "' on " + n.device);
-            answer(self, call, std::move(r));
-          },
-          [self, call](caf::error& err) {
-            answer(self, call, unreachable(self, self->system().render(err)));
-          });
+  auto on_reply = [self, call](runtime::Result<std::vector<Tensor>> r) {
+    const runtime::Node& n = *self->state.node;
+    if (!r.ok()) r = r.status().with_context(n.op + " '" + n.name + "' on " + n.device);
+    answer(self, call, std::move(r));
+  };
+  auto on_error = [self, call](caf::error& err) {
+    answer(self, call, unreachable(self, self->system().render(err)));
+  };
+  if (st.spec.channel) {
+    self->request(st.spec.channel, st.spec.remote_timeout, call_atom::value, std::move(message))
+        .then([on_reply](runtime::Bytes& reply) { on_reply(decode_shard_reply(reply)); }, on_error);
+  } else {
+    self->request(st.spec.remote, st.spec.remote_timeout, call_atom::value, std::move(blob))
+        .then(
+            [on_reply](std::vector<char>& reply) {
+              on_reply(
+                  decode_shard_reply(std::make_shared<const std::vector<char>>(std::move(reply))));
+            },
+            on_error);
+  }
 }
 
 void try_fire(NodeActor* self) {

@@ -12,6 +12,7 @@
 
 namespace troupe::actors {
 
+using runtime::Result;
 using runtime::Status;
 using runtime::Tensor;
 
@@ -44,41 +45,51 @@ runtime::Result<std::unique_ptr<RemoteNode>> build(const ShardCall& call,
   return rn;
 }
 
+using RemoteNodes = std::map<std::string, std::unique_ptr<RemoteNode>>;
+
+// Runs one decoded call against the store; the reply's bytes either way.
+std::vector<char> run_call(Result<ShardCall> decoded, RemoteNodes& nodes,
+                           runtime::VariableStore* store) {
+  std::vector<Tensor> outputs;
+  Status status = [&]() -> Status {
+    TROUPE_ASSIGN_OR_RETURN(ShardCall call, std::move(decoded));
+    std::string key = call.node_name + "/" + call.op;
+    for (const Tensor& t : call.inputs) key += std::string("/") + runtime::dtype_name(t.dtype());
+    auto it = nodes.find(key);
+    if (it == nodes.end()) {
+      TROUPE_ASSIGN_OR_RETURN(auto rn, build(call, store));
+      it = nodes.emplace(key, std::move(rn)).first;
+    }
+    RemoteNode& rn = *it->second;
+    rn.ctx->inputs() = std::move(call.inputs);
+    rn.ctx->set_invocation(rn.invocations++);
+    runtime::ScopedFlushDenormal flush;
+    Status s = runtime::run_kernel(rn.kernel, *rn.ctx);
+    rn.ctx->inputs().clear();
+    if (!s.ok()) return s;
+    outputs = std::move(rn.ctx->outputs());
+    rn.ctx->outputs().assign(outputs.size(), Tensor());
+    return runtime::ok_status();
+  }();
+  std::vector<char> reply;
+  Status encoded = encode_shard_reply(status, outputs, &reply);
+  if (!encoded.ok()) encode_shard_reply(encoded, {}, &reply);
+  return reply;
+}
+
 }  // namespace
 
 caf::behavior parameter_shard(caf::event_based_actor* self,
                               std::shared_ptr<runtime::VariableStore> store, uint16_t data_port) {
-  auto nodes = std::make_shared<std::map<std::string, std::unique_ptr<RemoteNode>>>();
+  auto nodes = std::make_shared<RemoteNodes>();
   return {
-      [=](call_atom, std::vector<char>& blob) -> std::vector<char> {
-        std::vector<Tensor> outputs;
-        Status status = [&]() -> Status {
-          TROUPE_ASSIGN_OR_RETURN(
-              ShardCall call,
-              decode_shard_call(std::make_shared<const std::vector<char>>(std::move(blob))));
-          std::string key = call.node_name + "/" + call.op;
-          for (const Tensor& t : call.inputs)
-            key += std::string("/") + runtime::dtype_name(t.dtype());
-          auto it = nodes->find(key);
-          if (it == nodes->end()) {
-            TROUPE_ASSIGN_OR_RETURN(auto rn, build(call, store.get()));
-            it = nodes->emplace(key, std::move(rn)).first;
-          }
-          RemoteNode& rn = *it->second;
-          rn.ctx->inputs() = std::move(call.inputs);
-          rn.ctx->set_invocation(rn.invocations++);
-          runtime::ScopedFlushDenormal flush;
-          Status s = runtime::run_kernel(rn.kernel, *rn.ctx);
-          rn.ctx->inputs().clear();
-          if (!s.ok()) return s;
-          outputs = std::move(rn.ctx->outputs());
-          rn.ctx->outputs().assign(outputs.size(), Tensor());
-          return runtime::ok_status();
-        }();
-        std::vector<char> reply;
-        Status encoded = encode_shard_reply(status, outputs, &reply);
-        if (!encoded.ok()) encode_shard_reply(encoded, {}, &reply);
-        return reply;
+      [=](call_atom, std::vector<char>& blob) {
+        auto bytes = std::make_shared<const std::vector<char>>(std::move(blob));
+        return run_call(decode_shard_call(std::move(bytes)), *nodes, store.get());
+      },
+      // From this process's data server: a frame as read from its socket, decoded in place.
+      [=](call_atom, const runtime::Bytes& frame) {
+        return run_call(decode_shard_call(frame), *nodes, store.get());
       },
       [](ping_atom) { return ping_atom::value; },
       [data_port](data_port_atom) { return data_port; },

@@ -10,24 +10,37 @@ using runtime::Result;
 using runtime::Status;
 using runtime::Tensor;
 
+Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
+    const runtime::Graph& graph, const runtime::Node& node, const std::vector<Tensor>& inputs) {
+  auto builder = std::make_unique<capnp::MallocMessageBuilder>();
+  auto msg = builder->initRoot<schema::ShardCall>();
+  TROUPE_RETURN_IF_ERROR(runtime::write_node(graph, node, msg.initNode(), builder->getOrphanage()));
+  auto list = msg.initInputs(static_cast<unsigned>(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TROUPE_RETURN_IF_ERROR(runtime::write_tensor(inputs[i], list[i], builder->getOrphanage()));
+  }
+  return builder;
+}
+
 Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
                          const std::vector<Tensor>& inputs, std::vector<char>* out) {
-  capnp::MallocMessageBuilder builder;
-  auto msg = builder.initRoot<schema::ShardCall>();
-  TROUPE_RETURN_IF_ERROR(runtime::write_node(graph, node, msg.initNode(), builder.getOrphanage()));
-  auto list = msg.initInputs(static_cast<unsigned>(inputs.size()));
+  TROUPE_ASSIGN_OR_RETURN(auto builder, build_shard_call(graph, node, inputs));
   size_t bytes = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    TROUPE_RETURN_IF_ERROR(runtime::write_tensor(inputs[i], list[i], builder.getOrphanage()));
-    bytes += inputs[i].byte_size();
-  }
-  return runtime::write_message(builder, out, bytes);
+  for (const Tensor& t : inputs) bytes += t.byte_size();
+  return runtime::write_message(*builder, out, bytes);
 }
 
 Result<ShardCall> decode_shard_call(std::shared_ptr<const std::vector<char>> bytes) {
+  if (!bytes) return runtime::invalid_argument("shard call: null blob");
+  const char* data = bytes->data();
+  const size_t size = bytes->size();
+  return decode_shard_call(runtime::Bytes{std::move(bytes), data, size});
+}
+
+Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes) {
   ShardCall call;
-  Status s = runtime::read_blob(
-      std::move(bytes), [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
+  Status s =
+      runtime::read_blob(bytes, [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
         auto msg = r.getRoot<schema::ShardCall>();
         call.node_name = msg.getNode().getName().cStr();
         call.op = msg.getNode().getOp().cStr();
@@ -60,10 +73,17 @@ Status encode_shard_reply(const Status& status, const std::vector<Tensor>& outpu
 }
 
 Result<std::vector<Tensor>> decode_shard_reply(std::shared_ptr<const std::vector<char>> bytes) {
+  if (!bytes) return runtime::invalid_argument("shard reply: null blob");
+  const char* data = bytes->data();
+  const size_t size = bytes->size();
+  return decode_shard_reply(runtime::Bytes{std::move(bytes), data, size});
+}
+
+Result<std::vector<Tensor>> decode_shard_reply(const runtime::Bytes& bytes) {
   std::vector<Tensor> outputs;
   Status remote;
-  Status s = runtime::read_blob(
-      std::move(bytes), [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
+  Status s =
+      runtime::read_blob(bytes, [&](capnp::MessageReader& r, std::shared_ptr<const void> keep) {
         auto msg = r.getRoot<schema::ShardReply>();
         if (msg.getError().size() > 0) {
           remote = runtime::make_error(runtime::Code::kAborted, msg.getError().cStr());

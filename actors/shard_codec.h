@@ -18,6 +18,7 @@
 #include "runtime/graph.h"
 #include "runtime/status.h"
 #include "runtime/tensor.h"
+#include "runtime/tensor_wire.h"
 
 namespace troupe::actors {
 
@@ -31,7 +32,13 @@ struct ShardCall {
 runtime::Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
                                   const std::vector<runtime::Tensor>& inputs,
                                   std::vector<char>* out);
+// The call as a message that references the inputs' data (they must outlive it), for writers
+// that send its segments as they are (data_channel.h).
+runtime::Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
+    const runtime::Graph& graph, const runtime::Node& node,
+    const std::vector<runtime::Tensor>& inputs);
 runtime::Result<ShardCall> decode_shard_call(std::shared_ptr<const std::vector<char>> bytes);
+runtime::Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes);
 
 runtime::Status encode_shard_reply(const runtime::Status& status,
                                    const std::vector<runtime::Tensor>& outputs,
@@ -39,5 +46,6 @@ runtime::Status encode_shard_reply(const runtime::Status& status,
 // The outputs, or the error the shard reported (or found in the bytes).
 runtime::Result<std::vector<runtime::Tensor>> decode_shard_reply(
     std::shared_ptr<const std::vector<char>> bytes);
+runtime::Result<std::vector<runtime::Tensor>> decode_shard_reply(const runtime::Bytes& bytes);
 
 }  // namespace troupe::actors

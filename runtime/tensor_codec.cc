@@ -185,18 +185,24 @@ Status read_blob(
     std::shared_ptr<const std::vector<char>> bytes,
     const std::function<Status(capnp::MessageReader&, std::shared_ptr<const void>)>& read) {
   if (!bytes) return invalid_argument("null blob");
-  const std::vector<char>& b = *bytes;
-  if (b.size() % sizeof(capnp::word) != 0) {
-    return invalid_argument(b.size(), " bytes is not a whole number of 8-byte words");
+  const char* data = bytes->data();
+  const size_t size = bytes->size();
+  return read_blob(Bytes{std::move(bytes), data, size}, read);
+}
+
+Status read_blob(
+    const Bytes& b,
+    const std::function<Status(capnp::MessageReader&, std::shared_ptr<const void>)>& read) {
+  if (b.size % sizeof(capnp::word) != 0) {
+    return invalid_argument(b.size, " bytes is not a whole number of 8-byte words");
   }
-  if (reinterpret_cast<uintptr_t>(b.data()) % alignof(capnp::word) == 0) {
-    kj::ArrayPtr<const capnp::word> words(reinterpret_cast<const capnp::word*>(b.data()),
-                                          b.size() / sizeof(capnp::word));
-    auto keep = std::static_pointer_cast<const void>(bytes);
-    return read_message(words, [&](capnp::MessageReader& r) { return read(r, keep); });
+  if (reinterpret_cast<uintptr_t>(b.data) % alignof(capnp::word) == 0) {
+    kj::ArrayPtr<const capnp::word> words(reinterpret_cast<const capnp::word*>(b.data),
+                                          b.size / sizeof(capnp::word));
+    return read_message(words, [&](capnp::MessageReader& r) { return read(r, b.owner); });
   }
-  auto aligned = std::make_shared<std::vector<capnp::word>>(b.size() / sizeof(capnp::word));
-  if (!b.empty()) std::memcpy(aligned->data(), b.data(), b.size());
+  auto aligned = std::make_shared<std::vector<capnp::word>>(b.size / sizeof(capnp::word));
+  if (b.size > 0) std::memcpy(aligned->data(), b.data, b.size);
   kj::ArrayPtr<const capnp::word> words(aligned->data(), aligned->size());
   auto keep = std::static_pointer_cast<const void>(aligned);
   return read_message(words, [&](capnp::MessageReader& r) { return read(r, keep); });

@@ -32,8 +32,17 @@ Status write_tensor(const Tensor& t, schema::Tensor::Builder msg, capnp::Orphana
 Result<Tensor> read_tensor(schema::Tensor::Reader msg, std::shared_ptr<const void> keep_alive);
 // Writes a whole message (flat, with its segment table) into `out`.
 Status write_message(capnp::MessageBuilder& builder, std::vector<char>* out, size_t size_hint);
+// Bytes that something keeps alive: a frame read from a socket into a buffer of its own.
+struct Bytes {
+  std::shared_ptr<const void> owner;
+  const char* data = nullptr;
+  size_t size = 0;
+};
 // Opens a flat message held by `bytes` and calls `read` with it and a keep-alive for zero-copy
 // tensors; a malformed message is an error, never an exception.
+Status read_blob(
+    const Bytes& bytes,
+    const std::function<Status(capnp::MessageReader&, std::shared_ptr<const void>)>& read);
 Status read_blob(
     std::shared_ptr<const std::vector<char>> bytes,
     const std::function<Status(capnp::MessageReader&, std::shared_ptr<const void>)>& read);
