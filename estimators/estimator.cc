@@ -103,6 +103,31 @@ class HookActors {
   std::vector<caf::actor> actors_;
 };
 
+// What an evaluation or a prediction loop needs besides its own fetches: the hooks' fetches
+// after them, the hooks in actors watching it (after_create_session called), and its input.
+struct WatchedInput {
+  std::unique_ptr<HookActors> hooks;
+  std::unique_ptr<input::Pipeline> pipeline;
+};
+
+Result<WatchedInput> watch_and_feed(actors::Runtime& runtime, const HookSetup& setup,
+                                    const std::vector<std::shared_ptr<SessionRunHook>>& hooks,
+                                    HookActorSpec common, const input::Dataset& data,
+                                    const std::vector<Output>& inputs, int64_t step,
+                                    actors::LoopRequest* loop) {
+  common.offset = loop->fetches.size();
+  common.fixed_step = true;
+  loop->fetches.insert(loop->fetches.end(), setup.fetches().begin(), setup.fetches().end());
+  WatchedInput w;
+  w.hooks = std::make_unique<HookActors>(runtime, hooks, std::move(common));
+  TROUPE_RETURN_IF_ERROR(w.hooks->call(HookPhase::kAfterCreateSession, step));
+  TROUPE_ASSIGN_OR_RETURN(w.pipeline, input::Pipeline::start(runtime, data));
+  loop->input = w.pipeline->queue_actor();
+  loop->input_feeds = inputs;
+  loop->observers = w.hooks->actors();
+  return w;
+}
+
 }  // namespace
 
 Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
@@ -496,16 +521,10 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
     loop.fetches.push_back(spec.labels);
     loop.fetches.push_back(spec.predictions);
   }
-  const size_t hook_offset = loop.fetches.size();
-  loop.fetches.insert(loop.fetches.end(), setup.fetches().begin(), setup.fetches().end());
-  HookActors hook_actors(*runtime_, hooks,
-                         {nullptr, "", store_, config_.model_dir, hook_offset,
-                          /*fixed_step=*/true});
-  TROUPE_RETURN_IF_ERROR(hook_actors.call(HookPhase::kAfterCreateSession, step));
-  TROUPE_ASSIGN_OR_RETURN(auto pipeline, input::Pipeline::start(*runtime_, data));
-  loop.input = pipeline->queue_actor();
-  loop.input_feeds = m->inputs;
-  loop.observers = hook_actors.actors();
+  TROUPE_ASSIGN_OR_RETURN(
+      WatchedInput watched,
+      watch_and_feed(*runtime_, setup, hooks, {nullptr, "", store_, config_.model_dir}, data,
+                     m->inputs, step, &loop));
   double loss_sum = 0, examples = 0;
   Status error;
   loop.on_step = [&](int64_t, const std::vector<Tensor>& v) {
@@ -523,9 +542,9 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
   };
   auto done = m->session->run_loop(std::move(loop));
   if (!done.ok()) return done.status().with_context("evaluate");
-  report_skipped(*pipeline, "evaluation");
+  report_skipped(*watched.pipeline, "evaluation");
   if (!error.ok()) return error;
-  TROUPE_RETURN_IF_ERROR(hook_actors.call(HookPhase::kEnd, step));
+  TROUPE_RETURN_IF_ERROR(watched.hooks->call(HookPhase::kEnd, step));
   if (examples == 0)
     return runtime::out_of_range("evaluate: ", data.source->name(), " gave no examples");
   Metrics out;
@@ -582,17 +601,11 @@ runtime::Status Estimator::predict(const input::Dataset& data,
   std::vector<std::shared_ptr<SessionRunHook>> hooks = m->spec.prediction_hooks;
   for (auto& h : options.hooks) hooks.push_back(h);
   for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->begin(setup));
-  const size_t hook_offset = loop.fetches.size();
-  loop.fetches.insert(loop.fetches.end(), setup.fetches().begin(), setup.fetches().end());
   const int64_t step = global_step();
-  HookActors hook_actors(*runtime_, hooks,
-                         {nullptr, "", store_, config_.model_dir, hook_offset,
-                          /*fixed_step=*/true});
-  TROUPE_RETURN_IF_ERROR(hook_actors.call(HookPhase::kAfterCreateSession, step));
-  TROUPE_ASSIGN_OR_RETURN(auto pipeline, input::Pipeline::start(*runtime_, data));
-  loop.input = pipeline->queue_actor();
-  loop.input_feeds = m->inputs;
-  loop.observers = hook_actors.actors();
+  TROUPE_ASSIGN_OR_RETURN(
+      WatchedInput watched,
+      watch_and_feed(*runtime_, setup, hooks, {nullptr, "", store_, config_.model_dir}, data,
+                     m->inputs, step, &loop));
   Status error;
   loop.on_step = [&](int64_t, const std::vector<Tensor>& v) {
     if (!options.yield_single_examples) {
@@ -622,7 +635,7 @@ runtime::Status Estimator::predict(const input::Dataset& data,
   auto done = m->session->run_loop(std::move(loop));
   if (!done.ok()) return done.status().with_context("predict");
   TROUPE_RETURN_IF_ERROR(error);
-  return hook_actors.call(HookPhase::kEnd, step);
+  return watched.hooks->call(HookPhase::kEnd, step);
 }
 
 Result<std::vector<Prediction>> Estimator::predict_batches(const input::Dataset& data,
