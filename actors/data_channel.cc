@@ -1,6 +1,7 @@
 #include "actors/data_channel.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -23,6 +24,25 @@ using runtime::Status;
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
+
+// An IPv4 address for a host name or dotted quad ("" for any), with `port`.
+runtime::Result<sockaddr_in> resolve(const std::string& host, uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (host.empty() || ::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) return addr;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || !found) {
+    return runtime::unavailable("data channel: cannot resolve '", host, "': ", gai_strerror(rc));
+  }
+  addr.sin_addr = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
+  ::freeaddrinfo(found);
+  return addr;
+}
 
 // Writes all of `parts`; false on an error or a timeout (errno says which).
 bool write_all(int fd, iovec* parts, int count) {
@@ -155,17 +175,11 @@ caf::behavior channel_actor(caf::stateful_actor<ChannelState>* self, int fd, std
 
 runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime,
                                                                 const std::string& host) {
+  TROUPE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, 0));
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return runtime::unavailable("data channel: socket: ", errno_text());
   const int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = 0;
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    ::close(fd);
-    return runtime::invalid_argument("data channel: '", host, "' is not an IPv4 address");
-  }
   socklen_t len = sizeof addr;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
@@ -240,12 +254,7 @@ DataServer::~DataServer() {
 runtime::Result<caf::actor> connect_data_channel(Runtime& runtime, const std::string& host,
                                                  uint16_t port, std::chrono::milliseconds timeout) {
   const std::string peer = host + ":" + std::to_string(port);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    return runtime::invalid_argument("data channel: '", host, "' is not an IPv4 address");
-  }
+  TROUPE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, port));
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return runtime::unavailable("data channel to ", peer, ": ", errno_text());
   set_timeout(fd, timeout);

@@ -239,4 +239,16 @@ TEST_CASE(
   CHECK((*value)[0].data<float>()[0] == 3.0f);
   CHECK((*value)[0].data<float>()[(1 << 20) - 1] == 3.0f);
   CHECK(server_rt.running_actors() > 0);
+
+  // Host names resolve for the data channel as for CAF's connection.
+  auto named = actors::Server::start(server_rt, {.port = 0, .host = "localhost"});
+  REQUIRE_MESSAGE(named.ok(), named.status().to_string());
+  actors::SessionOptions by_name;
+  by_name.cluster = {{"/job:ps/task:0", "localhost:" + std::to_string((*named)->port())}};
+  auto s2 = actors::Session::create(rt, g, by_name);
+  REQUIRE_MESSAGE(s2.ok(), s2.status().to_string());
+  REQUIRE((*s2)->run({}, {}, {init}).ok());
+  auto zeros = (*s2)->run({}, {w});
+  REQUIRE(zeros.ok());
+  CHECK((*zeros)[0].data<float>()[7] == 0.0f);
 }
