@@ -11,6 +11,7 @@
 #include <capnp/serialize.h>
 #include <kj/io.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -209,8 +210,28 @@ void DataServer::accept_loop() {
       ::close(fd);
       return;
     }
-    connections_.emplace_back(fd, std::thread([this, fd] { serve_connection(fd); }));
+    reap_finished();
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    connections_.push_back(Connection{fd, std::thread([this, fd, done] {
+                                        serve_connection(fd);
+                                        *done = true;
+                                      }),
+                                      done});
   }
+}
+
+// Sessions come and go (an Estimator restarting, an evaluator polling): their connections'
+// threads and descriptors go with them. Closed here, not by their threads, so that a number
+// the kernel hands out again is never shut down by mistake.
+void DataServer::reap_finished() {
+  auto finished = [](Connection& c) {
+    if (!*c.done) return false;
+    c.thread.join();
+    ::close(c.fd);
+    return true;
+  };
+  connections_.erase(std::remove_if(connections_.begin(), connections_.end(), finished),
+                     connections_.end());
 }
 
 // One call at a time: read it, let the shard run it, write its reply. Whatever a peer sends,
@@ -239,15 +260,15 @@ DataServer::~DataServer() {
   ::shutdown(listen_fd_, SHUT_RDWR);
   if (acceptor_.joinable()) acceptor_.join();
   ::close(listen_fd_);
-  std::vector<std::pair<int, std::thread>> connections;
+  std::vector<Connection> connections;
   {
     std::lock_guard<std::mutex> lock(mu_);
     connections = std::move(connections_);
   }
-  for (auto& [fd, thread] : connections) {
-    ::shutdown(fd, SHUT_RDWR);
-    thread.join();
-    ::close(fd);
+  for (Connection& c : connections) {
+    ::shutdown(c.fd, SHUT_RDWR);
+    c.thread.join();
+    ::close(c.fd);
   }
 }
 

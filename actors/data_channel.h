@@ -61,8 +61,14 @@ class DataServer {
  private:
   DataServer(Runtime& runtime, int fd, uint16_t port)
       : runtime_(runtime), listen_fd_(fd), port_(port) {}
+  struct Connection {
+    int fd = -1;
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
   void accept_loop();
   void serve_connection(int fd);
+  void reap_finished();  // under mu_
 
   Runtime& runtime_;
   int listen_fd_;
@@ -71,7 +77,7 @@ class DataServer {
   std::atomic<bool> stopping_{false};
   std::thread acceptor_;
   std::mutex mu_;
-  std::vector<std::pair<int, std::thread>> connections_;
+  std::vector<Connection> connections_;  // a long-lived server reaps the finished ones
 };
 
 // A detached actor owning one connection to a DataServer: it sends a call and waits for its

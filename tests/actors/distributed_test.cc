@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <filesystem>
+#include <thread>
 
 #include "actors/server.h"
 #include "actors/session.h"
@@ -239,6 +241,27 @@ TEST_CASE(
   CHECK((*value)[0].data<float>()[0] == 3.0f);
   CHECK((*value)[0].data<float>()[(1 << 20) - 1] == 3.0f);
   CHECK(server_rt.running_actors() > 0);
+
+  // Sessions come and go; the server's connections go with them, threads and descriptors.
+  auto open_fds = [] {
+    size_t n = 0;
+    for (auto& e : std::filesystem::directory_iterator("/proc/self/fd")) n += e.exists() ? 1 : 0;
+    return n;
+  };
+  const size_t before = open_fds();
+  for (int i = 0; i < 10; ++i) {
+    auto brief = actors::Session::create(rt, g, options);
+    REQUIRE(brief.ok());
+    REQUIRE((*brief)->run({}, {w}).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    auto last = actors::Session::create(rt, g, options);  // its connections reap the finished
+    REQUIRE(last.ok());
+    REQUIRE((*last)->run({}, {w}).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(open_fds() < before + 12);  // not 10 sessions x 2 connections x 2 ends
 
   // Host names resolve for the data channel as for CAF's connection.
   auto named = actors::Server::start(server_rt, {.port = 0, .host = "localhost"});
