@@ -8,11 +8,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <capnp/serialize.h>
-#include <kj/io.h>
+#include <capnp/message.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <new>
 
@@ -45,10 +45,14 @@ runtime::Result<sockaddr_in> resolve(const std::string& host, uint16_t port) {
   return addr;
 }
 
-// Writes all of `parts`; false on an error or a timeout (errno says which).
+// Writes all of `parts`; false on an error or a timeout (errno says which). A peer that has
+// gone is an error here, never a SIGPIPE that ends the process.
 bool write_all(int fd, iovec* parts, int count) {
   while (count > 0) {
-    const ssize_t n = ::writev(fd, parts, count);
+    msghdr msg{};
+    msg.msg_iov = parts;
+    msg.msg_iovlen = static_cast<size_t>(std::min(count, IOV_MAX));
+    const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -86,24 +90,28 @@ bool read_all(int fd, char* data, size_t size) {
   return true;
 }
 
-bool write_header(int fd, uint64_t n) {
-  unsigned char header[8];
-  for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(n >> (8 * i));
-  iovec part{header, sizeof header};
-  return write_all(fd, &part, 1);
-}
-
 // The message's segments as they are, after their frame header.
 std::string write_message_frame(int fd, capnp::MessageBuilder& message) {
-  const uint64_t n = capnp::computeSerializedSizeInWords(message) * sizeof(capnp::word);
-  if (!write_header(fd, n)) return errno_text();
-  kj::FdOutputStream out(fd);
-  kj::Maybe<kj::Exception> failure =
-      kj::runCatchingExceptions([&]() { capnp::writeMessage(out, message); });
-  KJ_IF_MAYBE (e, failure) {
-    return e->getDescription().cStr();
+  // Cap'n Proto's segment table: the segment count less one, each segment's size in words,
+  // padded to a whole word.
+  kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments = message.getSegmentsForOutput();
+  std::vector<uint32_t> table(segments.size() + 1 + (segments.size() % 2 == 0 ? 1 : 0), 0);
+  table[0] = static_cast<uint32_t>(segments.size() - 1);
+  uint64_t words = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    table[i + 1] = static_cast<uint32_t>(segments[i].size());
+    words += segments[i].size();
   }
-  return "";
+  const uint64_t n = table.size() * sizeof(uint32_t) + words * sizeof(capnp::word);
+  unsigned char header[8];
+  for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(n >> (8 * i));
+  std::vector<iovec> parts;
+  parts.push_back({header, sizeof header});
+  parts.push_back({table.data(), table.size() * sizeof(uint32_t)});
+  for (const auto& s : segments) {
+    parts.push_back({const_cast<capnp::word*>(s.begin()), s.size() * sizeof(capnp::word)});
+  }
+  return write_all(fd, parts.data(), static_cast<int>(parts.size())) ? "" : errno_text();
 }
 
 bool write_frame(int fd, const std::vector<char>& body) {
