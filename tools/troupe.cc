@@ -4,6 +4,7 @@
 //                [--epochs N | --steps N] [--batch-size B] [--optimizer adam|sgd|momentum|
 //                adagrad|rmsprop|ftrl] [--learning-rate R] [--dropout D] [--activation A]
 //                [--eval-every N] [--early-stopping-rounds K] [--seed S] [--eval-data DATA]
+//                [--export latest|best]
 //   troupe evaluate --model-dir DIR --data DATA
 //   troupe predict --model-dir DIR --data DATA [--output FILE]
 //
@@ -100,7 +101,8 @@ const char* kUsage =
     "DATA: fashion-mnist | csv:PATH (with --label COLUMN)\n"
     "train options: --hidden 256,128 --epochs N | --steps N --batch-size B --optimizer NAME\n"
     "  --learning-rate R --dropout D --activation relu|tanh|sigmoid|elu --eval-every N\n"
-    "  --early-stopping-rounds K --seed S --eval-data DATA --n-classes C\n";
+    "  --early-stopping-rounds K --seed S --eval-data DATA --n-classes C\n"
+    "  --export latest|best   (the model for serving, in DIR/export/<which>/<seconds>)\n";
 
 struct Args {
   std::string command;
@@ -124,7 +126,8 @@ const std::set<std::string> kFlags = {"model",
                                       "eval-data",
                                       "label",
                                       "output",
-                                      "n-classes"};
+                                      "n-classes",
+                                      "export"};
 
 int usage_error(const std::string& what) {
   std::fprintf(stderr, "troupe: %s (troupe --help shows the usage)\n", what.c_str());
@@ -243,6 +246,10 @@ int train(const Args& a) {
     return it == a.flags.end() ? d : it->second;
   };
   if (flag("model", "dnn") != "dnn") return usage_error("--model: only 'dnn' is available");
+  const std::string exported = flag("export", "");
+  if (!exported.empty() && exported != "latest" && exported != "best") {
+    return usage_error("--export: '" + exported + "' is not latest or best");
+  }
   if (!a.flags.count("data")) return usage_error("train needs --data");
   if (!a.flags.count("model-dir")) return usage_error("train needs --model-dir");
   if (a.flags.count("epochs") && a.flags.count("steps")) {
@@ -316,6 +323,7 @@ int train(const Args& a) {
   estimators::ExperimentOptions xo;
   xo.eval_every_steps = eval_every;
   xo.early_stopping_rounds = static_cast<int>(rounds);
+  xo.export_strategy = flag("export", "");
   xo.early_stopping_metric = "accuracy";
   if (steps > 0) {
     // --steps counts from where an earlier run in this model_dir stopped.
@@ -330,6 +338,9 @@ int train(const Args& a) {
   std::fprintf(stderr, "INFO: trained to step %lld in %.1f s; model in %s\n",
                static_cast<long long>(report->global_step), report->seconds,
                config.model_dir.c_str());
+  for (const std::string& dir : report->exports) {
+    std::fprintf(stderr, "INFO: exported the model to %s\n", dir.c_str());
+  }
   print_metrics(report->final_metrics);
   return 0;
 }

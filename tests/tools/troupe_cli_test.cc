@@ -62,13 +62,23 @@ TEST_CASE("troupe train / evaluate / predict on CSV files") {
   const std::string data = "--data csv:" + (dir / "train.csv").string() + " --label label";
   Run t = troupe("train --model dnn " + data + " --eval-data csv:" + (dir / "test.csv").string() +
                  " --model-dir " + model +
-                 " --hidden 16 --epochs 20 --batch-size 32 --learning-rate 0.01 --seed 1");
+                 " --hidden 16 --epochs 20 --batch-size 32 --learning-rate 0.01 --seed 1"
+                 " --export latest");
   REQUIRE_MESSAGE(t.status == 0, t.err);
   CHECK(lines(t.out) == 1);
   CHECK(t.out.rfind("{\"accuracy\": ", 0) == 0);
   const double accuracy = std::stod(t.out.substr(13));
   CHECK(accuracy > 0.9);
   CHECK(t.out.find("\"global_step\": 250") != std::string::npos);
+  // --export latest: the model for serving, in model_dir/export/latest/<seconds>.
+  int exports = 0;
+  for (auto& e : std::filesystem::directory_iterator(model + "/export/latest")) {
+    ++exports;
+    for (const char* f : {"graph.capnp", "variables.ckpt", "signature.txt"}) {
+      CHECK(std::filesystem::exists(e.path() / f));
+    }
+  }
+  CHECK(exports == 1);
 
   Run other = troupe("train --model dnn " + data + " --model-dir " + model + " --hidden 32");
   CHECK(other.status == 2);
@@ -105,6 +115,8 @@ TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
            {"train --model dnn --data fashion-mnist --model-dir x --bogus 1",
             "unknown flag --bogus", 2},
            {"train --model tree --data fashion-mnist --model-dir x", "--model", 2},
+           {"train --model dnn --data fashion-mnist --model-dir x --export soon",
+            "--export: 'soon'", 2},
            {"train --model dnn --data parquet:x --model-dir x", "--data 'parquet:x'", 1},
            {"train --model dnn --data csv:/nonexistent/*.csv --label y --model-dir x",
             "no file matches", 1},
