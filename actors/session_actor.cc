@@ -8,6 +8,7 @@
 #include "actors/messages.h"
 #include "actors/node_actor.h"
 #include "actors/queue.h"
+#include "runtime/constant_folding.h"
 #include "runtime/device.h"
 #include "runtime/op_registry.h"
 
@@ -156,10 +157,16 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
   plan.id = static_cast<int32_t>(st.plans.size());
   plan.feed_routes.resize(fed.size());
   std::map<int, NodePlan> specs;
-  // Constants that are neither fetched nor targets are bound into their consumers' plans: no
-  // actor, no message per step.
+  // Constants, and nodes whose values are fixed before any step (folded once, here), that are
+  // neither fetched nor targets are bound into their consumers' plans: no actor, no message
+  // per step.
+  const std::map<int, std::vector<Tensor>> folded = runtime::fold_constants(g, order, fed);
   std::vector<bool> bound(g.num_nodes(), false);
-  for (int id : order) bound[id] = g.node(id).op == "Const";
+  for (int id : order) bound[id] = g.node(id).op == "Const" || folded.count(id) > 0;
+  auto bound_value = [&](const Output& o) {
+    auto it = folded.find(o.node);
+    return it != folded.end() ? it->second[o.index] : g.node(o.node).attr<Tensor>("value");
+  };
   for (const Output& o : fetches) bound[o.node] = false;
   for (int t : targets) bound[t] = false;
   for (int id : order) {
@@ -191,8 +198,7 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
       if (f >= 0) {
         plan.feed_routes[f].push_back({id, static_cast<int32_t>(i)});
       } else if (bound[n.inputs[i].node]) {
-        c.bound_inputs.push_back(
-            {static_cast<int32_t>(i), g.node(n.inputs[i].node).attr<Tensor>("value")});
+        c.bound_inputs.push_back({static_cast<int32_t>(i), bound_value(n.inputs[i])});
         --waits;
       } else {
         connect(n.inputs[i].node, n.inputs[i].index, static_cast<int32_t>(i));

@@ -534,3 +534,25 @@ TEST_CASE("a loop observer stops the loop, fails it, or fails it by dying; never
   CHECK(r.steps_done == 5);
   for (auto& a : {stopper, failer, fine}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("nodes fixed before any step are folded once into their consumers: no actor each") {
+  // y = x * (ones_like(x) / 4): with x's shape known, ones_like and the division are fixed.
+  auto actors_for = [](Shape shape) {
+    actors::Runtime rt;
+    runtime::Graph g;
+    runtime::GraphBuilder b(&g);
+    Output x = ops::placeholder(b, DType::kFloat32, shape, "x");
+    Output y = ops::mul(b, x, ops::div(b, ops::ones_like(b, x), 4.0));
+    REQUIRE(b.ok());
+    auto s = actors::Session::create(rt, g);
+    REQUIRE(s.ok());
+    for (int i = 0; i < 3; ++i) {
+      auto r = (*s)->run({{x, Tensor::from_vector<float>(Shape{4}, {4, 8, 12, 16})}}, {y});
+      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+      CHECK((*r)[0].to_vector<float>() == std::vector<float>{1, 2, 3, 4});
+    }
+    return rt.running_actors();
+  };
+  // Unknown batch size: ones_like and div run every step, an actor each.
+  CHECK(actors_for(Shape{4}) + 2 == actors_for(Shape{-1}));
+}
