@@ -9,12 +9,13 @@ namespace troupe::estimators {
 
 using runtime::Status;
 
+namespace {
+
+// Failures of the machinery, not of the model or the data: worth a restart.
 bool retryable(const Status& s) {
   return s.code() == runtime::Code::kUnavailable || s.code() == runtime::Code::kAborted ||
          s.code() == runtime::Code::kInternal;
 }
-
-namespace {
 
 struct RunState {
   EstimatorActorSpec spec;

@@ -68,9 +68,6 @@ struct TrainOutcome {
 
 caf::actor spawn_estimator_actor(caf::actor_system& system, EstimatorActorSpec spec);
 
-// Failures of the machinery, not of the model or the data: worth a restart.
-bool retryable(const runtime::Status& s);
-
 }  // namespace troupe::estimators
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::estimators::TrainOutcome)
