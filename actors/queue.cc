@@ -142,6 +142,15 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
         const std::string* src = t.data<std::string>() + rows[i].row * per;
         for (int64_t e = 0; e < per; ++e) dst[i * slot + e] = src[e];
       }
+    } else if (!varied) {
+      // Every example has the batch's shape: one memcpy each and nothing else, since this runs
+      // for every example beside training (small examples paid more for Shapes than bytes).
+      const size_t bytes = static_cast<size_t>(slot) * dtype_size(first.dtype());
+      char* dst = static_cast<char*>(batch.raw_data());
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const char* src = static_cast<const char*>(rows[i].chunk->components[c].raw_data());
+        std::memcpy(dst + i * bytes, src + static_cast<size_t>(rows[i].row) * bytes, bytes);
+      }
     } else {
       const size_t size = dtype_size(first.dtype());
       char* dst = static_cast<char*>(batch.raw_data());
