@@ -72,7 +72,8 @@ Result<std::vector<std::pair<std::string, Metrics>>> Experiment::evaluate() {
     o.name = name;
     o.hooks = options_.eval_hooks;
     TROUPE_ASSIGN_OR_RETURN(Metrics m, estimator_.evaluate(data, o));
-    std::fprintf(stderr, "INFO: evaluation [%s] at step %lld: %s\n", name.c_str(),
+    std::fprintf(stderr, "INFO: evaluation%s at step %lld: %s\n",
+                 name.empty() ? "" : (" [" + name + "]").c_str(),
                  static_cast<long long>(m["global_step"]), format(m).c_str());
     out.push_back({name, std::move(m)});
   }
