@@ -1,5 +1,7 @@
 #include "actors/queue.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -84,7 +86,8 @@ bool examples_have(const Tensor& t, const Shape& shape) {
 
 }  // namespace
 
-Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad) {
+Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad,
+                                       bool yield_often) {
   if (rows.empty()) return runtime::invalid_argument("no examples to stack");
   const size_t n_components = rows[0].chunk->components.size();
   std::vector<Tensor> out;
@@ -150,6 +153,7 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
       for (size_t i = 0; i < rows.size(); ++i) {
         const char* src = static_cast<const char*>(rows[i].chunk->components[c].raw_data());
         std::memcpy(dst + i * bytes, src + static_cast<size_t>(rows[i].row) * bytes, bytes);
+        if (yield_often && i % 16 == 15) sched_yield();
       }
     } else {
       const size_t size = dtype_size(first.dtype());
