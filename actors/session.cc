@@ -13,16 +13,13 @@ namespace {
 // Channels per server: calls of different nodes to one server travel side by side.
 constexpr int kDataChannelsPerServer = 2;
 
-// A data channel to the server at `address`, if it has one.
-runtime::Result<caf::actor> open_data_channel(Runtime& rt, const caf::actor& server,
-                                              const std::string& address,
-                                              std::chrono::milliseconds timeout) {
+// Where the server's data channel listens; 0 when it has none.
+uint16_t data_port_of(Runtime& rt, const caf::actor& server) {
   uint16_t port = 0;
   caf::scoped_actor self{rt.system()};
   self->request(server, std::chrono::seconds(5), data_port_atom::value)
       .receive([&](uint16_t p) { port = p; }, [](caf::error&) {});
-  if (port == 0) return runtime::unavailable("the server at ", address, " has no data channel");
-  return connect_data_channel(rt, address.substr(0, address.rfind(':')), port, timeout);
+  return port;
 }
 
 }  // namespace
@@ -54,8 +51,10 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
     std::string key = "/job:" + parsed->job + "/task:" + std::to_string(std::max(0, parsed->task));
     spec.remote_tasks[key] = server;
     // Tensors go over the server's data channel when it has one; CAF's connection otherwise.
-    for (int i = 0; i < kDataChannelsPerServer; ++i) {
-      auto channel = open_data_channel(rt, server, address, options.remote_timeout);
+    const uint16_t data_port = data_port_of(rt, server);
+    for (int i = 0; data_port != 0 && i < kDataChannelsPerServer; ++i) {
+      auto channel = connect_data_channel(rt, address.substr(0, address.rfind(':')), data_port,
+                                          options.remote_timeout);
       if (!channel.ok()) break;
       spec.remote_channels[key].push_back(*channel);
       s->channels_.push_back(*channel);
