@@ -151,6 +151,12 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
       const size_t bytes = static_cast<size_t>(slot) * dtype_size(first.dtype());
       char* dst = static_cast<char*>(batch.raw_data());
       for (size_t i = 0; i < rows.size(); ++i) {
+        // Shuffled rows lie anywhere in memory: ask for the start of a later one early.
+        if (i + 2 < rows.size()) {
+          const char* next = static_cast<const char*>(rows[i + 2].chunk->components[c].raw_data()) +
+                             static_cast<size_t>(rows[i + 2].row) * bytes;
+          for (size_t k = 0; k < bytes && k < 512; k += 64) __builtin_prefetch(next + k);
+        }
         const char* src = static_cast<const char*>(rows[i].chunk->components[c].raw_data());
         std::memcpy(dst + i * bytes, src + static_cast<size_t>(rows[i].row) * bytes, bytes);
         if (yield_often && i % 16 == 15) sched_yield();
