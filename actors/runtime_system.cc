@@ -2,12 +2,14 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/scheduler.h"
+
 namespace troupe::actors {
 
 Runtime::Runtime(RuntimeOptions options) : config_(std::make_unique<caf::actor_system_config>()) {
   caf::actor_system_config& cfg = *config_;
   if (!options.caf_scheduler_defaults) {
-    cfg.set("scheduler.policy", caf::atom("stealing"));
+    install_quiet_scheduler(cfg);
     cfg.set("scheduler.max-threads", options.worker_threads);
     cfg.set("work-stealing.aggressive-poll-attempts", size_t{1});
     cfg.set("work-stealing.moderate-poll-attempts", size_t{0});

@@ -2,7 +2,8 @@
 // reference/node-actor-prototype.md): one CAF worker runs the graph's node actors, so that a
 // step's wave stays on one core, sent with self->send, and big kernels get both cores through
 // OpenBLAS's threads instead of two GEMMs fighting over them. With more workers, idle ones park
-// at once (aggressive-poll-attempts=1, moderate-poll-attempts=0, relaxed sleep 10 ms). Middleman
+// at once (aggressive-poll-attempts=1, moderate-poll-attempts=0, relaxed sleep 10 ms). The
+// scheduler is CAF's work stealing without its per-job logging bookkeeping (scheduler.h). Middleman
 // loaded for remote servers, with heartbeats so that a dead peer is noticed within seconds.
 //
 //   actors::Runtime rt;                                    // one per process

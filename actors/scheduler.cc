@@ -1,0 +1,60 @@
+#include "actors/scheduler.h"
+
+#include <caf/actor_system.hpp>
+#include <caf/logger.hpp>
+#include <caf/policy/work_stealing.hpp>
+#include <caf/scheduler/coordinator.hpp>
+
+// Clearing the logger pointer below is safe only while CAF logs nothing.
+static_assert(CAF_LOG_LEVEL == CAF_LOG_LEVEL_QUIET, "libcaf built with logging: keep CAF's worker");
+
+namespace troupe::actors {
+// CAF's work stealing, as its own type so that its worker loop can be its own.
+struct QuietWorkStealing : caf::policy::work_stealing {};
+}  // namespace troupe::actors
+
+namespace caf::scheduler {
+
+// CAF's worker loop (caf/scheduler/worker.hpp) without CAF_PUSH_AID_FROM_PTR, and with this
+// thread's logger pointer cleared: CAF_PUSH_AID in scheduled_actor::resume does nothing when it
+// is null. Spawning sets it again (actor_system::spawn_impl), so it is cleared per job; at the
+// QUIET log level nothing else reads it.
+template <>
+void worker<troupe::actors::QuietWorkStealing>::run() {
+  for (;;) {
+    resumable* job = policy_.dequeue(this);
+    if (logger::current_logger() != nullptr) logger::set_current_actor_system(nullptr);
+    policy_.before_resume(this, job);
+    resumable::resume_result result = job->resume(this, max_throughput_);
+    policy_.after_resume(this, job);
+    switch (result) {
+      case resumable::resume_later:
+        policy_.resume_job_later(this, job);
+        break;
+      case resumable::done:
+        policy_.after_completion(this, job);
+        intrusive_ptr_release(job);
+        break;
+      case resumable::awaiting_message:
+        intrusive_ptr_release(job);
+        break;
+      case resumable::shutdown_execution_unit:
+        policy_.after_completion(this, job);
+        policy_.before_shutdown(this);
+        return;
+    }
+  }
+}
+
+}  // namespace caf::scheduler
+
+namespace troupe::actors {
+
+void install_quiet_scheduler(caf::actor_system_config& cfg) {
+  // actor_system's constructor makes CAF's scheduler only if no module factory made one.
+  cfg.module_factories.push_back([](caf::actor_system& sys) -> caf::actor_system::module* {
+    return new caf::scheduler::coordinator<QuietWorkStealing>(sys);
+  });
+}
+
+}  // namespace troupe::actors
