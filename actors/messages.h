@@ -36,14 +36,36 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 // process). The producer may run ahead of its consumer by at most `slots` steps; a consumer that
 // frees a slot wakes a producer that waits for one. This is OneFlow's register protocol with the
 // slot count in shared counters instead of a message per slot, so an edge costs one message.
+//
+// Only the producer writes `sent` and only the consumer writes `consumed`. The wake-up is a
+// store-then-load on each side (the producer marks itself waiting, then looks for room; the
+// consumer frees a slot, then looks for a waiting producer), so both of those steps are seq_cst:
+// with weaker orders each side could miss the other's store and the producer would wait forever.
 struct EdgeCredit {
   explicit EdgeCredit(uint64_t slots) : slots(slots) {}
   const uint64_t slots;
   std::atomic<uint64_t> sent{0};
   std::atomic<uint64_t> consumed{0};
   std::atomic<bool> producer_waiting{false};
+
+  // Producer.
   bool has_room() const {
-    return sent.load(std::memory_order_acquire) - consumed.load(std::memory_order_acquire) < slots;
+    return sent.load(std::memory_order_relaxed) - consumed.load(std::memory_order_acquire) < slots;
+  }
+  void on_sent() {
+    sent.store(sent.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  // Marks the producer waiting when the edge is full; false: it must wait for a wake-up.
+  bool room_or_wait() {
+    if (has_room()) return true;
+    producer_waiting.store(true, std::memory_order_seq_cst);
+    return sent.load(std::memory_order_relaxed) - consumed.load(std::memory_order_seq_cst) < slots;
+  }
+  // Consumer: frees a slot; true when the producer waits for it and must be woken.
+  bool on_consumed() {
+    consumed.fetch_add(1, std::memory_order_seq_cst);
+    return producer_waiting.load(std::memory_order_seq_cst) &&
+           producer_waiting.exchange(false, std::memory_order_seq_cst);
   }
 };
 

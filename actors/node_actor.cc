@@ -3,7 +3,6 @@
 #include <chrono>
 #include <thread>
 
-#include <deque>
 #include <map>
 
 #include "actors/data_channel.h"
@@ -21,7 +20,7 @@ namespace {
 
 struct Pending {
   uint64_t step = 0;
-  int32_t plan = 0;
+  const NodePlan* plan = nullptr;  // in NodeState::plans, whose nodes never move
   int32_t received = 0;
   std::vector<Tensor> inputs;
   bool dead = false;
@@ -33,7 +32,9 @@ struct NodeState {
   runtime::KernelFn kernel = nullptr;
   std::unique_ptr<runtime::KernelContext> ctx;
   std::map<int32_t, NodePlan> plans;
-  std::deque<Pending> queue;                      // steps in arrival order, which is step order
+  // Steps in arrival order, which is step order: a few at most (the pipeline's depth), so a
+  // vector, which unlike a deque allocates nothing as steps come and go.
+  std::vector<Pending> queue;
   std::vector<std::vector<Tensor>> spare_inputs;  // input vectors of finished steps, for reuse
   bool busy = false;                              // a remote call is in flight
   uint64_t invocations = 0;
@@ -65,28 +66,36 @@ Pending& pending_for(NodeState& st, uint64_t step, int32_t plan) {
     st.spare_inputs.pop_back();
   }
   inputs.resize(st.node->inputs.size());
-  for (const auto& [slot, value] : st.plans.at(plan).bound_inputs) inputs[slot] = value;
-  st.queue.push_back(Pending{step, plan, 0, std::move(inputs), false});
+  const NodePlan& p = st.plans.at(plan);
+  for (const auto& [slot, value] : p.bound_inputs) inputs[slot] = value;
+  st.queue.push_back(Pending{step, &p, 0, std::move(inputs), false});
   return st.queue.back();
 }
 
 // Hands the step's outputs (or its death) to the consumers and, if this node reports, to the
-// session.
+// session. An output's last edge takes the value itself: a handle copy is two atomic operations.
 void finish(NodeActor* self, const Pending& pd, const NodePlan& plan, std::vector<Tensor>& outputs,
             bool dead) {
   NodeState& st = self->state;
-  for (const NodePlan::Out& out : plan.outs) {
-    Packet pk{pd.step, pd.plan, out.input, Tensor(), dead};
-    if (!dead && out.output >= 0) pk.value = outputs[out.output];
-    if (out.credit) out.credit->sent.fetch_add(1, std::memory_order_acq_rel);
-    self->send(out.consumer, std::move(pk));
-  }
   if (plan.report) {
     NodeDone done{pd.step, st.node->id, {}, dead};
     if (!dead) {
       for (int32_t i : plan.fetched_outputs) done.outputs.push_back(outputs[i]);
     }
     self->send(st.spec.session, std::move(done));
+  }
+  for (size_t i = 0; i < plan.outs.size(); ++i) {
+    const NodePlan::Out& out = plan.outs[i];
+    Packet pk{pd.step, plan.plan, out.input, Tensor(), dead};
+    if (!dead && out.output >= 0) {
+      bool used_later = false;
+      for (size_t j = i + 1; j < plan.outs.size() && !used_later; ++j) {
+        used_later = plan.outs[j].output == out.output;
+      }
+      pk.value = used_later ? outputs[out.output] : std::move(outputs[out.output]);
+    }
+    if (out.credit) out.credit->on_sent();
+    self->send(out.consumer, std::move(pk));
   }
 }
 
@@ -101,10 +110,7 @@ void return_credits(NodeActor* self, const NodePlan& plan) {
   for (size_t i = 0; i < plan.in_credits.size(); ++i) {
     EdgeCredit* c = plan.in_credits[i].get();
     if (!c) continue;
-    c->consumed.fetch_add(1, std::memory_order_acq_rel);
-    if (c->producer_waiting.exchange(false, std::memory_order_acq_rel)) {
-      self->send(plan.in_producers[i], Resume{});
-    }
+    if (c->on_consumed()) self->send(plan.in_producers[i], Resume{});
   }
 }
 
@@ -180,15 +186,14 @@ void try_fire(NodeActor* self) {
   NodeState& st = self->state;
   while (!st.busy && !st.queue.empty()) {
     Pending& front = st.queue.front();
-    const NodePlan& plan = st.plans.at(front.plan);
+    const NodePlan& plan = *front.plan;
     if (front.received < plan.expected) return;
     for (const NodePlan::Out& out : plan.outs) {
-      if (!out.credit || out.credit->has_room()) continue;
-      out.credit->producer_waiting.store(true, std::memory_order_release);
-      if (!out.credit->has_room()) return;  // the consumer sends Resume when it frees a slot
+      // Without room the consumer sends Resume when it frees a slot.
+      if (out.credit && !out.credit->room_or_wait()) return;
     }
     Pending pd = std::move(front);
-    st.queue.pop_front();
+    st.queue.erase(st.queue.begin());
     return_credits(self, plan);
     if (pd.dead) {
       std::vector<Tensor> none;

@@ -5,6 +5,8 @@
 #include <caf/policy/work_stealing.hpp>
 #include <caf/scheduler/coordinator.hpp>
 
+#include "runtime/denormal.h"
+
 // Clearing the logger pointer below is safe only while CAF logs nothing.
 static_assert(CAF_LOG_LEVEL == CAF_LOG_LEVEL_QUIET, "libcaf built with logging: keep CAF's worker");
 
@@ -21,6 +23,9 @@ namespace caf::scheduler {
 // QUIET log level nothing else reads it.
 template <>
 void worker<troupe::actors::QuietWorkStealing>::run() {
+  // Kernels flush denormals anyway (runtime/denormal.h); set once here, their scoped flush
+  // finds it set and writes nothing.
+  troupe::runtime::ScopedFlushDenormal flush;
   for (;;) {
     resumable* job = policy_.dequeue(this);
     if (logger::current_logger() != nullptr) logger::set_current_actor_system(nullptr);

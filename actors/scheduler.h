@@ -9,7 +9,8 @@
 // actor's id in a spin-locked, hashed per-thread table (CAF_PUSH_AID in worker::run and in
 // scheduled_actor::resume). On a chain of bare actors that is half of a hop
 // (bench/actors_bench: bare_caf_chain with and without it). The scheduling itself (queues,
-// stealing, parking, shutdown, the clock thread) is CAF's, unchanged.
+// stealing, parking, shutdown, the clock thread) is CAF's, unchanged. Worker threads flush
+// denormals to zero, as TensorFlow's executor threads do (runtime/denormal.h).
 #pragma once
 
 #include <caf/actor_system_config.hpp>
