@@ -9,7 +9,11 @@ namespace troupe::actors {
 Runtime::Runtime(RuntimeOptions options) : config_(std::make_unique<caf::actor_system_config>()) {
   caf::actor_system_config& cfg = *config_;
   if (!options.caf_scheduler_defaults) {
-    install_quiet_scheduler(cfg);
+    if (options.caf_worker_loop) {
+      cfg.set("scheduler.policy", caf::atom("stealing"));
+    } else {
+      install_quiet_scheduler(cfg);
+    }
     cfg.set("scheduler.max-threads", options.worker_threads);
     cfg.set("work-stealing.aggressive-poll-attempts", size_t{1});
     cfg.set("work-stealing.moderate-poll-attempts", size_t{0});

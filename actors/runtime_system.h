@@ -28,6 +28,9 @@ struct RuntimeOptions {
   // Keep CAF's own scheduler defaults instead (max(4, cores) stealing workers that poll): for
   // benchmarks that show what the tuning buys.
   bool caf_scheduler_defaults = false;
+  // Tuned settings, but CAF's own worker loop with its per-job logging bookkeeping instead of
+  // the quiet one (scheduler.h): for benchmarks that show what leaving it out buys.
+  bool caf_worker_loop = false;
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds connection_timeout{5000};
 };

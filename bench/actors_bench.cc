@@ -4,7 +4,8 @@
 //   mlp_throughput  784-512-512-10, batch 128, SGD, examples/s, against a hand-written loop on
 //                   the same GEMM (bar >= 0.95) and libtorch (bar >= 1.1; see torch_peer)
 //   tensor_loopback 4 MiB tensors to a server process over 127.0.0.1, GB/s  bar >= 2.5
-// and, to show what the CAF configuration buys, the hop and tiny step again on CAF's defaults.
+// and, to show what the CAF configuration buys, the hop and tiny step again on CAF's defaults,
+// and the hop with CAF's own worker loop instead of the quiet one (actors/scheduler.h).
 //
 //   actors_bench [--json bench_actors.json] [--torch-json DIR] [--quick]
 //                [--only hop|tiny|mlp|loopback]      (one bar, for profiling it)
@@ -302,21 +303,27 @@ int main(int argc, char** argv) {
   pid_t server = fork_server(&port);  // before any thread exists in this process
 
   bench::Bars bars("actors");
-  actors::RuntimeOptions tuned, defaults;
+  actors::RuntimeOptions tuned, defaults, caf_loop;
   defaults.caf_scheduler_defaults = true;
+  caf_loop.caf_worker_loop = true;
 
   auto wanted = [&](const char* part) { return only.empty() || only == part; };
   if (wanted("hop")) {
     double hop = node_hop_us(tuned);
     double hop_defaults = node_hop_us(defaults);
+    double hop_caf_loop = node_hop_us(caf_loop);
     double raw_hop = raw_caf_hop_us(tuned);
+    double raw_hop_caf_loop = raw_caf_hop_us(caf_loop);
     bars.add("node_hop", hop, "us", "limit", 0.5, 0.5 / hop);
     bars.add("node_hop_vs_bare_caf", hop, "us", "bare_caf_chain", raw_hop, raw_hop / hop);
     std::printf("  node hop on CAF's scheduler defaults: %.3f us\n", hop_defaults);
+    std::printf("  node hop / bare CAF chain with CAF's own worker loop: %.3f / %.3f us\n",
+                hop_caf_loop, raw_hop_caf_loop);
   }
   if (wanted("tiny")) {
     double tiny = mlp_seconds_per_step(tuned, {10, 16, 3}, 8, 3000) * 1e6;
     double tiny_defaults = mlp_seconds_per_step(defaults, {10, 16, 3}, 8, 3000) * 1e6;
+    double tiny_caf_loop = mlp_seconds_per_step(caf_loop, {10, 16, 3}, 8, 3000) * 1e6;
     bars.add("tiny_mlp_step", tiny, "us", "limit", 15.0, 15.0 / tiny);
     double torch_tiny = torch_dir.empty() ? 0 : read_bar_value(torch_dir + "/torch_tiny.json");
     if (torch_tiny > 0) {
@@ -326,6 +333,7 @@ int main(int argc, char** argv) {
           "  libtorch peer for the tiny MLP: not run (install libtorch-dev; tools/dev bench)\n");
     }
     std::printf("  tiny MLP step on CAF's scheduler defaults: %.2f us\n", tiny_defaults);
+    std::printf("  tiny MLP step with CAF's own worker loop: %.2f us\n", tiny_caf_loop);
   }
   if (wanted("mlp")) {
     const int64_t batch = 128;
