@@ -8,7 +8,7 @@ namespace troupe::runtime {
 std::shared_ptr<Buffer> Buffer::allocate(Allocator* a, size_t bytes) {
   void* p = a->allocate(bytes);
   if (!p) return nullptr;
-  std::shared_ptr<Buffer> b(new Buffer());
+  auto b = std::make_shared<Buffer>(Key{});
   b->data_ = p;
   b->bytes_ = bytes;
   b->allocator_ = a;
@@ -17,7 +17,7 @@ std::shared_ptr<Buffer> Buffer::allocate(Allocator* a, size_t bytes) {
 }
 
 std::shared_ptr<Buffer> Buffer::strings(size_t n) {
-  std::shared_ptr<Buffer> b(new Buffer());
+  auto b = std::make_shared<Buffer>(Key{});
   auto* s = new std::string[n == 0 ? 1 : n];
   b->data_ = s;
   b->num_strings_ = n == 0 ? 1 : n;
@@ -27,7 +27,7 @@ std::shared_ptr<Buffer> Buffer::strings(size_t n) {
 
 std::shared_ptr<Buffer> Buffer::borrow(const void* data, size_t bytes,
                                        std::shared_ptr<const void> owner) {
-  std::shared_ptr<Buffer> b(new Buffer());
+  auto b = std::make_shared<Buffer>(Key{});
   b->data_ = const_cast<void*>(data);
   b->bytes_ = bytes;
   b->owner_ = std::move(owner);

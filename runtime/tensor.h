@@ -45,7 +45,14 @@ class Buffer {
   bool borrowed() const { return owner_ != nullptr; }
 
  private:
-  Buffer() = default;
+  // Only the factories above make buffers; the key lets them use make_shared (one allocation
+  // for the buffer and its count, not two).
+  struct Key {};
+
+ public:
+  explicit Buffer(Key) {}
+
+ private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
   size_t num_strings_ = 0;
