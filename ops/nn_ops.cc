@@ -38,13 +38,15 @@ Status last_dim_rank2(InferenceContext& c) {
 }
 }  // namespace
 
-// y = max(x, 0); dx = dy where x > 0
+// y = max(x, 0); dx = dy where y > 0, which is where x > 0. The mask is read from y, as TF
+// does, so that x has one consumer: its producer's buffer dies at the Relu, which may then
+// write into it, instead of living on until the backward pass.
 TROUPE_REGISTER_OP(Relu)
     .input("x")
     .output("y")
     .shape_fn(shape_fns::unchanged_numeric)
     .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
-      return Grads{b.add("ReluGrad", {dy[0], x_of(n)})};
+      return Grads{b.add("ReluGrad", {dy[0], out_of(n)})};
     })
     .doc("y = max(x, 0)");
 
@@ -54,7 +56,9 @@ TROUPE_REGISTER_OP(ReluGrad)
     .output("dx")
     .shape_fn(gradient_pair)
     .no_gradient()
-    .doc("dx = dy where x > 0, else 0 (second derivatives are not supported)");
+    .doc(
+        "dx = dy where x > 0, else 0; x is the Relu's input or its output, positive at the same "
+        "places (second derivatives are not supported)");
 
 // y = min(max(x, 0), 6); dx = dy where 0 < x < 6
 TROUPE_REGISTER_OP(Relu6)
