@@ -94,6 +94,7 @@ struct NodePlan {
     int32_t input = 0;    // slot at the consumer
     int32_t output = 0;   // which of this node's outputs
     std::shared_ptr<EdgeCredit> credit;
+    bool last_use = true;  // no later edge sends this output: the handle moves, not copies
   };
   int32_t plan = 0;
   int32_t expected = 0;  // packets per step (data and control inputs in the plan)

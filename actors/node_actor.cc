@@ -84,15 +84,10 @@ void finish(NodeActor* self, const Pending& pd, const NodePlan& plan, std::vecto
     }
     self->send(st.spec.session, std::move(done));
   }
-  for (size_t i = 0; i < plan.outs.size(); ++i) {
-    const NodePlan::Out& out = plan.outs[i];
+  for (const NodePlan::Out& out : plan.outs) {
     Packet pk{pd.step, plan.plan, out.input, Tensor(), dead};
     if (!dead && out.output >= 0) {
-      bool used_later = false;
-      for (size_t j = i + 1; j < plan.outs.size() && !used_later; ++j) {
-        used_later = plan.outs[j].output == out.output;
-      }
-      pk.value = used_later ? outputs[out.output] : std::move(outputs[out.output]);
+      pk.value = out.last_use ? std::move(outputs[out.output]) : outputs[out.output];
     }
     if (out.credit) out.credit->on_sent();
     self->send(out.consumer, std::move(pk));

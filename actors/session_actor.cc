@@ -239,6 +239,11 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
   for (int t : targets) specs[t].report = true;
   for (auto& [id, spec] : specs) {
     if (spec.report) ++plan.reporters;
+    for (size_t i = 0; i < spec.outs.size(); ++i) {
+      for (size_t j = i + 1; j < spec.outs.size(); ++j) {
+        if (spec.outs[j].output == spec.outs[i].output) spec.outs[i].last_use = false;
+      }
+    }
     self->send(node_for(self, id), std::move(spec));
   }
   st.plans.push_back(std::move(plan));
