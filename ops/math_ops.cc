@@ -324,24 +324,7 @@ TROUPE_REGISTER_OP(MatMul)
     .output("product")
     .attr("transpose_a", false)
     .attr("transpose_b", false)
-    .shape_fn([](InferenceContext& c) {
-      TROUPE_RETURN_IF_ERROR(c.expect_same_dtype(0, 1));
-      TROUPE_RETURN_IF_ERROR(c.expect_rank(0, 2));
-      TROUPE_RETURN_IF_ERROR(c.expect_rank(1, 2));
-      const Shape& a = c.input_shape(0);
-      const Shape& bs = c.input_shape(1);
-      bool ta = c.attr<bool>("transpose_a"), tb = c.attr<bool>("transpose_b");
-      int64_t m = a.rank_known() ? a.dim(ta ? 1 : 0) : -1;
-      int64_t k1 = a.rank_known() ? a.dim(ta ? 0 : 1) : -1;
-      int64_t k2 = bs.rank_known() ? bs.dim(tb ? 1 : 0) : -1;
-      int64_t n = bs.rank_known() ? bs.dim(tb ? 0 : 1) : -1;
-      if (k1 >= 0 && k2 >= 0 && k1 != k2) {
-        return c.error("inner dimensions differ: a is ", a, (ta ? " (transposed)" : ""), ", b is ",
-                       bs, (tb ? " (transposed)" : ""));
-      }
-      c.set_output(0, c.input_dtype(0), Shape{m, n});
-      return runtime::ok_status();
-    })
+    .shape_fn(shape_fns::matmul)
     .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
       bool ta = n.attr<bool>("transpose_a"), tb = n.attr<bool>("transpose_b");
       Output a = n.inputs[0], c = n.inputs[1], g = dy[0];

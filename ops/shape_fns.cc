@@ -79,6 +79,25 @@ Status like_input1(InferenceContext& c) {
   return runtime::ok_status();
 }
 
+Status matmul(InferenceContext& c) {
+  TROUPE_RETURN_IF_ERROR(c.expect_same_dtype(0, 1));
+  TROUPE_RETURN_IF_ERROR(c.expect_rank(0, 2));
+  TROUPE_RETURN_IF_ERROR(c.expect_rank(1, 2));
+  const Shape& a = c.input_shape(0);
+  const Shape& b = c.input_shape(1);
+  const bool ta = c.attr<bool>("transpose_a"), tb = c.attr<bool>("transpose_b");
+  const int64_t m = a.rank_known() ? a.dim(ta ? 1 : 0) : -1;
+  const int64_t k1 = a.rank_known() ? a.dim(ta ? 0 : 1) : -1;
+  const int64_t k2 = b.rank_known() ? b.dim(tb ? 1 : 0) : -1;
+  const int64_t n = b.rank_known() ? b.dim(tb ? 0 : 1) : -1;
+  if (k1 >= 0 && k2 >= 0 && k1 != k2) {
+    return c.error("inner dimensions differ: a is ", a, (ta ? " (transposed)" : ""), ", b is ", b,
+                   (tb ? " (transposed)" : ""));
+  }
+  c.set_output(0, c.input_dtype(0), Shape{m, n});
+  return runtime::ok_status();
+}
+
 Status no_outputs(InferenceContext&) { return runtime::ok_status(); }
 
 }  // namespace troupe::ops::shape_fns

@@ -32,6 +32,8 @@ bool reduced_shape(const runtime::Shape& in, const std::vector<int64_t>& axes, b
                    runtime::Shape* out);
 // Output 0 is shaped like input 1 (the reference) with input 0's dtype.
 Status like_input1(InferenceContext& c);
+// op(a) · op(b) for rank-2 a and b, op = transpose when attr "transpose_a" / "transpose_b".
+Status matmul(InferenceContext& c);
 // No outputs (NoOp, control-only nodes).
 Status no_outputs(InferenceContext& c);
 

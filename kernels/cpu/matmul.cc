@@ -1,6 +1,7 @@
 // Matrix products on the CPU: float and double go to OpenBLAS (measured the fastest GEMM on these
 // machines, and as fast inside node actors as in a plain loop); integer types use Eigen.
-// BiasAdd and its gradient live here too, since they follow every dense layer's product.
+// BiasAdd and its gradient live here too, since they follow every dense layer's product, and
+// _FusedMatMul, which is the three in one.
 #include "kernels/cpu/eigen_util.h"
 #include "kernels/cpu/gemm.h"
 #include "runtime/kernel_registry.h"
@@ -15,23 +16,64 @@ using runtime::Tensor;
 
 namespace {
 
+// m, n, k of op(a) · op(b) for inputs 0 and 1 and the node's transpose attributes.
+Status product_dims(const KernelContext& ctx, int64_t* m, int64_t* n, int64_t* k) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.rank() != 2 || b.rank() != 2) {
+    return runtime::invalid_argument("needs matrices, got ", a.shape(), " and ", b.shape());
+  }
+  const bool ta = ctx.attr<bool>("transpose_a"), tb = ctx.attr<bool>("transpose_b");
+  *m = a.dim(ta ? 1 : 0);
+  *k = a.dim(ta ? 0 : 1);
+  *n = b.dim(tb ? 0 : 1);
+  if (*k != b.dim(tb ? 1 : 0)) {
+    return runtime::invalid_argument("inner dimensions differ: ", a.shape(), " and ", b.shape());
+  }
+  return runtime::ok_status();
+}
+
 template <class T>
 struct MatMulKernel {
   static Status compute(KernelContext& ctx) {
-    const Tensor& a = ctx.input(0);
-    const Tensor& b = ctx.input(1);
-    if (a.rank() != 2 || b.rank() != 2) {
-      return runtime::invalid_argument("needs matrices, got ", a.shape(), " and ", b.shape());
-    }
-    const bool ta = ctx.attr<bool>("transpose_a"), tb = ctx.attr<bool>("transpose_b");
-    const int64_t m = a.dim(ta ? 1 : 0), k = a.dim(ta ? 0 : 1);
-    const int64_t k2 = b.dim(tb ? 1 : 0), n = b.dim(tb ? 0 : 1);
-    if (k != k2) {
-      return runtime::invalid_argument("inner dimensions differ: ", a.shape(), " and ", b.shape());
-    }
+    int64_t m, n, k;
+    TROUPE_RETURN_IF_ERROR(product_dims(ctx, &m, &n, &k));
     Tensor* c;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{m, n}, &c));
-    gemm<T>(ta, tb, m, n, k, a.data<T>(), b.data<T>(), c->data<T>());
+    gemm<T>(ctx.attr<bool>("transpose_a"), ctx.attr<bool>("transpose_b"), m, n, k,
+            ctx.input(0).data<T>(), ctx.input(1).data<T>(), c->data<T>());
+    return runtime::ok_status();
+  }
+};
+
+// The bias and the activation go over the product in one pass while it is still in cache. Each
+// value is computed as the unfused BiasAdd and Relu kernels compute it (an add, then a max), so
+// a fused plan gives the same bits as an unfused one.
+template <class T>
+struct FusedMatMulKernel {
+  static Status compute(KernelContext& ctx) {
+    int64_t m, n, k;
+    TROUPE_RETURN_IF_ERROR(product_dims(ctx, &m, &n, &k));
+    const Tensor& bias = ctx.input(2);
+    if (bias.rank() != 1 || bias.dim(0) != n) {
+      return runtime::invalid_argument("bias of shape ", bias.shape(), " for a product with ", n,
+                                       " columns");
+    }
+    const std::string& activation = ctx.attr<std::string>("activation");
+    if (!activation.empty() && activation != "Relu") {
+      return runtime::invalid_argument("unknown activation \"", activation, "\"");
+    }
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{m, n}, &y));
+    gemm<T>(ctx.attr<bool>("transpose_a"), ctx.attr<bool>("transpose_b"), m, n, k,
+            ctx.input(0).data<T>(), ctx.input(1).data<T>(), y->data<T>());
+    MatMap<T> out(y->data<T>(), m, n);
+    const auto b = ConstMatMap<T>(bias.data<T>(), 1, n).row(0);
+    if (activation.empty()) {
+      out.rowwise() += b;
+    } else {
+      out = (out.rowwise() + b).cwiseMax(T(0));
+    }
     return runtime::ok_status();
   }
 };
@@ -141,6 +183,7 @@ TROUPE_REGISTER_KERNELS(matmul_cpu) {
   registry.add_typed<BatchMatMulKernel, float, double, int32_t, int64_t>("BatchMatMul", kCpu);
   registry.add_typed<BiasAddKernel, float, double, int32_t, int64_t>("BiasAdd", kCpu);
   registry.add_typed<BiasAddGradKernel, float, double, int32_t, int64_t>("BiasAddGrad", kCpu);
+  registry.add_typed<FusedMatMulKernel, float, double, int32_t, int64_t>("_FusedMatMul", kCpu);
   registry.set_threads_fn([](int n) { openblas_set_num_threads(n); });
 }
 

@@ -1,14 +1,18 @@
-// MatMul / BatchMatMul kernels against a naive triple loop, for every transpose combination.
+// MatMul / BatchMatMul kernels against a naive triple loop, for every transpose combination;
+// _FusedMatMul against the unfused chain it stands for, bit for bit.
 #include <doctest/doctest.h>
 
 #include <cblas.h>
 
 #include "harness/op_harness.h"
+#include "ops/array_ops.h"
 #include "ops/math_ops.h"
+#include "ops/nn_ops.h"
 #include "runtime/kernel_registry.h"
 
 using namespace troupe;
 using runtime::DType;
+using runtime::Output;
 using runtime::Shape;
 using runtime::Tensor;
 using testing::OpTest;
@@ -76,6 +80,79 @@ TEST_CASE("batch_matmul broadcasts batch dims") {
         CHECK(z.data<double>()[(i * 3 + j) * 6 + e] == doctest::Approx(want[e]));
       }
     }
+}
+
+namespace {
+template <class T>
+void check_fused(int64_t m, int64_t k, int64_t n) {
+  std::mt19937_64 rng(m * 1000 + k * 10 + n);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (const char* activation : {"", "Relu"}) {
+        INFO(m, "x", k, "x", n, " ta=", ta, " tb=", tb, " activation=", activation);
+        OpTest t;
+        Output a = t.feed(random_tensor<T>(ta ? Shape{k, m} : Shape{m, k}, rng, -4, 4));
+        Output b = t.feed(random_tensor<T>(tb ? Shape{n, k} : Shape{k, n}, rng, -4, 4));
+        Output bias = t.feed(random_tensor<T>(Shape{n}, rng, -4, 4));
+        Output chain = ops::bias_add(t.b, ops::matmul(t.b, a, b, ta, tb), bias);
+        if (*activation) chain = ops::relu(t.b, chain);
+        Output fused = t.b.add("_FusedMatMul", {a, b, bias},
+                               {{"transpose_a", bool(ta)},
+                                {"transpose_b", bool(tb)},
+                                {"activation", std::string(activation)}});
+        auto r = t.run({chain, fused});
+        REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+        REQUIRE((*r)[1].shape() == Shape{m, n});
+        const T* want = (*r)[0].data<T>();
+        const T* got = (*r)[1].data<T>();
+        CHECK(std::equal(got, got + m * n, want));
+      }
+}
+}  // namespace
+
+TEST_CASE("_FusedMatMul gives the bits of MatMul, BiasAdd and Relu run one after another") {
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
+           {1, 1, 1}, {3, 5, 2}, {65, 130, 33}, {8, 10, 16}, {4, 0, 3}, {0, 3, 2}}) {
+    check_fused<float>(m, k, n);
+    check_fused<double>(m, k, n);
+    check_fused<int32_t>(m, k, n);
+    check_fused<int64_t>(m, k, n);
+  }
+}
+
+TEST_CASE("_FusedMatMul refuses a bias that does not fit and an activation it does not know") {
+  std::mt19937_64 rng(4);
+  OpTest t;
+  Output a = t.feed(random_tensor<float>(Shape{2, 3}, rng));
+  Output b = t.feed(random_tensor<float>(Shape{3, 4}, rng));
+  t.b.add("_FusedMatMul", {a, b, t.feed(random_tensor<float>(Shape{5}, rng))});
+  REQUIRE(!t.b.ok());
+  CHECK(t.b.status().message().find("bias of shape [5] for a product with 4 columns") !=
+        std::string::npos);
+
+  OpTest u;
+  Output bias = u.feed(random_tensor<float>(Shape{4}, rng));
+  u.b.add("_FusedMatMul",
+          {u.feed(random_tensor<float>(Shape{2, 3}, rng)),
+           u.feed(random_tensor<float>(Shape{3, 4}, rng)), bias},
+          {{"activation", std::string("Tanh")}});
+  REQUIRE(!u.b.ok());
+  CHECK(u.b.status().message().find("activation must be") != std::string::npos);
+
+  // Shapes unknown when the graph was built: the kernel checks them.
+  OpTest v;
+  Output x = ops::placeholder(v.b, DType::kFloat32, Shape{-1, -1}, "x");
+  Output w = ops::placeholder(v.b, DType::kFloat32, Shape{-1, -1}, "w");
+  Output c = ops::placeholder(v.b, DType::kFloat32, Shape{-1}, "c");
+  Output y = v.b.add("_FusedMatMul", {x, w, c});
+  REQUIRE(v.b.ok());
+  v.feeds = {{x, random_tensor<float>(Shape{2, 3}, rng)},
+             {w, random_tensor<float>(Shape{3, 4}, rng)},
+             {c, random_tensor<float>(Shape{3}, rng)}};
+  auto r = v.run({y});
+  REQUIRE(!r.ok());
+  CHECK(r.status().message().find("bias of shape [3] for a product with 4 columns") !=
+        std::string::npos);
 }
 
 TEST_CASE("compute threads: the registry reaches OpenBLAS") {
