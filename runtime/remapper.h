@@ -1,0 +1,36 @@
+// Plan-time op fusion, as TF's Grappler remapper does it: a MatMul whose product goes only to a
+// BiasAdd, whose sum goes only to a Relu (or anywhere, without the Relu), runs as one
+// _FusedMatMul node. A runtime that makes a plan runs the fused node in the place of the chain's
+// last node (same id, same outputs) and gives the other nodes of the chain nothing to do.
+//
+//   std::vector<bool> eligible = ...;   // per node id: in the plan, computed each step, local
+//   for (const Fusion& f : fuse_matmul_chains(graph, eligible, fed, fetches, targets)) {
+//     run *f.node where f.root is; skip f.absorbed;
+//   }
+//
+// Each fused node computes the same values, bit for bit, as its chain (see its kernel).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "runtime/graph.h"
+
+namespace troupe::runtime {
+
+struct Fusion {
+  int root = -1;              // the chain's last node: the fused node has its id and outputs
+  std::vector<int> absorbed;  // the chain's other nodes
+  std::shared_ptr<const Node> node;
+};
+
+// `eligible[id]`: node id is in the plan and runs in it (neither a constant nor folded) on this
+// process. A chain is fused only when all its nodes are eligible and placed alike, no value
+// inside it is fed, fetched or read by another eligible node, none of its nodes is a target,
+// and a CPU kernel of _FusedMatMul takes its dtype.
+std::vector<Fusion> fuse_matmul_chains(const Graph& graph, const std::vector<bool>& eligible,
+                                       const std::vector<Output>& fed,
+                                       const std::vector<Output>& fetches,
+                                       const std::vector<int>& targets);
+
+}  // namespace troupe::runtime
