@@ -105,6 +105,9 @@ struct NodePlan {
   std::vector<std::pair<int32_t, runtime::Tensor>> bound_inputs;  // constants, by input slot
   std::vector<int32_t> fetched_outputs;  // reported to the session with NodeDone
   bool report = false;                   // a fetch or a target: tells the session when done
+  // In this plan the node runs this fused node (runtime/remapper.h) instead of its own: same
+  // id and outputs, the inputs of the chain it stands for.
+  std::shared_ptr<const runtime::Node> fused;
 };
 
 // A reporting node finished a step (dead: it did not run because the step failed).

@@ -18,9 +18,23 @@ using runtime::Tensor;
 
 namespace {
 
+// What the node runs: its own kernel, or in some plans a fused node's (NodePlan::fused).
+struct Exec {
+  const runtime::Node* node = nullptr;
+  runtime::KernelFn kernel = nullptr;
+  std::unique_ptr<runtime::KernelContext> ctx;
+};
+
+struct PlanState {
+  NodePlan plan;
+  Exec fused;  // for a plan with a fused node
+  Exec* exec = nullptr;
+};
+
 struct Pending {
   uint64_t step = 0;
   const NodePlan* plan = nullptr;  // in NodeState::plans, whose nodes never move
+  Exec* exec = nullptr;            // NodeState::own or a plan's: never moves either
   int32_t received = 0;
   std::vector<Tensor> inputs;
   bool dead = false;
@@ -29,9 +43,8 @@ struct Pending {
 struct NodeState {
   NodeSpec spec;
   const runtime::Node* node = nullptr;
-  runtime::KernelFn kernel = nullptr;
-  std::unique_ptr<runtime::KernelContext> ctx;
-  std::map<int32_t, NodePlan> plans;
+  Exec own;  // unset for a node that runs on a remote server
+  std::map<int32_t, PlanState> plans;
   // Steps in arrival order, which is step order: a few at most (the pipeline's depth), so a
   // vector, which unlike a deque allocates nothing as steps come and go.
   std::vector<Pending> queue;
@@ -50,6 +63,16 @@ struct NodeState {
 
 using NodeActor = caf::stateful_actor<NodeState>;
 
+// The kernel of `node` (found when the plan was made) and a context to run it in.
+Exec make_exec(const NodeState& st, const runtime::Node& node) {
+  Exec e;
+  e.node = &node;
+  e.kernel = runtime::kernel_registry().find(node.op, runtime::DeviceType::kCpu, node.kernel_dtype);
+  e.ctx = std::make_unique<runtime::KernelContext>(node, st.spec.allocator.get(),
+                                                   st.spec.variables.get());
+  return e;
+}
+
 // Keeps a finished step's input vector for the next step, without the tensors it held.
 void recycle(NodeState& st, std::vector<Tensor>&& inputs) {
   for (Tensor& t : inputs) t = Tensor();
@@ -65,10 +88,10 @@ Pending& pending_for(NodeState& st, uint64_t step, int32_t plan) {
     inputs = std::move(st.spare_inputs.back());
     st.spare_inputs.pop_back();
   }
-  inputs.resize(st.node->inputs.size());
-  const NodePlan& p = st.plans.at(plan);
-  for (const auto& [slot, value] : p.bound_inputs) inputs[slot] = value;
-  st.queue.push_back(Pending{step, &p, 0, std::move(inputs), false});
+  PlanState& p = st.plans.at(plan);
+  inputs.resize((p.plan.fused ? *p.plan.fused : *st.node).inputs.size());
+  for (const auto& [slot, value] : p.plan.bound_inputs) inputs[slot] = value;
+  st.queue.push_back(Pending{step, &p.plan, p.exec, 0, std::move(inputs), false});
   return st.queue.back();
 }
 
@@ -123,7 +146,7 @@ void answer(NodeActor* self, std::shared_ptr<NodeState::Call> call,
   call->answered = true;
   st.busy = false;
   st.call.reset();
-  const NodePlan& plan = st.plans.at(call->plan);
+  const NodePlan& plan = st.plans.at(call->plan).plan;
   if (!outputs.ok()) {
     fail(self, call->pending, plan, outputs.status());
   } else if (outputs->size() != static_cast<size_t>(st.node->num_outputs())) {
@@ -200,7 +223,8 @@ void try_fire(NodeActor* self) {
       run_remote(self, std::move(pd), plan);
       continue;
     }
-    runtime::KernelContext& ctx = *st.ctx;
+    const Exec& exec = *pd.exec;
+    runtime::KernelContext& ctx = *exec.ctx;
     ctx.inputs() = std::move(pd.inputs);
     ctx.set_invocation(st.invocations++);
     Status s;
@@ -209,14 +233,14 @@ void try_fire(NodeActor* self) {
         profiled ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     {
       runtime::ScopedFlushDenormal flush;
-      s = runtime::run_kernel(st.kernel, ctx);
+      s = runtime::run_kernel(exec.kernel, ctx);
     }
     if (profiled) {
       using std::chrono::duration_cast;
       using std::chrono::microseconds;
       const auto ended = std::chrono::steady_clock::now();
       st.spec.profiler->record(
-          NodeTiming{st.node->name, st.node->op,
+          NodeTiming{exec.node->name, exec.node->op,
                      duration_cast<microseconds>(started.time_since_epoch()).count(),
                      duration_cast<microseconds>(ended - started).count(),
                      std::hash<std::thread::id>()(std::this_thread::get_id())});
@@ -237,10 +261,7 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
   st.spec = std::move(spec);
   st.node = &st.spec.graph->node(st.spec.node);
   if (!st.spec.remote) {
-    st.kernel = runtime::kernel_registry().find(st.node->op, runtime::DeviceType::kCpu,
-                                                st.node->kernel_dtype);
-    st.ctx = std::make_unique<runtime::KernelContext>(*st.node, st.spec.allocator.get(),
-                                                      st.spec.variables.get());
+    st.own = make_exec(st, *st.node);
   } else {
     // A lost connection (or missed heartbeats) takes the server's proxy down: fail the call in
     // flight now rather than at its timeout, and every later one at once.
@@ -269,8 +290,11 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
         try_fire(self);
       },
       [self](NodePlan& plan) {
-        int32_t id = plan.plan;
-        self->state.plans[id] = std::move(plan);
+        NodeState& st = self->state;
+        PlanState& p = st.plans[plan.plan];
+        p.plan = std::move(plan);
+        if (p.plan.fused) p.fused = make_exec(st, *p.plan.fused);
+        p.exec = p.plan.fused ? &p.fused : &st.own;
       },
       [self](Resume) { try_fire(self); },
   };

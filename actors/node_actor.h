@@ -2,7 +2,8 @@
 // the packets of a step (one per input and control edge of the running plan), fires its kernel
 // when all have arrived and every output edge has credit, and sends one packet per output edge.
 // A failed kernel sends StepError to the session and "dead" packets downstream, so the step ends
-// everywhere and the next one starts clean.
+// everywhere and the next one starts clean. In a plan whose NodePlan names a fused node
+// (runtime/remapper.h) it runs that node's kernel on the chain's inputs instead of its own.
 //
 //   caf::actor n = spawn_node_actor(session_self, spec);   // linked to the session
 //   self->send(n, plan);                     // NodePlan, once per plan

@@ -42,6 +42,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   spec.variables = s->variables_;
   spec.remote_timeout = caf::duration(options.remote_timeout);
   spec.profiler = std::make_shared<StepProfiler>();
+  spec.fuse_ops = options.fuse_ops;
   for (const auto& [task, address] : options.cluster) {
     auto parsed = runtime::DeviceSpec::parse(task);
     if (!parsed.ok() || parsed->job.empty()) {

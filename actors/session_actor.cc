@@ -11,6 +11,7 @@
 #include "runtime/constant_folding.h"
 #include "runtime/device.h"
 #include "runtime/op_registry.h"
+#include "runtime/remapper.h"
 
 namespace troupe::actors {
 
@@ -169,8 +170,19 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
   };
   for (const Output& o : fetches) bound[o.node] = false;
   for (int t : targets) bound[t] = false;
+  // Chains that run as one fused node (runtime/remapper.h): its root runs it, the rest idle.
+  std::vector<bool> absorbed(g.num_nodes(), false);
+  std::map<int, std::shared_ptr<const runtime::Node>> fused;
+  if (st.spec.fuse_ops) {
+    std::vector<bool> eligible(g.num_nodes(), false);
+    for (int id : order) eligible[id] = !bound[id] && !remote_for(st, g.node(id));
+    for (runtime::Fusion& f : runtime::fuse_matmul_chains(g, eligible, fed, fetches, targets)) {
+      for (int a : f.absorbed) absorbed[a] = true;
+      fused[f.root] = std::move(f.node);
+    }
+  }
   for (int id : order) {
-    if (!bound[id]) specs[id].plan = plan.id;
+    if (!bound[id] && !absorbed[id]) specs[id].plan = plan.id;
   }
   auto feed_index = [&](const Output& o) {
     for (size_t i = 0; i < fed.size(); ++i) {
@@ -180,9 +192,11 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
   };
   const uint64_t slots = static_cast<uint64_t>(std::max(1, st.spec.pipeline_depth));
   for (int id : order) {
-    if (bound[id]) continue;
-    const runtime::Node& n = g.node(id);
+    if (bound[id] || absorbed[id]) continue;
     NodePlan& c = specs[id];
+    auto fusion = fused.find(id);
+    if (fusion != fused.end()) c.fused = fusion->second;
+    const runtime::Node& n = c.fused ? *c.fused : g.node(id);
     const int32_t n_slots = static_cast<int32_t>(n.inputs.size() + n.control_inputs.size());
     int32_t waits = n_slots;
     c.in_credits.resize(n_slots);

@@ -14,6 +14,7 @@
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
+#include "ops/random_ops.h"
 #include "ops/shape_fns.h"
 #include "ops/state_ops.h"
 #include "ops/training_ops.h"
@@ -555,4 +556,60 @@ TEST_CASE("nodes fixed before any step are folded once into their consumers: no 
   };
   // Unknown batch size: ones_like and div run every step, an actor each.
   CHECK(actors_for(Shape{4}) + 2 == actors_for(Shape{-1}));
+}
+
+TEST_CASE(
+    "dense layers run fused: the same bits, fewer actors; a fetch inside a layer unfuses it") {
+  runtime::Graph g;
+  g.set_seed(5);
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{-1, 10}, "x");
+  auto dense = [&](Output in, int64_t units, const std::string& name, Output* product) {
+    const int64_t fan_in = b.graph().shape(in).dim(1);
+    Output w = ops::variable(b, name + "/w", Shape{fan_in, units}, DType::kFloat32,
+                             ops::glorot_uniform(b, Shape{fan_in, units}));
+    Output bias = ops::variable(b, name + "/b", Shape{units}, DType::kFloat32,
+                                ops::random_uniform(b, Shape{units}));
+    *product = ops::matmul(b, in, w);
+    return ops::bias_add(b, *product, bias);
+  };
+  Output z1, z2;
+  Output h = ops::relu(b, dense(x, 16, "hidden", &z1));
+  Output logits = dense(h, 4, "out", &z2);
+  Output loss = ops::reduce_mean(b, ops::square(b, logits));
+  int train = ops::minimize(b, loss, ops::Optimizer::sgd(0.05));
+  int init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+
+  struct Run {
+    std::vector<std::vector<float>> values;  // per step: loss, logits
+    size_t actors = 0;                       // after training, before the unfusing fetch
+    std::vector<float> z1, h;
+  };
+  auto run = [&](bool fuse) {
+    Run out;
+    actors::Runtime rt;
+    auto s = actors::Session::create(rt, g, {.fuse_ops = fuse});
+    REQUIRE(s.ok());
+    REQUIRE((*s)->run({}, {}, {init}).ok());
+    for (int i = 0; i < 5; ++i) {
+      runtime::FeedList feeds = {{x, batch(build_mlp(1), i)[0].second}};
+      auto r = (*s)->run(feeds, {loss, logits}, {train});
+      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+      out.values.push_back((*r)[0].to_vector<float>());
+      out.values.push_back((*r)[1].to_vector<float>());
+    }
+    out.actors = rt.running_actors();
+    auto r = (*s)->run({{x, batch(build_mlp(1), 9)[0].second}}, {z1, h});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    out.z1 = (*r)[0].to_vector<float>();
+    out.h = (*r)[1].to_vector<float>();
+    return out;
+  };
+  Run fused = run(true), plain = run(false);
+  CHECK(fused.values == plain.values);
+  CHECK(fused.z1 == plain.z1);
+  CHECK(fused.h == plain.h);
+  // The hidden layer loses its MatMul and BiasAdd actors, the output layer its MatMul.
+  CHECK(fused.actors + 3 == plain.actors);
 }

@@ -432,8 +432,9 @@ TEST_CASE("profiler hook: node actors' kernel timings as Chrome traces") {
     std::string text;
     REQUIRE(runtime::read_file(path, &text).ok());
     CHECK(text.rfind("{\"traceEvents\": [", 0) == 0);
-    CHECK(text.find("\"name\": \"MatMul\"") != std::string::npos);
+    // The gradient's product is a plain MatMul; x·w + b runs fused, under the BiasAdd's name.
     CHECK(text.find("\"cat\": \"MatMul\", \"ph\": \"X\"") != std::string::npos);
+    CHECK(text.find("\"name\": \"BiasAdd\", \"cat\": \"_FusedMatMul\"") != std::string::npos);
   }
   CHECK(!std::filesystem::exists(dir + "/timeline-15.json"));
   std::filesystem::remove_all(dir);
