@@ -5,7 +5,8 @@
 //                   the same GEMM (bar >= 0.95) and libtorch (bar >= 1.1; see torch_peer)
 //   tensor_loopback 4 MiB tensors to a server process over 127.0.0.1, GB/s  bar >= 2.5
 // and, to show what the CAF configuration buys, the hop and tiny step again on CAF's defaults,
-// and the hop with CAF's own worker loop instead of the quiet one (actors/scheduler.h).
+// and the hop with CAF's own worker loop instead of the quiet one (actors/scheduler.h), and the
+// MLPs without op fusion (runtime/remapper.h).
 //
 //   actors_bench [--json bench_actors.json] [--torch-json DIR] [--quick]
 //                [--only hop|tiny|mlp|loopback]      (one bar, for profiling it)
@@ -163,11 +164,11 @@ void build_mlp(Mlp& m, const std::vector<int64_t>& sizes, int64_t batch) {
 }
 
 double mlp_seconds_per_step(actors::RuntimeOptions options, const std::vector<int64_t>& sizes,
-                            int64_t batch, int64_t steps) {
+                            int64_t batch, int64_t steps, bool fuse_ops = true) {
   actors::Runtime rt(options);
   Mlp m;
   build_mlp(m, sizes, batch);
-  auto s = actors::Session::create(rt, m.g);
+  auto s = actors::Session::create(rt, m.g, {.fuse_ops = fuse_ops});
   (void)(*s)->run({}, {}, {m.init});
   return loop_seconds_per_step(**s, steps, m.feeds, {}, {m.train});
 }
@@ -324,6 +325,7 @@ int main(int argc, char** argv) {
     double tiny = mlp_seconds_per_step(tuned, {10, 16, 3}, 8, 3000) * 1e6;
     double tiny_defaults = mlp_seconds_per_step(defaults, {10, 16, 3}, 8, 3000) * 1e6;
     double tiny_caf_loop = mlp_seconds_per_step(caf_loop, {10, 16, 3}, 8, 3000) * 1e6;
+    double tiny_unfused = mlp_seconds_per_step(tuned, {10, 16, 3}, 8, 3000, false) * 1e6;
     bars.add("tiny_mlp_step", tiny, "us", "limit", 15.0, 15.0 / tiny);
     double torch_tiny = torch_dir.empty() ? 0 : read_bar_value(torch_dir + "/torch_tiny.json");
     if (torch_tiny > 0) {
@@ -334,6 +336,7 @@ int main(int argc, char** argv) {
     }
     std::printf("  tiny MLP step on CAF's scheduler defaults: %.2f us\n", tiny_defaults);
     std::printf("  tiny MLP step with CAF's own worker loop: %.2f us\n", tiny_caf_loop);
+    std::printf("  tiny MLP step without op fusion: %.2f us\n", tiny_unfused);
   }
   if (wanted("mlp")) {
     const int64_t batch = 128;
@@ -345,11 +348,14 @@ int main(int argc, char** argv) {
         batch / mlp_seconds_per_step(two_workers, {784, 512, 512, 10}, batch, quick ? 20 : 60);
     // Interleaved rounds against the hand-written loop: this host's speed drifts by tens of
     // percent between minutes, so the ratio is taken within each round and its median reported.
-    std::vector<double> t_big, t_hand, ratios;
+    std::vector<double> t_big, t_hand, ratios, unfused_ratios;
     for (int round = 0; round < (quick ? 3 : 5); ++round) {
       t_big.push_back(mlp_seconds_per_step(tuned, {784, 512, 512, 10}, batch, quick ? 20 : 60));
       t_hand.push_back(hand_written_seconds_per_step(batch));
       ratios.push_back(t_hand.back() / t_big.back());
+      const double unfused = mlp_seconds_per_step(tuned, {784, 512, 512, 10}, batch,
+                                                  quick ? 20 : 60, /*fuse_ops=*/false);
+      unfused_ratios.push_back(t_big.back() / unfused);
     }
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
@@ -371,6 +377,8 @@ int main(int argc, char** argv) {
     std::printf(
         "  784-512-512-10 with a second, parked CAF worker: %.0f examples/s (%.2f of tuned)\n",
         big_two, big_two / big);
+    std::printf("  784-512-512-10 without op fusion: %.2f of tuned (median of per-round ratios)\n",
+                median(unfused_ratios));
   }
   if (wanted("loopback") && server > 0 && port != 0) {
     double one = loopback_gbps(port, 1);
