@@ -346,6 +346,8 @@ caf::behavior queue_actor(QueueActor* self, QueueOptions options) {
         }
         st.dequeues.push_back(PendingDequeue{req, promise});
         pump(st);
+        // Answered in order: if any dequeue still waits, this one does.
+        if (!st.dequeues.empty()) ++st.stats.starved;
         return promise;
       },
       [self](close_atom, bool cancel_pending_enqueues) {

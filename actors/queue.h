@@ -110,6 +110,9 @@ struct QueueStats {
   int64_t peak_size = 0;  // the most examples ever held at once
   int64_t enqueued = 0;
   int64_t dequeued = 0;
+  // Dequeues that found too few elements and waited for more: a consumer starved for input (a
+  // training loop that is input-bound counts one nearly every step).
+  int64_t starved = 0;
   bool closed = false;
 };
 

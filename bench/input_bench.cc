@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
   const int64_t steps = static_cast<int64_t>(batches.size());
   // Rounds alternate the two feeds; the ratio is taken per round (this host's speed drifts
   // between seconds) and its median reported.
-  std::vector<double> fed, piped, ratios;
+  std::vector<double> fed, piped, ratios, starved;
   for (int r = 0; r < 2 * rounds + 1; ++r) {
     auto start = Clock::now();
     actors::LoopRequest loop;
@@ -239,9 +239,12 @@ int main(int argc, char** argv) {
     check((*session)->run_loop(std::move(from_queue)));
     piped.push_back(60000.0 / seconds_since(start));
     ratios.push_back(piped.back() / fed.back());
+    starved.push_back(static_cast<double>((*p)->queue_stats().starved));
   }
   bars.add("fmnist_mlp_train_pipeline_vs_memory", median(piped), "examples/s", "in_memory_batches",
            median(fed), median(ratios));
+  std::printf("  steps that waited for their batch: %.0f of %lld (median over rounds)\n",
+              median(starved), static_cast<long long>(steps));
   bars.write_json(json_dir + "/bench_input.json");
   std::filesystem::remove_all(tmp);
   return 0;

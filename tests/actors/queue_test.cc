@@ -117,6 +117,7 @@ TEST_CASE("queue: a dequeue waits for data, an enqueue waits for room") {
   REQUIRE(q.enqueue_many({iota(2)}).ok());
   consumer.join();
   CHECK(got);
+  CHECK(q.stats().starved == 1);  // that dequeue waited
 
   std::atomic<bool> enqueued{false};
   std::thread producer([&] {
@@ -131,6 +132,7 @@ TEST_CASE("queue: a dequeue waits for data, an enqueue waits for room") {
   producer.join();
   CHECK(enqueued);
   CHECK(q.size() == 3);
+  CHECK(q.stats().starved == 1);  // this one found its elements
 
   // Closing with cancel fails the waiting enqueue; closing without lets it finish first.
   REQUIRE(q.enqueue_many({iota(1)}).ok());
