@@ -210,6 +210,7 @@ TROUPE_REGISTER_OP(_FusedMatMul)
     .attr("transpose_a", false)
     .attr("transpose_b", false)
     .attr("activation", std::string())
+    .attr("fused_from", std::string())  // the nodes it stands for, named in its errors
     .shape_fn([](InferenceContext& c) {
       TROUPE_RETURN_IF_ERROR(shape_fns::matmul(c));
       TROUPE_RETURN_IF_ERROR(c.expect_same_dtype(0, 2));

@@ -1,6 +1,7 @@
 #include "runtime/kernel_registry.h"
 
 #include <exception>
+#include <variant>
 
 namespace troupe::runtime {
 
@@ -62,7 +63,15 @@ Status run_kernel(KernelFn fn, KernelContext& ctx) {
   }
   if (s.ok()) return s;
   const Node& n = ctx.node();
-  return s.with_context(n.op + " '" + n.name + "'");
+  std::string where = n.op + " '" + n.name + "'";
+  // A node that a runtime put in place of others (runtime/remapper.h) names them: they are
+  // what the user's graph has.
+  auto from = n.attrs.find("fused_from");
+  if (from != n.attrs.end() && std::holds_alternative<std::string>(from->second)) {
+    const std::string& names = std::get<std::string>(from->second);
+    if (!names.empty()) where += " (" + names + ", fused)";
+  }
+  return s.with_context(where);
 }
 
 }  // namespace troupe::runtime

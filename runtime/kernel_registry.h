@@ -114,7 +114,8 @@ struct KernelGroupRegistrar {
   explicit KernelGroupRegistrar(void (*fn)(KernelRegistry&)) { fn(kernel_registry()); }
 };
 
-// Runs one node's kernel on ctx.inputs(); errors come back naming the node and its op.
+// Runs one node's kernel on ctx.inputs(); errors come back naming the node and its op, and the
+// nodes a fused node stands for (its "fused_from" attribute).
 Status run_kernel(KernelFn fn, KernelContext& ctx);
 
 }  // namespace troupe::runtime

@@ -60,9 +60,12 @@ std::shared_ptr<const Node> fused_node(const Node& matmul, const Node& bias_add,
       if (std::find(cs.begin(), cs.end(), c) == cs.end()) cs.push_back(c);
     }
   }
+  std::string from = matmul.name + ", " + bias_add.name;
+  if (relu) from += ", " + root.name;
   node->attrs = {{"transpose_a", matmul.attr<bool>("transpose_a")},
                  {"transpose_b", matmul.attr<bool>("transpose_b")},
-                 {"activation", std::string(relu ? "Relu" : "")}};
+                 {"activation", std::string(relu ? "Relu" : "")},
+                 {"fused_from", from}};
   node->device = root.device;
   node->output_dtypes = root.output_dtypes;
   node->output_shapes = root.output_shapes;

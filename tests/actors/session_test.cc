@@ -197,6 +197,31 @@ TEST_CASE("a failing kernel aborts its step with the node's name; the next step 
   CHECK(r.status().message().find("feed 'a:0': expects int32") != std::string::npos);
 }
 
+TEST_CASE("a fused layer that fails names the nodes it stands for; the next step works") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{-1, -1}, "x");
+  Output w = ops::constant(b, Tensor::from_vector<float>(Shape{2, 2}, {1, -1, 2, 0}));
+  Output bias = ops::constant(b, Tensor::from_vector<float>(Shape{2}, {0.5f, 0}));
+  Output y;
+  {
+    auto scope = b.name_scope("dense");
+    y = ops::relu(b, ops::bias_add(b, ops::matmul(b, x, w), bias));
+  }
+  REQUIRE(b.ok());
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  auto r = (*s)->run({{x, Tensor::from_vector<float>(Shape{1, 3}, {1, 2, 3})}}, {y});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message() ==
+        "_FusedMatMul 'dense/Relu' (dense/MatMul, dense/BiasAdd, dense/Relu, fused): inner "
+        "dimensions differ: [1,3] and [2,2]");
+  r = (*s)->run({{x, Tensor::from_vector<float>(Shape{1, 2}, {1, 2})}}, {y});
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK((*r)[0].to_vector<float>() == std::vector<float>{5.5f, 0});
+}
+
 TEST_CASE("a loop stops at the first failing step and says which") {
   actors::Runtime rt;
   runtime::Graph g;

@@ -59,6 +59,7 @@ TEST_CASE("remapper: a dense layer's chain becomes one fused node in the Relu's 
   CHECK(!n.attr<bool>("transpose_a"));
   CHECK(n.attr<bool>("transpose_b"));
   CHECK(n.attr<std::string>("activation") == "Relu");
+  CHECK(n.attr<std::string>("fused_from") == "MatMul, BiasAdd, Relu");
   CHECK(n.output_dtypes == d->g.node(d->y.node).output_dtypes);
   CHECK(n.output_shapes == d->g.node(d->y.node).output_shapes);
 }
