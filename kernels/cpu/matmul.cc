@@ -16,33 +16,30 @@ using runtime::Tensor;
 
 namespace {
 
-// m, n, k of op(a) · op(b) for inputs 0 and 1 and the node's transpose attributes.
-Status product_dims(const KernelContext& ctx, int64_t* m, int64_t* n, int64_t* k) {
+// Output 0 = op(input 0) · op(input 1), op = transpose or not by the node's attributes.
+template <class T>
+Status product_to_output(KernelContext& ctx, Tensor** c) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   if (a.rank() != 2 || b.rank() != 2) {
     return runtime::invalid_argument("needs matrices, got ", a.shape(), " and ", b.shape());
   }
   const bool ta = ctx.attr<bool>("transpose_a"), tb = ctx.attr<bool>("transpose_b");
-  *m = a.dim(ta ? 1 : 0);
-  *k = a.dim(ta ? 0 : 1);
-  *n = b.dim(tb ? 0 : 1);
-  if (*k != b.dim(tb ? 1 : 0)) {
+  const int64_t m = a.dim(ta ? 1 : 0), k = a.dim(ta ? 0 : 1);
+  const int64_t k2 = b.dim(tb ? 1 : 0), n = b.dim(tb ? 0 : 1);
+  if (k != k2) {
     return runtime::invalid_argument("inner dimensions differ: ", a.shape(), " and ", b.shape());
   }
+  TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{m, n}, c));
+  gemm<T>(ta, tb, m, n, k, a.data<T>(), b.data<T>(), (*c)->data<T>());
   return runtime::ok_status();
 }
 
 template <class T>
 struct MatMulKernel {
   static Status compute(KernelContext& ctx) {
-    int64_t m, n, k;
-    TROUPE_RETURN_IF_ERROR(product_dims(ctx, &m, &n, &k));
     Tensor* c;
-    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{m, n}, &c));
-    gemm<T>(ctx.attr<bool>("transpose_a"), ctx.attr<bool>("transpose_b"), m, n, k,
-            ctx.input(0).data<T>(), ctx.input(1).data<T>(), c->data<T>());
-    return runtime::ok_status();
+    return product_to_output<T>(ctx, &c);
   }
 };
 
@@ -52,21 +49,18 @@ struct MatMulKernel {
 template <class T>
 struct FusedMatMulKernel {
   static Status compute(KernelContext& ctx) {
-    int64_t m, n, k;
-    TROUPE_RETURN_IF_ERROR(product_dims(ctx, &m, &n, &k));
-    const Tensor& bias = ctx.input(2);
-    if (bias.rank() != 1 || bias.dim(0) != n) {
-      return runtime::invalid_argument("bias of shape ", bias.shape(), " for a product with ", n,
-                                       " columns");
-    }
     const std::string& activation = ctx.attr<std::string>("activation");
     if (!activation.empty() && activation != "Relu") {
       return runtime::invalid_argument("unknown activation \"", activation, "\"");
     }
     Tensor* y;
-    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{m, n}, &y));
-    gemm<T>(ctx.attr<bool>("transpose_a"), ctx.attr<bool>("transpose_b"), m, n, k,
-            ctx.input(0).data<T>(), ctx.input(1).data<T>(), y->data<T>());
+    TROUPE_RETURN_IF_ERROR(product_to_output<T>(ctx, &y));
+    const int64_t m = y->dim(0), n = y->dim(1);
+    const Tensor& bias = ctx.input(2);
+    if (bias.rank() != 1 || bias.dim(0) != n) {
+      return runtime::invalid_argument("bias of shape ", bias.shape(), " for a product with ", n,
+                                       " columns");
+    }
     MatMap<T> out(y->data<T>(), m, n);
     const auto b = ConstMatMap<T>(bias.data<T>(), 1, n).row(0);
     if (activation.empty()) {
