@@ -43,7 +43,7 @@ struct Pending {
 struct NodeState {
   NodeSpec spec;
   const runtime::Node* node = nullptr;
-  Exec own;  // unset for a node that runs on a remote server
+  Exec own;  // no kernel or context for a node that runs on a remote server
   std::map<int32_t, PlanState> plans;
   // Steps in arrival order, which is step order: a few at most (the pipeline's depth), so a
   // vector, which unlike a deque allocates nothing as steps come and go.
@@ -89,7 +89,7 @@ Pending& pending_for(NodeState& st, uint64_t step, int32_t plan) {
     st.spare_inputs.pop_back();
   }
   PlanState& p = st.plans.at(plan);
-  inputs.resize((p.plan.fused ? *p.plan.fused : *st.node).inputs.size());
+  inputs.resize(p.exec->node->inputs.size());
   for (const auto& [slot, value] : p.plan.bound_inputs) inputs[slot] = value;
   st.queue.push_back(Pending{step, &p.plan, p.exec, 0, std::move(inputs), false});
   return st.queue.back();
@@ -260,6 +260,7 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
   NodeState& st = self->state;
   st.spec = std::move(spec);
   st.node = &st.spec.graph->node(st.spec.node);
+  st.own.node = st.node;
   if (!st.spec.remote) {
     st.own = make_exec(st, *st.node);
   } else {
