@@ -1,6 +1,6 @@
 // Session: runs a graph on actors, as tf.Session does, for C++ programs that build graphs by hand.
 // Every graph node becomes a node actor (spawned once, reused for every step), but for constants
-// and the inner nodes of fused dense layers (SessionOptions::fuse_ops); variables live in
+// and the inner nodes of fused layers (SessionOptions::fuse_ops); variables live in
 // a parameter shard, in this process by default or on the server of the task they are placed on.
 //
 //   actors::Runtime rt;
@@ -45,9 +45,9 @@ struct SessionOptions {
   // and prediction graphs) share one, so each sees the others' variables without a copy.
   // Null: a store of the session's own.
   std::shared_ptr<runtime::VariableStore> variables = nullptr;
-  // Plans run each MatMul -> BiasAdd (-> Relu) chain whose inner values nothing else reads as
-  // one _FusedMatMul node, as TF's remapper does: same values, fewer hops and passes. Off: for
-  // comparisons.
+  // Plans run each MatMul (Conv2D) -> BiasAdd (-> Relu) chain whose inner values nothing else
+  // reads as one _FusedMatMul (_FusedConv2D) node, as TF's remapper does: same values, fewer
+  // hops and passes. Off: for comparisons.
   bool fuse_ops = true;
 };
 

@@ -176,7 +176,7 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
   if (st.spec.fuse_ops) {
     std::vector<bool> eligible(g.num_nodes(), false);
     for (int id : order) eligible[id] = !bound[id] && !remote_for(st, g.node(id));
-    for (runtime::Fusion& f : runtime::fuse_matmul_chains(g, eligible, fed, fetches, targets)) {
+    for (runtime::Fusion& f : runtime::fuse_product_chains(g, eligible, fed, fetches, targets)) {
       for (int a : f.absorbed) absorbed[a] = true;
       fused[f.root] = std::move(f.node);
     }

@@ -36,7 +36,7 @@ struct SessionSpec {
   std::map<std::string, std::vector<caf::actor>> remote_channels;
   caf::duration remote_timeout;
   std::shared_ptr<StepProfiler> profiler;
-  bool fuse_ops = true;  // run MatMul -> BiasAdd (-> Relu) chains as one node (runtime/remapper.h)
+  bool fuse_ops = true;  // MatMul/Conv2D -> BiasAdd (-> Relu) as one node (runtime/remapper.h)
 };
 
 caf::actor spawn_session(caf::actor_system& system, SessionSpec spec);

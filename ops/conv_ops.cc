@@ -148,6 +148,23 @@ TROUPE_REGISTER_OP(Conv2D)
         "y[b,i,j,o] = sum_{di,dj,c} input[b, i*s+di*d-pad, j*s+dj*d-pad, c] * "
         "filter[di,dj,c,o] (NHWC input, HWIO filter)");
 
+// Conv2D, BiasAdd and an optional activation in one node, as TF's _FusedConv2D: what a session
+// runs in place of such a chain (runtime/remapper.h), not something graphs write.
+TROUPE_REGISTER_OP(_FusedConv2D)
+    .input("input")
+    .input("filter")
+    .input("bias")
+    .output("y")
+    .attrs(kConvDefaults)
+    .attr("activation", std::string())
+    .attr("fused_from", std::string())  // the nodes it stands for, named in its errors
+    .shape_fn([](InferenceContext& c) {
+      TROUPE_RETURN_IF_ERROR(conv_shape(c));
+      return shape_fns::fused_bias_activation(c, 2);
+    })
+    .no_gradient()
+    .doc("y = activation(conv2d(input, filter) + bias); a plan-time fusion, not differentiated");
+
 TROUPE_REGISTER_OP(Conv2DBackpropInput)
     .input("input")
     .input("filter")

@@ -213,18 +213,7 @@ TROUPE_REGISTER_OP(_FusedMatMul)
     .attr("fused_from", std::string())  // the nodes it stands for, named in its errors
     .shape_fn([](InferenceContext& c) {
       TROUPE_RETURN_IF_ERROR(shape_fns::matmul(c));
-      TROUPE_RETURN_IF_ERROR(c.expect_same_dtype(0, 2));
-      TROUPE_RETURN_IF_ERROR(c.expect_rank(2, 1));
-      const std::string& activation = c.attr<std::string>("activation");
-      if (!activation.empty() && activation != "Relu") {
-        return c.error("activation must be \"\" or \"Relu\", got \"", activation, "\"");
-      }
-      const Shape& bias = c.input_shape(2);
-      const int64_t n = c.output_shapes()[0].dim(1);
-      if (bias.rank_known() && n >= 0 && bias.dim(0) >= 0 && n != bias.dim(0)) {
-        return c.error("bias of shape ", bias, " for a product with ", n, " columns");
-      }
-      return runtime::ok_status();
+      return shape_fns::fused_bias_activation(c, 2);
     })
     .no_gradient()
     .doc("y = activation(op(a) · op(b) + bias); a plan-time fusion, not differentiated");

@@ -98,6 +98,22 @@ Status matmul(InferenceContext& c) {
   return runtime::ok_status();
 }
 
+Status fused_bias_activation(InferenceContext& c, int bias) {
+  TROUPE_RETURN_IF_ERROR(c.expect_same_dtype(0, bias));
+  TROUPE_RETURN_IF_ERROR(c.expect_rank(bias, 1));
+  const std::string& activation = c.attr<std::string>("activation");
+  if (!activation.empty() && activation != "Relu") {
+    return c.error("activation must be \"\" or \"Relu\", got \"", activation, "\"");
+  }
+  const Shape& out = c.output_shapes()[0];
+  const Shape& b = c.input_shape(bias);
+  const int64_t n = out.rank_known() && out.rank() > 0 ? out.dim(out.rank() - 1) : -1;
+  if (b.rank_known() && n >= 0 && b.dim(0) >= 0 && n != b.dim(0)) {
+    return c.error("bias of shape ", b, " for a product with ", n, " columns");
+  }
+  return runtime::ok_status();
+}
+
 Status no_outputs(InferenceContext&) { return runtime::ok_status(); }
 
 }  // namespace troupe::ops::shape_fns

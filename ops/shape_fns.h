@@ -34,6 +34,9 @@ bool reduced_shape(const runtime::Shape& in, const std::vector<int64_t>& axes, b
 Status like_input1(InferenceContext& c);
 // op(a) · op(b) for rank-2 a and b, op = transpose when attr "transpose_a" / "transpose_b".
 Status matmul(InferenceContext& c);
+// For a fused product (_FusedMatMul, _FusedConv2D) after its product's shape function has set
+// output 0: input `bias` is a vector of the output's last dim, attr "activation" "" or "Relu".
+Status fused_bias_activation(InferenceContext& c, int bias);
 // No outputs (NoOp, control-only nodes).
 Status no_outputs(InferenceContext& c);
 

@@ -46,47 +46,56 @@ int sole_reader(const Graph& g, const Readers& r, int id, const char* op) {
   return next.id;
 }
 
-std::shared_ptr<const Node> fused_node(const Node& matmul, const Node& bias_add, const Node& root,
+// The products that fuse with the BiasAdd (and Relu) after them, and the op that runs them.
+struct FusableProduct {
+  const char* op;
+  const char* fused_op;
+};
+constexpr FusableProduct kProducts[] = {{"MatMul", "_FusedMatMul"}, {"Conv2D", "_FusedConv2D"}};
+
+std::shared_ptr<const Node> fused_node(const Node& product, const Node& bias_add, const Node& root,
                                        const OpDef* def, bool relu) {
   auto node = std::make_shared<Node>();
   node->id = root.id;
   node->name = root.name;
   node->op = def->name;
   node->def = def;
-  node->inputs = {matmul.inputs[0], matmul.inputs[1], bias_add.inputs[1]};
-  for (const Node* n : {&matmul, &bias_add, &root}) {
+  node->inputs = {product.inputs[0], product.inputs[1], bias_add.inputs[1]};
+  for (const Node* n : {&product, &bias_add, &root}) {
     for (int c : n->control_inputs) {
       auto& cs = node->control_inputs;
       if (std::find(cs.begin(), cs.end(), c) == cs.end()) cs.push_back(c);
     }
   }
-  std::string from = matmul.name + ", " + bias_add.name;
+  std::string from = product.name + ", " + bias_add.name;
   if (relu) from += ", " + root.name;
-  node->attrs = {{"transpose_a", matmul.attr<bool>("transpose_a")},
-                 {"transpose_b", matmul.attr<bool>("transpose_b")},
-                 {"activation", std::string(relu ? "Relu" : "")},
-                 {"fused_from", from}};
+  node->attrs = product.attrs;  // transposes, or strides, padding and dilations
+  node->attrs["activation"] = std::string(relu ? "Relu" : "");
+  node->attrs["fused_from"] = from;
   node->device = root.device;
   node->output_dtypes = root.output_dtypes;
   node->output_shapes = root.output_shapes;
-  node->kernel_dtype = matmul.kernel_dtype;
+  node->kernel_dtype = product.kernel_dtype;
   return node;
 }
 
 }  // namespace
 
-std::vector<Fusion> fuse_matmul_chains(const Graph& g, const std::vector<bool>& eligible,
-                                       const std::vector<Output>& fed,
-                                       const std::vector<Output>& fetches,
-                                       const std::vector<int>& targets) {
+std::vector<Fusion> fuse_product_chains(const Graph& g, const std::vector<bool>& eligible,
+                                        const std::vector<Output>& fed,
+                                        const std::vector<Output>& fetches,
+                                        const std::vector<int>& targets) {
   std::vector<Fusion> fusions;
-  const OpDef* def = find_op("_FusedMatMul");
-  if (!def) return fusions;
   const Readers readers = readers_of(g, eligible, fed, fetches, targets);
   for (int id = 0; id < g.num_nodes(); ++id) {
-    const Node& matmul = g.node(id);
-    if (!eligible[id] || matmul.op != "MatMul") continue;
-    if (!kernel_registry().find(def->name, DeviceType::kCpu, matmul.kernel_dtype)) continue;
+    const Node& product = g.node(id);
+    if (!eligible[id]) continue;
+    const FusableProduct* kind = std::find_if(std::begin(kProducts), std::end(kProducts),
+                                              [&](const auto& p) { return product.op == p.op; });
+    if (kind == std::end(kProducts)) continue;
+    const OpDef* def = find_op(kind->fused_op);
+    if (!def || !kernel_registry().find(def->name, DeviceType::kCpu, product.kernel_dtype))
+      continue;
     const int bias_add = sole_reader(g, readers, id, "BiasAdd");
     if (bias_add < 0) continue;
     const int relu = sole_reader(g, readers, bias_add, "Relu");
@@ -94,7 +103,7 @@ std::vector<Fusion> fuse_matmul_chains(const Graph& g, const std::vector<bool>& 
     Fusion f;
     f.root = root;
     f.absorbed = relu >= 0 ? std::vector<int>{id, bias_add} : std::vector<int>{id};
-    f.node = fused_node(matmul, g.node(bias_add), g.node(root), def, relu >= 0);
+    f.node = fused_node(product, g.node(bias_add), g.node(root), def, relu >= 0);
     fusions.push_back(std::move(f));
   }
   return fusions;

@@ -1,10 +1,11 @@
-// Plan-time op fusion, as TF's Grappler remapper does it: a MatMul whose product goes only to a
-// BiasAdd, whose sum goes only to a Relu (or anywhere, without the Relu), runs as one
-// _FusedMatMul node. A runtime that makes a plan runs the fused node in the place of the chain's
-// last node (same id, same outputs) and gives the other nodes of the chain nothing to do.
+// Plan-time op fusion, as TF's Grappler remapper does it: a MatMul (Conv2D) whose product goes
+// only to a BiasAdd, whose sum goes only to a Relu (or anywhere, without the Relu), runs as one
+// _FusedMatMul (_FusedConv2D) node. A runtime that makes a plan runs the fused node in the place
+// of the chain's last node (same id, same outputs) and gives the other nodes of the chain nothing
+// to do.
 //
 //   std::vector<bool> eligible = ...;   // per node id: in the plan, computed each step, local
-//   for (const Fusion& f : fuse_matmul_chains(graph, eligible, fed, fetches, targets)) {
+//   for (const Fusion& f : fuse_product_chains(graph, eligible, fed, fetches, targets)) {
 //     run *f.node where f.root is; skip f.absorbed;
 //   }
 //
@@ -27,10 +28,10 @@ struct Fusion {
 // `eligible[id]`: node id is in the plan and runs in it (neither a constant nor folded) on this
 // process. A chain is fused only when all its nodes are eligible and placed alike, no value
 // inside it is fed, fetched or read by another eligible node, none of its nodes is a target,
-// and a CPU kernel of _FusedMatMul takes its dtype.
-std::vector<Fusion> fuse_matmul_chains(const Graph& graph, const std::vector<bool>& eligible,
-                                       const std::vector<Output>& fed,
-                                       const std::vector<Output>& fetches,
-                                       const std::vector<int>& targets);
+// and a CPU kernel of the fused op takes its dtype.
+std::vector<Fusion> fuse_product_chains(const Graph& graph, const std::vector<bool>& eligible,
+                                        const std::vector<Output>& fed,
+                                        const std::vector<Output>& fetches,
+                                        const std::vector<int>& targets);
 
 }  // namespace troupe::runtime

@@ -1,9 +1,11 @@
-// Conv2D (NHWC, HWIO filters) as im2col + GEMM, its two gradients, and max / average pooling.
+// Conv2D (NHWC, HWIO filters) as im2col + GEMM, its two gradients, _FusedConv2D (Conv2D,
+// BiasAdd and Relu in one), and max / average pooling.
 // One image at a time, so the column buffer stays small (out_h * out_w * k_h * k_w * in_c).
 #include <limits>
 #include <vector>
 
 #include "kernels/cpu/eigen_util.h"
+#include "kernels/cpu/fused_epilogue.h"
 #include "kernels/cpu/gemm.h"
 #include "ops/conv_ops.h"
 #include "runtime/kernel_registry.h"
@@ -64,23 +66,49 @@ void col2im(const ConvGeometry& g, const T* col, T* image) {
   });
 }
 
+// Output 0 = input 0 convolved with filter 1; `epilogue(y, rows, out_c)` runs on each image's
+// output [rows, out_c] right after its GEMM, while it is still in cache.
+template <class T, class F>
+Status conv2d_to_output(KernelContext& ctx, const ConvGeometry& g, F&& epilogue) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  Tensor* y;
+  TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{g.batch, g.out_h, g.out_w, g.out_c}, &y));
+  const int64_t rows = g.out_h * g.out_w, k = g.k_h * g.k_w * g.in_c;
+  std::vector<T> col(rows * k);
+  for (int64_t b = 0; b < g.batch; ++b) {
+    im2col(g, x.data<T>() + b * g.in_h * g.in_w * g.in_c, col.data());
+    T* image = y->data<T>() + b * rows * g.out_c;
+    gemm<T>(false, false, rows, g.out_c, k, col.data(), w.data<T>(), image);
+    epilogue(image, rows, g.out_c);
+  }
+  return runtime::ok_status();
+}
+
 template <class T>
 struct Conv2DKernel {
   static Status compute(KernelContext& ctx) {
-    const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
     ConvGeometry g;
-    TROUPE_RETURN_IF_ERROR(geometry(ctx, x, w.shape(), &g));
-    Tensor* y;
-    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{g.batch, g.out_h, g.out_w, g.out_c}, &y));
-    const int64_t rows = g.out_h * g.out_w, k = g.k_h * g.k_w * g.in_c;
-    std::vector<T> col(rows * k);
-    for (int64_t b = 0; b < g.batch; ++b) {
-      im2col(g, x.data<T>() + b * g.in_h * g.in_w * g.in_c, col.data());
-      gemm<T>(false, false, rows, g.out_c, k, col.data(), w.data<T>(),
-              y->data<T>() + b * rows * g.out_c);
+    TROUPE_RETURN_IF_ERROR(geometry(ctx, ctx.input(0), ctx.input(1).shape(), &g));
+    return conv2d_to_output<T>(ctx, g, [](T*, int64_t, int64_t) {});
+  }
+};
+
+// The bias and the activation go over each image's output in one pass (fused_epilogue.h).
+template <class T>
+struct FusedConv2DKernel {
+  static Status compute(KernelContext& ctx) {
+    TROUPE_ASSIGN_OR_RETURN(const bool relu, fused_relu(ctx));
+    ConvGeometry g;
+    TROUPE_RETURN_IF_ERROR(geometry(ctx, ctx.input(0), ctx.input(1).shape(), &g));
+    const Tensor& bias = ctx.input(2);
+    if (bias.rank() != 1 || bias.dim(0) != g.out_c) {
+      return runtime::invalid_argument("bias of shape ", bias.shape(), " for a product with ",
+                                       g.out_c, " columns");
     }
-    return runtime::ok_status();
+    const T* b = bias.data<T>();
+    return conv2d_to_output<T>(
+        ctx, g, [&](T* y, int64_t rows, int64_t n) { add_bias_and_activate(y, rows, n, b, relu); });
   }
 };
 
@@ -249,6 +277,7 @@ struct AvgPoolGradKernel {  // (input, dy)
 TROUPE_REGISTER_KERNELS(conv_cpu) {
   constexpr DeviceType kCpu = DeviceType::kCpu;
   registry.add_typed<Conv2DKernel, float, double>("Conv2D", kCpu);
+  registry.add_typed<FusedConv2DKernel, float, double>("_FusedConv2D", kCpu);
   registry.add_typed<Conv2DBackpropInputKernel, float, double>("Conv2DBackpropInput", kCpu);
   registry.add_typed<Conv2DBackpropFilterKernel, float, double>("Conv2DBackpropFilter", kCpu);
   registry.add_typed<MaxPoolKernel, float, double>("MaxPool", kCpu);

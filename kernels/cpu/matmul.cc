@@ -3,6 +3,7 @@
 // BiasAdd and its gradient live here too, since they follow every dense layer's product, and
 // _FusedMatMul, which is the three in one.
 #include "kernels/cpu/eigen_util.h"
+#include "kernels/cpu/fused_epilogue.h"
 #include "kernels/cpu/gemm.h"
 #include "runtime/kernel_registry.h"
 
@@ -43,16 +44,11 @@ struct MatMulKernel {
   }
 };
 
-// The bias and the activation go over the product in one pass while it is still in cache. Each
-// value is computed as the unfused BiasAdd and Relu kernels compute it (an add, then a max), so
-// a fused plan gives the same bits as an unfused one.
+// The bias and the activation go over the product in one pass (fused_epilogue.h).
 template <class T>
 struct FusedMatMulKernel {
   static Status compute(KernelContext& ctx) {
-    const std::string& activation = ctx.attr<std::string>("activation");
-    if (!activation.empty() && activation != "Relu") {
-      return runtime::invalid_argument("unknown activation \"", activation, "\"");
-    }
+    TROUPE_ASSIGN_OR_RETURN(const bool relu, fused_relu(ctx));
     Tensor* y;
     TROUPE_RETURN_IF_ERROR(product_to_output<T>(ctx, &y));
     const int64_t m = y->dim(0), n = y->dim(1);
@@ -61,13 +57,7 @@ struct FusedMatMulKernel {
       return runtime::invalid_argument("bias of shape ", bias.shape(), " for a product with ", n,
                                        " columns");
     }
-    MatMap<T> out(y->data<T>(), m, n);
-    const auto b = ConstMatMap<T>(bias.data<T>(), 1, n).row(0);
-    if (activation.empty()) {
-      out.rowwise() += b;
-    } else {
-      out = (out.rowwise() + b).cwiseMax(T(0));
-    }
+    add_bias_and_activate(y->data<T>(), m, n, bias.data<T>(), relu);
     return runtime::ok_status();
   }
 };

@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "harness/op_harness.h"
 #include "ops/array_ops.h"
+#include "ops/conv_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/random_ops.h"
@@ -583,6 +585,39 @@ TEST_CASE("nodes fixed before any step are folded once into their consumers: no 
   CHECK(actors_for(Shape{4}) + 2 == actors_for(Shape{-1}));
 }
 
+namespace {
+
+// Five training steps of `g` with plans fused or not: each step's fetched values, the actors
+// running after them, then the values of `probe` fetched in a plan of their own.
+struct FusionRun {
+  std::vector<std::vector<float>> values;
+  size_t actors = 0;
+  std::vector<std::vector<float>> probed;
+};
+
+FusionRun train_fused_or_not(const runtime::Graph& g, bool fuse,
+                             const std::function<runtime::FeedList(int)>& feeds,
+                             const std::vector<Output>& fetches, int train, int init,
+                             const std::vector<Output>& probe) {
+  FusionRun out;
+  actors::Runtime rt;
+  auto s = actors::Session::create(rt, g, {.fuse_ops = fuse});
+  REQUIRE(s.ok());
+  REQUIRE((*s)->run({}, {}, {init}).ok());
+  for (int i = 0; i < 5; ++i) {
+    auto r = (*s)->run(feeds(i), fetches, {train});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    for (const Tensor& t : *r) out.values.push_back(t.to_vector<float>());
+  }
+  out.actors = rt.running_actors();
+  auto r = (*s)->run(feeds(9), probe);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  for (const Tensor& t : *r) out.probed.push_back(t.to_vector<float>());
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE(
     "dense layers run fused: the same bits, fewer actors; a fetch inside a layer unfuses it") {
   runtime::Graph g;
@@ -606,35 +641,41 @@ TEST_CASE(
   int init = ops::global_variables_initializer(b);
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
 
-  struct Run {
-    std::vector<std::vector<float>> values;  // per step: loss, logits
-    size_t actors = 0;                       // after training, before the unfusing fetch
-    std::vector<float> z1, h;
-  };
-  auto run = [&](bool fuse) {
-    Run out;
-    actors::Runtime rt;
-    auto s = actors::Session::create(rt, g, {.fuse_ops = fuse});
-    REQUIRE(s.ok());
-    REQUIRE((*s)->run({}, {}, {init}).ok());
-    for (int i = 0; i < 5; ++i) {
-      runtime::FeedList feeds = {{x, batch(build_mlp(1), i)[0].second}};
-      auto r = (*s)->run(feeds, {loss, logits}, {train});
-      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-      out.values.push_back((*r)[0].to_vector<float>());
-      out.values.push_back((*r)[1].to_vector<float>());
-    }
-    out.actors = rt.running_actors();
-    auto r = (*s)->run({{x, batch(build_mlp(1), 9)[0].second}}, {z1, h});
-    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-    out.z1 = (*r)[0].to_vector<float>();
-    out.h = (*r)[1].to_vector<float>();
-    return out;
-  };
-  Run fused = run(true), plain = run(false);
+  auto feeds = [&](int i) { return runtime::FeedList{{x, batch(build_mlp(1), i)[0].second}}; };
+  FusionRun fused = train_fused_or_not(g, true, feeds, {loss, logits}, train, init, {z1, h});
+  FusionRun plain = train_fused_or_not(g, false, feeds, {loss, logits}, train, init, {z1, h});
   CHECK(fused.values == plain.values);
-  CHECK(fused.z1 == plain.z1);
-  CHECK(fused.h == plain.h);
+  CHECK(fused.probed == plain.probed);
   // The hidden layer loses its MatMul and BiasAdd actors, the output layer its MatMul.
   CHECK(fused.actors + 3 == plain.actors);
+}
+
+TEST_CASE("convolutions run fused: the same bits as unfused, fewer actors") {
+  runtime::Graph g;
+  g.set_seed(6);
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{-1, 6, 6, 2}, "x");
+  Output filter = ops::variable(b, "conv/w", Shape{3, 3, 2, 4}, DType::kFloat32,
+                                ops::glorot_uniform(b, Shape{3, 3, 2, 4}));
+  Output conv_bias =
+      ops::variable(b, "conv/b", Shape{4}, DType::kFloat32, ops::random_uniform(b, Shape{4}));
+  Output conv = ops::conv2d(b, x, filter, {1, 1}, "SAME");
+  Output h = ops::relu(b, ops::bias_add(b, conv, conv_bias));
+  Output w = ops::variable(b, "out/w", Shape{144, 3}, DType::kFloat32,
+                           ops::glorot_uniform(b, Shape{144, 3}));
+  Output logits = ops::matmul(b, ops::reshape(b, h, {-1, 144}), w);
+  Output loss = ops::reduce_mean(b, ops::square(b, logits));
+  int train = ops::minimize(b, loss, ops::Optimizer::sgd(0.05));
+  int init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+
+  auto feeds = [&](int i) {
+    std::mt19937_64 rng(i);
+    return runtime::FeedList{{x, testing::random_tensor<float>(Shape{3, 6, 6, 2}, rng)}};
+  };
+  FusionRun fused = train_fused_or_not(g, true, feeds, {loss, logits}, train, init, {conv, h});
+  FusionRun plain = train_fused_or_not(g, false, feeds, {loss, logits}, train, init, {conv, h});
+  CHECK(fused.values == plain.values);
+  CHECK(fused.probed == plain.probed);
+  CHECK(fused.actors + 2 == plain.actors);  // the Conv2D and its BiasAdd
 }

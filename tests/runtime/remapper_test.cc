@@ -1,10 +1,11 @@
-// The remapper: which MatMul -> BiasAdd (-> Relu) chains of a plan become one _FusedMatMul node,
+// The remapper: which MatMul / Conv2D -> BiasAdd (-> Relu) chains of a plan become one fused node,
 // and which must stay as they are because something else reads, feeds or needs a value inside.
 #include "runtime/remapper.h"
 
 #include <doctest/doctest.h>
 
 #include "ops/array_ops.h"
+#include "ops/conv_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "runtime/graph_builder.h"
@@ -45,7 +46,7 @@ std::vector<bool> all(const runtime::Graph& g) { return std::vector<bool>(g.num_
 
 TEST_CASE("remapper: a dense layer's chain becomes one fused node in the Relu's place") {
   auto d = dense();
-  auto fusions = runtime::fuse_matmul_chains(d->g, all(d->g), {}, {d->y}, {});
+  auto fusions = runtime::fuse_product_chains(d->g, all(d->g), {}, {d->y}, {});
   REQUIRE(fusions.size() == 1);
   const runtime::Fusion& f = fusions[0];
   CHECK(f.root == d->y.node);
@@ -69,7 +70,7 @@ TEST_CASE("remapper: a value someone else needs keeps its node") {
   const auto& g = d->g;
   auto fuse = [&](std::vector<bool> eligible, std::vector<Output> fed, std::vector<Output> fetches,
                   std::vector<int> targets = {}) {
-    return runtime::fuse_matmul_chains(g, eligible, fed, fetches, targets);
+    return runtime::fuse_product_chains(g, eligible, fed, fetches, targets);
   };
   // The sum is fetched: the product still fuses into it, the Relu stays apart.
   auto f = fuse(all(g), {}, {d->y, d->sum});
@@ -91,9 +92,9 @@ TEST_CASE("remapper: a value someone else needs keeps its node") {
   Output reader = ops::identity(b, d->product);
   REQUIRE(b.ok());
   std::vector<bool> eligible(g2.num_nodes(), true);
-  CHECK(runtime::fuse_matmul_chains(g2, eligible, {}, {d->y}, {}).empty());
+  CHECK(runtime::fuse_product_chains(g2, eligible, {}, {d->y}, {}).empty());
   eligible[reader.node] = false;
-  CHECK(runtime::fuse_matmul_chains(g2, eligible, {}, {d->y}, {}).size() == 1);
+  CHECK(runtime::fuse_product_chains(g2, eligible, {}, {d->y}, {}).size() == 1);
 }
 
 TEST_CASE("remapper: chains on different devices, or read through a control edge, stay apart") {
@@ -116,5 +117,27 @@ TEST_CASE("remapper: chains on different devices, or read through a control edge
     after = ops::identity(b, x);
   }
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
-  CHECK(runtime::fuse_matmul_chains(g, all(g), {}, {s1, s2, after}, {}).empty());
+  CHECK(runtime::fuse_product_chains(g, all(g), {}, {s1, s2, after}, {}).empty());
+}
+
+TEST_CASE("remapper: a convolution's chain fuses too, keeping its geometry") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{-1, 8, 8, 3}, "x");
+  Output w = ops::placeholder(b, DType::kFloat32, Shape{3, 3, 3, 4}, "w");
+  Output bias = ops::placeholder(b, DType::kFloat32, Shape{4}, "bias");
+  Output conv = ops::conv2d(b, x, w, {2, 2}, "SAME");
+  Output sum = ops::bias_add(b, conv, bias);
+  Output y = ops::relu(b, sum);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  auto fusions = runtime::fuse_product_chains(g, all(g), {}, {y}, {});
+  REQUIRE(fusions.size() == 1);
+  const runtime::Node& n = *fusions[0].node;
+  CHECK(n.op == "_FusedConv2D");
+  CHECK(n.id == y.node);
+  CHECK(n.inputs == std::vector<Output>{x, w, bias});
+  CHECK(n.attr<std::string>("padding") == "SAME");
+  CHECK(n.attr<std::vector<int64_t>>("strides") == std::vector<int64_t>{1, 2, 2, 1});
+  CHECK(n.attr<std::string>("activation") == "Relu");
+  CHECK(n.output_shapes == g.node(y.node).output_shapes);
 }

@@ -1,4 +1,5 @@
-// Conv2D and pooling kernels against direct loops, SAME and VALID, strided and dilated.
+// Conv2D and pooling kernels against direct loops, SAME and VALID, strided and dilated;
+// _FusedConv2D against the Conv2D -> BiasAdd (-> Relu) chain it stands for, bit for bit.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -6,6 +7,7 @@
 
 #include "harness/op_harness.h"
 #include "ops/conv_ops.h"
+#include "ops/nn_ops.h"
 
 using namespace troupe;
 using runtime::Output;
@@ -87,6 +89,44 @@ TEST_CASE("conv2d matches a direct loop") {
   ops::conv2d(bad2.b, bad2.feed(Tensor(runtime::DType::kFloat32, Shape{1, 4, 4, 1})),
               bad2.feed(Tensor(runtime::DType::kFloat32, Shape{2, 2, 1, 1})), {1, 1}, "FULL");
   CHECK(bad2.b.status().message().find("SAME or VALID") != std::string::npos);
+}
+
+TEST_CASE("_FusedConv2D gives the bits of Conv2D, BiasAdd and Relu run one after another") {
+  std::mt19937_64 rng(22);
+  struct Case {
+    Shape in, filter;
+    int64_t sh, sw, dh, dw;
+    bool same;
+  };
+  for (const Case& c : {Case{{2, 5, 6, 3}, {3, 3, 3, 4}, 1, 1, 1, 1, true},
+                        Case{{1, 7, 7, 2}, {3, 2, 2, 3}, 2, 3, 1, 1, true},
+                        Case{{1, 7, 8, 1}, {2, 3, 1, 2}, 1, 2, 2, 1, false}}) {
+    for (const char* activation : {"", "Relu"}) {
+      INFO("input ", c.in, " filter ", c.filter, " activation ", activation);
+      OpTest t;
+      Output x = t.feed(testing::random_tensor<float>(c.in, rng));
+      Output w = t.feed(testing::random_tensor<float>(c.filter, rng));
+      Output bias = t.feed(testing::random_tensor<float>(Shape{c.filter.dim(3)}, rng));
+      const std::string padding = c.same ? "SAME" : "VALID";
+      Output conv = ops::conv2d(t.b, x, w, {c.sh, c.sw}, padding, {c.dh, c.dw});
+      Output chain = ops::bias_add(t.b, conv, bias);
+      if (*activation) chain = ops::relu(t.b, chain);
+      runtime::AttrMap attrs = t.g.node(conv.node).attrs;
+      attrs["activation"] = std::string(activation);
+      Output fused = t.b.add("_FusedConv2D", {x, w, bias}, attrs);
+      auto r = t.run({chain, fused});
+      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+      REQUIRE((*r)[1].shape() == (*r)[0].shape());
+      CHECK((*r)[1].to_vector<float>() == (*r)[0].to_vector<float>());
+    }
+  }
+  OpTest t;
+  Output x = t.feed(testing::random_tensor<float>(Shape{1, 4, 4, 2}, rng));
+  Output w = t.feed(testing::random_tensor<float>(Shape{3, 3, 2, 5}, rng));
+  t.b.add("_FusedConv2D", {x, w, t.feed(testing::random_tensor<float>(Shape{4}, rng))});
+  REQUIRE(!t.b.ok());
+  CHECK(t.b.status().message().find("bias of shape [4] for a product with 5 columns") !=
+        std::string::npos);
 }
 
 TEST_CASE("max_pool and avg_pool match direct loops (SAME averages only real elements)") {
