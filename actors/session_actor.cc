@@ -38,9 +38,11 @@ struct VarGate {
 
 struct Plan {
   int32_t id = 0;
-  std::vector<std::pair<int, std::string>> gated_reads;  // (Variable node, variable)
-  std::map<std::string, int> writes;                     // variable -> writer nodes in the plan
-  std::map<int, std::string> writer_var;
+  // Gates live in SessionState::gates (a map: they never move), found when the plan is made
+  // rather than by name at every step.
+  std::vector<std::pair<int, VarGate*>> gated_reads;  // (Variable node, its variable's gate)
+  std::map<VarGate*, int> writes;                     // gate -> writer nodes in the plan
+  std::map<int, VarGate*> writer_gate;
   std::vector<std::vector<std::pair<int, int32_t>>> feed_routes;  // per feed: (node, slot)
   std::vector<int> sources;  // nodes with no packets to wait for
   std::vector<FetchSource> fetches;
@@ -227,14 +229,14 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
     }
     c.expected = waits;
     if (n.def->variable_access == runtime::VariableAccess::kRead) {
-      plan.gated_reads.push_back({id, n.attr<std::string>("var")});
+      plan.gated_reads.push_back({id, &st.gates[n.attr<std::string>("var")]});
     } else if (waits == 0) {
       plan.sources.push_back(id);
     }
     if (n.def->variable_access == runtime::VariableAccess::kWrite) {
-      const std::string& var = n.attr<std::string>("var");
-      ++plan.writes[var];
-      plan.writer_var[id] = var;
+      VarGate* gate = &st.gates[n.attr<std::string>("var")];
+      ++plan.writes[gate];
+      plan.writer_gate[id] = gate;
       c.report = true;  // the session must know when the write is done
     }
   }
@@ -295,15 +297,14 @@ void start_step(SessionActor* self, const runtime::FeedList& feeds,
     }
   }
   for (int id : plan.sources) self->send(st.nodes[id], RunStep{step, plan.id});
-  for (const auto& [id, var] : plan.gated_reads) {
-    VarGate& gate = st.gates[var];
-    if (gate.writes.empty()) {
+  for (const auto& [id, gate] : plan.gated_reads) {
+    if (gate->writes.empty()) {
       self->send(st.nodes[id], RunStep{step, plan.id});
     } else {
-      gate.waiting.push_back({static_cast<uint64_t>(id), RunStep{step, plan.id}});
+      gate->waiting.push_back({static_cast<uint64_t>(id), RunStep{step, plan.id}});
     }
   }
-  for (const auto& [var, writers] : plan.writes) st.gates[var].writes.push_back({step, writers});
+  for (const auto& [gate, writers] : plan.writes) gate->writes.push_back({step, writers});
   if (s.remaining == 0) {
     RunResult r{s.error, std::move(s.values)};
     auto cb = std::move(s.done);
@@ -314,9 +315,9 @@ void start_step(SessionActor* self, const runtime::FeedList& feeds,
 
 void pump_loop(SessionActor* self);
 
-// A writer of `var` finished step `step`: reads of later steps may go once no earlier write is due.
-void release_reads(SessionActor* self, const std::string& var, uint64_t step) {
-  VarGate& gate = self->state.gates[var];
+// A writer of the gate's variable finished step `step`: reads of later steps may go once no
+// earlier write is due.
+void release_reads(SessionActor* self, VarGate& gate, uint64_t step) {
   for (auto& [s, remaining] : gate.writes) {
     if (s == step) --remaining;
   }
@@ -521,8 +522,8 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
         if (it == st.steps.end()) return;
         Step& s = it->second;
         const Plan& plan = st.plans[s.plan];
-        auto writer = plan.writer_var.find(d.node);
-        if (writer != plan.writer_var.end()) release_reads(self, writer->second, d.step);
+        auto writer = plan.writer_gate.find(d.node);
+        if (writer != plan.writer_gate.end()) release_reads(self, *writer->second, d.step);
         if (!d.dead) {
           for (size_t i = 0; i < plan.fetches.size(); ++i) {
             const FetchSource& f = plan.fetches[i];
