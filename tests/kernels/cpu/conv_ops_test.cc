@@ -39,19 +39,22 @@ Geometry geometry(int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh, int6
   return g;
 }
 
+// SAME and VALID, strided, dilated, and a window as large as the image.
+struct ConvCase {
+  Shape in, filter;
+  int64_t sh, sw, dh, dw;
+  bool same;
+};
+const std::vector<ConvCase> kConvCases = {{{2, 5, 6, 3}, {3, 3, 3, 4}, 1, 1, 1, 1, true},
+                                          {{1, 7, 7, 2}, {3, 2, 2, 3}, 2, 3, 1, 1, true},
+                                          {{1, 7, 8, 1}, {2, 3, 1, 2}, 1, 2, 2, 1, false},
+                                          {{3, 4, 4, 2}, {4, 4, 2, 1}, 1, 1, 1, 1, false}};
+
 }  // namespace
 
 TEST_CASE("conv2d matches a direct loop") {
   std::mt19937_64 rng(21);
-  struct Case {
-    Shape in, filter;
-    int64_t sh, sw, dh, dw;
-    bool same;
-  };
-  for (const Case& c : {Case{{2, 5, 6, 3}, {3, 3, 3, 4}, 1, 1, 1, 1, true},
-                        Case{{1, 7, 7, 2}, {3, 2, 2, 3}, 2, 3, 1, 1, true},
-                        Case{{1, 7, 8, 1}, {2, 3, 1, 2}, 1, 2, 2, 1, false},
-                        Case{{3, 4, 4, 2}, {4, 4, 2, 1}, 1, 1, 1, 1, false}}) {
+  for (const ConvCase& c : kConvCases) {
     INFO("input ", c.in, " filter ", c.filter);
     Tensor x = testing::random_tensor<double>(c.in, rng);
     Tensor w = testing::random_tensor<double>(c.filter, rng);
@@ -93,14 +96,7 @@ TEST_CASE("conv2d matches a direct loop") {
 
 TEST_CASE("_FusedConv2D gives the bits of Conv2D, BiasAdd and Relu run one after another") {
   std::mt19937_64 rng(22);
-  struct Case {
-    Shape in, filter;
-    int64_t sh, sw, dh, dw;
-    bool same;
-  };
-  for (const Case& c : {Case{{2, 5, 6, 3}, {3, 3, 3, 4}, 1, 1, 1, 1, true},
-                        Case{{1, 7, 7, 2}, {3, 2, 2, 3}, 2, 3, 1, 1, true},
-                        Case{{1, 7, 8, 1}, {2, 3, 1, 2}, 1, 2, 2, 1, false}}) {
+  for (const ConvCase& c : kConvCases) {
     for (const char* activation : {"", "Relu"}) {
       INFO("input ", c.in, " filter ", c.filter, " activation ", activation);
       OpTest t;
