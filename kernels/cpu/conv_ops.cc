@@ -187,18 +187,22 @@ Status pool_forward(KernelContext& ctx) {
   Tensor* y;
   TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{g.batch, g.out_h, g.out_w, g.in_c}, &y));
   const T* in = x.data<T>();
-  T* out = y->data<T>();
+  const int64_t channels = g.in_c;
+  // Channels innermost: each window position is a contiguous run of them, so the loops over
+  // channels vectorise. Each output still folds its window in the same order.
   for_each_window(g, [&](int64_t ob, int64_t b, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
-    for (int64_t c = 0; c < g.in_c; ++c) {
-      T acc = kMax ? std::numeric_limits<T>::lowest() : T(0);
-      for (int64_t iy = y0; iy < y1; ++iy) {
-        for (int64_t ix = x0; ix < x1; ++ix) {
-          T v = in[((b * g.in_h + iy) * g.in_w + ix) * g.in_c + c];
-          acc = kMax ? std::max(acc, v) : acc + v;
-        }
+    T* out = y->data<T>() + ob;
+    std::fill_n(out, channels, kMax ? std::numeric_limits<T>::lowest() : T(0));
+    for (int64_t iy = y0; iy < y1; ++iy) {
+      for (int64_t ix = x0; ix < x1; ++ix) {
+        const T* v = in + ((b * g.in_h + iy) * g.in_w + ix) * channels;
+        for (int64_t c = 0; c < channels; ++c)
+          out[c] = kMax ? std::max(out[c], v[c]) : out[c] + v[c];
       }
-      int64_t count = (y1 - y0) * (x1 - x0);
-      out[ob + c] = kMax ? acc : (count > 0 ? acc / T(count) : T(0));
+    }
+    if (!kMax) {
+      const int64_t count = (y1 - y0) * (x1 - x0);
+      for (int64_t c = 0; c < channels; ++c) out[c] = count > 0 ? out[c] / T(count) : T(0);
     }
   });
   return runtime::ok_status();
@@ -225,19 +229,32 @@ struct MaxPoolGradKernel {  // (input, y, dy): dy goes to the first maximum of e
     }
     Tensor* dx;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &dx));
-    std::fill_n(dx->data<T>(), dx->num_elements(), T(0));
+    T* d = dx->data<T>();
+    std::fill_n(d, dx->num_elements(), T(0));
     const T* in = x.data<T>();
+    const int64_t channels = g.in_c;
+    // Per channel, the first position holding the window's maximum, found channels innermost.
+    std::vector<T> best(channels);
+    std::vector<int64_t> at(channels);
     for_each_window(g, [&](int64_t ob, int64_t b, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
-      for (int64_t c = 0; c < g.in_c; ++c) {
-        int64_t best = -1;
-        for (int64_t iy = y0; iy < y1; ++iy) {
-          for (int64_t ix = x0; ix < x1; ++ix) {
-            int64_t i = ((b * g.in_h + iy) * g.in_w + ix) * g.in_c + c;
-            if (best < 0 || in[i] > in[best]) best = i;
+      if (y0 >= y1 || x0 >= x1) return;
+      const int64_t first = ((b * g.in_h + y0) * g.in_w + x0) * channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        best[c] = in[first + c];
+        at[c] = first + c;
+      }
+      for (int64_t iy = y0; iy < y1; ++iy) {
+        for (int64_t ix = iy == y0 ? x0 + 1 : x0; ix < x1; ++ix) {
+          const int64_t pos = ((b * g.in_h + iy) * g.in_w + ix) * channels;
+          const T* v = in + pos;
+          for (int64_t c = 0; c < channels; ++c) {  // selects, not branches: it vectorises
+            const bool later_max = v[c] > best[c];
+            best[c] = later_max ? v[c] : best[c];
+            at[c] = later_max ? pos + c : at[c];
           }
         }
-        if (best >= 0) dx->data<T>()[best] += dy.data<T>()[ob + c];
       }
+      for (int64_t c = 0; c < channels; ++c) d[at[c]] += dy.data<T>()[ob + c];
     });
     return runtime::ok_status();
   }
@@ -256,15 +273,17 @@ struct AvgPoolGradKernel {  // (input, dy)
     Tensor* dx;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &dx));
     std::fill_n(dx->data<T>(), dx->num_elements(), T(0));
+    T* d = dx->data<T>();
+    const int64_t channels = g.in_c;
+    std::vector<T> share(channels);
     for_each_window(g, [&](int64_t ob, int64_t b, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
-      int64_t count = (y1 - y0) * (x1 - x0);
-      if (count == 0) return;
-      for (int64_t c = 0; c < g.in_c; ++c) {
-        T share = dy.data<T>()[ob + c] / T(count);
-        for (int64_t iy = y0; iy < y1; ++iy) {
-          for (int64_t ix = x0; ix < x1; ++ix) {
-            dx->data<T>()[((b * g.in_h + iy) * g.in_w + ix) * g.in_c + c] += share;
-          }
+      const int64_t count = (y1 - y0) * (x1 - x0);
+      if (count <= 0) return;
+      for (int64_t c = 0; c < channels; ++c) share[c] = dy.data<T>()[ob + c] / T(count);
+      for (int64_t iy = y0; iy < y1; ++iy) {
+        for (int64_t ix = x0; ix < x1; ++ix) {
+          T* to = d + ((b * g.in_h + iy) * g.in_w + ix) * channels;
+          for (int64_t c = 0; c < channels; ++c) to[c] += share[c];
         }
       }
     });

@@ -7,7 +7,9 @@
 
 #include "harness/op_harness.h"
 #include "ops/conv_ops.h"
+#include "ops/math_ops.h"
 #include "ops/nn_ops.h"
+#include "runtime/gradients.h"
 
 using namespace troupe;
 using runtime::Output;
@@ -157,5 +159,51 @@ TEST_CASE("max_pool and avg_pool match direct loops (SAME averages only real ele
           }
     CHECK_CLOSE_TENSOR(mx, want_max, 0);
     CHECK_CLOSE_TENSOR(av, want_avg, 1e-12);
+  }
+}
+
+TEST_CASE("pool gradients match direct loops: ties go to the first maximum, overlaps add up") {
+  std::mt19937_64 rng(23);
+  // Values from {0, 1, 2}: most windows hold their maximum more than once.
+  Tensor x(runtime::DType::kFloat64, Shape{2, 5, 4, 3});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<double>()[i] = double(rng() % 3);
+  for (bool same : {true, false}) {
+    const char* pad = same ? "SAME" : "VALID";
+    INFO(pad);
+    Geometry g = geometry(5, 4, 3, 2, 2, 1, 1, 1, same);  // 3x2 windows, stride 2x1: overlapping
+    Tensor w = testing::random_tensor<double>(Shape{2, g.out_h, g.out_w, 3}, rng);
+    OpTest t;
+    Output in = t.feed(x);
+    Output weights = t.feed(w);
+    Output max_loss =
+        ops::reduce_sum(t.b, ops::mul(t.b, ops::max_pool(t.b, in, {3, 2}, {2, 1}, pad), weights));
+    Output avg_loss =
+        ops::reduce_sum(t.b, ops::mul(t.b, ops::avg_pool(t.b, in, {3, 2}, {2, 1}, pad), weights));
+    Output dmax = runtime::gradients(t.b, {max_loss}, {in})[0];
+    Output davg = runtime::gradients(t.b, {avg_loss}, {in})[0];
+    auto r = t.run({dmax, davg});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    std::vector<double> want_max(x.num_elements(), 0), want_avg(x.num_elements(), 0);
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t i = 0; i < g.out_h; ++i)
+        for (int64_t j = 0; j < g.out_w; ++j)
+          for (int64_t c = 0; c < 3; ++c) {
+            const double dy = w.data<double>()[((n * g.out_h + i) * g.out_w + j) * 3 + c];
+            std::vector<int64_t> inside;
+            for (int64_t ki = 0; ki < 3; ++ki)
+              for (int64_t kj = 0; kj < 2; ++kj) {
+                int64_t yy = i * 2 + ki - g.pad_top, xx = j + kj - g.pad_left;
+                if (yy < 0 || yy >= 5 || xx < 0 || xx >= 4) continue;
+                inside.push_back(((n * 5 + yy) * 4 + xx) * 3 + c);
+              }
+            int64_t first_max = inside[0];
+            for (int64_t k : inside) {
+              if (x.data<double>()[k] > x.data<double>()[first_max]) first_max = k;
+              want_avg[k] += dy / double(inside.size());
+            }
+            want_max[first_max] += dy;
+          }
+    CHECK_CLOSE_TENSOR((*r)[0], want_max, 0);
+    CHECK_CLOSE_TENSOR((*r)[1], want_avg, 1e-12);
   }
 }
