@@ -6,10 +6,10 @@
 //   tensor_loopback 4 MiB tensors to a server process over 127.0.0.1, GB/s  bar >= 2.5
 // and, to show what the CAF configuration buys, the hop and tiny step again on CAF's defaults,
 // and the hop with CAF's own worker loop instead of the quiet one (actors/scheduler.h), and the
-// MLPs without op fusion (runtime/remapper.h).
+// MLPs and a small CNN without op fusion (runtime/remapper.h).
 //
 //   actors_bench [--json bench_actors.json] [--torch-json DIR] [--quick]
-//                [--only hop|tiny|mlp|loopback]      (one bar, for profiling it)
+//                [--only hop|tiny|mlp|cnn|loopback]  (one part, for profiling it)
 // With --torch-json, the libtorch figures that torch_peer wrote there are the peers of the tiny
 // and the big MLP bars (torch_peer runs in its own process, in its own best configuration).
 #include <signal.h>
@@ -26,6 +26,7 @@
 #include "bench_util.h"
 #include "kernels/cpu/gemm.h"
 #include "ops/array_ops.h"
+#include "ops/conv_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
@@ -129,14 +130,32 @@ double node_hop_us(actors::RuntimeOptions options) {
   return per_step / 100 * 1e6;
 }
 
-struct Mlp {
+// A model a bench runs: its graph, the batch it is fed at every step, and what a step runs.
+struct Model {
   runtime::Graph g;
-  Output x, y, loss;
+  Output x, y, logits, loss;
   int train = -1, init = -1;
   runtime::FeedList feeds;
 };
 
-void build_mlp(Mlp& m, const std::vector<int64_t>& sizes, int64_t batch) {
+// x and y for `batch` examples of `shape` in [0, 1) with labels below `classes`.
+void random_batch(Model& m, const Shape& shape, int64_t classes) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> u(0, 1);
+  Tensor xv(DType::kFloat32, shape);
+  for (int64_t i = 0; i < xv.num_elements(); ++i) xv.data<float>()[i] = u(rng);
+  Tensor yv(DType::kInt32, Shape{shape.dim(0)});
+  for (int64_t i = 0; i < shape.dim(0); ++i) yv.data<int32_t>()[i] = int32_t(rng() % classes);
+  m.feeds = {{m.x, xv}, {m.y, yv}};
+}
+
+void finish_classifier(runtime::GraphBuilder& b, Model& m) {
+  m.loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, m.y, m.logits));
+  m.train = ops::minimize(b, m.loss, ops::Optimizer::sgd(0.01));
+  m.init = ops::global_variables_initializer(b);
+}
+
+void build_mlp(Model& m, const std::vector<int64_t>& sizes, int64_t batch) {
   m.g.set_seed(1);
   runtime::GraphBuilder b(&m.g);
   m.x = ops::placeholder(b, DType::kFloat32, Shape{batch, sizes[0]}, "x");
@@ -151,35 +170,54 @@ void build_mlp(Mlp& m, const std::vector<int64_t>& sizes, int64_t batch) {
     h = ops::bias_add(b, ops::matmul(b, h, w), bias);
     if (i + 1 < sizes.size()) h = ops::relu(b, h);
   }
-  m.loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, m.y, h));
-  m.train = ops::minimize(b, m.loss, ops::Optimizer::sgd(0.01));
-  m.init = ops::global_variables_initializer(b);
-  std::mt19937 rng(42);
-  std::uniform_real_distribution<float> u(0, 1);
-  Tensor xv(DType::kFloat32, Shape{batch, sizes[0]});
-  for (int64_t i = 0; i < xv.num_elements(); ++i) xv.data<float>()[i] = u(rng);
-  Tensor yv(DType::kInt32, Shape{batch});
-  for (int64_t i = 0; i < batch; ++i) yv.data<int32_t>()[i] = int32_t(rng() % sizes.back());
-  m.feeds = {{m.x, xv}, {m.y, yv}};
+  m.logits = h;
+  finish_classifier(b, m);
+  random_batch(m, Shape{batch, sizes[0]}, sizes.back());
+}
+
+// Two 3x3 convolutions (32 and 64 filters, each with bias, Relu and 2x2 max pooling) and a
+// dense layer on 28x28 images: a small Fashion-MNIST CNN.
+void build_cnn(Model& m, int64_t batch) {
+  m.g.set_seed(1);
+  runtime::GraphBuilder b(&m.g);
+  m.x = ops::placeholder(b, DType::kFloat32, Shape{batch, 28, 28, 1}, "x");
+  m.y = ops::placeholder(b, DType::kInt32, Shape{batch}, "y");
+  Output h = m.x;
+  int64_t channels = 1;
+  for (int64_t filters : {32, 64}) {
+    auto scope = b.name_scope("conv" + std::to_string(filters));
+    Shape ws{3, 3, channels, filters};
+    Output w = ops::variable(b, "w", ws, DType::kFloat32, ops::glorot_uniform(b, ws));
+    Output bias = ops::variable(b, "b", Shape{filters}, DType::kFloat32,
+                                ops::zeros(b, Shape{filters}, DType::kFloat32));
+    h = ops::relu(b, ops::bias_add(b, ops::conv2d(b, h, w, {1, 1}, "SAME"), bias));
+    h = ops::max_pool(b, h, {2, 2}, {2, 2}, "VALID");
+    channels = filters;
+  }
+  Shape ws{7 * 7 * 64, 10};
+  Output w = ops::variable(b, "dense/w", ws, DType::kFloat32, ops::glorot_uniform(b, ws));
+  m.logits = ops::matmul(b, ops::reshape(b, h, {-1, 7 * 7 * 64}), w);
+  finish_classifier(b, m);
+  random_batch(m, Shape{batch, 28, 28, 1}, 10);
 }
 
 double mlp_seconds_per_step(actors::RuntimeOptions options, const std::vector<int64_t>& sizes,
                             int64_t batch, int64_t steps) {
   actors::Runtime rt(options);
-  Mlp m;
+  Model m;
   build_mlp(m, sizes, batch);
   auto s = actors::Session::create(rt, m.g);
   (void)(*s)->run({}, {}, {m.init});
   return loop_seconds_per_step(**s, steps, m.feeds, {}, {m.train});
 }
 
-// What op fusion buys: unfused time over fused time for one model, as the median over pairs of
-// alternating windows on one runtime (one loop of `steps` each). Measured one after the other,
-// the two drift apart with the host's speed by more than fusion changes.
-double fusion_speedup(const std::vector<int64_t>& sizes, int64_t batch, int64_t steps, int pairs) {
+// What op fusion buys: unfused time over fused time for training steps (or, with `inference`,
+// steps that fetch the logits), as the median over pairs of alternating windows on one runtime
+// (one loop of `steps` each). Measured one after the other, the two drift apart with the host's
+// speed by more than fusion changes. `fused_seconds`: the fused step's median time.
+double fusion_speedup(const Model& m, int64_t steps, int pairs, bool inference = false,
+                      double* fused_seconds = nullptr) {
   actors::Runtime rt;
-  Mlp m;
-  build_mlp(m, sizes, batch);
   auto fused = actors::Session::create(rt, m.g, {.fuse_ops = true});
   auto plain = actors::Session::create(rt, m.g, {.fuse_ops = false});
   (void)(*fused)->run({}, {}, {m.init});
@@ -187,7 +225,11 @@ double fusion_speedup(const std::vector<int64_t>& sizes, int64_t batch, int64_t 
   auto window = [&](actors::Session& s) {
     actors::LoopRequest loop;
     loop.steps = steps;
-    loop.targets = {m.train};
+    if (inference) {
+      loop.fetches = {m.logits};
+    } else {
+      loop.targets = {m.train};
+    }
     loop.feed = [&](int64_t, runtime::FeedList* f) {
       *f = m.feeds;
       return runtime::ok_status();
@@ -198,12 +240,14 @@ double fusion_speedup(const std::vector<int64_t>& sizes, int64_t batch, int64_t 
   };
   window(**fused);  // warm up both
   window(**plain);
-  std::vector<double> ratios;
+  std::vector<double> ratios, times;
   for (int i = 0; i < pairs; ++i) {
-    const double f = window(**fused);
-    ratios.push_back(window(**plain) / f);
+    times.push_back(window(**fused));
+    ratios.push_back(window(**plain) / times.back());
   }
   std::sort(ratios.begin(), ratios.end());
+  std::sort(times.begin(), times.end());
+  if (fused_seconds) *fused_seconds = times[times.size() / 2] / steps;
   return ratios[ratios.size() / 2];
 }
 
@@ -330,7 +374,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: actors_bench [--json FILE] [--torch-json DIR] [--quick] "
-                   "[--only hop|tiny|mlp|loopback]\n");
+                   "[--only hop|tiny|mlp|cnn|loopback]\n");
       return 2;
     }
   }
@@ -359,7 +403,9 @@ int main(int argc, char** argv) {
     double tiny = mlp_seconds_per_step(tuned, {10, 16, 3}, 8, 3000) * 1e6;
     double tiny_defaults = mlp_seconds_per_step(defaults, {10, 16, 3}, 8, 3000) * 1e6;
     double tiny_caf_loop = mlp_seconds_per_step(caf_loop, {10, 16, 3}, 8, 3000) * 1e6;
-    double tiny_fusion = fusion_speedup({10, 16, 3}, 8, 3000, quick ? 5 : 15);
+    Model tiny_model;
+    build_mlp(tiny_model, {10, 16, 3}, 8);
+    double tiny_fusion = fusion_speedup(tiny_model, 3000, quick ? 5 : 15);
     bars.add("tiny_mlp_step", tiny, "us", "limit", 15.0, 15.0 / tiny);
     double torch_tiny = torch_dir.empty() ? 0 : read_bar_value(torch_dir + "/torch_tiny.json");
     if (torch_tiny > 0) {
@@ -408,8 +454,21 @@ int main(int argc, char** argv) {
     std::printf(
         "  784-512-512-10 with a second, parked CAF worker: %.0f examples/s (%.2f of tuned)\n",
         big_two, big_two / big);
+    Model big_model;
+    build_mlp(big_model, {784, 512, 512, 10}, batch);
     std::printf("  784-512-512-10 without op fusion: %.2fx the fused step's time\n",
-                fusion_speedup({784, 512, 512, 10}, batch, quick ? 20 : 40, quick ? 5 : 15));
+                fusion_speedup(big_model, quick ? 20 : 40, quick ? 5 : 15));
+  }
+  if (wanted("cnn")) {
+    Model cnn;
+    build_cnn(cnn, 64);
+    double train_s = 0, infer_s = 0;
+    const double train_fusion = fusion_speedup(cnn, quick ? 3 : 5, quick ? 3 : 7, false, &train_s);
+    const double infer_fusion = fusion_speedup(cnn, quick ? 3 : 5, quick ? 3 : 7, true, &infer_s);
+    std::printf(
+        "  2-conv CNN, batch 64: %.1f ms a training step, %.1f ms a forward pass; without op "
+        "fusion %.2fx and %.2fx those times\n",
+        train_s * 1e3, infer_s * 1e3, train_fusion, infer_fusion);
   }
   if (wanted("loopback") && server > 0 && port != 0) {
     double one = loopback_gbps(port, 1);
