@@ -27,14 +27,13 @@ struct Exec {
 
 struct PlanState {
   NodePlan plan;
-  Exec fused;  // for a plan with a fused node
-  Exec* exec = nullptr;
+  Exec fused;            // for a plan with a fused node
+  Exec* exec = nullptr;  // what this plan runs: &fused or NodeState::own
 };
 
 struct Pending {
   uint64_t step = 0;
-  const NodePlan* plan = nullptr;  // in NodeState::plans, whose nodes never move
-  Exec* exec = nullptr;            // NodeState::own or a plan's: never moves either
+  const PlanState* plan = nullptr;  // in NodeState::plans, whose nodes never move
   int32_t received = 0;
   std::vector<Tensor> inputs;
   bool dead = false;
@@ -91,7 +90,7 @@ Pending& pending_for(NodeState& st, uint64_t step, int32_t plan) {
   PlanState& p = st.plans.at(plan);
   inputs.resize(p.exec->node->inputs.size());
   for (const auto& [slot, value] : p.plan.bound_inputs) inputs[slot] = value;
-  st.queue.push_back(Pending{step, &p.plan, p.exec, 0, std::move(inputs), false});
+  st.queue.push_back(Pending{step, &p, 0, std::move(inputs), false});
   return st.queue.back();
 }
 
@@ -204,7 +203,7 @@ void try_fire(NodeActor* self) {
   NodeState& st = self->state;
   while (!st.busy && !st.queue.empty()) {
     Pending& front = st.queue.front();
-    const NodePlan& plan = *front.plan;
+    const NodePlan& plan = front.plan->plan;
     if (front.received < plan.expected) return;
     for (const NodePlan::Out& out : plan.outs) {
       // Without room the consumer sends Resume when it frees a slot.
@@ -223,7 +222,7 @@ void try_fire(NodeActor* self) {
       run_remote(self, std::move(pd), plan);
       continue;
     }
-    const Exec& exec = *pd.exec;
+    const Exec& exec = *pd.plan->exec;
     runtime::KernelContext& ctx = *exec.ctx;
     ctx.inputs() = std::move(pd.inputs);
     ctx.set_invocation(st.invocations++);
