@@ -54,21 +54,25 @@ double read_bar_value(const std::string& path) {
   return v ? std::atof(v + 9) : 0;
 }
 
+// `steps` pipelined steps through run_loop, each fed `feeds`.
+void run_steps(actors::Session& s, int64_t steps, const runtime::FeedList& feeds,
+               const std::vector<Output>& fetches, const std::vector<int>& targets) {
+  actors::LoopRequest loop;
+  loop.steps = steps;
+  loop.fetches = fetches;
+  loop.targets = targets;
+  loop.feed = [&](int64_t, runtime::FeedList* f) {
+    *f = feeds;
+    return runtime::ok_status();
+  };
+  auto r = s.run_loop(std::move(loop));
+  if (!r.ok()) std::fprintf(stderr, "loop failed: %s\n", r.status().to_string().c_str());
+}
+
 // Seconds per step of `steps` pipelined steps through run_loop (median of windows).
 double loop_seconds_per_step(actors::Session& s, int64_t steps, const runtime::FeedList& feeds,
                              const std::vector<Output>& fetches, const std::vector<int>& targets) {
-  auto once = [&] {
-    actors::LoopRequest loop;
-    loop.steps = steps;
-    loop.fetches = fetches;
-    loop.targets = targets;
-    loop.feed = [&](int64_t, runtime::FeedList* f) {
-      *f = feeds;
-      return runtime::ok_status();
-    };
-    auto r = s.run_loop(std::move(loop));
-    if (!r.ok()) std::fprintf(stderr, "loop failed: %s\n", r.status().to_string().c_str());
-  };
+  auto once = [&] { run_steps(s, steps, feeds, fetches, targets); };
   return bench::median_seconds(once, quick ? 3 : 7, quick ? 0.05 : 0.3) / steps;
 }
 
@@ -223,19 +227,12 @@ double fusion_speedup(const Model& m, int64_t steps, int pairs, bool inference =
   (void)(*fused)->run({}, {}, {m.init});
   (void)(*plain)->run({}, {}, {m.init});
   auto window = [&](actors::Session& s) {
-    actors::LoopRequest loop;
-    loop.steps = steps;
-    if (inference) {
-      loop.fetches = {m.logits};
-    } else {
-      loop.targets = {m.train};
-    }
-    loop.feed = [&](int64_t, runtime::FeedList* f) {
-      *f = m.feeds;
-      return runtime::ok_status();
-    };
     const auto start = std::chrono::steady_clock::now();
-    (void)s.run_loop(std::move(loop));
+    if (inference) {
+      run_steps(s, steps, m.feeds, {m.logits}, {});
+    } else {
+      run_steps(s, steps, m.feeds, {}, {m.train});
+    }
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   window(**fused);  // warm up both
