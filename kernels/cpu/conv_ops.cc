@@ -102,10 +102,7 @@ struct FusedConv2DKernel {
     ConvGeometry g;
     TROUPE_RETURN_IF_ERROR(geometry(ctx, ctx.input(0), ctx.input(1).shape(), &g));
     const Tensor& bias = ctx.input(2);
-    if (bias.rank() != 1 || bias.dim(0) != g.out_c) {
-      return runtime::invalid_argument("bias of shape ", bias.shape(), " for a product with ",
-                                       g.out_c, " columns");
-    }
+    TROUPE_RETURN_IF_ERROR(check_bias(bias, g.out_c));
     const T* b = bias.data<T>();
     return conv2d_to_output<T>(
         ctx, g, [&](T* y, int64_t rows, int64_t n) { add_bias_and_activate(y, rows, n, b, relu); });

@@ -53,10 +53,7 @@ struct FusedMatMulKernel {
     TROUPE_RETURN_IF_ERROR(product_to_output<T>(ctx, &y));
     const int64_t m = y->dim(0), n = y->dim(1);
     const Tensor& bias = ctx.input(2);
-    if (bias.rank() != 1 || bias.dim(0) != n) {
-      return runtime::invalid_argument("bias of shape ", bias.shape(), " for a product with ", n,
-                                       " columns");
-    }
+    TROUPE_RETURN_IF_ERROR(check_bias(bias, n));
     add_bias_and_activate(y->data<T>(), m, n, bias.data<T>(), relu);
     return runtime::ok_status();
   }
