@@ -1,12 +1,12 @@
 #include "actors/queue.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <random>
+
+#include "runtime/parallel_section.h"
 
 namespace troupe::actors {
 
@@ -86,8 +86,7 @@ bool examples_have(const Tensor& t, const Shape& shape) {
 
 }  // namespace
 
-Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad,
-                                       bool yield_often) {
+Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad, bool background) {
   if (rows.empty()) return runtime::invalid_argument("no examples to stack");
   const size_t n_components = rows[0].chunk->components.size();
   std::vector<Tensor> out;
@@ -159,7 +158,7 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
         }
         const char* src = static_cast<const char*>(rows[i].chunk->components[c].raw_data());
         std::memcpy(dst + i * bytes, src + static_cast<size_t>(rows[i].row) * bytes, bytes);
-        if (yield_often && i % 16 == 15) sched_yield();
+        if (background && i % 8 == 7) runtime::yield_to_parallel_sections();
       }
     } else {
       const size_t size = dtype_size(first.dtype());
@@ -170,6 +169,7 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
         const int64_t per = from.num_elements();
         const char* src = static_cast<const char*>(t.raw_data()) + rows[i].row * per * size;
         copy_padded(src, from, dst + i * slot * size, shape, size);
+        if (background && i % 8 == 7) runtime::yield_to_parallel_sections();
       }
     }
     out.push_back(std::move(batch));

@@ -64,13 +64,11 @@ runtime::Status check_chunk(const Chunk& chunk);
 std::vector<RowRef> rows_of(std::shared_ptr<const Chunk> chunk);
 // Stacks examples into one tensor per component ([n, ...]). With `pad`, components whose shapes
 // differ between examples are padded with zeros (empty strings) to the largest; without, such a
-// difference is an error naming the component. With `yield_often` (threads beside the graph's,
-// such as a runner's) the thread gives its CPU up every few examples: on a machine whose cores
-// the BLAS threads fill, a BLAS thread that needs the core back then waits microseconds
-// instead of the rest of a time slice (input_bench, full runs: 0.87-0.90 of in-memory training
-// before, 0.90-0.95 after).
+// difference is an error naming the component. `background` work (a runner's, beside training)
+// steps aside every few examples while a kernel keeps every core busy
+// (runtime/parallel_section.h).
 runtime::Result<std::vector<runtime::Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad,
-                                                         bool yield_often = false);
+                                                         bool background = false);
 
 enum class QueueKind { kFifo, kRandomShuffle, kPadding };
 

@@ -170,7 +170,7 @@ void emit(RunnerActor* self, std::vector<RowRef> rows, bool last) {
     std::vector<RowRef> part(std::make_move_iterator(st.pending.begin() + at),
                              std::make_move_iterator(st.pending.begin() + at + take));
     at += take;
-    auto stacked = stack_rows(part, st.options.pad, /*yield_often=*/true);
+    auto stacked = stack_rows(part, st.options.pad, /*background=*/true);
     if (!stacked.ok()) return fail(self, stacked.status().with_context(st.source->name()));
     auto chunk = std::make_shared<Chunk>();
     for (runtime::Tensor& t : *stacked) {

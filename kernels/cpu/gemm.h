@@ -12,7 +12,10 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
+
+#include "runtime/parallel_section.h"
 
 namespace troupe::kernels::cpu {
 
@@ -25,6 +28,10 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T
     if (beta == T(0)) std::fill_n(c, m * n, T(0));
     return;
   }
+  // OpenBLAS runs a GEMM of more than 2^18 multiply-adds on all its threads: background work
+  // steps aside for it (runtime/parallel_section.h).
+  std::optional<runtime::ParallelSection> busy;
+  if (m * n * k > (int64_t(1) << 18) && !std::is_integral_v<T>) busy.emplace();
   if constexpr (std::is_same_v<T, float>) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
                 k, 1.0f, a, lda, b, ldb, beta, c, n);
