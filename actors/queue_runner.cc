@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 
+#include "actors/graph_core.h"
 #include "actors/messages.h"
 
 namespace troupe::actors {
@@ -77,6 +78,7 @@ struct RunnerState {
   bool finished = false;
   int64_t skip = 0;  // elements still to drop (RunnerOptions::skip)
   RunnerStats stats;
+  GraphCore graph_core;  // kept for the runner's life (graph_core.h)
 };
 
 using RunnerActor = caf::stateful_actor<RunnerState>;
@@ -261,6 +263,9 @@ caf::behavior runner_actor(RunnerActor* self, std::shared_ptr<const Source> sour
   st.rng.seed(st.options.seed);
   st.skip = std::max<int64_t>(0, st.options.skip);
   self->set_default_handler(caf::print_and_drop);
+  // Before the readers start: their threads leave the graph's core as they start.
+  st.graph_core = GraphCore::reserve();
+  leave_graph_core();
   for (int i = 0; i < std::max(1, st.options.num_readers); ++i) {
     st.readers.push_back(
         self->spawn<caf::detached + caf::linked>(reader_actor, st.source, st.options.map));

@@ -2,6 +2,7 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/graph_core.h"
 #include "actors/scheduler.h"
 
 namespace troupe::actors {
@@ -22,6 +23,7 @@ Runtime::Runtime(RuntimeOptions options) : config_(std::make_unique<caf::actor_s
   cfg.set("middleman.heartbeat-interval", caf::timespan{options.heartbeat});
   cfg.set("middleman.connection-timeout", caf::timespan{options.connection_timeout});
   cfg.set("logger.console", caf::atom("none"));
+  cfg.add_thread_hook<GraphCoreHook>();
   cfg.load<caf::io::middleman>();
   system_ = std::make_unique<caf::actor_system>(cfg);
 }

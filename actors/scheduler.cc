@@ -5,6 +5,7 @@
 #include <caf/policy/work_stealing.hpp>
 #include <caf/scheduler/coordinator.hpp>
 
+#include "actors/graph_core.h"
 #include "runtime/denormal.h"
 
 // Clearing the logger pointer below is safe only while CAF logs nothing.
@@ -26,6 +27,7 @@ void worker<troupe::actors::QuietWorkStealing>::run() {
   // Kernels flush denormals anyway (runtime/denormal.h); set once here, their scoped flush
   // finds it set and writes nothing.
   troupe::runtime::ScopedFlushDenormal flush;
+  troupe::actors::register_worker_thread();
   for (;;) {
     resumable* job = policy_.dequeue(this);
     if (logger::current_logger() != nullptr) logger::set_current_actor_system(nullptr);
@@ -46,6 +48,7 @@ void worker<troupe::actors::QuietWorkStealing>::run() {
       case resumable::shutdown_execution_unit:
         policy_.after_completion(this, job);
         policy_.before_shutdown(this);
+        troupe::actors::unregister_worker_thread();
         return;
     }
   }

@@ -4,6 +4,7 @@
 #include "actors/queue.h"
 
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "actors/graph_core.h"
 #include "actors/queue_runner.h"
 #include "actors/session.h"
 #include "ops/array_ops.h"
@@ -53,6 +55,13 @@ class CountingSource : public actors::Source {
  private:
   int64_t units_, rows_;
 };
+
+// Dequeues up to n single examples; how many came.
+int64_t drain_some(Queue& q, int64_t n) {
+  int64_t got = 0;
+  while (got < n && q.dequeue().ok()) ++got;
+  return got;
+}
 
 std::vector<int64_t> drain(Queue& q, int64_t batch, runtime::Status* end = nullptr) {
   std::vector<int64_t> got;
@@ -218,6 +227,27 @@ TEST_CASE("runner: every example exactly once per epoch across parallel readers,
   REQUIRE(got.size() == 3u * 37 * 11);
   for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == static_cast<int64_t>(i % (37 * 11)));
   caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  q.stop();
+}
+
+TEST_CASE("runner: the graph's worker keeps a core to itself while a runner lives") {
+  actors::Runtime rt;
+  cpu_set_t mine;
+  REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+  const bool two_cpus = CPU_COUNT(&mine) >= 2;
+  auto wait_for = [](auto done) {
+    for (int i = 0; i < 500 && !done(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return done();
+  };
+  REQUIRE(actors::graph_core() == -1);
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 4});
+  auto runner = actors::spawn_queue_runner(rt.system(), std::make_shared<CountingSource>(4, 10),
+                                           q.actor(), {2, 0});  // epochs until stopped
+  if (two_cpus) CHECK(wait_for([] { return actors::graph_core() >= 0; }));
+  CHECK(drain_some(q, 3) == 3);
+  caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  CHECK(wait_for([] { return actors::graph_core() == -1; }));
   q.stop();
 }
 

@@ -1,0 +1,56 @@
+// Keeps the CAF worker that runs the graph on a core of its own while background work (a queue
+// runner stacking batches, its readers decoding) runs beside training, and the background
+// threads on the other cores.
+//
+//   actors::GraphCore core = actors::GraphCore::reserve();   // for as long as a runner lives
+//   actors::leave_graph_core();                               // a background thread, first thing
+//
+// Why: on two cores a training step keeps the graph's worker busy all the time and OpenBLAS's
+// second thread busy during GEMMs; between GEMMs that thread only spins. A runner that lands on
+// the worker's core delays the whole step, and the scheduler put it there often enough to cost
+// 9-13% of training against batches already in memory (bench/input_bench). Beside OpenBLAS's
+// second thread, stepping aside while a GEMM runs (runtime/parallel_section.h), it costs 4-5%.
+//
+// The worker stays on the core it is on when the first reservation is made and gets its own
+// CPUs back when the last one ends. Nothing happens with fewer than two CPUs or unless exactly
+// one quiet worker (scheduler.h) runs in the process: with several, none of them is the
+// graph's. Every thread CAF starts while a reservation lives leaves the core (GraphCoreHook),
+// so detached actors spawned from the worker do not inherit its one CPU. Thread-safe.
+#pragma once
+
+#include <caf/thread_hook.hpp>
+
+namespace troupe::actors {
+
+class GraphCore {
+ public:
+  static GraphCore reserve();
+  GraphCore() = default;  // holds nothing
+  GraphCore(GraphCore&& other) noexcept : held_(other.held_) { other.held_ = false; }
+  GraphCore& operator=(GraphCore&& other) noexcept;
+  ~GraphCore();
+  GraphCore(const GraphCore&) = delete;
+  GraphCore& operator=(const GraphCore&) = delete;
+
+ private:
+  bool held_ = false;
+};
+
+// Moves the calling thread off the graph's core while one is reserved; otherwise does nothing.
+void leave_graph_core();
+// The graph's core while one is reserved, else -1.
+int graph_core();
+
+// The quiet worker loop (scheduler.h) registers its thread for as long as it runs.
+void register_worker_thread();
+void unregister_worker_thread();
+
+// Runs leave_graph_core() in every thread the actor system starts.
+class GraphCoreHook : public caf::thread_hook {
+ public:
+  void init(caf::actor_system&) override {}
+  void thread_started() override { leave_graph_core(); }
+  void thread_terminates() override {}
+};
+
+}  // namespace troupe::actors
