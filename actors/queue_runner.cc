@@ -1,6 +1,7 @@
 #include "actors/queue_runner.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <numeric>
 #include <random>
@@ -72,7 +73,7 @@ struct RunnerState {
   std::map<int64_t, Decoded> ready;
   std::map<int64_t, std::vector<int64_t>> orders;  // epoch -> unit order
   std::vector<RowRef> buffer;                      // the shuffle buffer
-  std::vector<RowRef> pending;                     // examples short of a whole batch
+  std::deque<RowRef> pending;                      // examples not yet stacked into a batch
   std::mt19937_64 rng;
   bool enqueue_outstanding = false;
   bool finished = false;
@@ -144,57 +145,71 @@ void send_rows(RunnerActor* self, std::vector<RowRef> rows, int64_t n) {
           });
 }
 
-// Hands examples to the queue: as they are, or stacked into batches of batch_size (the last
-// one smaller unless drop_remainder), each batch one queue element.
-void emit(RunnerActor* self, std::vector<RowRef> rows, bool last) {
+// Stacks the next batch of the examples waiting and hands it to the queue: one batch per
+// enqueue, so the runner stacks a batch as the consumer takes one (its work keeps pace with
+// training instead of coming in bursts of a unit's or a shuffle buffer's worth) and at most one
+// stacked batch waits outside the queue. Once the input is done, the rest goes as a smaller
+// batch unless drop_remainder. Returns whether a batch went out (or the runner failed).
+bool send_batch(RunnerActor* self, bool input_done) {
   RunnerState& st = self->state;
-  const int64_t batch = st.options.batch_size;
-  if (batch <= 0) {
-    const int64_t dropped = std::min<int64_t>(st.skip, static_cast<int64_t>(rows.size()));
-    rows.erase(rows.begin(), rows.begin() + dropped);
-    st.skip -= dropped;
-    const int64_t n = static_cast<int64_t>(rows.size());
-    if (n > 0) send_rows(self, std::move(rows), n);
-    return;
-  }
-  for (RowRef& r : rows) st.pending.push_back(std::move(r));
-  std::vector<RowRef> batches;
-  int64_t n = 0;
-  size_t at = 0;
-  while (st.pending.size() - at >= static_cast<size_t>(batch) ||
-         (last && at < st.pending.size() && !st.options.drop_remainder)) {
-    const size_t take = std::min(st.pending.size() - at, static_cast<size_t>(batch));
+  const size_t batch = static_cast<size_t>(st.options.batch_size);
+  while (st.pending.size() >= batch || (input_done && !st.pending.empty())) {
+    const size_t take = std::min(st.pending.size(), batch);
+    if (take < batch && st.options.drop_remainder) {
+      st.pending.clear();
+      return false;
+    }
+    auto end = st.pending.begin() + static_cast<std::ptrdiff_t>(take);
     if (st.skip > 0) {
       --st.skip;
-      at += take;
+      st.pending.erase(st.pending.begin(), end);
       continue;
     }
-    std::vector<RowRef> part(std::make_move_iterator(st.pending.begin() + at),
-                             std::make_move_iterator(st.pending.begin() + at + take));
-    at += take;
+    std::vector<RowRef> part(std::make_move_iterator(st.pending.begin()),
+                             std::make_move_iterator(end));
+    st.pending.erase(st.pending.begin(), end);
     auto stacked = stack_rows(part, st.options.pad, /*background=*/true);
-    if (!stacked.ok()) return fail(self, stacked.status().with_context(st.source->name()));
+    if (!stacked.ok()) {
+      fail(self, stacked.status().with_context(st.source->name()));
+      return true;
+    }
     auto chunk = std::make_shared<Chunk>();
     for (runtime::Tensor& t : *stacked) {
       std::vector<int64_t> dims{1};
       dims.insert(dims.end(), t.shape().dims().begin(), t.shape().dims().end());
       chunk->components.push_back(t.reshaped(runtime::Shape(dims)));
     }
-    batches.push_back(RowRef{std::move(chunk), 0});
-    n += static_cast<int64_t>(take);
+    send_rows(self, {RowRef{std::move(chunk), 0}}, static_cast<int64_t>(take));
+    return true;
   }
-  st.pending.erase(st.pending.begin(), st.pending.begin() + at);
-  if (last) st.pending.clear();  // the dropped remainder
-  if (!batches.empty()) send_rows(self, std::move(batches), n);
+  return false;
 }
 
-// Takes the next decoded unit in order, if there is one and the queue took the last, then
-// decodes more, and closes the queue after the last epoch.
+// Hands decoded examples on: to the queue as they are, or to the examples waiting to be
+// stacked into batches.
+void emit(RunnerActor* self, std::vector<RowRef> rows) {
+  RunnerState& st = self->state;
+  if (st.options.batch_size > 0) {
+    for (RowRef& r : rows) st.pending.push_back(std::move(r));
+    return;
+  }
+  const int64_t dropped = std::min<int64_t>(st.skip, static_cast<int64_t>(rows.size()));
+  rows.erase(rows.begin(), rows.begin() + dropped);
+  st.skip -= dropped;
+  const int64_t n = static_cast<int64_t>(rows.size());
+  if (n > 0) send_rows(self, std::move(rows), n);
+}
+
+// Once the queue took the last enqueue: sends the next batch if a whole one waits, else takes
+// the next decoded unit in order; then decodes more, and closes the queue after the last epoch.
 void advance(RunnerActor* self) {
   RunnerState& st = self->state;
   if (st.finished) return;
   const int64_t total = total_units(st);
-  while (!st.enqueue_outstanding && st.taken < total) {
+  while (!st.enqueue_outstanding && !st.finished) {
+    // A whole batch waiting goes first; a unit is taken only when none is.
+    if (st.options.batch_size > 0 && send_batch(self, st.taken == total)) break;
+    if (st.taken == total) break;
     auto it = st.ready.find(st.taken);
     if (it == st.ready.end()) break;
     Decoded d = std::move(it->second);
@@ -226,9 +241,9 @@ void advance(RunnerActor* self) {
       st.buffer.clear();
       ++st.stats.epochs;
     }
-    emit(self, std::move(out), st.taken == total);
-    if (st.finished) return;
+    emit(self, std::move(out));
   }
+  if (st.finished) return;
   const int64_t window = st.options.units_in_flight > 0
                              ? st.options.units_in_flight
                              : 2 * static_cast<int64_t>(st.readers.size());
@@ -246,7 +261,7 @@ void advance(RunnerActor* self) {
                                                  ": a reader died: ", self->system().render(e)));
             });
   }
-  if (st.taken == total && !st.enqueue_outstanding) {
+  if (st.taken == total && !st.enqueue_outstanding && st.pending.empty()) {
     st.finished = true;
     st.stats.done = true;
     if (st.options.close_queue_at_end) close_queue(self);

@@ -18,6 +18,7 @@
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/state_ops.h"
+#include "runtime/allocator.h"
 #include "runtime/graph_builder.h"
 
 using namespace troupe;
@@ -329,6 +330,57 @@ TEST_CASE("runner: a slow consumer back-pressures the readers; memory stays boun
   CHECK(s.peak_size <= 40);
   // The runner is held back: far from all 10k examples were taken from the source.
   CHECK(s.enqueued <= 160 + 40 + 10);
+  caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  q.stop();
+}
+
+// Rows of 4 KB held in memory, handed out 100 to a unit without copying (as ColumnsSource).
+class WideRowsSource : public actors::Source {
+ public:
+  WideRowsSource() : rows_(DType::kFloat32, Shape{1000, 1024}) {
+    for (int64_t r = 0; r < 1000; ++r) rows_.data<float>()[r * 1024] = static_cast<float>(r);
+  }
+  std::string name() const override { return "wide rows"; }
+  std::vector<std::string> components() const override { return {"x"}; }
+  int64_t num_units() const override { return 10; }
+  runtime::Status read(int64_t unit, std::vector<actors::Chunk>* out, int64_t*) const override {
+    out->push_back(actors::Chunk{{rows_}, unit * 100, unit * 100 + 100});
+    return runtime::ok_status();
+  }
+
+ private:
+  Tensor rows_;
+};
+
+TEST_CASE("runner: batches are stacked as the queue takes them, not a shuffle buffer at once") {
+  actors::Runtime rt;
+  auto src = std::make_shared<WideRowsSource>();
+  runtime::Allocator* pool = runtime::cpu_allocator();
+  const int64_t before = pool->stats().bytes_in_use;
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 2});
+  actors::RunnerOptions o;
+  o.num_readers = 1;
+  o.shuffle = true;  // the whole epoch fits the shuffle buffer: all 1000 rows come out at once
+  o.seed = 3;
+  o.batch_size = 10;
+  auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), o);
+  for (int i = 0; i < 500 && q.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // A 40 KB batch takes a 64 KB block: the queue's 2, the one waiting to go in, and one more
+  // at most. Stacking all 100 batches at once would take 6.4 MB.
+  CHECK(q.size() == 2);
+  CHECK(pool->stats().bytes_in_use - before <= 4 * 64 * 1024);
+  std::vector<float> firsts;
+  while (true) {
+    auto b = q.dequeue();
+    if (!b.ok()) break;
+    for (int64_t r = 0; r < (*b)[0].dim(0); ++r) firsts.push_back((*b)[0].data<float>()[r * 1024]);
+  }
+  std::sort(firsts.begin(), firsts.end());
+  REQUIRE(firsts.size() == 1000u);
+  for (int64_t r = 0; r < 1000; ++r) REQUIRE(firsts[static_cast<size_t>(r)] == r);
   caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
   q.stop();
 }
