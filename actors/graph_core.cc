@@ -114,6 +114,9 @@ void register_worker_thread() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.workers.push_back(gettid());
+  // Another runtime's worker, started during a reservation: GraphCoreHook moved it off the
+  // graph's core, which is not its business.
+  if (r.core >= 0) sched_setaffinity(0, sizeof r.allowed, &r.allowed);
 }
 
 void unregister_worker_thread() {
