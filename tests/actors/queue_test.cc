@@ -334,11 +334,11 @@ TEST_CASE("runner: a slow consumer back-pressures the readers; memory stays boun
   q.stop();
 }
 
-// Rows of 4 KB held in memory, handed out 100 to a unit without copying (as ColumnsSource).
+// Rows of 16 KB held in memory, handed out 100 to a unit without copying (as ColumnsSource).
 class WideRowsSource : public actors::Source {
  public:
-  WideRowsSource() : rows_(DType::kFloat32, Shape{1000, 1024}) {
-    for (int64_t r = 0; r < 1000; ++r) rows_.data<float>()[r * 1024] = static_cast<float>(r);
+  WideRowsSource() : rows_(DType::kFloat32, Shape{1000, 4096}) {
+    for (int64_t r = 0; r < 1000; ++r) rows_.data<float>()[r * 4096] = static_cast<float>(r);
   }
   std::string name() const override { return "wide rows"; }
   std::vector<std::string> components() const override { return {"x"}; }
@@ -368,15 +368,15 @@ TEST_CASE("runner: batches are stacked as the queue takes them, not a shuffle bu
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  // A 40 KB batch takes a 64 KB block: the queue's 2, the one waiting to go in, and one more
-  // at most. Stacking all 100 batches at once would take 6.4 MB.
+  // A 160 KB batch takes a 256 KB block. The queue holds 2; one enqueue of up to 1 MB (7
+  // batches) waits to go in. Stacking all 100 batches at once would take 25 MB.
   CHECK(q.size() == 2);
-  CHECK(pool->stats().bytes_in_use - before <= 4 * 64 * 1024);
+  CHECK(pool->stats().bytes_in_use - before <= 10 * 256 * 1024);
   std::vector<float> firsts;
   while (true) {
     auto b = q.dequeue();
     if (!b.ok()) break;
-    for (int64_t r = 0; r < (*b)[0].dim(0); ++r) firsts.push_back((*b)[0].data<float>()[r * 1024]);
+    for (int64_t r = 0; r < (*b)[0].dim(0); ++r) firsts.push_back((*b)[0].data<float>()[r * 4096]);
   }
   std::sort(firsts.begin(), firsts.end());
   REQUIRE(firsts.size() == 1000u);
