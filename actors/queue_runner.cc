@@ -213,7 +213,7 @@ void emit(RunnerActor* self, std::vector<RowRef> rows) {
   if (n > 0) send_rows(self, std::move(rows), n);
 }
 
-// Once the queue took the last enqueue: sends the next batch if a whole one waits, else takes
+// Once the queue took the last enqueue: sends the next batches if whole ones wait, else takes
 // the next decoded unit in order; then decodes more, and closes the queue after the last epoch.
 void advance(RunnerActor* self) {
   RunnerState& st = self->state;
