@@ -9,7 +9,8 @@
 // second thread busy during GEMMs; between GEMMs that thread only spins. A runner that lands on
 // the worker's core delays the whole step, and the scheduler put it there often enough to cost
 // 9-13% of training against batches already in memory (bench/input_bench). Beside OpenBLAS's
-// second thread, stepping aside while a GEMM runs (runtime/parallel_section.h), it costs 4-5%.
+// second thread, stepping aside while a GEMM runs (runtime/parallel_section.h), it costs 1-7%
+// (a median of 3% over 14 runs).
 //
 // The worker stays on the core it is on when the first reservation is made and gets its own
 // CPUs back when the last one ends. Nothing happens with fewer than two CPUs or unless exactly

@@ -4,7 +4,8 @@
 // order, so a seeded run delivers the same examples in the same order however the readers race.
 // It holds at most a few units beyond what the queue accepted: a slow consumer stops the readers.
 // With a batch size it also stacks the batches, on its own thread, so that a training step
-// takes a ready batch from the queue.
+// takes a ready batch from the queue: as the queue takes them, at most 1 MB of them at a time
+// outside it, and on another core than the graph's worker while one is free (graph_core.h).
 //
 //   auto runner = spawn_queue_runner(rt.system(), source, queue.actor(),
 //                                    {.num_readers = 2, .num_epochs = 5, .shuffle = true});

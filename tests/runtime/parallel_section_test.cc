@@ -14,8 +14,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+// How long yield_to_parallel_sections(max_wait_us) kept the caller, in milliseconds.
+double ms_yielding(int max_wait_us) {
+  const auto start = Clock::now();
+  runtime::yield_to_parallel_sections(max_wait_us);
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
 // Opens a section on another thread and closes it when told.
@@ -43,9 +46,7 @@ class OpenElsewhere {
 }  // namespace
 
 TEST_CASE("yielding to parallel sections returns at once when none is open") {
-  auto start = Clock::now();
-  runtime::yield_to_parallel_sections(/*max_wait_us=*/3000000);
-  CHECK(ms_since(start) < 1000);
+  CHECK(ms_yielding(/*max_wait_us=*/3000000) < 1000);
 }
 
 TEST_CASE("background work waits while a section is open, until it closes") {
@@ -54,9 +55,7 @@ TEST_CASE("background work waits while a section is open, until it closes") {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     section.close();
   });
-  auto start = Clock::now();
-  runtime::yield_to_parallel_sections(/*max_wait_us=*/5000000);
-  const double waited = ms_since(start);
+  const double waited = ms_yielding(/*max_wait_us=*/5000000);
   closer.join();
   CHECK(waited >= 40);
   CHECK(waited < 4000);  // it returned when the section closed, not at its limit
@@ -71,9 +70,7 @@ TEST_CASE("overlapping sections: the wait lasts until the last one closes") {
     std::this_thread::sleep_for(std::chrono::milliseconds(40));
     second.reset();
   });
-  auto start = Clock::now();
-  runtime::yield_to_parallel_sections(/*max_wait_us=*/5000000);
-  const double waited = ms_since(start);
+  const double waited = ms_yielding(/*max_wait_us=*/5000000);
   closer.join();
   CHECK(waited >= 50);
   CHECK(waited < 4000);
@@ -81,9 +78,7 @@ TEST_CASE("overlapping sections: the wait lasts until the last one closes") {
 
 TEST_CASE("a section that stays open delays background work by at most the limit") {
   OpenElsewhere section;
-  auto start = Clock::now();
-  runtime::yield_to_parallel_sections(/*max_wait_us=*/20000);
-  const double waited = ms_since(start);
+  const double waited = ms_yielding(/*max_wait_us=*/20000);
   CHECK(waited >= 19);
   CHECK(waited < 2000);
 }
