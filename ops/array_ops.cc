@@ -42,7 +42,7 @@ Status broadcast_shape_fn(InferenceContext& c, const Shape& target) {
 
 TROUPE_REGISTER_OP(Const)
     .output("value")
-    .required_attr("value")
+    .required_attr<Tensor>("value")
     .shape_fn([](InferenceContext& c) {
       const Tensor& v = c.attr<Tensor>("value");
       if (!v.valid()) return c.error("the value is a null tensor");
@@ -102,7 +102,7 @@ TROUPE_REGISTER_OP(Cast)
 TROUPE_REGISTER_OP(Reshape)
     .input("x")
     .output("y")
-    .required_attr("shape")
+    .required_attr<std::vector<int64_t>>("shape")
     .shape_fn([](InferenceContext& c) {
       std::vector<int64_t> dims = ints(c, "shape");
       int unknown = -1;
@@ -113,8 +113,8 @@ TROUPE_REGISTER_OP(Reshape)
           unknown = static_cast<int>(i);
         } else if (dims[i] < 0) {
           return c.error("negative dimension ", dims[i], " in shape");
-        } else {
-          known *= dims[i];
+        } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+          return c.error("shape ", runtime::attr_debug_string(dims), " has too many elements");
         }
       }
       int64_t n = c.input_shape(0).num_elements();
@@ -400,7 +400,7 @@ TROUPE_REGISTER_OP(GatherGrad)
 TROUPE_REGISTER_OP(Tile)
     .input("x")
     .output("y")
-    .required_attr("multiples")
+    .required_attr<std::vector<int64_t>>("multiples")
     .shape_fn([](InferenceContext& c) {
       const Shape& in = c.input_shape(0);
       const auto& m = ints(c, "multiples");
@@ -411,7 +411,11 @@ TROUPE_REGISTER_OP(Tile)
       std::vector<int64_t> dims;
       for (int i = 0; i < in.rank(); ++i) {
         if (m[i] < 0) return c.error("negative multiple ", m[i]);
-        dims.push_back(in.dim(i) < 0 ? -1 : in.dim(i) * m[i]);
+        int64_t d = -1;
+        if (in.dim(i) >= 0 && __builtin_mul_overflow(in.dim(i), m[i], &d)) {
+          return c.error("multiple ", m[i], " of dim ", i, " has too many elements");
+        }
+        dims.push_back(d);
       }
       c.set_output(0, c.input_dtype(0), Shape(dims));
       return runtime::ok_status();
@@ -426,7 +430,7 @@ TROUPE_REGISTER_OP(TileGrad)
     .input("x")
     .input("dy")
     .output("dx")
-    .required_attr("multiples")
+    .required_attr<std::vector<int64_t>>("multiples")
     .kernel_dtype_from_input(1)
     .shape_fn([](InferenceContext& c) {
       c.set_output(0, c.input_dtype(1), c.input_shape(0));
@@ -439,7 +443,7 @@ TROUPE_REGISTER_OP(TileGrad)
 TROUPE_REGISTER_OP(Pad)
     .input("x")
     .output("y")
-    .required_attr("paddings")
+    .required_attr<std::vector<int64_t>>("paddings")
     .attr("constant_value", 0.0)
     .shape_fn([](InferenceContext& c) {
       const Shape& in = c.input_shape(0);
@@ -451,7 +455,12 @@ TROUPE_REGISTER_OP(Pad)
       std::vector<int64_t> dims;
       for (int i = 0; i < in.rank(); ++i) {
         if (p[2 * i] < 0 || p[2 * i + 1] < 0) return c.error("negative padding in dim ", i);
-        dims.push_back(in.dim(i) < 0 ? -1 : in.dim(i) + p[2 * i] + p[2 * i + 1]);
+        int64_t d = -1;
+        if (in.dim(i) >= 0 && (__builtin_add_overflow(in.dim(i), p[2 * i], &d) ||
+                               __builtin_add_overflow(d, p[2 * i + 1], &d))) {
+          return c.error("padding of dim ", i, " has too many elements");
+        }
+        dims.push_back(d);
       }
       c.set_output(0, c.input_dtype(0), Shape(dims));
       return runtime::ok_status();
@@ -472,7 +481,7 @@ TROUPE_REGISTER_OP(Pad)
 TROUPE_REGISTER_OP(OneHot)
     .input("indices")
     .output("y")
-    .required_attr("depth")
+    .required_attr<int64_t>("depth")
     .attr("on_value", 1.0)
     .attr("off_value", 0.0)
     .attr("axis", int64_t{-1})
@@ -500,7 +509,7 @@ TROUPE_REGISTER_OP(OneHot)
 
 TROUPE_REGISTER_OP(Fill)
     .output("y")
-    .required_attr("shape")
+    .required_attr<Shape>("shape")
     .attr("value", 0.0)
     .attr("dtype", DType::kFloat32)
     .shape_fn([](InferenceContext& c) {
@@ -528,8 +537,8 @@ TROUPE_REGISTER_OP(OnesLike)
 
 TROUPE_REGISTER_OP(Range)
     .output("y")
-    .required_attr("start")
-    .required_attr("limit")
+    .required_attr<double>("start")
+    .required_attr<double>("limit")
     .attr("delta", 1.0)
     .attr("dtype", DType::kInt32)
     .shape_fn([](InferenceContext& c) {
@@ -539,7 +548,12 @@ TROUPE_REGISTER_OP(Range)
       if ((delta > 0 && start > limit) || (delta < 0 && start < limit)) {
         return c.error("start ", start, " to limit ", limit, " never reached with delta ", delta);
       }
-      double n = std::ceil(std::abs((limit - start) / delta));
+      const double n = std::ceil(std::abs((limit - start) / delta));
+      // Beyond 2^53 elements the count is not even exact; check_tensor_size refuses far less.
+      if (!(n <= 9007199254740992.0)) {
+        return c.error("start ", start, " to limit ", limit, " with delta ", delta,
+                       " is not a countable range");
+      }
       c.set_output(0, c.attr<DType>("dtype"), Shape{static_cast<int64_t>(n)});
       return runtime::ok_status();
     })
@@ -549,7 +563,7 @@ TROUPE_REGISTER_OP(Range)
 TROUPE_REGISTER_OP(BroadcastTo)
     .input("x")
     .output("y")
-    .required_attr("shape")
+    .required_attr<Shape>("shape")
     .shape_fn([](InferenceContext& c) { return broadcast_shape_fn(c, c.attr<Shape>("shape")); })
     .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
       return Grads{sum_to_shape_of(b, dy[0], n.inputs[0])};

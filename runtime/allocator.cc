@@ -1,5 +1,8 @@
 #include "runtime/allocator.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdlib>
 
 namespace troupe::runtime {
@@ -20,14 +23,17 @@ PoolAllocator::~PoolAllocator() {
   }
 }
 
+// 0 when no power of two holds `bytes`.
 size_t PoolAllocator::size_class(size_t bytes) {
-  size_t c = kMinClass;
-  while (c < bytes) c <<= 1;
-  return c;
+  if (bytes <= kMinClass) return kMinClass;
+  if (bytes > (SIZE_MAX >> 1) + 1) return 0;
+  return size_t(1) << (64 - __builtin_clzll(bytes - 1));
 }
 
 void* PoolAllocator::allocate(size_t bytes) {
+  if (bytes > static_cast<size_t>(max_tensor_bytes())) return nullptr;
   size_t c = size_class(bytes == 0 ? 1 : bytes);
+  if (c == 0) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);
   if (stats_.limit_bytes > 0 && stats_.bytes_in_use + int64_t(c) > stats_.limit_bytes) {
     return nullptr;
@@ -65,6 +71,25 @@ AllocatorStats PoolAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }
+
+namespace {
+int64_t initial_max_tensor_bytes() {
+  if (const char* env = std::getenv("TROUPE_MAX_TENSOR_BYTES")) {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0) return v;
+  }
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? int64_t(pages) * page : int64_t(1) << 40;
+}
+std::atomic<int64_t>& max_bytes() {
+  static std::atomic<int64_t> v{initial_max_tensor_bytes()};
+  return v;
+}
+}  // namespace
+
+int64_t max_tensor_bytes() { return max_bytes().load(std::memory_order_relaxed); }
+void set_max_tensor_bytes(int64_t bytes) { max_bytes().store(bytes, std::memory_order_relaxed); }
 
 Allocator* cpu_allocator() {
   static PoolAllocator* a = new PoolAllocator();  // never destroyed: buffers may outlive main

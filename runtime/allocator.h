@@ -60,4 +60,11 @@ class PoolAllocator : public Allocator {
 
 Allocator* cpu_allocator();
 
+// The most bytes one tensor may take. A shape from a file, a flag or a peer (a Fill of [2^40], a
+// class count read from a CSV label) is refused with an error naming it before anything is
+// allocated, instead of taking all memory or wrapping a size. Default: the machine's physical
+// memory, or TROUPE_MAX_TENSOR_BYTES when set; thread-safe.
+int64_t max_tensor_bytes();
+void set_max_tensor_bytes(int64_t bytes);
+
 }  // namespace troupe::runtime

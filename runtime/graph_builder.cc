@@ -59,17 +59,16 @@ namespace {
 Status check_attrs(const OpDef& def, const std::string& node_name, AttrMap* attrs) {
   for (auto& [name, value] : *attrs) {
     auto it = def.attr_defaults.find(name);
-    bool required = std::find(def.required_attrs.begin(), def.required_attrs.end(), name) !=
-                    def.required_attrs.end();
-    if (it == def.attr_defaults.end() && !required) {
+    if (it == def.attr_defaults.end()) it = def.required_attrs.find(name);
+    if (it == def.required_attrs.end()) {
       return invalid_argument(def.name, " '", node_name, "': unknown attribute '", name, "'");
     }
-    if (it != def.attr_defaults.end() && it->second.index() != value.index()) {
+    if (it->second.index() != value.index()) {
       return invalid_argument(def.name, " '", node_name, "': attribute '", name, "' must be ",
                               attr_type_name(it->second), ", got ", attr_type_name(value));
     }
   }
-  for (const std::string& name : def.required_attrs) {
+  for (const auto& [name, type] : def.required_attrs) {
     if (!attrs->count(name)) {
       return invalid_argument(def.name, " '", node_name, "': missing attribute '", name, "'");
     }
@@ -137,6 +136,14 @@ std::vector<Output> GraphBuilder::add_node(const std::string& op, const std::vec
   }
   node.output_dtypes = ctx.output_dtypes();
   node.output_shapes = ctx.output_shapes();
+  // A shape from an attribute, a file or a peer may ask for more than memory: refuse it here,
+  // naming the node, before a kernel tries to allocate it.
+  for (size_t i = 0; i < node.output_shapes.size(); ++i) {
+    if (Status s = check_tensor_size(node.output_dtypes[i], node.output_shapes[i]); !s.ok()) {
+      record_error(make_error(s.code(), op, " '", node.name, "': output ", i, ": ", s.message()));
+      return {};
+    }
+  }
   if (def->kernel_dtype_input >= 0 && def->kernel_dtype_input < n_in) {
     node.kernel_dtype = in_dtypes[def->kernel_dtype_input];
   } else if (!node.output_dtypes.empty()) {

@@ -66,10 +66,6 @@ OpDefBuilder&& OpDefBuilder::attrs(const AttrMap& defaults) && {
   for (const auto& [name, value] : defaults) def_.attr_defaults[name] = value;
   return std::move(*this);
 }
-OpDefBuilder&& OpDefBuilder::required_attr(const char* name) && {
-  def_.required_attrs.push_back(name);
-  return std::move(*this);
-}
 OpDefBuilder&& OpDefBuilder::shape_fn(ShapeFn fn) && {
   def_.shape_fn = std::move(fn);
   return std::move(*this);

@@ -80,7 +80,9 @@ struct OpDef {
   int min_inputs = 0;
   std::vector<std::string> outputs;  // documentation; the shape function sets the count
   AttrMap attr_defaults;
-  std::vector<std::string> required_attrs;  // no default: the builder must be given these
+  // No default: the builder must be given these, of the type of the value named here (a graph
+  // from a file or a peer may hold any type; a kernel reads its attributes unchecked).
+  AttrMap required_attrs;
   ShapeFn shape_fn;
   GradFn grad_fn;
   bool no_gradient = false;  // not differentiable: its inputs get no gradient through it
@@ -101,7 +103,12 @@ class OpDefBuilder {
   OpDefBuilder&& attr(const char* name, AttrValue default_value) &&;
   // Several attributes with defaults at once, for families of ops that share them.
   OpDefBuilder&& attrs(const AttrMap& defaults) &&;
-  OpDefBuilder&& required_attr(const char* name) &&;
+  // An attribute without a default, of type T: .required_attr<Shape>("shape").
+  template <class T>
+  OpDefBuilder&& required_attr(const char* name) && {
+    def_.required_attrs[name] = T{};
+    return std::move(*this);
+  }
   OpDefBuilder&& shape_fn(ShapeFn fn) &&;
   OpDefBuilder&& gradient(GradFn fn) &&;
   OpDefBuilder&& no_gradient() &&;

@@ -23,6 +23,17 @@ int64_t Shape::num_elements() const {
   return n;
 }
 
+bool Shape::checked_num_elements(int64_t* out) const {
+  int64_t n = 1;
+  for (int64_t d : dims_) {
+    if (d < kUnknownDim) return false;
+    if (d == kUnknownDim) continue;
+    if (__builtin_mul_overflow(n, d, &n)) return false;
+  }
+  *out = n;
+  return true;
+}
+
 bool Shape::compatible_with(const Shape& other) const {
   if (!rank_known_ || !other.rank_known_) return true;
   if (rank() != other.rank()) return false;

@@ -31,8 +31,12 @@ class Shape {
   int64_t& dim(int i) { return dims_[i]; }
   const std::vector<int64_t>& dims() const { return dims_; }
   bool fully_defined() const;
-  // Product of the dimensions; -1 when any is unknown.
+  // Product of the dimensions; -1 when any is unknown. Callers with a shape from outside check
+  // it first with checked_num_elements() or check_tensor_size() (tensor.h): this one may wrap.
   int64_t num_elements() const;
+  // The product of the known dimensions (1 for none) in *out; false when a dimension is below
+  // -1 or the product does not fit in int64.
+  bool checked_num_elements(int64_t* out) const;
   bool compatible_with(const Shape& other) const;
   // Resolves a possibly negative axis against this rank; false when out of range.
   bool canonical_axis(int64_t axis, int* out) const;

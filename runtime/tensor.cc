@@ -42,17 +42,40 @@ Buffer::~Buffer() {
   }
 }
 
+Status check_tensor_size(DType dtype, const Shape& shape) {
+  int64_t n = 0, bytes = 0;
+  if (!shape.checked_num_elements(&n)) {
+    return invalid_argument("shape ", shape, " has a negative dimension or too many elements");
+  }
+  const int64_t element = dtype == DType::kString ? int64_t(sizeof(std::string))
+                                                  : static_cast<int64_t>(dtype_size(dtype));
+  const bool wraps = __builtin_mul_overflow(n, element, &bytes);
+  if (wraps || bytes > max_tensor_bytes()) {
+    return resource_exhausted("a ", dtype_name(dtype), shape, " tensor needs ",
+                              wraps ? std::string("over 2^63") : std::to_string(bytes),
+                              " bytes, more than the limit of ", max_tensor_bytes(),
+                              " (set_max_tensor_bytes, TROUPE_MAX_TENSOR_BYTES)");
+  }
+  return ok_status();
+}
+
 Tensor::Tensor(DType dtype, const Shape& shape) {
-  Result<Tensor> t = empty(dtype, shape, cpu_allocator());
+  Result<Tensor> t = zeros(dtype, shape);
   assert(t.ok());
   *this = std::move(t).value();
-  if (dtype_ != DType::kString && byte_size() > 0) std::memset(raw_data(), 0, byte_size());
+}
+
+Result<Tensor> Tensor::zeros(DType dtype, const Shape& shape) {
+  TROUPE_ASSIGN_OR_RETURN(Tensor t, empty(dtype, shape, cpu_allocator()));
+  if (dtype != DType::kString && t.byte_size() > 0) std::memset(t.raw_data(), 0, t.byte_size());
+  return t;
 }
 
 Result<Tensor> Tensor::empty(DType dtype, const Shape& shape, Allocator* allocator) {
   if (!shape.fully_defined()) {
     return invalid_argument("cannot allocate a tensor of partially known shape ", shape);
   }
+  TROUPE_RETURN_IF_ERROR(check_tensor_size(dtype, shape));
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = shape;

@@ -61,13 +61,22 @@ class Buffer {
   std::shared_ptr<const void> owner_;
 };
 
+// OK when a tensor of `dtype` and `shape` may exist: no dimension below -1, and the known
+// dimensions' element count and bytes fit in int64 and within max_tensor_bytes(). The error
+// names the dtype and shape; callers add what they came from.
+Status check_tensor_size(DType dtype, const Shape& shape);
+
 class Tensor {
  public:
   Tensor() = default;  // a null tensor: valid() is false
-  // A zero-filled tensor from the CPU allocator. `shape` must be fully defined.
+  // A zero-filled tensor from the CPU allocator. `shape` must be fully defined and checked:
+  // a shape from outside goes through empty() or zeros(), which answer an error instead.
   Tensor(DType dtype, const Shape& shape);
-  // Uninitialized, from `allocator`; an error when the allocator's limit is reached.
+  // Uninitialized, from `allocator`; an error for a shape check_tensor_size() refuses or when
+  // the allocator's limit is reached.
   static Result<Tensor> empty(DType dtype, const Shape& shape, Allocator* allocator);
+  // Zero-filled, from the CPU allocator, or the error of empty().
+  static Result<Tensor> zeros(DType dtype, const Shape& shape);
   static Tensor borrowed(DType dtype, const Shape& shape, std::shared_ptr<Buffer> buffer);
 
   template <class T>

@@ -401,7 +401,11 @@ Status tile(KernelContext& ctx) {
   if (static_cast<int>(m.size()) != x.rank())
     return runtime::invalid_argument("multiples do not match rank");
   std::vector<int64_t> big(x.rank());
-  for (int d = 0; d < x.rank(); ++d) big[d] = x.dim(d) * m[d];
+  for (int d = 0; d < x.rank(); ++d) {
+    if (m[d] < 0 || __builtin_mul_overflow(x.dim(d), m[d], &big[d])) {
+      return runtime::invalid_argument("multiple ", m[d], " of dim ", d, " of ", x.shape());
+    }
+  }
   Shape big_shape(big);
   Tensor* y;
   if constexpr (kGrad) {
@@ -450,7 +454,16 @@ struct PadKernel {
     const auto& p = ctx.attr<std::vector<int64_t>>("paddings");
     const int r = x.rank();
     std::vector<int64_t> dims(r);
-    for (int d = 0; d < r; ++d) dims[d] = x.dim(d) + p[2 * d] + p[2 * d + 1];
+    if (static_cast<int>(p.size()) != 2 * r) {
+      return runtime::invalid_argument("paddings has ", p.size() / 2, " pairs for ", x.shape());
+    }
+    for (int d = 0; d < r; ++d) {
+      if (p[2 * d] < 0 || p[2 * d + 1] < 0 ||
+          __builtin_add_overflow(x.dim(d), p[2 * d], &dims[d]) ||
+          __builtin_add_overflow(dims[d], p[2 * d + 1], &dims[d])) {
+        return runtime::invalid_argument("padding of dim ", d, " of ", x.shape());
+      }
+    }
     Tensor* y;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape(dims), &y));
     std::fill_n(y->data<T>(), y->num_elements(),

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
@@ -100,4 +102,73 @@ TEST_CASE("graph-level seeds give op seeds deterministically") {
   auto s = b.random_seeds(0);
   CHECK(s.first == 42);
   CHECK(s.second != 0);
+}
+
+TEST_CASE("shapes too large for memory are refused where the node is built, naming it") {
+  auto error_of = [](auto build) {
+    runtime::Graph g;
+    runtime::GraphBuilder b(&g);
+    build(b);
+    return b.status();
+  };
+  struct Case {
+    const char* what;
+    std::function<void(runtime::GraphBuilder&)> build;
+    const char* names;
+  };
+  const Case cases[] = {
+      {"a Fill of [2^62]",
+       [](runtime::GraphBuilder& b) {
+         ops::fill(b, Shape{int64_t(1) << 62}, 1, DType::kFloat32, "f");
+       },
+       "Fill 'f'"},
+      {"a Range with a huge limit",
+       [](runtime::GraphBuilder& b) {
+         b.add("Range", {}, {{"start", 0.0}, {"limit", 1e300}, {"dtype", DType::kInt64}}, "r");
+       },
+       "Range 'r'"},
+      {"a Reshape whose product wraps",
+       [](runtime::GraphBuilder& b) {
+         b.add("Reshape", {ops::placeholder(b, DType::kFloat32, Shape{-1})},
+               {{"shape", std::vector<int64_t>{int64_t(1) << 40, int64_t(1) << 40}}}, "rs");
+       },
+       "Reshape 'rs'"},
+      {"a Tile whose multiples wrap",
+       [](runtime::GraphBuilder& b) {
+         b.add("Tile", {ops::placeholder(b, DType::kFloat32, Shape{1 << 20})},
+               {{"multiples", std::vector<int64_t>{int64_t(1) << 50}}}, "t");
+       },
+       "Tile 't'"},
+      {"a placeholder of 2^40 x 2^30 floats",
+       [](runtime::GraphBuilder& b) {
+         ops::placeholder(b, DType::kFloat32, Shape{int64_t(1) << 40, int64_t(1) << 30}, "p");
+       },
+       "Placeholder 'p'"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    runtime::Status st = error_of(c.build);
+    CHECK_FALSE(st.ok());
+    CHECK_MESSAGE(st.message().find(c.names) != std::string::npos, st.message());
+  }
+}
+
+TEST_CASE("a required attribute of the wrong type is a build error, not a bad_variant_access") {
+  auto error_of = [](const char* op, runtime::AttrMap attrs) {
+    runtime::Graph g;
+    runtime::GraphBuilder b(&g);
+    std::vector<Output> in;
+    if (std::string(op) == "Reshape") in.push_back(ops::placeholder(b, DType::kFloat32, Shape{4}));
+    b.add(op, in, std::move(attrs), "n");
+    return b.status().message();
+  };
+  CHECK(error_of("Fill", {{"shape", int64_t{3}}}).find("'shape' must be shape, got int") !=
+        std::string::npos);
+  CHECK(error_of("Const", {{"value", 1.5}}).find("'value' must be tensor, got float") !=
+        std::string::npos);
+  CHECK(error_of("Reshape", {{"shape", Shape{2, 2}}}).find("must be int list") !=
+        std::string::npos);
+  CHECK(error_of("Range", {{"start", int64_t{0}}, {"limit", 3.0}}).find("'start' must be float") !=
+        std::string::npos);
+  CHECK(error_of("Fill", {}).find("missing attribute 'shape'") != std::string::npos);
 }

@@ -58,3 +58,30 @@ TEST_CASE("tensors of unknown shape cannot be allocated") {
   CHECK_FALSE(t.ok());
   CHECK(t.status().message().find("[?,3]") != std::string::npos);
 }
+
+TEST_CASE("sizes from outside are checked before anything is allocated; the pool never wraps") {
+  // An element count that wraps int64, a byte size that wraps, a dimension below -1.
+  for (const Shape& s : {Shape{int64_t(1) << 62, 4}, Shape{int64_t(1) << 62}, Shape{3, -7}}) {
+    auto t = Tensor::empty(DType::kFloat32, s, cpu_allocator());
+    REQUIRE_FALSE(t.ok());
+    CHECK_MESSAGE(t.status().message().find(s.to_string()) != std::string::npos,
+                  t.status().message());
+  }
+  CHECK_FALSE(check_tensor_size(DType::kFloat64, Shape{-1, int64_t(1) << 61}).ok());
+  CHECK(check_tensor_size(DType::kFloat32, Shape{-1, 784}).ok());
+
+  // The cap is the user's to set; over it is ResourceExhausted naming the limit.
+  const int64_t saved = max_tensor_bytes();
+  set_max_tensor_bytes(1 << 20);
+  auto big = Tensor::empty(DType::kFloat32, Shape{1 << 18, 2}, cpu_allocator());
+  CHECK(big.status().code() == Code::kResourceExhausted);
+  CHECK(big.status().message().find("limit of 1048576") != std::string::npos);
+  CHECK(Tensor::empty(DType::kFloat32, Shape{1 << 18}, cpu_allocator()).ok());
+  set_max_tensor_bytes(saved);
+
+  // Sizes no power of two holds: refused, not an endless doubling.
+  PoolAllocator pool;
+  CHECK(pool.allocate(SIZE_MAX) == nullptr);
+  CHECK(pool.allocate((SIZE_MAX >> 1) + 2) == nullptr);
+  CHECK(pool.stats().bytes_in_use == 0);
+}
