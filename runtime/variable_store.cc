@@ -22,36 +22,42 @@ void VariableStore::assign(const std::string& name, Tensor value) {
   values_[name] = std::move(value);
 }
 
-Result<Tensor> VariableStore::for_update(const std::string& name) {
+Result<Tensor> VariableStore::for_update(const std::string& name, DType dtype, const Shape& shape) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = values_.find(name);
   if (it == values_.end()) {
     return failed_precondition("variable '", name, "' is not initialized");
   }
-  // One reference is the store's own; any other is a reader that must keep the old value.
-  if (it->second.buffer_use_count() > 1 || it->second.buffer()->borrowed()) {
-    it->second = it->second.clone();
+  Tensor& value = it->second;
+  if (value.dtype() != dtype || value.shape() != shape) {
+    return failed_precondition("variable '", name, "' holds ", dtype_name(value.dtype()),
+                               value.shape(), ", the update is for ", dtype_name(dtype), shape);
   }
-  return it->second;
+  // One reference is the store's own; any other is a reader that must keep the old value.
+  if (value.buffer_use_count() > 1 || value.buffer()->borrowed()) value = value.clone();
+  return value;
 }
 
 Result<Tensor> VariableStore::slot(const std::string& name, const std::string& slot,
                                    double initial_value, const Shape* shape) {
   const std::string key = name + "/" + slot;
+  DType dtype;
+  Shape expected;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = values_.find(key);
-    if (it == values_.end()) {
-      auto var = values_.find(name);
-      if (var == values_.end()) {
-        return failed_precondition("variable '", name, "' is not initialized");
-      }
-      Tensor t(var->second.dtype(), shape ? *shape : var->second.shape());
+    auto var = values_.find(name);
+    if (var == values_.end()) {
+      return failed_precondition("variable '", name, "' is not initialized");
+    }
+    dtype = var->second.dtype();
+    expected = shape ? *shape : var->second.shape();
+    if (!values_.count(key)) {
+      Tensor t(dtype, expected);
       if (initial_value != 0) t.fill(initial_value);
       values_[key] = t;
     }
   }
-  return for_update(key);
+  return for_update(key, dtype, expected);
 }
 
 std::vector<std::string> VariableStore::names() const {

@@ -5,7 +5,7 @@
 //   vars.assign("dense/kernel", initial);
 //   Result<Tensor> w = vars.read("dense/kernel");            // shares the buffer
 //   Result<Tensor> m = vars.slot("dense/kernel", "Adam_m");  // zeros like the variable, once
-//   Result<Tensor> u = vars.for_update("dense/kernel");      // a buffer no reader holds
+//   Result<Tensor> u = vars.for_update("dense/kernel", DType::kFloat32, Shape{784, 256});
 //
 // Thread-safe for lookups and assignment. Updates through for_update() must come from one
 // writer at a time per variable (the shard actor, or the single executor thread).
@@ -28,11 +28,14 @@ class VariableStore {
   // Replaces the value; readers holding the old tensor keep it.
   void assign(const std::string& name, Tensor value);
   // The variable's tensor, first copied if a reader still holds its buffer, so that the caller
-  // may write into it without changing a value someone else reads.
-  Result<Tensor> for_update(const std::string& name);
+  // may write into it without changing a value someone else reads. The caller says what it will
+  // write through (`dtype`, `shape`); a stored value of another (restored from a checkpoint,
+  // assigned by a peer) is an error naming the variable, never a write out of bounds.
+  Result<Tensor> for_update(const std::string& name, DType dtype, const Shape& shape);
   // The slot `slot` of variable `name` (stored as "name/slot"), created on first use filled with
   // `initial_value`, shaped like the variable or as `shape` when given; writable like
-  // for_update().
+  // for_update(), and refused the same way when its stored dtype or shape is not the one
+  // expected.
   Result<Tensor> slot(const std::string& name, const std::string& slot, double initial_value = 0,
                       const Shape* shape = nullptr);
   std::vector<std::string> names() const;

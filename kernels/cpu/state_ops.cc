@@ -44,9 +44,10 @@ struct VariableKernel {
 
 template <class T>
 Status check_value(const KernelContext& ctx, const Tensor& v) {
-  if (v.shape() != ctx.attr<Shape>("shape")) {
-    return runtime::invalid_argument("value of shape ", v.shape(), " for variable '", var_name(ctx),
-                                     "' of shape ", ctx.attr<Shape>("shape"));
+  if (v.dtype() != runtime::dtype_of<T>() || v.shape() != ctx.attr<Shape>("shape")) {
+    return runtime::invalid_argument(
+        "value of ", runtime::dtype_name(v.dtype()), v.shape(), " for variable '", var_name(ctx),
+        "' of ", runtime::dtype_name(runtime::dtype_of<T>()), ctx.attr<Shape>("shape"));
   }
   return runtime::ok_status();
 }
@@ -71,7 +72,8 @@ struct AssignUpdate {
       VariableStore* store;
       TROUPE_RETURN_IF_ERROR(store_of(ctx, &store));
       TROUPE_RETURN_IF_ERROR(check_value<T>(ctx, ctx.input(0)));
-      TROUPE_ASSIGN_OR_RETURN(Tensor var, store->for_update(var_name(ctx)));
+      TROUPE_ASSIGN_OR_RETURN(Tensor var, store->for_update(var_name(ctx), runtime::dtype_of<T>(),
+                                                            ctx.attr<Shape>("shape")));
       if (kSign > 0) {
         flat_out<T>(var) += flat_in<T>(ctx.input(0));
       } else {
@@ -95,14 +97,16 @@ struct Update {
 template <class T>
 Status begin_update(KernelContext& ctx, Update<T>* u) {
   TROUPE_RETURN_IF_ERROR(store_of(ctx, &u->store));
-  TROUPE_ASSIGN_OR_RETURN(u->var, u->store->for_update(var_name(ctx)));
   const Tensor& grad = ctx.input(0);
-  if (grad.shape() != u->var.shape()) {
-    return runtime::invalid_argument("gradient of shape ", grad.shape(), " for variable '",
-                                     var_name(ctx), "' of shape ", u->var.shape());
+  // The kernel is chosen by the gradient's dtype; the variable and the learning rate come from
+  // elsewhere (a store restored from a file, a peer's call) and must agree with it.
+  TROUPE_ASSIGN_OR_RETURN(
+      u->var, u->store->for_update(var_name(ctx), runtime::dtype_of<T>(), grad.shape()));
+  if (ctx.input(1).dtype() != runtime::dtype_of<T>() || ctx.input(1).num_elements() != 1) {
+    return runtime::invalid_argument("learning rate must be a ", runtime::dtype_name(grad.dtype()),
+                                     " scalar, got ", runtime::dtype_name(ctx.input(1).dtype()),
+                                     ctx.input(1).shape());
   }
-  if (ctx.input(1).num_elements() != 1)
-    return runtime::invalid_argument("learning rate must be a scalar");
   new (&u->g) ConstVecMap<T>(grad.data<T>(), grad.num_elements());
   u->lr = ctx.input(1).data<T>()[0];
   return runtime::ok_status();

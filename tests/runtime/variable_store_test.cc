@@ -9,15 +9,17 @@ TEST_CASE("variable store: read, update in place unless a reader holds the value
   CHECK_FALSE(vars.read("w").ok());
   vars.assign("w", Tensor::from_vector<float>(Shape{2}, {1, 2}));
   Tensor reader = *vars.read("w");
-  Tensor u = *vars.for_update("w");  // a reader holds the old buffer: copy first
+  Tensor u = *vars.for_update("w", DType::kFloat32,
+                              Shape{2});  // a reader holds the old buffer: copy first
   CHECK_FALSE(u.shares_buffer_with(reader));
   u.data<float>()[0] = 5;
   CHECK(reader.data<float>()[0] == 1);
   CHECK(vars.read("w")->data<float>()[0] == 5);
   reader = Tensor();
   u = Tensor();
-  Tensor before = *vars.for_update("w");
-  Tensor again = *vars.for_update("w");  // nobody else holds it now... but `before` does
+  Tensor before = *vars.for_update("w", DType::kFloat32, Shape{2});
+  Tensor again = *vars.for_update("w", DType::kFloat32,
+                                  Shape{2});  // nobody else holds it now... but `before` does
   CHECK_FALSE(again.shares_buffer_with(before));
 }
 
@@ -34,4 +36,26 @@ TEST_CASE("slots are created once, shaped like their variable or as asked") {
   CHECK(vars.slot("w", "t", 0, &scalar)->shape() == Shape{});
   CHECK_FALSE(vars.slot("missing", "m").ok());
   CHECK(vars.names().size() == 3);
+}
+
+TEST_CASE("an update through another dtype or shape than the stored value's is refused") {
+  VariableStore vars;
+  vars.assign("w", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  Result<Tensor> wrong_type = vars.for_update("w", DType::kFloat64, Shape{2});
+  REQUIRE_FALSE(wrong_type.ok());
+  CHECK(wrong_type.status().message().find("'w' holds float32[2]") != std::string::npos);
+  CHECK_FALSE(vars.for_update("w", DType::kFloat32, Shape{3}).ok());
+  CHECK(vars.read("w")->to_vector<float>() == std::vector<float>{1, 2});
+}
+
+TEST_CASE("a slot whose stored value is not shaped as its variable is refused, by name") {
+  VariableStore vars;
+  vars.assign("w", Tensor::from_vector<float>(Shape{3}, {1, 2, 3}));
+  // As a checkpoint of another model, or a peer, could leave it.
+  vars.assign("w/m", Tensor::from_vector<float>(Shape{1}, {0}));
+  Result<Tensor> m = vars.slot("w", "m");
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.status().message().find("'w/m'") != std::string::npos);
+  vars.assign("w/v", Tensor::from_vector<double>(Shape{3}, {0, 0, 0}));
+  CHECK_FALSE(vars.slot("w", "v").ok());
 }
