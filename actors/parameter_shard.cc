@@ -1,5 +1,6 @@
 #include "actors/parameter_shard.h"
 
+#include <algorithm>
 #include <map>
 
 #include "actors/data_channel.h"
@@ -16,59 +17,76 @@ using runtime::Result;
 using runtime::Status;
 using runtime::Tensor;
 
-namespace {
-
-// A remote node, rebuilt once: a graph holding placeholders for its inputs and the node itself,
-// checked by the builder like any user's node.
-struct RemoteNode {
+// A remote node, rebuilt when a call differs: a graph holding placeholders for its inputs and
+// the node itself, checked by the builder like any user's node.
+struct ShardCalls::Node {
+  runtime::AttrMap attrs;  // as the call gave them: a call with others rebuilds the node
+  uint64_t last_used = 0;
   runtime::Graph graph;
-  int node = -1;
   runtime::KernelFn kernel = nullptr;
   std::unique_ptr<runtime::KernelContext> ctx;
   uint64_t invocations = 0;
 };
 
-runtime::Result<std::unique_ptr<RemoteNode>> build(const ShardCall& call,
-                                                   runtime::VariableStore* store) {
-  auto rn = std::make_unique<RemoteNode>();
+ShardCalls::~ShardCalls() = default;
+
+namespace {
+
+Result<std::unique_ptr<ShardCalls::Node>> build(const ShardCall& call,
+                                                runtime::VariableStore* store) {
+  auto rn = std::make_unique<ShardCalls::Node>();
+  rn->attrs = call.attrs;
   runtime::GraphBuilder b(&rn->graph);
   std::vector<runtime::Output> inputs;
-  for (const Tensor& t : call.inputs) {
-    inputs.push_back(ops::placeholder(b, t.dtype(), runtime::Shape::unknown()));
-  }
-  std::vector<runtime::Output> outs = b.add_node(call.op, inputs, call.attrs, call.node_name);
+  for (const Tensor& t : call.inputs) inputs.push_back(ops::placeholder(b, t.dtype(), t.shape()));
+  b.add_node(call.op, inputs, call.attrs, call.node_name);
   if (!b.ok()) return b.status();
-  rn->node = rn->graph.num_nodes() - 1;
-  const runtime::Node& n = rn->graph.node(rn->node);
+  const runtime::Node& n = rn->graph.node(rn->graph.num_nodes() - 1);
   TROUPE_ASSIGN_OR_RETURN(rn->kernel, runtime::find_kernel(n, runtime::DeviceType::kCpu));
   rn->ctx = std::make_unique<runtime::KernelContext>(n, runtime::cpu_allocator(), store);
   return rn;
 }
 
-using RemoteNodes = std::map<std::string, std::unique_ptr<RemoteNode>>;
+}  // namespace
 
-// Runs one decoded call against the store; the reply's bytes either way.
-std::vector<char> run_call(Result<ShardCall> decoded, RemoteNodes& nodes,
-                           runtime::VariableStore* store) {
+// Workers call the same few nodes every step with the same shapes; a peer that names a new
+// node in every call must not grow the shard without bound.
+Result<ShardCalls::Node*> ShardCalls::node_for(const ShardCall& call) {
+  std::string key = call.node_name + "/" + call.op;
+  for (const Tensor& t : call.inputs) {
+    key += "/" + std::string(runtime::dtype_name(t.dtype())) + t.shape().to_string();
+  }
+  auto it = nodes_.find(key);
+  if (it == nodes_.end() || !runtime::attrs_equal(it->second->attrs, call.attrs)) {
+    TROUPE_ASSIGN_OR_RETURN(auto rn, build(call, store_.get()));
+    if (it != nodes_.end()) {
+      it->second = std::move(rn);
+    } else {
+      if (nodes_.size() >= kMaxNodes) {
+        nodes_.erase(std::min_element(nodes_.begin(), nodes_.end(), [](auto& a, auto& b) {
+          return a.second->last_used < b.second->last_used;
+        }));
+      }
+      it = nodes_.emplace(key, std::move(rn)).first;
+    }
+  }
+  it->second->last_used = ++calls_;
+  return it->second.get();
+}
+
+std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
   std::vector<Tensor> outputs;
   Status status = [&]() -> Status {
     TROUPE_ASSIGN_OR_RETURN(ShardCall call, std::move(decoded));
-    std::string key = call.node_name + "/" + call.op;
-    for (const Tensor& t : call.inputs) key += std::string("/") + runtime::dtype_name(t.dtype());
-    auto it = nodes.find(key);
-    if (it == nodes.end()) {
-      TROUPE_ASSIGN_OR_RETURN(auto rn, build(call, store));
-      it = nodes.emplace(key, std::move(rn)).first;
-    }
-    RemoteNode& rn = *it->second;
-    rn.ctx->inputs() = std::move(call.inputs);
-    rn.ctx->set_invocation(rn.invocations++);
+    TROUPE_ASSIGN_OR_RETURN(Node * node, node_for(call));
+    node->ctx->inputs() = std::move(call.inputs);
+    node->ctx->set_invocation(node->invocations++);
     runtime::ScopedFlushDenormal flush;
-    Status s = runtime::run_kernel(rn.kernel, *rn.ctx);
-    rn.ctx->inputs().clear();
+    Status s = runtime::run_kernel(node->kernel, *node->ctx);
+    node->ctx->inputs().clear();
     if (!s.ok()) return s;
-    outputs = std::move(rn.ctx->outputs());
-    rn.ctx->outputs().assign(outputs.size(), Tensor());
+    outputs = std::move(node->ctx->outputs());
+    node->ctx->outputs().assign(outputs.size(), Tensor());
     return runtime::ok_status();
   }();
   std::vector<char> reply;
@@ -77,20 +95,16 @@ std::vector<char> run_call(Result<ShardCall> decoded, RemoteNodes& nodes,
   return reply;
 }
 
-}  // namespace
-
 caf::behavior parameter_shard(caf::event_based_actor* self,
                               std::shared_ptr<runtime::VariableStore> store, uint16_t data_port) {
-  auto nodes = std::make_shared<RemoteNodes>();
+  auto calls = std::make_shared<ShardCalls>(store);
   return {
       [=](call_atom, std::vector<char>& blob) {
         auto bytes = std::make_shared<const std::vector<char>>(std::move(blob));
-        return run_call(decode_shard_call(std::move(bytes)), *nodes, store.get());
+        return calls->run(decode_shard_call(std::move(bytes)));
       },
       // From this process's data server: a frame as read from its socket, decoded in place.
-      [=](call_atom, const runtime::Bytes& frame) {
-        return run_call(decode_shard_call(frame), *nodes, store.get());
-      },
+      [=](call_atom, const runtime::Bytes& frame) { return calls->run(decode_shard_call(frame)); },
       [](ping_atom) { return ping_atom::value; },
       [data_port](data_port_atom) { return data_port; },
   };

@@ -8,16 +8,46 @@
 //   // remote: (call_atom, std::vector<char> shard_call) -> std::vector<char> shard_reply
 //   //         (data_port_atom) -> uint16_t, where its data channel listens (data_channel.h)
 //
-// The store is thread-safe; the actor serialises remote calls.
+// The store is thread-safe; the actor serialises remote calls. ShardCalls is what the actor
+// runs each call with, usable without actors (the fuzzer drives it directly).
 #pragma once
 
 #include <caf/all.hpp>
 
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "actors/shard_codec.h"
 #include "runtime/variable_store.h"
 
 namespace troupe::actors {
+
+// Runs shard calls against a store: each call's node is built as a user's node is (its input
+// placeholders shaped as the call's inputs, so the op's shape function checks them before the
+// kernel sees them), cached by name, op and inputs' dtypes and shapes, rebuilt when the
+// attributes differ, and at most kMaxNodes are kept (least recently used dropped).
+class ShardCalls {
+ public:
+  static constexpr size_t kMaxNodes = 4096;
+  explicit ShardCalls(std::shared_ptr<runtime::VariableStore> store) : store_(std::move(store)) {}
+  ~ShardCalls();
+  ShardCalls(const ShardCalls&) = delete;
+  ShardCalls& operator=(const ShardCalls&) = delete;
+
+  // The reply's bytes: the outputs, or the error (a call that does not decode included).
+  std::vector<char> run(runtime::Result<ShardCall> call);
+  size_t cached_nodes() const { return nodes_.size(); }
+
+  struct Node;  // a built node with its kernel and context (parameter_shard.cc)
+
+ private:
+  runtime::Result<Node*> node_for(const ShardCall& call);
+  std::shared_ptr<runtime::VariableStore> store_;
+  std::map<std::string, std::shared_ptr<Node>> nodes_;
+  uint64_t calls_ = 0;
+};
 
 caf::behavior parameter_shard(caf::event_based_actor* self,
                               std::shared_ptr<runtime::VariableStore> store, uint16_t data_port);

@@ -31,6 +31,9 @@ const T& attr_get(const AttrMap& attrs, const std::string& name) {
 }
 
 const char* attr_type_name(const AttrValue& v);
+// Same type and value; tensors by dtype, shape and contents.
+bool attr_equal(const AttrValue& a, const AttrValue& b);
+bool attrs_equal(const AttrMap& a, const AttrMap& b);
 std::string attr_debug_string(const AttrValue& v);
 
 }  // namespace troupe::runtime

@@ -90,3 +90,50 @@ TEST_CASE(
   CHECK(store->read("w")->to_vector<float>() == std::vector<float>{3, 4});
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("a shard's cached node is rebuilt when a call's attributes differ; updates are checked") {
+  actors::Runtime rt;
+  auto store = std::make_shared<runtime::VariableStore>();
+  caf::actor shard = rt.system().spawn(actors::parameter_shard, store, uint16_t{0});
+  caf::scoped_actor self{rt.system()};
+  auto call = [&](const runtime::Graph& g, int node, std::vector<Tensor> inputs) {
+    std::vector<char> blob;
+    REQUIRE(actors::encode_shard_call(g, g.node(node), inputs, &blob).ok());
+    runtime::Result<std::vector<Tensor>> out = runtime::internal_error("no reply");
+    self->request(shard, caf::infinite, actors::call_atom::value, std::move(blob))
+        .receive(
+            [&](std::vector<char>& reply) {
+              out = actors::decode_shard_reply(
+                  std::make_shared<const std::vector<char>>(std::move(reply)));
+            },
+            [&](caf::error& e) { out = runtime::internal_error(rt.system().render(e)); });
+    return out;
+  };
+  // Two nodes of one name and op, as two peers (or one peer's two graphs) may send them.
+  auto fill_node = [](runtime::Graph* g, double value) {
+    runtime::GraphBuilder b(g);
+    return ops::fill(b, Shape{2}, value, DType::kFloat32, "same").node;
+  };
+  runtime::Graph one, five;
+  const int n1 = fill_node(&one, 1), n5 = fill_node(&five, 5);
+  auto r1 = call(one, n1, {});
+  REQUIRE(r1.ok());
+  CHECK((*r1)[0].to_vector<float>() == std::vector<float>{1, 1});
+  auto r5 = call(five, n5, {});
+  REQUIRE(r5.ok());
+  CHECK((*r5)[0].to_vector<float>() == std::vector<float>{5, 5});
+
+  // An update declared for another shape than the stored variable's: refused, store unchanged.
+  store->assign("w", Tensor::from_vector<float>(Shape{2}, {1, 1}));
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto v =
+      ops::variable(b, "w", Shape{3}, DType::kFloat32, ops::zeros(b, Shape{3}, DType::kFloat32));
+  auto upd = ops::assign_add(b, v, ops::placeholder(b, DType::kFloat32, Shape{3}));
+  REQUIRE(b.ok());
+  auto r = call(g, upd.node, {Tensor::from_vector<float>(Shape{3}, {1, 2, 3})});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("variable 'w' holds float32[2]") != std::string::npos);
+  CHECK(store->read("w")->to_vector<float>() == std::vector<float>{1, 1});
+  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+}
