@@ -128,6 +128,16 @@ Result<WatchedInput> watch_and_feed(actors::Runtime& runtime, const HookSetup& s
   return w;
 }
 
+// What a checkpoint must hold for `graph` to restore from it.
+std::vector<runtime::VariableSpec> variable_specs(const runtime::Graph& graph) {
+  std::vector<runtime::VariableSpec> specs;
+  for (int id : graph.variables()) {
+    const runtime::Node& n = graph.node(id);
+    specs.push_back({ops::variable_name(n), n.output_dtypes[0], n.output_shapes[0]});
+  }
+  return specs;
+}
+
 }  // namespace
 
 Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
@@ -298,26 +308,18 @@ Status Estimator::ensure_variables(Model& m, Mode mode) {
   }
   TROUPE_RETURN_IF_ERROR(m.session->run({}, {}, {m.init}).status());
   if (have_checkpoint) {
-    TROUPE_ASSIGN_OR_RETURN(auto restored, checkpoints_->restore_latest(store_.get()));
+    const std::vector<runtime::VariableSpec> expected = variable_specs(m.graph);
+    TROUPE_ASSIGN_OR_RETURN(
+        auto restored,
+        checkpoints_->restore_latest(store_.get(), [&](const runtime::CheckpointData& d) {
+          return runtime::check_restore(d, expected, config_.partial_restore);
+        }));
     resume_input_ = restored.input;
     for (const std::string& why : restored.refused) {
       std::fprintf(stderr, "WARNING: refused a checkpoint: %s\n", why.c_str());
     }
     std::fprintf(stderr, "INFO: restored %s (global step %lld)\n", restored.path.c_str(),
                  static_cast<long long>(restored.global_step));
-    // A checkpoint of another model (other layer sizes) in the same model_dir: say so here,
-    // not as a kernel error in the first step.
-    for (int id : m.graph.variables()) {
-      const runtime::Node& n = m.graph.node(id);
-      auto value = store_->read(ops::variable_name(n));
-      if (value.ok() && n.output_shapes[0].rank_known() &&
-          !value->shape().compatible_with(n.output_shapes[0])) {
-        return runtime::failed_precondition(
-            restored.path, " holds '", ops::variable_name(n), "' as ", value->shape().to_string(),
-            " but the model declares ", n.output_shapes[0].to_string(),
-            ": a different model; use another model_dir");
-      }
-    }
   }
   return runtime::ok_status();
 }
@@ -500,6 +502,9 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
   if (!options.checkpoint_path.empty()) {
     TROUPE_ASSIGN_OR_RETURN(runtime::CheckpointData ckpt,
                             runtime::read_checkpoint(options.checkpoint_path));
+    TROUPE_RETURN_IF_ERROR(
+        runtime::check_restore(ckpt, variable_specs(m->graph), config_.partial_restore)
+            .with_context(options.checkpoint_path));
     runtime::load_into(ckpt, store_.get());
   }
   TROUPE_RETURN_IF_ERROR(ensure_variables(*m, Mode::kEval));

@@ -42,6 +42,9 @@ struct RunConfig {
   int threads = 0;  // threads of big kernels (OpenBLAS), process-wide; 0: leave as they are
   double gpu_memory_fraction = 1.0;  // of a GPU's memory, for GPU devices
   int max_restarts = 3;              // fit restarts from the latest checkpoint after a failure
+  // Restore a checkpoint that lacks some of the graph's variables (they keep their initial
+  // values), as a warm start does; by default such a checkpoint is refused, naming the variable.
+  bool partial_restore = false;
   ClusterConfig cluster;
 
   // The errors name the field: negative steps, a fraction outside (0, 1], both checkpoint

@@ -50,7 +50,8 @@ Status make_dirs(const std::string& dir) {
 }
 
 // The index is TF's text format: model_checkpoint_path first, then every kept path, oldest
-// first.
+// first. A name that is not a plain file name is passed over with a warning: the index may have
+// been written by someone else, and the manager deletes the files it names.
 std::vector<std::string> read_index(const std::string& path, std::string* latest) {
   std::vector<std::string> all;
   std::ifstream in(path);
@@ -60,6 +61,11 @@ std::vector<std::string> read_index(const std::string& path, std::string* latest
     const size_t q2 = line.rfind('"');
     if (q1 == std::string::npos || q2 <= q1) continue;
     const std::string value = line.substr(q1 + 1, q2 - q1 - 1);
+    if (!is_plain_file_name(value)) {
+      std::fprintf(stderr, "WARNING: %s names '%s', not a file of its directory: ignored\n",
+                   path.c_str(), value.c_str());
+      continue;
+    }
     if (line.rfind("model_checkpoint_path:", 0) == 0) {
       if (latest) *latest = value;
     } else if (line.rfind("all_model_checkpoint_paths:", 0) == 0) {
@@ -69,7 +75,58 @@ std::vector<std::string> read_index(const std::string& path, std::string* latest
   return all;
 }
 
+// best/index: "value name" lines, best first; names as read_index() takes them.
+std::vector<std::pair<double, std::string>> read_best_index(const std::string& path) {
+  std::vector<std::pair<double, std::string>> kept;
+  std::ifstream in(path);
+  double v;
+  std::string n;
+  while (in >> v >> n) {
+    if (is_plain_file_name(n)) kept.push_back({v, n});
+  }
+  return kept;
+}
+
 }  // namespace
+
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string("/\0", 2)) == std::string::npos;
+}
+
+Status check_restore(const CheckpointData& data, const std::vector<VariableSpec>& expected,
+                     bool partial) {
+  std::map<std::string, const VariableSpec*> by_name;
+  for (const VariableSpec& v : expected) by_name[v.name] = &v;
+  auto describe = [](const Tensor& t) { return str_cat(dtype_name(t.dtype()), t.shape()); };
+  for (const VariableSpec& v : expected) {
+    auto it = data.tensors.find(v.name);
+    if (it == data.tensors.end()) {
+      if (partial) continue;
+      return failed_precondition("variable '", v.name,
+                                 "' of the graph is not in the checkpoint (a different model? "
+                                 "a partial restore keeps its initial value)");
+    }
+    if (it->second.dtype() != v.dtype || it->second.shape() != v.shape) {
+      return failed_precondition("variable '", v.name, "' is ", describe(it->second),
+                                 " in the checkpoint but ", dtype_name(v.dtype), v.shape,
+                                 " in the graph");
+    }
+  }
+  for (const auto& [name, t] : data.tensors) {
+    const size_t slash = name.rfind('/');
+    if (slash == std::string::npos || by_name.count(name)) continue;
+    auto var = by_name.find(name.substr(0, slash));
+    if (var == by_name.end()) continue;
+    const VariableSpec& v = *var->second;
+    if (t.dtype() != v.dtype || (t.shape() != v.shape && t.shape() != Shape{})) {
+      return failed_precondition("slot '", name, "' is ", describe(t),
+                                 " in the checkpoint, which does not fit variable '", v.name, "' (",
+                                 dtype_name(v.dtype), v.shape, ")");
+    }
+  }
+  return ok_status();
+}
 
 Status write_checkpoint(const std::string& path, const CheckpointData& data) {
   capnp::MallocMessageBuilder m;
@@ -103,6 +160,10 @@ Status write_checkpoint(const std::string& path, const CheckpointData& data) {
 Result<CheckpointData> read_checkpoint(const std::string& path) {
   std::string file;
   TROUPE_RETURN_IF_ERROR(read_file(path, &file));
+  return parse_checkpoint(file, path);
+}
+
+Result<CheckpointData> parse_checkpoint(std::string_view file, const std::string& path) {
   if (file.size() < sizeof kMagic || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0) {
     return data_loss(path, " is not a troupe checkpoint (bad magic)");
   }
@@ -192,12 +253,12 @@ Result<std::string> CheckpointManager::save(int64_t global_step, const VariableS
   if (options_.best_k > 0 && metric != metrics.end()) {
     const std::string best_dir = dir_ + "/best";
     TROUPE_RETURN_IF_ERROR(make_dirs(best_dir));
-    // best/index: "value name" lines, best first.
-    std::vector<std::pair<double, std::string>> kept;
-    std::ifstream in(best_dir + "/index");
-    double v;
-    std::string n;
-    while (in >> v >> n) kept.push_back({v, n});
+    std::vector<std::pair<double, std::string>> kept = read_best_index(best_dir + "/index");
+    // A step saved again (a resumed run) replaces its old entry: two entries of one file would
+    // let the worse one delete the file the better one keeps.
+    kept.erase(
+        std::remove_if(kept.begin(), kept.end(), [&](const auto& p) { return p.second == name; }),
+        kept.end());
     kept.push_back({metric->second, name});
     std::stable_sort(kept.begin(), kept.end(), [&](const auto& a, const auto& b) {
       return options_.higher_is_better ? a.first > b.first : a.first < b.first;
@@ -224,14 +285,14 @@ Result<std::string> CheckpointManager::save(int64_t global_step, const VariableS
 
 std::vector<std::string> CheckpointManager::best() const {
   std::vector<std::string> out;
-  std::ifstream in(dir_ + "/best/index");
-  double v;
-  std::string n;
-  while (in >> v >> n) out.push_back(dir_ + "/best/" + n);
+  for (const auto& [value, name] : read_best_index(dir_ + "/best/index")) {
+    out.push_back(dir_ + "/best/" + name);
+  }
   return out;
 }
 
-Result<CheckpointManager::Restored> CheckpointManager::restore_latest(VariableStore* store) const {
+Result<CheckpointManager::Restored> CheckpointManager::restore_latest(
+    VariableStore* store, const RestoreCheck& check) const {
   std::string latest;
   std::vector<std::string> names = read_index(dir_ + "/checkpoint", &latest);
   if (!latest.empty() && (names.empty() || names.back() != latest)) names.push_back(latest);
@@ -242,6 +303,9 @@ Result<CheckpointManager::Restored> CheckpointManager::restore_latest(VariableSt
     if (!data.ok()) {
       r.refused.push_back(data.status().message());
       continue;
+    }
+    if (check) {
+      if (Status s = check(*data); !s.ok()) return s.with_context(path);
     }
     load_into(*data, store);
     r.global_step = data->global_step;

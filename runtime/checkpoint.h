@@ -6,7 +6,12 @@
 //   CheckpointManager ckpt("model_dir", {.keep_max = 5});
 //   auto path = ckpt.save(step, store);                 // Result<string>: model_dir/model.ckpt-500
 //   auto restored = ckpt.restore_latest(&store);        // Result<Restored>: step, path, skipped
+//   auto checked = ckpt.restore_latest(&store, [&](const CheckpointData& d) {
+//     return check_restore(d, graph_variables, /*partial=*/false);   // refuse another model's
+//   });
 //
+// Names read from an index are plain file names in the model directory; any other (a path, "..")
+// is refused, so a tampered index can make it neither read nor delete a file elsewhere.
 // A process killed at any moment leaves the index pointing at a whole checkpoint: the index is
 // replaced only after the file it names is on disk. Not thread-safe per manager.
 #pragma once
@@ -14,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/status.h"
@@ -40,6 +46,27 @@ struct CheckpointData {
 Status write_checkpoint(const std::string& path, const CheckpointData& data);
 // Reads and verifies one; DataLoss naming the file (and the tensor) when it is damaged.
 Result<CheckpointData> read_checkpoint(const std::string& path);
+// The same from a checkpoint file's bytes; `name` is what errors call it.
+Result<CheckpointData> parse_checkpoint(std::string_view file, const std::string& name);
+
+// A variable as the graph that restores it declares it.
+struct VariableSpec {
+  std::string name;
+  DType dtype = DType::kInvalid;
+  Shape shape;
+};
+
+// OK when `data` holds every variable of `expected` with its dtype and shape, and each slot of
+// one of them ("name/slot") with the variable's dtype and either its shape or a scalar's (Adam's
+// step); otherwise FailedPrecondition naming the first variable or slot that differs. With
+// `partial`, variables the checkpoint lacks are allowed: they keep their initial values, as in a
+// warm start. Tensors of names the graph does not know are loaded as they are (another head's
+// variables may share the directory).
+Status check_restore(const CheckpointData& data, const std::vector<VariableSpec>& expected,
+                     bool partial);
+
+// A plain file name, as an index may name (no '/', not "." or "..", no NUL).
+bool is_plain_file_name(const std::string& name);
 
 struct CheckpointOptions {
   int keep_max = 5;  // 0: keep all
@@ -69,8 +96,11 @@ class CheckpointManager {
     std::vector<std::string> refused;  // damaged checkpoints passed over, with the reasons
     InputPosition input;
   };
-  // Loads the newest readable checkpoint into `store`; NotFound when there is none.
-  Result<Restored> restore_latest(VariableStore* store) const;
+  // Loads the newest readable checkpoint into `store`; NotFound when there is none. A `check`
+  // that refuses the newest readable one ends the restore with its error, naming the file, and
+  // leaves `store` as it was (an older checkpoint of the same directory would not fit either).
+  using RestoreCheck = std::function<Status(const CheckpointData&)>;
+  Result<Restored> restore_latest(VariableStore* store, const RestoreCheck& check = nullptr) const;
   // Paths in the index, oldest first, and the latest (empty if none).
   std::vector<std::string> all() const;
   std::string latest() const;

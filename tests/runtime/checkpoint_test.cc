@@ -143,3 +143,91 @@ TEST_CASE("checkpoint: SIGKILL at any moment leaves a whole latest checkpoint") 
   CHECK(last_seen > 0);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("checkpoint: a restore that does not fit the graph is refused by name, store untouched") {
+  const std::string dir = fresh_dir("fit");
+  CheckpointManager m(dir);
+  VariableStore s;
+  fill_store(&s, 7);
+  s.assign("dense/kernel/Adam_m", Tensor::from_vector<float>(Shape{2, 2}, {0, 0, 0, 0}));
+  s.assign("dense/kernel/Adam_t", Tensor::scalar<float>(3));
+  REQUIRE(m.save(7, s).ok());
+  auto data = read_checkpoint(m.latest());
+  REQUIRE(data.ok());
+  const VariableSpec kernel{"dense/kernel", DType::kFloat32, Shape{2, 2}};
+  const VariableSpec step{"global_step", DType::kInt64, Shape{}};
+  CHECK(check_restore(*data, {kernel, step}, false).ok());
+
+  struct Case {
+    std::vector<VariableSpec> graph;
+    bool partial;
+    const char* names;
+  };
+  const Case refused[] = {
+      {{kernel, step, {"dense/bias", DType::kFloat32, Shape{2}}}, false, "'dense/bias'"},
+      {{{"dense/kernel", DType::kFloat64, Shape{2, 2}}}, false, "'dense/kernel' is float32[2,2]"},
+      {{{"dense/kernel", DType::kFloat32, Shape{2, 3}}}, true, "float32[2,3] in the graph"},
+  };
+  for (const Case& c : refused) {
+    Status st = check_restore(*data, c.graph, c.partial);
+    CHECK(st.code() == Code::kFailedPrecondition);
+    CHECK_MESSAGE(st.message().find(c.names) != std::string::npos, st.message());
+  }
+  // A warm start: the bias the checkpoint lacks keeps its initial value.
+  CHECK(check_restore(*data, {kernel, {"dense/bias", DType::kFloat32, Shape{2}}}, true).ok());
+
+  // A slot of another shape than its variable's (a checkpoint of another model's optimizer).
+  s.assign("dense/kernel/Adam_v", Tensor::from_vector<float>(Shape{3}, {0, 0, 0}));
+  REQUIRE(m.save(8, s).ok());
+  VariableStore target;
+  target.assign("dense/kernel", Tensor::from_vector<float>(Shape{2, 2}, {9, 9, 9, 9}));
+  auto r = m.restore_latest(&target, [&](const CheckpointData& d) {
+    return check_restore(d, {kernel, step}, false);
+  });
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("slot 'dense/kernel/Adam_v'") != std::string::npos);
+  CHECK(r.status().message().find("model.ckpt-8") != std::string::npos);
+  CHECK(target.names() == std::vector<std::string>{"dense/kernel"});
+  CHECK(target.read("dense/kernel")->to_vector<float>() == std::vector<float>{9, 9, 9, 9});
+}
+
+TEST_CASE("checkpoint: names in an index never reach outside the model directory") {
+  const std::string dir = fresh_dir("escape");
+  const std::string victim = fresh_dir("escape-victim");
+  std::filesystem::create_directories(victim);
+  const std::string outside = victim + "/precious";
+  { std::ofstream(outside) << "keep me"; }
+  CheckpointManager m(dir, {.keep_max = 1});
+  VariableStore s;
+  fill_store(&s, 1);
+  REQUIRE(m.save(1, s).ok());
+  {
+    std::ofstream index(dir + "/checkpoint");
+    index << "model_checkpoint_path: \"model.ckpt-1\"\n"
+          << "all_model_checkpoint_paths: \"../escape-victim/precious\"\n"
+          << "all_model_checkpoint_paths: \"" << outside << "\"\n"
+          << "all_model_checkpoint_paths: \"model.ckpt-1\"\n";
+  }
+  CHECK(m.all() == std::vector<std::string>{dir + "/model.ckpt-1"});
+  fill_store(&s, 2);
+  REQUIRE(m.save(2, s).ok());  // keep_max 1: expires what the index lists before
+  CHECK(std::filesystem::exists(outside));
+  CHECK(m.all() == std::vector<std::string>{dir + "/model.ckpt-2"});
+  CHECK_FALSE(is_plain_file_name(".."));
+  CHECK_FALSE(is_plain_file_name("a/b"));
+  CHECK(is_plain_file_name("model.ckpt-2"));
+}
+
+TEST_CASE("checkpoint: a best-k save of a step already listed keeps its file") {
+  const std::string dir = fresh_dir("best-again");
+  CheckpointManager m(dir, {.keep_max = 0, .best_k = 1, .metric = "accuracy"});
+  VariableStore s;
+  fill_store(&s, 5);
+  REQUIRE(m.save(5, s, {{"accuracy", 0.5}}).ok());
+  // The same step saved again with a better value, as a resumed run may: its old entry, now
+  // second, must not delete the file the new one keeps.
+  REQUIRE(m.save(5, s, {{"accuracy", 0.9}}).ok());
+  REQUIRE(m.best().size() == 1);
+  CHECK(std::filesystem::exists(m.best()[0]));
+  CHECK(read_checkpoint(m.best()[0]).ok());
+}
