@@ -112,6 +112,7 @@ Result<std::shared_ptr<CsvSource>> CsvSource::open(const std::string& pattern, C
     TROUPE_RETURN_IF_ERROR(s->scan(static_cast<int>(f), body));
   }
   TROUPE_RETURN_IF_ERROR(s->infer_types());
+  for (const auto& file : s->files_) TROUPE_RETURN_IF_ERROR(file->status());
   if (o.select.empty()) {
     for (size_t c = 0; c < s->columns_.size(); ++c) s->selected_.push_back(static_cast<int>(c));
   } else {
@@ -221,7 +222,15 @@ DType CsvSource::type_of(const std::string& column) const {
   return it == columns_.end() ? DType::kInvalid : types_[it - columns_.begin()];
 }
 
+// The mapping may have been cut under the parse: that, not what the parse made of the zeros
+// it then read, is the error.
 Status CsvSource::read(int64_t unit, std::vector<actors::Chunk>* out, int64_t* skipped) const {
+  Status s = read_unit(unit, out, skipped);
+  TROUPE_RETURN_IF_ERROR(files_[units_[static_cast<size_t>(unit)].file]->status());
+  return s;
+}
+
+Status CsvSource::read_unit(int64_t unit, std::vector<actors::Chunk>* out, int64_t* skipped) const {
   const Unit& u = units_[static_cast<size_t>(unit)];
   const std::string& path = files_[u.file]->path();
   std::vector<Tensor> cols;

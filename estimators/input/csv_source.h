@@ -51,6 +51,7 @@ class CsvSource : public actors::Source {
   const std::vector<std::string>& columns() const { return columns_; }
 
  private:
+  runtime::Status read_unit(int64_t unit, std::vector<actors::Chunk>* out, int64_t* skipped) const;
   struct Unit {
     int file = 0;
     size_t begin = 0, end = 0;  // bytes

@@ -115,7 +115,22 @@ Result<std::shared_ptr<LibsvmSource>> LibsvmSource::open(const std::string& patt
     if (u.rows > 0) s->units_.push_back(u);
     s->files_.push_back(std::move(file));
   }
-  if (infer) s->options_.num_features = max_index + 1;
+  for (const auto& file : s->files_) TROUPE_RETURN_IF_ERROR(file->status());
+  if (infer) {
+    if (max_index == INT64_MAX) {
+      return runtime::invalid_argument(s->name(), ": feature index ", max_index, " is too large");
+    }
+    s->options_.num_features = max_index + 1;
+  }
+  if (s->options_.dense) {
+    // A dense row is as wide as the largest index: one huge index (a typo, a hashed feature)
+    // must be an error here, not an allocation of its width at the first read.
+    const runtime::Shape unit{s->options_.rows_per_unit, s->options_.num_features};
+    if (Status st = runtime::check_tensor_size(runtime::DType::kFloat32, unit); !st.ok()) {
+      return runtime::make_error(st.code(), s->name(), ": dense rows of ", s->options_.num_features,
+                                 " features (the largest index) do not fit: ", st.message());
+    }
+  }
   return s;
 }
 
@@ -124,7 +139,16 @@ std::vector<std::string> LibsvmSource::components() const {
   return {"label", "indices", "values"};
 }
 
+// The mapping may have been cut under the parse: that, not what the parse made of the zeros
+// it then read, is the error.
 Status LibsvmSource::read(int64_t unit, std::vector<actors::Chunk>* out, int64_t* skipped) const {
+  Status s = read_unit(unit, out, skipped);
+  TROUPE_RETURN_IF_ERROR(files_[units_[static_cast<size_t>(unit)].file]->status());
+  return s;
+}
+
+Status LibsvmSource::read_unit(int64_t unit, std::vector<actors::Chunk>* out,
+                               int64_t* skipped) const {
   const Unit& u = units_[static_cast<size_t>(unit)];
   const MappedFile& f = *files_[u.file];
   const std::string_view bytes = f.bytes().substr(u.begin, u.end - u.begin);
@@ -132,8 +156,9 @@ Status LibsvmSource::read(int64_t unit, std::vector<actors::Chunk>* out, int64_t
   const int64_t width = options_.num_features;
   Tensor labels, features;
   if (options_.dense) {
-    labels = Tensor(runtime::DType::kFloat32, Shape{u.rows});
-    features = Tensor(runtime::DType::kFloat32, Shape{u.rows, width});
+    TROUPE_ASSIGN_OR_RETURN(labels, Tensor::zeros(runtime::DType::kFloat32, Shape{u.rows}));
+    TROUPE_ASSIGN_OR_RETURN(features,
+                            Tensor::zeros(runtime::DType::kFloat32, Shape{u.rows, width}));
   }
   int64_t row = 0;
   int64_t line = u.line;

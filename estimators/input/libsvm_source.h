@@ -38,6 +38,7 @@ class LibsvmSource : public actors::Source {
   int64_t num_features() const { return options_.num_features; }
 
  private:
+  runtime::Status read_unit(int64_t unit, std::vector<actors::Chunk>* out, int64_t* skipped) const;
   struct Unit {
     int file = 0;
     size_t begin = 0, end = 0;

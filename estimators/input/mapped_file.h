@@ -2,7 +2,17 @@
 //
 //   auto f = MappedFile::open("/data/train.csv");   // Result<shared_ptr<const MappedFile>>
 //   std::string_view bytes = (*f)->bytes();
+//   ... parse bytes ...
+//   TROUPE_RETURN_IF_ERROR((*f)->status());         // DataLoss if the file shrank meanwhile
+//
+// A file truncated by someone else while it is mapped would raise SIGBUS on the next read past
+// its new end and end the process. A SIGBUS handler (installed once, chaining to any earlier
+// one for faults elsewhere) maps zero pages over the rest of the mapping and marks the file, so
+// the read goes on over zeros and status() turns the parse into an error naming the file.
+// Readers call status() after parsing what they read. Thread-safe.
 #pragma once
+
+#include <atomic>
 
 #include <memory>
 #include <string>
@@ -23,12 +33,15 @@ class MappedFile {
 
   const std::string& path() const { return path_; }
   std::string_view bytes() const { return {data_, size_}; }
+  // DataLoss naming the file once a read found it shorter than when it was mapped.
+  runtime::Status status() const;
 
  private:
   MappedFile() = default;
   std::string path_;
   const char* data_ = nullptr;
   size_t size_ = 0;
+  int slot_ = -1;  // in the fault handler's table; -1: not registered (empty file)
 };
 
 // The paths matching a glob, or several separated by commas, sorted; NotFound naming a pattern

@@ -2,6 +2,7 @@
 
 #include <capnp/message.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "runtime/record_io.h"
@@ -92,6 +93,10 @@ Result<std::shared_ptr<RecordSource>> RecordSource::open(const std::string& patt
         // A bad length or a truncated frame: nothing after it can be located.
         if (!skip_bad_records) return more.status();
         ++s->bad_tail_;
+        s->records_.push_back(Record{static_cast<int>(s->files_.size()), at, 0, true});
+        std::fprintf(stderr, "WARNING: %s: skipping the unreadable rest from byte %llu on: %s\n",
+                     path.c_str(), static_cast<unsigned long long>(at),
+                     more.status().message().c_str());
         break;
       }
       if (more.ok() && !*more) break;
@@ -102,11 +107,13 @@ Result<std::shared_ptr<RecordSource>> RecordSource::open(const std::string& patt
     s->files_.push_back(std::move(file));
   }
   for (const Record& r : s->records_) {
+    if (r.tail) continue;
     actors::Chunk chunk;
     Status st = s->decode(r, &s->names_, &chunk);
     if (st.ok()) break;
     if (!skip_bad_records) return st;
   }
+  for (const auto& file : s->files_) TROUPE_RETURN_IF_ERROR(file->status());
   return s;
 }
 
@@ -124,8 +131,21 @@ Status RecordSource::decode(const Record& r, std::vector<std::string>* names,
       .with_context(f.path() + ": record at byte " + std::to_string(r.offset));
 }
 
+// The mapping may have been cut under the parse: that, not what the parse made of the zeros
+// it then read, is the error.
 Status RecordSource::read(int64_t unit, std::vector<actors::Chunk>* out, int64_t* skipped) const {
+  Status s = read_unit(unit, out, skipped);
+  TROUPE_RETURN_IF_ERROR(files_[records_[static_cast<size_t>(unit)].file]->status());
+  return s;
+}
+
+Status RecordSource::read_unit(int64_t unit, std::vector<actors::Chunk>* out,
+                               int64_t* skipped) const {
   const Record& r = records_[static_cast<size_t>(unit)];
+  if (r.tail) {
+    ++*skipped;
+    return runtime::ok_status();
+  }
   actors::Chunk chunk;
   std::vector<std::string> names;
   Status bad = decode(r, &names, &chunk);

@@ -8,7 +8,9 @@
 //
 // A truncated file or a record whose checksum fails is an error naming the file and the byte
 // offset of the record; with skip_bad_records a record with a bad checksum is counted and
-// skipped (a bad length ends the readable part of the file: nothing after it can be trusted).
+// skipped. A bad length ends the readable part of a file (nothing after it can be located):
+// with skip_bad_records that unreadable tail is one more unit, which reads as one skipped
+// record each epoch, so the runner's `skipped` count shows it, and a warning names it at open.
 #pragma once
 
 #include <memory>
@@ -37,10 +39,12 @@ class RecordSource : public actors::Source {
   int64_t unreadable_tail_records() const { return bad_tail_; }
 
  private:
+  runtime::Status read_unit(int64_t unit, std::vector<actors::Chunk>* out, int64_t* skipped) const;
   struct Record {
     int file = 0;
     uint64_t offset = 0;  // of the frame
     uint64_t size = 0;    // of the frame
+    bool tail = false;    // the unreadable rest of the file, from `offset` on
   };
   RecordSource() = default;
   runtime::Status decode(const Record& r, std::vector<std::string>* names,

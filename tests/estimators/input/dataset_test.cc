@@ -276,6 +276,12 @@ TEST_CASE("record files: round trip, corrupt and truncated records") {
   auto truncated = records(cut, "");
   CHECK(truncated.status().code() == runtime::Code::kDataLoss);
   CHECK(truncated.status().message().find("truncated record at byte") != std::string::npos);
+  // With skip_bad_records the unreadable tail is reported as a skipped record, not dropped
+  // silently: the whole records are read, the last one counted.
+  Drained tail = drain(*records(cut, "", {.batch_size = 40, .skip_bad_records = true}));
+  CHECK(tail.end.code() == runtime::Code::kOutOfRange);
+  CHECK(tail.numbers[0].size() == 90);
+  CHECK(tail.stats.skipped == 1);
   CHECK(records(temp_dir() + "/none.trec", "").status().code() == runtime::Code::kNotFound);
 }
 

@@ -73,3 +73,40 @@ TEST_CASE("the Fashion-MNIST package reads when installed") {
   REQUIRE(images.ok());
   CHECK(images->shape() == troupe::runtime::Shape{10000, 28, 28});
 }
+
+TEST_CASE("a gzip CRC or length mismatch in an IDX file is data loss, not the end of the file") {
+  const std::string path = temp_path("crc.gz");
+  write_file(path, idx_bytes(), true);
+  std::string gz;
+  {
+    std::ifstream in(path, std::ios::binary);
+    gz.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // The gzip trailer: CRC-32 of the data, then its length, 4 bytes each.
+  for (size_t at : {gz.size() - 8, gz.size() - 4}) {
+    std::string bad = gz;
+    bad[at] = static_cast<char>(bad[at] ^ 0x5a);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bad;
+    auto r = read_idx(path);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == troupe::runtime::Code::kDataLoss);
+    CHECK_MESSAGE(r.status().message().find("corrupt gzip data") != std::string::npos,
+                  r.status().message());
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("an IDX header that claims more than its file holds is refused before allocating") {
+  const std::string path = temp_path("claims");
+  // [32768, 32768]: 1 GiB of pixels claimed by a 12-byte header.
+  const std::string header("\0\0\x08\x02\0\0\x80\0\0\0\x80\0", 12);
+  for (bool gz : {false, true}) {
+    write_file(path, header + "abc", gz);
+    auto r = read_idx(path);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == troupe::runtime::Code::kDataLoss);
+    CHECK_MESSAGE(r.status().message().find("claims 1073741824 bytes") != std::string::npos,
+                  r.status().message());
+  }
+  std::filesystem::remove(path);
+}
