@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <new>
+#include <system_error>
 
 #include "actors/messages.h"
 
@@ -122,19 +124,36 @@ bool write_frame(int fd, const std::vector<char>& body) {
   return write_all(fd, parts, body.empty() ? 1 : 2);
 }
 
+// A frame's buffer is allocated up to this much before its bytes arrive; past it, only once
+// they have: a header is a claim, not a promise.
+constexpr uint64_t kFirstFrameChunk = uint64_t(16) << 20;
+
+std::string read_error() {
+  return errno == EAGAIN || errno == EWOULDBLOCK ? "timed out" : errno_text();
+}
+
 // Reads one frame into a buffer of its own (not zeroed first: every byte is read over); an
 // error message, empty on success.
-std::string read_frame(int fd, runtime::Bytes* body) {
+std::string read_frame(int fd, uint64_t max_bytes, runtime::Bytes* body) {
   unsigned char header[8];
-  if (!read_all(fd, reinterpret_cast<char*>(header), sizeof header)) {
-    return errno == EAGAIN ? "timed out" : errno_text();
-  }
+  if (!read_all(fd, reinterpret_cast<char*>(header), sizeof header)) return read_error();
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(header[i]) << (8 * i);
-  if (n > kMaxFrameBytes) return "a frame of " + std::to_string(n) + " bytes is too long";
-  std::shared_ptr<char[]> buffer(new (std::nothrow) char[n]);
-  if (!buffer && n > 0) return "no memory for a frame of " + std::to_string(n) + " bytes";
-  if (!read_all(fd, buffer.get(), n)) return errno == EAGAIN ? "timed out" : errno_text();
+  if (n > max_bytes) {
+    return "a frame of " + std::to_string(n) + " bytes is longer than the limit of " +
+           std::to_string(max_bytes);
+  }
+  const uint64_t first = std::min(n, kFirstFrameChunk);
+  std::shared_ptr<char[]> buffer(new (std::nothrow) char[first]);
+  if (!buffer && first > 0) return "no memory for a frame of " + std::to_string(n) + " bytes";
+  if (!read_all(fd, buffer.get(), first)) return read_error();
+  if (n > first) {
+    std::shared_ptr<char[]> whole(new (std::nothrow) char[n]);
+    if (!whole) return "no memory for a frame of " + std::to_string(n) + " bytes";
+    std::memcpy(whole.get(), buffer.get(), first);
+    buffer = std::move(whole);
+    if (!read_all(fd, buffer.get() + first, n - first)) return read_error();
+  }
   *body = runtime::Bytes{buffer, buffer.get(), n};
   return "";
 }
@@ -166,7 +185,7 @@ caf::behavior channel_actor(caf::stateful_actor<ChannelState>* self, int fd, std
         }
         runtime::Bytes reply;
         if (st.broken.empty()) {
-          std::string why = read_frame(st.fd, &reply);
+          std::string why = read_frame(st.fd, DataServerOptions{}.max_frame_bytes, &reply);
           if (!why.empty()) st.broken = "receiving: " + why;
         }
         if (!st.broken.empty()) {
@@ -183,7 +202,8 @@ caf::behavior channel_actor(caf::stateful_actor<ChannelState>* self, int fd, std
 }  // namespace
 
 runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime,
-                                                                const std::string& host) {
+                                                                const std::string& host,
+                                                                DataServerOptions options) {
   TROUPE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, 0));
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return runtime::unavailable("data channel: socket: ", errno_text());
@@ -196,35 +216,79 @@ runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime
     ::close(fd);
     return runtime::unavailable("data channel: cannot listen on ", host, ": ", why);
   }
-  return std::unique_ptr<DataServer>(new DataServer(runtime, fd, ntohs(addr.sin_port)));
+  return std::unique_ptr<DataServer>(new DataServer(runtime, fd, ntohs(addr.sin_port), options));
 }
 
-void DataServer::serve(caf::actor shard) {
+Status DataServer::serve(caf::actor shard) {
   shard_ = std::move(shard);
-  acceptor_ = std::thread([this] { accept_loop(); });
+  try {
+    acceptor_ = std::thread([this] { accept_loop(); });
+  } catch (const std::system_error& e) {
+    return runtime::resource_exhausted("data channel: cannot start its accepting thread: ",
+                                       e.what());
+  }
+  return runtime::ok_status();
+}
+
+int DataServer::connections() {
+  std::lock_guard<std::mutex> lock(mu_);
+  reap_finished();
+  return static_cast<int>(connections_.size());
 }
 
 void DataServer::accept_loop() {
+  auto backoff = std::chrono::milliseconds(10);
   while (!stopping_) {
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_in from{};
+    socklen_t from_len = sizeof from;
+    const int fd =
+        ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_CLOEXEC);
     if (fd < 0) {
+      if (stopping_ || errno == EBADF || errno == EINVAL) return;  // shut down
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      return;  // the listening socket was shut down
+      // Out of descriptors or memory: the listener is fine and the shortage may pass.
+      std::fprintf(stderr,
+                   "WARNING: data channel on port %u: accept failed (%s); retrying in %lld ms\n",
+                   port_, errno_text().c_str(), static_cast<long long>(backoff.count()));
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+      continue;
     }
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    backoff = std::chrono::milliseconds(10);
+    char ip[INET_ADDRSTRLEN] = "?";
+    ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof ip);
+    const std::string peer = std::string(ip) + ":" + std::to_string(ntohs(from.sin_port));
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
       ::close(fd);
       return;
     }
-    reap_finished();
-    auto done = std::make_shared<std::atomic<bool>>(false);
+    admit(fd, peer);
+  }
+}
+
+void DataServer::admit(int fd, const std::string& peer) {
+  reap_finished();
+  if (static_cast<int>(connections_.size()) >= options_.max_connections) {
+    std::fprintf(stderr, "WARNING: data channel on port %u: refused %s: %d connections open\n",
+                 port_, peer.c_str(), options_.max_connections);
+    ::close(fd);
+    return;
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  set_timeout(fd, options_.idle_timeout);
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  try {
     connections_.push_back(Connection{fd, std::thread([this, fd, done] {
                                         serve_connection(fd);
                                         *done = true;
                                       }),
                                       done});
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "WARNING: data channel on port %u: refused %s: no thread (%s)\n", port_,
+                 peer.c_str(), e.what());
+    ::close(fd);
   }
 }
 
@@ -248,7 +312,7 @@ void DataServer::serve_connection(int fd) {
   caf::scoped_actor self{runtime_.system()};
   while (!stopping_) {
     runtime::Bytes call;
-    if (!read_frame(fd, &call).empty()) break;
+    if (!read_frame(fd, options_.max_frame_bytes, &call).empty()) break;
     std::vector<char> reply;
     bool answered = false;
     self->request(shard_, caf::infinite, call_atom::value, std::move(call))

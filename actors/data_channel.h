@@ -14,8 +14,14 @@
 // A frame is an 8-byte little-endian length and that many bytes (a shard call or reply,
 // shard_codec.h). A call's segments are written as they are (the inputs' data from where it
 // lies) and a frame is read into a buffer of its own, decoded in place: each side's kernel
-// copies the bytes once, nothing else does. A frame longer than kMaxFrameBytes, a short read or a
+// copies the bytes once, nothing else does. A frame longer than the limit, a short read or a
 // timeout ends the connection with an error naming the peer; the call fails, nothing crashes.
+//
+// A server bounds what peers can take (DataServerOptions): connections (one thread each; one
+// over the limit is closed at once, with a log line naming its address), idle time, frame size,
+// and a frame's buffer grows only as its bytes arrive, so a header claiming gigabytes costs
+// nothing until they come. A failed accept (EMFILE, ENFILE, ENOMEM) is logged and retried with
+// a back-off; a thread that cannot be started closes its connection. The server goes on.
 #pragma once
 
 #include <caf/all.hpp>
@@ -36,7 +42,11 @@
 
 namespace troupe::actors {
 
-constexpr uint64_t kMaxFrameBytes = uint64_t(1) << 32;
+struct DataServerOptions {
+  int max_connections = 64;  // and so threads: one per connection, plus the acceptor
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};  // per read or write
+  uint64_t max_frame_bytes = uint64_t(1) << 32;
+};
 
 // A shard call to send: its message references `inputs`, which it keeps alive.
 struct ChannelCall {
@@ -49,30 +59,36 @@ using data_port_atom = caf::atom_constant<caf::atom("dataport")>;
 class DataServer {
  public:
   static runtime::Result<std::unique_ptr<DataServer>> listen(Runtime& runtime,
-                                                             const std::string& host);
+                                                             const std::string& host,
+                                                             DataServerOptions options = {});
   ~DataServer();
   DataServer(const DataServer&) = delete;
   DataServer& operator=(const DataServer&) = delete;
 
   uint16_t port() const { return port_; }
-  // Accepts connections from now on; each one's calls go to `shard`, one at a time.
-  void serve(caf::actor shard);
+  // Accepts connections from now on; each one's calls go to `shard`, one at a time. An error
+  // when the accepting thread cannot be started.
+  runtime::Status serve(caf::actor shard);
+  // Connections open now (for tests and monitoring).
+  int connections();
 
  private:
-  DataServer(Runtime& runtime, int fd, uint16_t port)
-      : runtime_(runtime), listen_fd_(fd), port_(port) {}
+  DataServer(Runtime& runtime, int fd, uint16_t port, DataServerOptions options)
+      : runtime_(runtime), listen_fd_(fd), port_(port), options_(options) {}
   struct Connection {
     int fd = -1;
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
   };
   void accept_loop();
+  void admit(int fd, const std::string& peer);  // under mu_
   void serve_connection(int fd);
   void reap_finished();  // under mu_
 
   Runtime& runtime_;
   int listen_fd_;
   uint16_t port_;
+  DataServerOptions options_;
   caf::actor shard_;
   std::atomic<bool> stopping_{false};
   std::thread acceptor_;

@@ -11,9 +11,14 @@ namespace troupe::actors {
 runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOptions options) {
   std::unique_ptr<Server> server(new Server(rt));
   server->variables_ = std::make_shared<runtime::VariableStore>();
-  TROUPE_ASSIGN_OR_RETURN(server->data_, DataServer::listen(rt, options.host));
+  TROUPE_ASSIGN_OR_RETURN(server->data_, DataServer::listen(rt, options.host, options.data));
   server->shard_ = rt.system().spawn(parameter_shard, server->variables_, server->data_->port());
-  server->data_->serve(server->shard_);
+  if (runtime::Status s = server->data_->serve(server->shard_); !s.ok()) {
+    server->data_.reset();
+    caf::anon_send_exit(server->shard_, caf::exit_reason::user_shutdown);
+    server->shard_ = nullptr;
+    return s;
+  }
   auto port = rt.system().middleman().publish(server->shard_, options.port, options.host.c_str(),
                                               /*reuse_addr=*/true);
   if (!port) {

@@ -25,6 +25,7 @@ namespace troupe::actors {
 struct ServerOptions {
   uint16_t port = 0;
   std::string host = "127.0.0.1";
+  DataServerOptions data;  // bounds on the data channel's peers
 };
 
 class Server {
@@ -37,6 +38,7 @@ class Server {
 
   uint16_t port() const { return port_; }
   uint16_t data_port() const { return data_->port(); }  // where tensors travel (data_channel.h)
+  int data_connections() { return data_->connections(); }
   runtime::VariableStore& variables() { return *variables_; }
 
  private:

@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -278,4 +279,67 @@ TEST_CASE(
   auto zeros = (*s2)->run({}, {w});
   REQUIRE(zeros.ok());
   CHECK((*zeros)[0].data<float>()[7] == 0.0f);
+}
+
+TEST_CASE("the data channel bounds its peers: connections, idle time, frame size, out of fds") {
+  actors::Runtime server_rt;
+  actors::ServerOptions options{.port = 0};
+  options.data = {.max_connections = 2,
+                  .idle_timeout = std::chrono::milliseconds(300),
+                  .max_frame_bytes = 1 << 20};
+  auto server = actors::Server::start(server_rt, options);
+  REQUIRE(server.ok());
+  const uint16_t port = (*server)->data_port();
+  auto closed_within = [](int fd, std::chrono::milliseconds limit) {
+    timeval tv{0, static_cast<suseconds_t>(limit.count() * 1000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char c;
+    return ::recv(fd, &c, 1, 0) == 0;
+  };
+
+  // A third connection while two are open is closed at once; the two stay until idle.
+  const int a = connect_to(port), b = connect_to(port);
+  for (int i = 0; i < 50 && (*server)->data_connections() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK((*server)->data_connections() == 2);
+  const int c = connect_to(port);
+  CHECK(closed_within(c, std::chrono::milliseconds(2000)));
+  // Idle peers are let go after idle_timeout (300 ms), not held forever.
+  CHECK(closed_within(a, std::chrono::milliseconds(5000)));
+  CHECK(closed_within(b, std::chrono::milliseconds(5000)));
+  for (const int fd : {a, b, c}) ::close(fd);
+
+  // A frame over max_frame_bytes ends its connection before anything is allocated for it.
+  const int big = connect_to(port);
+  send_all(big, frame_header((1 << 20) + 1));
+  CHECK(closed_within(big, std::chrono::milliseconds(2000)));
+  ::close(big);
+
+  // Out of descriptors: accept fails with EMFILE, the acceptor waits and goes on.
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  rlimit low = saved;
+  low.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 512);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  std::vector<int> hog;
+  while (true) {
+    const int fd = ::dup(0);
+    if (fd < 0) break;
+    hog.push_back(fd);
+  }
+  REQUIRE(errno == EMFILE);
+  ::close(hog.back());  // one for our own socket; none left for the server's accept
+  hog.pop_back();
+  const int starved = connect_to(port);  // the kernel queues it; the server cannot take it yet
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (const int fd : hog) ::close(fd);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  // Once descriptors are back the queued connection is served: a call gets its reply.
+  send_all(starved, frame_header(16) + std::string("sixteen garbage!"));
+  char header[8];
+  timeval tv{5, 0};
+  ::setsockopt(starved, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  CHECK(::recv(starved, header, 8, MSG_WAITALL) == 8);
+  ::close(starved);
 }
