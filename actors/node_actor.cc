@@ -158,6 +158,25 @@ void answer(NodeActor* self, std::shared_ptr<NodeState::Call> call,
   self->send(self, Resume{});
 }
 
+// A peer's reply is trusted no more than a feed: local kernels read these outputs by the
+// dtype and shape the graph declares.
+Status check_remote_outputs(const runtime::Node& n, const std::vector<Tensor>& outputs) {
+  if (static_cast<int>(outputs.size()) != n.num_outputs()) {
+    return runtime::data_loss("the reply holds ", outputs.size(), " outputs for ", n.num_outputs());
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i];
+    if (!t.valid() || t.dtype() != n.output_dtypes[i] ||
+        !t.shape().compatible_with(n.output_shapes[i])) {
+      return runtime::data_loss("the reply's output ", i, " is ",
+                                t.valid() ? runtime::dtype_name(t.dtype()) : "null", t.shape(),
+                                ", the graph declares ", runtime::dtype_name(n.output_dtypes[i]),
+                                n.output_shapes[i]);
+    }
+  }
+  return runtime::ok_status();
+}
+
 void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   NodeState& st = self->state;
   if (!st.remote_down.ok()) return fail(self, pd, plan, st.remote_down);
@@ -179,6 +198,9 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   st.call = call;
   auto on_reply = [self, call](runtime::Result<std::vector<Tensor>> r) {
     const runtime::Node& n = *self->state.node;
+    if (r.ok()) {
+      if (Status s = check_remote_outputs(n, *r); !s.ok()) r = s;
+    }
     if (!r.ok()) r = r.status().with_context(n.op + " '" + n.name + "' on " + n.device);
     answer(self, call, std::move(r));
   };
