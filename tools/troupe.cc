@@ -205,8 +205,9 @@ runtime::Result<int64_t> count_classes(const input::Dataset& d) {
     for (const actors::Chunk& c : chunks) {
       const std::vector<double> v = estimators::as_doubles(c.components[label]);
       for (int64_t r = c.first(); r < c.last(); ++r) {
-        if (v[r] < 0 || v[r] != std::floor(v[r])) {
-          return runtime::invalid_argument("label ", v[r], " is not a class number (0, 1, ...)");
+        if (!(v[r] >= 0 && v[r] < 2147483648.0) || v[r] != std::floor(v[r])) {
+          return runtime::invalid_argument("label ", v[r],
+                                           " is not a class number (0, 1, ... below 2^31)");
         }
         top = std::max(top, v[r]);
       }

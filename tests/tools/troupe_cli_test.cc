@@ -163,3 +163,33 @@ TEST_CASE("troupe train: Ctrl-C stops training gracefully with a checkpoint and 
   CHECK(first == "model_checkpoint_path: \"model.ckpt-" + std::to_string(step) + "\"");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE(
+    "troupe train: a class count or layer width too large for memory is an error, not an abort") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("troupe_cli_big_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "huge_label.csv") << "a,b,label\n1,2,0\n3,4,5000000000\n";
+    std::ofstream(dir / "wide.csv") << "a,b,label\n1,2,0\n3,4,1\n";
+    std::ofstream(dir / "many.csv") << "a,b,label\n1,2,0\n3,4,2000000000\n";
+  }
+  int n = 0;
+  struct Case {
+    std::string args, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--data csv:" + (dir / "huge_label.csv").string(), "not a class number"},
+           {"--data csv:" + (dir / "wide.csv").string() + " --hidden 1000000000000",
+            "dnn/hiddenlayer_0"},
+           {"--data csv:" + (dir / "many.csv").string(), "dnn/logits"},
+       }) {
+    const std::string model = " --model-dir " + (dir / std::to_string(n++)).string();
+    Run r = troupe("train --model dnn --label label --steps 1 " + c.args + model);
+    CHECK_MESSAGE(r.status == 1, c.args, ": ", r.err);
+    CHECK_MESSAGE(lines(r.err) >= 1, c.args);
+    CHECK_MESSAGE(r.err.find(c.says) != std::string::npos, c.args, ": ", r.err);
+  }
+  std::filesystem::remove_all(dir);
+}
