@@ -378,6 +378,8 @@ caf::behavior queue_actor(QueueActor* self, QueueOptions options) {
       [self](size_atom) {
         QueueStats s = self->state.stats;
         s.size = static_cast<int64_t>(self->state.rows.size());
+        s.waiting_enqueues = static_cast<int64_t>(self->state.enqueues.size());
+        s.waiting_dequeues = static_cast<int64_t>(self->state.dequeues.size());
         s.closed = self->state.closed;
         return s;
       },

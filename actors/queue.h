@@ -111,6 +111,8 @@ struct QueueStats {
   // Dequeues that found too few elements and waited for more: a consumer starved for input (a
   // training loop that is input-bound counts one nearly every step).
   int64_t starved = 0;
+  int64_t waiting_enqueues = 0;  // now, for want of room
+  int64_t waiting_dequeues = 0;  // now, for want of elements
   bool closed = false;
 };
 

@@ -116,13 +116,20 @@ TEST_CASE("FIFO queue: order, single examples, close and OutOfRange") {
 TEST_CASE("queue: a dequeue waits for data, an enqueue waits for room") {
   actors::Runtime rt;
   Queue q = Queue::create(rt, {QueueKind::kFifo, 4});
+  // Waits by count, not by the clock: a loaded machine may take its time to get there.
+  auto until = [&](auto done) {
+    for (int i = 0; i < 5000 && !done(q.stats()); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return done(q.stats());
+  };
   std::atomic<bool> got{false};
   std::thread consumer([&] {
     auto b = q.dequeue_many(2);
     CHECK(b.ok());
     got = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(until([](const actors::QueueStats& s) { return s.waiting_dequeues == 1; }));
   CHECK(!got);
   REQUIRE(q.enqueue_many({iota(2)}).ok());
   consumer.join();
@@ -134,7 +141,7 @@ TEST_CASE("queue: a dequeue waits for data, an enqueue waits for room") {
     CHECK(q.enqueue_many({iota(6)}).ok());  // 4 fit; 2 wait for room
     enqueued = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(until([](const actors::QueueStats& s) { return s.waiting_enqueues == 1; }));
   CHECK(!enqueued);
   CHECK(q.size() == 4);
   CHECK(q.stats().peak_size == 4);
@@ -148,14 +155,16 @@ TEST_CASE("queue: a dequeue waits for data, an enqueue waits for room") {
   REQUIRE(q.enqueue_many({iota(1)}).ok());
   std::thread cancelled(
       [&] { CHECK(q.enqueue_many({iota(3)}).code() == runtime::Code::kCancelled); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(until([](const actors::QueueStats& s) { return s.waiting_enqueues == 1; }));
   REQUIRE(q.close(/*cancel_pending_enqueues=*/true).ok());
   cancelled.join();
   CHECK(drain(q, 10).size() == 4);
 
   Queue q2 = Queue::create(rt, {QueueKind::kFifo, 2});
   std::thread pending([&] { CHECK(q2.enqueue_many({iota(5)}).ok()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 5000 && q2.stats().waiting_enqueues == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   REQUIRE(q2.close(false).ok());
   CHECK(drain(q2, 2) == std::vector<int64_t>{0, 1, 2, 3, 4});
   pending.join();
@@ -179,7 +188,9 @@ TEST_CASE("random shuffle queue: a seeded permutation that keeps min_after_deque
       auto v = (*more)[0].to_vector<int64_t>();
       got.insert(got.end(), v.begin(), v.end());
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (int i = 0; i < 5000 && q.stats().waiting_dequeues == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     CHECK(!done);
     REQUIRE(q.close().ok());
     t.join();
