@@ -117,6 +117,9 @@ void register_worker_thread() {
   // Another runtime's worker, started during a reservation: GraphCoreHook moved it off the
   // graph's core, which is not its business.
   if (r.core >= 0) sched_setaffinity(0, sizeof r.allowed, &r.allowed);
+  // A runner that reserved before the worker thread got to run (a loaded machine) found no
+  // worker to pin: pin it now.
+  if (r.core < 0 && r.reservations > 0) start_reservation(r);
 }
 
 void unregister_worker_thread() {
