@@ -137,3 +137,18 @@ TEST_CASE("a shard's cached node is rebuilt when a call's attributes differ; upd
   CHECK(store->read("w")->to_vector<float>() == std::vector<float>{1, 1});
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("a shard keeps at most kMaxNodes nodes, however many a peer names") {
+  auto store = std::make_shared<runtime::VariableStore>();
+  actors::ShardCalls calls(store);
+  const size_t n = actors::ShardCalls::kMaxNodes + 100;
+  for (size_t i = 0; i < n; ++i) {
+    runtime::Graph g;
+    runtime::GraphBuilder b(&g);
+    const int node = ops::fill(b, Shape{1}, 1, DType::kFloat32, "n" + std::to_string(i)).node;
+    std::vector<char> blob;
+    REQUIRE(actors::encode_shard_call(g, g.node(node), {}, &blob).ok());
+    calls.run(actors::decode_shard_call(std::make_shared<const std::vector<char>>(blob)));
+  }
+  CHECK(calls.cached_nodes() == actors::ShardCalls::kMaxNodes);
+}

@@ -3,7 +3,10 @@
 #include "estimators/canned/dnn_classifier.h"
 
 #include <doctest/doctest.h>
+
 #include <unistd.h>
+#include <chrono>
+#include <thread>
 
 #include <filesystem>
 #include <random>
@@ -144,6 +147,9 @@ TEST_CASE("Experiment::request_stop ends training gracefully: checkpoint, evalua
     explicit StopAt(int64_t step) : step_(step) {}
     runtime::Status after_run(StepContext& c) override {
       if (c.global_step == step_) experiment->request_stop();
+      // The loop runs at most two steps ahead of this hook: slow steps after the request, so
+      // that the stop's trip through the actors takes a few steps however loaded the machine.
+      if (c.global_step >= step_) std::this_thread::sleep_for(std::chrono::milliseconds(20));
       return runtime::ok_status();
     }
     Experiment* experiment = nullptr;

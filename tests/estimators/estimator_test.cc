@@ -366,6 +366,9 @@ TEST_CASE("estimator: request_stop from another thread ends training with a chec
    public:
     runtime::Status after_run(StepContext& c) override {
       step = c.global_step;
+      // Slow steps once the stopper may act, so that a loaded machine cannot finish all 16000
+      // before its thread gets to run.
+      if (c.global_step >= 50) std::this_thread::sleep_for(std::chrono::milliseconds(2));
       return runtime::ok_status();
     }
     std::atomic<int64_t> step{0};

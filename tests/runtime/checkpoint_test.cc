@@ -106,9 +106,12 @@ TEST_CASE("checkpoint: SIGKILL at any moment leaves a whole latest checkpoint") 
   std::mt19937 rng(5);
   int64_t last_seen = 0;
   for (int round = 0; round < 8; ++round) {
+    int saved[2];
+    REQUIRE(::pipe(saved) == 0);
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
     if (child == 0) {
+      ::close(saved[0]);
       CheckpointManager m(dir, {.keep_max = 3});
       VariableStore s;
       VariableStore prev;
@@ -121,9 +124,20 @@ TEST_CASE("checkpoint: SIGKILL at any moment leaves a whole latest checkpoint") 
         s.assign("big", Tensor::from_vector(Shape{static_cast<int64_t>(big.size())}, big));
         s.assign("global_step", Tensor::scalar<int64_t>(step));
         if (!m.save(step, s).ok()) ::_exit(3);
+        if (saved[1] >= 0) {  // the first save is done: the parent may start its clock
+          if (::write(saved[1], "s", 1) != 1) ::_exit(4);
+          ::close(saved[1]);
+          saved[1] = -1;
+        }
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 60));
+    // However slow a loaded machine makes the child, it has saved once before the kill; the
+    // kill then lands at a random moment of the saves that follow.
+    ::close(saved[1]);
+    char c;
+    REQUIRE(::read(saved[0], &c, 1) == 1);
+    ::close(saved[0]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 60));
     ::kill(child, SIGKILL);
     int status = 0;
     ::waitpid(child, &status, 0);
