@@ -11,10 +11,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "runtime/allocator.h"
 
@@ -30,6 +33,15 @@ inline std::string as_file(const uint8_t* data, size_t size, const std::string& 
                            std::to_string(::getpid()) + suffix;
   std::ofstream(path, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  // Removed when the process ends, however many inputs it ran.
+  struct Remover {
+    std::string path;
+    ~Remover() { std::remove(path.c_str()); }
+  };
+  static thread_local std::vector<Remover> made;
+  if (std::none_of(made.begin(), made.end(), [&](const Remover& r) { return r.path == path; })) {
+    made.push_back({path});
+  }
   return path;
 }
 
