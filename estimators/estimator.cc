@@ -188,8 +188,7 @@ Result<Tensor> Estimator::get_variable_value(const std::string& name) const {
 }
 
 int64_t Estimator::global_step() const {
-  auto t = store_->read("global_step");
-  return t.ok() ? t->data<int64_t>()[0] : 0;
+  return store_->read_int64_scalar("global_step").value_or(0);
 }
 
 std::string Estimator::latest_checkpoint() const {

@@ -32,8 +32,7 @@ struct RunState {
 using RunActor = caf::stateful_actor<RunState>;
 
 int64_t global_step(const RunState& st) {
-  auto t = st.spec.variables->read("global_step");
-  return t.ok() ? t->data<int64_t>()[0] : 0;
+  return st.spec.variables->read_int64_scalar("global_step").value_or(0);
 }
 
 // A failure's message, with the part that stopped if a down message named one.

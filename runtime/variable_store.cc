@@ -12,6 +12,12 @@ Result<Tensor> VariableStore::read(const std::string& name) const {
   return it->second;
 }
 
+std::optional<int64_t> VariableStore::read_int64_scalar(const std::string& name) const {
+  Result<Tensor> t = read(name);
+  if (!t.ok() || t->dtype() != DType::kInt64 || t->num_elements() != 1) return std::nullopt;
+  return t->data<int64_t>()[0];
+}
+
 bool VariableStore::contains(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
   return values_.count(name) > 0;

@@ -13,6 +13,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ class VariableStore {
  public:
   Result<Tensor> read(const std::string& name) const;
   bool contains(const std::string& name) const;
+  // The value of an int64 scalar (the global step), or nothing when the stored value is absent
+  // or of another dtype or shape.
+  std::optional<int64_t> read_int64_scalar(const std::string& name) const;
   // Replaces the value; readers holding the old tensor keep it.
   void assign(const std::string& name, Tensor value);
   // The variable's tensor, first copied if a reader still holds its buffer, so that the caller

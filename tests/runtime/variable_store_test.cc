@@ -59,3 +59,12 @@ TEST_CASE("a slot whose stored value is not shaped as its variable is refused, b
   vars.assign("w/v", Tensor::from_vector<double>(Shape{3}, {0, 0, 0}));
   CHECK_FALSE(vars.slot("w", "v").ok());
 }
+
+TEST_CASE("an int64 scalar is read only when it is one") {
+  VariableStore vars;
+  CHECK_FALSE(vars.read_int64_scalar("global_step").has_value());
+  vars.assign("global_step", Tensor::scalar<float>(3));  // as an unchecked load could leave it
+  CHECK_FALSE(vars.read_int64_scalar("global_step").has_value());
+  vars.assign("global_step", Tensor::scalar<int64_t>(42));
+  CHECK(vars.read_int64_scalar("global_step") == 42);
+}
