@@ -2,8 +2,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "runtime/checkpoint.h"
 #include "fuzz/fuzz_input.h"
+#include "runtime/checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   troupe::fuzz::cap_memory();

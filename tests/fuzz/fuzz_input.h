@@ -4,6 +4,7 @@
 //
 //   fuzz::cap_memory();                                      // first thing in each target
 //   std::string path = fuzz::as_file(data, size, ".csv");   // rewritten on every call
+//   fuzz::read_all_units(**CsvSource::open(path));
 //
 // One file per process and suffix, in TMPDIR; not thread-safe (libFuzzer runs one input at a
 // time per process).
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/queue_runner.h"
 #include "runtime/allocator.h"
 
 namespace troupe::fuzz {
@@ -43,6 +45,15 @@ inline std::string as_file(const uint8_t* data, size_t size, const std::string& 
     made.push_back({path});
   }
   return path;
+}
+
+// Reads every unit of a source, as a runner's readers would; errors are the expected answer.
+inline void read_all_units(const actors::Source& source) {
+  for (int64_t u = 0; u < source.num_units(); ++u) {
+    std::vector<actors::Chunk> chunks;
+    int64_t skipped = 0;
+    (void)source.read(u, &chunks, &skipped);
+  }
 }
 
 }  // namespace troupe::fuzz

@@ -4,8 +4,8 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/graph_codec.h"
 #include "fuzz/fuzz_input.h"
+#include "runtime/graph_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   troupe::fuzz::cap_memory();

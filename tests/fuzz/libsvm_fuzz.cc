@@ -17,10 +17,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.rows_per_unit = 1 + (flags >> 4);
   auto src = LibsvmSource::open(path, options);
   if (!src.ok()) return 0;
-  for (int64_t u = 0; u < (*src)->num_units(); ++u) {
-    std::vector<troupe::actors::Chunk> chunks;
-    int64_t skipped = 0;
-    (void)(*src)->read(u, &chunks, &skipped);
-  }
+  troupe::fuzz::read_all_units(**src);
   return 0;
 }

@@ -11,12 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = troupe::fuzz::as_file(data, size, ".trec");
   for (bool skip : {false, true}) {
     auto src = RecordSource::open(path, skip);
-    if (!src.ok()) continue;
-    for (int64_t u = 0; u < (*src)->num_units(); ++u) {
-      std::vector<troupe::actors::Chunk> chunks;
-      int64_t skipped = 0;
-      (void)(*src)->read(u, &chunks, &skipped);
-    }
+    if (src.ok()) troupe::fuzz::read_all_units(**src);
   }
   return 0;
 }

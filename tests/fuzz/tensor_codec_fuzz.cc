@@ -3,8 +3,8 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/tensor_codec.h"
 #include "fuzz/fuzz_input.h"
+#include "runtime/tensor_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   troupe::fuzz::cap_memory();
