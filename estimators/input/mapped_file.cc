@@ -25,6 +25,7 @@ struct Mapping {
 };
 Mapping g_mappings[kMaxMappings];
 struct sigaction g_previous {};
+uintptr_t g_page = 4096;  // set before the handler is installed: sysconf is not signal-safe
 
 void on_sigbus(int sig, siginfo_t* info, void* context) {
   const uintptr_t at = reinterpret_cast<uintptr_t>(info->si_addr);
@@ -32,8 +33,7 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
     const uintptr_t begin = m.begin.load(std::memory_order_acquire);
     const uintptr_t end = m.end.load(std::memory_order_acquire);
     if (begin == 0 || at < begin || at >= end) continue;
-    const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const uintptr_t from = at & ~(page - 1);
+    const uintptr_t from = at & ~(g_page - 1);
     // Zeros from the faulting page to the end of the mapping: the reader sees a file that ends
     // in zero bytes, and status() tells it the file was cut.
     void* p = ::mmap(reinterpret_cast<void*>(from), end - from, PROT_READ,
@@ -55,6 +55,7 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
 
 void install_handler() {
   static const bool installed = [] {
+    g_page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
     struct sigaction sa {};
     sa.sa_sigaction = on_sigbus;
     sa.sa_flags = SA_SIGINFO | SA_NODEFER;
