@@ -88,6 +88,9 @@ class Graph {
 
   std::string debug_string() const;
 
+  // Places a node (placement.h), before the graph is shared with sessions.
+  void set_device(int id, std::string device) { nodes_[id].device = std::move(device); }
+
  private:
   friend class GraphBuilder;
   int add(Node node);
