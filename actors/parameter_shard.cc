@@ -7,6 +7,7 @@
 #include "actors/messages.h"
 #include "actors/shard_codec.h"
 #include "ops/array_ops.h"
+#include "runtime/checkpoint.h"
 #include "runtime/denormal.h"
 #include "runtime/graph_builder.h"
 #include "runtime/kernel_registry.h"
@@ -95,6 +96,16 @@ std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
   return reply;
 }
 
+runtime::Result<std::string> snapshot(const runtime::VariableStore& store,
+                                      const std::vector<std::string>& names) {
+  runtime::CheckpointData data;
+  for (const std::string& name : names.empty() ? store.names() : names) {
+    TROUPE_ASSIGN_OR_RETURN(data.tensors[name], store.read(name));
+  }
+  data.global_step = store.read_int64_scalar("global_step").value_or(0);
+  return runtime::encode_checkpoint(data);
+}
+
 caf::behavior parameter_shard(caf::event_based_actor* self,
                               std::shared_ptr<runtime::VariableStore> store, uint16_t data_port) {
   auto calls = std::make_shared<ShardCalls>(store);
@@ -107,6 +118,20 @@ caf::behavior parameter_shard(caf::event_based_actor* self,
       [=](call_atom, const runtime::Bytes& frame) { return calls->run(decode_shard_call(frame)); },
       [](ping_atom) { return ping_atom::value; },
       [data_port](data_port_atom) { return data_port; },
+      [=](varnames_atom) { return store->names(); },
+      [=](snapshot_atom, const std::vector<std::string>& names) -> caf::result<std::vector<char>> {
+        auto bytes = snapshot(*store, names);
+        if (!bytes.ok())
+          return caf::make_error(caf::sec::runtime_error, bytes.status().to_string());
+        return std::vector<char>(bytes->begin(), bytes->end());
+      },
+      [=](load_atom, const std::vector<char>& file) -> std::string {
+        auto data = runtime::parse_checkpoint(std::string_view(file.data(), file.size()),
+                                              "the state sent to this shard");
+        if (!data.ok()) return data.status().to_string();
+        runtime::load_into(*data, store.get());
+        return std::string();
+      },
   };
 }
 

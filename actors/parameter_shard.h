@@ -7,6 +7,10 @@
 //   caf::actor shard = system.spawn(parameter_shard, store, data_port);   // 0: no data channel
 //   // remote: (call_atom, std::vector<char> shard_call) -> std::vector<char> shard_reply
 //   //         (data_port_atom) -> uint16_t, where its data channel listens (data_channel.h)
+//   // state:  (varnames_atom) -> vector<string>, the variables and slots it holds
+//   //         (snapshot_atom, vector<string> names) -> vector<char>, a checkpoint file's bytes
+//   //         of those entries (none named: all), for the chief's checkpoints
+//   //         (load_atom, vector<char> checkpoint) -> string, "" once its entries are stored
 //
 // The store is thread-safe; the actor serialises remote calls. ShardCalls is what the actor
 // runs each call with, usable without actors (the fuzzer drives it directly).
@@ -48,6 +52,15 @@ class ShardCalls {
   std::map<std::string, std::shared_ptr<Node>> nodes_;
   uint64_t calls_ = 0;
 };
+
+using varnames_atom = caf::atom_constant<caf::atom("varnames")>;
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+using load_atom = caf::atom_constant<caf::atom("load")>;
+
+// A checkpoint file's bytes holding `names` from `store` (all when empty); an error naming an
+// entry it does not hold.
+runtime::Result<std::string> snapshot(const runtime::VariableStore& store,
+                                      const std::vector<std::string>& names);
 
 caf::behavior parameter_shard(caf::event_based_actor* self,
                               std::shared_ptr<runtime::VariableStore> store, uint16_t data_port);

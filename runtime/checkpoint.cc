@@ -128,7 +128,7 @@ Status check_restore(const CheckpointData& data, const std::vector<VariableSpec>
   return ok_status();
 }
 
-Status write_checkpoint(const std::string& path, const CheckpointData& data) {
+Result<std::string> encode_checkpoint(const CheckpointData& data) {
   capnp::MallocMessageBuilder m;
   auto root = m.initRoot<schema::Checkpoint>();
   root.setGlobalStep(data.global_step);
@@ -154,6 +154,11 @@ Status write_checkpoint(const std::string& path, const CheckpointData& data) {
   TROUPE_RETURN_IF_ERROR(write_message(m, &blob, bytes));
   std::string file(kMagic, sizeof kMagic);
   append_record_frame(blob.data(), blob.size(), &file);
+  return file;
+}
+
+Status write_checkpoint(const std::string& path, const CheckpointData& data) {
+  TROUPE_ASSIGN_OR_RETURN(std::string file, encode_checkpoint(data));
   return write_file_atomic(path, file);
 }
 

@@ -42,6 +42,8 @@ struct CheckpointData {
   InputPosition input;
 };
 
+// A checkpoint file's bytes (parameter servers send their shard's state this way).
+Result<std::string> encode_checkpoint(const CheckpointData& data);
 // Writes one checkpoint file atomically.
 Status write_checkpoint(const std::string& path, const CheckpointData& data);
 // Reads and verifies one; DataLoss naming the file (and the tensor) when it is damaged.

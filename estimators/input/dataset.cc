@@ -78,7 +78,55 @@ Status map_each_example(const std::function<Status(std::vector<Tensor>&)>& fn, a
   return runtime::ok_status();
 }
 
+// One worker's part of a source (shard()).
+class ShardSource : public actors::Source {
+ public:
+  ShardSource(std::shared_ptr<const actors::Source> base, int num_shards, int index)
+      : base_(std::move(base)),
+        n_(num_shards),
+        index_(index),
+        by_units_(base_->num_units() >= num_shards) {}
+  std::string name() const override {
+    return base_->name() + " (part " + std::to_string(index_ + 1) + " of " + std::to_string(n_) +
+           ")";
+  }
+  std::vector<std::string> components() const override { return base_->components(); }
+  int64_t num_units() const override {
+    const int64_t all = base_->num_units();
+    return by_units_ ? (all - index_ + n_ - 1) / n_ : all;
+  }
+  Status read(int64_t unit, std::vector<actors::Chunk>* out, int64_t* skipped) const override {
+    if (by_units_) return base_->read(unit * n_ + index_, out, skipped);
+    std::vector<actors::Chunk> chunks;
+    TROUPE_RETURN_IF_ERROR(base_->read(unit, &chunks, skipped));
+    for (actors::Chunk& c : chunks) {
+      const int64_t first = c.first(), rows = c.last() - c.first();
+      c.begin = first + rows * index_ / n_;
+      c.end = first + rows * (index_ + 1) / n_;
+      if (c.end > c.begin) out->push_back(std::move(c));
+    }
+    return runtime::ok_status();
+  }
+
+ private:
+  std::shared_ptr<const actors::Source> base_;
+  int64_t n_, index_;
+  bool by_units_;
+};
+
 }  // namespace
+
+Result<Dataset> shard(const Dataset& data, int num_shards, int index) {
+  if (num_shards < 1 || index < 0 || index >= num_shards) {
+    return runtime::invalid_argument("input shard ", index, " of ", num_shards,
+                                     ": the index must be in [0, ", num_shards, ")");
+  }
+  if (!data.source) return runtime::invalid_argument("a dataset without a source");
+  if (num_shards == 1) return data;
+  Dataset part = data;
+  part.source = std::make_shared<ShardSource>(data.source, num_shards, index);
+  return part;
+}
 
 Result<Dataset> arrays(std::vector<std::pair<std::string, Tensor>> columns,
                        const std::string& label, DatasetOptions options) {

@@ -82,6 +82,12 @@ runtime::Result<std::pair<std::vector<std::pair<std::string, runtime::Tensor>>,
 train_test_split(const std::vector<std::pair<std::string, runtime::Tensor>>& columns,
                  double test_fraction, uint64_t seed = 0);
 
+// The part of `data` that worker `index` of `num_shards` reads, so that no two workers read the
+// same example in an epoch and together they read all: whole units (files, record blocks,
+// column chunks) dealt round-robin when there are at least as many as workers, otherwise the
+// index-th slice of every unit's examples. An error when an index is outside [0, num_shards).
+runtime::Result<Dataset> shard(const Dataset& data, int num_shards, int index);
+
 // The rows `rows` of `t`, in that order (for splits and in-memory shuffles).
 runtime::Tensor gather_rows(const runtime::Tensor& t, const std::vector<int64_t>& rows);
 

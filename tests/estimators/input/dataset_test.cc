@@ -332,3 +332,27 @@ TEST_CASE("arrays from Eigen matrices and vectors") {
   CHECK(r.numbers[0] == std::vector<double>{1, 2, 3, 4, 5, 6});
   CHECK(r.numbers[1] == std::vector<double>{7, 8, 9});
 }
+
+TEST_CASE("shards of a dataset are disjoint and together hold every example, by units or rows") {
+  // 3000 rows: three units of 1024 rows, so 2 workers split units and 4 split rows.
+  std::vector<double> x(3000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = double(i);
+  auto data = arrays({{"x", Tensor::from_vector<double>(Shape{3000}, x)}}, "", {.batch_size = 100});
+  REQUIRE(data.ok());
+  for (int n : {1, 2, 4}) {
+    std::multiset<double> seen;
+    for (int i = 0; i < n; ++i) {
+      auto part = shard(*data, n, i);
+      REQUIRE_MESSAGE(part.ok(), part.status().to_string());
+      Drained d = drain(*part);
+      REQUIRE_MESSAGE(d.end.code() == runtime::Code::kOutOfRange, d.end.to_string());
+      // By units (2 workers): 1976 and 1024 rows; by rows (4 workers): 750 each.
+      CHECK_MESSAGE(d.numbers[0].size() >= 750, n, " workers: part ", i, " holds ",
+                    d.numbers[0].size());
+      seen.insert(d.numbers[0].begin(), d.numbers[0].end());
+    }
+    CHECK(seen.size() == 3000);
+    CHECK(std::set<double>(seen.begin(), seen.end()).size() == 3000);
+  }
+  CHECK(shard(*data, 2, 2).status().message().find("[0, 2)") != std::string::npos);
+}

@@ -1,0 +1,197 @@
+#include "actors/ps_client.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "actors/parameter_shard.h"
+#include "actors/server.h"
+#include "runtime/checkpoint.h"
+#include "runtime/log.h"
+
+namespace troupe::actors {
+
+using runtime::Result;
+using runtime::Status;
+using Clock = std::chrono::steady_clock;
+
+Result<caf::actor> wait_for_server(Runtime& rt, const std::string& task, const std::string& address,
+                                   const WaitOptions& wait) {
+  const auto start = Clock::now();
+  auto last_log = start;
+  for (;;) {
+    Result<caf::actor> server = connect_server(rt, address);
+    if (server.ok() || server.status().code() == runtime::Code::kInvalidArgument) return server;
+    const auto now = Clock::now();
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
+    if (waited >= wait.deadline) {
+      return runtime::make_error(runtime::Code::kUnavailable, task, " at ", address,
+                                 " did not come up within ", wait.deadline.count(), " ms");
+    }
+    if (now - last_log >= wait.log_every) {
+      runtime::log_info("waiting for ", task, " at ", address, " (", waited.count() / 1000, " s)");
+      last_log = now;
+    }
+    std::this_thread::sleep_for(wait.poll);
+  }
+}
+
+Result<std::unique_ptr<PsClient>> PsClient::connect(Runtime& rt,
+                                                    std::map<std::string, std::string> tasks,
+                                                    const WaitOptions& wait) {
+  std::unique_ptr<PsClient> c(new PsClient(rt));
+  c->addresses_ = std::move(tasks);
+  for (const auto& [task, address] : c->addresses_) {
+    TROUPE_ASSIGN_OR_RETURN(c->servers_[task], wait_for_server(rt, task, address, wait));
+  }
+  return c;
+}
+
+Result<caf::actor> PsClient::server(const std::string& task) const {
+  auto it = servers_.find(task);
+  if (it == servers_.end())
+    return runtime::invalid_argument("no ps task ", task, " in the cluster");
+  return it->second;
+}
+
+namespace {
+
+// The variable a store entry belongs to: itself, or the longest placed name it is a slot of.
+const std::string* owner(const std::string& entry, const PsClient::Placement& where) {
+  auto it = where.find(entry);
+  if (it != where.end()) return &it->first;
+  const std::string* best = nullptr;
+  for (const auto& [var, task] : where) {
+    if (entry.size() > var.size() + 1 && entry.compare(0, var.size(), var) == 0 &&
+        entry[var.size()] == '/' && (best == nullptr || var.size() > best->size())) {
+      best = &var;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> PsClient::missing(const Placement& where) {
+  caf::scoped_actor self{runtime_.system()};
+  std::vector<std::string> out;
+  for (const auto& [task, server] : servers_) {
+    std::vector<std::string> held;
+    Status status;
+    self->request(server, timeout_, varnames_atom::value)
+        .receive([&](std::vector<std::string>& names) { held = std::move(names); },
+                 [&](caf::error& e) {
+                   status = runtime::unavailable(task, " (", addresses_.at(task),
+                                                 ") did not answer: ", runtime_.system().render(e));
+                 });
+    TROUPE_RETURN_IF_ERROR(status);
+    std::sort(held.begin(), held.end());
+    for (const auto& [var, t] : where) {
+      if (t == task && !std::binary_search(held.begin(), held.end(), var)) out.push_back(var);
+    }
+  }
+  return out;
+}
+
+Status PsClient::wait_for_variables(const Placement& where, const WaitOptions& wait) {
+  const auto start = Clock::now();
+  auto last_log = start;
+  for (;;) {
+    TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> absent, missing(where));
+    if (absent.empty()) return runtime::ok_status();
+    const auto now = Clock::now();
+    if (now - start >= wait.deadline) {
+      return runtime::make_error(runtime::Code::kUnavailable, "the chief did not initialise ",
+                                 absent.size(), " variables (", absent.front(), " on ",
+                                 where.at(absent.front()), ") within ", wait.deadline.count(),
+                                 " ms");
+    }
+    if (now - last_log >= wait.log_every) {
+      runtime::log_info("waiting for the chief to initialise ", absent.size(), " variables (",
+                        absent.front(), " on ", where.at(absent.front()), ")");
+      last_log = now;
+    }
+    std::this_thread::sleep_for(wait.poll);
+  }
+}
+
+Status PsClient::pull(runtime::VariableStore* into) {
+  caf::scoped_actor self{runtime_.system()};
+  for (const auto& [task, server] : servers_) {
+    Status status;
+    self->request(server, timeout_, snapshot_atom::value, std::vector<std::string>{})
+        .receive(
+            [&](std::vector<char>& file) {
+              auto data =
+                  runtime::parse_checkpoint(std::string_view(file.data(), file.size()), task);
+              if (!data.ok()) {
+                status = data.status();
+                return;
+              }
+              runtime::load_into(*data, into);
+            },
+            [&](caf::error& e) {
+              status =
+                  runtime::unavailable("reading the state of ", task, " (", addresses_.at(task),
+                                       "): ", runtime_.system().render(e));
+            });
+    TROUPE_RETURN_IF_ERROR(status);
+  }
+  return runtime::ok_status();
+}
+
+Status PsClient::push(const runtime::VariableStore& from, const Placement& where) {
+  std::map<std::string, runtime::CheckpointData> per_task;
+  for (const std::string& entry : from.names()) {
+    const std::string* var = owner(entry, where);
+    if (var == nullptr) continue;  // not the training graph's (a metric's, say): stays here
+    TROUPE_ASSIGN_OR_RETURN(per_task[where.at(*var)].tensors[entry], from.read(entry));
+  }
+  caf::scoped_actor self{runtime_.system()};
+  for (const auto& [task, data] : per_task) {
+    TROUPE_ASSIGN_OR_RETURN(caf::actor s, server(task));
+    TROUPE_ASSIGN_OR_RETURN(std::string file, runtime::encode_checkpoint(data));
+    Status status;
+    self->request(s, timeout_, load_atom::value, std::vector<char>(file.begin(), file.end()))
+        .receive(
+            [&](std::string& error) {
+              if (!error.empty())
+                status = runtime::internal_error(task, " refused the state: ", error);
+            },
+            [&](caf::error& e) {
+              status =
+                  runtime::unavailable("sending the state to ", task, " (", addresses_.at(task),
+                                       "): ", runtime_.system().render(e));
+            });
+    TROUPE_RETURN_IF_ERROR(status);
+  }
+  return runtime::ok_status();
+}
+
+Result<int64_t> PsClient::read_int64(const std::string& variable, const std::string& task) {
+  TROUPE_ASSIGN_OR_RETURN(caf::actor s, server(task));
+  caf::scoped_actor self{runtime_.system()};
+  Result<int64_t> out = runtime::unavailable(task, " did not answer");
+  self->request(s, timeout_, snapshot_atom::value, std::vector<std::string>{variable})
+      .receive(
+          [&](std::vector<char>& file) {
+            auto data = runtime::parse_checkpoint(std::string_view(file.data(), file.size()), task);
+            if (!data.ok()) {
+              out = data.status();
+              return;
+            }
+            auto it = data->tensors.find(variable);
+            if (it == data->tensors.end() || it->second.dtype() != runtime::DType::kInt64 ||
+                it->second.num_elements() != 1) {
+              out = runtime::internal_error(task, ": '", variable, "' is not an int64 scalar");
+              return;
+            }
+            out = it->second.data<int64_t>()[0];
+          },
+          [&](caf::error& e) {
+            out = runtime::unavailable("reading ", variable, " from ", task, ": ",
+                                       runtime_.system().render(e));
+          });
+  return out;
+}
+
+}  // namespace troupe::actors
