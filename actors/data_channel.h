@@ -17,6 +17,10 @@
 // copies the bytes once, nothing else does. A frame longer than the limit, a short read or a
 // timeout ends the connection with an error naming the peer; the call fails, nothing crashes.
 //
+// With a job secret in the Runtime, both sides prove membership before the first frame (an
+// HMAC-SHA256 challenge-response, job_secret.h); a peer that cannot is closed and logged with
+// its address, and nothing it sent reaches the shard.
+//
 // A server bounds what peers can take (DataServerOptions): connections (one thread each; one
 // over the limit is closed at once, with a log line naming its address), idle time, frame size,
 // and a frame's buffer grows only as its bytes arrive, so a header claiming gigabytes costs
@@ -82,7 +86,7 @@ class DataServer {
   };
   void accept_loop();
   void admit(int fd, const std::string& peer);  // under mu_
-  void serve_connection(int fd);
+  void serve_connection(int fd, const std::string& peer);
   void reap_finished();  // under mu_
 
   Runtime& runtime_;

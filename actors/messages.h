@@ -164,6 +164,11 @@ struct LoopRequest {
   std::vector<caf::actor> observers;
   int64_t observer_window = 2;
   int64_t report_base = 0;  // observers see loop step i as number report_base + i
+  // Where workers share the step count: the fetch that reads it (an int64 scalar) at each step;
+  // observers see that value plus one, and once a step numbered last_number or more has
+  // finished, no step starts (those in flight still report).
+  int step_number_fetch = -1;
+  int64_t last_number = INT64_MAX;
 };
 struct LoopResult {
   runtime::Status status;

@@ -1,6 +1,7 @@
 #include "actors/runtime_system.h"
 
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 
 #include "actors/graph_core.h"
 #include "actors/scheduler.h"
@@ -25,6 +26,14 @@ Runtime::Runtime(RuntimeOptions options) : config_(std::make_unique<caf::actor_s
   cfg.set("logger.console", caf::atom("none"));
   cfg.add_thread_hook<GraphCoreHook>();
   cfg.load<caf::io::middleman>();
+  if (options.secret) {
+    // Mutual TLS: the job's certificate is ours and the only one trusted (job_secret.h).
+    cfg.openssl_certificate = options.secret->path();
+    cfg.openssl_key = options.secret->path();
+    cfg.openssl_cafile = options.secret->path();
+    cfg.load<caf::openssl::manager>();
+    secret_ = options.secret;
+  }
   system_ = std::make_unique<caf::actor_system>(cfg);
 }
 

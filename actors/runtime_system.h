@@ -4,7 +4,8 @@
 // OpenBLAS's threads instead of two GEMMs fighting over them. With more workers, idle ones park
 // at once (aggressive-poll-attempts=1, moderate-poll-attempts=0, relaxed sleep 10 ms). The
 // scheduler is CAF's work stealing without its per-job logging bookkeeping (scheduler.h). Middleman
-// loaded for remote servers, with heartbeats so that a dead peer is noticed within seconds.
+// loaded for remote servers, with heartbeats so that a dead peer is noticed within seconds, and
+// CAF's OpenSSL module with it when a job secret is given.
 //
 //   actors::Runtime rt;                                    // one per process
 //   auto session = actors::Session::create(rt, graph);
@@ -16,6 +17,8 @@
 
 #include <chrono>
 #include <memory>
+
+#include "actors/job_secret.h"
 
 namespace troupe::actors {
 
@@ -33,6 +36,9 @@ struct RuntimeOptions {
   bool caf_worker_loop = false;
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds connection_timeout{5000};
+  // A cluster's job secret: servers publish and sessions connect over mutual TLS with it, and
+  // data channels authenticate with it (job_secret.h). Null: plain TCP, anyone may connect.
+  std::shared_ptr<const JobSecret> secret = nullptr;
 };
 
 class Runtime {
@@ -43,12 +49,14 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   caf::actor_system& system() { return *system_; }
+  const std::shared_ptr<const JobSecret>& secret() const { return secret_; }
   // Actors still running; 0 after every session and server is gone.
   size_t running_actors() const;
 
  private:
   std::unique_ptr<caf::actor_system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
+  std::shared_ptr<const JobSecret> secret_;
 };
 
 }  // namespace troupe::actors

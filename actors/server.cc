@@ -1,6 +1,7 @@
 #include "actors/server.h"
 
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 
 #include "actors/data_channel.h"
 #include "actors/messages.h"
@@ -19,8 +20,11 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
     server->shard_ = nullptr;
     return s;
   }
-  auto port = rt.system().middleman().publish(server->shard_, options.port, options.host.c_str(),
-                                              /*reuse_addr=*/true);
+  auto port = rt.secret()
+                  ? caf::openssl::publish(server->shard_, options.port, options.host.c_str(),
+                                          /*reuse=*/true)
+                  : rt.system().middleman().publish(server->shard_, options.port,
+                                                    options.host.c_str(), /*reuse_addr=*/true);
   if (!port) {
     server->data_.reset();
     caf::anon_send_exit(server->shard_, caf::exit_reason::user_shutdown);
@@ -34,7 +38,13 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
 
 Server::~Server() {
   if (!shard_) return;
-  runtime_.system().middleman().unpublish(shard_, port_);
+  if (runtime_.secret()) {
+    // caf/openssl/unpublish.hpp does not compile in 0.17.6; its manager takes the message.
+    caf::anon_send(runtime_.system().openssl_manager().actor_handle(), caf::unpublish_atom::value,
+                   shard_.address(), port_);
+  } else {
+    runtime_.system().middleman().unpublish(shard_, port_);
+  }
   data_.reset();
   caf::anon_send_exit(shard_, caf::exit_reason::user_shutdown);
   shard_ = nullptr;
@@ -54,7 +64,9 @@ runtime::Result<caf::actor> connect_server(Runtime& rt, const std::string& addre
   }
   if (port <= 0 || port > 65535)
     return runtime::invalid_argument("server address '", address, "': bad port");
-  auto actor = rt.system().middleman().remote_actor(host, static_cast<uint16_t>(port));
+  auto actor = rt.secret()
+                   ? caf::openssl::remote_actor(rt.system(), host, static_cast<uint16_t>(port))
+                   : rt.system().middleman().remote_actor(host, static_cast<uint16_t>(port));
   if (!actor) {
     return runtime::make_error(runtime::Code::kUnavailable, "no troupe server at ", address, ": ",
                                rt.system().render(actor.error()));

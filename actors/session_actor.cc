@@ -333,6 +333,17 @@ void release_reads(SessionActor* self, VarGate& gate, uint64_t step) {
   gate.waiting = std::move(still);
 }
 
+// The number observers see for loop step `index`: counted from report_base, or the global step
+// that the step's fetch read, plus one (the step's own increment), when workers share it.
+int64_t step_number(const LoopRequest& r, int64_t index, const std::vector<Tensor>& values) {
+  const int f = r.step_number_fetch;
+  if (f < 0 || f >= static_cast<int>(values.size()) || values[f].num_elements() != 1 ||
+      values[f].dtype() != runtime::DType::kInt64) {
+    return r.report_base + index;
+  }
+  return values[f].data<int64_t>()[0] + 1;
+}
+
 void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
   Loop& loop = *self->state.loop;
   ++loop.finished;
@@ -351,13 +362,14 @@ void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
     if (!loop.halted && loop.request.on_step && !loop.request.on_step(index, result.values)) {
       loop.stop = loop.halted = true;
     }
+    const int64_t number = step_number(loop.request, index, result.values);
+    if (number >= loop.request.last_number) loop.stop = true;
     // Steps that ran after an observer asked to stop are still reported: they changed the model.
     if (!loop.halted && !loop.request.observers.empty()) {
       auto values = std::make_shared<const std::vector<Tensor>>(std::move(result.values));
       const auto& observers = loop.request.observers;
       for (size_t k = 0; k < observers.size(); ++k) {
-        self->send(observers[k],
-                   StepReport{loop.request.report_base + index, static_cast<int32_t>(k), values});
+        self->send(observers[k], StepReport{number, static_cast<int32_t>(k), values});
       }
       ++loop.reported;
     }

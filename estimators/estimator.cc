@@ -15,6 +15,7 @@
 #include "runtime/crc32c.h"
 #include "runtime/graph_codec.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/log.h"
 #include "runtime/record_io.h"
 
 namespace troupe::estimators {
@@ -144,17 +145,28 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
     : model_fn_(std::move(model_fn)),
       config_(std::move(config)),
       params_(std::move(params)),
-      runtime_(std::make_unique<actors::Runtime>()),
+      runtime_(std::make_unique<actors::Runtime>(
+          actors::RuntimeOptions{.secret = config_.job_secret})),
       store_(std::make_shared<runtime::VariableStore>()) {
   if (config_.threads > 0) runtime::kernel_registry().set_compute_threads(config_.threads);
-  if (!config_.model_dir.empty()) {
+  const ClusterConfig& cluster = config_.cluster;
+  if (cluster.num_ps_replicas > 0 &&
+      (cluster.task_type == "chief" || cluster.task_type == "worker")) {
+    const std::vector<std::string>& ps = cluster.cluster.at("ps");
+    for (size_t i = 0; i < ps.size(); ++i) ps_tasks_["/job:ps/task:" + std::to_string(i)] = ps[i];
+  }
+  // Only the chief of a cluster writes checkpoints and summaries, as in TF.
+  if (!config_.model_dir.empty() && cluster.is_chief) {
     runtime::CheckpointOptions o;
     o.keep_max = config_.keep_checkpoint_max;
     checkpoints_ = std::make_unique<runtime::CheckpointManager>(config_.model_dir, o);
     // One batch a step: the position at a step follows from where the input started. After the
     // data ran out, the next run starts a new pass (TF's semantics for a rerun).
     checkpoints_->set_input_position([this](int64_t step) {
-      if (input_done_ || input_position_.fingerprint == 0) return runtime::InputPosition{};
+      // Each worker of a cluster reads its own part; none is where the global step says.
+      if (in_cluster() || input_done_ || input_position_.fingerprint == 0) {
+        return runtime::InputPosition{};
+      }
       return runtime::InputPosition{input_position_.fingerprint,
                                     input_position_.batches + step - input_base_step_};
     });
@@ -188,6 +200,12 @@ Result<Tensor> Estimator::get_variable_value(const std::string& name) const {
 }
 
 int64_t Estimator::global_step() const {
+  auto at = placement_.find("global_step");
+  if (ps_ && at != placement_.end()) {
+    Result<int64_t> step = ps_->read_int64("global_step", at->second);
+    if (step.ok()) return *step;
+    runtime::log_warning("reading the global step: ", step.status().to_string());
+  }
   return store_->read_int64_scalar("global_step").value_or(0);
 }
 
@@ -244,7 +262,7 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
   m->label = data.label;
   if (config_.tf_random_seed != 0) m->graph.set_seed(config_.tf_random_seed);
   runtime::GraphBuilder b(&m->graph);
-  ops::global_step(b);
+  m->global_step = ops::global_step(b);
   std::map<std::string, Output> features;
   Output labels;
   for (const Component& c : components) {
@@ -286,6 +304,11 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
   if (!b.ok()) return b.status().with_context(where);
   actors::SessionOptions so;
   so.variables = store_;
+  if (mode == Mode::kTrain && in_cluster()) {
+    TROUPE_RETURN_IF_ERROR(place_on_cluster(*m));
+    TROUPE_ASSIGN_OR_RETURN(m->local_session, actors::Session::create(*runtime_, m->graph, so));
+    so.cluster = ps_tasks_;
+  }
   TROUPE_ASSIGN_OR_RETURN(m->session, actors::Session::create(*runtime_, m->graph, so));
   last_components_ = components;
   Model* raw = m.get();
@@ -294,6 +317,7 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
 }
 
 Status Estimator::ensure_variables(Model& m, Mode mode) {
+  if (mode == Mode::kTrain && in_cluster()) return ensure_cluster_variables(m);
   bool missing = false;
   for (int id : m.graph.variables()) {
     if (!store_->contains(ops::variable_name(m.graph.node(id)))) missing = true;
@@ -306,21 +330,85 @@ Status Estimator::ensure_variables(Model& m, Mode mode) {
         config_.model_dir.empty() ? "" : " (" + config_.model_dir + " has no checkpoint)");
   }
   TROUPE_RETURN_IF_ERROR(m.session->run({}, {}, {m.init}).status());
-  if (have_checkpoint) {
-    const std::vector<runtime::VariableSpec> expected = variable_specs(m.graph);
-    TROUPE_ASSIGN_OR_RETURN(
-        auto restored,
-        checkpoints_->restore_latest(store_.get(), [&](const runtime::CheckpointData& d) {
-          return runtime::check_restore(d, expected, config_.partial_restore);
-        }));
-    resume_input_ = restored.input;
-    for (const std::string& why : restored.refused) {
-      std::fprintf(stderr, "WARNING: refused a checkpoint: %s\n", why.c_str());
-    }
-    std::fprintf(stderr, "INFO: restored %s (global step %lld)\n", restored.path.c_str(),
-                 static_cast<long long>(restored.global_step));
+  return have_checkpoint ? restore_latest(m) : runtime::ok_status();
+}
+
+Status Estimator::restore_latest(Model& m) {
+  const std::vector<runtime::VariableSpec> expected = variable_specs(m.graph);
+  TROUPE_ASSIGN_OR_RETURN(
+      auto restored,
+      checkpoints_->restore_latest(store_.get(), [&](const runtime::CheckpointData& d) {
+        return runtime::check_restore(d, expected, config_.partial_restore);
+      }));
+  if (!in_cluster()) resume_input_ = restored.input;
+  for (const std::string& why : restored.refused) {
+    runtime::log_warning("refused a checkpoint: ", why);
   }
+  runtime::log_info("restored ", restored.path, " (global step ", restored.global_step, ")");
   return runtime::ok_status();
+}
+
+Status Estimator::connect_cluster() {
+  if (ps_) return runtime::ok_status();
+  actors::WaitOptions wait;
+  wait.poll = std::chrono::milliseconds(config_.cluster_poll_ms);
+  wait.deadline = std::chrono::milliseconds(config_.cluster_deadline_ms);
+  TROUPE_ASSIGN_OR_RETURN(ps_, actors::PsClient::connect(*runtime_, ps_tasks_, wait));
+  return runtime::ok_status();
+}
+
+Status Estimator::place_on_cluster(Model& m) {
+  TROUPE_RETURN_IF_ERROR(connect_cluster());
+  std::vector<std::string> tasks;
+  for (const auto& [task, address] : ps_tasks_) tasks.push_back(task);
+  TROUPE_ASSIGN_OR_RETURN(placement_,
+                          runtime::place_variables(&m.graph, tasks, config_.ps_strategy));
+  return runtime::ok_status();
+}
+
+// The chief finds the ps tasks holding the model (it restarted, they did not: train on from
+// their state, which is newer than any checkpoint), or initialises it here, restores the
+// latest checkpoint over it, and sends each task its part. Workers wait for that.
+Status Estimator::ensure_cluster_variables(Model& m) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> absent, ps_->missing(placement_));
+  if (!config_.cluster.is_chief) {
+    if (absent.empty()) return runtime::ok_status();
+    actors::WaitOptions wait;
+    wait.poll = std::chrono::milliseconds(config_.cluster_poll_ms);
+    wait.deadline = std::chrono::milliseconds(config_.cluster_deadline_ms);
+    return ps_->wait_for_variables(placement_, wait);
+  }
+  if (absent.empty()) {
+    TROUPE_RETURN_IF_ERROR(pull_from_cluster());
+    runtime::log_info("the ps tasks hold the model at global step ", global_step(),
+                      ": training on from there");
+    return runtime::ok_status();
+  }
+  TROUPE_RETURN_IF_ERROR(m.local_session->run({}, {}, {m.init}).status());
+  if (checkpoints_ && !checkpoints_->latest().empty()) TROUPE_RETURN_IF_ERROR(restore_latest(m));
+  TROUPE_RETURN_IF_ERROR(ps_->push(*store_, placement_));
+  runtime::log_info("sent the model to ", ps_tasks_.size(), " ps tasks (global step ",
+                    store_->read_int64_scalar("global_step").value_or(0), ")");
+  return runtime::ok_status();
+}
+
+Status Estimator::pull_from_cluster() {
+  if (!ps_) return runtime::ok_status();
+  return ps_->pull(store_.get());
+}
+
+Result<input::Dataset> Estimator::worker_part(const input::Dataset& data) {
+  const ClusterConfig& c = config_.cluster;
+  // The chief is worker 0 of the training replicas.
+  const int index = c.is_chief ? 0 : c.task_index + (c.cluster.count("chief") ? 1 : 0);
+  if (worker_part_of_ != data.source) {
+    TROUPE_ASSIGN_OR_RETURN(worker_part_, input::shard(data, c.num_worker_replicas, index));
+    worker_part_of_ = data.source;
+    runtime::log_info("training on ", worker_part_.source->name());
+  }
+  input::Dataset part = data;
+  part.source = worker_part_.source;
+  return part;
 }
 
 Result<TrainResult> Estimator::train(const input::Dataset& data, TrainOptions options) {
@@ -345,10 +433,14 @@ void Estimator::request_stop() {
   if (running_) caf::anon_send(running_, actors::stop_atom::value);
 }
 
-Result<caf::actor> Estimator::spawn_training(const input::Dataset& data, TrainOptions options) {
+Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, TrainOptions options) {
   TROUPE_RETURN_IF_ERROR(config_.validate());
   if (options.steps < 0 || options.max_steps < 0) {
     return runtime::invalid_argument("train: steps and max_steps must be >= 0");
+  }
+  input::Dataset data = all_data;
+  if (in_cluster()) {
+    TROUPE_ASSIGN_OR_RETURN(data, worker_part(all_data));
   }
   TROUPE_ASSIGN_OR_RETURN(Model * m, model_for(Mode::kTrain, data));
   TROUPE_RETURN_IF_ERROR(ensure_variables(*m, Mode::kTrain));
@@ -385,6 +477,12 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& data, TrainOp
   spec.profile_every = setup.profile_every();
   spec.profile_sink = setup.profile_sink();
   spec.variables = store_;
+  if (in_cluster()) {
+    // Workers share the global step: every step fetches it, the run stops where it says.
+    spec.global_step = [this] { return global_step(); };
+    spec.fetches.push_back(m->global_step);
+    spec.step_fetch = static_cast<int>(spec.fetches.size()) - 1;
+  }
   spec.last_step = last;
   spec.max_restarts = config_.max_restarts;
   // Runs on the EstimatorActor's thread while this one waits for its answer.
@@ -463,11 +561,15 @@ Status Estimator::restart_training(Model& m) {
   store_->clear();
   actors::SessionOptions so;
   so.variables = store_;
-  TROUPE_ASSIGN_OR_RETURN(m.session, actors::Session::create(*runtime_, m.graph, so));
   for (auto& [mode, other] : models_) {
     if (other.get() == &m) continue;
     TROUPE_ASSIGN_OR_RETURN(other->session, actors::Session::create(*runtime_, other->graph, so));
   }
+  if (in_cluster()) {
+    TROUPE_ASSIGN_OR_RETURN(m.local_session, actors::Session::create(*runtime_, m.graph, so));
+    so.cluster = ps_tasks_;
+  }
+  TROUPE_ASSIGN_OR_RETURN(m.session, actors::Session::create(*runtime_, m.graph, so));
   return ensure_variables(m, Mode::kTrain);
 }
 
@@ -480,9 +582,11 @@ Result<std::vector<std::shared_ptr<SessionRunHook>>> Estimator::training_hooks(
   hooks.push_back(nan_tensor_hook(true));
   if (checkpoints_) {
     const bool none = config_.save_checkpoints_steps == 0 && config_.save_checkpoints_secs == 0;
+    GatherFn gather = nullptr;
+    if (in_cluster()) gather = [this](runtime::VariableStore& s) { return ps_->pull(&s); };
     hooks.push_back(checkpoint_saver_hook(checkpoints_.get(), config_.save_checkpoints_steps,
                                           none ? 600 : config_.save_checkpoints_secs,
-                                          options.saving_listeners));
+                                          options.saving_listeners, std::move(gather)));
     if (config_.save_summary_steps > 0) {
       if (!train_events_) {
         TROUPE_ASSIGN_OR_RETURN(SummaryWriter w, SummaryWriter::open(*runtime_, config_.model_dir));
@@ -498,6 +602,7 @@ Result<std::vector<std::shared_ptr<SessionRunHook>>> Estimator::training_hooks(
 
 Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions options) {
   TROUPE_ASSIGN_OR_RETURN(Model * m, model_for(Mode::kEval, data));
+  if (options.checkpoint_path.empty()) TROUPE_RETURN_IF_ERROR(pull_from_cluster());
   if (!options.checkpoint_path.empty()) {
     TROUPE_ASSIGN_OR_RETURN(runtime::CheckpointData ckpt,
                             runtime::read_checkpoint(options.checkpoint_path));
@@ -587,6 +692,7 @@ runtime::Status Estimator::predict(const input::Dataset& data,
                                    const std::function<bool(const Prediction&)>& each,
                                    PredictOptions options) {
   TROUPE_ASSIGN_OR_RETURN(Model * m, model_for(Mode::kPredict, data));
+  TROUPE_RETURN_IF_ERROR(pull_from_cluster());
   TROUPE_RETURN_IF_ERROR(ensure_variables(*m, Mode::kPredict));
   std::vector<std::string> keys = options.keys;
   if (keys.empty()) {
@@ -685,6 +791,7 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
   TROUPE_RETURN_IF_ERROR(runtime::encode_graph(m.graph, &graph));
   TROUPE_RETURN_IF_ERROR(runtime::write_file_atomic(dir + "/graph.capnp",
                                                     std::string_view(graph.data(), graph.size())));
+  TROUPE_RETURN_IF_ERROR(pull_from_cluster());
   runtime::CheckpointData vars;
   vars.global_step = global_step();
   for (const std::string& name : store_->names()) {

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/ps_client.h"
 #include "actors/runtime_system.h"
 #include "actors/session.h"
 #include "estimators/estimator_actor.h"
@@ -137,7 +138,11 @@ class Estimator {
     std::shared_ptr<const actors::Source> source;  // the last dataset's, known to fit
     std::string label;
     int init = -1;
+    runtime::Output global_step;  // its read
     std::unique_ptr<actors::Session> session;
+    // In a cluster, the training graph's variables live on the ps tasks; the chief initialises
+    // them in this process first (every node local), then sends them there.
+    std::unique_ptr<actors::Session> local_session;
   };
   runtime::Result<Model*> model_for(Mode mode, const input::Dataset& data);
   runtime::Status ensure_variables(Model& m, Mode mode);
@@ -145,6 +150,14 @@ class Estimator {
   runtime::Result<std::vector<std::shared_ptr<SessionRunHook>>> training_hooks(
       Model& m, const TrainOptions& options, int64_t last);
   runtime::Status restart_training(Model& m);
+  runtime::Status restore_latest(Model& m);
+  // A cluster's training (RunConfig::cluster with ps tasks), for the chief and the workers.
+  bool in_cluster() const { return !ps_tasks_.empty(); }
+  runtime::Status connect_cluster();
+  runtime::Status place_on_cluster(Model& m);
+  runtime::Status ensure_cluster_variables(Model& m);
+  runtime::Status pull_from_cluster();
+  runtime::Result<input::Dataset> worker_part(const input::Dataset& data);
   runtime::Status start_training_input(const input::Dataset& data);
   static uint64_t input_fingerprint(const input::Dataset& data);
 
@@ -165,7 +178,12 @@ class Estimator {
   runtime::InputPosition input_position_;
   int64_t input_base_step_ = 0;
   std::atomic<bool> input_done_{false};
-  runtime::InputPosition resume_input_;  // from the checkpoint restored last
+  runtime::InputPosition resume_input_;          // from the checkpoint restored last
+  std::map<std::string, std::string> ps_tasks_;  // "/job:ps/task:i" -> address
+  std::unique_ptr<actors::PsClient> ps_;
+  actors::PsClient::Placement placement_;  // variable -> ps task
+  input::Dataset worker_part_;             // this worker's part of the last dataset
+  std::shared_ptr<const actors::Source> worker_part_of_;
   std::mutex running_mu_;
   caf::actor running_;  // the EstimatorActor of the running train(), for request_stop
 };

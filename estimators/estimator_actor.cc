@@ -32,6 +32,7 @@ struct RunState {
 using RunActor = caf::stateful_actor<RunState>;
 
 int64_t global_step(const RunState& st) {
+  if (st.spec.global_step) return st.spec.global_step();
   return st.spec.variables->read_int64_scalar("global_step").value_or(0);
 }
 
@@ -143,6 +144,10 @@ void segment(RunActor* self) {
   loop.batch_size = 0;
   loop.observers = st.hooks;
   loop.report_base = at + 1;
+  if (st.spec.step_fetch >= 0) {
+    loop.step_number_fetch = st.spec.step_fetch;
+    loop.last_number = stop_at;
+  }
   auto profile_error = std::make_shared<Status>();
   if (st.spec.profile_every > 0) {
     const int64_t every = st.spec.profile_every;

@@ -47,7 +47,11 @@ struct EstimatorActorSpec {
   int64_t profile_every = 0;
   std::function<runtime::Status(int64_t step, std::vector<actors::NodeTiming>)> profile_sink;
   std::shared_ptr<runtime::VariableStore> variables;  // holds global_step
-  int64_t last_step = INT64_MAX;                      // stop at this global step
+  // Where workers share the global step (a cluster): reads it (blocking), and the fetch that
+  // reads it at every step, so that hooks see it and the run stops at last_step.
+  std::function<int64_t()> global_step;
+  int step_fetch = -1;
+  int64_t last_step = INT64_MAX;  // stop at this global step
   int max_restarts = 0;
   // Rebuilds the session and the input with the variables of the latest checkpoint; blocks.
   std::function<runtime::Result<TrainingParts>()> restart;

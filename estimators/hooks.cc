@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "runtime/log.h"
 #include "runtime/record_io.h"
 
 #include "estimators/summary/summary_actor.h"
@@ -141,8 +142,12 @@ class FinalOps : public SessionRunHook {
 class CheckpointSaver : public SessionRunHook {
  public:
   CheckpointSaver(runtime::CheckpointManager* m, int64_t steps, double secs,
-                  std::vector<CheckpointListener> listeners)
-      : manager_(m), steps_(steps), secs_(secs), listeners_(std::move(listeners)) {}
+                  std::vector<CheckpointListener> listeners, GatherFn gather)
+      : manager_(m),
+        steps_(steps),
+        secs_(secs),
+        listeners_(std::move(listeners)),
+        gather_(std::move(gather)) {}
   Status after_create_session(HookContext& ctx) override {
     last_step_ = ctx.global_step;
     last_time_ = Clock::now();
@@ -171,16 +176,20 @@ class CheckpointSaver : public SessionRunHook {
 
  private:
   Status save(HookContext& ctx) {
-    for (auto& l : listeners_) {
-      if (l.before_save) l.before_save(ctx.global_step);
+    int64_t step = ctx.global_step;
+    if (gather_) {
+      TROUPE_RETURN_IF_ERROR(gather_(ctx.variables).with_context("gathering the model to save"));
+      step = ctx.variables.read_int64_scalar("global_step").value_or(step);
     }
-    TROUPE_ASSIGN_OR_RETURN(std::string path, manager_->save(ctx.global_step, ctx.variables));
-    std::fprintf(stderr, "INFO: saved checkpoint for step %lld: %s\n",
-                 static_cast<long long>(ctx.global_step), path.c_str());
     for (auto& l : listeners_) {
-      if (l.after_save) l.after_save(ctx.global_step, path);
+      if (l.before_save) l.before_save(step);
     }
-    last_step_ = ctx.global_step;
+    TROUPE_ASSIGN_OR_RETURN(std::string path, manager_->save(step, ctx.variables));
+    runtime::log_info("saved checkpoint for step ", step, ": ", path);
+    for (auto& l : listeners_) {
+      if (l.after_save) l.after_save(step, path);
+    }
+    last_step_ = std::max(step, ctx.global_step);
     last_time_ = Clock::now();
     return runtime::ok_status();
   }
@@ -188,6 +197,7 @@ class CheckpointSaver : public SessionRunHook {
   int64_t steps_;
   double secs_;
   std::vector<CheckpointListener> listeners_;
+  GatherFn gather_;
   int64_t last_step_ = 0;
   Clock::time_point last_time_;
 };
@@ -438,8 +448,10 @@ std::shared_ptr<SessionRunHook> final_ops_hook(
 }
 std::shared_ptr<SessionRunHook> checkpoint_saver_hook(runtime::CheckpointManager* manager,
                                                       int64_t every_steps, double every_secs,
-                                                      std::vector<CheckpointListener> listeners) {
-  return std::make_shared<CheckpointSaver>(manager, every_steps, every_secs, std::move(listeners));
+                                                      std::vector<CheckpointListener> listeners,
+                                                      GatherFn gather) {
+  return std::make_shared<CheckpointSaver>(manager, every_steps, every_secs, std::move(listeners),
+                                           std::move(gather));
 }
 std::shared_ptr<SessionRunHook> summary_saver_hook(const SummaryWriter& writer,
                                                    int64_t every_steps) {

@@ -140,9 +140,12 @@ struct CheckpointListener {
   std::function<void(int64_t step, const std::string& path)> after_save;
 };
 // Saves every `every_steps` steps or `every_secs` seconds, and at the end.
+// `gather` first brings the model into the store (a chief's pull from its ps tasks); the
+// checkpoint then holds the global step the store has.
+using GatherFn = std::function<runtime::Status(runtime::VariableStore&)>;
 std::shared_ptr<SessionRunHook> checkpoint_saver_hook(
     runtime::CheckpointManager* manager, int64_t every_steps, double every_secs,
-    std::vector<CheckpointListener> listeners = {});
+    std::vector<CheckpointListener> listeners = {}, GatherFn gather = nullptr);
 // Writes the loss and global_step/sec every `every_steps` steps, and histograms of the
 // variables at each sync point, to `writer`.
 std::shared_ptr<SessionRunHook> summary_saver_hook(const SummaryWriter& writer,

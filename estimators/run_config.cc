@@ -85,6 +85,10 @@ runtime::Status RunConfig::validate() const {
                                      " is not in (0, 1]");
   }
   if (threads < 0) return runtime::invalid_argument("threads < 0");
+  if (cluster_poll_ms <= 0) return runtime::invalid_argument("cluster_poll_ms must be > 0");
+  if (cluster_deadline_ms <= 0) {
+    return runtime::invalid_argument("cluster_deadline_ms must be > 0");
+  }
   return runtime::ok_status();
 }
 

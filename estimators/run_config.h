@@ -10,9 +10,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "actors/job_secret.h"
+#include "runtime/placement.h"
 #include "runtime/status.h"
 
 namespace troupe::estimators {
@@ -46,9 +49,18 @@ struct RunConfig {
   // values), as a warm start does; by default such a checkpoint is refused, naming the variable.
   bool partial_restore = false;
   ClusterConfig cluster;
+  // A cluster's variables go to its ps tasks this way (runtime/placement.h).
+  runtime::PsStrategy ps_strategy = runtime::PsStrategy::kRoundRobin;
+  // Members start in any order: each polls for the others this often, for at most this long,
+  // logging whom it waits for.
+  int64_t cluster_poll_ms = 200;
+  int64_t cluster_deadline_ms = 60000;
+  // Proves this process a member of the cluster to the others (actors/job_secret.h); null: plain
+  // connections, for a cluster on a trusted network only.
+  std::shared_ptr<const actors::JobSecret> job_secret;
 
   // The errors name the field: negative steps, a fraction outside (0, 1], both checkpoint
-  // settings given.
+  // settings given, a poll interval or deadline <= 0.
   runtime::Status validate() const;
 };
 
