@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <capnp/message.h>
-#include <openssl/rand.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -168,70 +167,6 @@ void set_timeout(int fd, std::chrono::milliseconds timeout) {
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-// Membership, before any frame: the client sends a magic and a nonce; the server answers with
-// its nonce and an HMAC over both, proving it holds the job secret; the client answers with an
-// HMAC the other way round. Either side closes on a wrong answer or after kHandshakeTimeout.
-constexpr char kHandshakeMagic[4] = {'T', 'R', 'P', 'A'};
-constexpr size_t kNonce = 32;
-constexpr std::chrono::milliseconds kHandshakeTimeout{5000};
-
-std::string handshake_message(const char* role, const char* first, const char* second) {
-  std::string m = role;
-  m.append(first, kNonce);
-  m.append(second, kNonce);
-  return m;
-}
-
-bool send_bytes(int fd, const void* data, size_t size) {
-  iovec part{const_cast<void*>(data), size};
-  return write_all(fd, &part, 1);
-}
-
-// "" when the peer proved membership; otherwise what went wrong.
-std::string authenticate_server_side(int fd, const JobSecret& secret) {
-  char hello[sizeof kHandshakeMagic + kNonce];
-  if (!read_all(fd, hello, sizeof hello)) return "no handshake (" + errno_text() + ")";
-  if (std::memcmp(hello, kHandshakeMagic, sizeof kHandshakeMagic) != 0) {
-    return "not a troupe data channel client";
-  }
-  const char* client_nonce = hello + sizeof kHandshakeMagic;
-  char answer[kNonce + sizeof(JobSecret::Mac)];
-  RAND_bytes(reinterpret_cast<unsigned char*>(answer), kNonce);
-  const JobSecret::Mac mine =
-      secret.sign(handshake_message("troupe data server", client_nonce, answer));
-  std::memcpy(answer + kNonce, mine.data(), mine.size());
-  if (!send_bytes(fd, answer, sizeof answer)) return "gone during the handshake";
-  JobSecret::Mac theirs{};
-  if (!read_all(fd, reinterpret_cast<char*>(theirs.data()), theirs.size())) {
-    return "no proof of membership (" + errno_text() + ")";
-  }
-  if (!secret.verify(handshake_message("troupe data client", answer, client_nonce), theirs)) {
-    return "a wrong job secret";
-  }
-  return "";
-}
-
-std::string authenticate_client_side(int fd, const JobSecret& secret) {
-  char hello[sizeof kHandshakeMagic + kNonce];
-  std::memcpy(hello, kHandshakeMagic, sizeof kHandshakeMagic);
-  char* client_nonce = hello + sizeof kHandshakeMagic;
-  RAND_bytes(reinterpret_cast<unsigned char*>(client_nonce), kNonce);
-  if (!send_bytes(fd, hello, sizeof hello)) return "cannot send the handshake";
-  char answer[kNonce + sizeof(JobSecret::Mac)];
-  if (!read_all(fd, answer, sizeof answer)) {
-    return "the server closed the handshake: it does not hold this job's secret, or has none";
-  }
-  JobSecret::Mac theirs{};
-  std::memcpy(theirs.data(), answer + kNonce, theirs.size());
-  if (!secret.verify(handshake_message("troupe data server", client_nonce, answer), theirs)) {
-    return "the server does not hold this job's secret";
-  }
-  const JobSecret::Mac mine =
-      secret.sign(handshake_message("troupe data client", answer, client_nonce));
-  if (!send_bytes(fd, mine.data(), mine.size())) return "gone during the handshake";
-  return "";
-}
-
 struct ChannelState {
   int fd = -1;
   std::string peer;
@@ -376,14 +311,12 @@ void DataServer::reap_finished() {
 // the worst it gets is a closed connection (the shard answers bad bytes with an error reply).
 void DataServer::serve_connection(int fd, const std::string& peer) {
   if (const auto& secret = runtime_.secret()) {
-    set_timeout(fd, kHandshakeTimeout);
-    const std::string refused = authenticate_server_side(fd, *secret);
+    const std::string refused = secret->check_member(fd);
     if (!refused.empty()) {
       runtime::log_warning("data channel on port ", port_, ": refused ", peer, ": ", refused);
       ::shutdown(fd, SHUT_RDWR);
       return;
     }
-    set_timeout(fd, options_.idle_timeout);
   }
   caf::scoped_actor self{runtime_.system()};
   while (!stopping_) {
@@ -435,7 +368,7 @@ runtime::Result<caf::actor> connect_data_channel(Runtime& runtime, const std::st
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (const auto& secret = runtime.secret()) {
-    const std::string refused = authenticate_client_side(fd, *secret);
+    const std::string refused = secret->prove_member(fd);
     if (!refused.empty()) {
       ::close(fd);
       return runtime::unavailable("data channel to ", peer, ": ", refused);

@@ -4,15 +4,18 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
-#include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 
 namespace troupe::actors {
 
@@ -21,24 +24,7 @@ using runtime::Status;
 
 namespace {
 
-template <class T, void (*Free)(T*)>
-struct Freer {
-  void operator()(T* p) const { Free(p); }
-};
-using Bio = std::unique_ptr<BIO, Freer<BIO, BIO_free_all>>;
-using Key = std::unique_ptr<EVP_PKEY, Freer<EVP_PKEY, EVP_PKEY_free>>;
-using Cert = std::unique_ptr<X509, Freer<X509, X509_free>>;
-
-bool add_extension(X509* cert, int nid, const char* value) {
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
-  if (ext == nullptr) return false;
-  const bool ok = X509_add_ext(cert, ext, -1) == 1;
-  X509_EXTENSION_free(ext);
-  return ok;
-}
+constexpr size_t kSecretBytes = 32;
 
 }  // namespace
 
@@ -55,6 +41,87 @@ bool JobSecret::verify(std::string_view message, const Mac& mac) const {
   return CRYPTO_memcmp(expected.data(), mac.data(), mac.size()) == 0;
 }
 
+namespace {
+
+constexpr char kMagic[4] = {'T', 'R', 'P', 'A'};
+constexpr size_t kNonce = 32;
+using Clock = std::chrono::steady_clock;
+
+// All of `size` bytes, each way, waiting at most until `deadline`; false on an error, the end of
+// the stream or the deadline. Works on blocking and non-blocking sockets alike.
+bool transfer(int fd, char* data, size_t size, bool send, Clock::time_point deadline) {
+  size_t done = 0;
+  while (done < size) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, static_cast<short>(send ? POLLOUT : POLLIN), 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    const ssize_t n = send ? ::send(fd, data + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT)
+                           : ::recv(fd, data + done, size - done, MSG_DONTWAIT);
+    if (n == 0) return false;
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string message(const char* role, const char* first, const char* second) {
+  std::string m = role;
+  m.append(first, kNonce);
+  m.append(second, kNonce);
+  return m;
+}
+
+}  // namespace
+
+std::string JobSecret::prove_member(int fd, std::chrono::milliseconds timeout) const {
+  const auto deadline = Clock::now() + timeout;
+  char hello[sizeof kMagic + kNonce];
+  std::memcpy(hello, kMagic, sizeof kMagic);
+  char* mine = hello + sizeof kMagic;
+  RAND_bytes(reinterpret_cast<unsigned char*>(mine), kNonce);
+  if (!transfer(fd, hello, sizeof hello, true, deadline)) return "cannot send the handshake";
+  char answer[kNonce + sizeof(Mac)];
+  if (!transfer(fd, answer, sizeof answer, false, deadline)) {
+    return "the server closed the handshake: it does not hold this job's secret, or has none";
+  }
+  Mac theirs{};
+  std::memcpy(theirs.data(), answer + kNonce, theirs.size());
+  if (!verify(message("troupe server", mine, answer), theirs)) {
+    return "the server does not hold this job's secret";
+  }
+  Mac proof = sign(message("troupe client", answer, mine));
+  if (!transfer(fd, reinterpret_cast<char*>(proof.data()), proof.size(), true, deadline)) {
+    return "gone during the handshake";
+  }
+  return "";
+}
+
+std::string JobSecret::check_member(int fd, std::chrono::milliseconds timeout) const {
+  const auto deadline = Clock::now() + timeout;
+  char hello[sizeof kMagic + kNonce];
+  if (!transfer(fd, hello, sizeof hello, false, deadline)) return "no handshake in time";
+  if (std::memcmp(hello, kMagic, sizeof kMagic) != 0) return "not a troupe member's handshake";
+  const char* theirs = hello + sizeof kMagic;
+  char answer[kNonce + sizeof(Mac)];
+  RAND_bytes(reinterpret_cast<unsigned char*>(answer), kNonce);
+  const Mac mac = sign(message("troupe server", theirs, answer));
+  std::memcpy(answer + kNonce, mac.data(), mac.size());
+  if (!transfer(fd, answer, sizeof answer, true, deadline)) return "gone during the handshake";
+  Mac proof{};
+  if (!transfer(fd, reinterpret_cast<char*>(proof.data()), proof.size(), false, deadline)) {
+    return "no proof of membership in time";
+  }
+  if (!verify(message("troupe client", answer, theirs), proof)) return "a wrong job secret";
+  return "";
+}
+
 Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -64,59 +131,37 @@ Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string& path
     return runtime::failed_precondition("job secret ", path,
                                         " is readable by others: chmod 600 it");
   }
-  Bio bio(BIO_new_file(path.c_str(), "r"));
-  if (!bio) return runtime::not_found("job secret ", path, ": cannot open it");
-  Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  if (!key) return runtime::invalid_argument("job secret ", path, " holds no private key");
-  Bio again(BIO_new_file(path.c_str(), "r"));
-  Cert cert(again ? PEM_read_bio_X509(again.get(), nullptr, nullptr, nullptr) : nullptr);
-  if (!cert) return runtime::invalid_argument("job secret ", path, " holds no certificate");
-  if (X509_check_private_key(cert.get(), key.get()) != 1) {
-    return runtime::invalid_argument("job secret ", path,
-                                     ": the certificate is not the private key's");
+  std::ifstream in(path);
+  std::string text;
+  std::getline(in, text);
+  if (text.size() < 2 * kSecretBytes ||
+      text.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return runtime::invalid_argument("job secret ", path, " is not ", 2 * kSecretBytes,
+                                     " or more hexadecimal digits (troupe secret FILE makes one)");
   }
-  unsigned char* der = nullptr;
-  const int size = i2d_PrivateKey(key.get(), &der);
-  if (size <= 0) return runtime::invalid_argument("job secret ", path, ": cannot encode its key");
   auto secret = std::make_shared<JobSecret>();
   secret->path_ = path;
-  SHA256(der, static_cast<size_t>(size), secret->key_.data());
-  OPENSSL_clear_free(der, static_cast<size_t>(size));
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), secret->key_.data());
   return std::shared_ptr<const JobSecret>(std::move(secret));
 }
 
 Status make_job_secret(const std::string& path) {
-  Key key(EVP_EC_gen("P-256"));
-  Cert cert(X509_new());
-  if (!key || !cert) return runtime::internal_error("making a job secret: OpenSSL failed");
-  unsigned char serial[16];
-  RAND_bytes(serial, sizeof serial);
-  serial[0] &= 0x7f;  // a positive serial number
-  BIGNUM* bn = BN_bin2bn(serial, sizeof serial, nullptr);
-  BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert.get()));
-  BN_free(bn);
-  X509_set_version(cert.get(), 2);
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 60L * 60 * 24 * 365 * 10);
-  X509_set_pubkey(cert.get(), key.get());
-  X509_NAME* name = X509_get_subject_name(cert.get());
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("troupe job"), -1, -1, 0);
-  X509_set_issuer_name(cert.get(), name);
-  // Its own trust anchor: a CA that signs itself.
-  if (!add_extension(cert.get(), NID_basic_constraints, "critical,CA:TRUE") ||
-      !add_extension(cert.get(), NID_key_usage, "critical,digitalSignature,keyCertSign") ||
-      X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) {
-    return runtime::internal_error("making a job secret: cannot sign its certificate");
+  unsigned char bytes[kSecretBytes];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) {
+    return runtime::internal_error("making a job secret: no random bytes");
   }
+  std::string text;
+  for (unsigned char b : bytes) {
+    text += "0123456789abcdef"[b >> 4];
+    text += "0123456789abcdef"[b & 15];
+  }
+  text += "\n";
+  OPENSSL_cleanse(bytes, sizeof bytes);
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return runtime::failed_precondition("cannot write the job secret ", tmp);
-  FILE* f = ::fdopen(fd, "w");
-  const bool written = f != nullptr &&
-                       PEM_write_PrivateKey(f, key.get(), nullptr, nullptr, 0, nullptr, nullptr) &&
-                       PEM_write_X509(f, cert.get());
-  const bool closed = f != nullptr ? std::fclose(f) == 0 : ::close(fd) == 0;
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool closed = ::close(fd) == 0;
   if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
     return runtime::internal_error("cannot write the job secret ", path);

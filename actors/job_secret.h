@@ -1,19 +1,19 @@
-// The job secret: what proves that a process is a member of a cluster. One PEM file holds a
-// private key and a certificate for it, made once per job (`troupe cluster` makes one per run,
-// `troupe secret FILE` one for machines of your own). Both of a cluster's transports check it
-// before any message of a connection reaches an actor:
-// - CAF's port speaks mutual TLS (libcaf_openssl, verify peer and fail without a certificate)
-//   with the certificate as the only trusted one, so a peer must present it and prove its key;
-// - the data channel runs an HMAC-SHA256 challenge-response, both ways, keyed by a hash of the
-//   private key, before its first frame (data_channel.h).
+// The job secret: what proves that a process is a member of a cluster. A file of random
+// hexadecimal digits (mode 600), made once per job (`troupe cluster` makes one per run,
+// `troupe secret FILE` one for machines of your own) and given to every member. Both of a
+// cluster's transports check it before any message of a connection reaches an actor: CAF's
+// port through the member middleman (member_middleman.h), the data channel before its first
+// frame (data_channel.h), each with an HMAC-SHA256 challenge-response, both ways, so that the
+// secret itself never travels.
 //
-//   auto secret = actors::load_job_secret("/run/job.pem");   // Result<shared_ptr<const ...>>
-//   actors::Runtime rt({.secret = *secret});                   // every connection checked
+//   auto secret = actors::load_job_secret("/run/job.secret");   // Result<shared_ptr<const ...>>
+//   actors::Runtime rt({.secret = *secret});                      // every connection checked
 //
 // Thread-safe once loaded.
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,16 +29,24 @@ class JobSecret {
   Mac sign(std::string_view message) const;
   bool verify(std::string_view message, const Mac& mac) const;  // in constant time
 
+  // The challenge-response on a connected socket, before any other byte: the client sends a
+  // magic and a nonce; the server answers with its nonce and an HMAC over both, proving that it
+  // holds the secret; the client answers with an HMAC the other way round. Each returns "" when
+  // the peer proved membership, otherwise why not; each gives up after `timeout`.
+  std::string prove_member(int fd, std::chrono::milliseconds timeout = kHandshakeTimeout) const;
+  std::string check_member(int fd, std::chrono::milliseconds timeout = kHandshakeTimeout) const;
+  static constexpr std::chrono::milliseconds kHandshakeTimeout{5000};
+
  private:
   friend runtime::Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string&);
   std::string path_;
   Mac key_{};
 };
 
-// Reads and checks a secret file (a key, a certificate, and that they belong together); an
-// error naming the file and what is wrong. The file must not be readable by others.
+// Reads and checks a secret file; an error naming the file and what is wrong (missing, readable
+// by others, too short, not hexadecimal).
 runtime::Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string& path);
-// Writes a new secret (an EC P-256 key and a self-signed certificate) to `path`, mode 0600.
+// Writes a new secret (256 random bits as hexadecimal digits) to `path`, mode 0600.
 runtime::Status make_job_secret(const std::string& path);
 // The file TROUPE_JOB_SECRET names, loaded; null when the variable is unset.
 runtime::Result<std::shared_ptr<const JobSecret>> job_secret_from_env();

@@ -1,9 +1,9 @@
 #include "actors/runtime_system.h"
 
 #include <caf/io/all.hpp>
-#include <caf/openssl/all.hpp>
 
 #include "actors/graph_core.h"
+#include "actors/member_middleman.h"
 #include "actors/scheduler.h"
 
 namespace troupe::actors {
@@ -26,18 +26,65 @@ Runtime::Runtime(RuntimeOptions options) : config_(std::make_unique<caf::actor_s
   cfg.set("logger.console", caf::atom("none"));
   cfg.add_thread_hook<GraphCoreHook>();
   cfg.load<caf::io::middleman>();
-  if (options.secret) {
-    // Mutual TLS: the job's certificate is ours and the only one trusted (job_secret.h).
-    cfg.openssl_certificate = options.secret->path();
-    cfg.openssl_key = options.secret->path();
-    cfg.openssl_cafile = options.secret->path();
-    cfg.load<caf::openssl::manager>();
-    secret_ = options.secret;
-  }
   system_ = std::make_unique<caf::actor_system>(cfg);
+  if (options.secret) {
+    secret_ = options.secret;
+    member_middleman_ = spawn_member_middleman(*system_, secret_);
+  }
+}
+
+runtime::Result<uint16_t> Runtime::publish(const caf::actor& whom, uint16_t port,
+                                           const std::string& host) {
+  if (!member_middleman_) {
+    auto p = system_->middleman().publish(whom, port, host.c_str(), /*reuse_addr=*/true);
+    if (!p) return runtime::unavailable(system_->render(p.error()));
+    return *p;
+  }
+  runtime::Result<uint16_t> out = runtime::unavailable("no answer from the middleman");
+  caf::scoped_actor self{*system_};
+  self->request(member_middleman_, caf::infinite, caf::publish_atom::value, port,
+                caf::actor_cast<caf::strong_actor_ptr>(whom), system_->message_types(whom), host,
+                true)
+      .receive([&](uint16_t p) { out = p; },
+               [&](caf::error& e) { out = runtime::unavailable(system_->render(e)); });
+  return out;
+}
+
+void Runtime::unpublish(const caf::actor& whom, uint16_t port) {
+  if (!member_middleman_) {
+    system_->middleman().unpublish(whom, port);
+    return;
+  }
+  caf::scoped_actor self{*system_};
+  self->request(member_middleman_, std::chrono::seconds(10), caf::unpublish_atom::value,
+                whom.address(), port)
+      .receive([] {}, [](caf::error&) {});
+}
+
+runtime::Result<caf::actor> Runtime::remote_actor(const std::string& host, uint16_t port) {
+  if (!member_middleman_) {
+    auto a = system_->middleman().remote_actor(host, port);
+    if (!a) return runtime::unavailable(system_->render(a.error()));
+    return *a;
+  }
+  runtime::Result<caf::actor> out = runtime::unavailable("no answer from the middleman");
+  caf::scoped_actor self{*system_};
+  self->request(member_middleman_, caf::infinite, caf::connect_atom::value, host, port)
+      .receive(
+          [&](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
+            if (ptr) {
+              out = caf::actor_cast<caf::actor>(std::move(ptr));
+            } else {
+              out = runtime::unavailable("no actor published at ", host, ":", port);
+            }
+          },
+          [&](caf::error& e) { out = runtime::unavailable(system_->render(e)); });
+  return out;
 }
 
 Runtime::~Runtime() {
+  if (member_middleman_) caf::anon_send_exit(member_middleman_, caf::exit_reason::user_shutdown);
+  member_middleman_ = nullptr;
   system_->await_all_actors_done();
   system_.reset();
 }

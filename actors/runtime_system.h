@@ -4,8 +4,8 @@
 // OpenBLAS's threads instead of two GEMMs fighting over them. With more workers, idle ones park
 // at once (aggressive-poll-attempts=1, moderate-poll-attempts=0, relaxed sleep 10 ms). The
 // scheduler is CAF's work stealing without its per-job logging bookkeeping (scheduler.h). Middleman
-// loaded for remote servers, with heartbeats so that a dead peer is noticed within seconds, and
-// CAF's OpenSSL module with it when a job secret is given.
+// loaded for remote servers, with heartbeats so that a dead peer is noticed within seconds; with
+// a job secret, every connection proves membership first (member_middleman.h).
 //
 //   actors::Runtime rt;                                    // one per process
 //   auto session = actors::Session::create(rt, graph);
@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "actors/job_secret.h"
+#include "runtime/status.h"
 
 namespace troupe::actors {
 
@@ -36,8 +37,8 @@ struct RuntimeOptions {
   bool caf_worker_loop = false;
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds connection_timeout{5000};
-  // A cluster's job secret: servers publish and sessions connect over mutual TLS with it, and
-  // data channels authenticate with it (job_secret.h). Null: plain TCP, anyone may connect.
+  // A cluster's job secret: every connection, CAF's and the data channels', proves membership
+  // with it before its first message (job_secret.h). Null: plain TCP, anyone may connect.
   std::shared_ptr<const JobSecret> secret = nullptr;
 };
 
@@ -50,6 +51,11 @@ class Runtime {
 
   caf::actor_system& system() { return *system_; }
   const std::shared_ptr<const JobSecret>& secret() const { return secret_; }
+  // CAF's publish and remote_actor, through the member middleman when there is a secret; the
+  // errors are CAF's, rendered.
+  runtime::Result<uint16_t> publish(const caf::actor& whom, uint16_t port, const std::string& host);
+  void unpublish(const caf::actor& whom, uint16_t port);
+  runtime::Result<caf::actor> remote_actor(const std::string& host, uint16_t port);
   // Actors still running; 0 after every session and server is gone.
   size_t running_actors() const;
 
@@ -57,6 +63,7 @@ class Runtime {
   std::unique_ptr<caf::actor_system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
   std::shared_ptr<const JobSecret> secret_;
+  caf::actor member_middleman_;
 };
 
 }  // namespace troupe::actors

@@ -1,7 +1,6 @@
 #include "actors/server.h"
 
 #include <caf/io/all.hpp>
-#include <caf/openssl/all.hpp>
 
 #include "actors/data_channel.h"
 #include "actors/messages.h"
@@ -20,17 +19,13 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
     server->shard_ = nullptr;
     return s;
   }
-  auto port = rt.secret()
-                  ? caf::openssl::publish(server->shard_, options.port, options.host.c_str(),
-                                          /*reuse=*/true)
-                  : rt.system().middleman().publish(server->shard_, options.port,
-                                                    options.host.c_str(), /*reuse_addr=*/true);
-  if (!port) {
+  auto port = rt.publish(server->shard_, options.port, options.host);
+  if (!port.ok()) {
     server->data_.reset();
     caf::anon_send_exit(server->shard_, caf::exit_reason::user_shutdown);
     server->shard_ = nullptr;
     return runtime::make_error(runtime::Code::kUnavailable, "cannot serve on ", options.host, ":",
-                               options.port, ": ", rt.system().render(port.error()));
+                               options.port, ": ", port.status().message());
   }
   server->port_ = *port;
   return server;
@@ -38,13 +33,7 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
 
 Server::~Server() {
   if (!shard_) return;
-  if (runtime_.secret()) {
-    // caf/openssl/unpublish.hpp does not compile in 0.17.6; its manager takes the message.
-    caf::anon_send(runtime_.system().openssl_manager().actor_handle(), caf::unpublish_atom::value,
-                   shard_.address(), port_);
-  } else {
-    runtime_.system().middleman().unpublish(shard_, port_);
-  }
+  runtime_.unpublish(shard_, port_);
   data_.reset();
   caf::anon_send_exit(shard_, caf::exit_reason::user_shutdown);
   shard_ = nullptr;
@@ -64,12 +53,10 @@ runtime::Result<caf::actor> connect_server(Runtime& rt, const std::string& addre
   }
   if (port <= 0 || port > 65535)
     return runtime::invalid_argument("server address '", address, "': bad port");
-  auto actor = rt.secret()
-                   ? caf::openssl::remote_actor(rt.system(), host, static_cast<uint16_t>(port))
-                   : rt.system().middleman().remote_actor(host, static_cast<uint16_t>(port));
-  if (!actor) {
+  auto actor = rt.remote_actor(host, static_cast<uint16_t>(port));
+  if (!actor.ok()) {
     return runtime::make_error(runtime::Code::kUnavailable, "no troupe server at ", address, ": ",
-                               rt.system().render(actor.error()));
+                               actor.status().message());
   }
   return *actor;
 }

@@ -6,8 +6,7 @@ find_package(ZLIB REQUIRED)
 find_package(doctest QUIET)
 # Boost: program_options for the troupe command (the rest used is header-only).
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
-# OpenSSL: the job secret's key and certificate (mutual TLS on CAF's port), and HMAC on the
-# data channel.
+# OpenSSL's libcrypto: the job secret's HMAC-SHA256 challenge-response and its random bytes.
 find_package(OpenSSL REQUIRED)
 
 # OpenBLAS (pthread build) is the GEMM: measured fastest, and as fast inside actors as in a loop.
@@ -26,12 +25,11 @@ target_include_directories(troupe_blas SYSTEM INTERFACE ${TROUPE_CBLAS_INCLUDE})
 find_path(TROUPE_CAF_INCLUDE caf/all.hpp)
 find_library(TROUPE_CAF_CORE caf_core)
 find_library(TROUPE_CAF_IO caf_io)
-find_library(TROUPE_CAF_OPENSSL caf_openssl)
-if(TROUPE_CAF_INCLUDE AND TROUPE_CAF_CORE AND TROUPE_CAF_IO AND TROUPE_CAF_OPENSSL)
+if(TROUPE_CAF_INCLUDE AND TROUPE_CAF_CORE AND TROUPE_CAF_IO)
   add_library(troupe_caf INTERFACE)
   target_include_directories(troupe_caf SYSTEM INTERFACE ${TROUPE_CAF_INCLUDE})
-  target_link_libraries(troupe_caf INTERFACE ${TROUPE_CAF_OPENSSL} ${TROUPE_CAF_IO} ${TROUPE_CAF_CORE}
-                        OpenSSL::SSL OpenSSL::Crypto Threads::Threads)
+  target_link_libraries(troupe_caf INTERFACE ${TROUPE_CAF_IO} ${TROUPE_CAF_CORE} OpenSSL::Crypto
+                        Threads::Threads)
 endif()
 
 # CUDA is optional. No CUDA kernels exist yet (kernels/README.md): the build says what it found

@@ -145,8 +145,8 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
     : model_fn_(std::move(model_fn)),
       config_(std::move(config)),
       params_(std::move(params)),
-      runtime_(std::make_unique<actors::Runtime>(
-          actors::RuntimeOptions{.secret = config_.job_secret})),
+      runtime_(
+          std::make_unique<actors::Runtime>(actors::RuntimeOptions{.secret = config_.job_secret})),
       store_(std::make_shared<runtime::VariableStore>()) {
   if (config_.threads > 0) runtime::kernel_registry().set_compute_threads(config_.threads);
   const ClusterConfig& cluster = config_.cluster;
@@ -203,8 +203,9 @@ int64_t Estimator::global_step() const {
   auto at = placement_.find("global_step");
   if (ps_ && at != placement_.end()) {
     Result<int64_t> step = ps_->read_int64("global_step", at->second);
-    if (step.ok()) return *step;
+    if (step.ok()) return last_global_step_ = *step;
     runtime::log_warning("reading the global step: ", step.status().to_string());
+    return last_global_step_;  // the last one read
   }
   return store_->read_int64_scalar("global_step").value_or(0);
 }
@@ -380,13 +381,17 @@ Status Estimator::ensure_cluster_variables(Model& m) {
   }
   if (absent.empty()) {
     TROUPE_RETURN_IF_ERROR(pull_from_cluster());
-    runtime::log_info("the ps tasks hold the model at global step ", global_step(),
-                      ": training on from there");
+    if (!cluster_joined_) {
+      runtime::log_info("the ps tasks hold the model at global step ", global_step(),
+                        ": training on from there");
+    }
+    cluster_joined_ = true;
     return runtime::ok_status();
   }
   TROUPE_RETURN_IF_ERROR(m.local_session->run({}, {}, {m.init}).status());
   if (checkpoints_ && !checkpoints_->latest().empty()) TROUPE_RETURN_IF_ERROR(restore_latest(m));
   TROUPE_RETURN_IF_ERROR(ps_->push(*store_, placement_));
+  cluster_joined_ = true;
   runtime::log_info("sent the model to ", ps_tasks_.size(), " ps tasks (global step ",
                     store_->read_int64_scalar("global_step").value_or(0), ")");
   return runtime::ok_status();

@@ -184,6 +184,8 @@ class Estimator {
   actors::PsClient::Placement placement_;  // variable -> ps task
   input::Dataset worker_part_;             // this worker's part of the last dataset
   std::shared_ptr<const actors::Source> worker_part_of_;
+  bool cluster_joined_ = false;
+  mutable std::atomic<int64_t> last_global_step_{0};  // from the ps, for when it is gone
   std::mutex running_mu_;
   caf::actor running_;  // the EstimatorActor of the running train(), for request_stop
 };

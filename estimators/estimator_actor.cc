@@ -82,7 +82,9 @@ void call_hooks(RunActor* self, HookPhase phase, size_t k, std::function<void()>
 void fail(RunActor* self, Status why) {
   RunState& st = self->state;
   if (st.done) return;
-  if (!retryable(why) || st.outcome.restarts >= st.spec.max_restarts || !st.spec.restart) {
+  // A run asked to stop ends, whatever failed meanwhile (a cluster stopping around it).
+  if (!retryable(why) || st.outcome.restarts >= st.spec.max_restarts || !st.spec.restart ||
+      st.outcome.stopped) {
     return finish(self, std::move(why));
   }
   ++st.outcome.restarts;

@@ -71,6 +71,7 @@ caf::behavior hook_actor(HookActor* self, HookActorSpec spec) {
 }  // namespace
 
 caf::actor spawn_hook_actor(caf::actor_system& system, HookActorSpec spec) {
+  if (spec.hook->blocks()) return system.spawn<caf::detached>(hook_actor, std::move(spec));
   return system.spawn(hook_actor, std::move(spec));
 }
 

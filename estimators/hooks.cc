@@ -173,6 +173,7 @@ class CheckpointSaver : public SessionRunHook {
   int64_t next_sync_step(int64_t) const override {
     return steps_ > 0 ? last_step_ + steps_ : INT64_MAX;
   }
+  bool blocks() const override { return gather_ != nullptr; }
 
  private:
   Status save(HookContext& ctx) {

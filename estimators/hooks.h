@@ -117,6 +117,9 @@ class SessionRunHook {
   // The next global step after `global_step` this hook wants a sync point at, when it knows it
   // in advance (a checkpoint every N steps): the segment then ends exactly there.
   virtual int64_t next_sync_step(int64_t global_step) const { return INT64_MAX; }
+  // Whether its calls wait on other processes (a chief's saver pulls the model from the ps
+  // tasks): its actor then gets a thread of its own, so that no CAF worker waits on a reply.
+  virtual bool blocks() const { return false; }
 };
 
 // Stops after `num_steps` more steps, or at global step `last_step` (one of them > 0).

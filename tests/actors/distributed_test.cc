@@ -1,6 +1,7 @@
 // A parameter shard in a second process on 127.0.0.1: a model trained against it matches the
 // single-process run, and a dead server fails the next step cleanly, within seconds.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,12 +13,15 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
+#include "actors/ps_client.h"
 #include "actors/server.h"
 #include "actors/session.h"
 #include "actors/shard_codec.h"
 #include "harness/op_harness.h"
+#include "harness/temp_dir.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
@@ -33,7 +37,10 @@ using runtime::Tensor;
 namespace {
 
 // Forks a child that serves a parameter shard until its stdin pipe closes; returns its port.
-pid_t start_server(uint16_t* port, int* keep_alive_fd) {
+// With a secret, it speaks only to members of that job.
+pid_t start_server(uint16_t* port, int* keep_alive_fd,
+                   std::shared_ptr<const actors::JobSecret> secret = nullptr,
+                   const std::string& log = "") {
   int up[2], down[2];
   REQUIRE(pipe(up) == 0);
   REQUIRE(pipe(down) == 0);
@@ -42,8 +49,12 @@ pid_t start_server(uint16_t* port, int* keep_alive_fd) {
   if (pid == 0) {
     close(up[0]);
     close(down[1]);
+    if (!log.empty()) {
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (fd >= 0) dup2(fd, STDERR_FILENO);
+    }
     {
-      actors::Runtime rt;
+      actors::Runtime rt(actors::RuntimeOptions{.secret = secret});
       auto server = actors::Server::start(rt, {.port = 0});
       uint16_t p = server.ok() ? (*server)->port() : 0;
       if (write(up[1], &p, sizeof(p)) != sizeof(p)) _exit(1);
@@ -342,4 +353,182 @@ TEST_CASE("the data channel bounds its peers: connections, idle time, frame size
   ::setsockopt(starved, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   CHECK(::recv(starved, header, 8, MSG_WAITALL) == 8);
   ::close(starved);
+}
+
+TEST_CASE("a ps client waits for its server, sends it a state and reads it back, slots included") {
+  uint16_t port = 0;
+  int keep_alive = -1;
+  pid_t child = start_server(&port, &keep_alive);
+  REQUIRE(port != 0);
+  {
+    actors::Runtime rt;
+    const std::string task = "/job:ps/task:0";
+    auto ps = actors::PsClient::connect(rt, {{task, "127.0.0.1:" + std::to_string(port)}}, {});
+    REQUIRE_MESSAGE(ps.ok(), ps.status().to_string());
+    const actors::PsClient::Placement where = {{"w", task}, {"global_step", task}};
+    auto missing = (*ps)->missing(where);
+    REQUIRE(missing.ok());
+    CHECK(missing->size() == 2);
+
+    runtime::VariableStore mine;
+    mine.assign("w", Tensor::from_vector<float>(Shape{2}, {1.5f, -2}));
+    mine.assign("w/Adam_m", Tensor::from_vector<float>(Shape{2}, {0.25f, 0.5f}));
+    mine.assign("global_step", Tensor::scalar<int64_t>(41));
+    mine.assign("not_placed", Tensor::scalar<float>(1));
+    REQUIRE((*ps)->push(mine, where).ok());
+    CHECK((*ps)->missing(where)->empty());
+    CHECK((*ps)->read_int64("global_step", task).value() == 41);
+
+    runtime::VariableStore back;
+    REQUIRE((*ps)->pull(&back).ok());
+    CHECK(back.read("w/Adam_m")->data<float>()[1] == 0.5f);
+    CHECK(back.read("w")->data<float>()[0] == 1.5f);
+    CHECK_FALSE(back.contains("not_placed"));  // it stayed where it was
+    CHECK((*ps)->read_int64("w", task).status().message().find("not an int64 scalar") !=
+          std::string::npos);
+  }
+  close(keep_alive);
+  int status = 0;
+  waitpid(child, &status, 0);
+}
+
+TEST_CASE("waiting for a server that never comes ends at the deadline, naming task and address") {
+  actors::Runtime rt;
+  actors::WaitOptions wait;
+  wait.poll = std::chrono::milliseconds(20);
+  wait.deadline = std::chrono::milliseconds(300);
+  const auto start = std::chrono::steady_clock::now();
+  auto ps = actors::PsClient::connect(rt, {{"/job:ps/task:3", "127.0.0.1:1"}}, wait);
+  REQUIRE_FALSE(ps.ok());
+  CHECK(ps.status().code() == runtime::Code::kUnavailable);
+  CHECK(ps.status().message().find("/job:ps/task:3 at 127.0.0.1:1") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+}
+
+TEST_CASE("with a job secret, members read and write a ps's state while another member leaves") {
+  const std::string dir = testing::temp_dir("tls");
+  std::filesystem::create_directories(dir);
+  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
+  auto secret = actors::load_job_secret(dir + "/job.secret");
+  REQUIRE_MESSAGE(secret.ok(), secret.status().to_string());
+  uint16_t port = 0;
+  int keep_alive = -1;
+  pid_t child = start_server(&port, &keep_alive, *secret);
+  REQUIRE(port != 0);
+  const std::string task = "/job:ps/task:0";
+  // A second member hammering the same server from its own process.
+  pid_t other = fork();
+  if (other == 0) {
+    int code = 0;
+    {
+      actors::Runtime rt2(actors::RuntimeOptions{.secret = *secret});
+      auto ps2 = actors::PsClient::connect(rt2, {{task, "127.0.0.1:" + std::to_string(port)}}, {});
+      for (int i = 0; ps2.ok() && i < 5 && code == 0; ++i) {
+        runtime::VariableStore back;
+        if (!(*ps2)->pull(&back).ok()) code = 3;
+      }
+      if (!ps2.ok()) code = 2;
+    }
+    _exit(code);
+  }
+  {
+    actors::Runtime rt(actors::RuntimeOptions{.secret = *secret});
+    auto ps = actors::PsClient::connect(rt, {{task, "127.0.0.1:" + std::to_string(port)}}, {});
+    REQUIRE_MESSAGE(ps.ok(), ps.status().to_string());
+    runtime::VariableStore mine;
+    mine.assign("w", Tensor::zeros(DType::kFloat32, Shape{64, 64}).value());
+    mine.assign("global_step", Tensor::scalar<int64_t>(0));
+    const actors::PsClient::Placement where = {{"w", task}, {"global_step", task}};
+    for (int i = 0; i < 200; ++i) {
+      // By now the other member has left: its connection's end must not disturb this one.
+      if (i == 100) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      mine.assign("global_step", Tensor::scalar<int64_t>(i));
+      auto pushed = (*ps)->push(mine, where);
+      REQUIRE_MESSAGE(pushed.ok(), i, ": ", pushed.to_string());
+      auto step = (*ps)->read_int64("global_step", task);
+      REQUIRE_MESSAGE(step.ok(), i, ": ", step.status().to_string());
+      CHECK(*step == i);
+      runtime::VariableStore back;
+      REQUIRE((*ps)->pull(&back).ok());
+    }
+    int other_status = 0;
+    waitpid(other, &other_status, 0);
+    CHECK(WEXITSTATUS(other_status) == 0);
+  }
+  close(keep_alive);
+  int status = 0;
+  waitpid(child, &status, 0);
+}
+
+TEST_CASE(
+    "a process without the job secret is refused on both ports, logged, and changes nothing") {
+  const std::string dir = testing::temp_dir("refused");
+  std::filesystem::create_directories(dir);
+  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
+  REQUIRE(actors::make_job_secret(dir + "/other.secret").ok());
+  auto secret = actors::load_job_secret(dir + "/job.secret");
+  auto other = actors::load_job_secret(dir + "/other.secret");
+  REQUIRE(secret.ok());
+  REQUIRE(other.ok());
+  uint16_t port = 0;
+  int keep_alive = -1;
+  const std::string log = dir + "/server.log";
+  pid_t child = start_server(&port, &keep_alive, *secret, log);
+  REQUIRE(port != 0);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  {
+    // Another job's secret: the handshake fails at once, on CAF's port.
+    actors::Runtime rt(actors::RuntimeOptions{.secret = *other});
+    auto server = actors::connect_server(rt, address);
+    REQUIRE_FALSE(server.ok());
+    CHECK(server.status().message().find("does not hold this job's secret") != std::string::npos);
+  }
+  {
+    // Bytes that are no handshake (what a plain CAF peer, or anyone, would send first).
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    const char junk[40] = "GET / HTTP/1.0\r\n\r\n and more of it";
+    REQUIRE(write(fd, junk, sizeof junk) == sizeof junk);
+    char c;
+    CHECK(read(fd, &c, 1) <= 0);  // closed (or reset), unanswered
+    close(fd);
+  }
+  {
+    // A member: it connects, and finds that nobody else wrote anything.
+    actors::Runtime rt(actors::RuntimeOptions{.secret = *secret});
+    const std::string task = "/job:ps/task:0";
+    auto ps = actors::PsClient::connect(rt, {{task, address}}, {});
+    REQUIRE_MESSAGE(ps.ok(), ps.status().to_string());
+    runtime::VariableStore held;
+    REQUIRE((*ps)->pull(&held).ok());
+    CHECK(held.names().empty());
+    // Its data channel: a member's works, one without the secret is refused.
+    auto server = actors::connect_server(rt, address);
+    REQUIRE(server.ok());
+    uint16_t data_port = 0;
+    caf::scoped_actor self{rt.system()};
+    self->request(*server, std::chrono::seconds(5), actors::data_port_atom::value)
+        .receive([&](uint16_t p) { data_port = p; }, [](caf::error&) {});
+    REQUIRE(data_port != 0);
+    auto channel =
+        actors::connect_data_channel(rt, "127.0.0.1", data_port, std::chrono::seconds(5));
+    CHECK(channel.ok());
+    actors::Runtime stranger(actors::RuntimeOptions{.secret = *other});
+    auto refused =
+        actors::connect_data_channel(stranger, "127.0.0.1", data_port, std::chrono::seconds(5));
+    REQUIRE_FALSE(refused.ok());
+    if (channel.ok()) caf::anon_send_exit(*channel, caf::exit_reason::user_shutdown);
+  }
+  close(keep_alive);
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::ifstream in(log);
+  const std::string logged((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_MESSAGE(logged.find("refused 127.0.0.1:") != std::string::npos, logged);
+  CHECK_MESSAGE(logged.find("not a troupe member's handshake") != std::string::npos, logged);
+  CHECK_MESSAGE(logged.find("data channel on port") != std::string::npos, logged);
 }

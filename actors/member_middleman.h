@@ -1,0 +1,31 @@
+// The middleman of a cluster with a job secret: CAF's own connection machinery (BASP, proxies,
+// monitoring, heartbeats) over connections that proved membership before CAF saw a byte of
+// them. It is CAF's middleman actor with its two socket-making steps replaced, as CAF's OpenSSL
+// module replaces them: `connect` runs the job secret's challenge-response on the new socket
+// before handing it to BASP, and `open` listens itself, checks each peer on a thread of its own
+// (at most kMaxHandshakes at once, each for at most the handshake timeout) and passes BASP only
+// the connections that passed. A peer that fails is closed and logged with its address.
+//
+//   caf::actor mm = spawn_member_middleman(system, secret);   // Runtime does this
+//   request(mm, infinite, publish_atom::value, port, whom, sigs, addr, reuse) -> uint16_t
+//   request(mm, infinite, connect_atom::value, host, port) -> (node_id, strong_actor_ptr, sigs)
+//
+// Why not CAF's OpenSSL module (mutual TLS)? With libcaf_openssl 0.17.6 a server's other TLS
+// connections stall for good once one peer disconnects (tests/actors/distributed_test.cc has
+// the case), and members of a cluster come and go.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "actors/job_secret.h"
+
+namespace troupe::actors {
+
+constexpr int kMaxHandshakes = 64;
+
+caf::actor spawn_member_middleman(caf::actor_system& system,
+                                  std::shared_ptr<const JobSecret> secret);
+
+}  // namespace troupe::actors

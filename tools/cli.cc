@@ -1,0 +1,153 @@
+#include "tools/cli.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/log.h"
+
+namespace troupe::cli {
+
+namespace po = boost::program_options;
+
+runtime::Result<Flags> parse_flags(const std::vector<std::string>& args,
+                                   const std::vector<std::string>& valued,
+                                   const std::vector<std::string>& switches) {
+  po::options_description known;
+  for (const std::string& name : valued)
+    known.add_options()(name.c_str(), po::value<std::string>());
+  for (const std::string& name : switches) known.add_options()(name.c_str(), po::bool_switch());
+  po::variables_map vm;
+  try {
+    // No abbreviations: --epoch must not quietly mean --epochs.
+    const int style = po::command_line_style::unix_style ^ po::command_line_style::allow_guessing;
+    po::store(po::command_line_parser(args).options(known).style(style).run(), vm);
+  } catch (const po::unknown_option& e) {
+    return runtime::invalid_argument("unknown flag ", e.get_option_name());
+  } catch (const po::too_many_positional_options_error&) {
+    for (const std::string& a : args) {
+      if (a.rfind("-", 0) != 0) return runtime::invalid_argument("unexpected argument '", a, "'");
+    }
+    return runtime::invalid_argument("unexpected argument");
+  } catch (const po::error& e) {
+    return runtime::invalid_argument(e.what());
+  }
+  Flags flags;
+  for (const auto& [name, value] : vm) {
+    if (value.value().type() == typeid(bool)) {
+      if (value.as<bool>()) flags[name] = "1";
+    } else {
+      flags[name] = value.as<std::string>();
+    }
+  }
+  return flags;
+}
+
+int usage_error(const std::string& what) {
+  std::fprintf(stderr, "troupe: %s (troupe --help shows the usage)\n", what.c_str());
+  return 2;
+}
+
+int fail(const runtime::Status& s) {
+  std::fprintf(stderr, "troupe: %s\n", s.to_string().c_str());
+  return 1;
+}
+
+bool to_int(const std::string& flag, const std::string& v, int64_t min, int64_t* out,
+            std::string* error) {
+  try {
+    size_t used = 0;
+    *out = std::stoll(v, &used);
+    if (used == v.size() && *out >= min) return true;
+  } catch (...) {
+  }
+  *error = "--" + flag + ": '" + v + "' is not an integer >= " + std::to_string(min);
+  return false;
+}
+
+runtime::Result<estimators::ClusterConfig> cluster_of(const Flags& flags) {
+  const bool has_file = flags.count("cluster") > 0;
+  if (!has_file) {
+    if (flags.count("job") || flags.count("task")) {
+      return runtime::invalid_argument("--job and --task go with --cluster FILE");
+    }
+    return estimators::parse_tf_config(std::getenv("TF_CONFIG"));
+  }
+  if (!flags.count("job") || !flags.count("task")) {
+    return runtime::invalid_argument("--cluster needs --job TYPE and --task N");
+  }
+  const std::string& job = flags.at("job");
+  int64_t task = 0;
+  std::string error;
+  if (!to_int("task", flags.at("task"), 0, &task, &error)) return runtime::invalid_argument(error);
+  for (char c : job) {
+    if (!(c >= 'a' && c <= 'z')) {
+      return runtime::invalid_argument("--job '", job, "' is not chief, worker, ps or evaluator");
+    }
+  }
+  const std::string path = flags.at("cluster");
+  std::ifstream in(path);
+  if (!in) return runtime::not_found("--cluster ", path, ": cannot read it");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string json = "{\"cluster\": " + text.str() + ", \"task\": {\"type\": \"" + job +
+                           "\", \"index\": " + std::to_string(task) + "}}";
+  auto config = estimators::parse_tf_config(json.c_str());
+  if (!config.ok()) return config.status().with_context("--cluster " + path);
+  return config;
+}
+
+std::string task_name(const estimators::ClusterConfig& c) {
+  return c.task_type.empty() ? std::string() : c.task_type + " " + std::to_string(c.task_index);
+}
+
+runtime::Result<std::shared_ptr<const actors::JobSecret>> secret_of(const Flags& flags) {
+  auto it = flags.find("secret");
+  if (it != flags.end()) return actors::load_job_secret(it->second);
+  return actors::job_secret_from_env();
+}
+
+std::atomic<bool> GracefulStop::signalled_{false};
+int GracefulStop::write_end_ = -1;
+
+void GracefulStop::watch(std::function<void()> stop) {
+  if (::pipe(pipe_) != 0) return;  // no graceful stop then; Ctrl-C still ends the process
+  write_end_ = pipe_[1];
+  struct sigaction action = {};
+  action.sa_handler = &GracefulStop::on_signal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
+  watcher_ = std::thread([this, stop = std::move(stop)] {
+    char sig = 0;
+    if (::read(pipe_[0], &sig, 1) != 1 || sig == 0) return;
+    runtime::log_info(sig == SIGINT ? "interrupted" : "terminated", " (again to quit now)");
+    stop();
+  });
+}
+
+void GracefulStop::finish() {
+  if (!watcher_.joinable()) return;
+  for (int sig : {SIGINT, SIGTERM}) std::signal(sig, SIG_DFL);
+  const char none = 0;
+  if (::write(pipe_[1], &none, 1) != 1) {
+    // The watcher may have read a signal's byte already; it ends by itself then.
+  }
+  watcher_.join();
+  ::close(pipe_[0]);
+  ::close(pipe_[1]);
+}
+
+void GracefulStop::on_signal(int sig) {
+  if (signalled_.exchange(true)) ::_exit(128 + sig);
+  const char byte = static_cast<char>(sig);
+  if (::write(write_end_, &byte, 1) != 1) ::_exit(128 + sig);
+}
+
+}  // namespace troupe::cli

@@ -1,0 +1,429 @@
+// troupe server (a ps task), troupe secret (a job secret for machines of your own) and troupe
+// cluster (every task of a cluster as a process of this machine, as torchrun and horovodrun
+// start theirs).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "actors/server.h"
+#include "runtime/log.h"
+#include "runtime/record_io.h"
+#include "tools/cli.h"
+
+namespace troupe::cli {
+
+namespace {
+
+runtime::Result<std::pair<std::string, uint16_t>> split_address(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int64_t port = 0;
+  std::string error;
+  if (colon == std::string::npos || colon == 0 ||
+      !to_int("port", address.substr(colon + 1), 1, &port, &error) || port > 65535) {
+    return runtime::invalid_argument("'", address, "' is not host:port");
+  }
+  return std::make_pair(address.substr(0, colon), static_cast<uint16_t>(port));
+}
+
+}  // namespace
+
+int server(const std::vector<std::string>& args) {
+  auto parsed = parse_flags(args, {"cluster", "job", "task", "secret", "bind"}, {"insecure"});
+  if (!parsed.ok()) return usage_error(parsed.status().message());
+  const Flags& flags = *parsed;
+  auto cluster = cluster_of(flags);
+  if (!cluster.ok()) return usage_error(cluster.status().message());
+  if (cluster->cluster.empty()) {
+    return usage_error(
+        "troupe server needs its cluster: --cluster FILE --job ps --task N, or "
+        "TF_CONFIG");
+  }
+  if (cluster->task_type != "ps") {
+    return usage_error("troupe server hosts a ps task, not " + task_name(*cluster) +
+                       " (which runs troupe train)");
+  }
+  if (!std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(task_name(*cluster));
+  const std::string address = cluster->cluster.at("ps").at(cluster->task_index);
+  auto where = split_address(address);
+  if (!where.ok())
+    return usage_error("ps " + std::to_string(cluster->task_index) + ": " +
+                       where.status().message());
+  auto secret = secret_of(flags);
+  if (!secret.ok()) return fail(secret.status());
+  if (!*secret && !flags.count("insecure")) {
+    return usage_error(
+        "troupe server needs the job secret (--secret FILE or TROUPE_JOB_SECRET; "
+        "troupe secret FILE makes one), or --insecure on a trusted network");
+  }
+  // The address its cluster entry names, never every interface unless told (--bind 0.0.0.0).
+  const std::string bind = flags.count("bind") ? flags.at("bind") : where->first;
+  GracefulStop graceful;
+  std::mutex mu;
+  std::condition_variable stopped;
+  bool stop = false;
+  {
+    actors::Runtime rt(actors::RuntimeOptions{.secret = *secret});
+    actors::ServerOptions so;
+    so.host = bind;
+    so.port = where->second;
+    auto s = actors::Server::start(rt, so);
+    if (!s.ok()) return fail(s.status().with_context("ps " + std::to_string(cluster->task_index)));
+    runtime::log_info("serving /job:ps/task:", cluster->task_index, " on ", bind, ":", (*s)->port(),
+                      " (data port ", (*s)->data_port(), ", ",
+                      *secret ? "job secret required" : "no job secret", ")");
+    graceful.watch([&] {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+      stopped.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(mu);
+    stopped.wait(lock, [&] { return stop; });
+  }
+  graceful.finish();
+  runtime::log_info("stopped");
+  return 0;
+}
+
+int secret(const std::vector<std::string>& args) {
+  if (args.size() != 1 || args[0].rfind("-", 0) == 0) {
+    return usage_error("troupe secret FILE: writes a new job secret to FILE");
+  }
+  if (auto s = actors::make_job_secret(args[0]); !s.ok()) return fail(s);
+  runtime::log_info("wrote a new job secret to ", args[0],
+                    ": copy it to every machine of the job (mode 600) and pass --secret or set "
+                    "TROUPE_JOB_SECRET");
+  return 0;
+}
+
+namespace {
+
+// One process of a launched cluster and its output, read line by line.
+struct Task {
+  std::string name;  // "chief 0"
+  std::string job;
+  pid_t pid = -1;
+  int out = -1, err = -1;  // read ends of its stdout and stderr
+  std::string out_line, err_line;
+  bool exited = false;
+  int status = 0;
+};
+
+int signal_pipe[2] = {-1, -1};
+void on_launcher_signal(int sig) {
+  const char byte = static_cast<char>(sig);
+  if (::write(signal_pipe[1], &byte, 1) != 1) ::_exit(128 + sig);
+}
+
+// Free ports on `host`: bound at once so that no two tasks get the same, released together just
+// before the tasks start (a task binds its own right away).
+runtime::Result<std::vector<uint16_t>> free_ports(const std::string& host, size_t n) {
+  std::vector<int> fds;
+  std::vector<uint16_t> ports;
+  for (size_t i = 0; i < n; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = 0;
+    socklen_t len = sizeof addr;
+    if (fd < 0 || ::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1 ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      if (fd >= 0) ::close(fd);
+      for (int f : fds) ::close(f);
+      return runtime::unavailable("no free port on ", host, ": ", std::strerror(errno));
+    }
+    fds.push_back(fd);
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int f : fds) ::close(f);
+  return ports;
+}
+
+std::string cluster_json(const std::map<std::string, std::vector<std::string>>& jobs) {
+  std::string j = "{";
+  for (const auto& [job, addresses] : jobs) {
+    if (j.size() > 1) j += ", ";
+    j += "\"" + job + "\": [";
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      j += (i ? ", \"" : "\"") + addresses[i] + "\"";
+    }
+    j += "]";
+  }
+  return j + "}";
+}
+
+runtime::Result<Task> spawn_task(const std::string& self, const std::string& job, int index,
+                                 const std::vector<std::string>& command,
+                                 const std::string& cluster, const std::string& secret) {
+  Task t;
+  t.name = job + " " + std::to_string(index);
+  t.job = job;
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return runtime::unavailable("pipe: ", std::strerror(errno));
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return runtime::unavailable("pipe: ", std::strerror(errno));
+  }
+  const std::string tf_config = "{\"cluster\": " + cluster + ", \"task\": {\"type\": \"" + job +
+                                "\", \"index\": " + std::to_string(index) + "}}";
+  std::vector<std::string> argv = {self};
+  argv.insert(argv.end(), command.begin(), command.end());
+  std::vector<char*> cargv;
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return runtime::unavailable("fork: ", std::strerror(errno));
+  if (pid == 0) {
+    // A group of its own: a Ctrl-C at the terminal reaches the launcher alone, which passes it
+    // on once. And it ends with the launcher, however the launcher ends.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(err[1], STDERR_FILENO);
+    ::setenv("TF_CONFIG", tf_config.c_str(), 1);
+    ::setenv("TROUPE_JOB_SECRET", secret.c_str(), 1);
+    ::setenv("TROUPE_LAUNCHED", "1", 1);
+    ::execv(self.c_str(), cargv.data());
+    std::fprintf(stderr, "cannot start %s: %s\n", self.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  t.pid = pid;
+  t.out = out[0];
+  t.err = err[0];
+  return t;
+}
+
+// Passes whole lines on: the chief's stdout as it is (its JSON line is the launcher's result),
+// everything else to stderr with the task's name in front.
+void pump(Task& t, int fd, bool flush_partial) {
+  std::string& pending = fd == t.out ? t.out_line : t.err_line;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    pending.append(buf, static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < sizeof buf) break;
+  }
+  size_t start = 0, nl;
+  while ((nl = pending.find('\n', start)) != std::string::npos ||
+         (flush_partial && start < pending.size())) {
+    const size_t end = nl == std::string::npos ? pending.size() : nl;
+    const std::string line = pending.substr(start, end - start);
+    if (fd == t.out && t.job == "chief") {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    } else {
+      std::fprintf(stderr, "[%s] %s\n", t.name.c_str(), line.c_str());
+    }
+    start = end + 1;
+    if (nl == std::string::npos) break;
+  }
+  pending.erase(0, std::min(start, pending.size()));
+}
+
+void signal_all(std::vector<Task>& tasks, int sig, bool ps_too = true) {
+  for (Task& t : tasks) {
+    if (!t.exited && (ps_too || t.job != "ps")) ::kill(t.pid, sig);
+  }
+}
+
+}  // namespace
+
+int cluster(const std::vector<std::string>& args, const std::string& self) {
+  auto dash = std::find(args.begin(), args.end(), "--");
+  const std::vector<std::string> own(args.begin(), dash);
+  const std::vector<std::string> command(dash == args.end() ? dash : dash + 1, args.end());
+  auto parsed = parse_flags(own, {"ps", "workers", "host", "secret", "grace"}, {"evaluator"});
+  if (!parsed.ok()) return usage_error(parsed.status().message());
+  const Flags& flags = *parsed;
+  if (command.empty() || command[0] != "train") {
+    return usage_error("troupe cluster ... -- train ...: the tasks' command comes after --");
+  }
+  std::string error;
+  int64_t ps = 1, workers = 2, grace = 30;
+  if (!to_int("ps", flags.count("ps") ? flags.at("ps") : "1", 1, &ps, &error) ||
+      !to_int("workers", flags.count("workers") ? flags.at("workers") : "2", 1, &workers, &error) ||
+      !to_int("grace", flags.count("grace") ? flags.at("grace") : "30", 1, &grace, &error)) {
+    return usage_error(error);
+  }
+  for (const std::string& f : {"--cluster", "--job", "--task", "--secret"}) {
+    if (std::find(command.begin(), command.end(), f) != command.end()) {
+      return usage_error("the launcher sets " + f + " for each task itself");
+    }
+  }
+  const std::string host = flags.count("host") ? flags.at("host") : "127.0.0.1";
+  const bool evaluator = flags.count("evaluator") > 0;
+
+  char dir_template[] = "/tmp/troupe-cluster-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) {
+    return fail(
+        runtime::unavailable("cannot make a directory for the job: ", std::strerror(errno)));
+  }
+  const std::string dir = dir_template;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  std::string secret_file = dir + "/job.pem";
+  if (flags.count("secret")) {
+    secret_file = flags.at("secret");
+    if (auto s = actors::load_job_secret(secret_file); !s.ok()) return fail(s.status());
+  } else if (auto s = actors::make_job_secret(secret_file); !s.ok()) {
+    return fail(s);
+  }
+
+  // The chief is the first training replica; --workers counts it.
+  const size_t n = static_cast<size_t>(ps + workers);
+  auto ports = free_ports(host, n);
+  if (!ports.ok()) return fail(ports.status());
+  std::map<std::string, std::vector<std::string>> jobs;
+  size_t next = 0;
+  auto address = [&] { return host + ":" + std::to_string((*ports)[next++]); };
+  for (int64_t i = 0; i < ps; ++i) jobs["ps"].push_back(address());
+  jobs["chief"].push_back(address());
+  for (int64_t i = 1; i < workers; ++i) jobs["worker"].push_back(address());
+  const std::string spec = cluster_json(jobs);
+  if (auto s = runtime::write_file_atomic(dir + "/cluster.json", spec); !s.ok()) return fail(s);
+
+  if (::pipe2(signal_pipe, O_CLOEXEC) != 0) return fail(runtime::unavailable("pipe"));
+  struct sigaction action = {};
+  action.sa_handler = &on_launcher_signal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
+
+  runtime::set_log_task("cluster");
+  runtime::log_info("job of ", ps, " ps, 1 chief, ", workers - 1, " workers",
+                    evaluator ? ", 1 evaluator" : "", ": ", spec);
+  std::vector<Task> tasks;
+  auto start = [&](const std::string& job, int index, const std::vector<std::string>& cmd) {
+    auto t = spawn_task(self, job, index, cmd, spec, secret_file);
+    if (!t.ok()) return t.status();
+    tasks.push_back(std::move(*t));
+    return runtime::ok_status();
+  };
+  runtime::Status started = runtime::ok_status();
+  for (int i = 0; i < ps && started.ok(); ++i) started = start("ps", i, {"server"});
+  for (int i = 0; i + 1 < workers && started.ok(); ++i) started = start("worker", i, command);
+  if (started.ok()) started = start("chief", 0, command);
+  if (started.ok() && evaluator) started = start("evaluator", 0, command);
+
+  int result = started.ok() ? -1 : 1;
+  if (!started.ok()) {
+    runtime::log_error(started.to_string());
+    signal_all(tasks, SIGTERM);
+  }
+
+  // Until every task has ended: the chief's end (or a ps's) ends the others.
+  using Clock = std::chrono::steady_clock;
+  int signals = 0;
+  bool stopping = false, ps_stopping = false, killed = false;
+  auto deadline = Clock::time_point::max();  // for the tasks to end once asked to
+  // The ps tasks go last, so that the others end their steps against them instead of failing.
+  auto stop_all = [&](int sig, const std::string& why) {
+    if (stopping) return;
+    stopping = true;
+    runtime::log_info(why, ": stopping every task");
+    signal_all(tasks, sig, /*ps_too=*/false);
+    deadline = Clock::now() + std::chrono::seconds(grace);
+  };
+  if (!started.ok()) {
+    stopping = ps_stopping = true;
+    deadline = Clock::now() + std::chrono::seconds(grace);
+  }
+  for (;;) {
+    std::vector<pollfd> fds = {{signal_pipe[0], POLLIN, 0}};
+    for (Task& t : tasks) {
+      if (t.out >= 0) fds.push_back({t.out, POLLIN, 0});
+      if (t.err >= 0) fds.push_back({t.err, POLLIN, 0});
+    }
+    ::poll(fds.data(), fds.size(), 100);
+    for (const pollfd& p : fds) {
+      if (p.fd == signal_pipe[0] && (p.revents & POLLIN)) {
+        char sig = 0;
+        if (::read(signal_pipe[0], &sig, 1) == 1) {
+          if (++signals == 1) {
+            // The chief stops gracefully (checkpoint, evaluation, its JSON line); the rest
+            // stop when it has.
+            runtime::log_info("interrupted: stopping the chief (again to stop every task now)");
+            for (Task& t : tasks) {
+              if (t.job == "chief" && !t.exited) ::kill(t.pid, SIGINT);
+            }
+            deadline = Clock::now() + std::chrono::seconds(grace);
+          } else {
+            signal_all(tasks, SIGKILL);
+          }
+        }
+        continue;
+      }
+      for (Task& t : tasks) {
+        if (p.fd != t.out && p.fd != t.err) continue;
+        if (p.revents & POLLIN) pump(t, p.fd, false);
+        if ((p.revents & (POLLHUP | POLLERR)) && !(p.revents & POLLIN)) {
+          pump(t, p.fd, true);
+          ::close(p.fd);
+          (p.fd == t.out ? t.out : t.err) = -1;
+        }
+      }
+    }
+    for (Task& t : tasks) {
+      if (t.exited) continue;
+      int status = 0;
+      if (::waitpid(t.pid, &status, WNOHANG) != t.pid) continue;
+      t.exited = true;
+      t.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (t.status != 0 || !stopping) runtime::log_info(t.name, " exited with status ", t.status);
+      if (t.job == "chief") {
+        if (result < 0) result = t.status;
+        stop_all(SIGTERM, "the chief has ended");
+      } else if (t.job == "ps" && !stopping) {
+        if (result < 0) result = 1;
+        stop_all(SIGTERM, t.name + " has ended");
+      }
+    }
+    const bool all_done = std::all_of(tasks.begin(), tasks.end(), [](const Task& t) {
+      return t.exited && t.out < 0 && t.err < 0;
+    });
+    if (all_done) break;
+    const bool only_ps = std::all_of(tasks.begin(), tasks.end(),
+                                     [](const Task& t) { return t.exited || t.job == "ps"; });
+    if (stopping && !ps_stopping && only_ps) {
+      ps_stopping = true;
+      signal_all(tasks, SIGTERM);
+    }
+    if (!killed && Clock::now() > deadline) {
+      runtime::log_warning("tasks still running ", grace, " s after the stop: killing them");
+      signal_all(tasks, SIGKILL);
+      killed = true;
+    }
+  }
+  for (int sig : {SIGINT, SIGTERM}) std::signal(sig, SIG_DFL);
+  return result < 0 ? 1 : result;
+}
+
+}  // namespace troupe::cli
