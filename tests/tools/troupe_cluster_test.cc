@@ -1,0 +1,206 @@
+// troupe as a cluster, as a user runs it: the launcher's job of ps tasks, a chief and workers
+// as processes on 127.0.0.1 with a job secret; async training reaching what one process
+// reaches; Ctrl-C ending every process; a worker killed and started again; servers that refuse
+// to start unsafe or unsure of their task. Every process started here is ended here.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Runs a shell command line; stdout and stderr of the whole line are captured.
+Run shell(const std::string& line) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string out = dir + "/troupe_cluster_out_" + std::to_string(::getpid());
+  const std::string err = dir + "/troupe_cluster_err_" + std::to_string(::getpid());
+  Run r;
+  const int rc = std::system(("(" + line + ") >" + out + " 2>" + err).c_str());
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+const std::string kTroupe = TROUPE_CLI;
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+double number_after(const std::string& s, const std::string& key) {
+  const size_t at = s.find("\"" + key + "\": ");
+  REQUIRE_MESSAGE(at != std::string::npos, key, " in ", s);
+  return std::stod(s.substr(at + key.size() + 4));
+}
+
+// Processes whose command line holds `marker` (a test's own temporary directory).
+int processes_with(const std::string& marker) {
+  // "[/]tmp/..." matches the processes but not the shell that runs pgrep with it.
+  Run r = shell("pgrep -f -c -- '[" + marker.substr(0, 1) + "]" + marker.substr(1) + "' || true");
+  return std::atoi(r.out.c_str());
+}
+
+struct Data {
+  std::filesystem::path dir;
+  std::string train, test;
+};
+
+// Three classes, well apart, 1200 rows each for training and testing.
+Data make_data(const std::string& name) {
+  Data d;
+  d.dir = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d.dir);
+  std::filesystem::create_directories(d.dir);
+  std::mt19937 rng(7);
+  std::normal_distribution<double> g(0, 1);
+  d.train = (d.dir / "train.csv").string();
+  d.test = (d.dir / "test.csv").string();
+  for (const std::string& path : {d.train, d.test}) {
+    std::ofstream f(path);
+    f << "a,b,label\n";
+    for (int i = 0; i < 1200; ++i) {
+      const int y = i % 3;
+      f << g(rng) + 3 * y << "," << g(rng) - 2 * y << "," << y << "\n";
+    }
+  }
+  return d;
+}
+
+std::string train_flags(const Data& d, const std::string& model) {
+  return " --data csv:" + d.train + " --label label --eval-data csv:" + d.test + " --model-dir " +
+         model + " --hidden 16 --batch-size 32 --learning-rate 0.01 --seed 3";
+}
+
+}  // namespace
+
+TEST_CASE("troupe cluster: 2 ps and 2 workers train async to the accuracy of one process") {
+  const Data d = make_data("troupe_cluster_async");
+  Run one = shell(kTroupe + " train" + train_flags(d, (d.dir / "one").string()) + " --epochs 20");
+  REQUIRE_MESSAGE(one.status == 0, one.err);
+  Run job = shell(kTroupe + " cluster --ps 2 --workers 2 -- train" +
+                  train_flags(d, (d.dir / "two").string()) + " --epochs 20 --eval-every 200");
+  REQUIRE_MESSAGE(job.status == 0, job.err);
+  // The chief's JSON line is the launcher's output; the others' lines carry their task.
+  REQUIRE(count(job.out, "\n") == 1);
+  const double alone = number_after(one.out, "accuracy");
+  const double together = number_after(job.out, "accuracy");
+  CHECK(alone > 0.9);
+  CHECK(together > alone - 0.03);
+  // 20 epochs of 1200 rows in batches of 32: both stop at global step 750 (a step or two more
+  // in flight), and the worker did part of them.
+  CHECK(number_after(job.out, "global_step") >= 750);
+  CHECK(number_after(job.out, "global_step") <= 756);
+  const size_t worker = job.err.find("[worker 0] {\"global_step\"");
+  REQUIRE_MESSAGE(worker != std::string::npos, job.err);
+  CHECK(number_after(job.err.substr(worker), "steps") > 10);
+  CHECK(job.err.find("[ps 1] INFO: serving /job:ps/task:1 on 127.0.0.1:") != std::string::npos);
+  CHECK(job.err.find("job secret required") != std::string::npos);
+  // Only the chief saved checkpoints.
+  CHECK(std::filesystem::exists(d.dir / "two" / "checkpoint"));
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
+TEST_CASE("troupe cluster: Ctrl-C stops the chief gracefully and leaves no process behind") {
+  const Data d = make_data("troupe_cluster_int");
+  const std::string model = (d.dir / "model").string();
+  const std::string launch = kTroupe + " cluster --ps 1 --workers 2 --evaluator -- train" +
+                             train_flags(d, model) + " --epochs 100000";
+  // Interrupt once the chief trains (its event file exists), as a user at a terminal would.
+  Run r = shell(launch + " & pid=$!; for i in $(seq 600); do ls " + model +
+                "/events.out.tfevents.* >/dev/null 2>&1 && break; sleep 0.05; done; sleep 0.5; "
+                "kill -INT $pid; wait $pid");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.err.find("interrupted: stopping the chief") != std::string::npos);
+  REQUIRE(count(r.out, "\n") == 1);
+  CHECK(number_after(r.out, "global_step") > 0);
+  CHECK(r.err.find("killing them") == std::string::npos);  // all ended when asked
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
+TEST_CASE(
+    "a worker killed with SIGKILL: the chief trains on, and the worker started again rejoins") {
+  const Data d = make_data("troupe_cluster_kill");
+  const std::string model = (d.dir / "model").string();
+  const std::string secret = (d.dir / "job.secret").string();
+  REQUIRE(shell(kTroupe + " secret " + secret).status == 0);
+  const std::string spec = (d.dir / "cluster.json").string();
+  // Ports from the kernel's ephemeral range are avoided: these are fixed and rarely taken.
+  const int base = 21000 + (::getpid() % 2000) * 3;
+  std::ofstream(spec) << "{\"chief\": [\"127.0.0.1:" << base
+                      << "\"], \"ps\": [\"127.0.0.1:" << base + 1
+                      << "\"], \"worker\": [\"127.0.0.1:" << base + 2 << "\"]}";
+  auto task = [&](const std::string& job, int steps) {
+    const std::string what =
+        job == "ps" ? " server"
+                    : " train" + train_flags(d, model) + " --steps " + std::to_string(steps);
+    return kTroupe + what + " --cluster " + spec + " --job " + job + " --task 0 --secret " + secret;
+  };
+  const std::string log = (d.dir / "worker.log").string();
+  // The ps and a worker in the background, the worker killed once it has trained a while, the
+  // chief in the foreground; then the worker again, which must find the model where it is.
+  Run r = shell(task("ps", 0) + " 2>" + (d.dir / "ps.log").string() + " & ps=$!; " +
+                task("worker", 3000) + " >/dev/null 2>" + log + " & w=$!; " +
+                "(sleep 1.5; kill -KILL $w) & " + task("chief", 3000) + "; status=$?; " +
+                task("worker", 3100) + " >" + (d.dir / "again.json").string() + " 2>>" + log +
+                "; kill -TERM $ps; wait $ps; exit $status");
+  REQUIRE_MESSAGE(r.status == 0, r.err, "\n", slurp(log));
+  CHECK(number_after(r.out, "global_step") >= 3000);
+  const std::string again = slurp((d.dir / "again.json").string());
+  CHECK_MESSAGE(number_after(again, "global_step") >= 3100, again, slurp(log));
+  CHECK(number_after(again, "steps") > 0);
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
+TEST_CASE("troupe server and cluster: unsafe or unclear starts are one line and exit 2") {
+  const Data d = make_data("troupe_cluster_flags");
+  const std::string spec = (d.dir / "cluster.json").string();
+  std::ofstream(spec) << R"({"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]})";
+  struct Case {
+    std::string args, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"server", "needs its cluster"},
+           {"server --cluster " + spec + " --job ps --task 0", "needs the job secret"},
+           {"server --cluster " + spec + " --job chief --task 0 --insecure", "hosts a ps task"},
+           {"server --cluster " + spec + " --job ps", "--cluster needs --job TYPE and --task N"},
+           {"server --cluster " + spec + " --job ps --task 5 --insecure", "not in the cluster"},
+           {"cluster --ps 1 --workers 2", "the tasks' command comes after --"},
+           {"cluster --ps 0 -- train", "--ps: '0'"},
+           {"cluster -- train --cluster x", "sets --cluster for each task itself"},
+           {"train --cluster " + spec + " --job ps --task 0 --data fashion-mnist --model-dir x",
+            "runs `troupe server`"},
+       }) {
+    Run r = shell("TF_CONFIG= " + kTroupe + " " + c.args);
+    CHECK_MESSAGE(r.status == 2, c.args, ": ", r.err);
+    CHECK_MESSAGE(count(r.err, "\n") == 1, c.args, ": ", r.err);
+    CHECK_MESSAGE(r.err.find(c.says) != std::string::npos, c.args, ": ", r.err);
+  }
+  std::filesystem::remove_all(d.dir);
+}
