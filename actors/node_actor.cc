@@ -184,11 +184,11 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   ChannelCall message;
   std::vector<char> blob;
   if (st.spec.channel) {
-    auto built = build_shard_call(*st.spec.graph, *st.node, pd.inputs);
+    auto built = build_shard_call(*st.spec.graph, *st.node, pd.inputs, st.spec.sync);
     if (!built.ok()) return fail(self, pd, plan, built.status());
     message = ChannelCall{std::move(*built), pd.inputs};
   } else {
-    Status s = encode_shard_call(*st.spec.graph, *st.node, pd.inputs, &blob);
+    Status s = encode_shard_call(*st.spec.graph, *st.node, pd.inputs, &blob, st.spec.sync);
     if (!s.ok()) return fail(self, pd, plan, s);
   }
   st.busy = true;

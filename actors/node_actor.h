@@ -16,6 +16,7 @@
 
 #include <memory>
 
+#include "actors/shard_codec.h"
 #include "actors/step_profiler.h"
 #include "runtime/allocator.h"
 #include "runtime/graph.h"
@@ -33,6 +34,7 @@ struct NodeSpec {
   caf::actor channel;  // its data channel (data_channel.h), if it has one: calls go there
   caf::duration remote_timeout;
   std::shared_ptr<StepProfiler> profiler;  // the session's
+  SyncTag sync;                            // what its remote calls say of synchronous replication
 };
 
 caf::actor spawn_node_actor(caf::event_based_actor* parent, NodeSpec spec);

@@ -6,6 +6,7 @@
 #include "actors/data_channel.h"
 #include "actors/messages.h"
 #include "actors/shard_codec.h"
+#include "actors/sync_rounds.h"
 #include "ops/array_ops.h"
 #include "runtime/checkpoint.h"
 #include "runtime/denormal.h"
@@ -106,16 +107,68 @@ runtime::Result<std::string> snapshot(const runtime::VariableStore& store,
   return runtime::encode_checkpoint(data);
 }
 
-caf::behavior parameter_shard(caf::event_based_actor* self,
+namespace {
+
+using sync_tick_atom = caf::atom_constant<caf::atom("synctick")>;
+
+// Sync rounds have deadlines: a tick when the next is due (one pending at a time).
+struct ShardState {
+  std::shared_ptr<ShardCalls> calls;
+  std::unique_ptr<SyncRounds> sync;
+  SyncRounds::Clock::time_point tick_at = SyncRounds::Clock::time_point::max();
+};
+
+void schedule_tick(caf::stateful_actor<ShardState>* self) {
+  ShardState& st = self->state;
+  const auto next = st.sync->next_deadline();
+  if (next == SyncRounds::Clock::time_point::max() || next >= st.tick_at) return;
+  st.tick_at = next;
+  const auto in = std::max(
+      std::chrono::milliseconds(1),
+      std::chrono::duration_cast<std::chrono::milliseconds>(next - SyncRounds::Clock::now()));
+  self->delayed_send(self, in, sync_tick_atom::value);
+}
+
+// A call from a worker: run at once, or, from a replica of synchronous training, accumulated
+// (updates) or held until its round has closed (the barrier).
+caf::result<std::vector<char>> handle(caf::stateful_actor<ShardState>* self,
+                                      runtime::Result<ShardCall> decoded) {
+  ShardState& st = self->state;
+  if (!decoded.ok() || decoded->sync.replica < 0) return st.calls->run(std::move(decoded));
+  ShardCall& call = *decoded;
+  const auto now = SyncRounds::Clock::now();
+  auto var = call.attrs.find("var");
+  const std::string* name =
+      var == call.attrs.end() ? nullptr : std::get_if<std::string>(&var->second);
+  if (call.op == "SyncReplicasBarrier") {
+    auto promise = self->make_response_promise<std::vector<char>>();
+    st.sync->wait(
+        call, [promise](SyncRounds::Reply r) mutable { promise.deliver(std::move(r)); }, now);
+    schedule_tick(self);
+    return promise;
+  }
+  if (call.op == "Variable" && name != nullptr) st.sync->note_read(call.sync.replica, *name);
+  if (call.sync.aggregate > 0 && name != nullptr) {
+    auto reply = st.sync->contribute(std::move(call), *st.calls, now);
+    schedule_tick(self);
+    return reply;
+  }
+  return st.calls->run(std::move(decoded));
+}
+
+caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
                               std::shared_ptr<runtime::VariableStore> store, uint16_t data_port) {
-  auto calls = std::make_shared<ShardCalls>(store);
+  self->state.calls = std::make_shared<ShardCalls>(store);
+  self->state.sync = std::make_unique<SyncRounds>(store);
   return {
       [=](call_atom, std::vector<char>& blob) {
         auto bytes = std::make_shared<const std::vector<char>>(std::move(blob));
-        return calls->run(decode_shard_call(std::move(bytes)));
+        return handle(self, decode_shard_call(std::move(bytes)));
       },
       // From this process's data server: a frame as read from its socket, decoded in place.
-      [=](call_atom, const runtime::Bytes& frame) { return calls->run(decode_shard_call(frame)); },
+      [=](call_atom, const runtime::Bytes& frame) {
+        return handle(self, decode_shard_call(frame));
+      },
       [](ping_atom) { return ping_atom::value; },
       [data_port](data_port_atom) { return data_port; },
       [=](varnames_atom) { return store->names(); },
@@ -132,7 +185,21 @@ caf::behavior parameter_shard(caf::event_based_actor* self,
         runtime::load_into(*data, store.get());
         return std::string();
       },
+      [=](sync_tick_atom) {
+        ShardState& st = self->state;
+        st.tick_at = SyncRounds::Clock::time_point::max();
+        st.sync->expire(SyncRounds::Clock::now(), *st.calls);
+        schedule_tick(self);
+      },
   };
+}
+
+}  // namespace
+
+caf::actor spawn_parameter_shard(caf::actor_system& system,
+                                 std::shared_ptr<runtime::VariableStore> store,
+                                 uint16_t data_port) {
+  return system.spawn(parameter_shard, std::move(store), data_port);
 }
 
 }  // namespace troupe::actors

@@ -4,7 +4,7 @@
 // store, so that updates are applied where the variables live, as TF applies them on the ps.
 //
 //   auto store = std::make_shared<runtime::VariableStore>();
-//   caf::actor shard = system.spawn(parameter_shard, store, data_port);   // 0: no data channel
+//   caf::actor shard = spawn_parameter_shard(system, store, data_port);   // 0: no data channel
 //   // remote: (call_atom, std::vector<char> shard_call) -> std::vector<char> shard_reply
 //   //         (data_port_atom) -> uint16_t, where its data channel listens (data_channel.h)
 //   // state:  (varnames_atom) -> vector<string>, the variables and slots it holds
@@ -62,7 +62,9 @@ using load_atom = caf::atom_constant<caf::atom("load")>;
 runtime::Result<std::string> snapshot(const runtime::VariableStore& store,
                                       const std::vector<std::string>& names);
 
-caf::behavior parameter_shard(caf::event_based_actor* self,
-                              std::shared_ptr<runtime::VariableStore> store, uint16_t data_port);
+// The shard actor (its calls from replicas of synchronous training go through SyncRounds,
+// actors/sync_rounds.h).
+caf::actor spawn_parameter_shard(caf::actor_system& system,
+                                 std::shared_ptr<runtime::VariableStore> store, uint16_t data_port);
 
 }  // namespace troupe::actors

@@ -33,7 +33,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   Device device = spawn_device(rt.system(), {options.memory_limit_bytes});
   s->device_ = device.actor;
   s->allocator_ = device.allocator;
-  s->shard_ = rt.system().spawn(parameter_shard, s->variables_, uint16_t{0});
+  s->shard_ = spawn_parameter_shard(rt.system(), s->variables_, uint16_t{0});
 
   SessionSpec spec;
   spec.graph = s->graph_;
@@ -43,6 +43,13 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   spec.remote_timeout = caf::duration(options.remote_timeout);
   spec.profiler = std::make_shared<StepProfiler>();
   spec.fuse_ops = options.fuse_ops;
+  if (options.replica >= 0) {
+    spec.sync =
+        SyncTag{options.replica, static_cast<uint32_t>(std::max(0, options.replicas_to_aggregate)),
+                static_cast<uint32_t>(options.sync_timeout.count())};
+    // A replica's next step reads what the round it took part in wrote.
+    if (options.replicas_to_aggregate > 0) spec.pipeline_depth = 1;
+  }
   for (const auto& [task, address] : options.cluster) {
     auto parsed = runtime::DeviceSpec::parse(task);
     if (!parsed.ok() || parsed->job.empty()) {

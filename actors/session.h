@@ -49,6 +49,12 @@ struct SessionOptions {
   // reads as one _FusedMatMul (_FusedConv2D) node, as TF's remapper does: same values, fewer
   // hops and passes. Off: for comparisons.
   bool fuse_ops = true;
+  // Synchronous training (SyncReplicasOptimizer): this session is replica `replica`, and each
+  // update on a ps waits for `replicas_to_aggregate` replicas' gradients (their mean is applied
+  // once; stale ones are dropped), each round at most `sync_timeout`. Steps run one at a time.
+  int replica = -1;
+  int replicas_to_aggregate = 0;
+  std::chrono::milliseconds sync_timeout{30000};
 };
 
 class Session {

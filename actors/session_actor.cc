@@ -119,6 +119,20 @@ caf::actor channel_for(const SessionState& st, const runtime::Node& node) {
   return it->second[static_cast<size_t>(node.id) % it->second.size()];
 }
 
+// What a remote node's calls say of synchronous replication: every call names the replica;
+// updates (not initial assignments) and the barrier carry the round's size and timeout.
+SyncTag sync_tag(const SessionState& st, const runtime::Node& n) {
+  SyncTag tag;
+  if (st.spec.sync.replica < 0) return tag;
+  tag.replica = st.spec.sync.replica;
+  const bool update = n.def->variable_access == runtime::VariableAccess::kWrite && n.op != "Assign";
+  if (update || n.op == "SyncReplicasBarrier") {
+    tag.aggregate = st.spec.sync.aggregate;
+    tag.aggregate_timeout_ms = st.spec.sync.aggregate_timeout_ms;
+  }
+  return tag;
+}
+
 caf::actor node_for(SessionActor* self, int id) {
   SessionState& st = self->state;
   if (!st.nodes[id]) {
@@ -130,7 +144,8 @@ caf::actor node_for(SessionActor* self, int id) {
                   remote_for(st, st.spec.graph->node(id)),
                   channel_for(st, st.spec.graph->node(id)),
                   st.spec.remote_timeout,
-                  st.spec.profiler};
+                  st.spec.profiler,
+                  sync_tag(st, st.spec.graph->node(id))};
     st.nodes[id] = spawn_node_actor(self, std::move(spec));
   }
   return st.nodes[id];

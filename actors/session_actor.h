@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/shard_codec.h"
 #include "actors/step_profiler.h"
 #include "runtime/allocator.h"
 #include "runtime/graph.h"
@@ -37,6 +38,9 @@ struct SessionSpec {
   caf::duration remote_timeout;
   std::shared_ptr<StepProfiler> profiler;
   bool fuse_ops = true;  // MatMul/Conv2D -> BiasAdd (-> Relu) as one node (runtime/remapper.h)
+  // This session as a replica of synchronous training (actors/sync_rounds.h): its remote calls
+  // say so, and its updates wait for `aggregate` replicas' contributions.
+  SyncTag sync;
 };
 
 caf::actor spawn_session(caf::actor_system& system, SessionSpec spec);

@@ -11,9 +11,13 @@ using runtime::Status;
 using runtime::Tensor;
 
 Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
-    const runtime::Graph& graph, const runtime::Node& node, const std::vector<Tensor>& inputs) {
+    const runtime::Graph& graph, const runtime::Node& node, const std::vector<Tensor>& inputs,
+    const SyncTag& sync) {
   auto builder = std::make_unique<capnp::MallocMessageBuilder>();
   auto msg = builder->initRoot<schema::ShardCall>();
+  msg.setReplica(sync.replica);
+  msg.setAggregate(sync.aggregate);
+  msg.setAggregateTimeoutMs(sync.aggregate_timeout_ms);
   TROUPE_RETURN_IF_ERROR(runtime::write_node(graph, node, msg.initNode(), builder->getOrphanage()));
   auto list = msg.initInputs(static_cast<unsigned>(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -23,8 +27,9 @@ Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
 }
 
 Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
-                         const std::vector<Tensor>& inputs, std::vector<char>* out) {
-  TROUPE_ASSIGN_OR_RETURN(auto builder, build_shard_call(graph, node, inputs));
+                         const std::vector<Tensor>& inputs, std::vector<char>* out,
+                         const SyncTag& sync) {
+  TROUPE_ASSIGN_OR_RETURN(auto builder, build_shard_call(graph, node, inputs, sync));
   size_t bytes = 0;
   for (const Tensor& t : inputs) bytes += t.byte_size();
   return runtime::write_message(*builder, out, bytes);
@@ -44,6 +49,7 @@ Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes) {
         auto msg = r.getRoot<schema::ShardCall>();
         call.node_name = msg.getNode().getName().cStr();
         call.op = msg.getNode().getOp().cStr();
+        call.sync = SyncTag{msg.getReplica(), msg.getAggregate(), msg.getAggregateTimeoutMs()};
         TROUPE_RETURN_IF_ERROR(runtime::read_attrs(msg.getNode().getAttrs(), keep, &call.attrs));
         for (auto t : msg.getInputs()) {
           TROUPE_ASSIGN_OR_RETURN(Tensor v, runtime::read_tensor(t, keep));

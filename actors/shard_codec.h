@@ -22,21 +22,29 @@
 
 namespace troupe::actors {
 
+// How a call takes part in synchronous replication (actors/sync_rounds.h); the default, none.
+struct SyncTag {
+  int32_t replica = -1;               // the calling replica (worker), -1: not a replica
+  uint32_t aggregate = 0;             // an update that waits for this many replicas' (0: at once)
+  uint32_t aggregate_timeout_ms = 0;  // how long its round waits for them
+};
+
 struct ShardCall {
   std::string node_name;
   std::string op;
   runtime::AttrMap attrs;
   std::vector<runtime::Tensor> inputs;
+  SyncTag sync;
 };
 
 runtime::Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
                                   const std::vector<runtime::Tensor>& inputs,
-                                  std::vector<char>* out);
+                                  std::vector<char>* out, const SyncTag& sync = {});
 // The call as a message that references the inputs' data (they must outlive it), for writers
 // that send its segments as they are (data_channel.h).
 runtime::Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
     const runtime::Graph& graph, const runtime::Node& node,
-    const std::vector<runtime::Tensor>& inputs);
+    const std::vector<runtime::Tensor>& inputs, const SyncTag& sync = {});
 runtime::Result<ShardCall> decode_shard_call(std::shared_ptr<const std::vector<char>> bytes);
 runtime::Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes);
 

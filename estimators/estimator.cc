@@ -12,6 +12,7 @@
 #include "estimators/summary/summary_actor.h"
 #include "ops/array_ops.h"
 #include "ops/state_ops.h"
+#include "ops/training_ops.h"
 #include "runtime/crc32c.h"
 #include "runtime/graph_codec.h"
 #include "runtime/kernel_registry.h"
@@ -305,10 +306,15 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
   if (!b.ok()) return b.status().with_context(where);
   actors::SessionOptions so;
   so.variables = store_;
+  const bool sync = mode == Mode::kTrain && in_cluster() && config_.replicas_to_aggregate > 0;
+  if (sync) m->spec.train_op = ops::sync_replicas_barrier(b, m->global_step, m->spec.train_op);
+  if (!b.ok()) return b.status().with_context(where);
   if (mode == Mode::kTrain && in_cluster()) {
     TROUPE_RETURN_IF_ERROR(place_on_cluster(*m));
+    // The barrier waits beside the global step, whose rounds it watches.
+    if (sync) m->graph.set_device(m->spec.train_op, placement_.at("global_step"));
     TROUPE_ASSIGN_OR_RETURN(m->local_session, actors::Session::create(*runtime_, m->graph, so));
-    so.cluster = ps_tasks_;
+    cluster_session_options(&so);
   }
   TROUPE_ASSIGN_OR_RETURN(m->session, actors::Session::create(*runtime_, m->graph, so));
   last_components_ = components;
@@ -402,10 +408,24 @@ Status Estimator::pull_from_cluster() {
   return ps_->pull(store_.get());
 }
 
+// The chief is replica 0 of the training replicas, worker i replica i + 1.
+int Estimator::replica_index() const {
+  const ClusterConfig& c = config_.cluster;
+  return c.is_chief ? 0 : c.task_index + (c.cluster.count("chief") ? 1 : 0);
+}
+
+void Estimator::cluster_session_options(actors::SessionOptions* so) const {
+  so->cluster = ps_tasks_;
+  if (config_.replicas_to_aggregate > 0) {
+    so->replica = replica_index();
+    so->replicas_to_aggregate = config_.replicas_to_aggregate;
+    so->sync_timeout = std::chrono::milliseconds(config_.sync_timeout_ms);
+  }
+}
+
 Result<input::Dataset> Estimator::worker_part(const input::Dataset& data) {
   const ClusterConfig& c = config_.cluster;
-  // The chief is worker 0 of the training replicas.
-  const int index = c.is_chief ? 0 : c.task_index + (c.cluster.count("chief") ? 1 : 0);
+  const int index = replica_index();
   if (worker_part_of_ != data.source) {
     TROUPE_ASSIGN_OR_RETURN(worker_part_, input::shard(data, c.num_worker_replicas, index));
     worker_part_of_ = data.source;
@@ -572,7 +592,7 @@ Status Estimator::restart_training(Model& m) {
   }
   if (in_cluster()) {
     TROUPE_ASSIGN_OR_RETURN(m.local_session, actors::Session::create(*runtime_, m.graph, so));
-    so.cluster = ps_tasks_;
+    cluster_session_options(&so);
   }
   TROUPE_ASSIGN_OR_RETURN(m.session, actors::Session::create(*runtime_, m.graph, so));
   return ensure_variables(m, Mode::kTrain);

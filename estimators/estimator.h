@@ -158,6 +158,8 @@ class Estimator {
   runtime::Status ensure_cluster_variables(Model& m);
   runtime::Status pull_from_cluster();
   runtime::Result<input::Dataset> worker_part(const input::Dataset& data);
+  int replica_index() const;
+  void cluster_session_options(actors::SessionOptions* so) const;
   runtime::Status start_training_input(const input::Dataset& data);
   static uint64_t input_fingerprint(const input::Dataset& data);
 

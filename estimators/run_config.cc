@@ -86,6 +86,13 @@ runtime::Status RunConfig::validate() const {
   }
   if (threads < 0) return runtime::invalid_argument("threads < 0");
   if (cluster_poll_ms <= 0) return runtime::invalid_argument("cluster_poll_ms must be > 0");
+  if (replicas_to_aggregate < 0) return runtime::invalid_argument("replicas_to_aggregate < 0");
+  if (replicas_to_aggregate > cluster.num_worker_replicas) {
+    return runtime::invalid_argument("replicas_to_aggregate ", replicas_to_aggregate,
+                                     " is more than the cluster's ", cluster.num_worker_replicas,
+                                     " training replicas");
+  }
+  if (sync_timeout_ms <= 0) return runtime::invalid_argument("sync_timeout_ms must be > 0");
   if (cluster_deadline_ms <= 0) {
     return runtime::invalid_argument("cluster_deadline_ms must be > 0");
   }

@@ -55,6 +55,11 @@ struct RunConfig {
   // logging whom it waits for.
   int64_t cluster_poll_ms = 200;
   int64_t cluster_deadline_ms = 60000;
+  // Synchronous training (TF's SyncReplicasOptimizer): each update waits for this many
+  // replicas' gradients (0: asynchronous, TF's default); fewer than the replicas leaves backup
+  // workers. A round short of replicas after sync_timeout_ms goes on with those it has.
+  int replicas_to_aggregate = 0;
+  int64_t sync_timeout_ms = 30000;
   // Proves this process a member of the cluster to the others (actors/job_secret.h); null: plain
   // connections, for a cluster on a trusted network only.
   std::shared_ptr<const actors::JobSecret> job_secret;

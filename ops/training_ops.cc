@@ -42,6 +42,21 @@ const AttrMap kApplyDefaults{
 
 }  // namespace
 
+// Where replicas of synchronous training meet (actors/sync_rounds.h): placed on the ps that
+// holds the global step, it answers once the step read at the start (`step`) has been left
+// behind by the round all replicas' updates closed; its output is the new global step. Run
+// anywhere else it has nothing to wait for and passes `step` on.
+TROUPE_REGISTER_OP(SyncReplicasBarrier)
+    .input("step")
+    .output("global_step")
+    .shape_fn([](InferenceContext& c) {
+      if (c.input_dtype(0) != DType::kInt64) return c.error("the step must be int64");
+      c.set_output(0, DType::kInt64, Shape{});
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc("waits for the round of synchronous replicas that step `step` belongs to");
+
 TROUPE_REGISTER_OP(ApplyGradientDescent)
     .input("grad")
     .input("lr")
@@ -331,6 +346,11 @@ Output polynomial_decay(GraphBuilder& b, double lr, Output step, double decay_st
   Output frac = sub(b, scalar(b, 1.0, DType::kFloat32), div(b, s, decay_steps));
   Output decayed = pow(b, frac, scalar(b, power, DType::kFloat32));
   return add(b, mul(b, decayed, lr - end_lr), end_lr);
+}
+
+int sync_replicas_barrier(GraphBuilder& b, Output global_step, int train_op) {
+  auto deps = b.control_dependencies({train_op});
+  return b.add("SyncReplicasBarrier", {global_step}, {}).node;
 }
 
 }  // namespace troupe::ops

@@ -51,6 +51,11 @@ int minimize(GraphBuilder& b, Output loss, const Optimizer& opt, std::vector<int
 int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std::vector<int>& vars,
                     const Optimizer& opt);
 
+// Synchronous replicas (TF's SyncReplicasOptimizer): a target that runs after `train_op` and,
+// on a cluster's ps, waits until the round of updates this step took part in is applied.
+// `global_step` is its read at the start of the step. Returns the node to run as train op.
+int sync_replicas_barrier(GraphBuilder& b, Output global_step, int train_op);
+
 // t_i * clip_norm / max(global_norm, clip_norm), with global_norm = sqrt(sum ||t_i||^2).
 // Returns the clipped tensors followed by the global norm.
 std::vector<Output> clip_by_global_norm(GraphBuilder& b, const std::vector<Output>& tensors,

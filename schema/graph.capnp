@@ -58,6 +58,11 @@ struct GraphDef {
 struct ShardCall {
   node @0 :NodeDef;
   inputs @1 :List(Tensor);
+  # Synchronous replication (actors/sync_rounds.h): which replica calls, and for an update, how
+  # many replicas' contributions make one, and how long a round waits for them.
+  replica @2 :Int32 = -1;
+  aggregate @3 :UInt32 = 0;
+  aggregateTimeoutMs @4 :UInt32 = 0;
 }
 
 struct ShardReply {

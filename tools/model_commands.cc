@@ -237,7 +237,7 @@ int run_evaluator(estimators::RunConfig config, const Params& p, const input::Da
 }  // namespace
 
 int train(const std::vector<std::string>& args) {
-  auto parsed = parse_flags(args, kTrainFlags);
+  auto parsed = parse_flags(args, kTrainFlags, {"sync"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
   GracefulStop graceful;
@@ -257,7 +257,7 @@ int train(const std::vector<std::string>& args) {
   }
   std::string error;
   int64_t epochs = 10, steps = 0, batch = 128, eval_every = 0, rounds = 0, seed = 42;
-  int64_t deadline_s = 60, eval_timeout_s = 600;
+  int64_t deadline_s = 60, eval_timeout_s = 600, aggregate = 0, sync_timeout_s = 30;
   if ((flags.count("epochs") && !to_int("epochs", flag("epochs", ""), 1, &epochs, &error)) ||
       (flags.count("steps") && !to_int("steps", flag("steps", ""), 1, &steps, &error)) ||
       !to_int("batch-size", flag("batch-size", "128"), 1, &batch, &error) ||
@@ -265,7 +265,9 @@ int train(const std::vector<std::string>& args) {
       !to_int("early-stopping-rounds", flag("early-stopping-rounds", "0"), 0, &rounds, &error) ||
       !to_int("seed", flag("seed", "42"), 0, &seed, &error) ||
       !to_int("cluster-deadline", flag("cluster-deadline", "60"), 1, &deadline_s, &error) ||
-      !to_int("eval-timeout", flag("eval-timeout", "600"), 1, &eval_timeout_s, &error)) {
+      !to_int("eval-timeout", flag("eval-timeout", "600"), 1, &eval_timeout_s, &error) ||
+      !to_int("replicas-to-aggregate", flag("replicas-to-aggregate", "0"), 0, &aggregate, &error) ||
+      !to_int("sync-timeout", flag("sync-timeout", "30"), 1, &sync_timeout_s, &error)) {
     return usage_error(error);
   }
   auto strategy = runtime::parse_ps_strategy(flag("ps-strategy", "round_robin"));
@@ -325,12 +327,22 @@ int train(const std::vector<std::string>& args) {
   config.job_secret = *secret;
   config.ps_strategy = *strategy;
   config.cluster_deadline_ms = deadline_s * 1000;
+  // --sync: every replica's gradients make one update; --replicas-to-aggregate R: the first R
+  // (the rest are backups, their late gradients dropped).
+  config.replicas_to_aggregate =
+      static_cast<int>(aggregate > 0         ? aggregate
+                       : flags.count("sync") ? cluster->num_worker_replicas
+                                             : 0);
+  config.sync_timeout_ms = sync_timeout_s * 1000;
+  if (auto valid = config.validate(); !valid.ok()) return usage_error(valid.message());
   if (in_cluster && steps == 0 && cluster->task_type != "evaluator") {
     auto rows = count_rows(*train_data);
     if (!rows.ok()) return fail(rows.status());
-    steps = (*rows * epochs + batch - 1) / batch;
-    runtime::log_info("--epochs ", epochs, " over ", *rows, " examples in batches of ", batch,
-                      ": the replicas stop at global step ", steps);
+    // A synchronous step takes a batch from each of the replicas it aggregates.
+    const int64_t per_step = batch * std::max(1, config.replicas_to_aggregate);
+    steps = (*rows * epochs + per_step - 1) / per_step;
+    runtime::log_info("--epochs ", epochs, " over ", *rows, " examples, ", per_step,
+                      " a step: the replicas stop at global step ", steps);
   }
   // In a cluster the replicas share one global step: --steps is where it stops (max_steps).
   if (in_cluster && !cluster->is_chief && cluster->task_type != "evaluator") {

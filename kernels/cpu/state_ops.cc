@@ -248,6 +248,15 @@ struct FtrlKernel {
   }
 };
 
+// SyncReplicasBarrier in one process: no other replica to wait for.
+template <class T>
+struct PassStepKernel {
+  static Status compute(KernelContext& ctx) {
+    ctx.set_output(0, ctx.input(0));
+    return runtime::ok_status();
+  }
+};
+
 }  // namespace
 
 TROUPE_REGISTER_KERNELS(state_cpu) {
@@ -262,6 +271,7 @@ TROUPE_REGISTER_KERNELS(state_cpu) {
   registry.add_typed<AdamKernel, float, double>("ApplyAdam", kCpu);
   registry.add_typed<RMSPropKernel, float, double>("ApplyRMSProp", kCpu);
   registry.add_typed<FtrlKernel, float, double>("ApplyFtrl", kCpu);
+  registry.add_typed<PassStepKernel, int64_t>("SyncReplicasBarrier", kCpu);
 }
 
 }  // namespace troupe::kernels::cpu

@@ -27,6 +27,7 @@
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
 #include "ops/training_ops.h"
+#include "runtime/placement.h"
 
 using namespace troupe;
 using runtime::DType;
@@ -531,4 +532,99 @@ TEST_CASE(
   CHECK_MESSAGE(logged.find("refused 127.0.0.1:") != std::string::npos, logged);
   CHECK_MESSAGE(logged.find("not a troupe member's handshake") != std::string::npos, logged);
   CHECK_MESSAGE(logged.find("data channel on port") != std::string::npos, logged);
+}
+
+TEST_CASE("sync replicas: 2 workers of batch 8 give the weights of one process of batch 16") {
+  // Softmax regression, SGD: the mean of the two halves' gradients is the whole batch's.
+  runtime::Graph g;
+  g.set_seed(5);
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{-1, 6}, "x");
+  Output y = ops::placeholder(b, DType::kInt32, Shape{-1}, "y");
+  Output w =
+      ops::variable(b, "w", Shape{6, 3}, DType::kFloat32, ops::glorot_uniform(b, Shape{6, 3}));
+  Output bias =
+      ops::variable(b, "b", Shape{3}, DType::kFloat32, ops::zeros(b, Shape{3}, DType::kFloat32));
+  Output logits = ops::add(b, ops::matmul(b, x, w), bias);
+  Output loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, y, logits));
+  Output step = ops::global_step(b);
+  const int train = ops::minimize(b, loss, ops::Optimizer::sgd(0.5));
+  const int synced = ops::sync_replicas_barrier(b, step, train);
+  const int init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  const std::string task = "/job:ps/task:0";
+  auto where = runtime::place_variables(&g, {task}, runtime::PsStrategy::kRoundRobin);
+  REQUIRE(where.ok());
+  g.set_device(synced, task);
+
+  std::mt19937_64 rng(9);
+  std::vector<runtime::FeedList> batches;
+  for (int i = 0; i < 6; ++i) {
+    Tensor xs = testing::random_tensor<float>(Shape{16, 6}, rng);
+    Tensor ys(DType::kInt32, Shape{16});
+    for (int k = 0; k < 16; ++k) ys.data<int32_t>()[k] = k % 3;
+    batches.push_back({{x, xs}, {y, ys}});
+  }
+  // Rows [8 part, 8 part + 8) of each fed tensor.
+  auto half = [&](const runtime::FeedList& f, int part) {
+    runtime::FeedList out;
+    for (const auto& [o, t] : f) {
+      std::vector<int64_t> dims = t.shape().dims();
+      dims[0] = 8;
+      Tensor h(t.dtype(), Shape(dims));
+      const size_t bytes = h.byte_size();
+      std::memcpy(h.raw_data(), static_cast<const char*>(t.raw_data()) + part * bytes, bytes);
+      out.push_back({o, h});
+    }
+    return out;
+  };
+
+  runtime::VariableStore alone;
+  runtime::Executor exec(g, {.variables = &alone});
+  REQUIRE(exec.run({}, {}, {init}).ok());
+  for (const auto& f : batches) REQUIRE(exec.run(f, {}, {train}).ok());
+
+  uint16_t port = 0;
+  int keep_alive = -1;
+  pid_t child = start_server(&port, &keep_alive);
+  REQUIRE(port != 0);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  {
+    actors::Runtime rt;
+    std::vector<std::unique_ptr<actors::Session>> replicas;
+    for (int r = 0; r < 2; ++r) {
+      actors::SessionOptions o;
+      o.cluster = {{task, address}};
+      o.replica = r;
+      o.replicas_to_aggregate = 2;
+      o.sync_timeout = std::chrono::seconds(20);
+      auto s = actors::Session::create(rt, g, o);
+      REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+      replicas.push_back(std::move(*s));
+    }
+    REQUIRE(replicas[0]->run({}, {}, {init}).ok());
+    std::vector<runtime::Status> failed(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        for (const auto& f : batches) {
+          auto done = replicas[r]->run(half(f, r), {}, {synced});
+          if (!done.ok()) failed[r] = done.status();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& s : failed) CHECK_MESSAGE(s.ok(), s.to_string());
+    auto ps = actors::PsClient::connect(rt, {{task, address}}, {});
+    REQUIRE(ps.ok());
+    runtime::VariableStore held;
+    REQUIRE((*ps)->pull(&held).ok());
+    CHECK(testing::max_error(*held.read("w"), *alone.read("w")) < 1e-5);
+    CHECK(testing::max_error(*held.read("b"), *alone.read("b")) < 1e-5);
+    // One global step per round, not one per replica.
+    CHECK(held.read_int64_scalar("global_step").value() == 6);
+  }
+  close(keep_alive);
+  int status = 0;
+  waitpid(child, &status, 0);
 }

@@ -125,6 +125,23 @@ TEST_CASE("troupe cluster: 2 ps and 2 workers train async to the accuracy of one
   std::filesystem::remove_all(d.dir);
 }
 
+TEST_CASE("troupe cluster --sync: one global step a round of both replicas, as accurate") {
+  const Data d = make_data("troupe_cluster_sync");
+  Run job = shell(kTroupe + " cluster --ps 2 --workers 2 -- train" +
+                  train_flags(d, (d.dir / "sync").string()) + " --epochs 20 --sync");
+  REQUIRE_MESSAGE(job.status == 0, job.err);
+  CHECK(number_after(job.out, "accuracy") > 0.9);
+  // 20 epochs of 1200 rows, 2 batches of 32 a step: 375 steps, and the worker took part in
+  // every one of them (it joins before the first round can close).
+  CHECK(number_after(job.out, "global_step") >= 375);
+  CHECK(number_after(job.out, "global_step") <= 377);
+  const size_t worker = job.err.find("[worker 0] {\"global_step\"");
+  REQUIRE_MESSAGE(worker != std::string::npos, job.err);
+  CHECK(number_after(job.err.substr(worker), "steps") >= 370);
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
 TEST_CASE("troupe cluster: Ctrl-C stops the chief gracefully and leaves no process behind") {
   const Data d = make_data("troupe_cluster_int");
   const std::string model = (d.dir / "model").string();

@@ -1,0 +1,190 @@
+#include "actors/sync_rounds.h"
+
+#include <algorithm>
+
+#include "runtime/log.h"
+
+namespace troupe::actors {
+
+using runtime::DType;
+using runtime::Status;
+using runtime::Tensor;
+
+namespace {
+
+SyncRounds::Reply error_reply(const Status& s) {
+  SyncRounds::Reply bytes;
+  encode_shard_reply(s, {}, &bytes);
+  return bytes;
+}
+
+SyncRounds::Reply value_reply(const Tensor& t) {
+  SyncRounds::Reply bytes;
+  Status s = encode_shard_reply(runtime::ok_status(), {t}, &bytes);
+  return s.ok() ? bytes : error_reply(s);
+}
+
+const std::string* var_of(const ShardCall& call) {
+  auto it = call.attrs.find("var");
+  return it == call.attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
+}
+
+bool floating(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+
+template <class T>
+void add_into(Tensor& sum, const Tensor& x) {
+  T* s = sum.data<T>();
+  const T* v = x.data<T>();
+  for (int64_t i = 0; i < sum.num_elements(); ++i) s[i] += v[i];
+}
+
+template <class T>
+void scale(Tensor& sum, double by) {
+  T* s = sum.data<T>();
+  for (int64_t i = 0; i < sum.num_elements(); ++i) s[i] = static_cast<T>(s[i] * by);
+}
+
+std::string names(const std::set<int>& replicas) {
+  std::string out;
+  for (int r : replicas) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+}  // namespace
+
+void SyncRounds::note_read(int replica, const std::string& var) {
+  read_round_[{replica, var}] = round(var);
+}
+
+int64_t SyncRounds::round(const std::string& var) const {
+  auto it = rounds_.find(var);
+  return it == rounds_.end() ? 0 : it->second;
+}
+
+SyncRounds::Reply SyncRounds::current_value(const std::string& var) const {
+  auto value = store_->read(var);
+  return value.ok() ? value_reply(*value) : error_reply(value.status());
+}
+
+SyncRounds::Reply SyncRounds::contribute(ShardCall call, ShardCalls& calls, Clock::time_point now) {
+  const std::string* name = var_of(call);
+  if (name == nullptr) return calls.run(std::move(call));
+  const std::string var = *name;
+  const int replica = call.sync.replica;
+  auto read = read_round_.find({replica, var});
+  auto open = open_.find(var);
+  const bool stale = read != read_round_.end() && read->second < round(var);
+  const bool again = open != open_.end() && open->second.replicas.count(replica) > 0;
+  if (stale || again) {
+    ++dropped_;
+    runtime::log_debug("sync: dropped replica ", replica, "'s update of ", var, " (round ",
+                       round(var), ")");
+    return current_value(var);
+  }
+  if (open == open_.end()) {
+    // The sum starts as a copy: the inputs point into the frame the call came in.
+    for (Tensor& t : call.inputs) t = t.clone();
+    open = open_.emplace(var, Accumulator{std::move(call), {}, now}).first;
+  } else {
+    Accumulator& acc = open->second;
+    for (size_t i = 0; i < acc.call.inputs.size() && i < call.inputs.size(); ++i) {
+      Tensor& sum = acc.call.inputs[i];
+      const Tensor& x = call.inputs[i];
+      if (!floating(sum.dtype()) || x.dtype() != sum.dtype() || x.shape() != sum.shape()) {
+        continue;  // not averaged: the first contribution's value stands
+      }
+      if (sum.dtype() == DType::kFloat32) {
+        add_into<float>(sum, x);
+      } else {
+        add_into<double>(sum, x);
+      }
+    }
+  }
+  open->second.replicas.insert(replica);
+  if (open->second.replicas.size() >= std::max<uint32_t>(1, open->second.call.sync.aggregate)) {
+    return close(var, calls);
+  }
+  return current_value(var);
+}
+
+SyncRounds::Reply SyncRounds::close(const std::string& var, ShardCalls& calls) {
+  auto open = open_.find(var);
+  Accumulator acc = std::move(open->second);
+  open_.erase(open);
+  const size_t n = acc.replicas.size();
+  for (Tensor& sum : acc.call.inputs) {
+    // The mean of every floating input (the gradients; the learning rates, equal, stay).
+    if (sum.dtype() == DType::kFloat32) scale<float>(sum, 1.0 / double(n));
+    if (sum.dtype() == DType::kFloat64) scale<double>(sum, 1.0 / double(n));
+  }
+  // An increment of the global step is one per round, not one per replica.
+  acc.call.sync = SyncTag{};
+  Reply applied = calls.run(std::move(acc.call));
+  ++rounds_[var];
+  if (var == "global_step") release();
+  return applied;
+}
+
+void SyncRounds::release() {
+  const auto step = store_->read_int64_scalar("global_step");
+  if (!step) return;
+  auto done = [&](Waiter& w) {
+    if (w.stamp >= *step) return false;
+    w.reply(value_reply(Tensor::scalar<int64_t>(*step)));
+    return true;
+  };
+  waiters_.erase(std::remove_if(waiters_.begin(), waiters_.end(), done), waiters_.end());
+}
+
+void SyncRounds::wait(const ShardCall& call, std::function<void(Reply)> reply,
+                      Clock::time_point now) {
+  if (call.inputs.size() != 1 || call.inputs[0].dtype() != DType::kInt64 ||
+      call.inputs[0].num_elements() != 1) {
+    return reply(error_reply(runtime::invalid_argument("sync barrier: the step is no int64")));
+  }
+  const auto step = store_->read_int64_scalar("global_step");
+  if (!step) {
+    return reply(error_reply(runtime::failed_precondition(
+        "sync barrier: this ps holds no global_step (place the barrier beside it)")));
+  }
+  const int64_t stamp = call.inputs[0].data<int64_t>()[0];
+  if (*step > stamp) return reply(value_reply(Tensor::scalar<int64_t>(*step)));
+  const auto timeout = std::chrono::milliseconds(call.sync.aggregate_timeout_ms);
+  waiters_.push_back(Waiter{stamp, std::move(reply), now + timeout});
+}
+
+void SyncRounds::expire(Clock::time_point now, ShardCalls& calls) {
+  std::vector<std::string> due;
+  for (const auto& [var, acc] : open_) {
+    if (now >= acc.opened + std::chrono::milliseconds(acc.call.sync.aggregate_timeout_ms)) {
+      due.push_back(var);
+    }
+  }
+  for (const std::string& var : due) {
+    const Accumulator& acc = open_.at(var);
+    runtime::log_warning("sync: round ", round(var), " of ", var, " closed after ",
+                         acc.call.sync.aggregate_timeout_ms, " ms with replicas ",
+                         names(acc.replicas), " (", acc.replicas.size(), " of ",
+                         acc.call.sync.aggregate, ")");
+    close(var, calls);
+  }
+  auto late = [&](Waiter& w) {
+    if (now < w.deadline) return false;
+    w.reply(error_reply(runtime::unavailable("sync: global step ", w.stamp,
+                                             " was not passed in time: no replica's update came")));
+    return true;
+  };
+  waiters_.erase(std::remove_if(waiters_.begin(), waiters_.end(), late), waiters_.end());
+}
+
+SyncRounds::Clock::time_point SyncRounds::next_deadline() const {
+  auto next = Clock::time_point::max();
+  for (const auto& [var, acc] : open_) {
+    next =
+        std::min(next, acc.opened + std::chrono::milliseconds(acc.call.sync.aggregate_timeout_ms));
+  }
+  for (const Waiter& w : waiters_) next = std::min(next, w.deadline);
+  return next;
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,79 @@
+// SyncRounds: a parameter shard's part in synchronous training, as TF's SyncReplicasOptimizer
+// with its conditional accumulators and token queue. Each update of a variable from a replica
+// (an optimizer's Apply*, the global step's AssignAdd) is accumulated instead of applied; once
+// `aggregate` replicas have sent theirs, the mean of their inputs is applied once and the
+// variable's round advances. An update computed from values older than the open round (the
+// replica read the variable before the last round closed: a straggler, a backup worker) is
+// dropped. A round still short of replicas after its timeout closes with those it has, logged
+// with who took part. The barrier (op SyncReplicasBarrier, on the ps of the global step) answers
+// a replica once the global step has passed the one it read, so its next step reads the
+// round's result.
+//
+//   SyncRounds sync(store);
+//   sync.note_read(replica, "w");                    // a Variable call of that replica
+//   Reply now = sync.contribute(std::move(call), calls, Clock::now());
+//   sync.wait(barrier_call, [promise](Reply r) mutable { promise.deliver(std::move(r)); });
+//   sync.expire(Clock::now(), calls);                // at next_deadline()
+//
+// Not thread-safe: the parameter shard actor owns it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/parameter_shard.h"
+#include "actors/shard_codec.h"
+#include "runtime/variable_store.h"
+
+namespace troupe::actors {
+
+class SyncRounds {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Reply = std::vector<char>;  // a shard reply's bytes
+
+  explicit SyncRounds(std::shared_ptr<runtime::VariableStore> store) : store_(std::move(store)) {}
+
+  void note_read(int replica, const std::string& var);
+  // The reply for the caller now: the variable as it is (accumulated or dropped), or the
+  // round's applied result when this call closed it.
+  Reply contribute(ShardCall call, ShardCalls& calls, Clock::time_point now);
+  // The barrier: `reply` runs now or once the global step has passed the call's input.
+  void wait(const ShardCall& call, std::function<void(Reply)> reply, Clock::time_point now);
+  // Closes rounds and fails waits past their time.
+  void expire(Clock::time_point now, ShardCalls& calls);
+  Clock::time_point next_deadline() const;
+
+  int64_t round(const std::string& var) const;
+  int64_t dropped() const { return dropped_; }
+
+ private:
+  struct Accumulator {
+    ShardCall call;  // the first contribution, its inputs replaced by their running sum
+    std::set<int> replicas;
+    Clock::time_point opened;
+  };
+  struct Waiter {
+    int64_t stamp = 0;
+    std::function<void(Reply)> reply;
+    Clock::time_point deadline;
+  };
+  Reply close(const std::string& var, ShardCalls& calls);
+  void release();
+  Reply current_value(const std::string& var) const;
+
+  std::shared_ptr<runtime::VariableStore> store_;
+  std::map<std::string, int64_t> rounds_;
+  std::map<std::pair<int, std::string>, int64_t> read_round_;
+  std::map<std::string, Accumulator> open_;
+  std::vector<Waiter> waiters_;
+  int64_t dropped_ = 0;
+};
+
+}  // namespace troupe::actors

@@ -1,0 +1,117 @@
+// SyncRounds, a shard's part in synchronous training, without actors: updates averaged over
+// the replicas of a round and applied once, stale ones dropped, short rounds closed at their
+// timeout, and the barrier answered when the global step passes.
+#include "actors/sync_rounds.h"
+
+#include <doctest/doctest.h>
+
+using namespace troupe;
+using actors::ShardCall;
+using actors::SyncRounds;
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+
+namespace {
+
+ShardCall sgd(int replica, std::vector<float> grad, uint32_t aggregate = 2) {
+  ShardCall c;
+  c.node_name = "w/ApplyGradientDescent";
+  c.op = "ApplyGradientDescent";
+  c.attrs = {{"var", std::string("w")}, {"shape", Shape{2}}, {"dtype", DType::kFloat32}};
+  c.inputs = {Tensor::from_vector<float>(Shape{2}, grad), Tensor::scalar<float>(1.0f)};
+  c.sync = actors::SyncTag{replica, aggregate, 1000};
+  return c;
+}
+
+ShardCall increment(int replica) {
+  ShardCall c;
+  c.node_name = "global_step/AssignAdd";
+  c.op = "AssignAdd";
+  c.attrs = {{"var", std::string("global_step")}, {"shape", Shape{}}, {"dtype", DType::kInt64}};
+  c.inputs = {Tensor::scalar<int64_t>(1)};
+  c.sync = actors::SyncTag{replica, 2, 1000};
+  return c;
+}
+
+ShardCall barrier(int64_t step) {
+  ShardCall c;
+  c.node_name = "sync";
+  c.op = "SyncReplicasBarrier";
+  c.inputs = {Tensor::scalar<int64_t>(step)};
+  c.sync = actors::SyncTag{0, 2, 1000};
+  return c;
+}
+
+std::vector<float> w(const runtime::VariableStore& store) {
+  return store.read("w")->to_vector<float>();
+}
+
+struct Fixture {
+  std::shared_ptr<runtime::VariableStore> store = std::make_shared<runtime::VariableStore>();
+  actors::ShardCalls calls{store};
+  SyncRounds sync{store};
+  SyncRounds::Clock::time_point t0 = SyncRounds::Clock::now();
+  Fixture() {
+    store->assign("w", Tensor::from_vector<float>(Shape{2}, {10, 20}));
+    store->assign("global_step", Tensor::scalar<int64_t>(0));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a round applies the mean of its replicas' gradients once") {
+  Fixture f;
+  f.sync.note_read(0, "w");
+  f.sync.note_read(1, "w");
+  f.sync.contribute(sgd(0, {2, 4}), f.calls, f.t0);
+  CHECK(w(*f.store) == std::vector<float>{10, 20});  // waiting for the other replica
+  CHECK(f.sync.round("w") == 0);
+  f.sync.contribute(sgd(1, {4, 8}), f.calls, f.t0);
+  CHECK(w(*f.store) == std::vector<float>{7, 14});  // w -= 1 * mean
+  CHECK(f.sync.round("w") == 1);
+  // The global step: one increment per round, whatever each replica sent.
+  f.sync.contribute(increment(0), f.calls, f.t0);
+  f.sync.contribute(increment(1), f.calls, f.t0);
+  CHECK(f.store->read_int64_scalar("global_step").value() == 1);
+}
+
+TEST_CASE("an update computed before the last round closed is dropped, and so is a second one") {
+  Fixture f;
+  f.sync.note_read(0, "w");
+  f.sync.note_read(1, "w");
+  f.sync.note_read(2, "w");  // a backup worker
+  f.sync.contribute(sgd(0, {2, 2}), f.calls, f.t0);
+  f.sync.contribute(sgd(0, {100, 100}), f.calls, f.t0);  // the same replica again: dropped
+  f.sync.contribute(sgd(1, {4, 4}), f.calls, f.t0);
+  CHECK(w(*f.store) == std::vector<float>{7, 17});
+  f.sync.contribute(sgd(2, {1000, 1000}), f.calls, f.t0);  // read the old w: stale
+  CHECK(f.sync.dropped() == 2);
+  CHECK(w(*f.store) == std::vector<float>{7, 17});
+}
+
+TEST_CASE("a round short of replicas closes at its timeout; the barrier waits for the step") {
+  Fixture f;
+  std::vector<std::vector<char>> answers;
+  auto answered = [&](std::vector<char> r) { answers.push_back(std::move(r)); };
+  f.sync.note_read(0, "global_step");
+  f.sync.contribute(increment(0), f.calls, f.t0);
+  f.sync.wait(barrier(0), answered, f.t0);
+  CHECK(answers.empty());
+  CHECK(f.sync.next_deadline() == f.t0 + std::chrono::milliseconds(1000));
+  f.sync.expire(f.t0 + std::chrono::milliseconds(999), f.calls);
+  CHECK(answers.empty());
+  f.sync.expire(f.t0 + std::chrono::milliseconds(1000), f.calls);  // replica 1 never came
+  CHECK(f.store->read_int64_scalar("global_step").value() == 1);
+  REQUIRE(answers.size() == 1);
+  auto step = actors::decode_shard_reply(std::make_shared<std::vector<char>>(answers[0]));
+  REQUIRE(step.ok());
+  CHECK((*step)[0].data<int64_t>()[0] == 1);
+  // Waiting on a step nobody moves: an error at the deadline, naming it.
+  f.sync.wait(barrier(1), answered, f.t0);
+  f.sync.expire(f.t0 + std::chrono::seconds(2), f.calls);
+  REQUIRE(answers.size() == 2);
+  auto failed = actors::decode_shard_reply(std::make_shared<std::vector<char>>(answers[1]));
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().message().find("global step 1 was not passed") != std::string::npos);
+}
