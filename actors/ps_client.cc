@@ -77,7 +77,7 @@ Result<std::vector<std::string>> PsClient::missing(const Placement& where) {
   for (const auto& [task, server] : servers_) {
     std::vector<std::string> held;
     Status status;
-    self->request(server, timeout_, varnames_atom::value)
+    self->request(server, question_timeout_, varnames_atom::value)
         .receive([&](std::vector<std::string>& names) { held = std::move(names); },
                  [&](caf::error& e) {
                    status = runtime::unavailable(task, " (", addresses_.at(task),
@@ -118,7 +118,7 @@ Status PsClient::pull(runtime::VariableStore* into) {
   caf::scoped_actor self{runtime_.system()};
   for (const auto& [task, server] : servers_) {
     Status status;
-    self->request(server, timeout_, snapshot_atom::value, std::vector<std::string>{})
+    self->request(server, transfer_timeout_, snapshot_atom::value, std::vector<std::string>{})
         .receive(
             [&](std::vector<char>& file) {
               auto data =
@@ -151,7 +151,8 @@ Status PsClient::push(const runtime::VariableStore& from, const Placement& where
     TROUPE_ASSIGN_OR_RETURN(caf::actor s, server(task));
     TROUPE_ASSIGN_OR_RETURN(std::string file, runtime::encode_checkpoint(data));
     Status status;
-    self->request(s, timeout_, load_atom::value, std::vector<char>(file.begin(), file.end()))
+    self->request(s, transfer_timeout_, load_atom::value,
+                  std::vector<char>(file.begin(), file.end()))
         .receive(
             [&](std::string& error) {
               if (!error.empty())
@@ -171,7 +172,7 @@ Result<int64_t> PsClient::read_int64(const std::string& variable, const std::str
   TROUPE_ASSIGN_OR_RETURN(caf::actor s, server(task));
   caf::scoped_actor self{runtime_.system()};
   Result<int64_t> out = runtime::unavailable(task, " did not answer");
-  self->request(s, timeout_, snapshot_atom::value, std::vector<std::string>{variable})
+  self->request(s, question_timeout_, snapshot_atom::value, std::vector<std::string>{variable})
       .receive(
           [&](std::vector<char>& file) {
             auto data = runtime::parse_checkpoint(std::string_view(file.data(), file.size()), task);

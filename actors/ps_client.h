@@ -62,7 +62,11 @@ class PsClient {
   Runtime& runtime_;
   std::map<std::string, std::string> addresses_;
   std::map<std::string, caf::actor> servers_;
-  std::chrono::milliseconds timeout_{30000};
+  // A reply that does not come means a server that died with the request in flight (CAF fails
+  // no pending request when a connection drops): small questions give up soon, state transfers
+  // (a model's worth of bytes) later.
+  std::chrono::milliseconds question_timeout_{5000};
+  std::chrono::milliseconds transfer_timeout_{60000};
 };
 
 }  // namespace troupe::actors

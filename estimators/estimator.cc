@@ -518,6 +518,7 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
   };
   spec.on_end_of_input = [this] { input_done_ = true; };
   spec.restart_point = [this] {
+    if (in_cluster() && !config_.cluster.is_chief) return std::string("the model on the ps tasks");
     const std::string latest = latest_checkpoint();
     return latest.empty() ? std::string("the initial values") : latest;
   };
@@ -591,6 +592,10 @@ Status Estimator::restart_training(Model& m) {
     TROUPE_ASSIGN_OR_RETURN(other->session, actors::Session::create(*runtime_, other->graph, so));
   }
   if (in_cluster()) {
+    // A ps may have died and be on its way back: connect anew, waiting for it as at the start
+    // (with a log line naming it), and the chief sends it the latest checkpoint.
+    ps_.reset();
+    TROUPE_RETURN_IF_ERROR(connect_cluster());
     TROUPE_ASSIGN_OR_RETURN(m.local_session, actors::Session::create(*runtime_, m.graph, so));
     cluster_session_options(&so);
   }

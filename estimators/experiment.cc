@@ -120,6 +120,7 @@ Result<bool> Experiment::after_round(Progress& p, const TrainResult& r) {
   report.final_by_set = results;
   report.final_metrics = first;
   report.global_step = r.global_step;
+  report.restarts += r.restarts;
 
   auto metric = first.find(options_.early_stopping_metric);
   if (metric == first.end() &&

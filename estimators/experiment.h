@@ -57,6 +57,7 @@ struct ExperimentReport {
   double best_value = 0;
   std::vector<std::string> exports;
   double seconds = 0;
+  int restarts = 0;  // of training, from the latest checkpoint, after failures
 };
 
 class Experiment {

@@ -149,7 +149,7 @@ void print_metrics(const estimators::Metrics& m) {
   add("global_step", m.count("global_step") ? m.at("global_step") : 0, true);
   for (const auto& [k, v] : m) {
     if (k != "accuracy" && k != "loss" && k != "global_step" && k != "average_loss")
-      add(k, v, false);
+      add(k, v, k == "restarts");
   }
   std::printf("%s}\n", line.c_str());
   std::fflush(stdout);
@@ -398,7 +398,9 @@ int train(const std::vector<std::string>& args) {
   for (const std::string& dir : report->exports) {
     runtime::log_info("exported the model to ", dir);
   }
-  print_metrics(report->final_metrics);
+  estimators::Metrics final_line = report->final_metrics;
+  if (in_cluster) final_line["restarts"] = report->restarts;
+  print_metrics(final_line);
   return 0;
 }
 

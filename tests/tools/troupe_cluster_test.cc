@@ -195,6 +195,41 @@ TEST_CASE(
   std::filesystem::remove_all(d.dir);
 }
 
+TEST_CASE("a ps killed and started again: the chief restores it from its checkpoint, all go on") {
+  const Data d = make_data("troupe_cluster_ps");
+  const std::string model = (d.dir / "model").string();
+  const std::string secret = (d.dir / "job.secret").string();
+  REQUIRE(shell(kTroupe + " secret " + secret).status == 0);
+  const std::string spec = (d.dir / "cluster.json").string();
+  const int base = 25000 + (::getpid() % 2000) * 3;
+  std::ofstream(spec) << "{\"chief\": [\"127.0.0.1:" << base
+                      << "\"], \"ps\": [\"127.0.0.1:" << base + 1
+                      << "\"], \"worker\": [\"127.0.0.1:" << base + 2 << "\"]}";
+  const std::string common =
+      " --cluster " + spec + " --task 0 --secret " + secret + " 2>>" + (d.dir / "log").string();
+  const std::string ps = kTroupe + " server --job ps" + common;
+  const std::string train =
+      kTroupe + " train" + train_flags(d, model) + " --steps 4000 --eval-every 500";
+  // The ps dies (SIGKILL) while both train, and comes back a little later.
+  Run r =
+      shell(ps + " & p=$!; " + train + " --job worker" + common + " >" +
+            (d.dir / "worker.json").string() + " & w=$!; (sleep 1.2; kill -KILL $p; sleep 0.8; " +
+            ps + " & echo $! >" + (d.dir / "ps2.pid").string() + ") & " + train + " --job chief" +
+            common + "; status=$?; wait $w; kill -TERM $(cat " + (d.dir / "ps2.pid").string() +
+            "); wait; exit $status");
+  const std::string log = slurp((d.dir / "log").string());
+  REQUIRE_MESSAGE(r.status == 0, log);
+  CHECK(number_after(r.out, "global_step") >= 4000);
+  CHECK(number_after(r.out, "restarts") >= 1);
+  CHECK(number_after(r.out, "accuracy") > 0.9);
+  CHECK(log.find("[chief 0] restored") != std::string::npos);
+  CHECK(log.find("is unreachable") != std::string::npos);
+  const std::string worker = slurp((d.dir / "worker.json").string());
+  CHECK_MESSAGE(number_after(worker, "global_step") >= 4000, worker);
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
 TEST_CASE("troupe server and cluster: unsafe or unclear starts are one line and exit 2") {
   const Data d = make_data("troupe_cluster_flags");
   const std::string spec = (d.dir / "cluster.json").string();
