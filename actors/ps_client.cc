@@ -72,18 +72,11 @@ const std::string* owner(const std::string& entry, const PsClient::Placement& wh
 }  // namespace
 
 Result<std::vector<std::string>> PsClient::missing(const Placement& where) {
-  caf::scoped_actor self{runtime_.system()};
   std::vector<std::string> out;
   for (const auto& [task, server] : servers_) {
-    std::vector<std::string> held;
-    Status status;
-    self->request(server, question_timeout_, varnames_atom::value)
-        .receive([&](std::vector<std::string>& names) { held = std::move(names); },
-                 [&](caf::error& e) {
-                   status = runtime::unavailable(task, " (", addresses_.at(task),
-                                                 ") did not answer: ", runtime_.system().render(e));
-                 });
-    TROUPE_RETURN_IF_ERROR(status);
+    TROUPE_ASSIGN_OR_RETURN(
+        std::vector<std::string> held,
+        ask<std::vector<std::string>>(task, question_timeout_, varnames_atom::value));
     std::sort(held.begin(), held.end());
     for (const auto& [var, t] : where) {
       if (t == task && !std::binary_search(held.begin(), held.end(), var)) out.push_back(var);
@@ -115,26 +108,14 @@ Status PsClient::wait_for_variables(const Placement& where, const WaitOptions& w
 }
 
 Status PsClient::pull(runtime::VariableStore* into) {
-  caf::scoped_actor self{runtime_.system()};
   for (const auto& [task, server] : servers_) {
-    Status status;
-    self->request(server, transfer_timeout_, snapshot_atom::value, std::vector<std::string>{})
-        .receive(
-            [&](std::vector<char>& file) {
-              auto data =
-                  runtime::parse_checkpoint(std::string_view(file.data(), file.size()), task);
-              if (!data.ok()) {
-                status = data.status();
-                return;
-              }
-              runtime::load_into(*data, into);
-            },
-            [&](caf::error& e) {
-              status =
-                  runtime::unavailable("reading the state of ", task, " (", addresses_.at(task),
-                                       "): ", runtime_.system().render(e));
-            });
-    TROUPE_RETURN_IF_ERROR(status);
+    TROUPE_ASSIGN_OR_RETURN(std::vector<char> file,
+                            ask<std::vector<char>>(task, transfer_timeout_, snapshot_atom::value,
+                                                   std::vector<std::string>{}));
+    TROUPE_ASSIGN_OR_RETURN(
+        runtime::CheckpointData data,
+        runtime::parse_checkpoint(std::string_view(file.data(), file.size()), task));
+    runtime::load_into(data, into);
   }
   return runtime::ok_status();
 }
@@ -146,52 +127,50 @@ Status PsClient::push(const runtime::VariableStore& from, const Placement& where
     if (var == nullptr) continue;  // not the training graph's (a metric's, say): stays here
     TROUPE_ASSIGN_OR_RETURN(per_task[where.at(*var)].tensors[entry], from.read(entry));
   }
-  caf::scoped_actor self{runtime_.system()};
   for (const auto& [task, data] : per_task) {
-    TROUPE_ASSIGN_OR_RETURN(caf::actor s, server(task));
     TROUPE_ASSIGN_OR_RETURN(std::string file, runtime::encode_checkpoint(data));
-    Status status;
-    self->request(s, transfer_timeout_, load_atom::value,
-                  std::vector<char>(file.begin(), file.end()))
-        .receive(
-            [&](std::string& error) {
-              if (!error.empty())
-                status = runtime::internal_error(task, " refused the state: ", error);
-            },
-            [&](caf::error& e) {
-              status =
-                  runtime::unavailable("sending the state to ", task, " (", addresses_.at(task),
-                                       "): ", runtime_.system().render(e));
-            });
-    TROUPE_RETURN_IF_ERROR(status);
+    TROUPE_ASSIGN_OR_RETURN(std::string error,
+                            ask<std::string>(task, transfer_timeout_, load_atom::value,
+                                             std::vector<char>(file.begin(), file.end())));
+    if (!error.empty()) return runtime::internal_error(task, " refused the state: ", error);
   }
   return runtime::ok_status();
 }
 
 Result<int64_t> PsClient::read_int64(const std::string& variable, const std::string& task) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<char> file,
+                          ask<std::vector<char>>(task, question_timeout_, snapshot_atom::value,
+                                                 std::vector<std::string>{variable}));
+  TROUPE_ASSIGN_OR_RETURN(
+      runtime::CheckpointData data,
+      runtime::parse_checkpoint(std::string_view(file.data(), file.size()), task));
+  auto it = data.tensors.find(variable);
+  if (it == data.tensors.end() || it->second.dtype() != runtime::DType::kInt64 ||
+      it->second.num_elements() != 1) {
+    return runtime::internal_error(task, ": '", variable, "' is not an int64 scalar");
+  }
+  return it->second.data<int64_t>()[0];
+}
+
+// The answer, or an error as soon as the server goes: CAF fails no request in flight when a
+// connection drops, so the server is watched while its answer is awaited.
+template <class Reply, class... Ts>
+Result<Reply> PsClient::ask(const std::string& task, std::chrono::milliseconds timeout,
+                            Ts&&... xs) {
   TROUPE_ASSIGN_OR_RETURN(caf::actor s, server(task));
   caf::scoped_actor self{runtime_.system()};
-  Result<int64_t> out = runtime::unavailable(task, " did not answer");
-  self->request(s, question_timeout_, snapshot_atom::value, std::vector<std::string>{variable})
-      .receive(
-          [&](std::vector<char>& file) {
-            auto data = runtime::parse_checkpoint(std::string_view(file.data(), file.size()), task);
-            if (!data.ok()) {
-              out = data.status();
-              return;
-            }
-            auto it = data->tensors.find(variable);
-            if (it == data->tensors.end() || it->second.dtype() != runtime::DType::kInt64 ||
-                it->second.num_elements() != 1) {
-              out = runtime::internal_error(task, ": '", variable, "' is not an int64 scalar");
-              return;
-            }
-            out = it->second.data<int64_t>()[0];
-          },
-          [&](caf::error& e) {
-            out = runtime::unavailable("reading ", variable, " from ", task, ": ",
-                                       runtime_.system().render(e));
-          });
+  self->monitor(s);
+  self->send(s, std::forward<Ts>(xs)...);
+  const std::string who = task + " (" + addresses_.at(task) + ")";
+  Result<Reply> out = runtime::unavailable(who, " did not answer in ", timeout.count(), " ms");
+  self->receive(
+      [&](Reply& r) { out = std::move(r); },
+      [&](caf::down_msg& d) {
+        out = runtime::unavailable(who, " has gone: ", runtime_.system().render(d.reason));
+      },
+      [&](caf::error& e) { out = runtime::unavailable(who, ": ", runtime_.system().render(e)); },
+      caf::after(timeout) >> [] {});
+  self->demonitor(s);
   return out;
 }
 

@@ -59,6 +59,9 @@ class PsClient {
  private:
   explicit PsClient(Runtime& runtime) : runtime_(runtime) {}
   runtime::Result<caf::actor> server(const std::string& task) const;
+  template <class Reply, class... Ts>
+  runtime::Result<Reply> ask(const std::string& task, std::chrono::milliseconds timeout,
+                             Ts&&... xs);
   Runtime& runtime_;
   std::map<std::string, std::string> addresses_;
   std::map<std::string, caf::actor> servers_;

@@ -215,8 +215,8 @@ TEST_CASE("a ps killed and started again: the chief restores it from its checkpo
       shell(ps + " & p=$!; " + train + " --job worker" + common + " >" +
             (d.dir / "worker.json").string() + " & w=$!; (sleep 1.2; kill -KILL $p; sleep 0.8; " +
             ps + " & echo $! >" + (d.dir / "ps2.pid").string() + ") & " + train + " --job chief" +
-            common + "; status=$?; wait $w; kill -TERM $(cat " + (d.dir / "ps2.pid").string() +
-            "); wait; exit $status");
+            common + "; status=$?; wait $w; p2=$(cat " + (d.dir / "ps2.pid").string() +
+            "); kill -TERM $p2; while kill -0 $p2 2>/dev/null; do sleep 0.05; done; exit $status");
   const std::string log = slurp((d.dir / "log").string());
   REQUIRE_MESSAGE(r.status == 0, log);
   CHECK(number_after(r.out, "global_step") >= 4000);
