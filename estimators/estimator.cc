@@ -386,7 +386,7 @@ Status Estimator::ensure_cluster_variables(Model& m) {
     return ps_->wait_for_variables(placement_, wait);
   }
   if (absent.empty()) {
-    TROUPE_RETURN_IF_ERROR(pull_from_cluster());
+    TROUPE_RETURN_IF_ERROR(ps_->pull(store_.get()));
     if (!cluster_joined_) {
       runtime::log_info("the ps tasks hold the model at global step ", global_step(),
                         ": training on from there");
@@ -403,9 +403,23 @@ Status Estimator::ensure_cluster_variables(Model& m) {
   return runtime::ok_status();
 }
 
+// A ps that has gone is waited for (and, by the chief, given the latest checkpoint) once,
+// before the pull gives up.
 Status Estimator::pull_from_cluster() {
   if (!ps_) return runtime::ok_status();
+  Status pulled = ps_->pull(store_.get());
+  if (pulled.ok() || pulled.code() != runtime::Code::kUnavailable) return pulled;
+  TROUPE_RETURN_IF_ERROR(recover_cluster(pulled));
   return ps_->pull(store_.get());
+}
+
+Status Estimator::recover_cluster(const Status& why) {
+  runtime::log_warning(why.to_string(), ": waiting for the ps tasks");
+  ++recoveries_;  // a restart as much as the training run's own
+  auto train = models_.find(Mode::kTrain);
+  if (train != models_.end()) return restart_training(*train->second);
+  ps_.reset();
+  return connect_cluster();
 }
 
 // The chief is replica 0 of the training replicas, worker i replica i + 1.
@@ -468,7 +482,11 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
     TROUPE_ASSIGN_OR_RETURN(data, worker_part(all_data));
   }
   TROUPE_ASSIGN_OR_RETURN(Model * m, model_for(Mode::kTrain, data));
-  TROUPE_RETURN_IF_ERROR(ensure_variables(*m, Mode::kTrain));
+  Status ready = ensure_variables(*m, Mode::kTrain);
+  if (!ready.ok() && in_cluster() && ready.code() == runtime::Code::kUnavailable) {
+    ready = recover_cluster(ready);  // a ps went between two runs (an Experiment's evaluation)
+  }
+  TROUPE_RETURN_IF_ERROR(ready);
   const int64_t start = global_step();
   if (options.max_steps > 0 && start >= options.max_steps) {
     std::fprintf(stderr, "INFO: skipping training: global step %lld >= max_steps %lld\n",
@@ -545,7 +563,8 @@ Result<TrainResult> Estimator::finish_training(const TrainOutcome& outcome) {
   result.loss = outcome.loss;
   result.end_of_input = outcome.end_of_input;
   result.stopped = outcome.stopped;
-  result.restarts = outcome.restarts;
+  result.restarts = outcome.restarts + recoveries_;
+  recoveries_ = 0;
   return result;
 }
 

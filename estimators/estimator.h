@@ -157,6 +157,7 @@ class Estimator {
   runtime::Status place_on_cluster(Model& m);
   runtime::Status ensure_cluster_variables(Model& m);
   runtime::Status pull_from_cluster();
+  runtime::Status recover_cluster(const runtime::Status& why);
   runtime::Result<input::Dataset> worker_part(const input::Dataset& data);
   int replica_index() const;
   void cluster_session_options(actors::SessionOptions* so) const;
@@ -187,6 +188,7 @@ class Estimator {
   input::Dataset worker_part_;             // this worker's part of the last dataset
   std::shared_ptr<const actors::Source> worker_part_of_;
   bool cluster_joined_ = false;
+  int recoveries_ = 0;  // of the cluster between training runs, counted in the next's restarts
   mutable std::atomic<int64_t> last_global_step_{0};  // from the ps, for when it is gone
   std::mutex running_mu_;
   caf::actor running_;  // the EstimatorActor of the running train(), for request_stop

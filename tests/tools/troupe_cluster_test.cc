@@ -179,12 +179,13 @@ TEST_CASE(
     return kTroupe + what + " --cluster " + spec + " --job " + job + " --task 0 --secret " + secret;
   };
   const std::string log = (d.dir / "worker.log").string();
-  // The ps and a worker in the background, the worker killed once it has trained a while, the
+  // The ps and a worker in the background, the worker killed once it has logged a step, the
   // chief in the foreground; then the worker again, which must find the model where it is.
   Run r = shell(task("ps", 0) + " 2>" + (d.dir / "ps.log").string() + " & ps=$!; " +
                 task("worker", 3000) + " >/dev/null 2>" + log + " & w=$!; " +
-                "(sleep 1.5; kill -KILL $w) & " + task("chief", 3000) + "; status=$?; " +
-                task("worker", 3100) + " >" + (d.dir / "again.json").string() + " 2>>" + log +
+                "(until grep -q 'step = ' " + log + "; do sleep 0.05; done; kill -KILL $w) & " +
+                task("chief", 3000) + "; status=$?; " + task("worker", 3100) + " >" +
+                (d.dir / "again.json").string() + " 2>>" + log +
                 "; kill -TERM $ps; wait $ps; exit $status");
   REQUIRE_MESSAGE(r.status == 0, r.err, "\n", slurp(log));
   CHECK(number_after(r.out, "global_step") >= 3000);
@@ -210,11 +211,12 @@ TEST_CASE("a ps killed and started again: the chief restores it from its checkpo
   const std::string ps = kTroupe + " server --job ps" + common;
   const std::string train =
       kTroupe + " train" + train_flags(d, model) + " --steps 4000 --eval-every 500";
-  // The ps dies (SIGKILL) while both train, and comes back a little later.
+  // The ps dies (SIGKILL) once the chief has saved a checkpoint, and comes back a little later.
   Run r =
       shell(ps + " & p=$!; " + train + " --job worker" + common + " >" +
-            (d.dir / "worker.json").string() + " & w=$!; (sleep 1.2; kill -KILL $p; sleep 0.8; " +
-            ps + " & echo $! >" + (d.dir / "ps2.pid").string() + ") & " + train + " --job chief" +
+            (d.dir / "worker.json").string() + " & w=$!; (until ls " + model +
+            "/model.ckpt-* >/dev/null 2>&1; do sleep 0.05; done; kill -KILL $p; sleep 0.8; " + ps +
+            " & echo $! >" + (d.dir / "ps2.pid").string() + ") & " + train + " --job chief" +
             common + "; status=$?; wait $w; p2=$(cat " + (d.dir / "ps2.pid").string() +
             "); kill -TERM $p2; while kill -0 $p2 2>/dev/null; do sleep 0.05; done; exit $status");
   const std::string log = slurp((d.dir / "log").string());
