@@ -248,9 +248,8 @@ void DataServer::accept_loop() {
       if (stopping_ || errno == EBADF || errno == EINVAL) return;  // shut down
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Out of descriptors or memory: the listener is fine and the shortage may pass.
-      std::fprintf(stderr,
-                   "WARNING: data channel on port %u: accept failed (%s); retrying in %lld ms\n",
-                   port_, errno_text().c_str(), static_cast<long long>(backoff.count()));
+      runtime::log_warning("data channel on port ", port_, ": accept failed (", errno_text(),
+                           "); retrying in ", backoff.count(), " ms");
       std::this_thread::sleep_for(backoff);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
       continue;
@@ -271,8 +270,8 @@ void DataServer::accept_loop() {
 void DataServer::admit(int fd, const std::string& peer) {
   reap_finished();
   if (static_cast<int>(connections_.size()) >= options_.max_connections) {
-    std::fprintf(stderr, "WARNING: data channel on port %u: refused %s: %d connections open\n",
-                 port_, peer.c_str(), options_.max_connections);
+    runtime::log_warning("data channel on port ", port_, ": refused ", peer, ": ",
+                         options_.max_connections, " connections open");
     ::close(fd);
     return;
   }
@@ -287,8 +286,8 @@ void DataServer::admit(int fd, const std::string& peer) {
                                       }),
                                       done});
   } catch (const std::system_error& e) {
-    std::fprintf(stderr, "WARNING: data channel on port %u: refused %s: no thread (%s)\n", port_,
-                 peer.c_str(), e.what());
+    runtime::log_warning("data channel on port ", port_, ": refused ", peer, ": no thread (",
+                         e.what(), ")");
     ::close(fd);
   }
 }

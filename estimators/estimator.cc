@@ -59,8 +59,8 @@ namespace {
 void report_skipped(input::Pipeline& p, const char* what) {
   const actors::RunnerStats stats = p.runner_stats();
   if (stats.skipped > 0) {
-    std::fprintf(stderr, "WARNING: %s skipped %lld bad records of %s\n", what,
-                 static_cast<long long>(stats.skipped), p.dataset().source->name().c_str());
+    runtime::log_warning(what, " skipped ", stats.skipped, " bad records of ",
+                         p.dataset().source->name());
   }
 }
 
@@ -489,8 +489,8 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
   TROUPE_RETURN_IF_ERROR(ready);
   const int64_t start = global_step();
   if (options.max_steps > 0 && start >= options.max_steps) {
-    std::fprintf(stderr, "INFO: skipping training: global step %lld >= max_steps %lld\n",
-                 static_cast<long long>(start), static_cast<long long>(options.max_steps));
+    runtime::log_info("skipping training: global step ", start, " >= max_steps ",
+                      options.max_steps);
     return caf::actor();
   }
   int64_t last = INT64_MAX;
@@ -576,8 +576,8 @@ Status Estimator::start_training_input(const input::Dataset& data) {
   int64_t skip = 0;
   if (resume_input_.fingerprint == fingerprint && resume_input_.batches > 0) {
     skip = resume_input_.batches;
-    std::fprintf(stderr, "INFO: reading %s on after the %lld batches trained on before\n",
-                 data.source->name().c_str(), static_cast<long long>(skip));
+    runtime::log_info("reading ", data.source->name(), " on after the ", skip,
+                      " batches trained on before");
   }
   resume_input_ = {};
   TROUPE_ASSIGN_OR_RETURN(train_input_, input::Pipeline::start(*runtime_, data, skip));

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "actors/messages.h"
+#include "runtime/log.h"
 
 namespace troupe::estimators {
 
@@ -88,12 +89,10 @@ void fail(RunActor* self, Status why) {
     return finish(self, std::move(why));
   }
   ++st.outcome.restarts;
-  std::fprintf(stderr,
-               "WARNING: training failed at step %lld: %s\nWARNING: restarting from %s "
-               "(restart %d of %d)\n",
-               static_cast<long long>(global_step(st)), why.to_string().c_str(),
-               st.spec.restart_point ? st.spec.restart_point().c_str() : "the initial values",
-               st.outcome.restarts, st.spec.max_restarts);
+  runtime::log_warning("training failed at step ", global_step(st), ": ", why.to_string());
+  runtime::log_warning("restarting from ",
+                       st.spec.restart_point ? st.spec.restart_point() : "the initial values",
+                       " (restart ", st.outcome.restarts, " of ", st.spec.max_restarts, ")");
   unwatch(self);
   auto parts = st.spec.restart();
   if (!parts.ok()) return finish(self, parts.status().with_context("restarting training"));

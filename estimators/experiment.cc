@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "runtime/checkpoint.h"
+#include "runtime/log.h"
 
 namespace troupe::estimators {
 
@@ -72,9 +73,8 @@ Result<std::vector<std::pair<std::string, Metrics>>> Experiment::evaluate() {
     o.name = name;
     o.hooks = options_.eval_hooks;
     TROUPE_ASSIGN_OR_RETURN(Metrics m, estimator_.evaluate(data, o));
-    std::fprintf(stderr, "INFO: evaluation%s at step %lld: %s\n",
-                 name.empty() ? "" : (" [" + name + "]").c_str(),
-                 static_cast<long long>(m["global_step"]), format(m).c_str());
+    runtime::log_info("evaluation", name.empty() ? "" : " [" + name + "]", " at step ",
+                      static_cast<long long>(m["global_step"]), ": ", format(m));
     out.push_back({name, std::move(m)});
   }
   return out;
@@ -167,19 +167,17 @@ Result<bool> Experiment::after_round(Progress& p, const TrainResult& r) {
       const double next = std::max(options_.min_learning_rate, now * options_.reduce_lr_factor);
       estimator_.variables().assign("learning_rate",
                                     runtime::Tensor::scalar<float>(static_cast<float>(next)));
-      std::fprintf(stderr, "INFO: %s on a plateau: learning rate %.3g -> %.3g\n",
-                   options_.early_stopping_metric.c_str(), now, next);
+      runtime::log_info(options_.early_stopping_metric, " on a plateau: learning rate ", now,
+                        " -> ", next);
     }
   }
   if (options_.early_stopping_rounds == 0 || p.waited < options_.early_stopping_rounds) {
     return done;
   }
   report.stopped_early = true;
-  std::fprintf(stderr,
-               "INFO: early stopping at step %lld: %s has not improved on %.6g (step "
-               "%lld) for %d evaluations\n",
-               static_cast<long long>(r.global_step), options_.early_stopping_metric.c_str(),
-               report.best_value, static_cast<long long>(report.best_step), p.waited);
+  runtime::log_info("early stopping at step ", r.global_step, ": ", options_.early_stopping_metric,
+                    " has not improved on ", report.best_value, " (step ", report.best_step,
+                    ") for ", p.waited, " evaluations");
   if (options_.restore_best_weights && !p.best_weights.empty()) {
     for (const auto& [name, tensor] : p.best_weights) estimator_.variables().assign(name, tensor);
     TROUPE_ASSIGN_OR_RETURN(auto again, evaluate());
@@ -273,8 +271,7 @@ caf::behavior Experiment::actor_behavior(caf::stateful_actor<ExperimentState>* s
       [self](actors::stop_atom) {
         ExperimentState& st = self->state;
         if (!st.stop) {
-          std::fprintf(stderr,
-                       "INFO: stopping: the running steps finish, then a last evaluation\n");
+          runtime::log_info("stopping: the running steps finish, then a last evaluation");
         }
         st.stop = true;
         if (st.run) self->send(st.run, actors::stop_atom::value);
@@ -334,7 +331,7 @@ Result<std::vector<std::pair<int64_t, Metrics>>> Experiment::continuous_eval(int
         return runtime::invalid_argument("continuous_eval needs an evaluation set");
       TROUPE_ASSIGN_OR_RETURN(Metrics m, estimator_.evaluate(eval_sets_[0].second, o));
       const auto step = static_cast<int64_t>(m["global_step"]);
-      std::fprintf(stderr, "INFO: evaluated %s: %s\n", latest.c_str(), format(m).c_str());
+      runtime::log_info("evaluated ", latest, ": ", format(m));
       out.push_back({step, m});
       if (last_step > 0 && step >= last_step) return out;
     }

@@ -61,8 +61,7 @@ class LoggingTensor : public SessionRunHook {
     for (size_t i = 0; i < names_.size(); ++i) {
       line += (i ? ", " : "") + names_[i] + " = " + c.value(fetches_[i]).debug_string(8);
     }
-    std::fprintf(stderr, "INFO: %s (step %lld)\n", line.c_str(),
-                 static_cast<long long>(c.global_step));
+    runtime::log_info(line, " (step ", c.global_step, ")");
     return runtime::ok_status();
   }
 
@@ -87,8 +86,7 @@ class NanTensor : public SessionRunHook {
       return runtime::invalid_argument("NaN loss during training (step ", c.global_step,
                                        "): the model diverged; lower the learning rate");
     }
-    std::fprintf(stderr, "WARNING: the loss is %g at step %lld; stopping\n", v,
-                 static_cast<long long>(c.global_step));
+    runtime::log_warning("the loss is ", v, " at step ", c.global_step, "; stopping");
     c.request_stop();
     return runtime::ok_status();
   }
@@ -289,11 +287,10 @@ class StepCounter : public SessionRunHook {
     if (tty_ && last_ > 0) return runtime::ok_status();
     if (every_ <= 0 || c.global_step % every_ != 0) return runtime::ok_status();
     const double secs = std::chrono::duration<double>(now - last_time_).count();
-    std::fprintf(stderr, "INFO: loss = %.6g, step = %lld (%.3f sec)\n", loss,
-                 static_cast<long long>(c.global_step), secs);
-    if (secs > 0) {
-      std::fprintf(stderr, "INFO: global_step/sec: %.4g\n", (c.global_step - last_step_) / secs);
-    }
+    char timing[64];
+    std::snprintf(timing, sizeof timing, "%.3f sec", secs);
+    runtime::log_info("loss = ", loss, ", step = ", c.global_step, " (", timing, ")");
+    if (secs > 0) runtime::log_info("global_step/sec: ", (c.global_step - last_step_) / secs);
     last_step_ = c.global_step;
     last_time_ = now;
     return runtime::ok_status();
@@ -352,9 +349,8 @@ class EarlyStopping : public SessionRunHook {
       return runtime::ok_status();
     }
     if (++waited_ < o_.rounds) return runtime::ok_status();
-    std::fprintf(stderr,
-                 "INFO: early stopping at step %lld: no improvement on %.6g for %d rounds\n",
-                 static_cast<long long>(ctx.global_step), best_, waited_);
+    runtime::log_info("early stopping at step ", ctx.global_step, ": no improvement on ", best_,
+                      " for ", waited_, " rounds");
     if (o_.restore_best) {
       for (const auto& [name, t] : best_weights_) ctx.variables.assign(name, t);
     }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "runtime/crc32c.h"
+#include "runtime/log.h"
 #include "runtime/record_io.h"
 #include "runtime/tensor_wire.h"
 #include "schema/checkpoint.capnp.h"
@@ -62,8 +63,7 @@ std::vector<std::string> read_index(const std::string& path, std::string* latest
     if (q1 == std::string::npos || q2 <= q1) continue;
     const std::string value = line.substr(q1 + 1, q2 - q1 - 1);
     if (!is_plain_file_name(value)) {
-      std::fprintf(stderr, "WARNING: %s names '%s', not a file of its directory: ignored\n",
-                   path.c_str(), value.c_str());
+      log_warning(path, " names '", value, "', not a file of its directory: ignored");
       continue;
     }
     if (line.rfind("model_checkpoint_path:", 0) == 0) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "runtime/log.h"
 #include "runtime/record_io.h"
 #include "runtime/tensor_wire.h"
 #include "schema/record.capnp.h"
@@ -94,9 +95,8 @@ Result<std::shared_ptr<RecordSource>> RecordSource::open(const std::string& patt
         if (!skip_bad_records) return more.status();
         ++s->bad_tail_;
         s->records_.push_back(Record{static_cast<int>(s->files_.size()), at, 0, true});
-        std::fprintf(stderr, "WARNING: %s: skipping the unreadable rest from byte %llu on: %s\n",
-                     path.c_str(), static_cast<unsigned long long>(at),
-                     more.status().message().c_str());
+        runtime::log_warning(path, ": skipping the unreadable rest from byte ", at,
+                             " on: ", more.status().message());
         break;
       }
       if (more.ok() && !*more) break;
