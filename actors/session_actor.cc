@@ -8,10 +8,9 @@
 #include "actors/messages.h"
 #include "actors/node_actor.h"
 #include "actors/queue.h"
-#include "runtime/constant_folding.h"
+#include "actors/step_plan.h"
 #include "runtime/device.h"
 #include "runtime/op_registry.h"
-#include "runtime/remapper.h"
 
 namespace troupe::actors {
 
@@ -21,13 +20,6 @@ using runtime::Status;
 using runtime::Tensor;
 
 namespace {
-
-// Where each fetch comes from: a fed value, or output `position` of a reporting node's NodeDone.
-struct FetchSource {
-  int feed = -1;
-  int node = -1;
-  int position = 0;
-};
 
 // Reads of a variable in step s wait for the writes of that variable in every earlier step, so
 // that pipelined steps compute exactly what sequential ones would (no stale weights).
@@ -151,9 +143,10 @@ caf::actor node_for(SessionActor* self, int id) {
   return st.nodes[id];
 }
 
+// The compiled plan (step_plan.h) as this session runs it: a gate per variable, a credit per
+// edge, a node actor per node, each sent its NodePlan.
 runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignature& signature) {
   SessionState& st = self->state;
-  const Graph& g = *st.spec.graph;
   if (st.last_plan >= 0 && signature == st.last_signature) return st.last_plan;
   const std::string key = signature.key();
   auto found = st.plan_ids.find(key);
@@ -161,122 +154,46 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
     st.last_signature = signature;
     return st.last_plan = found->second;
   }
-  TROUPE_RETURN_IF_ERROR(signature.check(g));
-  const std::vector<Output>& fed = signature.fed;
-  const std::vector<Output>& fetches = signature.fetches;
-  const std::vector<int>& targets = signature.targets;
-  std::vector<int> order = runtime::prune_graph(g, fed, fetches, targets);
-  for (int id : order) {
-    const runtime::Node& n = g.node(id);
-    if (!remote_for(st, n))
-      TROUPE_RETURN_IF_ERROR(runtime::find_kernel(n, runtime::DeviceType::kCpu).status());
-  }
+  CompileOptions options;
+  options.fuse_ops = st.spec.fuse_ops;
+  options.remote = [&st](const runtime::Node& n) { return static_cast<bool>(remote_for(st, n)); };
+  TROUPE_ASSIGN_OR_RETURN(StepPlan compiled, compile_plan(*st.spec.graph, signature, options));
   Plan plan;
   plan.id = static_cast<int32_t>(st.plans.size());
-  plan.feed_routes.resize(fed.size());
+  plan.feed_routes = std::move(compiled.feed_routes);
+  plan.sources = std::move(compiled.sources);
+  plan.fetches = std::move(compiled.fetches);
+  plan.reporters = compiled.reporters;
+  for (const auto& [id, var] : compiled.gated_reads)
+    plan.gated_reads.push_back({id, &st.gates[var]});
+  for (const auto& [id, var] : compiled.writers) {
+    VarGate* gate = &st.gates[var];
+    ++plan.writes[gate];
+    plan.writer_gate[id] = gate;
+  }
   std::map<int, NodePlan> specs;
-  // Constants, and nodes whose values are fixed before any step (folded once, here), that are
-  // neither fetched nor targets are bound into their consumers' plans: no actor, no message
-  // per step.
-  const std::map<int, std::vector<Tensor>> folded = runtime::fold_constants(g, order, fed);
-  std::vector<bool> bound(g.num_nodes(), false);
-  for (int id : order) bound[id] = g.node(id).op == "Const" || folded.count(id) > 0;
-  auto bound_value = [&](const Output& o) {
-    auto it = folded.find(o.node);
-    return it != folded.end() ? it->second[o.index] : g.node(o.node).attr<Tensor>("value");
-  };
-  for (const Output& o : fetches) bound[o.node] = false;
-  for (int t : targets) bound[t] = false;
-  // Chains that run as one fused node (runtime/remapper.h): its root runs it, the rest idle.
-  std::vector<bool> absorbed(g.num_nodes(), false);
-  std::map<int, std::shared_ptr<const runtime::Node>> fused;
-  if (st.spec.fuse_ops) {
-    std::vector<bool> eligible(g.num_nodes(), false);
-    for (int id : order) eligible[id] = !bound[id] && !remote_for(st, g.node(id));
-    for (runtime::Fusion& f : runtime::fuse_product_chains(g, eligible, fed, fetches, targets)) {
-      for (int a : f.absorbed) absorbed[a] = true;
-      fused[f.root] = std::move(f.node);
-    }
+  for (auto& [id, step] : compiled.nodes) {
+    NodePlan& p = specs[id];
+    p.plan = plan.id;
+    p.expected = step.expected;
+    p.in_credits.resize(step.slots);
+    p.in_producers.resize(step.slots);
+    p.bound_inputs = std::move(step.bound_inputs);
+    p.fetched_outputs = std::move(step.fetched_outputs);
+    p.report = step.report;
+    p.fused = std::move(step.fused);
   }
-  for (int id : order) {
-    if (!bound[id] && !absorbed[id]) specs[id].plan = plan.id;
-  }
-  auto feed_index = [&](const Output& o) {
-    for (size_t i = 0; i < fed.size(); ++i) {
-      if (fed[i] == o) return static_cast<int>(i);
-    }
-    return -1;
-  };
   const uint64_t slots = static_cast<uint64_t>(std::max(1, st.spec.pipeline_depth));
-  for (int id : order) {
-    if (bound[id] || absorbed[id]) continue;
-    NodePlan& c = specs[id];
-    auto fusion = fused.find(id);
-    if (fusion != fused.end()) c.fused = fusion->second;
-    const runtime::Node& n = c.fused ? *c.fused : g.node(id);
-    const int32_t n_slots = static_cast<int32_t>(n.inputs.size() + n.control_inputs.size());
-    int32_t waits = n_slots;
-    c.in_credits.resize(n_slots);
-    c.in_producers.resize(n_slots);
-    auto connect = [&](int producer, int32_t output, int32_t slot) {
+  for (const auto& [id, step] : compiled.nodes) {
+    for (const NodeStep::Edge& e : step.outs) {
       auto credit = std::make_shared<EdgeCredit>(slots);
-      specs[producer].outs.push_back(NodePlan::Out{node_for(self, id), slot, output, credit});
-      c.in_credits[slot] = credit;
-      c.in_producers[slot] = node_for(self, producer);
-    };
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      int f = feed_index(n.inputs[i]);
-      if (f >= 0) {
-        plan.feed_routes[f].push_back({id, static_cast<int32_t>(i)});
-      } else if (bound[n.inputs[i].node]) {
-        c.bound_inputs.push_back({static_cast<int32_t>(i), bound_value(n.inputs[i])});
-        --waits;
-      } else {
-        connect(n.inputs[i].node, n.inputs[i].index, static_cast<int32_t>(i));
-      }
-    }
-    for (size_t k = 0; k < n.control_inputs.size(); ++k) {
-      if (bound[n.control_inputs[k]]) {
-        --waits;  // a constant is always ready
-      } else {
-        connect(n.control_inputs[k], -1, static_cast<int32_t>(n.inputs.size() + k));
-      }
-    }
-    c.expected = waits;
-    if (n.def->variable_access == runtime::VariableAccess::kRead) {
-      plan.gated_reads.push_back({id, &st.gates[n.attr<std::string>("var")]});
-    } else if (waits == 0) {
-      plan.sources.push_back(id);
-    }
-    if (n.def->variable_access == runtime::VariableAccess::kWrite) {
-      VarGate* gate = &st.gates[n.attr<std::string>("var")];
-      ++plan.writes[gate];
-      plan.writer_gate[id] = gate;
-      c.report = true;  // the session must know when the write is done
+      specs[id].outs.push_back(
+          NodePlan::Out{node_for(self, e.consumer), e.input, e.output, credit, e.last_use});
+      specs[e.consumer].in_credits[e.input] = credit;
+      specs[e.consumer].in_producers[e.input] = node_for(self, id);
     }
   }
-  for (const Output& o : fetches) {
-    FetchSource src;
-    src.feed = feed_index(o);
-    if (src.feed < 0) {
-      NodePlan& p = specs[o.node];
-      src.node = o.node;
-      src.position = static_cast<int>(p.fetched_outputs.size());
-      p.fetched_outputs.push_back(o.index);
-      p.report = true;
-    }
-    plan.fetches.push_back(src);
-  }
-  for (int t : targets) specs[t].report = true;
-  for (auto& [id, spec] : specs) {
-    if (spec.report) ++plan.reporters;
-    for (size_t i = 0; i < spec.outs.size(); ++i) {
-      for (size_t j = i + 1; j < spec.outs.size(); ++j) {
-        if (spec.outs[j].output == spec.outs[i].output) spec.outs[i].last_use = false;
-      }
-    }
-    self->send(node_for(self, id), std::move(spec));
-  }
+  for (auto& [id, spec] : specs) self->send(node_for(self, id), std::move(spec));
   st.plans.push_back(std::move(plan));
   st.plan_ids[key] = st.plans.back().id;
   st.last_signature = signature;

@@ -1,0 +1,129 @@
+#include "actors/step_plan.h"
+
+#include <algorithm>
+
+#include "runtime/constant_folding.h"
+#include "runtime/device.h"
+#include "runtime/kernel_registry.h"
+#include "runtime/op_registry.h"
+#include "runtime/remapper.h"
+
+namespace troupe::actors {
+
+using runtime::Graph;
+using runtime::Output;
+using runtime::Tensor;
+
+runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignature& signature,
+                                       const CompileOptions& options) {
+  TROUPE_RETURN_IF_ERROR(signature.check(g));
+  const std::vector<Output>& fed = signature.fed;
+  const std::vector<Output>& fetches = signature.fetches;
+  const std::vector<int>& targets = signature.targets;
+  auto remote = [&](const runtime::Node& n) { return options.remote && options.remote(n); };
+  std::vector<int> order = runtime::prune_graph(g, fed, fetches, targets);
+  for (int id : order) {
+    const runtime::Node& n = g.node(id);
+    if (!remote(n)) {
+      TROUPE_RETURN_IF_ERROR(runtime::find_kernel(n, runtime::DeviceType::kCpu).status());
+    }
+  }
+  StepPlan plan;
+  plan.feed_routes.resize(fed.size());
+  // Constants, and nodes whose values are fixed before any step (folded once, here), that are
+  // neither fetched nor targets are bound into their consumers' plans: no actor, no message
+  // per step.
+  const std::map<int, std::vector<Tensor>> folded = runtime::fold_constants(g, order, fed);
+  std::vector<bool> bound(g.num_nodes(), false);
+  for (int id : order) bound[id] = g.node(id).op == "Const" || folded.count(id) > 0;
+  auto bound_value = [&](const Output& o) {
+    auto it = folded.find(o.node);
+    return it != folded.end() ? it->second[o.index] : g.node(o.node).attr<Tensor>("value");
+  };
+  for (const Output& o : fetches) bound[o.node] = false;
+  for (int t : targets) bound[t] = false;
+  // Chains that run as one fused node (runtime/remapper.h): its root runs it, the rest idle.
+  std::vector<bool> absorbed(g.num_nodes(), false);
+  std::map<int, std::shared_ptr<const runtime::Node>> fused;
+  if (options.fuse_ops) {
+    std::vector<bool> eligible(g.num_nodes(), false);
+    for (int id : order) eligible[id] = !bound[id] && !remote(g.node(id));
+    for (runtime::Fusion& f : runtime::fuse_product_chains(g, eligible, fed, fetches, targets)) {
+      for (int a : f.absorbed) absorbed[a] = true;
+      fused[f.root] = std::move(f.node);
+    }
+  }
+  for (int id : order) {
+    if (!bound[id] && !absorbed[id]) plan.nodes[id];
+  }
+  auto feed_index = [&](const Output& o) {
+    for (size_t i = 0; i < fed.size(); ++i) {
+      if (fed[i] == o) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  for (int id : order) {
+    if (bound[id] || absorbed[id]) continue;
+    NodeStep& c = plan.nodes[id];
+    auto fusion = fused.find(id);
+    if (fusion != fused.end()) c.fused = fusion->second;
+    const runtime::Node& n = c.fused ? *c.fused : g.node(id);
+    c.slots = static_cast<int32_t>(n.inputs.size() + n.control_inputs.size());
+    int32_t waits = c.slots;
+    auto connect = [&](int producer, int32_t output, int32_t slot) {
+      plan.nodes[producer].outs.push_back(NodeStep::Edge{id, slot, output});
+    };
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const int f = feed_index(n.inputs[i]);
+      if (f >= 0) {
+        plan.feed_routes[f].push_back({id, static_cast<int32_t>(i)});
+      } else if (bound[n.inputs[i].node]) {
+        c.bound_inputs.push_back({static_cast<int32_t>(i), bound_value(n.inputs[i])});
+        --waits;
+      } else {
+        connect(n.inputs[i].node, n.inputs[i].index, static_cast<int32_t>(i));
+      }
+    }
+    for (size_t k = 0; k < n.control_inputs.size(); ++k) {
+      if (bound[n.control_inputs[k]]) {
+        --waits;  // a constant is always ready
+      } else {
+        connect(n.control_inputs[k], -1, static_cast<int32_t>(n.inputs.size() + k));
+      }
+    }
+    c.expected = waits;
+    if (n.def->variable_access == runtime::VariableAccess::kRead) {
+      plan.gated_reads.push_back({id, n.attr<std::string>("var")});
+    } else if (waits == 0) {
+      plan.sources.push_back(id);
+    }
+    if (n.def->variable_access == runtime::VariableAccess::kWrite) {
+      plan.writers[id] = n.attr<std::string>("var");
+      c.report = true;  // the session must know when the write is done
+    }
+  }
+  for (const Output& o : fetches) {
+    FetchSource src;
+    src.feed = feed_index(o);
+    if (src.feed < 0) {
+      NodeStep& p = plan.nodes[o.node];
+      src.node = o.node;
+      src.position = static_cast<int>(p.fetched_outputs.size());
+      p.fetched_outputs.push_back(o.index);
+      p.report = true;
+    }
+    plan.fetches.push_back(src);
+  }
+  for (int t : targets) plan.nodes[t].report = true;
+  for (auto& [id, step] : plan.nodes) {
+    if (step.report) ++plan.reporters;
+    for (size_t i = 0; i < step.outs.size(); ++i) {
+      for (size_t j = i + 1; j < step.outs.size(); ++j) {
+        if (step.outs[j].output == step.outs[i].output) step.outs[i].last_use = false;
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace troupe::actors

@@ -1,0 +1,112 @@
+// The plan compiler without actors: which nodes take part in a signature's steps, what is bound,
+// fused, fed, gated and reported, and how nodes on another task are left alone.
+#include "actors/step_plan.h"
+
+#include <doctest/doctest.h>
+
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/state_ops.h"
+#include "ops/training_ops.h"
+#include "runtime/graph_builder.h"
+
+using namespace troupe;
+using actors::compile_plan;
+using actors::StepPlan;
+using runtime::DType;
+using runtime::Output;
+using runtime::Shape;
+
+namespace {
+
+// loss = sum(relu(x w + b)) on a variable w and a constant b; train by SGD.
+struct Model {
+  runtime::Graph g;
+  Output x, w, relu, loss;
+  int train = -1, unused = -1;
+};
+
+std::unique_ptr<Model> model() {
+  auto m = std::make_unique<Model>();
+  runtime::GraphBuilder b(&m->g);
+  m->x = ops::placeholder(b, DType::kFloat32, Shape{-1, 3}, "x");
+  m->w = ops::variable(b, "w", Shape{3, 4}, DType::kFloat32,
+                       ops::zeros(b, Shape{3, 4}, DType::kFloat32));
+  Output bias = ops::zeros(b, Shape{4}, DType::kFloat32, "bias");
+  m->relu = ops::relu(b, ops::bias_add(b, ops::matmul(b, m->x, m->w), bias));
+  m->loss = ops::reduce_sum(b, m->relu);
+  m->unused = ops::square(b, m->x).node;
+  m->train = ops::minimize(b, m->loss, ops::Optimizer::sgd(0.1));
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  return m;
+}
+
+const runtime::Node& node(const runtime::Graph& g, int id) { return g.node(id); }
+
+}  // namespace
+
+TEST_CASE("a plan binds constants, fuses the dense chain, routes the feed and gates the read") {
+  auto m = model();
+  auto plan = compile_plan(m->g, {{m->x}, {m->relu}, {}});
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  // The Relu runs the whole MatMul -> BiasAdd -> Relu chain; the constant bias is bound into it.
+  REQUIRE(plan->nodes.count(m->relu.node) == 1);
+  const actors::NodeStep& root = plan->nodes.at(m->relu.node);
+  REQUIRE(root.fused != nullptr);
+  CHECK(root.fused->op == "_FusedMatMul");
+  CHECK(root.bound_inputs.size() == 1);
+  for (const auto& [id, step] : plan->nodes) {
+    CHECK_MESSAGE(node(m->g, id).op != "Const", "a constant got an actor");
+    CHECK_MESSAGE(node(m->g, id).op != "BiasAdd", "an absorbed node got an actor");
+  }
+  CHECK(plan->nodes.count(m->unused) == 0);  // pruned: nothing fetched needs it
+  // x goes to the fused node's first slot; w's read waits on earlier writes of w.
+  REQUIRE(plan->feed_routes.size() == 1);
+  REQUIRE(plan->feed_routes[0].size() == 1);
+  CHECK(plan->feed_routes[0][0] == std::make_pair(m->relu.node, int32_t{0}));
+  REQUIRE(plan->gated_reads.size() == 1);
+  CHECK(plan->gated_reads[0] == std::make_pair(m->w.node, std::string("w")));
+  // One fetch, reported by the Relu.
+  REQUIRE(plan->fetches.size() == 1);
+  CHECK(plan->fetches[0].node == m->relu.node);
+  CHECK(root.report);
+  CHECK(plan->reporters == 1);
+}
+
+TEST_CASE("a fetch of a fed value comes from the feed; writers are known by their variable") {
+  auto m = model();
+  auto plan = compile_plan(m->g, {{m->x}, {m->x, m->loss}, {m->train}});
+  REQUIRE(plan.ok());
+  CHECK(plan->fetches[0].feed == 0);
+  CHECK(plan->fetches[1].node == m->loss.node);
+  bool writes_w = false;
+  for (const auto& [id, var] : plan->writers) {
+    writes_w |= var == "w" && node(m->g, id).op == "ApplyGradientDescent";
+    CHECK(plan->nodes.at(id).report);  // the session must hear when a write is done
+  }
+  CHECK(writes_w);
+  // Every edge ends at a node of the plan, in a slot it has.
+  for (const auto& [id, step] : plan->nodes) {
+    for (const auto& e : step.outs) {
+      REQUIRE(plan->nodes.count(e.consumer) == 1);
+      CHECK(e.input < plan->nodes.at(e.consumer).slots);
+    }
+  }
+}
+
+TEST_CASE("nodes on another task are neither fused nor looked up here") {
+  auto m = model();
+  actors::CompileOptions o;
+  o.remote = [](const runtime::Node& n) { return n.op == "Variable" || n.op == "MatMul"; };
+  auto plan = compile_plan(m->g, {{m->x}, {m->relu}, {}}, o);
+  REQUIRE(plan.ok());
+  CHECK(plan->nodes.count(m->relu.node) == 1);
+  CHECK(plan->nodes.at(m->relu.node).fused == nullptr);  // its MatMul runs elsewhere
+}
+
+TEST_CASE("a plan refuses a fetch that is not in the graph") {
+  auto m = model();
+  auto plan = compile_plan(m->g, {{}, {Output{9999, 0}}, {}});
+  REQUIRE_FALSE(plan.ok());
+}
