@@ -1,0 +1,138 @@
+// What going distributed costs and buys (the distributed issue's bars), measured by running the
+// troupe command as a user would: the Fashion-MNIST DNN (256-128, batch 128, Adam), OpenBLAS at
+// one thread in every process, one ps task.
+//   async_scaling  cluster-wide examples/s with 2 training replicas against 2 x the rate with 1
+//                  (bar >= 0.9)
+//   sync_scaling   the same with --sync (bar >= 0.8)
+//   cluster_1_vs_process  1 replica + 1 ps against one process alone: the cost of the network
+//   bytes_per_step loopback bytes per global step against the floor, one gradient up and one
+//                  value down per variable (2 x the model's bytes)
+// Rates are the medians of the chief's global_step/sec log lines (each over 100 steps); the
+// machine's other load shows in them, so compare ratios from one run.
+//
+//   cluster_bench [--quick] [--json FILE]
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+
+namespace {
+
+bool quick = false;
+constexpr double kBatch = 128;
+// 784*256 + 256 + 256*128 + 128 + 128*10 + 10 floats.
+constexpr double kModelBytes = 4.0 * (784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
+
+struct Run {
+  int status = -1;
+  std::string err;
+  double steps_per_sec = 0;  // median of the logged rates
+  double loopback_bytes = 0;
+  double global_step = 0;
+};
+
+double loopback_bytes() {
+  std::ifstream in("/proc/net/dev");
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    name.erase(0, name.find_first_not_of(' '));
+    if (name != "lo") continue;
+    std::istringstream fields(line.substr(colon + 1));
+    double received = 0;
+    fields >> received;
+    return received;
+  }
+  return 0;
+}
+
+Run run(const std::string& args) {
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/cluster_bench_" +
+                          std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  const std::string err = dir + ".err", out = dir + ".out";
+  const std::string cmd = "OPENBLAS_NUM_THREADS=1 " + std::string(TROUPE_CLI) + " " + args +
+                          " --model-dir " + dir + " >" + out + " 2>" + err;
+  Run r;
+  const double before = loopback_bytes();
+  r.status = std::system(cmd.c_str());
+  r.loopback_bytes = loopback_bytes() - before;
+  std::ifstream e(err), o(out);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  const std::string json((std::istreambuf_iterator<char>(o)), std::istreambuf_iterator<char>());
+  const size_t at = json.find("\"global_step\": ");
+  if (at != std::string::npos) r.global_step = std::atof(json.c_str() + at + 15);
+  std::vector<double> rates;
+  // The chief's lines (the launcher prefixes a task's lines with its name).
+  std::istringstream lines(r.err);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t k = line.find("global_step/sec: ");
+    const bool chief = line.rfind("[chief 0]", 0) == 0 || line.rfind("INFO: global", 0) == 0;
+    if (k != std::string::npos && chief) rates.push_back(std::atof(line.c_str() + k + 17));
+  }
+  // The first window holds the start (connecting, initialising): left out when there are more.
+  if (rates.size() > 2) rates.erase(rates.begin());
+  std::sort(rates.begin(), rates.end());
+  if (!rates.empty()) r.steps_per_sec = rates[rates.size() / 2];
+  std::filesystem::remove_all(dir);
+  std::remove(err.c_str());
+  std::remove(out.c_str());
+  return r;
+}
+
+bool ok(const Run& r, const char* what) {
+  if (r.status == 0 && r.steps_per_sec > 0) return true;
+  std::fprintf(stderr, "cluster_bench: %s failed (status %d):\n%s\n", what, r.status,
+               r.err.substr(r.err.size() > 2000 ? r.err.size() - 2000 : 0).c_str());
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json = "bench_cluster.json";
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+  }
+  const std::string steps = quick ? "600" : "2000";
+  const std::string model =
+      " --data fashion-mnist --hidden 256,128 --batch-size 128 --eval-every 100000 --steps " +
+      steps;
+  troupe::bench::Bars bars("cluster");
+
+  Run alone = run("train" + model);
+  Run one = run("cluster --ps 1 --workers 1 -- train" + model);
+  Run two = run("cluster --ps 1 --workers 2 -- train" + model);
+  Run one_sync = run("cluster --ps 1 --workers 1 -- train --sync" + model);
+  Run two_sync = run("cluster --ps 1 --workers 2 -- train --sync" + model);
+  if (!ok(alone, "one process") || !ok(one, "1 replica") || !ok(two, "2 replicas") ||
+      !ok(one_sync, "1 sync replica") || !ok(two_sync, "2 sync replicas")) {
+    return 1;
+  }
+  auto examples = [](const Run& r, double per_step) { return r.steps_per_sec * kBatch * per_step; };
+  const double async1 = examples(one, 1), async2 = examples(two, 1);
+  const double sync1 = examples(one_sync, 1), sync2 = examples(two_sync, 2);
+  bars.add("async_scaling", async2, "examples/s", "2x_one_replica", 2 * async1,
+           async2 / (2 * async1));
+  bars.add("sync_scaling", sync2, "examples/s", "2x_one_replica", 2 * sync1, sync2 / (2 * sync1));
+  bars.add("cluster_1_vs_process", async1, "examples/s", "one_process", examples(alone, 1),
+           async1 / examples(alone, 1));
+  const double per_step = two.loopback_bytes / std::max(1.0, two.global_step);
+  bars.add("bytes_per_step", per_step, "bytes", "two_x_model", 2 * kModelBytes,
+           per_step / (2 * kModelBytes));
+  bars.write_json(json);
+  return 0;
+}
