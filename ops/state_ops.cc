@@ -4,6 +4,7 @@
 
 #include "ops/array_ops.h"
 #include "ops/random_ops.h"
+#include "ops/strided_slice.h"
 
 namespace troupe::ops {
 
@@ -118,6 +119,32 @@ Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DT
   if (!init.valid()) return Output{};
   b.graph().add_to_collection("variable_initializers", init.node);
   return v;
+}
+
+Output partitioned_variable(GraphBuilder& b, const std::string& name, const Shape& shape,
+                            DType dtype, Output initial_value, int parts, bool trainable) {
+  if (shape.rank() < 1 || !shape.fully_defined() || parts < 1) {
+    b.record_error(runtime::invalid_argument("partitioned variable '", name, "': shape ", shape,
+                                             " in ", parts, " parts"));
+    return Output{};
+  }
+  const int64_t rows = shape.dim(0);
+  const int64_t n = std::min<int64_t>(parts, std::max<int64_t>(rows, 1));
+  if (n == 1) return variable(b, name, shape, dtype, initial_value, trainable);
+  std::vector<Output> pieces;
+  auto scope = b.name_scope(name);
+  int64_t begin = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t size = rows / n + (i < rows % n ? 1 : 0);
+    std::vector<int64_t> dims = shape.dims();
+    dims[0] = size;
+    std::vector<int64_t> from(shape.rank(), 0), count = dims;
+    from[0] = begin;
+    Output init = slice(b, initial_value, from, count);
+    pieces.push_back(variable(b, "part_" + std::to_string(i), Shape(dims), dtype, init, trainable));
+    begin += size;
+  }
+  return concat(b, pieces, 0);
 }
 
 const std::string& variable_name(const Node& n) { return n.attr<std::string>("var"); }

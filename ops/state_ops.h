@@ -24,6 +24,13 @@ using runtime::Shape;
 // Adds a variable named `name` and its initializer (`initial_value`, shaped like the variable).
 Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,
                 Output initial_value, bool trainable = true);
+// A variable split along dimension 0 into `parts` variables "<name>/part_<i>" (the first rows
+// % parts of them one row longer), each initialised with its rows of `initial_value`, so that a
+// cluster's placement spreads them over ps tasks (runtime/placement.h), as TF's partitioners
+// do. Returns their concatenation: reads gather the parts, gradients split over them, and each
+// part's update is applied where it lives.
+Output partitioned_variable(GraphBuilder& b, const std::string& name, const Shape& shape,
+                            DType dtype, Output initial_value, int parts, bool trainable = true);
 // The node's variable name: the name its value has in the store.
 const std::string& variable_name(const runtime::Node& variable_node);
 // Writes `value` into the variable read by `var` (a Variable output); returns the new value.

@@ -628,3 +628,82 @@ TEST_CASE("sync replicas: 2 workers of batch 8 give the weights of one process o
   int status = 0;
   waitpid(child, &status, 0);
 }
+
+TEST_CASE("a variable partitioned over 3 ps processes: a part on each, training as in one") {
+  runtime::Graph g;
+  g.set_seed(21);
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{-1, 7}, "x");
+  Output y = ops::placeholder(b, DType::kInt32, Shape{-1}, "y");
+  Output w = ops::partitioned_variable(b, "w", Shape{7, 3}, DType::kFloat32,
+                                       ops::glorot_uniform(b, Shape{7, 3}), 3);
+  Output logits = ops::matmul(b, x, w);
+  Output loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, y, logits));
+  const int train = ops::minimize(b, loss, ops::Optimizer::adam(0.05));
+  const int init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  std::vector<std::string> tasks;
+  for (int i = 0; i < 3; ++i) tasks.push_back("/job:ps/task:" + std::to_string(i));
+  auto where = runtime::place_variables(&g, tasks, runtime::PsStrategy::kRoundRobin);
+  REQUIRE(where.ok());
+  // Rows 3, 2 and 2, one part on each task.
+  CHECK(where->at("w/part_0") == tasks[0]);
+  CHECK(where->at("w/part_1") == tasks[1]);
+  CHECK(where->at("w/part_2") == tasks[2]);
+
+  std::mt19937_64 rng(4);
+  std::vector<runtime::FeedList> batches;
+  for (int i = 0; i < 5; ++i) {
+    Tensor xs = testing::random_tensor<float>(Shape{12, 7}, rng);
+    Tensor ys(DType::kInt32, Shape{12});
+    for (int k = 0; k < 12; ++k) ys.data<int32_t>()[k] = (xs.data<float>()[k * 7] > 0) + k % 2;
+    batches.push_back({{x, xs}, {y, ys}});
+  }
+  runtime::VariableStore alone;
+  runtime::Executor exec(g, {.variables = &alone});
+  REQUIRE(exec.run({}, {}, {init}).ok());
+  std::vector<float> want;
+  for (const auto& f : batches) want.push_back((*exec.run(f, {loss}, {train}))[0].data<float>()[0]);
+
+  std::vector<pid_t> children;
+  std::vector<int> keep_alive;
+  std::map<std::string, std::string> cluster;
+  for (const std::string& task : tasks) {
+    uint16_t port = 0;
+    int fd = -1;
+    children.push_back(start_server(&port, &fd));
+    REQUIRE(port != 0);
+    keep_alive.push_back(fd);
+    cluster[task] = "127.0.0.1:" + std::to_string(port);
+  }
+  {
+    actors::Runtime rt;
+    auto s = actors::Session::create(rt, g, {.cluster = cluster});
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    REQUIRE((*s)->run({}, {}, {init}).ok());
+    for (size_t i = 0; i < batches.size(); ++i) {
+      auto got = (*s)->run(batches[i], {loss}, {train});
+      REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+      CHECK((*got)[0].data<float>()[0] == doctest::Approx(want[i]).epsilon(1e-5));
+    }
+    // Each ps holds its part, with its Adam slots, and nothing of the others.
+    for (int i = 0; i < 3; ++i) {
+      runtime::VariableStore held;
+      auto one = actors::PsClient::connect(rt, {{tasks[i], cluster[tasks[i]]}}, {});
+      REQUIRE(one.ok());
+      REQUIRE((*one)->pull(&held).ok());
+      const std::string part = "w/part_" + std::to_string(i);
+      CHECK(held.contains(part));
+      CHECK(held.contains(part + "/Adam_m"));
+      CHECK(testing::max_error(*held.read(part), *alone.read(part)) < 1e-5);
+      for (int j = 0; j < 3; ++j) {
+        if (j != i) CHECK_FALSE(held.contains("w/part_" + std::to_string(j)));
+      }
+    }
+  }
+  for (int fd : keep_alive) close(fd);
+  for (pid_t c : children) {
+    int status = 0;
+    waitpid(c, &status, 0);
+  }
+}
