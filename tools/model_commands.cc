@@ -297,6 +297,8 @@ int train(const std::vector<std::string>& args) {
   p["learning_rate"] = flag("learning-rate", "0.001");
   p["dropout"] = flag("dropout", "0");
   p["activation"] = flag("activation", "relu");
+  // Big kernels spread over a cluster's ps tasks; evaluate and predict read the same parts.
+  p["partitions"] = std::to_string(std::max(1, cluster->num_ps_replicas));
   // In a cluster every replica reads its part round and round and all stop at one global step:
   // --epochs becomes the steps one process takes for that many passes over all the data.
   const bool repeat = steps > 0 || (in_cluster && cluster->task_type != "evaluator");
@@ -362,8 +364,10 @@ int train(const std::vector<std::string>& args) {
 
   if (auto earlier = load_model_info(config.model_dir); earlier.ok()) {
     // The layers must match what model_dir holds; the optimizer and its rate may change.
-    for (const char* key : {"hidden_units", "n_classes", "activation"}) {
-      const std::string was = earlier->first.count(key) ? earlier->first.at(key) : "";
+    for (const char* key : {"hidden_units", "n_classes", "activation", "partitions"}) {
+      // A model saved before partitions were recorded has one.
+      const std::string missing = std::string(key) == "partitions" ? "1" : "";
+      const std::string was = earlier->first.count(key) ? earlier->first.at(key) : missing;
       if (was != p[key]) {
         return usage_error(config.model_dir + " holds a model with " + key + " " + was + ", not " +
                            p[key] + ": pass the same or another --model-dir");

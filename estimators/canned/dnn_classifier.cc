@@ -45,11 +45,15 @@ Output activate(runtime::GraphBuilder& b, const std::string& name, Output x) {
   return ops::relu(b, x);
 }
 
-Output dense(runtime::GraphBuilder& b, const std::string& scope, Output x, int64_t in,
-             int64_t out) {
+Output dense(runtime::GraphBuilder& b, const std::string& scope, Output x, int64_t in, int64_t out,
+             int partitions) {
   auto guard = b.name_scope(scope);
-  Output w = ops::variable(b, "kernel", Shape{in, out}, DType::kFloat32,
-                           ops::glorot_uniform(b, Shape{in, out}));
+  const int64_t bytes = in * out * 4;
+  const int64_t parts =
+      std::min<int64_t>(partitions, std::max<int64_t>(1, bytes / DNNOptions::kPartitionBytes));
+  Output w =
+      ops::partitioned_variable(b, "kernel", Shape{in, out}, DType::kFloat32,
+                                ops::glorot_uniform(b, Shape{in, out}), static_cast<int>(parts));
   Output bias = ops::variable(b, "bias", Shape{out}, DType::kFloat32,
                               ops::zeros(b, Shape{out}, DType::kFloat32));
   return ops::bias_add(b, ops::matmul(b, x, w), bias);
@@ -72,7 +76,8 @@ Params to_params(const DNNOptions& o) {
           {"dropout", dropout.str()},
           {"optimizer", o.optimizer},
           {"learning_rate", lr.str()},
-          {"feature_keys", keys}};
+          {"feature_keys", keys},
+          {"partitions", std::to_string(o.partitions)}};
 }
 
 Result<DNNOptions> dnn_options(const Params& p) {
@@ -106,6 +111,9 @@ Result<DNNOptions> dnn_options(const Params& p) {
       } else if (key == "learning_rate") {
         o.learning_rate = std::stod(value);
         if (!(o.learning_rate > 0)) throw std::invalid_argument(value);
+      } else if (key == "partitions") {
+        o.partitions = std::stoi(value);
+        if (o.partitions < 1) throw std::invalid_argument(value);
       } else if (key == "feature_keys") {
         o.feature_keys.clear();
         std::stringstream ss(value);
@@ -158,11 +166,12 @@ Result<EstimatorSpec> dnn_classifier_model_fn(ModelInputs& in) {
   int64_t in_width = width;
   for (size_t i = 0; i < o.hidden_units.size(); ++i) {
     h = activate(b, o.activation,
-                 dense(b, "dnn/hiddenlayer_" + std::to_string(i), h, in_width, o.hidden_units[i]));
+                 dense(b, "dnn/hiddenlayer_" + std::to_string(i), h, in_width, o.hidden_units[i],
+                       o.partitions));
     if (o.dropout > 0 && in.mode == Mode::kTrain) h = ops::dropout(b, h, o.dropout, true);
     in_width = o.hidden_units[i];
   }
-  Output logits = dense(b, "dnn/logits", h, in_width, o.n_classes);
+  Output logits = dense(b, "dnn/logits", h, in_width, o.n_classes, o.partitions);
   EstimatorSpec spec;
   Output classes = ops::argmax(b, logits, 1, DType::kInt64);
   Output probabilities = ops::softmax(b, logits);

@@ -29,6 +29,10 @@ struct DNNOptions {
   std::string optimizer = "adagrad";  // adam, sgd, momentum, adagrad, rmsprop, ftrl
   double learning_rate = 0.05;
   std::vector<std::string> feature_keys;  // empty: every feature
+  // Kernels of kPartitionBytes or more split along dimension 0 into up to this many parts (a
+  // cluster's ps tasks), each at least that big, as TF's min_max_variable_partitioner.
+  int partitions = 1;
+  static constexpr int64_t kPartitionBytes = 256 << 10;
 };
 
 // The options as Params and back; a bad value is an error naming the parameter.
