@@ -90,6 +90,19 @@ Data make_data(const std::string& name) {
   return d;
 }
 
+// A job of a chief, a ps and a worker on 127.0.0.1 for tasks started by hand: its cluster file
+// (the path returned) and a new secret. Ports from the kernel's ephemeral range are avoided:
+// these are fixed per test and process, and rarely taken.
+std::string write_job(const Data& d, int first_port, const std::string& secret) {
+  REQUIRE(shell(kTroupe + " secret " + secret).status == 0);
+  const std::string spec = (d.dir / "cluster.json").string();
+  const int base = first_port + (::getpid() % 2000) * 3;
+  std::ofstream(spec) << "{\"chief\": [\"127.0.0.1:" << base
+                      << "\"], \"ps\": [\"127.0.0.1:" << base + 1
+                      << "\"], \"worker\": [\"127.0.0.1:" << base + 2 << "\"]}";
+  return spec;
+}
+
 std::string train_flags(const Data& d, const std::string& model) {
   return " --data csv:" + d.train + " --label label --eval-data csv:" + d.test + " --model-dir " +
          model + " --hidden 16 --batch-size 32 --learning-rate 0.01 --seed 3";
@@ -165,13 +178,7 @@ TEST_CASE(
   const Data d = make_data("troupe_cluster_kill");
   const std::string model = (d.dir / "model").string();
   const std::string secret = (d.dir / "job.secret").string();
-  REQUIRE(shell(kTroupe + " secret " + secret).status == 0);
-  const std::string spec = (d.dir / "cluster.json").string();
-  // Ports from the kernel's ephemeral range are avoided: these are fixed and rarely taken.
-  const int base = 21000 + (::getpid() % 2000) * 3;
-  std::ofstream(spec) << "{\"chief\": [\"127.0.0.1:" << base
-                      << "\"], \"ps\": [\"127.0.0.1:" << base + 1
-                      << "\"], \"worker\": [\"127.0.0.1:" << base + 2 << "\"]}";
+  const std::string spec = write_job(d, 21000, secret);
   auto task = [&](const std::string& job, int steps) {
     const std::string what =
         job == "ps" ? " server"
@@ -200,12 +207,7 @@ TEST_CASE("a ps killed and started again: the chief restores it from its checkpo
   const Data d = make_data("troupe_cluster_ps");
   const std::string model = (d.dir / "model").string();
   const std::string secret = (d.dir / "job.secret").string();
-  REQUIRE(shell(kTroupe + " secret " + secret).status == 0);
-  const std::string spec = (d.dir / "cluster.json").string();
-  const int base = 25000 + (::getpid() % 2000) * 3;
-  std::ofstream(spec) << "{\"chief\": [\"127.0.0.1:" << base
-                      << "\"], \"ps\": [\"127.0.0.1:" << base + 1
-                      << "\"], \"worker\": [\"127.0.0.1:" << base + 2 << "\"]}";
+  const std::string spec = write_job(d, 25000, secret);
   const std::string common =
       " --cluster " + spec + " --task 0 --secret " + secret + " 2>>" + (d.dir / "log").string();
   const std::string ps = kTroupe + " server --job ps" + common;
