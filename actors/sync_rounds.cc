@@ -54,6 +54,7 @@ std::string names(const std::set<int>& replicas) {
 
 void SyncRounds::note_read(int replica, const std::string& var) {
   read_round_[{replica, var}] = round(var);
+  seen_.insert(replica);
 }
 
 int64_t SyncRounds::round(const std::string& var) const {
@@ -101,6 +102,7 @@ SyncRounds::Reply SyncRounds::contribute(ShardCall call, ShardCalls& calls, Cloc
     }
   }
   open->second.replicas.insert(replica);
+  seen_.insert(replica);
   if (open->second.replicas.size() >= std::max<uint32_t>(1, open->second.call.sync.aggregate)) {
     return close(var, calls);
   }
@@ -162,10 +164,16 @@ void SyncRounds::expire(Clock::time_point now, ShardCalls& calls) {
   }
   for (const std::string& var : due) {
     const Accumulator& acc = open_.at(var);
+    std::set<int> missing;
+    for (int r : seen_) {
+      if (!acc.replicas.count(r)) missing.insert(r);
+    }
     runtime::log_warning("sync: round ", round(var), " of ", var, " closed after ",
                          acc.call.sync.aggregate_timeout_ms, " ms with replicas ",
                          names(acc.replicas), " (", acc.replicas.size(), " of ",
-                         acc.call.sync.aggregate, ")");
+                         acc.call.sync.aggregate,
+                         "); missing: ", missing.empty() ? "none seen" : names(missing),
+                         " (replica 0 is the chief, replica i worker i - 1)");
     close(var, calls);
   }
   auto late = [&](Waiter& w) {

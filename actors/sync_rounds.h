@@ -73,6 +73,7 @@ class SyncRounds {
   std::map<std::pair<int, std::string>, int64_t> read_round_;
   std::map<std::string, Accumulator> open_;
   std::vector<Waiter> waiters_;
+  std::set<int> seen_;  // replicas that have called, for naming those a round misses
   int64_t dropped_ = 0;
 };
 
