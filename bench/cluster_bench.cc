@@ -7,20 +7,29 @@
 //   cluster_1_vs_process  1 replica + 1 ps against one process alone: the cost of the network
 //   bytes_per_step loopback bytes per global step against the floor, one gradient up and one
 //                  value down per variable (2 x the model's bytes)
+//   ps_restart     seconds from a killed ps task's restart to the chief's first step logged
+//                  after it (steps are logged every 100, a few tenths of a second here: an upper
+//                  bound), against 2 s plus the restore (the restore: until the chief has sent
+//                  the checkpoint to the new ps)
 // Rates are the medians of the chief's global_step/sec log lines (each over 100 steps); the
 // machine's other load shows in them, so compare ratios from one run.
 //
 //   cluster_bench [--quick] [--json FILE]
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -92,6 +101,92 @@ Run run(const std::string& args) {
   return r;
 }
 
+// A task of a hand-started job, its stderr appended to `log`.
+pid_t start(const std::string& command, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string line = "exec " + command + " >/dev/null 2>>" + log;
+    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+size_t count_in(const std::string& path, const std::string& what, size_t from = 0) {
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t n = 0;
+  for (size_t at = text.find(what, from); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+size_t size_of(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<size_t>(n);
+}
+
+// Polls until `ready` or `seconds` pass; false on the deadline.
+bool wait_for(const std::function<bool()>& ready, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// {restart to the first logged step, restart to the model sent}, in seconds; {-1, -1} on failure.
+std::pair<double, double> ps_restart() {
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/cluster_bench_ps_" +
+                          std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string cli = "OPENBLAS_NUM_THREADS=1 " + std::string(TROUPE_CLI);
+  const std::string secret = dir + "/job.secret", spec = dir + "/cluster.json";
+  if (std::system((cli + " secret " + secret + " 2>/dev/null").c_str()) != 0) return {-1, -1};
+  const int base = 30000 + (::getpid() % 1000) * 3;
+  std::ofstream(spec) << "{\"chief\": [\"127.0.0.1:" << base
+                      << "\"], \"ps\": [\"127.0.0.1:" << base + 1
+                      << "\"], \"worker\": [\"127.0.0.1:" << base + 2 << "\"]}";
+  const std::string common = " --cluster " + spec + " --task 0 --secret " + secret;
+  const std::string train = cli + " train --data fashion-mnist --hidden 256,128 --steps 1000000" +
+                            " --eval-every 200 --model-dir " + dir + "/model" + common;
+  const std::string chief_log = dir + "/chief.log";
+  pid_t ps = start(cli + " server --job ps" + common, dir + "/ps.log");
+  const pid_t worker = start(train + " --job worker", dir + "/worker.log");
+  const pid_t chief = start(train + " --job chief", chief_log);
+  std::pair<double, double> result{-1, -1};
+  if (wait_for([&] { return count_in(chief_log, "saved checkpoint") > 0; }, 120)) {
+    ::kill(ps, SIGKILL);
+    ::waitpid(ps, nullptr, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const size_t sent = count_in(chief_log, "sent the model");
+    const auto t0 = std::chrono::steady_clock::now();
+    ps = start(cli + " server --job ps" + common, dir + "/ps.log");
+    size_t from = 0;
+    if (wait_for([&] { return count_in(chief_log, "sent the model") > sent; }, 120)) {
+      const double restored =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      from = size_of(chief_log);
+      if (wait_for([&] { return count_in(chief_log, "step = ", from) > 0; }, 120)) {
+        result = {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                  restored};
+      }
+    }
+  }
+  for (pid_t p : {chief, worker, ps}) ::kill(p, SIGKILL);
+  for (pid_t p : {chief, worker, ps}) ::waitpid(p, nullptr, 0);
+  if (result.first < 0) {
+    std::ifstream in(chief_log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::fprintf(stderr, "cluster_bench: the chief's log:\n%s\n", text.c_str());
+  }
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
 bool ok(const Run& r, const char* what) {
   if (r.status == 0 && r.steps_per_sec > 0) return true;
   std::fprintf(stderr, "cluster_bench: %s failed (status %d):\n%s\n", what, r.status,
@@ -133,6 +228,12 @@ int main(int argc, char** argv) {
   const double per_step = two.loopback_bytes / std::max(1.0, two.global_step);
   bars.add("bytes_per_step", per_step, "bytes", "two_x_model", 2 * kModelBytes,
            per_step / (2 * kModelBytes));
+  const auto [back, restored] = ps_restart();
+  if (back < 0) {
+    std::fprintf(stderr, "cluster_bench: the ps restart run failed\n");
+    return 1;
+  }
+  bars.add("ps_restart", back, "s", "2s_plus_restore", 2 + restored, back / (2 + restored));
   bars.write_json(json);
   return 0;
 }

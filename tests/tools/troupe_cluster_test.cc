@@ -234,6 +234,30 @@ TEST_CASE("a ps killed and started again: the chief restores it from its checkpo
   std::filesystem::remove_all(d.dir);
 }
 
+TEST_CASE("the chief killed and started again trains on from the model the ps tasks hold") {
+  const Data d = make_data("troupe_cluster_chief");
+  const std::string model = (d.dir / "model").string();
+  const std::string secret = (d.dir / "job.secret").string();
+  const std::string spec = write_job(d, 27000, secret);
+  const std::string log = (d.dir / "log").string();
+  const std::string common = " --cluster " + spec + " --task 0 --secret " + secret + " 2>>" + log;
+  const std::string train =
+      kTroupe + " train" + train_flags(d, model) + " --steps 3000 --eval-every 500";
+  // The chief dies (SIGKILL) after its first checkpoint; the same command again goes on.
+  Run r = shell(kTroupe + " server --job ps" + common + " & p=$!; " + train + " --job worker" +
+                common + " >/dev/null & w=$!; " + train + " --job chief" + common + " & c=$!; " +
+                "until ls " + model + "/model.ckpt-* >/dev/null 2>&1; do sleep 0.05; done; " +
+                "kill -KILL $c; wait $c; " + train + " --job chief" + common +
+                "; status=$?; wait $w; kill -TERM $p; wait $p; exit $status");
+  const std::string logged = slurp(log);
+  REQUIRE_MESSAGE(r.status == 0, logged);
+  CHECK(number_after(r.out, "global_step") >= 3000);
+  CHECK(number_after(r.out, "accuracy") > 0.9);
+  CHECK(logged.find("the ps tasks hold the model at global step") != std::string::npos);
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
 TEST_CASE("troupe server and cluster: unsafe or unclear starts are one line and exit 2") {
   const Data d = make_data("troupe_cluster_flags");
   const std::string spec = (d.dir / "cluster.json").string();
