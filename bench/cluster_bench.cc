@@ -143,7 +143,7 @@ std::pair<double, double> ps_restart() {
                           std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const std::string cli = "OPENBLAS_NUM_THREADS=1 " + std::string(TROUPE_CLI);
+  const std::string cli = "env OPENBLAS_NUM_THREADS=1 " + std::string(TROUPE_CLI);
   const std::string secret = dir + "/job.secret", spec = dir + "/cluster.json";
   if (std::system((cli + " secret " + secret + " 2>/dev/null").c_str()) != 0) return {-1, -1};
   const int base = 30000 + (::getpid() % 1000) * 3;

@@ -269,9 +269,9 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
       !to_int("grace", flags.count("grace") ? flags.at("grace") : "30", 1, &grace, &error)) {
     return usage_error(error);
   }
-  for (const std::string& f : {"--cluster", "--job", "--task", "--secret"}) {
+  for (const char* f : {"--cluster", "--job", "--task", "--secret"}) {
     if (std::find(command.begin(), command.end(), f) != command.end()) {
-      return usage_error("the launcher sets " + f + " for each task itself");
+      return usage_error(std::string("the launcher sets ") + f + " for each task itself");
     }
   }
   const std::string host = flags.count("host") ? flags.at("host") : "127.0.0.1";
