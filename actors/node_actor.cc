@@ -55,6 +55,7 @@ struct NodeState {
     Pending pending;
     int32_t plan = 0;
     bool answered = false;
+    bool discard = false;  // no outputs asked for: nothing consumes or fetches them
   };
   std::shared_ptr<Call> call;
   runtime::Status remote_down;  // set when the server's process is gone
@@ -180,25 +181,31 @@ Status check_remote_outputs(const runtime::Node& n, const std::vector<Tensor>& o
 void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   NodeState& st = self->state;
   if (!st.remote_down.ok()) return fail(self, pd, plan, st.remote_down);
+  // An update ordered only by control edges needs no value back: the reply then carries none.
+  bool discard = plan.fetched_outputs.empty();
+  for (const NodePlan::Out& out : plan.outs) discard = discard && out.output < 0;
   // Over the data channel the call's segments go out as they are; over CAF, as one blob.
   ChannelCall message;
   std::vector<char> blob;
   if (st.spec.channel) {
-    auto built = build_shard_call(*st.spec.graph, *st.node, pd.inputs, st.spec.sync);
+    auto built = build_shard_call(*st.spec.graph, *st.node, pd.inputs, st.spec.sync, discard);
     if (!built.ok()) return fail(self, pd, plan, built.status());
     message = ChannelCall{std::move(*built), pd.inputs};
   } else {
-    Status s = encode_shard_call(*st.spec.graph, *st.node, pd.inputs, &blob, st.spec.sync);
+    Status s = encode_shard_call(*st.spec.graph, *st.node, pd.inputs, &blob, st.spec.sync, discard);
     if (!s.ok()) return fail(self, pd, plan, s);
   }
   st.busy = true;
   auto call = std::make_shared<NodeState::Call>();
   call->pending = std::move(pd);
   call->plan = plan.plan;
+  call->discard = discard;
   st.call = call;
   auto on_reply = [self, call](runtime::Result<std::vector<Tensor>> r) {
     const runtime::Node& n = *self->state.node;
-    if (r.ok()) {
+    if (r.ok() && call->discard && r->empty()) {
+      r->resize(static_cast<size_t>(n.num_outputs()));  // never read: nothing consumes them
+    } else if (r.ok()) {
       if (Status s = check_remote_outputs(n, *r); !s.ok()) r = s;
     }
     if (!r.ok()) r = r.status().with_context(n.op + " '" + n.name + "' on " + n.device);

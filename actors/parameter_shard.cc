@@ -78,8 +78,10 @@ Result<ShardCalls::Node*> ShardCalls::node_for(const ShardCall& call) {
 
 std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
   std::vector<Tensor> outputs;
+  bool discard = false;
   Status status = [&]() -> Status {
     TROUPE_ASSIGN_OR_RETURN(ShardCall call, std::move(decoded));
+    discard = call.discard_outputs;
     TROUPE_ASSIGN_OR_RETURN(Node * node, node_for(call));
     node->ctx->inputs() = std::move(call.inputs);
     node->ctx->set_invocation(node->invocations++);
@@ -91,6 +93,7 @@ std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
     node->ctx->outputs().assign(outputs.size(), Tensor());
     return runtime::ok_status();
   }();
+  if (discard) outputs.clear();
   std::vector<char> reply;
   Status encoded = encode_shard_reply(status, outputs, &reply);
   if (!encoded.ok()) encode_shard_reply(encoded, {}, &reply);

@@ -12,9 +12,10 @@ using runtime::Tensor;
 
 Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
     const runtime::Graph& graph, const runtime::Node& node, const std::vector<Tensor>& inputs,
-    const SyncTag& sync) {
+    const SyncTag& sync, bool discard_outputs) {
   auto builder = std::make_unique<capnp::MallocMessageBuilder>();
   auto msg = builder->initRoot<schema::ShardCall>();
+  msg.setDiscardOutputs(discard_outputs);
   msg.setReplica(sync.replica);
   msg.setAggregate(sync.aggregate);
   msg.setAggregateTimeoutMs(sync.aggregate_timeout_ms);
@@ -28,8 +29,9 @@ Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
 
 Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
                          const std::vector<Tensor>& inputs, std::vector<char>* out,
-                         const SyncTag& sync) {
-  TROUPE_ASSIGN_OR_RETURN(auto builder, build_shard_call(graph, node, inputs, sync));
+                         const SyncTag& sync, bool discard_outputs) {
+  TROUPE_ASSIGN_OR_RETURN(auto builder,
+                          build_shard_call(graph, node, inputs, sync, discard_outputs));
   size_t bytes = 0;
   for (const Tensor& t : inputs) bytes += t.byte_size();
   return runtime::write_message(*builder, out, bytes);
@@ -50,6 +52,7 @@ Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes) {
         call.node_name = msg.getNode().getName().cStr();
         call.op = msg.getNode().getOp().cStr();
         call.sync = SyncTag{msg.getReplica(), msg.getAggregate(), msg.getAggregateTimeoutMs()};
+        call.discard_outputs = msg.getDiscardOutputs();
         TROUPE_RETURN_IF_ERROR(runtime::read_attrs(msg.getNode().getAttrs(), keep, &call.attrs));
         for (auto t : msg.getInputs()) {
           TROUPE_ASSIGN_OR_RETURN(Tensor v, runtime::read_tensor(t, keep));

@@ -35,16 +35,19 @@ struct ShardCall {
   runtime::AttrMap attrs;
   std::vector<runtime::Tensor> inputs;
   SyncTag sync;
+  bool discard_outputs = false;  // the caller needs none: the reply carries none
 };
 
 runtime::Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
                                   const std::vector<runtime::Tensor>& inputs,
-                                  std::vector<char>* out, const SyncTag& sync = {});
+                                  std::vector<char>* out, const SyncTag& sync = {},
+                                  bool discard_outputs = false);
 // The call as a message that references the inputs' data (they must outlive it), for writers
 // that send its segments as they are (data_channel.h).
 runtime::Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
     const runtime::Graph& graph, const runtime::Node& node,
-    const std::vector<runtime::Tensor>& inputs, const SyncTag& sync = {});
+    const std::vector<runtime::Tensor>& inputs, const SyncTag& sync = {},
+    bool discard_outputs = false);
 runtime::Result<ShardCall> decode_shard_call(std::shared_ptr<const std::vector<char>> bytes);
 runtime::Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes);
 

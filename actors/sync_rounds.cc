@@ -24,6 +24,12 @@ SyncRounds::Reply value_reply(const Tensor& t) {
   return s.ok() ? bytes : error_reply(s);
 }
 
+SyncRounds::Reply value_reply_none() {
+  SyncRounds::Reply bytes;
+  encode_shard_reply(runtime::ok_status(), {}, &bytes);
+  return bytes;
+}
+
 const std::string* var_of(const ShardCall& call) {
   auto it = call.attrs.find("var");
   return it == call.attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
@@ -72,6 +78,8 @@ SyncRounds::Reply SyncRounds::contribute(ShardCall call, ShardCalls& calls, Cloc
   if (name == nullptr) return calls.run(std::move(call));
   const std::string var = *name;
   const int replica = call.sync.replica;
+  const bool discard = call.discard_outputs;
+  auto as_is = [&] { return discard ? value_reply_none() : current_value(var); };
   auto read = read_round_.find({replica, var});
   auto open = open_.find(var);
   const bool stale = read != read_round_.end() && read->second < round(var);
@@ -80,7 +88,7 @@ SyncRounds::Reply SyncRounds::contribute(ShardCall call, ShardCalls& calls, Cloc
     ++dropped_;
     runtime::log_debug("sync: dropped replica ", replica, "'s update of ", var, " (round ",
                        round(var), ")");
-    return current_value(var);
+    return as_is();
   }
   if (open == open_.end()) {
     // The sum starts as a copy: the inputs point into the frame the call came in.
@@ -106,7 +114,7 @@ SyncRounds::Reply SyncRounds::contribute(ShardCall call, ShardCalls& calls, Cloc
   if (open->second.replicas.size() >= std::max<uint32_t>(1, open->second.call.sync.aggregate)) {
     return close(var, calls);
   }
-  return current_value(var);
+  return as_is();
 }
 
 SyncRounds::Reply SyncRounds::close(const std::string& var, ShardCalls& calls) {

@@ -63,6 +63,9 @@ struct ShardCall {
   replica @2 :Int32 = -1;
   aggregate @3 :UInt32 = 0;
   aggregateTimeoutMs @4 :UInt32 = 0;
+  # The caller needs no outputs (an update only ordered by control edges): the reply carries
+  # none, so that a step moves each variable down once, not twice.
+  discardOutputs @5 :Bool = false;
 }
 
 struct ShardReply {

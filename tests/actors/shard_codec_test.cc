@@ -152,3 +152,19 @@ TEST_CASE("a shard keeps at most kMaxNodes nodes, however many a peer names") {
   }
   CHECK(calls.cached_nodes() == actors::ShardCalls::kMaxNodes);
 }
+
+TEST_CASE("a call whose outputs nobody needs is run and answered without them") {
+  auto store = std::make_shared<runtime::VariableStore>();
+  actors::ShardCalls calls(store);
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  const int node = ops::fill(b, Shape{1000}, 1, DType::kFloat32, "ones").node;
+  for (bool discard : {false, true}) {
+    std::vector<char> blob;
+    REQUIRE(actors::encode_shard_call(g, g.node(node), {}, &blob, {}, discard).ok());
+    auto reply = actors::decode_shard_reply(std::make_shared<const std::vector<char>>(
+        calls.run(actors::decode_shard_call(std::make_shared<const std::vector<char>>(blob)))));
+    REQUIRE(reply.ok());
+    CHECK(reply->size() == (discard ? 0u : 1u));
+  }
+}
