@@ -43,7 +43,6 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   spec.remote_timeout = caf::duration(options.remote_timeout);
   spec.profiler = std::make_shared<StepProfiler>();
   spec.fuse_ops = options.fuse_ops;
-  spec.stale_remote_reads = options.stale_remote_reads && options.replicas_to_aggregate == 0;
   if (options.replica >= 0) {
     spec.sync =
         SyncTag{options.replica, static_cast<uint32_t>(std::max(0, options.replicas_to_aggregate)),

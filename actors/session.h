@@ -54,11 +54,6 @@ struct SessionOptions {
   // once; stale ones are dropped), each round at most `sync_timeout`. Steps run one at a time.
   int replica = -1;
   int replicas_to_aggregate = 0;
-  // Asynchronous training: a step reads the ps tasks' variables as they are when it starts, not
-  // after this session's previous step's updates of them (TF's semantics: values may be one of
-  // this replica's updates old, as they may be several of the others'), so that pipelined
-  // steps overlap their communication with computation.
-  bool stale_remote_reads = false;
   std::chrono::milliseconds sync_timeout{30000};
 };
 

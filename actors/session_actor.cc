@@ -164,15 +164,8 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
   plan.sources = std::move(compiled.sources);
   plan.fetches = std::move(compiled.fetches);
   plan.reporters = compiled.reporters;
-  for (const auto& [id, var] : compiled.gated_reads) {
-    // Asynchronous replicas read a parameter server's variables as they are, as TF's do: the
-    // next step's reads then overlap this step's computation and updates.
-    if (st.spec.stale_remote_reads && remote_for(st, st.spec.graph->node(id))) {
-      plan.sources.push_back(id);
-    } else {
-      plan.gated_reads.push_back({id, &st.gates[var]});
-    }
-  }
+  for (const auto& [id, var] : compiled.gated_reads)
+    plan.gated_reads.push_back({id, &st.gates[var]});
   for (const auto& [id, var] : compiled.writers) {
     VarGate* gate = &st.gates[var];
     ++plan.writes[gate];

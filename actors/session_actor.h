@@ -41,8 +41,6 @@ struct SessionSpec {
   // This session as a replica of synchronous training (actors/sync_rounds.h): its remote calls
   // say so, and its updates wait for `aggregate` replicas' contributions.
   SyncTag sync;
-  // Reads of variables on other tasks do not wait for this session's earlier writes of them.
-  bool stale_remote_reads = false;
 };
 
 caf::actor spawn_session(caf::actor_system& system, SessionSpec spec);

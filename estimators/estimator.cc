@@ -430,7 +430,6 @@ int Estimator::replica_index() const {
 
 void Estimator::cluster_session_options(actors::SessionOptions* so) const {
   so->cluster = ps_tasks_;
-  so->stale_remote_reads = config_.replicas_to_aggregate == 0;
   if (config_.replicas_to_aggregate > 0) {
     so->replica = replica_index();
     so->replicas_to_aggregate = config_.replicas_to_aggregate;
