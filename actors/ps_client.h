@@ -54,8 +54,6 @@ class PsClient {
   // One int64 scalar (the global step) from the task that holds it.
   runtime::Result<int64_t> read_int64(const std::string& variable, const std::string& task);
 
-  const std::map<std::string, caf::actor>& servers() const { return servers_; }
-
  private:
   explicit PsClient(Runtime& runtime) : runtime_(runtime) {}
   runtime::Result<caf::actor> server(const std::string& task) const;

@@ -50,20 +50,6 @@ const char* level_name(LogLevel l) {
 
 }  // namespace
 
-void set_log_level(LogLevel l) { level().store(static_cast<int>(l)); }
-
-Status set_log_level(const std::string& name) {
-  for (LogLevel l : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarning, LogLevel::kError}) {
-    std::string lower = level_name(l);
-    for (char& c : lower) c = static_cast<char>(c - 'A' + 'a');
-    if (name == lower) {
-      set_log_level(l);
-      return ok_status();
-    }
-  }
-  return invalid_argument("log level '", name, "' is not debug, info, warning or error");
-}
-
 void set_log_task(const std::string& t) {
   std::lock_guard<std::mutex> lock(task_mu());
   task() = t;

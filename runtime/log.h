@@ -3,7 +3,7 @@
 //
 //   log_info("restored ", path, " (global step ", step, ")");
 //   set_log_task("worker 1");            // every later line says [worker 1]
-//   set_log_level(LogLevel::kWarning);   // or TROUPE_LOG_LEVEL=warning in the environment
+//   // TROUPE_LOG_LEVEL=debug|info|warning|error in the environment: the lines shown (info)
 //
 // Thread-safe: a line is written with one call, so lines of several threads never mix.
 #pragma once
@@ -16,9 +16,6 @@ namespace troupe::runtime {
 
 enum class LogLevel { kDebug, kInfo, kWarning, kError };
 
-void set_log_level(LogLevel level);
-// "debug", "info", "warning" or "error"; an error naming the word otherwise.
-Status set_log_level(const std::string& name);
 void set_log_task(const std::string& task);  // "" for none
 bool log_enabled(LogLevel level);
 void log_line(LogLevel level, const std::string& message);
