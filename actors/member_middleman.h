@@ -11,8 +11,9 @@
 //   request(mm, infinite, connect_atom::value, host, port) -> (node_id, strong_actor_ptr, sigs)
 //
 // Why not CAF's OpenSSL module (mutual TLS)? With libcaf_openssl 0.17.6 a server's other TLS
-// connections stall for good once one peer disconnects (tests/actors/distributed_test.cc has
-// the case), and members of a cluster come and go.
+// connections stall for good once one peer disconnects (the case "members read and write a ps's
+// state while another member leaves" in tests/actors/distributed_test.cc, run over that module),
+// and members of a cluster come and go.
 #pragma once
 
 #include <caf/all.hpp>
