@@ -303,9 +303,6 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
   }
   m->spec = std::move(*spec);
   m->init = ops::global_variables_initializer(b);
-  if (!b.ok()) return b.status().with_context(where);
-  actors::SessionOptions so;
-  so.variables = store_;
   const bool sync = mode == Mode::kTrain && in_cluster() && config_.replicas_to_aggregate > 0;
   if (sync) m->spec.train_op = ops::sync_replicas_barrier(b, m->global_step, m->spec.train_op);
   if (!b.ok()) return b.status().with_context(where);
@@ -313,10 +310,8 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
     TROUPE_RETURN_IF_ERROR(place_on_cluster(*m));
     // The barrier waits beside the global step, whose rounds it watches.
     if (sync) m->graph.set_device(m->spec.train_op, placement_.at("global_step"));
-    TROUPE_ASSIGN_OR_RETURN(m->local_session, actors::Session::create(*runtime_, m->graph, so));
-    cluster_session_options(&so);
   }
-  TROUPE_ASSIGN_OR_RETURN(m->session, actors::Session::create(*runtime_, m->graph, so));
+  TROUPE_RETURN_IF_ERROR(open_sessions(*m, mode));
   last_components_ = components;
   Model* raw = m.get();
   models_[mode] = std::move(m);
@@ -604,22 +599,30 @@ Status Estimator::restart_training(Model& m) {
   train_input_.reset();
   m.session.reset();
   store_->clear();
-  actors::SessionOptions so;
-  so.variables = store_;
   for (auto& [mode, other] : models_) {
-    if (other.get() == &m) continue;
-    TROUPE_ASSIGN_OR_RETURN(other->session, actors::Session::create(*runtime_, other->graph, so));
+    if (other.get() != &m) TROUPE_RETURN_IF_ERROR(open_sessions(*other, mode));
   }
   if (in_cluster()) {
     // A ps may have died and be on its way back: connect anew, waiting for it as at the start
     // (with a log line naming it), and the chief sends it the latest checkpoint.
     ps_.reset();
     TROUPE_RETURN_IF_ERROR(connect_cluster());
+  }
+  TROUPE_RETURN_IF_ERROR(open_sessions(m, Mode::kTrain));
+  return ensure_variables(m, Mode::kTrain);
+}
+
+// A model's sessions on this process's store. A cluster's training graph runs on its ps tasks,
+// and has a second session, all local, in which the chief initialises the model first.
+Status Estimator::open_sessions(Model& m, Mode mode) {
+  actors::SessionOptions so;
+  so.variables = store_;
+  if (mode == Mode::kTrain && in_cluster()) {
     TROUPE_ASSIGN_OR_RETURN(m.local_session, actors::Session::create(*runtime_, m.graph, so));
     cluster_session_options(&so);
   }
   TROUPE_ASSIGN_OR_RETURN(m.session, actors::Session::create(*runtime_, m.graph, so));
-  return ensure_variables(m, Mode::kTrain);
+  return runtime::ok_status();
 }
 
 // The hooks every training run has (TF's: step counter, NaN guard, checkpoints, summaries),

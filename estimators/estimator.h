@@ -151,6 +151,7 @@ class Estimator {
       Model& m, const TrainOptions& options, int64_t last);
   runtime::Status restart_training(Model& m);
   runtime::Status restore_latest(Model& m);
+  runtime::Status open_sessions(Model& m, Mode mode);
   // A cluster's training (RunConfig::cluster with ps tasks), for the chief and the workers.
   bool in_cluster() const { return !ps_tasks_.empty(); }
   runtime::Status connect_cluster();

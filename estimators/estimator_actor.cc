@@ -77,7 +77,7 @@ void finish(RunActor* self, Status status) {
 }
 
 void segment(RunActor* self);
-void call_hooks(RunActor* self, HookPhase phase, size_t k, std::function<void()> next);
+void call_hooks(RunActor* self, HookPhase phase, std::function<void()> next);
 
 // A failure: restart from the latest checkpoint when the machinery failed and the budget allows.
 void fail(RunActor* self, Status why) {
@@ -99,21 +99,24 @@ void fail(RunActor* self, Status why) {
   st.spec.parts = *parts;
   st.stop = st.outcome.stopped;
   watch(self);
-  call_hooks(self, HookPhase::kAfterCreateSession, 0, [self] { segment(self); });
+  call_hooks(self, HookPhase::kAfterCreateSession, [self] { segment(self); });
 }
 
-// Calls the hooks one after the other, in their order (TF's), then `next`.
-void call_hooks(RunActor* self, HookPhase phase, size_t k, std::function<void()> next) {
+// Calls the hooks one after the other, in their order (TF's), then `next`. They all see the
+// global step read once, as TF's hooks share one run context (in a cluster it is a question to
+// a ps, and other replicas move it meanwhile).
+void call_hooks_from(RunActor* self, HookPhase phase, int64_t step, size_t k,
+                     std::function<void()> next) {
   RunState& st = self->state;
   if (k == st.hooks.size()) return next();
-  self->request(st.hooks[k], caf::infinite, hook_atom::value, HookCall{phase, global_step(st)})
+  self->request(st.hooks[k], caf::infinite, hook_atom::value, HookCall{phase, step})
       .then(
-          [self, phase, k, next](HookReply& r) {
+          [self, phase, step, k, next](HookReply& r) {
             RunState& st = self->state;
             if (!r.status.ok()) return fail(self, r.status);
             st.wants[k] = r;
             if (r.stop) st.stop = true;
-            call_hooks(self, phase, k + 1, next);
+            call_hooks_from(self, phase, step, k + 1, next);
           },
           [self, k](caf::error& e) {
             RunState& st = self->state;
@@ -122,8 +125,12 @@ void call_hooks(RunActor* self, HookPhase phase, size_t k, std::function<void()>
           });
 }
 
+void call_hooks(RunActor* self, HookPhase phase, std::function<void()> next) {
+  call_hooks_from(self, phase, global_step(self->state), 0, std::move(next));
+}
+
 void end_run(RunActor* self) {
-  call_hooks(self, HookPhase::kEnd, 0, [self] { finish(self, runtime::ok_status()); });
+  call_hooks(self, HookPhase::kEnd, [self] { finish(self, runtime::ok_status()); });
 }
 
 // Runs the steps up to the next sync point (or the end) as one loop in the session actor.
@@ -178,7 +185,7 @@ void segment(RunActor* self) {
             }
             if (r.stop_requested) st.stop = true;
             if (r.steps_done == 0 && !r.sync_requested) st.stop = true;
-            call_hooks(self, HookPhase::kSync, 0, [self] { segment(self); });
+            call_hooks(self, HookPhase::kSync, [self] { segment(self); });
           },
           [self](caf::error& e) {
             fail(self, runtime::unavailable("the session did not answer: ",
@@ -204,7 +211,7 @@ caf::behavior estimator_actor(RunActor* self, EstimatorActorSpec spec) {
         st.promise = self->make_response_promise<TrainOutcome>();
         st.outcome.first_step = global_step(st);
         watch(self);
-        call_hooks(self, HookPhase::kAfterCreateSession, 0, [self] { segment(self); });
+        call_hooks(self, HookPhase::kAfterCreateSession, [self] { segment(self); });
         return st.promise;
       },
       // A stop between segments ends the run at the next; one during a segment ends its loop.

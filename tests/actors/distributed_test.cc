@@ -73,6 +73,13 @@ pid_t start_server(uint16_t* port, int* keep_alive_fd,
   return pid;
 }
 
+// Ends a server start_server forked: its stdin pipe closes, it exits, it is reaped.
+void stop_server(pid_t child, int keep_alive_fd) {
+  close(keep_alive_fd);
+  int status = 0;
+  waitpid(child, &status, 0);
+}
+
 struct Model {
   runtime::Graph g;
   Output x, y, loss, w;
@@ -388,9 +395,7 @@ TEST_CASE("a ps client waits for its server, sends it a state and reads it back,
     CHECK((*ps)->read_int64("w", task).status().message().find("not an int64 scalar") !=
           std::string::npos);
   }
-  close(keep_alive);
-  int status = 0;
-  waitpid(child, &status, 0);
+  stop_server(child, keep_alive);
 }
 
 TEST_CASE("waiting for a server that never comes ends at the deadline, naming task and address") {
@@ -456,9 +461,7 @@ TEST_CASE("with a job secret, members read and write a ps's state while another 
     waitpid(other, &other_status, 0);
     CHECK(WEXITSTATUS(other_status) == 0);
   }
-  close(keep_alive);
-  int status = 0;
-  waitpid(child, &status, 0);
+  stop_server(child, keep_alive);
 }
 
 TEST_CASE(
@@ -524,9 +527,7 @@ TEST_CASE(
     REQUIRE_FALSE(refused.ok());
     if (channel.ok()) caf::anon_send_exit(*channel, caf::exit_reason::user_shutdown);
   }
-  close(keep_alive);
-  int status = 0;
-  waitpid(child, &status, 0);
+  stop_server(child, keep_alive);
   std::ifstream in(log);
   const std::string logged((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK_MESSAGE(logged.find("refused 127.0.0.1:") != std::string::npos, logged);
@@ -624,9 +625,7 @@ TEST_CASE("sync replicas: 2 workers of batch 8 give the weights of one process o
     // One global step per round, not one per replica.
     CHECK(held.read_int64_scalar("global_step").value() == 6);
   }
-  close(keep_alive);
-  int status = 0;
-  waitpid(child, &status, 0);
+  stop_server(child, keep_alive);
 }
 
 TEST_CASE("a variable partitioned over 3 ps processes: a part on each, training as in one") {
@@ -701,9 +700,7 @@ TEST_CASE("a variable partitioned over 3 ps processes: a part on each, training 
       }
     }
   }
+  // Every pipe closed before any reaping: a later child holds copies of the earlier ones' pipes.
   for (int fd : keep_alive) close(fd);
-  for (pid_t c : children) {
-    int status = 0;
-    waitpid(c, &status, 0);
-  }
+  for (pid_t c : children) waitpid(c, nullptr, 0);
 }
