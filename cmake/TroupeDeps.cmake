@@ -4,6 +4,8 @@ find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(CapnProto REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(doctest QUIET)
+# JSON: export metadata and the REST API's bodies (troupe serve).
+find_package(nlohmann_json 3.10 REQUIRED)
 # Boost: program_options for the troupe command (the rest used is header-only).
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 # OpenSSL's libcrypto: the job secret's HMAC-SHA256 challenge-response and its random bytes.

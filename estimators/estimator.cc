@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "estimators/estimator_actor.h"
+#include "estimators/export/saved_model.h"
 #include "estimators/hook_actor.h"
 #include "estimators/metrics.h"
 #include "estimators/summary/summary_actor.h"
@@ -14,7 +15,6 @@
 #include "ops/state_ops.h"
 #include "ops/training_ops.h"
 #include "runtime/crc32c.h"
-#include "runtime/graph_codec.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/log.h"
 #include "runtime/record_io.h"
@@ -832,39 +832,30 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
     found = models_.find(Mode::kPredict);
   }
   Model& m = *found->second;
-  const std::string dir = export_dir_base + "/" +
-                          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                             std::chrono::system_clock::now().time_since_epoch())
-                                             .count());
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return runtime::internal_error("export: cannot create ", dir, ": ", ec.message());
-  std::vector<char> graph;
-  TROUPE_RETURN_IF_ERROR(runtime::encode_graph(m.graph, &graph));
-  TROUPE_RETURN_IF_ERROR(runtime::write_file_atomic(dir + "/graph.capnp",
-                                                    std::string_view(graph.data(), graph.size())));
+  serving::SavedModel saved;
+  saved.graph = m.graph;
   TROUPE_RETURN_IF_ERROR(pull_from_cluster());
-  runtime::CheckpointData vars;
-  vars.global_step = global_step();
-  for (const std::string& name : store_->names()) {
-    TROUPE_ASSIGN_OR_RETURN(vars.tensors[name], store_->read(name));
+  saved.variables.global_step = global_step();
+  for (int id : m.graph.variables()) {
+    const std::string& name = ops::variable_name(m.graph.node(id));
+    TROUPE_ASSIGN_OR_RETURN(saved.variables.tensors[name], store_->read(name));
   }
-  TROUPE_RETURN_IF_ERROR(runtime::write_checkpoint(dir + "/variables.ckpt", vars));
-  std::string sig = "method: predict\n";
-  for (size_t i = 0; i < m.components.size(); ++i) {
-    const Component& c = m.components[i];
-    sig += "input " + c.name + " " + dtype_name(c.dtype) + " " +
-           m.graph.shape(m.inputs[i]).to_string() + " " + m.graph.node(m.inputs[i].node).name +
-           "\n";
-  }
+  std::map<std::string, Output> inputs;
+  for (size_t i = 0; i < m.components.size(); ++i) inputs[m.components[i].name] = m.inputs[i];
   const auto& outputs = m.spec.export_outputs.empty() ? m.spec.predictions : m.spec.export_outputs;
-  for (const auto& [name, o] : outputs) {
-    sig += "output " + name + " " + dtype_name(m.graph.dtype(o)) + " " +
-           m.graph.shape(o).to_string() + " " + m.graph.node(o.node).name + ":" +
-           std::to_string(o.index) + "\n";
+  // As TF's canned estimators: serving_default and predict answer every output.
+  const serving::Signature predict = serving::make_signature(m.graph, "predict", inputs, outputs);
+  saved.signatures[serving::kDefaultSignature] = predict;
+  saved.signatures["predict"] = predict;
+  if (m.spec.export_scores.valid()) {
+    std::map<std::string, Output> out{{"scores", m.spec.export_scores}};
+    saved.signatures["classification"] = serving::make_signature(m.graph, "classify", inputs, out);
   }
-  TROUPE_RETURN_IF_ERROR(runtime::write_file_atomic(dir + "/signature.txt", sig));
-  return dir;
+  if (m.spec.export_regression.valid()) {
+    std::map<std::string, Output> out{{"outputs", m.spec.export_regression}};
+    saved.signatures["regression"] = serving::make_signature(m.graph, "regress", inputs, out);
+  }
+  return serving::write_saved_model(export_dir_base, saved);
 }
 
 }  // namespace troupe::estimators

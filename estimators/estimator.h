@@ -112,9 +112,11 @@ class Estimator {
   runtime::Result<runtime::Tensor> get_variable_value(const std::string& name) const;
   int64_t global_step() const;
   std::string latest_checkpoint() const;
-  // A directory export_dir_base/<seconds>: the prediction graph (graph.capnp), the variables
-  // (variables.ckpt) and the signature (signature.txt: inputs and outputs). Needs a model that
-  // has seen data (its inputs' types and shapes).
+  // A directory export_dir_base/<version> (estimators/export/saved_model.h) that serving::load
+  // and `troupe serve` read: the prediction graph, the variables it reads and the signatures
+  // serving_default and predict (every export output), classification (export_scores) and
+  // regression (export_regression). Needs a model that has seen data (its inputs' types and
+  // shapes).
   runtime::Result<std::string> export_saved_model(const std::string& export_dir_base);
 
   const RunConfig& config() const { return config_; }

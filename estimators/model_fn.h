@@ -56,8 +56,13 @@ struct EstimatorSpec {
   runtime::Output loss;  // a scalar; required to train and evaluate
   int train_op = -1;     // required to train
   std::map<std::string, MetricSpec> eval_metric_ops;
-  // Outputs an exported model serves; empty: the predictions.
+  // Outputs an exported model serves through its predict signatures; empty: the predictions.
   std::map<std::string, runtime::Output> export_outputs;
+  // What it serves through TF Serving's classify and regress methods, as tf.estimator's
+  // ClassificationOutput and RegressionOutput: class scores [batch, classes] (a "classification"
+  // signature), a value per example [batch] or [batch, 1] (a "regression" signature).
+  runtime::Output export_scores;
+  runtime::Output export_regression;
   std::vector<std::shared_ptr<SessionRunHook>> training_hooks;
   std::vector<std::shared_ptr<SessionRunHook>> evaluation_hooks;
   std::vector<std::shared_ptr<SessionRunHook>> prediction_hooks;

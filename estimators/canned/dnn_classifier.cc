@@ -176,6 +176,7 @@ Result<EstimatorSpec> dnn_classifier_model_fn(ModelInputs& in) {
   Output classes = ops::argmax(b, logits, 1, DType::kInt64);
   Output probabilities = ops::softmax(b, logits);
   spec.predictions = {{"classes", classes}, {"probabilities", probabilities}, {"logits", logits}};
+  spec.export_scores = probabilities;
   if (in.mode == Mode::kPredict) return spec;
   Output labels = ops::reshape(b, ops::cast(b, in.labels, DType::kInt64), {-1});
   spec.loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, labels, logits));

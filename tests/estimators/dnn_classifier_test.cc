@@ -110,7 +110,7 @@ TEST_CASE("Experiment: evaluation every N steps, early stopping with the best we
   CHECK(est.variables().read("learning_rate")->scalar_as_double() < 0.05);
   REQUIRE(!report->exports.empty());
   CHECK(std::filesystem::exists(report->exports.back() + "/graph.capnp"));
-  CHECK(std::filesystem::exists(report->exports.back() + "/variables.ckpt"));
+  CHECK(std::filesystem::exists(report->exports.back() + "/variables/variables.ckpt"));
   CHECK(std::filesystem::exists(dir + "/eval_test"));
   runtime::CheckpointManager m(dir);
   REQUIRE(m.best().size() == 2);

@@ -1,0 +1,78 @@
+// A loaded export (saved_model.h) that answers predictions, as tf.contrib.predictor or a servable
+// of TF Serving: the signature's graph runs in sessions of node actors on the export's variables.
+//
+//   auto p = serving::load("exports/1733100000");          // Result<unique_ptr<Predictor>>
+//   if (!p.ok()) ...;                                      // names the file that is wrong
+//   auto out = (*p)->predict({{"image", batch}});          // Result<map<string, Tensor>>
+//   auto cls = (*p)->predict({{"image", batch}}, "classification");
+//
+// Inputs are checked against the signature (every input present, nothing else, dtype, rank and
+// the fixed dimensions, one batch size across inputs) and an error names the input. Thread-safe:
+// `sessions` sessions share the variables, each serving one call at a time, so that this many
+// calls run at once.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "actors/runtime_system.h"
+#include "actors/session.h"
+#include "estimators/export/saved_model.h"
+
+namespace troupe::serving {
+
+struct PredictorOptions {
+  int sessions = 1;
+  // The runtime the sessions' actors live in; null: one of the predictor's own.
+  actors::Runtime* runtime = nullptr;
+};
+
+using NamedTensors = std::map<std::string, runtime::Tensor>;
+
+class Predictor {
+ public:
+  static runtime::Result<std::unique_ptr<Predictor>> load(const std::string& dir,
+                                                          PredictorOptions options = {});
+  ~Predictor();
+  Predictor(const Predictor&) = delete;
+  Predictor& operator=(const Predictor&) = delete;
+
+  // The signature's outputs (only `outputs` when given) for `inputs`.
+  runtime::Result<NamedTensors> predict(const NamedTensors& inputs,
+                                        const std::string& signature = kDefaultSignature,
+                                        const std::vector<std::string>& outputs = {});
+  // OK when `inputs` fit the signature; InvalidArgument naming the input otherwise. Sets *batch
+  // to the inputs' dimension 0 (1 for scalars).
+  runtime::Status check_inputs(const NamedTensors& inputs, const std::string& signature,
+                               int64_t* batch) const;
+
+  const SavedModel& model() const { return model_; }
+  const Signature* signature(const std::string& name) const;
+  int64_t version() const { return model_.version; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  Predictor() = default;
+  // A free session, waiting for one when all are busy.
+  actors::Session* acquire();
+  void release(actors::Session* s);
+
+  std::string dir_;
+  SavedModel model_;
+  std::unique_ptr<actors::Runtime> own_runtime_;
+  std::vector<std::unique_ptr<actors::Session>> sessions_;
+  std::mutex mu_;
+  std::condition_variable free_cv_;
+  std::vector<actors::Session*> free_;
+};
+
+inline runtime::Result<std::unique_ptr<Predictor>> load(const std::string& dir,
+                                                        PredictorOptions options = {}) {
+  return Predictor::load(dir, options);
+}
+
+}  // namespace troupe::serving
