@@ -90,6 +90,11 @@ class Graph {
 
   // Places a node (placement.h), before the graph is shared with sessions.
   void set_device(int id, std::string device) { nodes_[id].device = std::move(device); }
+  // Sets a node's attribute, before the graph is shared with sessions (a loaded export's
+  // batch_invariant products, estimators/export/predictor.h).
+  void set_attr(int id, const std::string& name, AttrValue value) {
+    nodes_[id].attrs[name] = std::move(value);
+  }
 
  private:
   friend class GraphBuilder;

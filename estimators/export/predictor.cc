@@ -18,6 +18,13 @@ Result<std::unique_ptr<Predictor>> Predictor::load(const std::string& dir,
     p->own_runtime_ = std::make_unique<actors::Runtime>();
     rt = p->own_runtime_.get();
   }
+  if (options.batch_invariant) {
+    for (int id = 0; id < p->model_.graph.num_nodes(); ++id) {
+      if (p->model_.graph.node(id).op == "MatMul") {
+        p->model_.graph.set_attr(id, "batch_invariant", true);
+      }
+    }
+  }
   auto store = std::make_shared<runtime::VariableStore>();
   runtime::load_into(p->model_.variables, store.get());
   for (int i = 0; i < options.sessions; ++i) {

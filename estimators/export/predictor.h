@@ -27,6 +27,10 @@ namespace troupe::serving {
 
 struct PredictorOptions {
   int sessions = 1;
+  // Each row's outputs independent of the other rows of a call (matrix products row by row),
+  // so that a server batching requests answers each what it would answer it alone. Off, a call
+  // answers what the training session answers for the same batch.
+  bool batch_invariant = false;
   // The runtime the sessions' actors live in; null: one of the predictor's own.
   actors::Runtime* runtime = nullptr;
 };

@@ -17,6 +17,16 @@ using runtime::Tensor;
 
 namespace {
 
+// A node marked batch_invariant computes each row of its product on its own, so that a row's
+// value does not depend on the rows beside it: OpenBLAS picks its kernels, and with them the
+// order of the additions, by the matrices' sizes and by a row's place among them. A server that
+// batches requests marks its products so (estimators/export/predictor.h).
+bool batch_invariant(const KernelContext& ctx) {
+  auto it = ctx.node().attrs.find("batch_invariant");
+  const bool* on = it == ctx.node().attrs.end() ? nullptr : std::get_if<bool>(&it->second);
+  return on && *on;
+}
+
 // Output 0 = op(input 0) · op(input 1), op = transpose or not by the node's attributes.
 template <class T>
 Status product_to_output(KernelContext& ctx, Tensor** c) {
@@ -32,6 +42,12 @@ Status product_to_output(KernelContext& ctx, Tensor** c) {
     return runtime::invalid_argument("inner dimensions differ: ", a.shape(), " and ", b.shape());
   }
   TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{m, n}, c));
+  if (!ta && batch_invariant(ctx)) {
+    for (int64_t r = 0; r < m; ++r) {
+      gemm<T>(false, tb, 1, n, k, a.data<T>() + r * k, b.data<T>(), (*c)->data<T>() + r * n);
+    }
+    return runtime::ok_status();
+  }
   gemm<T>(ta, tb, m, n, k, a.data<T>(), b.data<T>(), (*c)->data<T>());
   return runtime::ok_status();
 }

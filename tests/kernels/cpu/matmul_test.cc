@@ -163,3 +163,29 @@ TEST_CASE("compute threads: the registry reaches OpenBLAS") {
   troupe::runtime::kernel_registry().set_compute_threads(before);
   CHECK(openblas_get_num_threads() == before);
 }
+
+TEST_CASE("a batch_invariant product gives each row the bits it gets alone, anywhere in a batch") {
+  std::mt19937_64 rng(17);
+  const int64_t k = 128, n = 10;
+  Tensor w = random_tensor<float>(Shape{k, n}, rng);
+  Tensor x = random_tensor<float>(Shape{1, k}, rng);
+  auto product = [&](const Tensor& a, bool invariant) {
+    OpTest t;
+    Output c = ops::matmul(t.b, t.feed(a), t.feed(w));
+    if (invariant) t.g.set_attr(c.node, "batch_invariant", true);
+    return t.eval(c);
+  };
+  const Tensor alone = product(x, true);
+  int moved = 0;  // rows whose plain product differs from the row alone
+  for (int64_t m : {16, 32, 64}) {
+    for (int64_t at = 0; at < m; at += 5) {
+      Tensor batch = random_tensor<float>(Shape{m, k}, rng);
+      std::copy(x.data<float>(), x.data<float>() + k, batch.data<float>() + at * k);
+      const Tensor invariant = product(batch, true), plain = product(batch, false);
+      CHECK(std::memcmp(invariant.data<float>() + at * n, alone.data<float>(), n * 4) == 0);
+      moved += std::memcmp(plain.data<float>() + at * n, alone.data<float>(), n * 4) != 0;
+    }
+  }
+  // OpenBLAS's plain products do move bits with the batch (else this test would prove nothing).
+  MESSAGE("plain products that differed from the row alone: ", moved);
+}

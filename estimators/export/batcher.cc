@@ -1,0 +1,285 @@
+#include "estimators/export/batcher.h"
+
+#include <cstring>
+#include <deque>
+#include <map>
+
+#include "actors/messages.h"
+
+namespace troupe::serving {
+
+using runtime::Result;
+using runtime::Tensor;
+
+// Named (not anonymous) so that CAF may carry pointers to them in messages.
+namespace batching {
+
+struct Request {
+  std::string signature;
+  NamedTensors inputs;
+  int64_t rows = 0;
+  PredictDone done;
+};
+
+// Requests that run as one call of the predictor.
+struct Batch {
+  std::string signature;
+  std::vector<Request> requests;
+};
+
+}  // namespace batching
+}  // namespace troupe::serving
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<troupe::serving::batching::Request>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<troupe::serving::batching::Batch>)
+
+namespace troupe::serving {
+namespace {
+
+using batching::Batch;
+using batching::Request;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+
+// Requests batch together when they share the signature and every input's dimensions after the
+// first: "serving_default|x:4,|".
+std::string batch_key(const Request& r) {
+  std::string key = r.signature + "|";
+  for (const auto& [name, t] : r.inputs) {
+    key += name + ":";
+    for (int d = 1; d < t.rank(); ++d) key += std::to_string(t.dim(d)) + ",";
+    key += "|";
+  }
+  return key;
+}
+
+// Runs a batch and gives every request its rows. When an output does not have the batch's rows
+// in dimension 0 the outputs cannot be split: the requests then run one by one.
+void run_batch(Predictor& p, Batch& b, BatcherStats& stats) {
+  stats.requests += static_cast<int64_t>(b.requests.size());
+  ++stats.batches;
+  if (b.requests.size() == 1) {
+    Request& r = b.requests[0];
+    r.done(p.predict(r.inputs, r.signature));
+    return;
+  }
+  NamedTensors merged;
+  int64_t total = 0;
+  for (const Request& r : b.requests) total += r.rows;
+  for (const auto& [name, first] : b.requests[0].inputs) {
+    std::vector<Tensor> parts;
+    for (const Request& r : b.requests) parts.push_back(r.inputs.at(name));
+    merged[name] = concat_rows(parts);
+  }
+  Result<NamedTensors> out = p.predict(merged, b.signature);
+  bool splits = out.ok();
+  if (out.ok()) {
+    for (const auto& [name, t] : *out) splits = splits && t.rank() > 0 && t.dim(0) == total;
+  }
+  if (!splits) {
+    for (Request& r : b.requests) r.done(p.predict(r.inputs, r.signature));
+    return;
+  }
+  int64_t first = 0;
+  for (Request& r : b.requests) {
+    NamedTensors mine;
+    for (const auto& [name, t] : *out) mine[name] = slice_rows(t, first, r.rows);
+    first += r.rows;
+    r.done(std::move(mine));
+  }
+}
+
+struct Queue {
+  std::vector<Request> requests;
+  int64_t rows = 0;
+  uint64_t opened = 0;  // which timer cuts it
+};
+
+struct BatcherState {
+  std::shared_ptr<Predictor> predictor;
+  BatchingOptions options;
+  std::map<std::string, Queue> open;  // by batch_key
+  std::deque<std::shared_ptr<Batch>> ready;
+  std::vector<caf::actor> idle;
+  int runners = 0;
+  int64_t waiting = 0;  // requests not yet handed to a runner
+  uint64_t timers = 0;
+  bool draining = false;
+  caf::response_promise drained;
+};
+
+using BatcherActor = caf::stateful_actor<BatcherState>;
+
+caf::behavior runner_actor(caf::event_based_actor*, std::shared_ptr<Predictor> predictor,
+                           std::shared_ptr<BatcherStats> stats) {
+  return {[predictor, stats](std::shared_ptr<Batch>& b) {
+    run_batch(*predictor, *b, *stats);
+    return done_atom::value;
+  }};
+}
+
+void cut(BatcherActor* self, const std::string& key) {
+  BatcherState& st = self->state;
+  auto it = st.open.find(key);
+  if (it == st.open.end()) return;
+  auto b = std::make_shared<Batch>();
+  b->signature = it->second.requests[0].signature;
+  b->requests = std::move(it->second.requests);
+  st.open.erase(it);
+  st.ready.push_back(std::move(b));
+}
+
+void dispatch(BatcherActor* self) {
+  BatcherState& st = self->state;
+  while (!st.ready.empty() && !st.idle.empty()) {
+    caf::actor runner = st.idle.back();
+    st.idle.pop_back();
+    std::shared_ptr<Batch> b = std::move(st.ready.front());
+    st.ready.pop_front();
+    st.waiting -= static_cast<int64_t>(b->requests.size());
+    self->request(runner, caf::infinite, b).then([self, runner](done_atom) {
+      self->state.idle.push_back(runner);
+      dispatch(self);
+    });
+  }
+  if (st.draining && st.open.empty() && st.ready.empty() &&
+      static_cast<int>(st.idle.size()) == st.runners && st.drained.pending()) {
+    for (const caf::actor& r : st.idle) self->send_exit(r, caf::exit_reason::user_shutdown);
+    st.drained.deliver(done_atom::value);
+    self->quit();
+  }
+}
+
+caf::behavior batcher_actor(BatcherActor* self, std::shared_ptr<Predictor> predictor,
+                            BatchingOptions options, std::shared_ptr<BatcherStats> stats) {
+  BatcherState& st = self->state;
+  st.predictor = predictor;
+  st.options = options;
+  st.runners = options.num_batch_threads;
+  for (int i = 0; i < st.runners; ++i) {
+    st.idle.push_back(self->spawn<caf::detached + caf::linked>(runner_actor, predictor, stats));
+  }
+  return {
+      [self](std::shared_ptr<Request>& in) {
+        BatcherState& st = self->state;
+        const BatchingOptions& o = st.options;
+        const int64_t limit = static_cast<int64_t>(o.max_enqueued_batches) *
+                              std::max(1, o.enabled ? o.max_batch_size : 1);
+        if (st.draining || st.waiting >= limit) {
+          in->done(runtime::unavailable(st.draining ? "the server is shutting down"
+                                                    : "the batching queue is full: try again"));
+          return;
+        }
+        ++st.waiting;
+        const bool alone = !o.enabled || in->rows >= o.max_batch_size;
+        const std::string key = alone ? std::string() : batch_key(*in);
+        if (alone) {
+          auto b = std::make_shared<Batch>();
+          b->signature = in->signature;
+          b->requests.push_back(std::move(*in));
+          st.ready.push_back(std::move(b));
+          dispatch(self);
+          return;
+        }
+        Queue& q = st.open[key];
+        // A request that would overflow the open batch closes it first.
+        if (q.rows > 0 && q.rows + in->rows > o.max_batch_size) cut(self, key);
+        Queue& target = st.open[key];
+        if (target.requests.empty()) {
+          target.opened = ++st.timers;
+          if (o.batch_timeout.count() > 0) {
+            self->delayed_send(self, o.batch_timeout, flush_atom::value, key, target.opened);
+          }
+        }
+        target.rows += in->rows;
+        target.requests.push_back(std::move(*in));
+        if (target.rows >= o.max_batch_size || o.batch_timeout.count() == 0) cut(self, key);
+        dispatch(self);
+      },
+      [self](flush_atom, const std::string& key, uint64_t opened) {
+        auto it = self->state.open.find(key);
+        if (it != self->state.open.end() && it->second.opened == opened) cut(self, key);
+        dispatch(self);
+      },
+      [self](actors::stop_atom) {
+        BatcherState& st = self->state;
+        st.draining = true;
+        st.drained = self->make_response_promise();
+        std::vector<std::string> keys;
+        for (const auto& [key, q] : st.open) keys.push_back(key);
+        for (const std::string& key : keys) cut(self, key);
+        dispatch(self);
+        return st.drained;
+      },
+  };
+}
+
+}  // namespace
+
+Tensor slice_rows(const Tensor& t, int64_t first, int64_t rows) {
+  std::vector<int64_t> dims = t.shape().dims();
+  const int64_t per_row = t.dim(0) > 0 ? t.num_elements() / t.dim(0) : 0;
+  dims[0] = rows;
+  Tensor out(t.dtype(), runtime::Shape(dims));
+  if (t.dtype() == runtime::DType::kString) {
+    const std::string* src = t.data<std::string>() + first * per_row;
+    std::copy(src, src + rows * per_row, out.data<std::string>());
+  } else {
+    const size_t row_bytes = static_cast<size_t>(per_row) * runtime::dtype_size(t.dtype());
+    if (rows > 0) {
+      std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + first * row_bytes,
+                  rows * row_bytes);
+    }
+  }
+  return out;
+}
+
+Tensor concat_rows(const std::vector<Tensor>& parts) {
+  std::vector<int64_t> dims = parts[0].shape().dims();
+  dims[0] = 0;
+  for (const Tensor& p : parts) dims[0] += p.dim(0);
+  Tensor out(parts[0].dtype(), runtime::Shape(dims));
+  if (out.dtype() == runtime::DType::kString) {
+    std::string* dst = out.data<std::string>();
+    for (const Tensor& p : parts) {
+      dst = std::copy(p.data<std::string>(), p.data<std::string>() + p.num_elements(), dst);
+    }
+  } else {
+    char* dst = static_cast<char*>(out.raw_data());
+    for (const Tensor& p : parts) {
+      if (p.byte_size() > 0) std::memcpy(dst, p.raw_data(), p.byte_size());
+      dst += p.byte_size();
+    }
+  }
+  return out;
+}
+
+Batcher::Batcher(actors::Runtime& runtime, std::shared_ptr<Predictor> predictor,
+                 BatchingOptions options)
+    : predictor_(std::move(predictor)), options_(options), system_(runtime.system()) {
+  if (options_.num_batch_threads < 1) options_.num_batch_threads = 1;
+  if (options_.max_batch_size < 1) options_.max_batch_size = 1;
+  if (options_.max_enqueued_batches < 1) options_.max_enqueued_batches = 1;
+  actor_ = system_.spawn(batcher_actor, predictor_, options_, stats_);
+}
+
+Batcher::~Batcher() {
+  caf::scoped_actor self{system_};
+  self->request(actor_, caf::infinite, actors::stop_atom::value)
+      .receive([](done_atom) {}, [](caf::error&) {});
+  self->wait_for(actor_);
+}
+
+void Batcher::submit(const std::string& signature, NamedTensors inputs, PredictDone done) {
+  auto r = std::make_shared<Request>();
+  if (runtime::Status s = predictor_->check_inputs(inputs, signature, &r->rows); !s.ok()) {
+    done(s);
+    return;
+  }
+  r->signature = signature;
+  r->inputs = std::move(inputs);
+  r->done = std::move(done);
+  caf::anon_send(actor_, std::move(r));
+}
+
+}  // namespace troupe::serving
