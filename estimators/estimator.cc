@@ -312,7 +312,10 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
     if (sync) m->graph.set_device(m->spec.train_op, placement_.at("global_step"));
   }
   TROUPE_RETURN_IF_ERROR(open_sessions(*m, mode));
-  last_components_ = components;
+  last_components_.clear();
+  for (const Component& c : components) {
+    if (c.name != data.label) last_components_.push_back(c);
+  }
   Model* raw = m.get();
   models_[mode] = std::move(m);
   return raw;
@@ -814,15 +817,25 @@ Result<std::vector<Prediction>> Estimator::predict_batches(const input::Dataset&
   return out;
 }
 
-Result<std::string> Estimator::export_saved_model(const std::string& export_dir_base) {
+std::vector<ServingInput> Estimator::serving_inputs() const {
+  std::vector<ServingInput> out;
+  for (const Component& c : last_components_) out.push_back({c.name, c.dtype, c.dims});
+  return out;
+}
+
+Result<std::string> Estimator::export_saved_model(const std::string& export_dir_base,
+                                                  ExportOptions options) {
   auto found = models_.find(Mode::kPredict);
-  if (found == models_.end()) {
-    if (last_components_.empty()) {
-      return runtime::failed_precondition("export: the model has not seen any data yet");
+  if (found == models_.end() || !options.inputs.empty()) {
+    const std::vector<ServingInput> inputs =
+        options.inputs.empty() ? serving_inputs() : options.inputs;
+    if (inputs.empty()) {
+      return runtime::failed_precondition(
+          "export: the model has not seen any data yet: name its inputs (ExportOptions::inputs)");
     }
-    // Build the prediction graph from the inputs the model last saw.
+    // The prediction graph, its placeholders shaped as one example each of `inputs`.
     std::vector<std::pair<std::string, Tensor>> columns;
-    for (const Component& c : last_components_) {
+    for (const ServingInput& c : inputs) {
       std::vector<int64_t> dims{1};
       for (int64_t d : c.dims) dims.push_back(d < 0 ? 1 : d);
       columns.push_back({c.name, Tensor(c.dtype, runtime::Shape(dims))});
@@ -832,9 +845,28 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
     found = models_.find(Mode::kPredict);
   }
   Model& m = *found->second;
+  if (!options.class_labels.empty() && m.spec.export_scores.valid()) {
+    const runtime::Shape& scores = m.graph.shape(m.spec.export_scores);
+    if (scores.rank_known() && scores.rank() == 2 && scores.dim(1) >= 0 &&
+        scores.dim(1) != static_cast<int64_t>(options.class_labels.size())) {
+      return runtime::invalid_argument("export: ", options.class_labels.size(),
+                                       " class labels for ", scores.dim(1), " classes");
+    }
+  }
+  if (!options.checkpoint_path.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(runtime::CheckpointData ckpt,
+                            runtime::read_checkpoint(options.checkpoint_path));
+    TROUPE_RETURN_IF_ERROR(
+        runtime::check_restore(ckpt, variable_specs(m.graph), config_.partial_restore)
+            .with_context(options.checkpoint_path));
+    runtime::load_into(ckpt, store_.get());
+  } else {
+    TROUPE_RETURN_IF_ERROR(pull_from_cluster());
+  }
+  TROUPE_RETURN_IF_ERROR(ensure_variables(m, Mode::kPredict));
   serving::SavedModel saved;
   saved.graph = m.graph;
-  TROUPE_RETURN_IF_ERROR(pull_from_cluster());
+  saved.class_labels = options.class_labels;
   saved.variables.global_step = global_step();
   for (int id : m.graph.variables()) {
     const std::string& name = ops::variable_name(m.graph.node(id));

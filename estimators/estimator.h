@@ -74,6 +74,20 @@ struct PredictOptions {
   std::vector<std::shared_ptr<SessionRunHook>> hooks;
 };
 
+// An input an export serves, as tf.estimator.export.build_raw_serving_input_receiver_fn's
+// features: its name, dtype and the dimensions of one example (-1 where they vary).
+struct ServingInput {
+  std::string name;
+  runtime::DType dtype = runtime::DType::kFloat32;
+  std::vector<int64_t> dims;
+};
+
+struct ExportOptions {
+  std::vector<ServingInput> inputs;       // empty: the features the model last saw
+  std::string checkpoint_path;            // empty: the model in memory, else the latest checkpoint
+  std::vector<std::string> class_labels;  // names of the classes classify answers with
+};
+
 using Metrics = std::map<std::string, double>;
 using Prediction = std::map<std::string, runtime::Tensor>;
 
@@ -115,9 +129,12 @@ class Estimator {
   // A directory export_dir_base/<version> (estimators/export/saved_model.h) that serving::load
   // and `troupe serve` read: the prediction graph, the variables it reads and the signatures
   // serving_default and predict (every export output), classification (export_scores) and
-  // regression (export_regression). Needs a model that has seen data (its inputs' types and
-  // shapes).
-  runtime::Result<std::string> export_saved_model(const std::string& export_dir_base);
+  // regression (export_regression). The inputs are options.inputs, else the features the model
+  // last saw; the variables those of options.checkpoint_path, else the model's own.
+  runtime::Result<std::string> export_saved_model(const std::string& export_dir_base,
+                                                  ExportOptions options = {});
+  // The features the model last trained, evaluated or predicted on, as export inputs.
+  std::vector<ServingInput> serving_inputs() const;
 
   const RunConfig& config() const { return config_; }
   const Params& params() const { return params_; }

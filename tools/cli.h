@@ -69,6 +69,8 @@ class GracefulStop {
 int train(const std::vector<std::string>& args);
 int evaluate(const std::vector<std::string>& args);
 int predict(const std::vector<std::string>& args);
+int export_model(const std::vector<std::string>& args);
+int serve(const std::vector<std::string>& args);
 int server(const std::vector<std::string>& args);
 int cluster(const std::vector<std::string>& args, const std::string& self);
 int secret(const std::vector<std::string>& args);

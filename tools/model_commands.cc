@@ -10,12 +10,15 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "estimators/canned/dnn_classifier.h"
 #include "estimators/experiment.h"
+#include "estimators/export/batcher.h"
+#include "estimators/export/predictor.h"
 #include "estimators/metrics.h"
 #include "runtime/log.h"
 #include "runtime/record_io.h"
@@ -54,36 +57,70 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "cluster-deadline",
                                               "eval-timeout"};
 
-// The model's description in model_dir, so that evaluate and predict can rebuild it.
-runtime::Status save_model_info(const std::string& dir, const Params& p, const std::string& label) {
-  std::string text = "model dnn\nlabel " + label + "\n";
-  for (const auto& [k, v] : p) text += "param " + k + " " + v + "\n";
+// The model's description in model_dir, so that evaluate, predict and export can rebuild it:
+// its params, its label column and (once trained) the features it takes.
+struct ModelInfo {
+  Params params;
+  std::string label;
+  std::vector<estimators::ServingInput> inputs;
+};
+
+runtime::Status save_model_info(const std::string& dir, const ModelInfo& info) {
+  std::string text = "model dnn\nlabel " + info.label + "\n";
+  for (const auto& [k, v] : info.params) text += "param " + k + " " + v + "\n";
+  for (const estimators::ServingInput& in : info.inputs) {
+    std::string dims;
+    for (int64_t d : in.dims) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    text += "input " + in.name + " " + runtime::dtype_name(in.dtype) + " " +
+            (dims.empty() ? "-" : dims) + "\n";
+  }
   return runtime::write_file_atomic(dir + "/troupe_model.txt", text);
 }
 
-runtime::Result<std::pair<Params, std::string>> load_model_info(const std::string& dir) {
-  std::ifstream in(dir + "/troupe_model.txt");
+runtime::Result<ModelInfo> load_model_info(const std::string& dir) {
+  const std::string path = dir + "/troupe_model.txt";
+  std::ifstream in(path);
   if (!in) {
     return runtime::not_found(dir, " holds no troupe model (no troupe_model.txt): train one first");
   }
-  Params p;
-  std::string label, word;
+  ModelInfo info;
+  std::string word;
+  auto rest_of_line = [&in] {
+    std::string v;
+    std::getline(in, v);
+    if (!v.empty() && v[0] == ' ') v.erase(0, 1);
+    return v;
+  };
   while (in >> word) {
     if (word == "param") {
-      std::string k, v;
+      std::string k;
       in >> k;
-      std::getline(in, v);
-      if (!v.empty() && v[0] == ' ') v.erase(0, 1);
-      p[k] = v;
+      info.params[k] = rest_of_line();
     } else if (word == "label") {
-      std::getline(in, label);
-      if (!label.empty() && label[0] == ' ') label.erase(0, 1);
+      info.label = rest_of_line();
+    } else if (word == "input") {
+      estimators::ServingInput s;
+      std::string dtype, dims;
+      in >> s.name >> dtype >> dims;
+      if (!in || !runtime::dtype_from_name(dtype, &s.dtype)) {
+        return runtime::data_loss(path, ": a damaged input line");
+      }
+      std::stringstream list(dims == "-" ? "" : dims);
+      for (std::string d; std::getline(list, d, ',');) {
+        char* end = nullptr;
+        const long long v = std::strtoll(d.c_str(), &end, 10);
+        if (d.empty() || *end != '\0' || v < -1) {
+          return runtime::data_loss(path, ": input ", s.name, " has dimension '", d, "'");
+        }
+        s.dims.push_back(v);
+      }
+      info.inputs.push_back(std::move(s));
+      rest_of_line();
     } else {
-      std::string rest;
-      std::getline(in, rest);
+      rest_of_line();
     }
   }
-  return std::make_pair(p, label);
+  return info;
 }
 
 runtime::Result<input::Dataset> open_data(const std::string& spec, const std::string& split,
@@ -156,14 +193,13 @@ void print_metrics(const estimators::Metrics& m) {
 }
 
 runtime::Result<std::unique_ptr<estimators::Estimator>> open_model(const Flags& flags,
-                                                                   std::string* label) {
+                                                                   ModelInfo* info) {
   const std::string dir = flags.at("model-dir");
-  TROUPE_ASSIGN_OR_RETURN(auto info, load_model_info(dir));
-  *label = info.second;
+  TROUPE_ASSIGN_OR_RETURN(*info, load_model_info(dir));
   estimators::RunConfig config;
   config.model_dir = dir;
   return std::make_unique<estimators::Estimator>(estimators::dnn_classifier_model_fn, config,
-                                                 info.first);
+                                                 info->params);
 }
 
 // A worker of a cluster: trains its part of the data against the ps tasks until the data ends,
@@ -367,7 +403,7 @@ int train(const std::vector<std::string>& args) {
     for (const char* key : {"hidden_units", "n_classes", "activation", "partitions"}) {
       // A model saved before partitions were recorded has one.
       const std::string missing = std::string(key) == "partitions" ? "1" : "";
-      const std::string was = earlier->first.count(key) ? earlier->first.at(key) : missing;
+      const std::string was = earlier->params.count(key) ? earlier->params.at(key) : missing;
       if (was != p[key]) {
         return usage_error(config.model_dir + " holds a model with " + key + " " + was + ", not " +
                            p[key] + ": pass the same or another --model-dir");
@@ -379,7 +415,7 @@ int train(const std::vector<std::string>& args) {
   if (ec)
     return fail(runtime::internal_error("cannot create ", config.model_dir, ": ", ec.message()));
   estimators::Estimator est(estimators::dnn_classifier_model_fn, config, p);
-  if (auto s = save_model_info(config.model_dir, p, label); !s.ok()) return fail(s);
+  if (auto s = save_model_info(config.model_dir, {p, label, {}}); !s.ok()) return fail(s);
   estimators::ExperimentOptions xo;
   xo.eval_every_steps = eval_every;
   xo.early_stopping_rounds = static_cast<int>(rounds);
@@ -397,6 +433,10 @@ int train(const std::vector<std::string>& args) {
   auto report = exp.train_and_evaluate();
   graceful.finish();
   if (!report.ok()) return fail(report.status());
+  // Now the features are known: `troupe export` builds its serving signature from them.
+  if (auto s = save_model_info(config.model_dir, {p, label, est.serving_inputs()}); !s.ok()) {
+    return fail(s);
+  }
   runtime::log_info("trained to step ", report->global_step, " in ", report->seconds,
                     " s; model in ", config.model_dir);
   for (const std::string& dir : report->exports) {
@@ -414,10 +454,10 @@ int evaluate(const std::vector<std::string>& args) {
   const Flags& flags = *parsed;
   if (!flags.count("model-dir")) return usage_error("evaluate needs --model-dir");
   if (!flags.count("data")) return usage_error("evaluate needs --data");
-  std::string label;
-  auto est = open_model(flags, &label);
+  ModelInfo info;
+  auto est = open_model(flags, &info);
   if (!est.ok()) return fail(est.status());
-  if (flags.count("label")) label = flags.at("label");
+  const std::string label = flags.count("label") ? flags.at("label") : info.label;
   auto data = open_data(flags.at("data"), "test", label, {.batch_size = 1000});
   if (!data.ok()) return fail(data.status());
   auto m = (*est)->evaluate(*data);
@@ -426,16 +466,124 @@ int evaluate(const std::vector<std::string>& args) {
   return 0;
 }
 
+namespace {
+
+// CSV of predictions: "class,p0,p1,..." for a classifier's classes and probabilities, else a
+// column per output value ("name" or "name_0", "name_1", ...).
+class PredictionWriter {
+ public:
+  explicit PredictionWriter(FILE* out) : out_(out) {}
+  void write(const estimators::Prediction& p) {
+    const bool classifier = p.count("classes") && p.count("probabilities");
+    if (!header_) {
+      std::string h;
+      if (classifier) {
+        h = "class";
+        for (int64_t k = 0; k < p.at("probabilities").num_elements(); ++k) {
+          h += ",p" + std::to_string(k);
+        }
+      } else {
+        for (const auto& [name, t] : p) {
+          for (int64_t k = 0; k < t.num_elements(); ++k) {
+            h += (h.empty() ? "" : ",") + name +
+                 (t.num_elements() > 1 ? "_" + std::to_string(k) : std::string());
+          }
+        }
+      }
+      std::fprintf(out_, "%s\n", h.c_str());
+      header_ = true;
+    }
+    std::string line;
+    auto add = [&](const runtime::Tensor& t, int64_t k, const char* format) {
+      char buf[64];
+      double v = 0;
+      runtime::visit_numeric(
+          t.dtype(), [&](auto zero) { v = static_cast<double>(t.data<decltype(zero)>()[k]); });
+      std::snprintf(buf, sizeof buf, format, v);
+      line += (line.empty() ? "" : ",") + std::string(buf);
+    };
+    if (classifier) {
+      add(p.at("classes"), 0, "%.0f");
+      const runtime::Tensor& probs = p.at("probabilities");
+      for (int64_t k = 0; k < probs.num_elements(); ++k) add(probs, k, "%.5f");
+    } else {
+      for (const auto& [name, t] : p) {
+        for (int64_t k = 0; k < t.num_elements(); ++k) {
+          add(t, k, runtime::is_floating(t.dtype()) ? "%.6g" : "%.0f");
+        }
+      }
+    }
+    std::fprintf(out_, "%s\n", line.c_str());
+    ++rows_;
+  }
+  int64_t rows() const { return rows_; }
+
+ private:
+  FILE* out_;
+  bool header_ = false;
+  int64_t rows_ = 0;
+};
+
+// Predictions of an export (serving::load) over a dataset whose components carry the names of
+// the signature's inputs.
+runtime::Status predict_export(const std::string& dir, const std::string& signature,
+                               const input::Dataset& data, PredictionWriter& writer) {
+  TROUPE_ASSIGN_OR_RETURN(auto predictor, serving::load(dir));
+  const serving::Signature* sig = predictor->signature(signature);
+  if (!sig) return runtime::not_found(dir, " has no signature '", signature, "'");
+  std::vector<std::pair<std::string, int>> columns;
+  for (const auto& [name, info] : sig->inputs) {
+    const int c = data.component(name);
+    if (c < 0) {
+      return runtime::invalid_argument("the data has no column '", name, "', which signature ",
+                                       signature, " takes");
+    }
+    columns.push_back({name, c});
+  }
+  for (int64_t u = 0; u < data.source->num_units(); ++u) {
+    std::vector<actors::Chunk> chunks;
+    int64_t skipped = 0;
+    TROUPE_RETURN_IF_ERROR(data.source->read(u, &chunks, &skipped));
+    for (const actors::Chunk& chunk : chunks) {
+      const int64_t rows = chunk.last() - chunk.first();
+      if (rows <= 0) continue;
+      serving::NamedTensors inputs;
+      for (const auto& [name, c] : columns) {
+        inputs[name] = serving::slice_rows(chunk.components[c], chunk.first(), rows);
+      }
+      TROUPE_ASSIGN_OR_RETURN(serving::NamedTensors out, predictor->predict(inputs, signature));
+      for (int64_t r = 0; r < rows; ++r) {
+        estimators::Prediction one;
+        for (const auto& [name, t] : out) {
+          one[name] = t.rank() > 0 && t.dim(0) == rows ? serving::slice_rows(t, r, 1) : t;
+        }
+        writer.write(one);
+      }
+    }
+  }
+  return runtime::ok_status();
+}
+
+}  // namespace
+
 int predict(const std::vector<std::string>& args) {
-  auto parsed = parse_flags(args, {"model-dir", "data", "label", "output"});
+  auto parsed = parse_flags(args, {"model-dir", "export", "signature", "data", "label", "output"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
-  if (!flags.count("model-dir")) return usage_error("predict needs --model-dir");
+  if (flags.count("model-dir") == flags.count("export")) {
+    return usage_error("predict needs --model-dir DIR or --export BASE/VERSION (one of them)");
+  }
   if (!flags.count("data")) return usage_error("predict needs --data");
-  std::string label;
-  auto est = open_model(flags, &label);
-  if (!est.ok()) return fail(est.status());
-  if (flags.count("label")) label = flags.at("label");
+  ModelInfo info;
+  std::unique_ptr<estimators::Estimator> est;
+  if (flags.count("model-dir")) {
+    auto opened = open_model(flags, &info);
+    if (!opened.ok()) return fail(opened.status());
+    est = std::move(*opened);
+  } else {
+    info.label = "label";
+  }
+  const std::string label = flags.count("label") ? flags.at("label") : info.label;
   const std::string spec = flags.at("data");
   input::DatasetOptions o{.batch_size = 1000};
   runtime::Result<input::Dataset> data = runtime::invalid_argument("no data");
@@ -452,28 +600,68 @@ int predict(const std::vector<std::string>& args) {
     out = std::fopen(flags.at("output").c_str(), "w");
     if (!out) return fail(runtime::not_found("cannot write ", flags.at("output")));
   }
-  bool header = false;
-  int64_t rows = 0;
-  runtime::Status s = (*est)->predict(*data, [&](const estimators::Prediction& p) {
-    const runtime::Tensor& probs = p.at("probabilities");
-    if (!header) {
-      std::fprintf(out, "class");
-      for (int64_t k = 0; k < probs.num_elements(); ++k)
-        std::fprintf(out, ",p%lld", static_cast<long long>(k));
-      std::fprintf(out, "\n");
-      header = true;
-    }
-    std::fprintf(out, "%lld", static_cast<long long>(p.at("classes").data<int64_t>()[0]));
-    for (int64_t k = 0; k < probs.num_elements(); ++k)
-      std::fprintf(out, ",%.5f", probs.data<float>()[k]);
-    std::fprintf(out, "\n");
-    ++rows;
-    return true;
-  });
+  PredictionWriter writer(out);
+  runtime::Status s =
+      est ? est->predict(*data,
+                         [&](const estimators::Prediction& p) {
+                           writer.write(p);
+                           return true;
+                         })
+          : predict_export(flags.at("export"),
+                           flags.count("signature") ? flags.at("signature")
+                                                    : std::string(serving::kDefaultSignature),
+                           *data, writer);
   if (out != stdout) std::fclose(out);
   if (!s.ok()) return fail(s);
-  runtime::log_info(rows, " predictions", flags.count("output") ? " written to " : "",
+  runtime::log_info(writer.rows(), " predictions", flags.count("output") ? " written to " : "",
                     flags.count("output") ? flags.at("output") : std::string());
+  return 0;
+}
+
+// troupe export: the model of a model_dir at its latest or best checkpoint (or a given one), as
+// a version folder under --out that serving::load and troupe serve read.
+int export_model(const std::vector<std::string>& args) {
+  auto parsed = parse_flags(args, {"model-dir", "out", "checkpoint", "class-labels"});
+  if (!parsed.ok()) return usage_error(parsed.status().message());
+  const Flags& flags = *parsed;
+  if (!flags.count("model-dir")) return usage_error("export needs --model-dir");
+  if (!flags.count("out")) return usage_error("export needs --out BASE (versions go beneath)");
+  ModelInfo info;
+  auto est = open_model(flags, &info);
+  if (!est.ok()) return fail(est.status());
+  if (info.inputs.empty()) {
+    return fail(runtime::failed_precondition(
+        flags.at("model-dir"),
+        " does not record its features (trained by an older troupe, or "
+        "training never ended): train it again"));
+  }
+  estimators::ExportOptions o;
+  o.inputs = info.inputs;
+  const std::string which = flags.count("checkpoint") ? flags.at("checkpoint") : "latest";
+  runtime::CheckpointManager checkpoints(flags.at("model-dir"));
+  if (which == "latest") {
+    o.checkpoint_path = checkpoints.latest();
+  } else if (which == "best") {
+    const std::vector<std::string> best = checkpoints.best();
+    if (best.empty()) {
+      return fail(runtime::not_found(flags.at("model-dir"),
+                                     " keeps no best checkpoint (train with --eval-every)"));
+    }
+    o.checkpoint_path = best.front();
+  } else {
+    o.checkpoint_path = which;
+  }
+  if (o.checkpoint_path.empty()) {
+    return fail(runtime::not_found(flags.at("model-dir"), " has no checkpoint: train first"));
+  }
+  if (flags.count("class-labels")) {
+    std::stringstream list(flags.at("class-labels"));
+    for (std::string l; std::getline(list, l, ',');) o.class_labels.push_back(l);
+  }
+  auto dir = (*est)->export_saved_model(flags.at("out"), o);
+  if (!dir.ok()) return fail(dir.status());
+  runtime::log_info("exported ", o.checkpoint_path, " to ", *dir);
+  std::printf("%s\n", dir->c_str());
   return 0;
 }
 

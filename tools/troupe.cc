@@ -7,7 +7,9 @@
 //                [--eval-every N] [--early-stopping-rounds K] [--seed S] [--eval-data DATA]
 //                [--export latest|best]
 //   troupe evaluate --model-dir DIR --data DATA
-//   troupe predict --model-dir DIR --data DATA [--output FILE]
+//   troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]
+//   troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]
+//   troupe serve --model_base_path BASE --model_name NAME [--port 8501] [--enable_batching]
 //   troupe server  (TF_CONFIG, or --cluster FILE --job ps --task N) [--secret FILE]
 //   troupe cluster --ps N --workers M [--evaluator] -- train ...
 //   troupe secret FILE
@@ -32,7 +34,9 @@ namespace {
 const char* kUsage =
     "usage: troupe train --model dnn --data DATA --model-dir DIR [options]\n"
     "       troupe evaluate --model-dir DIR --data DATA\n"
-    "       troupe predict --model-dir DIR --data DATA [--output FILE]\n"
+    "       troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]\n"
+    "       troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]\n"
+    "       troupe serve --model_base_path BASE --model_name NAME [--port 8501] [options]\n"
     "       troupe server [--cluster FILE --job ps --task N] [--secret FILE] [--bind HOST]\n"
     "       troupe cluster --ps N --workers M [--evaluator] [--host H] -- train ...\n"
     "       troupe secret FILE\n"
@@ -46,7 +50,12 @@ const char* kUsage =
     "  --secret FILE (or TROUPE_JOB_SECRET): the job secret every member holds\n"
     "  --ps-strategy round_robin|greedy --cluster-deadline SECONDS (waiting for the others)\n"
     "  --steps N: the global step to stop at; --eval-timeout SECONDS (the evaluator)\n"
-    "cluster: --workers counts the chief; each task is a process on --host (127.0.0.1)\n";
+    "cluster: --workers counts the chief; each task is a process on --host (127.0.0.1)\n"
+    "serve (TensorFlow Serving's REST API and flags): --host 127.0.0.1 --enable_batching\n"
+    "  --max_batch_size 32 --batch_timeout_micros 1000 --num_batch_threads 2\n"
+    "  --max_enqueued_batches 64 --file_system_poll_wait_seconds 1 --rest_api_num_threads 2\n"
+    "  --max_body_bytes 16777216 --max_connections 1024 --idle_timeout_seconds 30\n"
+    "  --drain_seconds 30 (Ctrl-C answers the requests in flight first)\n";
 
 // The path of this executable, so that the launcher starts the same troupe for every task.
 std::string self_path(const char* argv0) {
@@ -68,6 +77,8 @@ int main(int argc, char** argv) {
   if (command == "train") return cli::train(args);
   if (command == "evaluate") return cli::evaluate(args);
   if (command == "predict") return cli::predict(args);
+  if (command == "export") return cli::export_model(args);
+  if (command == "serve") return cli::serve(args);
   if (command == "server") return cli::server(args);
   if (command == "cluster") return cli::cluster(args, self_path(argv[0]));
   if (command == "secret") return cli::secret(args);

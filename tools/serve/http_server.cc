@@ -1,0 +1,224 @@
+#include "tools/serve/http_server.h"
+
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "runtime/log.h"
+
+namespace troupe::serve {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+struct HttpServer::Impl {
+  HttpOptions options;
+  Handler handler;
+  std::atomic<int> connections{0};
+  std::atomic<int> in_flight{0};
+  std::atomic<bool> stopping{false};
+  std::mutex mu;
+  std::condition_variable idle;
+  // After the counters and the handler: pending connections die with the io_context.
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::vector<std::thread> threads;
+  bool stopped = false;
+
+  void answered() {
+    if (--in_flight == 0) {
+      std::lock_guard<std::mutex> lock(mu);
+      idle.notify_all();
+    }
+  }
+};
+
+namespace {
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket&& socket, HttpServer::Impl& server)
+      : stream_(std::move(socket)), server_(server) {
+    ++server_.connections;
+  }
+  ~Connection() { --server_.connections; }
+
+  void start(bool reject) {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this(), reject] {
+      if (reject) {
+        self->respond({503, error_body("too many connections: try again"), {}}, false, false);
+      } else {
+        self->read();
+      }
+    });
+  }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->body_limit(server_.options.body_limit);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(server_.options.idle_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Connection::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, size_t) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+        ec == net::error::eof) {
+      return close();
+    }
+    if (ec == http::error::body_limit) {
+      runtime::log_warning("refused a request body over ", server_.options.body_limit, " bytes");
+      return respond({413,
+                      error_body("the request body is over the limit of " +
+                                 std::to_string(server_.options.body_limit) + " bytes"),
+                      {}},
+                     false, false);
+    }
+    if (ec) {
+      return respond({400, error_body("malformed HTTP request: " + ec.message()), {}}, false,
+                     false);
+    }
+    http::request<http::string_body> req = parser_->release();
+    keep_alive_ = req.keep_alive();
+    version_ = req.version();
+    if (server_.stopping) {
+      return respond({503, error_body("the server is shutting down"), {}}, false, false);
+    }
+    ++server_.in_flight;
+    HttpRequest r{std::string(req.method_string()), std::string(req.target()),
+                  std::move(req.body())};
+    auto self = shared_from_this();
+    server_.handler(std::move(r), [self](HttpReply reply) {
+      net::post(self->stream_.get_executor(), [self, reply = std::move(reply)]() mutable {
+        self->respond(std::move(reply), self->keep_alive_, true);
+      });
+    });
+  }
+
+  void respond(HttpReply reply, bool keep_alive, bool counted) {
+    res_ = {};
+    res_.version(version_);
+    res_.result(static_cast<http::status>(reply.status));
+    res_.set(http::field::server, "troupe");
+    res_.set(http::field::content_type, "application/json");
+    res_.keep_alive(keep_alive && !server_.stopping);
+    res_.body() = std::move(reply.body);
+    res_.prepare_payload();
+    keep_ = std::move(reply.keep);
+    stream_.expires_after(server_.options.idle_timeout);
+    http::async_write(stream_, res_,
+                      [self = shared_from_this(), counted](beast::error_code ec, size_t) {
+                        self->keep_.reset();  // may unload a replaced version, here
+                        if (counted) self->server_.answered();
+                        if (ec || !self->res_.keep_alive()) return self->close();
+                        self->read();
+                      });
+  }
+
+  // Half-closes, then reads what the client still sends (a refused body) until it closes too,
+  // so that it reads the answer instead of a reset.
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return;
+    stream_.expires_after(std::chrono::seconds(1));
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(net::buffer(scratch_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (!ec) self->drain();
+                            });
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl& server_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> res_;
+  std::shared_ptr<const void> keep_;
+  bool keep_alive_ = false;
+  unsigned version_ = 11;
+  char scratch_[4096];
+};
+
+void accept(HttpServer::Impl& s) {
+  s.acceptor.async_accept(net::make_strand(s.ioc), [&s](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec == net::error::operation_aborted || s.stopping) return;
+      runtime::log_warning("accepting a connection failed: ", ec.message());
+    } else {
+      const bool reject = s.connections >= s.options.max_connections;
+      std::make_shared<Connection>(std::move(socket), s)->start(reject);
+    }
+    accept(s);
+  });
+}
+
+}  // namespace
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() { stop(std::chrono::milliseconds(0)); }
+
+runtime::Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpOptions options,
+                                                               Handler handler) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  impl->handler = std::move(handler);
+  if (impl->options.threads < 1) impl->options.threads = 1;
+  const std::string where = impl->options.host + ":" + std::to_string(impl->options.port);
+  beast::error_code ec;
+  const net::ip::address address = net::ip::make_address(impl->options.host, ec);
+  if (ec) return runtime::invalid_argument("'", impl->options.host, "' is not an IP address");
+  const tcp::endpoint endpoint(address, impl->options.port);
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return runtime::unavailable("cannot listen on ", where, ": ", ec.message());
+  accept(*impl);
+  for (int i = 0; i < impl->options.threads; ++i) {
+    impl->threads.emplace_back([s = impl.get()] { s->ioc.run(); });
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void HttpServer::stop(std::chrono::milliseconds grace) {
+  Impl& s = *impl_;
+  if (s.stopped) return;
+  s.stopped = true;
+  s.stopping = true;
+  net::post(s.ioc, [&s] {
+    beast::error_code ec;
+    s.acceptor.close(ec);
+  });
+  {
+    std::unique_lock<std::mutex> lock(s.mu);
+    if (!s.idle.wait_for(lock, grace, [&s] { return s.in_flight == 0; })) {
+      runtime::log_warning(s.in_flight.load(), " requests still running after ", grace.count(),
+                           " ms: closing them");
+    }
+  }
+  s.ioc.stop();
+  for (std::thread& t : s.threads) t.join();
+}
+
+}  // namespace troupe::serve

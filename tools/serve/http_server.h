@@ -1,0 +1,58 @@
+// The HTTP/1.1 side of `troupe serve`: Boost.Beast on an io_context of a few threads, every
+// connection asynchronous (reads, handler replies, writes), keep-alive, so that one thread serves
+// many connections while their predictions wait in the batcher.
+//
+//   auto server = HttpServer::start({.host = "127.0.0.1", .port = 8501},
+//                                   [&](HttpRequest r, std::function<void(HttpReply)> done) {
+//                                     api.handle(r, std::move(done));
+//                                   });
+//   ... (*server)->port() ...
+//   (*server)->stop(std::chrono::seconds(10));   // drains requests in flight, then closes
+//
+// Limits, each answered and logged, never a crash: a body over body_limit gets 413, a malformed
+// request 400, connections beyond max_connections 503; a client that sends nothing for
+// idle_timeout (or dawdles over a request for as long) is disconnected.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "runtime/status.h"
+#include "tools/serve/rest_api.h"
+
+namespace troupe::serve {
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8501;  // 0: any free port (port() says which)
+  int threads = 2;
+  size_t body_limit = 16 << 20;
+  int max_connections = 1024;
+  std::chrono::milliseconds idle_timeout{30000};
+};
+
+using Handler = std::function<void(HttpRequest, std::function<void(HttpReply)>)>;
+
+class HttpServer {
+ public:
+  static runtime::Result<std::unique_ptr<HttpServer>> start(HttpOptions options, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  uint16_t port() const;
+  // Stops accepting, waits up to `grace` for the requests in flight to be answered, then closes
+  // every connection and joins the threads. Idempotent.
+  void stop(std::chrono::milliseconds grace);
+
+  struct Impl;
+
+ private:
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace troupe::serve

@@ -1,0 +1,215 @@
+#include "tools/serve/json_tensors.h"
+
+#include <openssl/evp.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <limits>
+
+namespace troupe::serve {
+
+using runtime::DType;
+using runtime::Result;
+using runtime::Status;
+using runtime::Tensor;
+
+namespace {
+
+constexpr size_t kMaxRank = 32;
+
+Result<std::string> from_base64(const std::string& text, const std::string& name) {
+  if (text.size() % 4 != 0) {
+    return runtime::invalid_argument("input '", name, "': b64 is not base64 (length ", text.size(),
+                                     ")");
+  }
+  std::string out(text.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0) return runtime::invalid_argument("input '", name, "': b64 is not base64");
+  size_t pad = 0;
+  while (pad < 2 && pad < text.size() && text[text.size() - 1 - pad] == '=') ++pad;
+  out.resize(static_cast<size_t>(n) - pad);
+  return out;
+}
+
+std::string to_base64(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                  reinterpret_cast<const unsigned char*>(bytes.data()),
+                  static_cast<int>(bytes.size()));
+  return out;
+}
+
+template <class T>
+Status leaf(const json& v, const std::string& name, T* out) {
+  auto wrong = [&] {
+    return runtime::invalid_argument("input '", name, "' holds ", v.type_name(), " ",
+                                     v.dump().substr(0, 40), " where ",
+                                     runtime::dtype_name(runtime::dtype_of<T>()), " is expected");
+  };
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (v.is_string()) {
+      *out = v.get<std::string>();
+      return runtime::ok_status();
+    }
+    if (v.is_object() && v.size() == 1 && v.contains("b64") && v["b64"].is_string()) {
+      TROUPE_ASSIGN_OR_RETURN(*out, from_base64(v["b64"].get<std::string>(), name));
+      return runtime::ok_status();
+    }
+    return wrong();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) return wrong();
+    *out = v.get<bool>();
+    return runtime::ok_status();
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!v.is_number()) return wrong();
+    *out = static_cast<T>(v.get<double>());
+    return runtime::ok_status();
+  } else {
+    if (v.is_number_unsigned()) {
+      const uint64_t u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+        return runtime::invalid_argument("input '", name, "': ", u, " is out of range for ",
+                                         runtime::dtype_name(runtime::dtype_of<T>()));
+      }
+      *out = static_cast<T>(u);
+      return runtime::ok_status();
+    }
+    if (!v.is_number_integer()) return wrong();
+    const int64_t i = v.get<int64_t>();
+    if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+        i > static_cast<int64_t>(std::numeric_limits<T>::max())) {
+      return runtime::invalid_argument("input '", name, "': ", i, " is out of range for ",
+                                       runtime::dtype_name(runtime::dtype_of<T>()));
+    }
+    *out = static_cast<T>(i);
+    return runtime::ok_status();
+  }
+}
+
+// Checks that v is a rectangular list of dims (counting from `depth`) and counts its leaves.
+Status check_shape(const json& v, size_t depth, const std::vector<int64_t>& dims,
+                   const std::string& name) {
+  if (depth == dims.size()) {
+    if (v.is_array()) {
+      return runtime::invalid_argument("input '", name, "' is ragged: a list at depth ", depth,
+                                       " where others hold values");
+    }
+    return runtime::ok_status();
+  }
+  if (!v.is_array() || static_cast<int64_t>(v.size()) != dims[depth]) {
+    return runtime::invalid_argument("input '", name, "' is ragged: lists at depth ", depth,
+                                     " differ in length (", dims[depth], " and ",
+                                     v.is_array() ? static_cast<int64_t>(v.size()) : 0, ")");
+  }
+  for (const json& e : v) TROUPE_RETURN_IF_ERROR(check_shape(e, depth + 1, dims, name));
+  return runtime::ok_status();
+}
+
+template <class T>
+Status fill(const json& v, size_t depth, size_t rank, const std::string& name, T** out) {
+  if (depth == rank) {
+    TROUPE_RETURN_IF_ERROR(leaf<T>(v, name, *out));
+    ++*out;
+    return runtime::ok_status();
+  }
+  for (const json& e : v) TROUPE_RETURN_IF_ERROR(fill<T>(e, depth + 1, rank, name, out));
+  return runtime::ok_status();
+}
+
+template <class T>
+json element(const T& v, bool bytes) {
+  if constexpr (std::is_same_v<T, float>) {
+    return json_float(v);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (bytes) return json{{"b64", to_base64(v)}};
+    return v;
+  } else if constexpr (std::is_same_v<T, uint8_t>) {
+    return static_cast<int>(v);
+  } else {
+    return v;
+  }
+}
+
+template <class T>
+json nested(const T* data, const std::vector<int64_t>& dims, size_t depth, int64_t stride,
+            bool bytes) {
+  if (depth == dims.size()) return element<T>(*data, bytes);
+  json list = json::array();
+  const int64_t inner = dims[depth] > 0 ? stride / dims[depth] : 0;
+  for (int64_t i = 0; i < dims[depth]; ++i) {
+    list.push_back(nested<T>(data + i * inner, dims, depth + 1, inner, bytes));
+  }
+  return list;
+}
+
+template <class F>
+bool visit_all(DType t, F&& f) {
+  if (t == DType::kString) {
+    f(std::string());
+    return true;
+  }
+  return runtime::visit_numeric(t, std::forward<F>(f));
+}
+
+bool ends_with_bytes(const std::string& name) {
+  return name.size() >= 6 && name.compare(name.size() - 6, 6, "_bytes") == 0;
+}
+
+}  // namespace
+
+json json_float(float v) {
+  if (!std::isfinite(v))
+    return std::isnan(v) ? json("NaN") : json(v > 0 ? "Infinity" : "-Infinity");
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  *r.ptr = '\0';
+  return std::strtod(buf, nullptr);
+}
+
+Result<Tensor> tensor_from_json(const json& value, DType dtype, const std::string& name) {
+  std::vector<int64_t> dims;
+  const json* cur = &value;
+  while (cur->is_array()) {
+    if (dims.size() == kMaxRank) {
+      return runtime::invalid_argument("input '", name, "' is nested deeper than ", kMaxRank);
+    }
+    dims.push_back(static_cast<int64_t>(cur->size()));
+    if (cur->empty()) break;
+    cur = &(*cur)[0];
+  }
+  TROUPE_RETURN_IF_ERROR(check_shape(value, 0, dims, name));
+  Tensor t(dtype, runtime::Shape(dims));
+  Status s = runtime::ok_status();
+  const bool known = visit_all(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* out = t.data<T>();
+    s = fill<T>(value, 0, dims.size(), name, &out);
+  });
+  if (!known) return runtime::invalid_argument("input '", name, "' has no JSON form");
+  if (!s.ok()) return s;
+  return t;
+}
+
+json json_from_tensor(const Tensor& t, const std::string& name) {
+  json out;
+  visit_all(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    out = nested<T>(t.data<T>(), t.shape().dims(), 0, t.num_elements(), ends_with_bytes(name));
+  });
+  return out;
+}
+
+json json_row(const Tensor& t, int64_t row, const std::string& name) {
+  std::vector<int64_t> inner(t.shape().dims().begin() + 1, t.shape().dims().end());
+  const int64_t stride = t.dim(0) > 0 ? t.num_elements() / t.dim(0) : 0;
+  json out;
+  visit_all(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    out = nested<T>(t.data<T>() + row * stride, inner, 0, stride, ends_with_bytes(name));
+  });
+  return out;
+}
+
+}  // namespace troupe::serve

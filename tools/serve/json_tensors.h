@@ -1,0 +1,32 @@
+// Tensors in TF Serving's JSON: nested lists of numbers, booleans or strings (binary strings as
+// {"b64": "..."}), one list level per dimension. Parsing is nlohmann::json's; this file only maps
+// its values onto tensors and back, checking what the signature declares.
+//
+//   auto t = tensor_from_json(body["inputs"], DType::kFloat32, "x");  // Result<Tensor>
+//   json v = json_from_tensor(t, "probabilities");                   // the whole tensor
+//   json r = json_row(t, 3, "probabilities");                         // row 3 (dimension 0)
+//
+// A ragged list, a value of another type ("x": a string where float32 is declared) or an integer
+// out of the dtype's range is InvalidArgument naming the input. Outputs whose names end in
+// "_bytes" are written as {"b64": ...}, as TF Serving does.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+
+namespace troupe::serve {
+
+using nlohmann::json;
+
+runtime::Result<runtime::Tensor> tensor_from_json(const json& value, runtime::DType dtype,
+                                                  const std::string& name);
+json json_from_tensor(const runtime::Tensor& t, const std::string& name);
+json json_row(const runtime::Tensor& t, int64_t row, const std::string& name);
+// One element of a float tensor as JSON: the shortest decimal that reads back as the same float
+// (0.1f is written 0.1, not 0.10000000149011612).
+json json_float(float v);
+
+}  // namespace troupe::serve

@@ -1,0 +1,479 @@
+#include "tools/serve/rest_api.h"
+
+#include <cctype>
+
+#include "tools/serve/json_tensors.h"
+
+namespace troupe::serve {
+
+using runtime::Result;
+using runtime::Status;
+using runtime::Tensor;
+using serving::NamedTensors;
+using serving::Signature;
+
+namespace {
+
+const char* kPrefix = "/v1/models/";
+
+struct Route {
+  std::string name;
+  int64_t version = 0;  // 0: the newest
+  bool metadata = false;
+  std::string verb;  // predict, classify, regress; empty for GETs
+};
+
+bool digits(const std::string& s) {
+  return !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+Result<Route> parse_route(const std::string& target) {
+  std::string path = target.substr(0, target.find('?'));
+  const std::string malformed = "Malformed request: " + path;
+  if (path.rfind(kPrefix, 0) != 0) return runtime::not_found(malformed);
+  path = path.substr(std::char_traits<char>::length(kPrefix));
+  Route r;
+  if (const size_t colon = path.find(':'); colon != std::string::npos) {
+    r.verb = path.substr(colon + 1);
+    path = path.substr(0, colon);
+  }
+  std::vector<std::string> parts;
+  for (size_t at = 0; at <= path.size();) {
+    const size_t slash = std::min(path.find('/', at), path.size());
+    parts.push_back(path.substr(at, slash - at));
+    at = slash + 1;
+  }
+  if (parts.empty() || parts[0].empty()) return runtime::not_found(malformed);
+  r.name = parts[0];
+  size_t next = 1;
+  if (parts.size() >= 3 && parts[1] == "versions") {
+    if (!digits(parts[2]) || std::stoll(parts[2]) == 0) {
+      return runtime::invalid_argument("Malformed version: ", parts[2]);
+    }
+    r.version = std::stoll(parts[2]);
+    next = 3;
+  } else if (parts.size() >= 3 && parts[1] == "labels") {
+    return runtime::not_found("Servable not found for request: label ", parts[2],
+                              " (version labels are not configured)");
+  }
+  if (next < parts.size() && parts[next] == "metadata" && r.verb.empty()) {
+    r.metadata = true;
+    ++next;
+  }
+  if (next != parts.size()) return runtime::not_found(malformed);
+  return r;
+}
+
+std::string upper_code(runtime::Code c) {
+  std::string s = runtime::code_name(c);
+  for (char& ch : s) ch = ch == ' ' ? '_' : static_cast<char>(std::toupper(ch));
+  return s;
+}
+
+HttpReply error(const Status& s) { return {http_status(s.code()), error_body(s.message()), {}}; }
+
+HttpReply ok(const json& body) { return {200, body.dump(), {}}; }
+
+std::string servable_missing(const Route& r) {
+  return r.version == 0 ? "Servable not found for request: Latest(" + r.name + ")"
+                        : "Servable not found for request: Specific(" + r.name + ", " +
+                              std::to_string(r.version) + ")";
+}
+
+const char* tf_dtype(runtime::DType t) {
+  switch (t) {
+    case runtime::DType::kFloat32:
+      return "DT_FLOAT";
+    case runtime::DType::kFloat64:
+      return "DT_DOUBLE";
+    case runtime::DType::kInt32:
+      return "DT_INT32";
+    case runtime::DType::kInt64:
+      return "DT_INT64";
+    case runtime::DType::kUInt8:
+      return "DT_UINT8";
+    case runtime::DType::kBool:
+      return "DT_BOOL";
+    case runtime::DType::kString:
+      return "DT_STRING";
+    default:
+      return "DT_INVALID";
+  }
+}
+
+json tensor_info_json(const runtime::Graph& g, const serving::TensorInfo& t) {
+  json dims = json::array();
+  for (int64_t d : t.shape.dims()) dims.push_back({{"size", std::to_string(d)}, {"name", ""}});
+  return {{"dtype", tf_dtype(t.dtype)},
+          {"tensor_shape", {{"dim", dims}, {"unknown_rank", !t.shape.rank_known()}}},
+          {"name", g.output_name(t.tensor)}};
+}
+
+json metadata_json(const Route& r, const Servable& s) {
+  json defs = json::object();
+  const serving::SavedModel& m = s.predictor->model();
+  for (const auto& [key, sig] : m.signatures) {
+    json in = json::object(), out = json::object();
+    for (const auto& [name, t] : sig.inputs) in[name] = tensor_info_json(m.graph, t);
+    for (const auto& [name, t] : sig.outputs) out[name] = tensor_info_json(m.graph, t);
+    defs[key] = {
+        {"inputs", in}, {"outputs", out}, {"method_name", serving::method_name(sig.method)}};
+  }
+  return {{"model_spec",
+           {{"name", r.name}, {"signature_name", ""}, {"version", std::to_string(s.version)}}},
+          {"metadata", {{"signature_def", {{"signature_def", defs}}}}}};
+}
+
+json status_json(const Route& r, const std::vector<VersionState>& states) {
+  json list = json::array();
+  for (const VersionState& v : states) {
+    if (r.version != 0 && v.version != r.version) continue;
+    list.push_back({{"version", std::to_string(v.version)},
+                    {"state", v.state},
+                    {"status",
+                     {{"error_code", upper_code(v.status.code())},
+                      {"error_message", v.status.ok() ? "" : v.status.message()}}}});
+  }
+  return {{"model_version_status", list}};
+}
+
+// The signature a verb runs: signature_name when given, else serving_default when its method
+// fits, else the canned estimators' name for the method ("classification", "regression").
+Result<std::string> signature_for(const serving::Predictor& p, const json& body,
+                                  const std::string& method) {
+  if (body.contains("signature_name")) {
+    if (!body["signature_name"].is_string()) {
+      return runtime::invalid_argument("signature_name must be a string");
+    }
+    const std::string name = body["signature_name"].get<std::string>();
+    const Signature* s = p.signature(name);
+    if (!s) {
+      return runtime::invalid_argument("Serving signature name: \"", name,
+                                       "\" not found in signature def");
+    }
+    if (method != "predict" && s->method != method) {
+      return runtime::invalid_argument("signature \"", name, "\" is a ", s->method,
+                                       " signature, not ", method);
+    }
+    return name;
+  }
+  const Signature* d = p.signature(serving::kDefaultSignature);
+  if (method == "predict" || (d && d->method == method)) {
+    if (!d) return runtime::invalid_argument("the model has no serving_default signature");
+    return std::string(serving::kDefaultSignature);
+  }
+  const std::string canned = method == "classify" ? "classification" : "regression";
+  if (!p.signature(canned)) {
+    return runtime::invalid_argument("the model has no ", method,
+                                     " signature (serving_default is not one, and there is no \"",
+                                     canned, "\")");
+  }
+  return canned;
+}
+
+// Stacks the value of each input over a list of objects (rows, or examples with the context).
+Result<NamedTensors> inputs_from_objects(const Signature& sig, const json& rows,
+                                         const json* context) {
+  NamedTensors inputs;
+  for (const auto& [name, info] : sig.inputs) {
+    json column = json::array();
+    for (const json& row : rows) {
+      if (!row.is_object()) {
+        return runtime::invalid_argument("every element must be an object of named inputs");
+      }
+      auto it = row.find(name);
+      if (it != row.end()) {
+        column.push_back(*it);
+      } else if (context && context->contains(name)) {
+        column.push_back((*context)[name]);
+      } else {
+        return runtime::invalid_argument("input '", name, "' is missing from an element");
+      }
+    }
+    TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_json(column, info.dtype, name));
+  }
+  for (const json& row : rows) {
+    for (const auto& [key, v] : row.items()) {
+      if (!sig.inputs.count(key)) {
+        return runtime::invalid_argument("the signature has no input '", key, "'");
+      }
+    }
+  }
+  return inputs;
+}
+
+Result<NamedTensors> predict_inputs(const Signature& sig, const json& body, bool* rows) {
+  const bool has_instances = body.contains("instances"), has_inputs = body.contains("inputs");
+  if (has_instances == has_inputs) {
+    return runtime::invalid_argument(has_instances
+                                         ? "Request body may contain only one of \"instances\" or "
+                                           "\"inputs\""
+                                         : "Missing \"instances\" or \"inputs\" key");
+  }
+  *rows = has_instances;
+  if (has_instances) {
+    const json& instances = body["instances"];
+    if (!instances.is_array() || instances.empty()) {
+      return runtime::invalid_argument("\"instances\" must be a non-empty list");
+    }
+    bool objects = true;
+    for (const json& i : instances) objects = objects && i.is_object();
+    // A single input's rows may be plain values; {"b64": ...} is a value, not named inputs.
+    if (objects &&
+        !(sig.inputs.size() == 1 && instances[0].size() == 1 && instances[0].contains("b64"))) {
+      return inputs_from_objects(sig, instances, nullptr);
+    }
+    if (sig.inputs.size() != 1) {
+      return runtime::invalid_argument("the signature has ", sig.inputs.size(),
+                                       " inputs: each instance must be an object naming them");
+    }
+    const auto& [name, info] = *sig.inputs.begin();
+    NamedTensors inputs;
+    TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_json(instances, info.dtype, name));
+    return inputs;
+  }
+  const json& columns = body["inputs"];
+  NamedTensors inputs;
+  const bool named = columns.is_object() && !(columns.size() == 1 && columns.contains("b64"));
+  if (!named) {
+    if (sig.inputs.size() != 1) {
+      return runtime::invalid_argument("the signature has ", sig.inputs.size(),
+                                       " inputs: \"inputs\" must be an object naming them");
+    }
+    const auto& [name, info] = *sig.inputs.begin();
+    TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_json(columns, info.dtype, name));
+    return inputs;
+  }
+  for (const auto& [key, v] : columns.items()) {
+    if (!sig.inputs.count(key)) {
+      return runtime::invalid_argument("the signature has no input '", key, "'");
+    }
+  }
+  for (const auto& [name, info] : sig.inputs) {
+    if (!columns.contains(name)) return runtime::invalid_argument("input '", name, "' is missing");
+    TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_json(columns[name], info.dtype, name));
+  }
+  return inputs;
+}
+
+Result<json> predict_outputs(const NamedTensors& out, bool rows) {
+  if (!rows) {
+    if (out.size() == 1)
+      return json{{"outputs", json_from_tensor(out.begin()->second, out.begin()->first)}};
+    json columns = json::object();
+    for (const auto& [name, t] : out) columns[name] = json_from_tensor(t, name);
+    return json{{"outputs", columns}};
+  }
+  int64_t batch = -1;
+  for (const auto& [name, t] : out) {
+    const int64_t n = t.rank() > 0 ? t.dim(0) : -1;
+    if (n < 0 || (batch >= 0 && n != batch)) {
+      return runtime::invalid_argument(
+          "output tensors do not share a batch size in dimension 0: use the columnar "
+          "\"inputs\" form");
+    }
+    batch = n;
+  }
+  json predictions = json::array();
+  for (int64_t i = 0; i < batch; ++i) {
+    if (out.size() == 1) {
+      predictions.push_back(json_row(out.begin()->second, i, out.begin()->first));
+      continue;
+    }
+    json row = json::object();
+    for (const auto& [name, t] : out) row[name] = json_row(t, i, name);
+    predictions.push_back(std::move(row));
+  }
+  return json{{"predictions", predictions}};
+}
+
+double as_double(const Tensor& t, int64_t i) {
+  double v = 0;
+  runtime::visit_numeric(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    v = static_cast<double>(t.data<T>()[i]);
+  });
+  return v;
+}
+
+Result<json> classify_results(const NamedTensors& out, const std::vector<std::string>& labels,
+                              int64_t batch) {
+  auto it = out.find("scores");
+  if (it == out.end() || it->second.rank() != 2 || it->second.dim(0) != batch ||
+      !runtime::is_numeric(it->second.dtype())) {
+    return runtime::internal_error("the classify signature's scores are not [batch, classes]");
+  }
+  const Tensor& scores = it->second;
+  const int64_t classes = scores.dim(1);
+  const Tensor* names = nullptr;
+  if (auto c = out.find("classes"); c != out.end() && c->second.rank() == 2 &&
+                                    c->second.dim(0) == batch && c->second.dim(1) == classes) {
+    names = &c->second;
+  }
+  json results = json::array();
+  for (int64_t i = 0; i < batch; ++i) {
+    json row = json::array();
+    for (int64_t j = 0; j < classes; ++j) {
+      std::string label;
+      if (names && names->dtype() == runtime::DType::kString) {
+        label = names->data<std::string>()[i * classes + j];
+      } else if (names) {
+        label = std::to_string(static_cast<int64_t>(as_double(*names, i * classes + j)));
+      } else {
+        label = j < static_cast<int64_t>(labels.size()) ? labels[j] : std::to_string(j);
+      }
+      const double s = as_double(scores, i * classes + j);
+      row.push_back({label, scores.dtype() == runtime::DType::kFloat32
+                                ? json_float(static_cast<float>(s))
+                                : json(s)});
+    }
+    results.push_back(std::move(row));
+  }
+  return json{{"results", results}};
+}
+
+Result<json> regress_results(const NamedTensors& out, int64_t batch) {
+  const Tensor& v = out.at("outputs");
+  if (v.num_elements() != batch || v.rank() < 1 || v.dim(0) != batch ||
+      !runtime::is_numeric(v.dtype())) {
+    return runtime::internal_error("the regress signature's outputs are not [batch] or [batch, 1]");
+  }
+  json results = json::array();
+  for (int64_t i = 0; i < batch; ++i) {
+    const double x = as_double(v, i);
+    results.push_back(v.dtype() == runtime::DType::kFloat32 ? json_float(static_cast<float>(x))
+                                                            : json(x));
+  }
+  return json{{"results", results}};
+}
+
+}  // namespace
+
+std::string error_body(const std::string& message) { return json{{"error", message}}.dump(); }
+
+int http_status(runtime::Code code) {
+  switch (code) {
+    case runtime::Code::kOk:
+      return 200;
+    case runtime::Code::kInvalidArgument:
+    case runtime::Code::kFailedPrecondition:
+    case runtime::Code::kOutOfRange:
+      return 400;
+    case runtime::Code::kNotFound:
+      return 404;
+    case runtime::Code::kAlreadyExists:
+      return 409;
+    case runtime::Code::kResourceExhausted:
+      return 429;
+    case runtime::Code::kCancelled:
+      return 499;
+    case runtime::Code::kUnimplemented:
+      return 501;
+    case runtime::Code::kUnavailable:
+      return 503;
+    case runtime::Code::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+void RestApi::handle(const HttpRequest& request, std::function<void(HttpReply)> reply) {
+  auto route = parse_route(request.target);
+  if (!route.ok()) return reply(error(route.status()));
+  const Route r = *route;
+  if (r.name != models_.options().name) {
+    return reply(error(runtime::not_found(servable_missing(r))));
+  }
+  if (r.verb.empty()) {
+    if (request.method != "GET") {
+      return reply({405, error_body(request.method + " " + request.target + ": use GET"), {}});
+    }
+    if (!r.metadata) {
+      const json status = status_json(r, models_.states());
+      if (status["model_version_status"].empty()) {
+        return reply(error(runtime::not_found(servable_missing(r))));
+      }
+      return reply(ok(status));
+    }
+    std::shared_ptr<Servable> s = models_.find(r.version);
+    if (!s) return reply(error(runtime::not_found(servable_missing(r))));
+    HttpReply out = ok(metadata_json(r, *s));
+    out.keep = std::move(s);
+    return reply(std::move(out));
+  }
+  if (r.verb != "predict" && r.verb != "classify" && r.verb != "regress") {
+    return reply(error(runtime::not_found("Malformed request: unknown verb '", r.verb,
+                                          "' (predict, classify or regress)")));
+  }
+  if (request.method != "POST") {
+    return reply({405, error_body(request.method + " " + request.target + ": use POST"), {}});
+  }
+  std::shared_ptr<Servable> s = models_.find(r.version);
+  if (!s) return reply(error(runtime::not_found(servable_missing(r))));
+
+  json body;
+  try {
+    body = json::parse(request.body);
+  } catch (const json::parse_error& e) {
+    return reply(error(runtime::invalid_argument("JSON Parse error: ", e.what())));
+  }
+  if (!body.is_object()) {
+    return reply(error(runtime::invalid_argument("the request body must be a JSON object")));
+  }
+  const std::string method = r.verb;
+  auto signature = signature_for(*s->predictor, body, method);
+  if (!signature.ok()) return reply(error(signature.status()));
+  const Signature& sig = *s->predictor->signature(*signature);
+
+  bool rows = true;
+  Result<NamedTensors> inputs = runtime::invalid_argument("no inputs");
+  if (method == "predict") {
+    inputs = predict_inputs(sig, body, &rows);
+  } else {
+    const json* context = nullptr;
+    if (body.contains("context")) {
+      if (!body["context"].is_object()) {
+        return reply(error(runtime::invalid_argument("\"context\" must be an object")));
+      }
+      context = &body["context"];
+    }
+    if (!body.contains("examples") || !body["examples"].is_array() || body["examples"].empty()) {
+      return reply(error(runtime::invalid_argument("\"examples\" must be a non-empty list")));
+    }
+    inputs = inputs_from_objects(sig, body["examples"], context);
+  }
+  if (!inputs.ok()) return reply(error(inputs.status()));
+
+  const std::vector<std::string> labels = s->predictor->model().class_labels;
+  // The servable rides in the reply, moved out of this callback before it runs its course: the
+  // callback itself dies on a runner's thread, where unloading a version would deadlock.
+  auto holder = std::make_shared<std::shared_ptr<Servable>>(s);
+  serving::Batcher& batcher = *s->batcher;
+  s.reset();
+  batcher.submit(
+      *signature, std::move(*inputs),
+      [reply = std::move(reply), holder, method, rows, labels](Result<NamedTensors> out) {
+        HttpReply answer;
+        answer.keep = std::move(*holder);
+        Result<json> body = runtime::internal_error("no answer");
+        if (!out.ok()) {
+          body = out.status();
+        } else if (method == "predict") {
+          body = predict_outputs(*out, rows);
+        } else {
+          const int64_t batch = out->begin()->second.rank() > 0 ? out->begin()->second.dim(0) : 1;
+          body = method == "classify" ? classify_results(*out, labels, batch)
+                                      : regress_results(*out, batch);
+        }
+        if (body.ok()) {
+          answer.body = body->dump();
+        } else {
+          answer.status = http_status(body.status().code());
+          answer.body = error_body(body.status().message());
+        }
+        reply(std::move(answer));
+      });
+}
+
+}  // namespace troupe::serve

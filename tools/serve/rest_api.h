@@ -1,0 +1,52 @@
+// TensorFlow Serving's REST API over ModelManager, without the HTTP: a request's method, target
+// and body in, a status code and a JSON body out (http_server.h carries them over sockets).
+//
+//   RestApi api(models);
+//   api.handle({"POST", "/v1/models/fmnist:predict", R"({"instances": [[0.1, ...]]})"},
+//              [](HttpReply r) { ... r.status == 200, r.body == {"predictions": [...]} ... });
+//
+// Routes: GET /v1/models/NAME[/versions/V] (status), GET .../metadata (signatures),
+// POST ...:predict ({"instances": rows} or {"inputs": columns}, an optional "signature_name"),
+// POST ...:classify and ...:regress ({"examples": [...], "context": {...}}). Errors are
+// {"error": "..."} with TF Serving's codes: 400 a bad request, 404 an unknown model, version or
+// path, 405 a wrong method, 503 a full queue, 500 a failed run. `reply` runs once, on the calling
+// thread or on a runner's; what it captures must not hold the servable (nothing does).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tools/serve/model_manager.h"
+
+namespace troupe::serve {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // "/v1/models/NAME:predict"
+  std::string body;
+};
+
+struct HttpReply {
+  int status = 200;
+  std::string body;
+  // What the reply keeps alive until it is written: the servable that answered, so that a
+  // version is unloaded on the server's threads, never on a runner's.
+  std::shared_ptr<const void> keep;
+};
+
+class RestApi {
+ public:
+  explicit RestApi(ModelManager& models) : models_(models) {}
+  void handle(const HttpRequest& request, std::function<void(HttpReply)> reply);
+
+ private:
+  ModelManager& models_;
+};
+
+// The JSON body of an error.
+std::string error_body(const std::string& message);
+// TF Serving's HTTP status for a status code.
+int http_status(runtime::Code code);
+
+}  // namespace troupe::serve

@@ -1,0 +1,106 @@
+// troupe serve: TensorFlow Serving's REST API for the versions of one exported model
+// (tools/serve/), until Ctrl-C, which drains the requests in flight.
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+
+#include "runtime/log.h"
+#include "tools/cli.h"
+#include "tools/serve/http_server.h"
+#include "tools/serve/model_manager.h"
+#include "tools/serve/rest_api.h"
+
+namespace troupe::cli {
+
+int serve(const std::vector<std::string>& args) {
+  auto parsed =
+      parse_flags(args,
+                  {"model_base_path", "model_name", "port", "host", "max_batch_size",
+                   "batch_timeout_micros", "num_batch_threads", "max_enqueued_batches",
+                   "file_system_poll_wait_seconds", "rest_api_num_threads", "max_body_bytes",
+                   "max_connections", "idle_timeout_seconds", "drain_seconds"},
+                  {"enable_batching"});
+  if (!parsed.ok()) return usage_error(parsed.status().message());
+  const Flags& flags = *parsed;
+  auto flag = [&](const std::string& k, const std::string& d) {
+    auto it = flags.find(k);
+    return it == flags.end() ? d : it->second;
+  };
+  if (!flags.count("model_base_path")) return usage_error("serve needs --model_base_path BASE");
+  std::string error;
+  int64_t port = 8501, max_batch = 32, timeout_us = 1000, batch_threads = 2, enqueued = 64;
+  int64_t poll_s = 1, io_threads = 2, body = 16 << 20, connections = 1024, idle_s = 30;
+  int64_t drain_s = 30;
+  if (!to_int("port", flag("port", "8501"), 0, &port, &error) ||
+      !to_int("max_batch_size", flag("max_batch_size", "32"), 1, &max_batch, &error) ||
+      !to_int("batch_timeout_micros", flag("batch_timeout_micros", "1000"), 0, &timeout_us,
+              &error) ||
+      !to_int("num_batch_threads", flag("num_batch_threads", "2"), 1, &batch_threads, &error) ||
+      !to_int("max_enqueued_batches", flag("max_enqueued_batches", "64"), 1, &enqueued, &error) ||
+      !to_int("file_system_poll_wait_seconds", flag("file_system_poll_wait_seconds", "1"), 0,
+              &poll_s, &error) ||
+      !to_int("rest_api_num_threads", flag("rest_api_num_threads", "2"), 1, &io_threads, &error) ||
+      !to_int("max_body_bytes", flag("max_body_bytes", std::to_string(body)), 1, &body, &error) ||
+      !to_int("max_connections", flag("max_connections", "1024"), 1, &connections, &error) ||
+      !to_int("idle_timeout_seconds", flag("idle_timeout_seconds", "30"), 1, &idle_s, &error) ||
+      !to_int("drain_seconds", flag("drain_seconds", "30"), 0, &drain_s, &error)) {
+    return usage_error(error);
+  }
+  if (port > 65535) return usage_error("--port " + std::to_string(port) + " is not a port");
+  const std::string base = flags.at("model_base_path");
+  auto versions = serving::list_versions(base);
+  if (!versions.ok()) return fail(versions.status());
+  if (versions->empty()) {
+    runtime::log_warning(base, " holds no version folder yet: requests get 404 until one appears");
+  }
+
+  serve::ModelOptions mo;
+  mo.base_path = base;
+  mo.name = flag("model_name", "default");
+  mo.poll_interval = std::chrono::seconds(poll_s);
+  mo.batching = {.enabled = flags.count("enable_batching") > 0,
+                 .max_batch_size = static_cast<int>(max_batch),
+                 .batch_timeout = std::chrono::microseconds(timeout_us),
+                 .num_batch_threads = static_cast<int>(batch_threads),
+                 .max_enqueued_batches = static_cast<int>(enqueued)};
+  actors::Runtime rt;
+  {
+    serve::ModelManager models(mo, rt);
+    models.poll();
+    serve::RestApi api(models);
+    auto server = serve::HttpServer::start(
+        {.host = flag("host", "127.0.0.1"),
+         .port = static_cast<uint16_t>(port),
+         .threads = static_cast<int>(io_threads),
+         .body_limit = static_cast<size_t>(body),
+         .max_connections = static_cast<int>(connections),
+         .idle_timeout = std::chrono::seconds(idle_s)},
+        [&api](serve::HttpRequest r, std::function<void(serve::HttpReply)> done) {
+          api.handle(r, std::move(done));
+        });
+    if (!server.ok()) return fail(server.status());
+    runtime::log_info("serving model ", mo.name, " from ", base, " at http://",
+                      flag("host", "127.0.0.1"), ":", (*server)->port(), "/v1/models/", mo.name,
+                      mo.batching.enabled ? " (batching)" : "");
+    std::mutex mu;
+    std::condition_variable stopped;
+    bool stop = false;
+    GracefulStop graceful;
+    graceful.watch([&] {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+      stopped.notify_all();
+    });
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      stopped.wait(lock, [&] { return stop; });
+    }
+    runtime::log_info("stopping: answering the requests in flight");
+    (*server)->stop(std::chrono::seconds(drain_s));
+    graceful.finish();
+  }
+  runtime::log_info("stopped");
+  return 0;
+}
+
+}  // namespace troupe::cli
