@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -30,10 +31,14 @@ struct HttpServer::Impl {
   std::atomic<bool> stopping{false};
   std::mutex mu;
   std::condition_variable idle;
-  // After the counters and the handler: pending connections die with the io_context.
-  net::io_context ioc;
-  tcp::acceptor acceptor{ioc};
+  // After the counters and the handler: pending connections die with the io_context, which
+  // stop() destroys (after the acceptor and the guard that live on it), closing their sockets.
+  std::unique_ptr<net::io_context> ioc = std::make_unique<net::io_context>();
+  // Keeps the threads running while replies are computed and no socket operation is pending.
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work{ioc->get_executor()};
+  std::optional<tcp::acceptor> acceptor{std::in_place, *ioc};
   std::vector<std::thread> threads;
+  uint16_t port = 0;
   bool stopped = false;
 
   void answered() {
@@ -158,16 +163,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
 };
 
 void accept(HttpServer::Impl& s) {
-  s.acceptor.async_accept(net::make_strand(s.ioc), [&s](beast::error_code ec, tcp::socket socket) {
-    if (ec) {
-      if (ec == net::error::operation_aborted || s.stopping) return;
-      runtime::log_warning("accepting a connection failed: ", ec.message());
-    } else {
-      const bool reject = s.connections >= s.options.max_connections;
-      std::make_shared<Connection>(std::move(socket), s)->start(reject);
-    }
-    accept(s);
-  });
+  s.acceptor->async_accept(
+      net::make_strand(*s.ioc), [&s](beast::error_code ec, tcp::socket socket) {
+        if (ec) {
+          if (ec == net::error::operation_aborted || s.stopping) return;
+          runtime::log_warning("accepting a connection failed: ", ec.message());
+        } else {
+          const bool reject = s.connections >= s.options.max_connections;
+          std::make_shared<Connection>(std::move(socket), s)->start(reject);
+        }
+        accept(s);
+      });
 }
 
 }  // namespace
@@ -187,28 +193,30 @@ runtime::Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpOptions optio
   const net::ip::address address = net::ip::make_address(impl->options.host, ec);
   if (ec) return runtime::invalid_argument("'", impl->options.host, "' is not an IP address");
   const tcp::endpoint endpoint(address, impl->options.port);
-  impl->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) impl->acceptor.bind(endpoint, ec);
-  if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
+  tcp::acceptor& acceptor = *impl->acceptor;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec) return runtime::unavailable("cannot listen on ", where, ": ", ec.message());
+  impl->port = acceptor.local_endpoint().port();
   accept(*impl);
   for (int i = 0; i < impl->options.threads; ++i) {
-    impl->threads.emplace_back([s = impl.get()] { s->ioc.run(); });
+    impl->threads.emplace_back([s = impl.get()] { s->ioc->run(); });
   }
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-uint16_t HttpServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+uint16_t HttpServer::port() const { return impl_->port; }
 
 void HttpServer::stop(std::chrono::milliseconds grace) {
   Impl& s = *impl_;
   if (s.stopped) return;
   s.stopped = true;
   s.stopping = true;
-  net::post(s.ioc, [&s] {
+  net::post(*s.ioc, [&s] {
     beast::error_code ec;
-    s.acceptor.close(ec);
+    s.acceptor->close(ec);
   });
   {
     std::unique_lock<std::mutex> lock(s.mu);
@@ -217,8 +225,11 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
                            " ms: closing them");
     }
   }
-  s.ioc.stop();
+  s.work.reset();
+  s.ioc->stop();
   for (std::thread& t : s.threads) t.join();
+  s.acceptor.reset();
+  s.ioc.reset();
 }
 
 }  // namespace troupe::serve

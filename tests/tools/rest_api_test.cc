@@ -1,0 +1,350 @@
+// troupe serve's REST API: TF Serving's documented requests and answers replayed from
+// tests/tools/fixtures/rest_api.json against a half_plus_two export, then the same over HTTP with
+// the cases a server meets: a body over the limit, garbage, a slow client, too many connections,
+// a new version under load, and a stop while requests wait in a batch.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "tools/serve/http_server.h"
+#include "tools/serve/json_tensors.h"
+#include "tools/serve/rest_api.h"
+
+using namespace troupe;
+using namespace troupe::serve;
+using runtime::DType;
+using runtime::Shape;
+namespace fs = std::filesystem;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+
+namespace {
+
+// TF Serving's example model, y = 0.5 x + 2, with a signature for each form the API takes.
+// `offset` replaces the 2 (a second version answers differently).
+void write_half_plus_two(const std::string& base, const std::string& version, double offset) {
+  serving::SavedModel m;
+  runtime::GraphBuilder b(&m.graph);
+  auto x = ops::placeholder(b, DType::kFloat32, Shape{-1}, "x");
+  auto y = ops::add(b, ops::mul(b, x, 0.5), offset);
+  auto a = ops::placeholder(b, DType::kFloat32, Shape{-1, 2}, "a");
+  auto k = ops::placeholder(b, DType::kInt64, Shape{-1}, "k");
+  auto s = ops::placeholder(b, DType::kString, Shape{-1}, "s");
+  using serving::make_signature;
+  m.signatures["serving_default"] = make_signature(m.graph, "predict", {{"x", x}}, {{"y", y}});
+  m.signatures["two_outputs"] =
+      make_signature(m.graph, "predict", {{"x", x}}, {{"y", y}, {"x_again", ops::identity(b, x)}});
+  m.signatures["pair"] =
+      make_signature(m.graph, "predict", {{"a", a}, {"k", k}},
+                     {{"sum", ops::reduce_sum(b, a, {1})}, {"k", ops::identity(b, k)}});
+  m.signatures["echo"] =
+      make_signature(m.graph, "predict", {{"s", s}},
+                     {{"s_bytes", ops::identity(b, s)}, {"text", ops::identity(b, s)}});
+  m.signatures["classify_x_to_y"] =
+      make_signature(m.graph, "classify", {{"x", x}}, {{"scores", ops::reshape(b, y, {-1, 1})}});
+  m.signatures["regression"] = make_signature(m.graph, "regress", {{"x", x}}, {{"outputs", y}});
+  m.class_labels = {"y"};
+  REQUIRE(b.ok());
+  const std::string tmp = base + "/tmp";
+  auto dir = serving::write_saved_model(tmp, m);
+  REQUIRE_MESSAGE(dir.ok(), dir.status().to_string());
+  fs::rename(*dir, base + "/" + version);
+  fs::remove_all(tmp);
+}
+
+struct Served {
+  std::string base =
+      (fs::temp_directory_path() / ("troupe_rest_" + std::to_string(::getpid()))).string();
+  actors::Runtime rt;
+  std::unique_ptr<ModelManager> models;
+  std::unique_ptr<RestApi> api;
+
+  explicit Served(serving::BatchingOptions batching = {.enabled = false}) {
+    fs::remove_all(base);
+    write_half_plus_two(base, "123", 2.0);
+    models =
+        std::make_unique<ModelManager>(ModelOptions{.base_path = base,
+                                                    .name = "half_plus_two",
+                                                    .poll_interval = std::chrono::milliseconds(0),
+                                                    .batching = batching},
+                                       rt);
+    models->poll();
+    api = std::make_unique<RestApi>(*models);
+  }
+  ~Served() {
+    api.reset();
+    models.reset();
+    fs::remove_all(base);
+  }
+  HttpReply call(const std::string& method, const std::string& target, const std::string& body) {
+    std::promise<HttpReply> answer;
+    api->handle({method, target, body}, [&answer](HttpReply r) { answer.set_value(std::move(r)); });
+    return answer.get_future().get();
+  }
+};
+
+// A blocking HTTP/1.1 client over one keep-alive connection.
+struct Client {
+  net::io_context ioc;
+  beast::tcp_stream stream{ioc};
+  explicit Client(uint16_t port) {
+    stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  }
+  http::response<http::string_body> send(http::verb verb, const std::string& target,
+                                         const std::string& body, beast::error_code* ec = nullptr) {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.keep_alive(true);
+    req.body() = body;
+    req.prepare_payload();
+    beast::error_code local;
+    beast::error_code& e = ec ? *ec : local;
+    http::write(stream, req, e);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    if (!e) http::read(stream, buffer, res, e);
+    if (!ec) REQUIRE_MESSAGE(!e, e.message());
+    return res;
+  }
+};
+
+std::string predict_body(float x) { return json{{"instances", {x}}}.dump(); }
+
+}  // namespace
+
+TEST_CASE("TF Serving's requests and answers, replayed from fixtures") {
+  Served served;
+  std::ifstream in(std::string(TROUPE_FIXTURES) + "/rest_api.json");
+  REQUIRE(in);
+  const json cases = json::parse(in);
+  REQUIRE(cases.size() > 30);
+  for (const json& c : cases) {
+    const std::string name = c["name"].get<std::string>();
+    CAPTURE(name);
+    const std::string body = c.contains("raw_body") ? c["raw_body"].get<std::string>()
+                             : c.contains("body")   ? c["body"].dump()
+                                                    : std::string();
+    const HttpReply r = served.call(c["method"], c["target"], body);
+    CHECK_MESSAGE(r.status == c["status"].get<int>(), r.body);
+    const json got = json::parse(r.body);
+    if (c.contains("response")) {
+      CHECK_MESSAGE(got == c["response"], got.dump());
+    } else {
+      REQUIRE(got.contains("error"));
+      CHECK_MESSAGE(
+          got["error"].get<std::string>().find(c["error"].get<std::string>()) != std::string::npos,
+          got.dump());
+    }
+  }
+}
+
+TEST_CASE("metadata lists every signature with TF's dtype and shape spelling") {
+  Served served;
+  const HttpReply r = served.call("GET", "/v1/models/half_plus_two/metadata", "");
+  REQUIRE(r.status == 200);
+  const json m = json::parse(r.body);
+  CHECK(m["model_spec"]["name"] == "half_plus_two");
+  CHECK(m["model_spec"]["version"] == "123");
+  const json& defs = m["metadata"]["signature_def"]["signature_def"];
+  CHECK(defs.size() == 6);
+  const json& x = defs["serving_default"]["inputs"]["x"];
+  CHECK(x["dtype"] == "DT_FLOAT");
+  CHECK(x["name"] == "x:0");
+  CHECK(x["tensor_shape"]["dim"][0]["size"] == "-1");
+  CHECK(defs["serving_default"]["method_name"] == "tensorflow/serving/predict");
+  CHECK(defs["classify_x_to_y"]["method_name"] == "tensorflow/serving/classify");
+  CHECK(defs["pair"]["inputs"]["k"]["dtype"] == "DT_INT64");
+  CHECK(defs["echo"]["inputs"]["s"]["dtype"] == "DT_STRING");
+  CHECK(served.call("GET", "/v1/models/half_plus_two/versions/123/metadata", "").status == 200);
+}
+
+TEST_CASE("floats are written as the shortest decimal that reads back as the same float") {
+  CHECK(json_float(0.1f).dump() == "0.1");
+  CHECK(json_float(2.5f).dump() == "2.5");
+  CHECK(json_float(1.0f / 3.0f).dump() == "0.33333334");
+  CHECK(json_float(std::numeric_limits<float>::quiet_NaN()).dump() == "\"NaN\"");
+  auto t = tensor_from_json(json::parse("[[1, 2], [3, 4]]"), DType::kInt32, "m");
+  REQUIRE(t.ok());
+  CHECK(t->shape() == Shape{2, 2});
+  CHECK(json_from_tensor(*t, "m").dump() == "[[1,2],[3,4]]");
+  CHECK(json_row(*t, 1, "m").dump() == "[3,4]");
+  CHECK(tensor_from_json(json::parse("[true, 1]"), DType::kBool, "f")
+            .status()
+            .message()
+            .find("'f'") != std::string::npos);
+  CHECK(!tensor_from_json(json::parse("[{\"b64\": \"***\"}]"), DType::kString, "s").ok());
+  CHECK(!tensor_from_json(json::parse("[300]"), DType::kUInt8, "u").ok());
+}
+
+namespace {
+
+std::unique_ptr<HttpServer> http_server(Served& served, HttpOptions options) {
+  auto server = HttpServer::start(options, [&](HttpRequest r, std::function<void(HttpReply)> done) {
+    served.api->handle(r, std::move(done));
+  });
+  REQUIRE_MESSAGE(server.ok(), server.status().to_string());
+  return std::move(*server);
+}
+
+}  // namespace
+
+TEST_CASE("over HTTP: answers, and every bad client gets its 4xx while the server serves on") {
+  Served served;
+  auto server = http_server(served, {.port = 0, .body_limit = 4096, .max_connections = 3});
+  const uint16_t port = server->port();
+
+  Client good(port);
+  auto ok = good.send(http::verb::post, "/v1/models/half_plus_two:predict", predict_body(1));
+  CHECK(ok.result_int() == 200);
+  CHECK(ok[http::field::content_type] == "application/json");
+  CHECK(json::parse(ok.body()) == json::parse(R"({"predictions": [2.5]})"));
+  {  // beyond max_connections (3, the good one included): 503
+    Client second(port), third(port);
+    CHECK(second.send(http::verb::get, "/v1/models/half_plus_two", "").result_int() == 200);
+    CHECK(third.send(http::verb::get, "/v1/models/half_plus_two", "").result_int() == 200);
+    Client fourth(port);
+    beast::error_code ec;
+    auto r = fourth.send(http::verb::get, "/v1/models/half_plus_two", "", &ec);
+    CHECK(!ec);
+    CHECK(r.result_int() == 503);
+  }
+  // The server sees the others go before it takes another.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  {  // a body over the limit: 413, and the connection closes
+    Client big(port);
+    const std::string body = "{\"instances\": [" + std::string(8000, ' ') + "1.0]}";
+    auto r = big.send(http::verb::post, "/v1/models/half_plus_two:predict", body);
+    CHECK(r.result_int() == 413);
+    CHECK(json::parse(r.body())["error"].get<std::string>().find("limit") != std::string::npos);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  {  // not HTTP at all: 400
+    Client garbage(port);
+    net::write(garbage.stream, net::buffer(std::string("HELLO THERE\r\n\r\n")));
+    beast::flat_buffer buffer;
+    http::response<http::string_body> r;
+    beast::error_code ec;
+    http::read(garbage.stream, buffer, r, ec);
+    CHECK(!ec);
+    CHECK(r.result_int() == 400);
+  }
+  CHECK(good.send(http::verb::post, "/v1/models/half_plus_two:predict", predict_body(5))
+            .result_int() == 200);
+  server->stop(std::chrono::seconds(5));
+}
+
+TEST_CASE("over HTTP: a client that dawdles over its request is cut off; others are served") {
+  Served served;
+  auto server = http_server(served, {.port = 0, .idle_timeout = std::chrono::milliseconds(300)});
+  Client slow(server->port());
+  net::write(
+      slow.stream,
+      net::buffer(std::string("POST /v1/models/half_plus_two:predict HTTP/1.1\r\nContent-Le")));
+  const auto start = std::chrono::steady_clock::now();
+  Client good(server->port());
+  CHECK(good.send(http::verb::post, "/v1/models/half_plus_two:predict", predict_body(2))
+            .result_int() == 200);
+  char byte;
+  beast::error_code ec;
+  slow.stream.socket().read_some(net::buffer(&byte, 1), ec);
+  CHECK(ec);  // closed by the server
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(waited >= std::chrono::milliseconds(250));
+  CHECK(waited < std::chrono::seconds(10));
+  Client after(server->port());
+  CHECK(after.send(http::verb::get, "/v1/models/half_plus_two", "").result_int() == 200);
+  server->stop(std::chrono::seconds(5));
+}
+
+TEST_CASE("a new version under load: picked up without a restart, no request lost") {
+  Served served({.enabled = true,
+                 .max_batch_size = 8,
+                 .batch_timeout = std::chrono::microseconds(500),
+                 .num_batch_threads = 2});
+  auto server = http_server(served, {.port = 0, .threads = 2});
+  std::atomic<bool> done{false};
+  std::atomic<int> answered{0}, failed{0}, old_answers{0}, new_answers{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&] {
+      Client client(server->port());
+      while (!done) {
+        beast::error_code ec;
+        auto r =
+            client.send(http::verb::post, "/v1/models/half_plus_two:predict", predict_body(2), &ec);
+        if (ec || r.result_int() != 200) {
+          ++failed;
+          continue;
+        }
+        ++answered;
+        const double y = json::parse(r.body())["predictions"][0].get<double>();
+        if (y == 3.0) ++old_answers;
+        if (y == 11.0) ++new_answers;  // version 124: 0.5 x + 10
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  write_half_plus_two(served.base, "124", 10.0);
+  served.models->poll();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  done = true;
+  for (auto& t : clients) t.join();
+  CHECK(failed == 0);
+  CHECK(old_answers > 0);
+  CHECK(new_answers > 0);
+  CHECK(old_answers + new_answers == answered);
+  const json status = json::parse(served.call("GET", "/v1/models/half_plus_two", "").body);
+  CHECK(status["model_version_status"][0]["version"] == "124");
+  CHECK(status["model_version_status"][0]["state"] == "AVAILABLE");
+  CHECK(status["model_version_status"][1]["state"] == "END");
+  CHECK(served.call("POST", "/v1/models/half_plus_two/versions/123:predict", predict_body(1))
+            .status == 404);
+  server->stop(std::chrono::seconds(5));
+}
+
+TEST_CASE("a broken newer version is reported and the served one stays") {
+  Served served;
+  fs::create_directories(served.base + "/200");
+  std::ofstream(served.base + "/200/saved_model.json") << "{";
+  served.models->poll();
+  const json status = json::parse(served.call("GET", "/v1/models/half_plus_two", "").body);
+  CHECK(status["model_version_status"][0]["version"] == "200");
+  CHECK(status["model_version_status"][0]["state"] == "END");
+  CHECK(status["model_version_status"][0]["status"]["error_code"] == "DATA_LOSS");
+  CHECK(status["model_version_status"][0]["status"]["error_message"].get<std::string>().find(
+            "saved_model.json") != std::string::npos);
+  CHECK(served.call("POST", "/v1/models/half_plus_two:predict", predict_body(1)).status == 200);
+}
+
+TEST_CASE("stopping answers the requests waiting in a batch before it closes") {
+  Served served({.enabled = true,
+                 .max_batch_size = 1000,
+                 .batch_timeout = std::chrono::milliseconds(300),
+                 .num_batch_threads = 1});
+  auto server = http_server(served, {.port = 0, .threads = 2});
+  std::vector<std::future<int>> replies;
+  for (int c = 0; c < 3; ++c) {
+    replies.push_back(std::async(std::launch::async, [port = server->port()] {
+      Client client(port);
+      beast::error_code ec;
+      auto r =
+          client.send(http::verb::post, "/v1/models/half_plus_two:predict", predict_body(1), &ec);
+      return ec ? -1 : static_cast<int>(r.result_int());
+    }));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // all three wait in the batch
+  server->stop(std::chrono::seconds(5));
+  for (auto& r : replies) CHECK(r.get() == 200);
+}
