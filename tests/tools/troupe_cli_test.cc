@@ -74,7 +74,7 @@ TEST_CASE("troupe train / evaluate / predict on CSV files") {
   int exports = 0;
   for (auto& e : std::filesystem::directory_iterator(model + "/export/latest")) {
     ++exports;
-    for (const char* f : {"graph.capnp", "variables.ckpt", "signature.txt"}) {
+    for (const char* f : {"graph.capnp", "variables/variables.ckpt", "saved_model.json"}) {
       CHECK(std::filesystem::exists(e.path() / f));
     }
   }
@@ -100,6 +100,30 @@ TEST_CASE("troupe train / evaluate / predict on CSV files") {
   size_t n = 0;
   for (std::string line; std::getline(pf, line);) ++n;
   CHECK(n == 400);
+
+  // troupe export, then troupe predict on the export: the same predictions as the model_dir's.
+  Run x = troupe("export --model-dir " + model + " --out " + (dir / "serving").string());
+  REQUIRE_MESSAGE(x.status == 0, x.err);
+  const std::string version = x.out.substr(0, x.out.find('\n'));
+  CHECK(std::filesystem::exists(version + "/saved_model.json"));
+  CHECK(std::filesystem::path(version).parent_path() == dir / "serving");
+  const std::string served = (dir / "p_export.csv").string();
+  Run pe = troupe("predict --export " + version + " --data csv:" + (dir / "test.csv").string() +
+                  " --output " + served);
+  REQUIRE_MESSAGE(pe.status == 0, pe.err);
+  std::ifstream a(preds), b(served);
+  const std::string from_model((std::istreambuf_iterator<char>(a)), {});
+  const std::string from_export((std::istreambuf_iterator<char>(b)), {});
+  CHECK(from_model.size() > 1000);
+  CHECK(from_model == from_export);
+  Run best = troupe("export --model-dir " + model + " --out " + (dir / "serving").string() +
+                    " --checkpoint best");
+  CHECK(best.status == 1);
+  CHECK(best.err.find("no best checkpoint") != std::string::npos);
+  Run labels = troupe("export --model-dir " + model + " --out " + (dir / "serving").string() +
+                      " --class-labels a,b");
+  CHECK(labels.status == 1);
+  CHECK(labels.err.find("2 class labels for 3 classes") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
@@ -123,6 +147,13 @@ TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
            {"evaluate --model-dir " + nowhere + " --data fashion-mnist", "holds no troupe model",
             1},
            {"frobnicate", "unknown command 'frobnicate'", 2},
+           {"export --model-dir " + nowhere + " --out x", "holds no troupe model", 1},
+           {"export --model-dir x", "--out", 2},
+           {"predict --model-dir a --export b --data fashion-mnist", "one of them", 2},
+           {"serve --model_name m", "--model_base_path", 2},
+           {"serve --model_base_path " + nowhere, "no model folder", 1},
+           {"serve --model_base_path . --port 70000", "not a port", 2},
+           {"serve --model_base_path . --max_batch_size 0", "--max_batch_size", 2},
        }) {
     Run r = troupe(c.args);
     CHECK_MESSAGE(r.status == c.status, c.args);
