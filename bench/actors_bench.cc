@@ -22,15 +22,9 @@
 #include <string>
 
 #include "actors/server.h"
-#include "actors/session.h"
 #include "bench_util.h"
 #include "kernels/cpu/gemm.h"
-#include "ops/array_ops.h"
-#include "ops/conv_ops.h"
-#include "ops/math_ops.h"
-#include "ops/nn_ops.h"
-#include "ops/state_ops.h"
-#include "ops/training_ops.h"
+#include "troupe/troupe.h"
 
 using namespace troupe;
 using runtime::DType;

@@ -15,14 +15,8 @@
 #include <random>
 #include <string>
 
-#include "actors/session.h"
 #include "bench/bench_util.h"
-#include "estimators/estimator.h"
-#include "ops/array_ops.h"
-#include "ops/math_ops.h"
-#include "ops/nn_ops.h"
-#include "ops/state_ops.h"
-#include "ops/training_ops.h"
+#include "troupe/troupe.h"
 
 using namespace troupe;
 using namespace troupe::estimators;

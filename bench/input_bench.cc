@@ -12,16 +12,9 @@
 #include <random>
 #include <string>
 
-#include "actors/session.h"
 #include "bench/bench_util.h"
-#include "estimators/input/dataset.h"
 #include "estimators/input/record_file.h"
-#include "ops/array_ops.h"
-#include "ops/math_ops.h"
-#include "ops/nn_ops.h"
-#include "ops/state_ops.h"
-#include "ops/training_ops.h"
-#include "runtime/graph_builder.h"
+#include "troupe/troupe.h"
 
 using namespace troupe;
 namespace input = troupe::estimators::input;

@@ -7,12 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "estimators/experiment.h"
-#include "ops/array_ops.h"
-#include "ops/math_ops.h"
-#include "ops/nn_ops.h"
-#include "ops/state_ops.h"
-#include "ops/training_ops.h"
+#include "troupe/troupe.h"
 
 using namespace troupe;
 using namespace troupe::estimators;

@@ -13,14 +13,8 @@
 #include <random>
 #include <string>
 
-#include "actors/session.h"
 #include "estimators/input/idx_file.h"
-#include "ops/array_ops.h"
-#include "ops/math_ops.h"
-#include "ops/nn_ops.h"
-#include "ops/state_ops.h"
-#include "ops/training_ops.h"
-#include "runtime/graph_builder.h"
+#include "troupe/troupe.h"
 
 using namespace troupe;
 using runtime::DType;
