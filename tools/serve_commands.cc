@@ -63,6 +63,7 @@ int serve(const std::vector<std::string>& args) {
                  .batch_timeout = std::chrono::microseconds(timeout_us),
                  .num_batch_threads = static_cast<int>(batch_threads),
                  .max_enqueued_batches = static_cast<int>(enqueued)};
+  mo.sessions = static_cast<int>(io_threads);
   actors::Runtime rt;
   {
     serve::ModelManager models(mo, rt);

@@ -56,7 +56,9 @@ void ModelManager::poll() {
   auto s = std::make_shared<Servable>();
   s->version = newest;
   s->predictor = std::move(*loaded);
-  s->batcher = std::make_unique<serving::Batcher>(runtime_, s->predictor, options_.batching);
+  if (options_.batching.enabled) {
+    s->batcher = std::make_unique<serving::Batcher>(runtime_, s->predictor, options_.batching);
+  }
   std::shared_ptr<Servable> old;
   {
     std::lock_guard<std::mutex> lock(mu_);

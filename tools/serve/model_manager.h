@@ -4,7 +4,7 @@
 //
 //   ModelManager models({.base_path = "exports", .name = "fmnist"}, runtime);
 //   models.poll();                                   // also every poll_interval, on its thread
-//   if (auto s = models.find(0)) s->batcher->submit(...);   // 0: the newest; else that version
+//   if (auto s = models.find(0)) ...;                 // 0: the newest; else that version
 //   for (auto& v : models.states()) ...               // {version, "AVAILABLE" | "END", status}
 //
 // A version that fails to load is logged, reported END with its error, and not retried; the
@@ -29,15 +29,18 @@ struct ModelOptions {
   std::string base_path;
   std::string name;
   std::chrono::milliseconds poll_interval{1000};  // 0: only explicit poll() calls
+  // With batching enabled, requests go through a batcher; otherwise each runs on its caller's
+  // thread, `sessions` at once (as many as the server has threads).
   serving::BatchingOptions batching;
+  int sessions = 2;
 };
 
-// One loaded version: its predictor and the batcher in front of it.
+// One loaded version: its predictor and, when batching, the batcher in front of it.
 struct Servable {
   int64_t version = 0;
   std::shared_ptr<serving::Predictor> predictor;
-  std::unique_ptr<serving::Batcher> batcher;
-  ~Servable() { batcher.reset(); }  // drains before the predictor goes
+  std::unique_ptr<serving::Batcher> batcher;  // null without batching
+  ~Servable() { batcher.reset(); }            // drains before the predictor goes
 };
 
 struct VersionState {

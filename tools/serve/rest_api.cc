@@ -446,34 +446,44 @@ void RestApi::handle(const HttpRequest& request, std::function<void(HttpReply)> 
   if (!inputs.ok()) return reply(error(inputs.status()));
 
   const std::vector<std::string> labels = s->predictor->model().class_labels;
-  // The servable rides in the reply, moved out of this callback before it runs its course: the
-  // callback itself dies on a runner's thread, where unloading a version would deadlock.
+  auto answer = [method, rows, labels](Result<NamedTensors> out) {
+    HttpReply a;
+    Result<json> body = runtime::internal_error("no answer");
+    if (!out.ok()) {
+      body = out.status();
+    } else if (method == "predict") {
+      body = predict_outputs(*out, rows);
+    } else {
+      const Tensor& first = out->begin()->second;
+      const int64_t batch = first.rank() > 0 ? first.dim(0) : 1;
+      body = method == "classify" ? classify_results(*out, labels, batch)
+                                  : regress_results(*out, batch);
+    }
+    if (body.ok()) {
+      a.body = body->dump();
+    } else {
+      a.status = http_status(body.status().code());
+      a.body = error_body(body.status().message());
+    }
+    return a;
+  };
+  if (!s->batcher) {
+    // No batching: the prediction runs here, on the server's thread, as TF Serving's does.
+    HttpReply a = answer(s->predictor->predict(*inputs, *signature));
+    a.keep = std::move(s);
+    return reply(std::move(a));
+  }
+  // The servable rides in the reply, moved out of this callback when it runs: the callback
+  // itself dies on a runner's thread, where unloading a version would deadlock.
   auto holder = std::make_shared<std::shared_ptr<Servable>>(s);
   serving::Batcher& batcher = *s->batcher;
   s.reset();
-  batcher.submit(
-      *signature, std::move(*inputs),
-      [reply = std::move(reply), holder, method, rows, labels](Result<NamedTensors> out) {
-        HttpReply answer;
-        answer.keep = std::move(*holder);
-        Result<json> body = runtime::internal_error("no answer");
-        if (!out.ok()) {
-          body = out.status();
-        } else if (method == "predict") {
-          body = predict_outputs(*out, rows);
-        } else {
-          const int64_t batch = out->begin()->second.rank() > 0 ? out->begin()->second.dim(0) : 1;
-          body = method == "classify" ? classify_results(*out, labels, batch)
-                                      : regress_results(*out, batch);
-        }
-        if (body.ok()) {
-          answer.body = body->dump();
-        } else {
-          answer.status = http_status(body.status().code());
-          answer.body = error_body(body.status().message());
-        }
-        reply(std::move(answer));
-      });
+  batcher.submit(*signature, std::move(*inputs),
+                 [reply = std::move(reply), holder, answer](Result<NamedTensors> out) {
+                   HttpReply a = answer(std::move(out));
+                   a.keep = std::move(*holder);
+                   reply(std::move(a));
+                 });
 }
 
 }  // namespace troupe::serve
