@@ -4,8 +4,10 @@ find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(CapnProto REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(doctest QUIET)
-# JSON: export metadata and the REST API's bodies (troupe serve).
+# JSON: nlohmann's for export metadata and the REST API's answers, simdjson to parse requests
+# (tools/serve/json_tensors.h says why two).
 find_package(nlohmann_json 3.10 REQUIRED)
+find_package(simdjson 3 REQUIRED)
 # Boost: program_options for the troupe command (the rest used is header-only).
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 # OpenSSL's libcrypto: the job secret's HMAC-SHA256 challenge-response and its random bytes.

@@ -41,85 +41,133 @@ std::string to_base64(const std::string& bytes) {
   return out;
 }
 
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+std::string shown(element v) {
+  std::string text = simdjson::minify(v);
+  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
+}
+
+const char* type_name(element v) {
+  switch (v.type()) {
+    case element_type::ARRAY:
+      return "a list";
+    case element_type::OBJECT:
+      return "an object";
+    case element_type::STRING:
+      return "a string";
+    case element_type::BOOL:
+      return "a boolean";
+    case element_type::NULL_VALUE:
+      return "null";
+    default:
+      return "a number";
+  }
+}
+
 template <class T>
-Status leaf(const json& v, const std::string& name, T* out) {
+Status leaf(element v, const std::string& name, T* out) {
   auto wrong = [&] {
-    return runtime::invalid_argument("input '", name, "' holds ", v.type_name(), " ",
-                                     v.dump().substr(0, 40), " where ",
-                                     runtime::dtype_name(runtime::dtype_of<T>()), " is expected");
+    return runtime::invalid_argument("input '", name, "' holds ", type_name(v), " ", shown(v),
+                                     " where ", runtime::dtype_name(runtime::dtype_of<T>()),
+                                     " is expected");
   };
   if constexpr (std::is_same_v<T, std::string>) {
-    if (v.is_string()) {
-      *out = v.get<std::string>();
+    std::string_view text;
+    if (v.get_string().get(text) == simdjson::SUCCESS) {
+      out->assign(text);
       return runtime::ok_status();
     }
-    if (v.is_object() && v.size() == 1 && v.contains("b64") && v["b64"].is_string()) {
-      TROUPE_ASSIGN_OR_RETURN(*out, from_base64(v["b64"].get<std::string>(), name));
+    simdjson::dom::object o;
+    if (v.get_object().get(o) == simdjson::SUCCESS && o.size() == 1 &&
+        o.at_key("b64").get_string().get(text) == simdjson::SUCCESS) {
+      TROUPE_ASSIGN_OR_RETURN(*out, from_base64(std::string(text), name));
       return runtime::ok_status();
     }
     return wrong();
   } else if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean()) return wrong();
-    *out = v.get<bool>();
+    bool b;
+    if (v.get_bool().get(b) != simdjson::SUCCESS) return wrong();
+    *out = b;
     return runtime::ok_status();
   } else if constexpr (std::is_floating_point_v<T>) {
-    if (!v.is_number()) return wrong();
-    *out = static_cast<T>(v.get<double>());
+    double d;
+    if (v.get_double().get(d) != simdjson::SUCCESS) return wrong();
+    *out = static_cast<T>(d);
     return runtime::ok_status();
   } else {
-    if (v.is_number_unsigned()) {
-      const uint64_t u = v.get<uint64_t>();
-      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-        return runtime::invalid_argument("input '", name, "': ", u, " is out of range for ",
-                                         runtime::dtype_name(runtime::dtype_of<T>()));
-      }
+    auto out_of_range = [&] {
+      return runtime::invalid_argument("input '", name, "': ", shown(v), " is out of range for ",
+                                       runtime::dtype_name(runtime::dtype_of<T>()));
+    };
+    if (v.type() == element_type::UINT64) {
+      const uint64_t u = v.get_uint64().value_unsafe();
+      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return out_of_range();
       *out = static_cast<T>(u);
       return runtime::ok_status();
     }
-    if (!v.is_number_integer()) return wrong();
-    const int64_t i = v.get<int64_t>();
+    if (v.type() != element_type::INT64) return wrong();
+    const int64_t i = v.get_int64().value_unsafe();
     if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
         i > static_cast<int64_t>(std::numeric_limits<T>::max())) {
-      return runtime::invalid_argument("input '", name, "': ", i, " is out of range for ",
-                                       runtime::dtype_name(runtime::dtype_of<T>()));
+      return out_of_range();
     }
     *out = static_cast<T>(i);
     return runtime::ok_status();
   }
 }
 
-// Checks that v is a rectangular list of dims (counting from `depth`) and counts its leaves.
-Status check_shape(const json& v, size_t depth, const std::vector<int64_t>& dims,
+// The dimensions of v read along its first elements.
+Status dims_of(element v, const std::string& name, std::vector<int64_t>* dims) {
+  while (v.type() == element_type::ARRAY) {
+    if (dims->size() == kMaxRank) {
+      return runtime::invalid_argument("input '", name, "' is nested deeper than ", kMaxRank);
+    }
+    simdjson::dom::array a = v.get_array().value_unsafe();
+    dims->push_back(static_cast<int64_t>(a.size()));
+    if (a.size() == 0) break;
+    v = *a.begin();
+  }
+  return runtime::ok_status();
+}
+
+// Checks that v is a rectangular list of dims (counting from `depth`).
+Status check_shape(element v, size_t depth, const std::vector<int64_t>& dims,
                    const std::string& name) {
+  const bool list = v.type() == element_type::ARRAY;
   if (depth == dims.size()) {
-    if (v.is_array()) {
+    if (list) {
       return runtime::invalid_argument("input '", name, "' is ragged: a list at depth ", depth,
                                        " where others hold values");
     }
     return runtime::ok_status();
   }
-  if (!v.is_array() || static_cast<int64_t>(v.size()) != dims[depth]) {
-    return runtime::invalid_argument("input '", name, "' is ragged: lists at depth ", depth,
-                                     " differ in length (", dims[depth], " and ",
-                                     v.is_array() ? static_cast<int64_t>(v.size()) : 0, ")");
+  const int64_t size = list ? static_cast<int64_t>(v.get_array().value_unsafe().size()) : -1;
+  if (size != dims[depth]) {
+    return runtime::invalid_argument("input '", name, "' is ragged: at depth ", depth, " ",
+                                     list ? "a list of " + std::to_string(size) : "a value",
+                                     " where others hold lists of ", dims[depth]);
   }
-  for (const json& e : v) TROUPE_RETURN_IF_ERROR(check_shape(e, depth + 1, dims, name));
+  const simdjson::dom::array items = v.get_array().value_unsafe();
+  for (element e : items) TROUPE_RETURN_IF_ERROR(check_shape(e, depth + 1, dims, name));
   return runtime::ok_status();
 }
 
 template <class T>
-Status fill(const json& v, size_t depth, size_t rank, const std::string& name, T** out) {
+Status fill(element v, size_t depth, size_t rank, const std::string& name, T** out) {
   if (depth == rank) {
     TROUPE_RETURN_IF_ERROR(leaf<T>(v, name, *out));
     ++*out;
     return runtime::ok_status();
   }
-  for (const json& e : v) TROUPE_RETURN_IF_ERROR(fill<T>(e, depth + 1, rank, name, out));
+  const simdjson::dom::array items = v.get_array().value_unsafe();
+  for (element e : items) TROUPE_RETURN_IF_ERROR(fill<T>(e, depth + 1, rank, name, out));
   return runtime::ok_status();
 }
 
 template <class T>
-json element(const T& v, bool bytes) {
+json json_value(const T& v, bool bytes) {
   if constexpr (std::is_same_v<T, float>) {
     return json_float(v);
   } else if constexpr (std::is_same_v<T, std::string>) {
@@ -135,7 +183,7 @@ json element(const T& v, bool bytes) {
 template <class T>
 json nested(const T* data, const std::vector<int64_t>& dims, size_t depth, int64_t stride,
             bool bytes) {
-  if (depth == dims.size()) return element<T>(*data, bytes);
+  if (depth == dims.size()) return json_value<T>(*data, bytes);
   json list = json::array();
   const int64_t inner = dims[depth] > 0 ? stride / dims[depth] : 0;
   for (int64_t i = 0; i < dims[depth]; ++i) {
@@ -168,17 +216,29 @@ json json_float(float v) {
   return std::strtod(buf, nullptr);
 }
 
-Result<Tensor> tensor_from_json(const json& value, DType dtype, const std::string& name) {
-  std::vector<int64_t> dims;
-  const json* cur = &value;
-  while (cur->is_array()) {
-    if (dims.size() == kMaxRank) {
-      return runtime::invalid_argument("input '", name, "' is nested deeper than ", kMaxRank);
+Result<Tensor> tensor_from_rows(const std::vector<element>& rows, DType dtype,
+                                const std::string& name) {
+  std::vector<int64_t> dims{static_cast<int64_t>(rows.size())};
+  if (!rows.empty()) TROUPE_RETURN_IF_ERROR(dims_of(rows[0], name, &dims));
+  const std::vector<int64_t> row_dims(dims.begin() + 1, dims.end());
+  for (element r : rows) TROUPE_RETURN_IF_ERROR(check_shape(r, 0, row_dims, name));
+  Tensor t(dtype, runtime::Shape(dims));
+  Status s = runtime::ok_status();
+  const bool known = visit_all(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* out = t.data<T>();
+    for (size_t i = 0; i < rows.size() && s.ok(); ++i) {
+      s = fill<T>(rows[i], 0, row_dims.size(), name, &out);
     }
-    dims.push_back(static_cast<int64_t>(cur->size()));
-    if (cur->empty()) break;
-    cur = &(*cur)[0];
-  }
+  });
+  if (!known) return runtime::invalid_argument("input '", name, "' has no JSON form");
+  if (!s.ok()) return s;
+  return t;
+}
+
+Result<Tensor> tensor_from_json(element value, DType dtype, const std::string& name) {
+  std::vector<int64_t> dims;
+  TROUPE_RETURN_IF_ERROR(dims_of(value, name, &dims));
   TROUPE_RETURN_IF_ERROR(check_shape(value, 0, dims, name));
   Tensor t(dtype, runtime::Shape(dims));
   Status s = runtime::ok_status();

@@ -137,15 +137,26 @@ json status_json(const Route& r, const std::vector<VersionState>& states) {
   return {{"model_version_status", list}};
 }
 
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+bool is_b64(element v) {
+  simdjson::dom::object o;
+  return v.get_object().get(o) == simdjson::SUCCESS && o.size() == 1 &&
+         o.at_key("b64").error() == simdjson::SUCCESS;
+}
+
 // The signature a verb runs: signature_name when given, else serving_default when its method
 // fits, else the canned estimators' name for the method ("classification", "regression").
-Result<std::string> signature_for(const serving::Predictor& p, const json& body,
+Result<std::string> signature_for(const serving::Predictor& p, simdjson::dom::object body,
                                   const std::string& method) {
-  if (body.contains("signature_name")) {
-    if (!body["signature_name"].is_string()) {
+  element given;
+  if (body.at_key("signature_name").get(given) == simdjson::SUCCESS) {
+    std::string_view text;
+    if (given.get_string().get(text) != simdjson::SUCCESS) {
       return runtime::invalid_argument("signature_name must be a string");
     }
-    const std::string name = body["signature_name"].get<std::string>();
+    const std::string name(text);
     const Signature* s = p.signature(name);
     if (!s) {
       return runtime::invalid_argument("Serving signature name: \"", name,
@@ -172,38 +183,42 @@ Result<std::string> signature_for(const serving::Predictor& p, const json& body,
 }
 
 // Stacks the value of each input over a list of objects (rows, or examples with the context).
-Result<NamedTensors> inputs_from_objects(const Signature& sig, const json& rows,
-                                         const json* context) {
+Result<NamedTensors> inputs_from_objects(const Signature& sig, simdjson::dom::array rows,
+                                         const simdjson::dom::object* context) {
+  std::vector<simdjson::dom::object> objects;
+  for (element row : rows) {
+    simdjson::dom::object o;
+    if (row.get_object().get(o) != simdjson::SUCCESS) {
+      return runtime::invalid_argument("every element must be an object of named inputs");
+    }
+    for (auto field : o) {
+      if (!sig.inputs.count(std::string(field.key))) {
+        return runtime::invalid_argument("the signature has no input '", field.key, "'");
+      }
+    }
+    objects.push_back(o);
+  }
   NamedTensors inputs;
   for (const auto& [name, info] : sig.inputs) {
-    json column = json::array();
-    for (const json& row : rows) {
-      if (!row.is_object()) {
-        return runtime::invalid_argument("every element must be an object of named inputs");
-      }
-      auto it = row.find(name);
-      if (it != row.end()) {
-        column.push_back(*it);
-      } else if (context && context->contains(name)) {
-        column.push_back((*context)[name]);
+    std::vector<element> column;
+    for (simdjson::dom::object o : objects) {
+      element v;
+      if (o.at_key(name).get(v) == simdjson::SUCCESS ||
+          (context && context->at_key(name).get(v) == simdjson::SUCCESS)) {
+        column.push_back(v);
       } else {
         return runtime::invalid_argument("input '", name, "' is missing from an element");
       }
     }
-    TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_json(column, info.dtype, name));
-  }
-  for (const json& row : rows) {
-    for (const auto& [key, v] : row.items()) {
-      if (!sig.inputs.count(key)) {
-        return runtime::invalid_argument("the signature has no input '", key, "'");
-      }
-    }
+    TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_rows(column, info.dtype, name));
   }
   return inputs;
 }
 
-Result<NamedTensors> predict_inputs(const Signature& sig, const json& body, bool* rows) {
-  const bool has_instances = body.contains("instances"), has_inputs = body.contains("inputs");
+Result<NamedTensors> predict_inputs(const Signature& sig, simdjson::dom::object body, bool* rows) {
+  element instances, columns;
+  const bool has_instances = body.at_key("instances").get(instances) == simdjson::SUCCESS;
+  const bool has_inputs = body.at_key("inputs").get(columns) == simdjson::SUCCESS;
   if (has_instances == has_inputs) {
     return runtime::invalid_argument(has_instances
                                          ? "Request body may contain only one of \"instances\" or "
@@ -212,16 +227,15 @@ Result<NamedTensors> predict_inputs(const Signature& sig, const json& body, bool
   }
   *rows = has_instances;
   if (has_instances) {
-    const json& instances = body["instances"];
-    if (!instances.is_array() || instances.empty()) {
+    simdjson::dom::array list;
+    if (instances.get_array().get(list) != simdjson::SUCCESS || list.size() == 0) {
       return runtime::invalid_argument("\"instances\" must be a non-empty list");
     }
     bool objects = true;
-    for (const json& i : instances) objects = objects && i.is_object();
+    for (element i : list) objects = objects && i.type() == element_type::OBJECT;
     // A single input's rows may be plain values; {"b64": ...} is a value, not named inputs.
-    if (objects &&
-        !(sig.inputs.size() == 1 && instances[0].size() == 1 && instances[0].contains("b64"))) {
-      return inputs_from_objects(sig, instances, nullptr);
+    if (objects && !(sig.inputs.size() == 1 && is_b64(*list.begin()))) {
+      return inputs_from_objects(sig, list, nullptr);
     }
     if (sig.inputs.size() != 1) {
       return runtime::invalid_argument("the signature has ", sig.inputs.size(),
@@ -232,10 +246,9 @@ Result<NamedTensors> predict_inputs(const Signature& sig, const json& body, bool
     TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_json(instances, info.dtype, name));
     return inputs;
   }
-  const json& columns = body["inputs"];
   NamedTensors inputs;
-  const bool named = columns.is_object() && !(columns.size() == 1 && columns.contains("b64"));
-  if (!named) {
+  simdjson::dom::object named;
+  if (columns.get_object().get(named) != simdjson::SUCCESS || is_b64(columns)) {
     if (sig.inputs.size() != 1) {
       return runtime::invalid_argument("the signature has ", sig.inputs.size(),
                                        " inputs: \"inputs\" must be an object naming them");
@@ -244,14 +257,17 @@ Result<NamedTensors> predict_inputs(const Signature& sig, const json& body, bool
     TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_json(columns, info.dtype, name));
     return inputs;
   }
-  for (const auto& [key, v] : columns.items()) {
-    if (!sig.inputs.count(key)) {
-      return runtime::invalid_argument("the signature has no input '", key, "'");
+  for (auto field : named) {
+    if (!sig.inputs.count(std::string(field.key))) {
+      return runtime::invalid_argument("the signature has no input '", field.key, "'");
     }
   }
   for (const auto& [name, info] : sig.inputs) {
-    if (!columns.contains(name)) return runtime::invalid_argument("input '", name, "' is missing");
-    TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_json(columns[name], info.dtype, name));
+    element v;
+    if (named.at_key(name).get(v) != simdjson::SUCCESS) {
+      return runtime::invalid_argument("input '", name, "' is missing");
+    }
+    TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_json(v, info.dtype, name));
   }
   return inputs;
 }
@@ -412,13 +428,16 @@ void RestApi::handle(const HttpRequest& request, std::function<void(HttpReply)> 
   std::shared_ptr<Servable> s = models_.find(r.version);
   if (!s) return reply(error(runtime::not_found(servable_missing(r))));
 
-  json body;
-  try {
-    body = json::parse(request.body);
-  } catch (const json::parse_error& e) {
-    return reply(error(runtime::invalid_argument("JSON Parse error: ", e.what())));
+  // One parser per server thread: it keeps its buffers between requests, and what it parsed
+  // is turned into tensors before the next request on the thread.
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::object body;
+  element doc;
+  if (auto e = parser.parse(request.body).get(doc); e != simdjson::SUCCESS) {
+    return reply(
+        error(runtime::invalid_argument("JSON Parse error: ", simdjson::error_message(e))));
   }
-  if (!body.is_object()) {
+  if (doc.get_object().get(body) != simdjson::SUCCESS) {
     return reply(error(runtime::invalid_argument("the request body must be a JSON object")));
   }
   const std::string method = r.verb;
@@ -431,17 +450,18 @@ void RestApi::handle(const HttpRequest& request, std::function<void(HttpReply)> 
   if (method == "predict") {
     inputs = predict_inputs(sig, body, &rows);
   } else {
-    const json* context = nullptr;
-    if (body.contains("context")) {
-      if (!body["context"].is_object()) {
-        return reply(error(runtime::invalid_argument("\"context\" must be an object")));
-      }
-      context = &body["context"];
+    simdjson::dom::object context;
+    element c;
+    const bool has_context = body.at_key("context").get(c) == simdjson::SUCCESS;
+    if (has_context && c.get_object().get(context) != simdjson::SUCCESS) {
+      return reply(error(runtime::invalid_argument("\"context\" must be an object")));
     }
-    if (!body.contains("examples") || !body["examples"].is_array() || body["examples"].empty()) {
+    simdjson::dom::array examples;
+    if (body.at_key("examples").get_array().get(examples) != simdjson::SUCCESS ||
+        examples.size() == 0) {
       return reply(error(runtime::invalid_argument("\"examples\" must be a non-empty list")));
     }
-    inputs = inputs_from_objects(sig, body["examples"], context);
+    inputs = inputs_from_objects(sig, examples, has_context ? &context : nullptr);
   }
   if (!inputs.ok()) return reply(error(inputs.status()));
 
