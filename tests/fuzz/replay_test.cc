@@ -17,6 +17,7 @@ FUZZ_TARGET(fuzz_record_file)
 FUZZ_TARGET(fuzz_csv)
 FUZZ_TARGET(fuzz_libsvm)
 FUZZ_TARGET(fuzz_idx)
+FUZZ_TARGET(fuzz_rest_api)
 #undef FUZZ_TARGET
 
 namespace {
@@ -51,6 +52,7 @@ TEST_CASE("every fuzz target runs its whole corpus without a crash") {
       {"csv", fuzz_csv},
       {"libsvm", fuzz_libsvm},
       {"idx", fuzz_idx},
+      {"rest_api", fuzz_rest_api},
   };
   for (const auto& [name, fn] : targets) {
     CAPTURE(name);

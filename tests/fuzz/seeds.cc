@@ -120,6 +120,14 @@ void checkpoints(const std::string& scratch) {
 void text_files(const std::string& scratch) {
   put("csv", 0, std::string("\x00", 1) + "x,y,name\n1,2.5,a\n3,4,\"b,c\"\n5,,d\n");
   put("csv", 1, std::string("\x13", 1) + "1;2;x\n\n3;4;\"y\"\"z\"\n");
+  // troupe serve's bodies: the first byte picks the verb (0 predict, 1 classify, 2 regress).
+  put("rest_api", 0, std::string("\x00", 1) + R"({"instances": [[1.0, 2.0, 3.0], [4, 5, 6]]})");
+  put("rest_api", 1,
+      std::string("\x00", 1) +
+          R"({"signature_name": "mixed", "inputs": {"x": [[1, 2, 3]], "k": [7], "s": [{"b64": "aGk="}]}})");
+  put("rest_api", 2, std::string("\x01", 1) + R"({"examples": [{"x": [1, 2, 3]}], "context": {}})");
+  put("rest_api", 3, std::string("\x02", 1) + R"({"examples": [{}], "context": {"x": [1, 2, 3]}})");
+  put("rest_api", 4, std::string("\x03", 1) + "m/versions/1/metadata");
   put("libsvm", 0, std::string("\x01", 1) + "1 1:0.5 3:2\n0 2:1 # comment\n-1 4:3.5\n");
   put("libsvm", 1, std::string("\x06", 1) + "2 0:1 7:2\n1 3:0.25\n");
   const std::string idx("\0\0\x08\x02\0\0\0\x02\0\0\0\x03\x01\x02\x03\x04\x05\x06", 18);
