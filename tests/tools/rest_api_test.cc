@@ -124,28 +124,33 @@ std::string predict_body(float x) { return json{{"instances", {x}}}.dump(); }
 
 }  // namespace
 
-TEST_CASE("TF Serving's requests and answers, replayed from fixtures") {
-  Served served;
+TEST_CASE("TF Serving's requests and answers, replayed from fixtures, batching on and off") {
   std::ifstream in(std::string(TROUPE_FIXTURES) + "/rest_api.json");
   REQUIRE(in);
   const json cases = json::parse(in);
   REQUIRE(cases.size() > 30);
-  for (const json& c : cases) {
-    const std::string name = c["name"].get<std::string>();
-    CAPTURE(name);
-    const std::string body = c.contains("raw_body") ? c["raw_body"].get<std::string>()
-                             : c.contains("body")   ? c["body"].dump()
-                                                    : std::string();
-    const HttpReply r = served.call(c["method"], c["target"], body);
-    CHECK_MESSAGE(r.status == c["status"].get<int>(), r.body);
-    const json got = json::parse(r.body);
-    if (c.contains("response")) {
-      CHECK_MESSAGE(got == c["response"], got.dump());
-    } else {
-      REQUIRE(got.contains("error"));
-      CHECK_MESSAGE(
-          got["error"].get<std::string>().find(c["error"].get<std::string>()) != std::string::npos,
-          got.dump());
+  for (const bool batching : {false, true}) {
+    CAPTURE(batching);
+    Served served({.enabled = batching,
+                   .max_batch_size = 4,
+                   .batch_timeout = std::chrono::microseconds(200)});
+    for (const json& c : cases) {
+      const std::string name = c["name"].get<std::string>();
+      CAPTURE(name);
+      const std::string body = c.contains("raw_body") ? c["raw_body"].get<std::string>()
+                               : c.contains("body")   ? c["body"].dump()
+                                                      : std::string();
+      const HttpReply r = served.call(c["method"], c["target"], body);
+      CHECK_MESSAGE(r.status == c["status"].get<int>(), r.body);
+      const json got = json::parse(r.body);
+      if (c.contains("response")) {
+        CHECK_MESSAGE(got == c["response"], got.dump());
+      } else {
+        REQUIRE(got.contains("error"));
+        CHECK_MESSAGE(got["error"].get<std::string>().find(c["error"].get<std::string>()) !=
+                          std::string::npos,
+                      got.dump());
+      }
     }
   }
 }

@@ -175,6 +175,8 @@ TEST_CASE("versions are the integer folders of a base, ascending; exports keep t
   auto out = ops::neg(b, in);
   m.signatures["serving_default"] =
       serving::make_signature(m.graph, "regress", {{"in", in}}, {{"outputs", out}});
+  m.assets["vocabulary.txt"] = "cat\ndog\n";
+  m.class_labels = {"neg", "pos"};
   auto first = serving::write_saved_model(base.path, m);
   auto second = serving::write_saved_model(base.path, m);
   REQUIRE(first.ok());
@@ -188,10 +190,16 @@ TEST_CASE("versions are the integer folders of a base, ascending; exports keep t
   CHECK(fs::path(*second).filename().string() == std::to_string(versions->at(1)));
   auto p = serving::load(*second);
   REQUIRE_MESSAGE(p.ok(), p.status().to_string());
+  CHECK((*p)->model().assets.at("vocabulary.txt") == "cat\ndog\n");
+  CHECK((*p)->model().class_labels == std::vector<std::string>{"neg", "pos"});
   auto y = (*p)->predict({{"in", Tensor::from_vector<float>(Shape{3}, {1, -2, 3})}});
   REQUIRE(y.ok());
   CHECK(y->at("outputs").to_vector<float>() == std::vector<float>{-1, 2, -3});
   CHECK(serving::list_versions(base.path + "/none").status().code() == runtime::Code::kNotFound);
+  m.assets["../escape"] = "x";
+  CHECK(serving::write_saved_model(base.path, m).status().message().find("plain file name") !=
+        std::string::npos);
+  m.assets.erase("../escape");
   serving::SavedModel bad = m;
   bad.signatures["serving_default"].method = "classify";
   CHECK(!serving::write_saved_model(base.path, bad).ok());
