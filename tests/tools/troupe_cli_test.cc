@@ -224,3 +224,46 @@ TEST_CASE(
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("troupe serve: an export answers over HTTP until Ctrl-C, which it survives cleanly") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("troupe_cli_serve_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir / "train.csv");
+    f << "a,b,label\n";
+    for (int i = 0; i < 200; ++i) f << i % 7 << "," << i % 5 << "," << i % 2 << "\n";
+  }
+  const std::string d = dir.string(), t = TROUPE_CLI;
+  Run trained = troupe("train --model dnn --data csv:" + d + "/train.csv --label label" +
+                       " --model-dir " + d + "/model --steps 20 --hidden 8");
+  REQUIRE_MESSAGE(trained.status == 0, trained.err);
+  REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
+  // Started on a free port (--port 0), the port read from its log line; one request through
+  // bash's /dev/tcp, then Ctrl-C.
+  std::ofstream(dir / "serve.sh")
+      << "set -u\n"
+      << t << " serve --model_base_path " << d << "/exports --model_name m --port 0 2> " << d
+      << "/serve.err &\n"
+      << "pid=$!\n"
+      << "for i in $(seq 200); do grep -q 'serving model' " << d
+      << "/serve.err && break; sleep 0.05; done\n"
+      << "port=$(sed -n 's|.*http://127.0.0.1:\\([0-9]*\\)/.*|\\1|p' " << d << "/serve.err)\n"
+      << "body='{\"instances\": [{\"a\": 1, \"b\": 2}, {\"a\": 3, \"b\": 0}]}'\n"
+      << "exec 3<>/dev/tcp/127.0.0.1/$port\n"
+      << "printf 'POST /v1/models/m:predict HTTP/1.1\\r\\nHost: t\\r\\nConnection: close\\r\\n"
+         "Content-Length: %d\\r\\n\\r\\n%s' ${#body} \"$body\" >&3\n"
+      << "cat <&3\n"
+      << "kill -INT $pid\n"
+      << "wait $pid\n"
+      << "echo \"exit $?\"\n";
+  Run r = shell("bash " + d + "/serve.sh");
+  CHECK_MESSAGE(r.out.find("HTTP/1.1 200 OK") != std::string::npos, r.out, r.err);
+  CHECK(r.out.find("\"predictions\":[{\"classes\":") != std::string::npos);
+  CHECK(r.out.find("exit 0") != std::string::npos);
+  std::ifstream log(dir / "serve.err");
+  const std::string said((std::istreambuf_iterator<char>(log)), {});
+  CHECK_MESSAGE(said.find("INFO: stopped") != std::string::npos, said);
+  std::filesystem::remove_all(dir);
+}
