@@ -5,10 +5,12 @@
 
 #include <boost/program_options.hpp>
 
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "runtime/log.h"
@@ -130,6 +132,19 @@ void GracefulStop::watch(std::function<void()> stop) {
     runtime::log_info(sig == SIGINT ? "interrupted" : "terminated", " (again to quit now)");
     stop();
   });
+}
+
+void GracefulStop::wait() {
+  std::mutex mu;
+  std::condition_variable signalled;
+  bool stop = false;
+  watch([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    signalled.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  signalled.wait(lock, [&] { return stop; });
 }
 
 void GracefulStop::finish() {

@@ -54,6 +54,8 @@ class GracefulStop {
   GracefulStop& operator=(const GracefulStop&) = delete;
 
   void watch(std::function<void()> stop);
+  // Blocks until the first SIGINT or SIGTERM: a server's main thread, which serves until then.
+  void wait();
   // Before what `stop` touches is destroyed.
   void finish();
 

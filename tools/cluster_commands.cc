@@ -14,12 +14,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -76,9 +74,6 @@ int server(const std::vector<std::string>& args) {
   // The address its cluster entry names, never every interface unless told (--bind 0.0.0.0).
   const std::string bind = flags.count("bind") ? flags.at("bind") : where->first;
   GracefulStop graceful;
-  std::mutex mu;
-  std::condition_variable stopped;
-  bool stop = false;
   {
     actors::Runtime rt(actors::RuntimeOptions{.secret = *secret});
     actors::ServerOptions so;
@@ -89,13 +84,7 @@ int server(const std::vector<std::string>& args) {
     runtime::log_info("serving /job:ps/task:", cluster->task_index, " on ", bind, ":", (*s)->port(),
                       " (data port ", (*s)->data_port(), ", ",
                       *secret ? "job secret required" : "no job secret", ")");
-    graceful.watch([&] {
-      std::lock_guard<std::mutex> lock(mu);
-      stop = true;
-      stopped.notify_all();
-    });
-    std::unique_lock<std::mutex> lock(mu);
-    stopped.wait(lock, [&] { return stop; });
+    graceful.wait();
   }
   graceful.finish();
   runtime::log_info("stopped");

@@ -1,8 +1,6 @@
 // troupe serve: TensorFlow Serving's REST API for the versions of one exported model
 // (tools/serve/), until Ctrl-C, which drains the requests in flight.
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
 
 #include "runtime/log.h"
 #include "tools/cli.h"
@@ -83,19 +81,8 @@ int serve(const std::vector<std::string>& args) {
     runtime::log_info("serving model ", mo.name, " from ", base, " at http://",
                       flag("host", "127.0.0.1"), ":", (*server)->port(), "/v1/models/", mo.name,
                       mo.batching.enabled ? " (batching)" : "");
-    std::mutex mu;
-    std::condition_variable stopped;
-    bool stop = false;
     GracefulStop graceful;
-    graceful.watch([&] {
-      std::lock_guard<std::mutex> lock(mu);
-      stop = true;
-      stopped.notify_all();
-    });
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      stopped.wait(lock, [&] { return stop; });
-    }
+    graceful.wait();
     runtime::log_info("stopping: answering the requests in flight");
     (*server)->stop(std::chrono::seconds(drain_s));
     graceful.finish();
