@@ -96,7 +96,6 @@ struct Queue {
 };
 
 struct BatcherState {
-  std::shared_ptr<Predictor> predictor;
   BatchingOptions options;
   std::map<std::string, Queue> open;  // by batch_key
   std::deque<std::shared_ptr<Batch>> ready;
@@ -153,7 +152,6 @@ void dispatch(BatcherActor* self) {
 caf::behavior batcher_actor(BatcherActor* self, std::shared_ptr<Predictor> predictor,
                             BatchingOptions options, std::shared_ptr<BatcherStats> stats) {
   BatcherState& st = self->state;
-  st.predictor = predictor;
   st.options = options;
   st.runners = options.num_batch_threads;
   for (int i = 0; i < st.runners; ++i) {

@@ -1,6 +1,7 @@
 // The HTTP/1.1 side of `troupe serve`: Boost.Beast on an io_context of a few threads, every
-// connection asynchronous (reads, handler replies, writes), keep-alive, so that one thread serves
-// many connections while their predictions wait in the batcher.
+// connection asynchronous (reads, handler replies, writes) and kept alive. A handler may answer
+// later from another thread (a batched prediction): the reply is posted back to the connection,
+// and the thread meanwhile serves other connections.
 //
 //   auto server = HttpServer::start({.host = "127.0.0.1", .port = 8501},
 //                                   [&](HttpRequest r, std::function<void(HttpReply)> done) {
