@@ -159,7 +159,8 @@ Result<std::string> write_saved_model(const std::string& base, const SavedModel&
     for (const auto& [name, bytes] : model.assets) {
       TROUPE_RETURN_IF_ERROR(runtime::write_file_atomic(tmp + "/assets/" + name, bytes));
     }
-    return runtime::write_file_atomic(tmp + "/saved_model.json", meta.dump(2) + "\n");
+    return runtime::write_file_atomic(
+        tmp + "/saved_model.json", meta.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   }();
   if (written.ok()) {
     fs::rename(tmp, dir, ec);

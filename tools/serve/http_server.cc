@@ -107,11 +107,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     HttpRequest r{std::string(req.method_string()), std::string(req.target()),
                   std::move(req.body())};
     auto self = shared_from_this();
-    server_.handler(std::move(r), [self](HttpReply reply) {
+    auto reply = [self](HttpReply reply) {
       net::post(self->stream_.get_executor(), [self, reply = std::move(reply)]() mutable {
         self->respond(std::move(reply), self->keep_alive_, true);
       });
-    });
+    };
+    // A handler that throws answers 500; the exception must not end the server's thread.
+    try {
+      server_.handler(std::move(r), reply);
+    } catch (const std::exception& e) {
+      runtime::log_error("a request failed: ", e.what());
+      reply({500, error_body(std::string("internal error: ") + e.what()), {}});
+    }
   }
 
   void respond(HttpReply reply, bool keep_alive, bool counted) {

@@ -252,6 +252,10 @@ Result<Tensor> tensor_from_json(element value, DType dtype, const std::string& n
   return t;
 }
 
+std::string to_text(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 json json_from_tensor(const Tensor& t, const std::string& name) {
   json out;
   visit_all(t.dtype(), [&](auto zero) {

@@ -34,6 +34,9 @@ runtime::Result<runtime::Tensor> tensor_from_json(simdjson::dom::element value,
 runtime::Result<runtime::Tensor> tensor_from_rows(const std::vector<simdjson::dom::element>& rows,
                                                   runtime::DType dtype, const std::string& name);
 json json_from_tensor(const runtime::Tensor& t, const std::string& name);
+// The text of an answer. Bytes that are not UTF-8 (a path or a string tensor a client sent,
+// echoed back) become U+FFFD instead of an exception: nothing a client sends may end the server.
+std::string to_text(const json& value);
 json json_row(const runtime::Tensor& t, int64_t row, const std::string& name);
 // One element of a float tensor as JSON: the shortest decimal that reads back as the same float
 // (0.1f is written 0.1, not 0.10000000149011612).

@@ -72,7 +72,7 @@ std::string upper_code(runtime::Code c) {
 
 HttpReply error(const Status& s) { return {http_status(s.code()), error_body(s.message()), {}}; }
 
-HttpReply ok(const json& body) { return {200, body.dump(), {}}; }
+HttpReply ok(const json& body) { return {200, to_text(body), {}}; }
 
 std::string servable_missing(const Route& r) {
   return r.version == 0 ? "Servable not found for request: Latest(" + r.name + ")"
@@ -365,7 +365,7 @@ Result<json> regress_results(const NamedTensors& out, int64_t batch) {
 
 }  // namespace
 
-std::string error_body(const std::string& message) { return json{{"error", message}}.dump(); }
+std::string error_body(const std::string& message) { return to_text(json{{"error", message}}); }
 
 int http_status(runtime::Code code) {
   switch (code) {
@@ -480,7 +480,7 @@ void RestApi::handle(const HttpRequest& request, std::function<void(HttpReply)> 
                                   : regress_results(*out, batch);
     }
     if (body.ok()) {
-      a.body = body->dump();
+      a.body = to_text(*body);
     } else {
       a.status = http_status(body.status().code());
       a.body = error_body(body.status().message());
