@@ -873,7 +873,10 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
     TROUPE_ASSIGN_OR_RETURN(saved.variables.tensors[name], store_->read(name));
   }
   std::map<std::string, Output> inputs;
-  for (size_t i = 0; i < m.components.size(); ++i) inputs[m.components[i].name] = m.inputs[i];
+  for (size_t i = 0; i < m.components.size(); ++i) {
+    // A prediction model built on labelled data has a label placeholder nothing serves.
+    if (m.components[i].name != m.label) inputs[m.components[i].name] = m.inputs[i];
+  }
   const auto& outputs = m.spec.export_outputs.empty() ? m.spec.predictions : m.spec.export_outputs;
   // As TF's canned estimators: serving_default and predict answer every output.
   const serving::Signature predict = serving::make_signature(m.graph, "predict", inputs, outputs);

@@ -83,8 +83,10 @@ struct ServingInput {
 };
 
 struct ExportOptions {
-  std::vector<ServingInput> inputs;       // empty: the features the model last saw
-  std::string checkpoint_path;            // empty: the model in memory, else the latest checkpoint
+  std::vector<ServingInput> inputs;  // empty: the features the model last saw
+  // Empty: the model in memory (else the latest checkpoint); a path: that checkpoint, loaded
+  // into the model as EvalOptions::checkpoint_path is.
+  std::string checkpoint_path;
   std::vector<std::string> class_labels;  // names of the classes classify answers with
 };
 
