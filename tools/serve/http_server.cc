@@ -5,6 +5,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -70,16 +71,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
+  // A request must arrive whole within idle_timeout. The timer is ours, not the stream's (whose
+  // expiry closes the socket), so that a client that started a request and stalled gets its 408.
   void read() {
     parser_.emplace();
     parser_->body_limit(server_.options.body_limit);
     parser_->header_limit(64 * 1024);
-    stream_.expires_after(server_.options.idle_timeout);
+    stream_.expires_never();
+    timed_out_ = false;
+    timer_.expires_after(server_.options.idle_timeout);
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;  // cancelled: the request came in time
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+    });
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Connection::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, size_t) {
+    timer_.cancel();
+    if (timed_out_ && parser_->got_some()) {
+      return respond({408,
+                      error_body("the request did not arrive whole within " +
+                                 std::to_string(server_.options.idle_timeout.count()) + " ms"),
+                      {}},
+                     false, false);
+    }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == net::error::operation_aborted || ec == net::error::connection_reset ||
         ec == net::error::eof) {
@@ -106,9 +125,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ++server_.in_flight;
     HttpRequest r{std::string(req.method_string()), std::string(req.target()),
                   std::move(req.body())};
-    auto self = shared_from_this();
-    auto reply = [self](HttpReply reply) {
-      net::post(self->stream_.get_executor(), [self, reply = std::move(reply)]() mutable {
+    // The reply may run on a batch runner's thread, and its closure die there later: the
+    // connection rides in the posted answer instead, so that it is always released on an io
+    // thread (or with the io_context), never after the io_context on another thread.
+    auto holder = std::make_shared<std::shared_ptr<Connection>>(shared_from_this());
+    auto reply = [holder](HttpReply reply) {
+      std::shared_ptr<Connection> self = std::move(*holder);
+      if (!self) return;  // answered already
+      auto executor = self->stream_.get_executor();
+      net::post(executor, [self = std::move(self), reply = std::move(reply)]() mutable {
         self->respond(std::move(reply), self->keep_alive_, true);
       });
     };
@@ -159,6 +184,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   beast::tcp_stream stream_;
+  net::steady_timer timer_{stream_.get_executor()};
+  bool timed_out_ = false;
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;

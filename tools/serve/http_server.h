@@ -11,8 +11,8 @@
 //   (*server)->stop(std::chrono::seconds(10));   // drains requests in flight, then closes
 //
 // Limits, each answered and logged, never a crash: a body over body_limit gets 413, a malformed
-// request 400, connections beyond max_connections 503; a client that sends nothing for
-// idle_timeout (or dawdles over a request for as long) is disconnected.
+// request 400, connections beyond max_connections 503, a request that does not arrive whole
+// within idle_timeout 408; a kept-alive connection idle for as long is closed.
 #pragma once
 
 #include <chrono>
