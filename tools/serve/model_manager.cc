@@ -44,9 +44,11 @@ void ModelManager::poll() {
     states_[newest] = {newest, "LOADING", runtime::ok_status()};
   }
   const std::string dir = options_.base_path + "/" + std::to_string(newest);
-  auto loaded = serving::Predictor::load(dir, {.sessions = options_.batching.num_batch_threads,
-                                               .batch_invariant = true,
-                                               .runtime = &runtime_});
+  // Batch runners each run one call at a time, and so do server threads without batching.
+  const int sessions =
+      options_.batching.enabled ? options_.batching.num_batch_threads : options_.sessions;
+  auto loaded = serving::Predictor::load(
+      dir, {.sessions = sessions, .batch_invariant = true, .runtime = &runtime_});
   if (!loaded.ok()) {
     runtime::log_error("model ", options_.name, " version ", newest,
                        " did not load: ", loaded.status().to_string());
