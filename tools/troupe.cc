@@ -1,5 +1,6 @@
-// The troupe command: train, evaluate and predict with a canned model, alone or as a task of a
-// cluster, serve a ps task, and launch a whole cluster on this machine.
+// The troupe command: train, evaluate, predict and export a canned model, alone or as a task of
+// a cluster; serve exports over TensorFlow Serving's REST API; serve a ps task, and launch a
+// whole cluster on this machine.
 //
 //   troupe train --model dnn --data fashion-mnist --model-dir DIR [--hidden 256,128]
 //                [--epochs N | --steps N] [--batch-size B] [--optimizer adam|sgd|momentum|
