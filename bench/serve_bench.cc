@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   int64_t skipped = 0;
   (void)test->source->read(0, &chunks, &skipped);
   const runtime::Tensor image =
-      serving::slice_rows(chunks[0].components[test->component("image")], chunks[0].first(), 1);
+      runtime::slice_rows(chunks[0].components[test->component("image")], chunks[0].first(), 1);
 
   // In-process: the predictor against a bare session on the same graph and variables.
   {

@@ -167,4 +167,42 @@ std::string Tensor::debug_string(int max_elements) const {
   return os.str();
 }
 
+Tensor slice_rows(const Tensor& t, int64_t first, int64_t rows) {
+  std::vector<int64_t> dims = t.shape().dims();
+  const int64_t per_row = t.dim(0) > 0 ? t.num_elements() / t.dim(0) : 0;
+  dims[0] = rows;
+  Tensor out(t.dtype(), Shape(dims));
+  if (t.dtype() == DType::kString) {
+    const std::string* src = t.data<std::string>() + first * per_row;
+    std::copy(src, src + rows * per_row, out.data<std::string>());
+  } else {
+    const size_t row_bytes = static_cast<size_t>(per_row) * dtype_size(t.dtype());
+    if (rows > 0) {
+      std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + first * row_bytes,
+                  rows * row_bytes);
+    }
+  }
+  return out;
+}
+
+Tensor concat_rows(const std::vector<Tensor>& parts) {
+  std::vector<int64_t> dims = parts[0].shape().dims();
+  dims[0] = 0;
+  for (const Tensor& p : parts) dims[0] += p.dim(0);
+  Tensor out(parts[0].dtype(), Shape(dims));
+  if (out.dtype() == DType::kString) {
+    std::string* dst = out.data<std::string>();
+    for (const Tensor& p : parts) {
+      dst = std::copy(p.data<std::string>(), p.data<std::string>() + p.num_elements(), dst);
+    }
+  } else {
+    char* dst = static_cast<char*>(out.raw_data());
+    for (const Tensor& p : parts) {
+      if (p.byte_size() > 0) std::memcpy(dst, p.raw_data(), p.byte_size());
+      dst += p.byte_size();
+    }
+  }
+  return out;
+}
+
 }  // namespace troupe::runtime

@@ -140,4 +140,10 @@ class Tensor {
   DeviceId device_;
 };
 
+// Rows [first, first + rows) of t along dimension 0, copied (rank >= 1, in range).
+Tensor slice_rows(const Tensor& t, int64_t first, int64_t rows);
+// The parts stacked along dimension 0 into a new tensor; they share the dtype and every
+// dimension after the first.
+Tensor concat_rows(const std::vector<Tensor>& parts);
+
 }  // namespace troupe::runtime

@@ -17,7 +17,6 @@
 
 #include "estimators/canned/dnn_classifier.h"
 #include "estimators/experiment.h"
-#include "estimators/export/batcher.h"
 #include "estimators/export/predictor.h"
 #include "estimators/metrics.h"
 #include "runtime/log.h"
@@ -549,13 +548,13 @@ runtime::Status predict_export(const std::string& dir, const std::string& signat
       if (rows <= 0) continue;
       serving::NamedTensors inputs;
       for (const auto& [name, c] : columns) {
-        inputs[name] = serving::slice_rows(chunk.components[c], chunk.first(), rows);
+        inputs[name] = runtime::slice_rows(chunk.components[c], chunk.first(), rows);
       }
       TROUPE_ASSIGN_OR_RETURN(serving::NamedTensors out, predictor->predict(inputs, signature));
       for (int64_t r = 0; r < rows; ++r) {
         estimators::Prediction one;
         for (const auto& [name, t] : out) {
-          one[name] = t.rank() > 0 && t.dim(0) == rows ? serving::slice_rows(t, r, 1) : t;
+          one[name] = t.rank() > 0 && t.dim(0) == rows ? runtime::slice_rows(t, r, 1) : t;
         }
         writer.write(one);
       }

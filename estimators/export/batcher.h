@@ -61,9 +61,4 @@ class Batcher {
   caf::actor_system& system_;
 };
 
-// Rows [first, first + rows) of t along dimension 0 (a copy).
-runtime::Tensor slice_rows(const runtime::Tensor& t, int64_t first, int64_t rows);
-// The tensors stacked along dimension 0; each has the same dtype and dimensions after the first.
-runtime::Tensor concat_rows(const std::vector<runtime::Tensor>& parts);
-
 }  // namespace troupe::serving

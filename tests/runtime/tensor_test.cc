@@ -85,3 +85,19 @@ TEST_CASE("sizes from outside are checked before anything is allocated; the pool
   CHECK(pool.allocate((SIZE_MAX >> 1) + 2) == nullptr);
   CHECK(pool.stats().bytes_in_use == 0);
 }
+
+TEST_CASE("slice_rows and concat_rows copy whole rows along dimension 0, strings too") {
+  const Tensor t = Tensor::from_vector<float>(Shape{3, 2}, {1, 2, 3, 4, 5, 6});
+  const Tensor mid = slice_rows(t, 1, 2);
+  CHECK(mid.shape() == Shape{2, 2});
+  CHECK(mid.to_vector<float>() == std::vector<float>{3, 4, 5, 6});
+  CHECK(!mid.shares_buffer_with(t));
+  const Tensor back = concat_rows({slice_rows(t, 0, 1), mid});
+  CHECK(back.shape() == Shape{3, 2});
+  CHECK(back.to_vector<float>() == t.to_vector<float>());
+  Tensor s(DType::kString, Shape{2});
+  s.data<std::string>()[0] = "a";
+  s.data<std::string>()[1] = "bc";
+  const Tensor ss = concat_rows({s, slice_rows(s, 1, 1)});
+  CHECK(ss.to_vector<std::string>() == std::vector<std::string>{"a", "bc", "bc"});
+}

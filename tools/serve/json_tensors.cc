@@ -216,19 +216,19 @@ json json_float(float v) {
   return std::strtod(buf, nullptr);
 }
 
-Result<Tensor> tensor_from_rows(const std::vector<element>& rows, DType dtype,
-                                const std::string& name) {
-  std::vector<int64_t> dims{static_cast<int64_t>(rows.size())};
-  if (!rows.empty()) TROUPE_RETURN_IF_ERROR(dims_of(rows[0], name, &dims));
-  const std::vector<int64_t> row_dims(dims.begin() + 1, dims.end());
-  for (element r : rows) TROUPE_RETURN_IF_ERROR(check_shape(r, 0, row_dims, name));
+namespace {
+
+// A tensor of `dims` holding the leaves of `parts` in order, each part `depth` lists deep (its
+// shape already checked).
+Result<Tensor> filled(DType dtype, const std::vector<int64_t>& dims,
+                      const std::vector<element>& parts, size_t depth, const std::string& name) {
   Tensor t(dtype, runtime::Shape(dims));
   Status s = runtime::ok_status();
   const bool known = visit_all(dtype, [&](auto zero) {
     using T = decltype(zero);
     T* out = t.data<T>();
-    for (size_t i = 0; i < rows.size() && s.ok(); ++i) {
-      s = fill<T>(rows[i], 0, row_dims.size(), name, &out);
+    for (size_t i = 0; i < parts.size() && s.ok(); ++i) {
+      s = fill<T>(parts[i], 0, depth, name, &out);
     }
   });
   if (!known) return runtime::invalid_argument("input '", name, "' has no JSON form");
@@ -236,20 +236,22 @@ Result<Tensor> tensor_from_rows(const std::vector<element>& rows, DType dtype,
   return t;
 }
 
+}  // namespace
+
+Result<Tensor> tensor_from_rows(const std::vector<element>& rows, DType dtype,
+                                const std::string& name) {
+  std::vector<int64_t> dims{static_cast<int64_t>(rows.size())};
+  if (!rows.empty()) TROUPE_RETURN_IF_ERROR(dims_of(rows[0], name, &dims));
+  const std::vector<int64_t> row_dims(dims.begin() + 1, dims.end());
+  for (element r : rows) TROUPE_RETURN_IF_ERROR(check_shape(r, 0, row_dims, name));
+  return filled(dtype, dims, rows, row_dims.size(), name);
+}
+
 Result<Tensor> tensor_from_json(element value, DType dtype, const std::string& name) {
   std::vector<int64_t> dims;
   TROUPE_RETURN_IF_ERROR(dims_of(value, name, &dims));
   TROUPE_RETURN_IF_ERROR(check_shape(value, 0, dims, name));
-  Tensor t(dtype, runtime::Shape(dims));
-  Status s = runtime::ok_status();
-  const bool known = visit_all(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    T* out = t.data<T>();
-    s = fill<T>(value, 0, dims.size(), name, &out);
-  });
-  if (!known) return runtime::invalid_argument("input '", name, "' has no JSON form");
-  if (!s.ok()) return s;
-  return t;
+  return filled(dtype, dims, {value}, dims.size(), name);
 }
 
 std::string to_text(const json& value) {
