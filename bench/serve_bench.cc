@@ -160,11 +160,11 @@ int main(int argc, char** argv) {
   estimators::RunConfig config;
   config.tf_random_seed = 1;
   config.log_step_count_steps = 1000000;
-  estimators::Estimator est(estimators::dnn_classifier_model_fn, config,
-                            estimators::to_params({.hidden_units = {256, 128},
-                                                   .n_classes = 10,
-                                                   .optimizer = "adam",
-                                                   .learning_rate = 0.001}));
+  estimators::Estimator est(
+      estimators::DNNOptions{
+          .hidden_units = {256, 128}, .n_classes = 10, .optimizer = ops::Optimizer::adam(0.001)}
+          .model_fn(estimators::Task::kClassifier),
+      config);
   auto train = estimators::input::fashion_mnist("train", {.batch_size = 128});
   if (!train.ok()) {
     std::fprintf(stderr, "serve_bench: %s\n", train.status().to_string().c_str());

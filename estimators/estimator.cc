@@ -191,6 +191,11 @@ void Estimator::set_params(Params params) {
   models_.clear();
 }
 
+void Estimator::set_model_fn(ModelFn model_fn) {
+  model_fn_ = std::move(model_fn);
+  models_.clear();
+}
+
 std::vector<std::string> Estimator::get_variable_names() const { return store_->names(); }
 
 Result<Tensor> Estimator::get_variable_value(const std::string& name) const {

@@ -142,6 +142,8 @@ class Estimator {
   const Params& params() const { return params_; }
   // New hyperparameters: graphs are rebuilt at the next call; the variables stay.
   void set_params(Params params);
+  // A new model_fn (a canned model's after set_params): the same, graphs rebuilt at the next call.
+  void set_model_fn(ModelFn model_fn);
   runtime::VariableStore& variables() { return *store_; }
   actors::Runtime& runtime() { return *runtime_; }
 

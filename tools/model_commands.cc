@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "estimators/canned/dnn_classifier.h"
+#include "estimators/canned/dnn.h"
 #include "estimators/experiment.h"
 #include "estimators/export/predictor.h"
 #include "estimators/metrics.h"
@@ -25,7 +25,7 @@
 
 namespace troupe::cli {
 
-using estimators::Params;
+using estimators::TextParams;
 namespace input = troupe::estimators::input;
 
 namespace {
@@ -59,7 +59,7 @@ const std::vector<std::string> kTrainFlags = {"model",
 // The model's description in model_dir, so that evaluate, predict and export can rebuild it:
 // its params, its label column and (once trained) the features it takes.
 struct ModelInfo {
-  Params params;
+  TextParams params;
   std::string label;
   std::vector<estimators::ServingInput> inputs;
 };
@@ -191,21 +191,29 @@ void print_metrics(const estimators::Metrics& m) {
   std::fflush(stdout);
 }
 
+// The model_fn of the model an info file describes (its params as text).
+runtime::Result<estimators::ModelFn> model_fn_of(const ModelInfo& info) {
+  estimators::DNNOptions o;
+  TROUPE_RETURN_IF_ERROR(
+      estimators::assign_params(o, estimators::Task::kClassifier, info.params, "the model"));
+  return o.model_fn(estimators::Task::kClassifier);
+}
+
 runtime::Result<std::unique_ptr<estimators::Estimator>> open_model(const Flags& flags,
                                                                    ModelInfo* info) {
   const std::string dir = flags.at("model-dir");
   TROUPE_ASSIGN_OR_RETURN(*info, load_model_info(dir));
   estimators::RunConfig config;
   config.model_dir = dir;
-  return std::make_unique<estimators::Estimator>(estimators::dnn_classifier_model_fn, config,
-                                                 info->params);
+  TROUPE_ASSIGN_OR_RETURN(estimators::ModelFn model_fn, model_fn_of(*info));
+  return std::make_unique<estimators::Estimator>(model_fn, config);
 }
 
 // A worker of a cluster: trains its part of the data against the ps tasks until the data ends,
 // the global step reaches --steps, or a signal; one JSON line of what it did.
-int run_worker(const estimators::RunConfig& config, const Params& p, const input::Dataset& data,
-               int64_t max_steps, GracefulStop& graceful) {
-  estimators::Estimator est(estimators::dnn_classifier_model_fn, config, p);
+int run_worker(const estimators::RunConfig& config, const estimators::ModelFn& model_fn,
+               const input::Dataset& data, int64_t max_steps, GracefulStop& graceful) {
+  estimators::Estimator est(model_fn, config);
   graceful.watch([&est] { est.request_stop(); });
   estimators::TrainOptions o;
   o.max_steps = max_steps;
@@ -222,11 +230,12 @@ int run_worker(const estimators::RunConfig& config, const Params& p, const input
 // The evaluator of a cluster: evaluates each new checkpoint of model_dir (its own events in
 // model_dir/eval), one JSON line each, until one reaches --steps, no new one comes for
 // --eval-timeout seconds, or a signal.
-int run_evaluator(estimators::RunConfig config, const Params& p, const input::Dataset& data,
-                  int64_t last_step, int64_t timeout_s, GracefulStop& graceful) {
+int run_evaluator(estimators::RunConfig config, const estimators::ModelFn& model_fn,
+                  const input::Dataset& data, int64_t last_step, int64_t timeout_s,
+                  GracefulStop& graceful) {
   config.cluster = {};  // it reads checkpoints; it joins no training
   config.job_secret = nullptr;
-  estimators::Estimator est(estimators::dnn_classifier_model_fn, config, p);
+  estimators::Estimator est(model_fn, config);
   std::mutex mu;
   std::condition_variable wake;
   bool stop = false;
@@ -326,14 +335,13 @@ int train(const std::vector<std::string>& args) {
   }
   const std::string label =
       flag("label", flags.count("data") && flag("data", "").rfind("csv:", 0) == 0 ? "" : "label");
-  Params p = estimators::to_params({});
-  p["hidden_units"] = flag("hidden", "256,128");
-  p["optimizer"] = flag("optimizer", "adam");
-  p["learning_rate"] = flag("learning-rate", "0.001");
-  p["dropout"] = flag("dropout", "0");
-  p["activation"] = flag("activation", "relu");
+  TextParams flagged = {{"hidden_units", flag("hidden", "256,128")},
+                        {"optimizer", flag("optimizer", "adam")},
+                        {"learning_rate", flag("learning-rate", "0.001")},
+                        {"dropout", flag("dropout", "0")},
+                        {"activation", flag("activation", "relu")}};
   // Big kernels spread over a cluster's ps tasks; evaluate and predict read the same parts.
-  p["partitions"] = std::to_string(std::max(1, cluster->num_ps_replicas));
+  flagged["partitions"] = std::to_string(std::max(1, cluster->num_ps_replicas));
   // In a cluster every replica reads its part round and round and all stop at one global step:
   // --epochs becomes the steps one process takes for that many passes over all the data.
   const bool repeat = steps > 0 || (in_cluster && cluster->task_type != "evaluator");
@@ -352,8 +360,15 @@ int train(const std::vector<std::string>& args) {
     if (!counted.ok()) return fail(counted.status());
     n_classes = std::max<int64_t>(2, *counted);
   }
-  p["n_classes"] = std::to_string(n_classes);
-  if (auto checked = estimators::dnn_options(p); !checked.ok()) return fail(checked.status());
+  flagged["n_classes"] = std::to_string(n_classes);
+  estimators::DNNOptions options;
+  if (auto s =
+          estimators::assign_params(options, estimators::Task::kClassifier, flagged, "--model dnn");
+      !s.ok()) {
+    return usage_error(s.message());
+  }
+  const estimators::ModelFn model_fn = options.model_fn(estimators::Task::kClassifier);
+  TextParams p = estimators::to_text(estimators::params_of(options, estimators::Task::kClassifier));
 
   estimators::RunConfig config;
   config.model_dir = flag("model-dir", "");
@@ -383,7 +398,7 @@ int train(const std::vector<std::string>& args) {
   }
   // In a cluster the replicas share one global step: --steps is where it stops (max_steps).
   if (in_cluster && !cluster->is_chief && cluster->task_type != "evaluator") {
-    return run_worker(config, p, *train_data, steps, graceful);
+    return run_worker(config, model_fn, *train_data, steps, graceful);
   }
 
   input::DatasetOptions eval_opts{.batch_size = 1000};
@@ -394,7 +409,7 @@ int train(const std::vector<std::string>& args) {
   auto eval_data = open_data(eval_spec, "test", label, eval_opts);
   if (!eval_data.ok()) return fail(eval_data.status());
   if (cluster->task_type == "evaluator") {
-    return run_evaluator(config, p, *eval_data, steps, eval_timeout_s, graceful);
+    return run_evaluator(config, model_fn, *eval_data, steps, eval_timeout_s, graceful);
   }
 
   if (auto earlier = load_model_info(config.model_dir); earlier.ok()) {
@@ -413,7 +428,7 @@ int train(const std::vector<std::string>& args) {
   std::filesystem::create_directories(config.model_dir, ec);
   if (ec)
     return fail(runtime::internal_error("cannot create ", config.model_dir, ": ", ec.message()));
-  estimators::Estimator est(estimators::dnn_classifier_model_fn, config, p);
+  estimators::Estimator est(model_fn, config);
   if (auto s = save_model_info(config.model_dir, {p, label, {}}); !s.ok()) return fail(s);
   estimators::ExperimentOptions xo;
   xo.eval_every_steps = eval_every;

@@ -34,10 +34,13 @@ int main(int argc, char** argv) {
   estimators::RunConfig config;
   config.tf_random_seed = 1;
   config.log_step_count_steps = 1000000;
-  estimators::DNNClassifier clf(
-      {.hidden_units = {16}, .n_classes = 3, .optimizer = "adam", .learning_rate = 0.01}, config);
-  if (auto fit = clf.fit(x, y, {.batch_size = 32, .epochs = 10, .seed = 1}); !fit.ok()) {
-    std::fprintf(stderr, "fit: %s\n", fit.status().to_string().c_str());
+  estimators::DNNClassifier clf({.hidden_units = {16},
+                                 .n_classes = 3,
+                                 .optimizer = troupe::ops::Optimizer::adam(0.01),
+                                 .fit = {.batch_size = 32, .epochs = 10}},
+                                config);
+  if (auto fit = clf.fit(x, y); !fit.ok()) {
+    std::fprintf(stderr, "fit: %s\n", fit.to_string().c_str());
     return 1;
   }
   auto accuracy = clf.score(x, y);

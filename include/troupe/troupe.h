@@ -35,7 +35,7 @@
 #include "actors/runtime_system.h"
 #include "actors/session.h"
 
-#include "estimators/canned/dnn_classifier.h"
+#include "estimators/canned/dnn.h"
 #include "estimators/estimator.h"
 #include "estimators/experiment.h"
 #include "estimators/export/batcher.h"

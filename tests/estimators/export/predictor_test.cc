@@ -10,7 +10,7 @@
 #include <random>
 #include <thread>
 
-#include "estimators/canned/dnn_classifier.h"
+#include "estimators/canned/dnn.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "runtime/record_io.h"
@@ -53,8 +53,10 @@ std::string trained_export(const std::string& base, Tensor* x, Tensor* probabili
   RunConfig config;
   config.tf_random_seed = 1;
   config.log_step_count_steps = 1000000;
-  Estimator est(dnn_classifier_model_fn, config,
-                to_params({.hidden_units = {8}, .n_classes = 3, .learning_rate = 0.05}));
+  Estimator est(
+      DNNOptions{.hidden_units = {8}, .n_classes = 3, .optimizer = ops::Optimizer::adagrad(0.05)}
+          .model_fn(Task::kClassifier),
+      config);
   auto data = input::arrays({{"x", *x}, {"label", y}}, "label",
                             {.batch_size = 30, .num_epochs = 3, .shuffle = true, .seed = 2});
   REQUIRE(est.train(*data).ok());

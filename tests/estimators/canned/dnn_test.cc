@@ -1,6 +1,6 @@
 // DNNClassifier through scikit-learn's calls, and an Experiment with evaluation every N steps,
 // early stopping, learning-rate reduction on a plateau and exports.
-#include "estimators/canned/dnn_classifier.h"
+#include "estimators/canned/dnn.h"
 
 #include <doctest/doctest.h>
 
@@ -46,11 +46,13 @@ TEST_CASE("DNNClassifier: fit, predict, predict_proba, score, params") {
   Tensor x, y, tx, ty;
   blobs(800, 1, &x, &y);
   blobs(200, 2, &tx, &ty);
-  DNNClassifier clf(
-      {.hidden_units = {16, 8}, .n_classes = 2, .optimizer = "adam", .learning_rate = 0.01},
-      quiet());
-  auto r = clf.fit(x, y, {.batch_size = 32, .epochs = 5, .seed = 3});
-  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  DNNClassifier clf({.hidden_units = {16, 8},
+                     .n_classes = 2,
+                     .optimizer = ops::Optimizer::adam(0.01),
+                     .fit = {.batch_size = 32, .epochs = 5}},
+                    quiet());
+  auto r = clf.fit(x, y);
+  REQUIRE_MESSAGE(r.ok(), r.to_string());
   auto score = clf.score(tx, ty);
   REQUIRE(score.ok());
   CHECK(*score > 0.95);
@@ -65,13 +67,29 @@ TEST_CASE("DNNClassifier: fit, predict, predict_proba, score, params") {
   CHECK(m->at("accuracy") == doctest::Approx(*score));
   CHECK(m->at("auc") > 0.95);
   CHECK(m->count("precision") == 1);
-  CHECK(clf.get_params().at("hidden_units") == "16,8");
-  CHECK(clf.set_params({{"dropout", "0.2"}}).ok());
-  CHECK(clf.get_params().at("dropout") == "0.2");
-  CHECK(clf.set_params({{"dropout", "2"}}).message().find("dropout") != std::string::npos);
-  CHECK(clf.set_params({{"depth", "2"}}).message().find("no parameter 'depth'") !=
+  // Params are typed, and each is checked where it is set.
+  CHECK(std::get<std::vector<int64_t>>(clf.get_params().at("hidden_units")) ==
+        std::vector<int64_t>{16, 8});
+  CHECK(std::get<std::string>(clf.get_params().at("optimizer")) == "adam");
+  CHECK(std::get<double>(clf.get_params().at("learning_rate")) == 0.01);
+  CHECK(clf.set_params({{"dropout", 0.2}}).ok());
+  CHECK(clf.options().dropout == 0.2);
+  CHECK(clf.set_params({{"dropout", 2.0}}).message().find("dropout") != std::string::npos);
+  CHECK(clf.options().dropout == 0.2);
+  CHECK(clf.set_params({{"depth", int64_t{2}}}).message().find("no parameter 'depth'") !=
         std::string::npos);
-  CHECK(!dnn_options({{"optimizer", "adamw"}}).ok());
+  CHECK(clf.set_params({{"optimizer", "adamw"}}).message().find("optimizer") != std::string::npos);
+  CHECK(clf.set_params({{"optimizer", "sgd"}}).ok());
+  CHECK(clf.options().optimizer.kind == ops::Optimizer::Kind::kSgd);
+  CHECK(clf.options().optimizer.learning_rate == 0.01);  // kept across the change of kind
+  CHECK(clf.set_params_text({{"hidden_units", "32,4"}, {"learning_rate", "0.3"}}).ok());
+  CHECK(clf.options().hidden_units == std::vector<int64_t>{32, 4});
+  CHECK(clf.set_params_text({{"learning_rate", "fast"}}).message().find("'fast'") !=
+        std::string::npos);
+  // A clone has the params and no model.
+  std::unique_ptr<Model> copy = clf.clone();
+  CHECK(to_text(copy->get_params()) == to_text(clf.get_params()));
+  CHECK(!copy->predict(tx).ok());
 }
 
 TEST_CASE("Experiment: evaluation every N steps, early stopping with the best weights, exports") {
@@ -83,8 +101,9 @@ TEST_CASE("Experiment: evaluation every N steps, early stopping with the best we
   blobs(1000, 1, &x, &y);
   blobs(300, 2, &tx, &ty);
   Estimator est(
-      dnn_classifier_model_fn, quiet(dir),
-      to_params({.hidden_units = {8}, .n_classes = 2, .optimizer = "sgd", .learning_rate = 0.05}));
+      DNNOptions{.hidden_units = {8}, .n_classes = 2, .optimizer = ops::Optimizer::sgd(0.05)}
+          .model_fn(Task::kClassifier),
+      quiet(dir));
   auto train = input::arrays({{"x", x}, {"y", y}}, "y",
                              {.batch_size = 50, .num_epochs = 30, .shuffle = true, .seed = 1});
   auto test = input::arrays({{"x", tx}, {"y", ty}}, "y", {.batch_size = 100});
@@ -137,8 +156,10 @@ TEST_CASE("Experiment::request_stop ends training gracefully: checkpoint, evalua
   std::filesystem::remove_all(dir);
   Tensor x, y;
   blobs(1000, 3, &x, &y);
-  Estimator est(dnn_classifier_model_fn, quiet(dir),
-                to_params({.hidden_units = {8}, .n_classes = 2, .learning_rate = 0.05}));
+  Estimator est(
+      DNNOptions{.hidden_units = {8}, .n_classes = 2, .optimizer = ops::Optimizer::adagrad(0.05)}
+          .model_fn(Task::kClassifier),
+      quiet(dir));
   auto train = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 50, .num_epochs = 100});
   auto test = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 500});
   // Asks for the stop from inside training, as a signal handler's thread would from outside.
@@ -197,13 +218,14 @@ TEST_CASE("Experiment::continuous_eval evaluates the checkpoints a trainer leave
   Tensor x, y;
   blobs(400, 3, &x, &y);
   auto data = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 40, .num_epochs = 3});
-  const Params params =
-      to_params({.hidden_units = {4}, .n_classes = 2, .optimizer = "adam", .learning_rate = 0.05});
+  const ModelFn model =
+      DNNOptions{.hidden_units = {4}, .n_classes = 2, .optimizer = ops::Optimizer::adam(0.05)}
+          .model_fn(Task::kClassifier);
   {
-    Estimator trainer(dnn_classifier_model_fn, quiet(dir), params);
+    Estimator trainer(model, quiet(dir));
     REQUIRE(trainer.train(*data).ok());
   }
-  Estimator evaluator(dnn_classifier_model_fn, quiet(dir), params);
+  Estimator evaluator(model, quiet(dir));
   Experiment exp(evaluator, *data, {{"held_out", *data}});
   auto evals = exp.continuous_eval(/*last_step=*/30, /*poll_secs=*/0.05, /*timeout_secs=*/5);
   REQUIRE_MESSAGE(evals.ok(), evals.status().to_string());

@@ -1,0 +1,89 @@
+#include "estimators/canned/dnn.h"
+
+#include "estimators/canned/input_layer.h"
+#include "estimators/canned/model_impl.h"
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/state_ops.h"
+
+namespace troupe::estimators {
+
+using runtime::DType;
+using runtime::Output;
+using runtime::Result;
+using runtime::Shape;
+using runtime::Status;
+
+namespace {
+
+Output activate(runtime::GraphBuilder& b, const std::string& name, Output x) {
+  if (name == "tanh") return ops::tanh(b, x);
+  if (name == "sigmoid") return ops::sigmoid(b, x);
+  if (name == "elu") return ops::elu(b, x);
+  return ops::relu(b, x);
+}
+
+Output dense(runtime::GraphBuilder& b, const std::string& scope, Output x, int64_t in, int64_t out,
+             int partitions) {
+  auto guard = b.name_scope(scope);
+  const int64_t bytes = in * out * 4;
+  const int64_t parts =
+      std::min<int64_t>(partitions, std::max<int64_t>(1, bytes / DNNOptions::kPartitionBytes));
+  Output w =
+      ops::partitioned_variable(b, "kernel", Shape{in, out}, DType::kFloat32,
+                                ops::glorot_uniform(b, Shape{in, out}), static_cast<int>(parts));
+  Output bias = ops::variable(b, "bias", Shape{out}, DType::kFloat32,
+                              ops::zeros(b, Shape{out}, DType::kFloat32));
+  return ops::bias_add(b, ops::matmul(b, x, w), bias);
+}
+
+Status bad(Task task, const char* param, const std::string& why) {
+  return runtime::invalid_argument(
+      task == Task::kClassifier ? DNNOptions::kClassifierName : DNNOptions::kRegressorName,
+      " parameter ", param, ": ", why);
+}
+
+}  // namespace
+
+Status DNNOptions::validate(Task task) const {
+  for (int64_t u : hidden_units) {
+    if (u < 1) return bad(task, "hidden_units", "every layer needs at least one unit");
+  }
+  if (task == Task::kClassifier && n_classes < 2) return bad(task, "n_classes", "below 2");
+  if (task == Task::kRegressor && label_dimension < 1) {
+    return bad(task, "label_dimension", "below 1");
+  }
+  if (activation != "relu" && activation != "tanh" && activation != "sigmoid" &&
+      activation != "elu") {
+    return bad(task, "activation", "'" + activation + "' is not relu, tanh, sigmoid or elu");
+  }
+  if (!(dropout >= 0 && dropout < 1)) return bad(task, "dropout", "not in [0, 1)");
+  if (!(optimizer.learning_rate > 0)) return bad(task, "learning_rate", "not above 0");
+  if (!(optimizer.clip_norm >= 0)) return bad(task, "clip_norm", "negative");
+  if (partitions < 1) return bad(task, "partitions", "below 1");
+  return fit.validate(task == Task::kClassifier ? kClassifierName : kRegressorName);
+}
+
+ModelFn DNNOptions::model_fn(Task task) const {
+  return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
+    runtime::GraphBuilder& b = in.b;
+    int64_t width = 0;
+    TROUPE_ASSIGN_OR_RETURN(Output h, dense_input_layer(in, o.feature_keys, &width));
+    for (size_t i = 0; i < o.hidden_units.size(); ++i) {
+      h = activate(b, o.activation,
+                   dense(b, "dnn/hiddenlayer_" + std::to_string(i), h, width, o.hidden_units[i],
+                         o.partitions));
+      if (o.dropout > 0 && in.mode == Mode::kTrain) h = ops::dropout(b, h, o.dropout, true);
+      width = o.hidden_units[i];
+    }
+    const Head head{task, o.n_classes, o.label_dimension};
+    Output logits = dense(b, "dnn/logits", h, width, logits_dimension(head), o.partitions);
+    return head_spec(in, head, logits, o.optimizer);
+  };
+}
+
+template class CannedModel<DNNOptions, Task::kClassifier>;
+template class CannedModel<DNNOptions, Task::kRegressor>;
+
+}  // namespace troupe::estimators

@@ -1,0 +1,67 @@
+// DNN models: a feed-forward network over every numeric feature, as tf.estimator's canned
+// DNNClassifier and DNNRegressor, with scikit-learn's fit / predict / score / get_params /
+// set_params (estimators/canned/model.h).
+//
+//   DNNClassifier clf({.hidden_units = {256, 128}, .n_classes = 10,
+//                      .optimizer = ops::Optimizer::adam(1e-3),
+//                      .fit = {.batch_size = 128, .epochs = 5}}, config);
+//   clf.fit(x_train, y_train);                            // or clf.estimator().train(dataset)
+//   auto classes = clf.predict(x_test);                   // Result<Tensor> int64 [n]
+//   auto accuracy = clf.score(x_test, y_test);            // Result<double>
+//   clf.set_params({{"hidden_units", std::vector<int64_t>{64}}, {"learning_rate", 0.01}});
+//
+// Features are cast to float32, flattened per example and concatenated in name order
+// (input_layer.h); the head (head.h) turns the last layer into predictions and the loss.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "estimators/canned/head.h"
+#include "estimators/canned/model.h"
+#include "estimators/canned/params.h"
+
+namespace troupe::estimators {
+
+struct DNNOptions {
+  std::vector<int64_t> hidden_units{256, 128};
+  int64_t n_classes = 2;            // classifiers
+  int64_t label_dimension = 1;      // regressors
+  std::string activation = "relu";  // relu, tanh, sigmoid, elu
+  double dropout = 0;               // the rate of units dropped while training
+  // Its learning rate and clip_norm (gradient clipping by global norm) are params too.
+  ops::Optimizer optimizer = ops::Optimizer::adagrad(0.05);
+  std::vector<std::string> feature_keys;  // empty: every feature
+  // Kernels of kPartitionBytes or more split along dimension 0 into up to this many parts (a
+  // cluster's ps tasks), each at least that big, as TF's min_max_variable_partitioner.
+  int partitions = 1;
+  FitParams fit;
+  static constexpr int64_t kPartitionBytes = 256 << 10;
+  static constexpr const char* kClassifierName = "DNNClassifier";
+  static constexpr const char* kRegressorName = "DNNRegressor";
+
+  template <class Self, class F>
+  static void fields(Self& o, Task task, F&& f) {
+    f("hidden_units", o.hidden_units);
+    if (task == Task::kClassifier) {
+      f("n_classes", o.n_classes);
+    } else {
+      f("label_dimension", o.label_dimension);
+    }
+    f("activation", o.activation);
+    f("dropout", o.dropout);
+    f("optimizer", o.optimizer);
+    f("learning_rate", o.optimizer.learning_rate);
+    f("clip_norm", o.optimizer.clip_norm);
+    f("feature_keys", o.feature_keys);
+    f("partitions", o.partitions);
+    FitParams::fields(o.fit, f);
+  }
+  runtime::Status validate(Task task) const;
+  ModelFn model_fn(Task task) const;
+};
+
+using DNNClassifier = CannedModel<DNNOptions, Task::kClassifier>;
+using DNNRegressor = CannedModel<DNNOptions, Task::kRegressor>;
+
+}  // namespace troupe::estimators

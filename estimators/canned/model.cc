@@ -1,0 +1,71 @@
+#include "estimators/canned/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "estimators/metrics.h"
+
+namespace troupe::estimators {
+
+using runtime::Result;
+using runtime::Tensor;
+
+namespace {
+
+runtime::Status same_length(const Tensor& y_true, const Tensor& y_pred) {
+  if (y_true.num_elements() != y_pred.num_elements()) {
+    return runtime::invalid_argument("score: ", y_true.num_elements(), " labels for ",
+                                     y_pred.num_elements(), " predictions");
+  }
+  if (y_true.num_elements() == 0) return runtime::invalid_argument("score: no examples");
+  return runtime::ok_status();
+}
+
+}  // namespace
+
+Result<double> accuracy_score(const Tensor& y_true, const Tensor& y_pred) {
+  TROUPE_RETURN_IF_ERROR(same_length(y_true, y_pred));
+  const std::vector<double> want = as_doubles(y_true);
+  const std::vector<double> got = as_doubles(y_pred);
+  double right = 0;
+  for (size_t i = 0; i < want.size(); ++i) right += want[i] == got[i];
+  return right / static_cast<double>(want.size());
+}
+
+Result<double> r2_score(const Tensor& y_true, const Tensor& y_pred) {
+  TROUPE_RETURN_IF_ERROR(same_length(y_true, y_pred));
+  const std::vector<double> want = as_doubles(y_true);
+  const std::vector<double> got = as_doubles(y_pred);
+  double mean = 0;
+  for (double v : want) mean += v;
+  mean /= static_cast<double>(want.size());
+  double residual = 0, total = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    residual += (want[i] - got[i]) * (want[i] - got[i]);
+    total += (want[i] - mean) * (want[i] - mean);
+  }
+  // scikit-learn's convention for constant targets: 1 when predicted exactly, else 0.
+  if (total == 0) return residual == 0 ? 1.0 : 0.0;
+  return 1 - residual / total;
+}
+
+runtime::Status FitParams::validate(const std::string& model) const {
+  if (batch_size < 1) {
+    return runtime::invalid_argument(model, " parameter batch_size: ", batch_size,
+                                     " is not at least 1");
+  }
+  if (epochs < 0) {
+    return runtime::invalid_argument(model, " parameter epochs: ", epochs, " is negative");
+  }
+  return runtime::ok_status();
+}
+
+int64_t FitParams::epochs_for(int64_t examples) const {
+  if (epochs > 0) return epochs;
+  const int64_t batch = std::max<int64_t>(1, std::min(batch_size, examples));
+  const int64_t steps_per_epoch = (examples + batch - 1) / batch;
+  return std::clamp<int64_t>((1000 + steps_per_epoch - 1) / std::max<int64_t>(1, steps_per_epoch),
+                             1, 200);
+}
+
+}  // namespace troupe::estimators

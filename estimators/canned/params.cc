@@ -1,0 +1,262 @@
+#include "estimators/canned/params.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+namespace troupe::estimators {
+
+using ops::Optimizer;
+
+namespace {
+
+template <class T>
+std::string join(const std::vector<T>& v) {
+  std::ostringstream s;
+  for (size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
+  return s.str();
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream ss(text);
+  for (std::string part; std::getline(ss, part, ',');) parts.push_back(part);
+  return parts;
+}
+
+}  // namespace
+
+std::string to_text(const ParamValue& v) {
+  struct Visitor {
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const {
+      // The shortest text that reads back the same double, so 0.001 stays 0.001.
+      std::string text;
+      for (int p = 1; p <= 17; ++p) {
+        std::ostringstream t;
+        t.precision(p);
+        t << d;
+        text = t.str();
+        if (std::strtod(text.c_str(), nullptr) == d) break;
+      }
+      return text;
+    }
+    std::string operator()(const std::string& s) const { return s; }
+    std::string operator()(const std::vector<int64_t>& v) const { return join(v); }
+    std::string operator()(const std::vector<std::string>& v) const { return join(v); }
+  };
+  return std::visit(Visitor{}, v);
+}
+
+TextParams to_text(const ParamMap& p) {
+  TextParams text;
+  for (const auto& [k, v] : p) text[k] = to_text(v);
+  return text;
+}
+
+std::string optimizer_key(const Optimizer& o) {
+  switch (o.kind) {
+    case Optimizer::Kind::kSgd:
+      return "sgd";
+    case Optimizer::Kind::kMomentum:
+      return "momentum";
+    case Optimizer::Kind::kAdagrad:
+      return "adagrad";
+    case Optimizer::Kind::kAdam:
+      return "adam";
+    case Optimizer::Kind::kRmsProp:
+      return "rmsprop";
+    case Optimizer::Kind::kFtrl:
+      return "ftrl";
+  }
+  return "sgd";
+}
+
+runtime::Result<Optimizer> optimizer_named(const std::string& name, const Optimizer& from) {
+  const double lr = from.learning_rate;
+  Optimizer o;
+  if (name == "adam") {
+    o = Optimizer::adam(lr);
+  } else if (name == "sgd") {
+    o = Optimizer::sgd(lr);
+  } else if (name == "momentum") {
+    o = Optimizer::momentum_sgd(lr, 0.9);
+  } else if (name == "adagrad") {
+    o = Optimizer::adagrad(lr);
+  } else if (name == "rmsprop") {
+    o = Optimizer::rmsprop(lr);
+  } else if (name == "ftrl") {
+    o = Optimizer::ftrl(lr, from.l1, from.l2);
+  } else {
+    return runtime::invalid_argument("optimizer '", name,
+                                     "' is not adam, sgd, momentum, adagrad, rmsprop or ftrl");
+  }
+  o.clip_norm = from.clip_norm;
+  return o;
+}
+
+namespace params_detail {
+
+ParamValue value_of(bool v) { return v; }
+ParamValue value_of(int v) { return int64_t{v}; }
+ParamValue value_of(int64_t v) { return v; }
+ParamValue value_of(double v) { return v; }
+ParamValue value_of(const std::string& v) { return v; }
+ParamValue value_of(const std::vector<int64_t>& v) { return v; }
+ParamValue value_of(const std::vector<std::string>& v) { return v; }
+ParamValue value_of(const Optimizer& v) { return optimizer_key(v); }
+
+bool assign(bool* field, const ParamValue& v) {
+  if (!std::holds_alternative<bool>(v)) return false;
+  *field = std::get<bool>(v);
+  return true;
+}
+
+bool assign(int64_t* field, const ParamValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    *field = *i;
+    return true;
+  }
+  // A whole double (a grid written 1e3) is an integer too.
+  if (const auto* d = std::get_if<double>(&v)) {
+    if (std::floor(*d) != *d || std::abs(*d) > 9e15) return false;
+    *field = static_cast<int64_t>(*d);
+    return true;
+  }
+  return false;
+}
+
+bool assign(int* field, const ParamValue& v) {
+  int64_t wide = 0;
+  if (!assign(&wide, v) || wide < std::numeric_limits<int>::min() ||
+      wide > std::numeric_limits<int>::max()) {
+    return false;
+  }
+  *field = static_cast<int>(wide);
+  return true;
+}
+
+bool assign(double* field, const ParamValue& v) {
+  if (const auto* d = std::get_if<double>(&v)) {
+    *field = *d;
+    return true;
+  }
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    *field = static_cast<double>(*i);
+    return true;
+  }
+  return false;
+}
+
+bool assign(std::string* field, const ParamValue& v) {
+  if (!std::holds_alternative<std::string>(v)) return false;
+  *field = std::get<std::string>(v);
+  return true;
+}
+
+bool assign(std::vector<int64_t>* field, const ParamValue& v) {
+  if (const auto* list = std::get_if<std::vector<int64_t>>(&v)) {
+    *field = *list;
+    return true;
+  }
+  int64_t one = 0;
+  if (!assign(&one, v)) return false;
+  *field = {one};
+  return true;
+}
+
+bool assign(std::vector<std::string>* field, const ParamValue& v) {
+  if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
+    *field = *list;
+    return true;
+  }
+  if (const auto* one = std::get_if<std::string>(&v)) {
+    *field = {*one};
+    return true;
+  }
+  return false;
+}
+
+bool assign(Optimizer* field, const ParamValue& v) {
+  const auto* name = std::get_if<std::string>(&v);
+  if (!name) return false;
+  auto o = optimizer_named(*name, *field);
+  if (!o.ok()) return false;
+  *field = *o;
+  return true;
+}
+
+bool parse(bool* field, const std::string& text) {
+  if (text == "true" || text == "1") {
+    *field = true;
+  } else if (text == "false" || text == "0") {
+    *field = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool parse(int64_t* field, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) return false;
+  *field = v;
+  return true;
+}
+
+bool parse(int* field, const std::string& text) {
+  int64_t wide = 0;
+  return parse(&wide, text) && assign(field, ParamValue{wide});
+}
+
+bool parse(double* field, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v)) return false;
+  *field = v;
+  return true;
+}
+
+bool parse(std::string* field, const std::string& text) {
+  *field = text;
+  return true;
+}
+
+bool parse(std::vector<int64_t>* field, const std::string& text) {
+  std::vector<int64_t> values;
+  for (const std::string& part : split(text)) {
+    int64_t v = 0;
+    if (!parse(&v, part)) return false;
+    values.push_back(v);
+  }
+  *field = std::move(values);
+  return true;
+}
+
+bool parse(std::vector<std::string>* field, const std::string& text) {
+  std::vector<std::string> values;
+  for (const std::string& part : split(text)) {
+    if (!part.empty()) values.push_back(part);
+  }
+  *field = std::move(values);
+  return true;
+}
+
+bool parse(Optimizer* field, const std::string& text) { return assign(field, ParamValue{text}); }
+
+runtime::Status bad_value(const std::string& model, const std::string& name,
+                          const std::string& value) {
+  return runtime::invalid_argument(model, " parameter ", name, ": '", value, "' is not valid");
+}
+
+runtime::Status no_such_param(const std::string& model, const std::string& name) {
+  return runtime::invalid_argument(model, " has no parameter '", name, "'");
+}
+
+}  // namespace params_detail
+}  // namespace troupe::estimators

@@ -1,0 +1,129 @@
+// Typed hyperparameters of the canned models, as scikit-learn's get_params / set_params see
+// them. Each options struct names its fields once, in a static fields(); params by name (model
+// selection), the text of a model's info file and of CLI flags all follow from that list, so
+// adding a hyperparameter touches one place and the model_fn reads it typed.
+//
+//   struct MyOptions {
+//     int64_t units = 8;
+//     ops::Optimizer optimizer = ops::Optimizer::adam(0.01);
+//     template <class Self, class F> static void fields(Self& o, Task, F&& f) {
+//       f("units", o.units);
+//       f("optimizer", o.optimizer);                       // its name: "adam", "sgd", ...
+//       f("learning_rate", o.optimizer.learning_rate);
+//     }
+//     runtime::Status validate(Task) const;               // names the parameter that is wrong
+//   };
+//   MyOptions o;
+//   ParamMap p = params_of(o, Task::kClassifier);          // {"learning_rate": 0.01, ...}
+//   Status s = assign_params(o, Task::kClassifier, {{"units", int64_t{16}}}, "MyModel");
+//   Status t = assign_params(o, Task::kClassifier, TextParams{{"units", "16"}}, "MyModel");
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ops/training_ops.h"
+#include "runtime/status.h"
+
+namespace troupe::estimators {
+
+// What a canned model predicts; it decides the head (estimators/canned/head.h) and which
+// parameters exist (n_classes for classifiers, label_dimension for regressors).
+enum class Task { kClassifier, kRegressor };
+
+using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>,
+                                std::vector<std::string>>;
+using ParamMap = std::map<std::string, ParamValue>;
+using TextParams = std::map<std::string, std::string>;
+
+// A value as text: true, 16, 0.001, adam, 64,32 (lists comma-separated).
+std::string to_text(const ParamValue& v);
+TextParams to_text(const ParamMap& p);
+
+// The optimizer's short name (adam, sgd, momentum, adagrad, rmsprop, ftrl), and an optimizer
+// of that name keeping `from`'s learning rate and clip norm.
+std::string optimizer_key(const ops::Optimizer& o);
+runtime::Result<ops::Optimizer> optimizer_named(const std::string& name,
+                                                const ops::Optimizer& from = {});
+
+namespace params_detail {
+
+ParamValue value_of(bool v);
+ParamValue value_of(int v);
+ParamValue value_of(int64_t v);
+ParamValue value_of(double v);
+ParamValue value_of(const std::string& v);
+ParamValue value_of(const std::vector<int64_t>& v);
+ParamValue value_of(const std::vector<std::string>& v);
+ParamValue value_of(const ops::Optimizer& v);
+
+// false when the value does not convert (a string for a number, 2.5 for an integer).
+bool assign(bool* field, const ParamValue& v);
+bool assign(int* field, const ParamValue& v);
+bool assign(int64_t* field, const ParamValue& v);
+bool assign(double* field, const ParamValue& v);
+bool assign(std::string* field, const ParamValue& v);
+bool assign(std::vector<int64_t>* field, const ParamValue& v);
+bool assign(std::vector<std::string>* field, const ParamValue& v);
+bool assign(ops::Optimizer* field, const ParamValue& v);
+
+// Text in the field's own type: "64,32" for a list of integers, "true" for a flag.
+bool parse(bool* field, const std::string& text);
+bool parse(int* field, const std::string& text);
+bool parse(int64_t* field, const std::string& text);
+bool parse(double* field, const std::string& text);
+bool parse(std::string* field, const std::string& text);
+bool parse(std::vector<int64_t>* field, const std::string& text);
+bool parse(std::vector<std::string>* field, const std::string& text);
+bool parse(ops::Optimizer* field, const std::string& text);
+
+runtime::Status bad_value(const std::string& model, const std::string& name,
+                          const std::string& value);
+runtime::Status no_such_param(const std::string& model, const std::string& name);
+
+}  // namespace params_detail
+
+template <class Options>
+ParamMap params_of(const Options& o, Task task) {
+  ParamMap p;
+  Options::fields(o, task, [&p](const char* name, const auto& field) {
+    p[name] = params_detail::value_of(field);
+  });
+  return p;
+}
+
+// Sets the named parameters (values as ParamValue, or as text) and validates the result; on
+// an error `o` is left as it was and the error names the parameter.
+template <class Options, class Values>
+runtime::Status assign_params(Options& o, Task task, const Values& values,
+                              const std::string& model) {
+  Options next = o;
+  for (const auto& [name, value] : values) {
+    bool found = false, converted = false;
+    Options::fields(next, task, [&](const char* field_name, auto& field) {
+      if (found || name != field_name) return;
+      found = true;
+      if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>) {
+        converted = params_detail::parse(&field, value);
+      } else {
+        converted = params_detail::assign(&field, value);
+      }
+    });
+    if (!found) return params_detail::no_such_param(model, name);
+    if (!converted) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>) {
+        return params_detail::bad_value(model, name, value);
+      } else {
+        return params_detail::bad_value(model, name, to_text(value));
+      }
+    }
+  }
+  TROUPE_RETURN_IF_ERROR(next.validate(task));
+  o = std::move(next);
+  return runtime::ok_status();
+}
+
+}  // namespace troupe::estimators
