@@ -5,12 +5,15 @@
 //   Output logits = ...;                               // [batch, logits_dimension(head)]
 //   return head_spec(in, {.task = Task::kClassifier, .n_classes = 3}, logits, optimizer);
 //
-// Classifiers: softmax over n_classes logits; predictions classes (int64 [batch]),
-// probabilities and logits; loss the mean cross-entropy; metrics accuracy (and auc, precision,
-// recall with two classes); classify serves the probabilities. Regressors: predictions
-// [batch, label_dimension]; loss the mean squared error; metrics rmse and mae; regress serves
-// the predictions. Training adds the learning-rate variable "learning_rate" (which an
-// Experiment lowers on a plateau) and minimizes loss plus `regularization` with `optimizer`.
+// Classifiers: n_classes logits; predictions classes (int64 [batch]) and logits; loss "log"
+// (the default: softmax cross-entropy, with probabilities among the predictions, served by
+// classify) or "hinge" (one-vs-rest hinge loss, a linear SVM's; classify serves the logits);
+// metrics accuracy (and precision, recall, and auc with probabilities, for two classes).
+// Regressors: predictions [batch, label_dimension]; loss "squared" (the default: mean squared
+// error) or "epsilon_insensitive" (max(0, |y - f| - epsilon), a linear SVR's); metrics rmse
+// and mae; regress serves the predictions. The losses are scikit-learn's SGD loss names. Training
+// adds the learning-rate variable "learning_rate" (which an Experiment lowers on a plateau) and
+// minimizes loss plus `regularization` with `optimizer`.
 #pragma once
 
 #include "estimators/canned/params.h"
@@ -22,7 +25,12 @@ struct Head {
   Task task = Task::kClassifier;
   int64_t n_classes = 2;        // classifiers
   int64_t label_dimension = 1;  // regressors
+  std::string loss;             // empty: log for classifiers, squared for regressors
+  double epsilon = 0.1;         // of epsilon_insensitive
 };
+
+// An error naming the loss when it is not one of the task's.
+runtime::Status check_loss(Task task, const std::string& loss);
 
 int64_t logits_dimension(const Head& head);
 

@@ -1,0 +1,76 @@
+#include "estimators/canned/linear.h"
+
+#include "estimators/canned/input_layer.h"
+#include "estimators/canned/model_impl.h"
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/state_ops.h"
+
+namespace troupe::estimators {
+
+using runtime::DType;
+using runtime::Output;
+using runtime::Result;
+using runtime::Shape;
+using runtime::Status;
+
+namespace {
+
+Status bad(Task task, const char* param, const std::string& why) {
+  return runtime::invalid_argument(
+      task == Task::kClassifier ? LinearOptions::kClassifierName : LinearOptions::kRegressorName,
+      " parameter ", param, ": ", why);
+}
+
+}  // namespace
+
+Status LinearOptions::validate(Task task) const {
+  if (task == Task::kClassifier && n_classes < 2) return bad(task, "n_classes", "below 2");
+  if (task == Task::kRegressor && label_dimension < 1) {
+    return bad(task, "label_dimension", "below 1");
+  }
+  if (Status s = check_loss(task, loss); !s.ok()) return bad(task, "loss", s.message());
+  if (!(epsilon >= 0)) return bad(task, "epsilon", "negative");
+  if (!(optimizer.learning_rate > 0)) return bad(task, "learning_rate", "not above 0");
+  if (!(optimizer.clip_norm >= 0)) return bad(task, "clip_norm", "negative");
+  if (!(l1 >= 0)) return bad(task, "l1", "negative");
+  if (!(l2 >= 0)) return bad(task, "l2", "negative");
+  return fit.validate(task == Task::kClassifier ? kClassifierName : kRegressorName);
+}
+
+ModelFn LinearOptions::model_fn(Task task) const {
+  return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
+    runtime::GraphBuilder& b = in.b;
+    int64_t width = 0;
+    TROUPE_ASSIGN_OR_RETURN(Output x, dense_input_layer(in, o.feature_keys, &width));
+    const Head head{task, o.n_classes, o.label_dimension, o.loss, o.epsilon};
+    const int64_t dim = logits_dimension(head);
+    Output w, bias;
+    {
+      auto scope = b.name_scope("linear/linear_model");
+      w = ops::variable(b, "weights", Shape{width, dim}, DType::kFloat32,
+                        ops::zeros(b, Shape{width, dim}, DType::kFloat32));
+      bias = ops::variable(b, "bias_weights", Shape{dim}, DType::kFloat32,
+                           ops::zeros(b, Shape{dim}, DType::kFloat32));
+    }
+    Output logits = ops::bias_add(b, ops::matmul(b, x, w), bias);
+    ops::Optimizer opt = o.optimizer;
+    Output penalty;
+    if (opt.kind == ops::Optimizer::Kind::kFtrl) {
+      opt.l1 = o.l1;
+      opt.l2 = o.l2;
+    } else if (in.mode == Mode::kTrain && (o.l1 > 0 || o.l2 > 0)) {
+      std::vector<Output> terms;
+      if (o.l1 > 0) terms.push_back(ops::mul(b, ops::reduce_sum(b, ops::abs(b, w)), o.l1));
+      if (o.l2 > 0) terms.push_back(ops::mul(b, ops::reduce_sum(b, ops::square(b, w)), o.l2));
+      penalty = terms.size() == 1 ? terms[0] : ops::add(b, terms[0], terms[1]);
+    }
+    return head_spec(in, head, logits, opt, penalty);
+  };
+}
+
+template class CannedModel<LinearOptions, Task::kClassifier>;
+template class CannedModel<LinearOptions, Task::kRegressor>;
+
+}  // namespace troupe::estimators
