@@ -1,6 +1,7 @@
 #include "estimators/canned/params.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -33,16 +34,10 @@ std::string to_text(const ParamValue& v) {
     std::string operator()(bool b) const { return b ? "true" : "false"; }
     std::string operator()(int64_t i) const { return std::to_string(i); }
     std::string operator()(double d) const {
-      // The shortest text that reads back the same double, so 0.001 stays 0.001.
-      std::string text;
-      for (int p = 1; p <= 17; ++p) {
-        std::ostringstream t;
-        t.precision(p);
-        t << d;
-        text = t.str();
-        if (std::strtod(text.c_str(), nullptr) == d) break;
-      }
-      return text;
+      // The shortest text that reads back the same double: 0.001 stays 0.001, 1e4 is 10000.
+      char buf[64];
+      const auto end = std::to_chars(buf, buf + sizeof buf, d).ptr;
+      return std::string(buf, end);
     }
     std::string operator()(const std::string& s) const { return s; }
     std::string operator()(const std::vector<int64_t>& v) const { return join(v); }
