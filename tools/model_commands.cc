@@ -15,13 +15,13 @@
 #include <thread>
 #include <vector>
 
-#include "estimators/canned/dnn.h"
 #include "estimators/experiment.h"
 #include "estimators/export/predictor.h"
 #include "estimators/metrics.h"
 #include "runtime/log.h"
 #include "runtime/record_io.h"
 #include "tools/cli.h"
+#include "tools/model_spec.h"
 
 namespace troupe::cli {
 
@@ -33,14 +33,10 @@ namespace {
 const std::vector<std::string> kTrainFlags = {"model",
                                               "data",
                                               "model-dir",
-                                              "hidden",
                                               "epochs",
                                               "steps",
                                               "batch-size",
-                                              "optimizer",
-                                              "learning-rate",
-                                              "dropout",
-                                              "activation",
+                                              "standardize",
                                               "eval-every",
                                               "early-stopping-rounds",
                                               "seed",
@@ -55,72 +51,6 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "ps-strategy",
                                               "cluster-deadline",
                                               "eval-timeout"};
-
-// The model's description in model_dir, so that evaluate, predict and export can rebuild it:
-// its params, its label column and (once trained) the features it takes.
-struct ModelInfo {
-  TextParams params;
-  std::string label;
-  std::vector<estimators::ServingInput> inputs;
-};
-
-runtime::Status save_model_info(const std::string& dir, const ModelInfo& info) {
-  std::string text = "model dnn\nlabel " + info.label + "\n";
-  for (const auto& [k, v] : info.params) text += "param " + k + " " + v + "\n";
-  for (const estimators::ServingInput& in : info.inputs) {
-    std::string dims;
-    for (int64_t d : in.dims) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-    text += "input " + in.name + " " + runtime::dtype_name(in.dtype) + " " +
-            (dims.empty() ? "-" : dims) + "\n";
-  }
-  return runtime::write_file_atomic(dir + "/troupe_model.txt", text);
-}
-
-runtime::Result<ModelInfo> load_model_info(const std::string& dir) {
-  const std::string path = dir + "/troupe_model.txt";
-  std::ifstream in(path);
-  if (!in) {
-    return runtime::not_found(dir, " holds no troupe model (no troupe_model.txt): train one first");
-  }
-  ModelInfo info;
-  std::string word;
-  auto rest_of_line = [&in] {
-    std::string v;
-    std::getline(in, v);
-    if (!v.empty() && v[0] == ' ') v.erase(0, 1);
-    return v;
-  };
-  while (in >> word) {
-    if (word == "param") {
-      std::string k;
-      in >> k;
-      info.params[k] = rest_of_line();
-    } else if (word == "label") {
-      info.label = rest_of_line();
-    } else if (word == "input") {
-      estimators::ServingInput s;
-      std::string dtype, dims;
-      in >> s.name >> dtype >> dims;
-      if (!in || !runtime::dtype_from_name(dtype, &s.dtype)) {
-        return runtime::data_loss(path, ": a damaged input line");
-      }
-      std::stringstream list(dims == "-" ? "" : dims);
-      for (std::string d; std::getline(list, d, ',');) {
-        char* end = nullptr;
-        const long long v = std::strtoll(d.c_str(), &end, 10);
-        if (d.empty() || *end != '\0' || v < -1) {
-          return runtime::data_loss(path, ": input ", s.name, " has dimension '", d, "'");
-        }
-        s.dims.push_back(v);
-      }
-      info.inputs.push_back(std::move(s));
-      rest_of_line();
-    } else {
-      rest_of_line();
-    }
-  }
-  return info;
-}
 
 runtime::Result<input::Dataset> open_data(const std::string& spec, const std::string& split,
                                           const std::string& label,
@@ -191,18 +121,10 @@ void print_metrics(const estimators::Metrics& m) {
   std::fflush(stdout);
 }
 
-// The model_fn of the model an info file describes (its params as text).
-runtime::Result<estimators::ModelFn> model_fn_of(const ModelInfo& info) {
-  estimators::DNNOptions o;
-  TROUPE_RETURN_IF_ERROR(
-      estimators::assign_params(o, estimators::Task::kClassifier, info.params, "the model"));
-  return o.model_fn(estimators::Task::kClassifier);
-}
-
 runtime::Result<std::unique_ptr<estimators::Estimator>> open_model(const Flags& flags,
-                                                                   ModelInfo* info) {
+                                                                   ModelSpec* info) {
   const std::string dir = flags.at("model-dir");
-  TROUPE_ASSIGN_OR_RETURN(*info, load_model_info(dir));
+  TROUPE_ASSIGN_OR_RETURN(*info, load_model_spec(dir));
   estimators::RunConfig config;
   config.model_dir = dir;
   TROUPE_ASSIGN_OR_RETURN(estimators::ModelFn model_fn, model_fn_of(*info));
@@ -281,7 +203,9 @@ int run_evaluator(estimators::RunConfig config, const estimators::ModelFn& model
 }  // namespace
 
 int train(const std::vector<std::string>& args) {
-  auto parsed = parse_flags(args, kTrainFlags, {"sync"});
+  std::vector<std::string> valued = kTrainFlags;
+  valued.insert(valued.end(), model_param_flags().begin(), model_param_flags().end());
+  auto parsed = parse_flags(args, valued, {"sync", "regression"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
   GracefulStop graceful;
@@ -289,7 +213,16 @@ int train(const std::vector<std::string>& args) {
     auto it = flags.find(k);
     return it == flags.end() ? d : it->second;
   };
-  if (flag("model", "dnn") != "dnn") return usage_error("--model: only 'dnn' is available");
+  ModelSpec spec;
+  spec.model = flag("model", "dnn");
+  spec.task =
+      flags.count("regression") ? estimators::Task::kRegressor : estimators::Task::kClassifier;
+  auto model_params_given = model_params(spec.model, spec.task, flags);
+  if (!model_params_given.ok()) return usage_error(model_params_given.status().message());
+  const std::string standardize = flag("standardize", "auto");
+  if (standardize != "auto" && standardize != "on" && standardize != "off") {
+    return usage_error("--standardize: '" + standardize + "' is not auto, on or off");
+  }
   const std::string exported = flag("export", "");
   if (!exported.empty() && exported != "latest" && exported != "best") {
     return usage_error("--export: '" + exported + "' is not latest or best");
@@ -300,7 +233,7 @@ int train(const std::vector<std::string>& args) {
     return usage_error("--epochs and --steps exclude each other");
   }
   std::string error;
-  int64_t epochs = 10, steps = 0, batch = 128, eval_every = 0, rounds = 0, seed = 42;
+  int64_t epochs = 0, steps = 0, batch = 128, eval_every = 0, rounds = 0, seed = 42;
   int64_t deadline_s = 60, eval_timeout_s = 600, aggregate = 0, sync_timeout_s = 30;
   if ((flags.count("epochs") && !to_int("epochs", flag("epochs", ""), 1, &epochs, &error)) ||
       (flags.count("steps") && !to_int("steps", flag("steps", ""), 1, &steps, &error)) ||
@@ -335,13 +268,11 @@ int train(const std::vector<std::string>& args) {
   }
   const std::string label =
       flag("label", flags.count("data") && flag("data", "").rfind("csv:", 0) == 0 ? "" : "label");
-  TextParams flagged = {{"hidden_units", flag("hidden", "256,128")},
-                        {"optimizer", flag("optimizer", "adam")},
-                        {"learning_rate", flag("learning-rate", "0.001")},
-                        {"dropout", flag("dropout", "0")},
-                        {"activation", flag("activation", "relu")}};
+  TextParams flagged = *model_params_given;
   // Big kernels spread over a cluster's ps tasks; evaluate and predict read the same parts.
-  flagged["partitions"] = std::to_string(std::max(1, cluster->num_ps_replicas));
+  if (spec.model == "dnn") {
+    flagged["partitions"] = std::to_string(std::max(1, cluster->num_ps_replicas));
+  }
   // In a cluster every replica reads its part round and round and all stop at one global step:
   // --epochs becomes the steps one process takes for that many passes over all the data.
   const bool repeat = steps > 0 || (in_cluster && cluster->task_type != "evaluator");
@@ -351,8 +282,11 @@ int train(const std::vector<std::string>& args) {
                                    .seed = static_cast<uint64_t>(seed)};
   auto train_data = open_data(flag("data", ""), "train", label, train_opts);
   if (!train_data.ok()) return fail(train_data.status());
+  const bool classifier = spec.task == estimators::Task::kClassifier;
   int64_t n_classes = 10;
-  if (flags.count("n-classes")) {
+  if (!classifier) {
+    if (flags.count("n-classes")) return usage_error("--n-classes: a regressor has no classes");
+  } else if (flags.count("n-classes")) {
     if (!to_int("n-classes", flag("n-classes", ""), 2, &n_classes, &error))
       return usage_error(error);
   } else if (flag("data", "") != "fashion-mnist") {
@@ -360,15 +294,29 @@ int train(const std::vector<std::string>& args) {
     if (!counted.ok()) return fail(counted.status());
     n_classes = std::max<int64_t>(2, *counted);
   }
-  flagged["n_classes"] = std::to_string(n_classes);
-  estimators::DNNOptions options;
-  if (auto s =
-          estimators::assign_params(options, estimators::Task::kClassifier, flagged, "--model dnn");
-      !s.ok()) {
-    return usage_error(s.message());
+  if (epochs == 0 && steps == 0) {
+    // As many passes as a small table needs (FitParams::epochs_for): 10 over Fashion-MNIST.
+    auto rows = count_rows(*train_data);
+    if (!rows.ok()) return fail(rows.status());
+    epochs = estimators::FitParams{.batch_size = batch}.epochs_for(*rows);
+    if (!repeat) train_data->options.num_epochs = epochs;
   }
-  const estimators::ModelFn model_fn = options.model_fn(estimators::Task::kClassifier);
-  TextParams p = estimators::to_text(estimators::params_of(options, estimators::Task::kClassifier));
+  // Numeric columns of a table are standardized with the training data's statistics (saved
+  // with the model); Fashion-MNIST's pixels already lie in [0, 1].
+  if (standardize == "on" || (standardize == "auto" && flag("data", "").rfind("csv:", 0) == 0)) {
+    auto stats = estimators::standardization(*train_data, /*with_label=*/!classifier);
+    if (!stats.ok()) return fail(stats.status());
+    spec.standardize = std::move(*stats);
+  }
+  if (classifier) flagged["n_classes"] = std::to_string(n_classes);
+  spec.params = flagged;
+  spec.label = label;
+  auto resolved = resolved_params(spec);
+  if (!resolved.ok()) return usage_error(resolved.status().message());
+  spec.params = *resolved;
+  auto built = model_fn_of(spec);
+  if (!built.ok()) return usage_error(built.status().message());
+  const estimators::ModelFn model_fn = *built;
 
   estimators::RunConfig config;
   config.model_dir = flag("model-dir", "");
@@ -412,29 +360,37 @@ int train(const std::vector<std::string>& args) {
     return run_evaluator(config, model_fn, *eval_data, steps, eval_timeout_s, graceful);
   }
 
-  if (auto earlier = load_model_info(config.model_dir); earlier.ok()) {
-    // The layers must match what model_dir holds; the optimizer and its rate may change.
-    for (const char* key : {"hidden_units", "n_classes", "activation", "partitions"}) {
+  if (auto earlier = load_model_spec(config.model_dir); earlier.ok()) {
+    // The variables must match what model_dir holds; the optimizer and its rate may change.
+    if (earlier->model != spec.model || earlier->task != spec.task) {
+      return usage_error(
+          config.model_dir + " holds another kind of model (" + earlier->model +
+          (earlier->task == estimators::Task::kClassifier ? " classifier" : " regressor") +
+          "): pass another --model-dir");
+    }
+    for (const std::string& key : shape_params(spec.model, spec.task)) {
       // A model saved before partitions were recorded has one.
-      const std::string missing = std::string(key) == "partitions" ? "1" : "";
+      const std::string missing = key == "partitions" ? "1" : "";
       const std::string was = earlier->params.count(key) ? earlier->params.at(key) : missing;
-      if (was != p[key]) {
+      if (was != spec.params[key]) {
         return usage_error(config.model_dir + " holds a model with " + key + " " + was + ", not " +
-                           p[key] + ": pass the same or another --model-dir");
+                           spec.params[key] + ": pass the same or another --model-dir");
       }
     }
+    // Continued training keeps the statistics its variables were trained with.
+    spec.standardize = earlier->standardize;
   }
   std::error_code ec;
   std::filesystem::create_directories(config.model_dir, ec);
   if (ec)
     return fail(runtime::internal_error("cannot create ", config.model_dir, ": ", ec.message()));
   estimators::Estimator est(model_fn, config);
-  if (auto s = save_model_info(config.model_dir, {p, label, {}}); !s.ok()) return fail(s);
+  if (auto s = save_model_spec(config.model_dir, spec); !s.ok()) return fail(s);
   estimators::ExperimentOptions xo;
   xo.eval_every_steps = eval_every;
   xo.early_stopping_rounds = static_cast<int>(rounds);
   xo.export_strategy = flag("export", "");
-  xo.early_stopping_metric = "accuracy";
+  xo.early_stopping_metric = classifier ? "accuracy" : "loss";
   if (steps > 0 && in_cluster) {
     xo.train_steps = steps;
   } else if (steps > 0) {
@@ -448,7 +404,8 @@ int train(const std::vector<std::string>& args) {
   graceful.finish();
   if (!report.ok()) return fail(report.status());
   // Now the features are known: `troupe export` builds its serving signature from them.
-  if (auto s = save_model_info(config.model_dir, {p, label, est.serving_inputs()}); !s.ok()) {
+  spec.inputs = est.serving_inputs();
+  if (auto s = save_model_spec(config.model_dir, spec); !s.ok()) {
     return fail(s);
   }
   runtime::log_info("trained to step ", report->global_step, " in ", report->seconds,
@@ -468,7 +425,7 @@ int evaluate(const std::vector<std::string>& args) {
   const Flags& flags = *parsed;
   if (!flags.count("model-dir")) return usage_error("evaluate needs --model-dir");
   if (!flags.count("data")) return usage_error("evaluate needs --data");
-  ModelInfo info;
+  ModelSpec info;
   auto est = open_model(flags, &info);
   if (!est.ok()) return fail(est.status());
   const std::string label = flags.count("label") ? flags.at("label") : info.label;
@@ -588,7 +545,7 @@ int predict(const std::vector<std::string>& args) {
     return usage_error("predict needs --model-dir DIR or --export BASE/VERSION (one of them)");
   }
   if (!flags.count("data")) return usage_error("predict needs --data");
-  ModelInfo info;
+  ModelSpec info;
   std::unique_ptr<estimators::Estimator> est;
   if (flags.count("model-dir")) {
     auto opened = open_model(flags, &info);
@@ -640,7 +597,7 @@ int export_model(const std::vector<std::string>& args) {
   const Flags& flags = *parsed;
   if (!flags.count("model-dir")) return usage_error("export needs --model-dir");
   if (!flags.count("out")) return usage_error("export needs --out BASE (versions go beneath)");
-  ModelInfo info;
+  ModelSpec info;
   auto est = open_model(flags, &info);
   if (!est.ok()) return fail(est.status());
   if (info.inputs.empty()) {

@@ -69,7 +69,7 @@ ModelFn DNNOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
     runtime::GraphBuilder& b = in.b;
     int64_t width = 0;
-    TROUPE_ASSIGN_OR_RETURN(Output h, dense_input_layer(in, o.feature_keys, &width));
+    TROUPE_ASSIGN_OR_RETURN(Output h, dense_input_layer(in, o.feature_keys, o.standardize, &width));
     for (size_t i = 0; i < o.hidden_units.size(); ++i) {
       h = activate(b, o.activation,
                    dense(b, "dnn/hiddenlayer_" + std::to_string(i), h, width, o.hidden_units[i],
@@ -77,7 +77,8 @@ ModelFn DNNOptions::model_fn(Task task) const {
       if (o.dropout > 0 && in.mode == Mode::kTrain) h = ops::dropout(b, h, o.dropout, true);
       width = o.hidden_units[i];
     }
-    const Head head{task, o.n_classes, o.label_dimension};
+    Head head{task, o.n_classes, o.label_dimension};
+    head.label = o.standardize_label;
     Output logits = dense(b, "dnn/logits", h, width, logits_dimension(head), o.partitions);
     return head_spec(in, head, logits, o.optimizer);
   };

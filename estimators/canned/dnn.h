@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "estimators/canned/head.h"
+#include "estimators/canned/input_layer.h"
 #include "estimators/canned/model.h"
 #include "estimators/canned/params.h"
 
@@ -36,6 +37,9 @@ struct DNNOptions {
   // cluster's ps tasks), each at least that big, as TF's min_max_variable_partitioner.
   int partitions = 1;
   FitParams fit;
+  // Numeric features standardized with these statistics (input_layer.h); data, not a param.
+  Standardization standardize;
+  FeatureStats standardize_label;  // a regressor's target (head.h)
   static constexpr int64_t kPartitionBytes = 256 << 10;
   static constexpr const char* kClassifierName = "DNNClassifier";
   static constexpr const char* kRegressorName = "DNNRegressor";

@@ -46,11 +46,13 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     if (in.mode == Mode::kPredict) return spec;
     Output labels = ops::reshape(b, ops::cast(b, in.labels, DType::kInt64), {-1});
     if (hinge) {
-      // One-vs-rest: class k's score should be >= 1 for its examples and <= -1 for the rest.
-      Output signs = ops::sub(b, ops::mul(b, ops::one_hot(b, labels, head.n_classes), 2.0), 1.0);
-      Output margins = ops::add(b, ops::neg(b, ops::mul(b, signs, logits)), 1.0);
-      spec.loss = ops::reduce_mean(
-          b, ops::reduce_sum(b, ops::maximum(b, margins, ops::zeros_like(b, margins)), {1}));
+      // Crammer and Singer's multi-class hinge: the true class's score should beat every other
+      // by 1, max_j (f_j + 1[j != y]) - f_y (the binary hinge for two classes). One-vs-rest
+      // cannot separate a class that lies between two others.
+      Output onehot = ops::one_hot(b, labels, head.n_classes);
+      Output truth = ops::reduce_sum(b, ops::mul(b, logits, onehot), {1}, /*keep_dims=*/true);
+      Output margins = ops::sub(b, ops::add(b, ops::neg(b, onehot), 1.0), truth);
+      spec.loss = ops::reduce_mean(b, ops::reduce_max(b, ops::add(b, logits, margins), {1}));
     } else {
       spec.loss =
           ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, labels, logits));
@@ -65,19 +67,36 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
       spec.eval_metric_ops["recall"] = {"recall", labels, classes};
     }
   } else {
-    spec.predictions = {{"predictions", logits}};
-    spec.export_regression = logits;
+    Output predictions = logits;
+    if (!head.label.mean.empty()) {
+      const int64_t d = head.label_dimension;
+      if (static_cast<int64_t>(head.label.mean.size()) != d ||
+          static_cast<int64_t>(head.label.scale.size()) != d) {
+        return runtime::invalid_argument("the label's statistics have ", head.label.mean.size(),
+                                         " values for label_dimension ", d);
+      }
+      auto scope = b.name_scope("head");
+      auto held = [&](const char* name, const std::vector<float>& v) {
+        return ops::variable(b, name, Shape{d}, DType::kFloat32,
+                             ops::constant(b, runtime::Tensor::from_vector(Shape{d}, v)),
+                             /*trainable=*/false);
+      };
+      predictions = ops::add(b, ops::mul(b, logits, held("label_scale", head.label.scale)),
+                             held("label_mean", head.label.mean));
+    }
+    spec.predictions = {{"predictions", predictions}};
+    spec.export_regression = predictions;
     if (in.mode == Mode::kPredict) return spec;
     Output labels =
         ops::reshape(b, ops::cast(b, in.labels, DType::kFloat32), {-1, head.label_dimension});
     if (head.loss == "epsilon_insensitive") {
-      Output excess = ops::sub(b, ops::abs(b, ops::sub(b, labels, logits)), head.epsilon);
+      Output excess = ops::sub(b, ops::abs(b, ops::sub(b, labels, predictions)), head.epsilon);
       spec.loss = ops::reduce_mean(b, ops::maximum(b, excess, ops::zeros_like(b, excess)));
     } else {
-      spec.loss = ops::mean_squared_error(b, labels, logits);
+      spec.loss = ops::mean_squared_error(b, labels, predictions);
     }
-    spec.eval_metric_ops["rmse"] = {"rmse", labels, logits};
-    spec.eval_metric_ops["mae"] = {"mae", labels, logits};
+    spec.eval_metric_ops["rmse"] = {"rmse", labels, predictions};
+    spec.eval_metric_ops["mae"] = {"mae", labels, predictions};
   }
   if (in.mode == Mode::kTrain) {
     Output lr = ops::variable(b, "learning_rate", Shape{}, DType::kFloat32,

@@ -7,15 +7,16 @@
 //
 // Classifiers: n_classes logits; predictions classes (int64 [batch]) and logits; loss "log"
 // (the default: softmax cross-entropy, with probabilities among the predictions, served by
-// classify) or "hinge" (one-vs-rest hinge loss, a linear SVM's; classify serves the logits);
-// metrics accuracy (and precision, recall, and auc with probabilities, for two classes).
-// Regressors: predictions [batch, label_dimension]; loss "squared" (the default: mean squared
-// error) or "epsilon_insensitive" (max(0, |y - f| - epsilon), a linear SVR's); metrics rmse
+// classify) or "hinge" (Crammer and Singer's multi-class hinge loss, a linear SVM's; classify
+// serves the logits); metrics accuracy (and precision, recall, and auc with probabilities, for two
+// classes). Regressors: predictions [batch, label_dimension]; loss "squared" (the default: mean
+// squared error) or "epsilon_insensitive" (max(0, |y - f| - epsilon), a linear SVR's); metrics rmse
 // and mae; regress serves the predictions. The losses are scikit-learn's SGD loss names. Training
 // adds the learning-rate variable "learning_rate" (which an Experiment lowers on a plateau) and
 // minimizes loss plus `regularization` with `optimizer`.
 #pragma once
 
+#include "estimators/canned/input_layer.h"
 #include "estimators/canned/params.h"
 #include "estimators/model_fn.h"
 
@@ -27,6 +28,10 @@ struct Head {
   int64_t label_dimension = 1;  // regressors
   std::string loss;             // empty: log for classifiers, squared for regressors
   double epsilon = 0.1;         // of epsilon_insensitive
+  // A regressor's target statistics: its outputs are scaled by them (held in the non-trainable
+  // variables head/label_mean and head/label_scale), so that a target far from 0 or of a large
+  // scale starts where the data is. Empty: none.
+  FeatureStats label;
 };
 
 // An error naming the loss when it is not one of the task's.

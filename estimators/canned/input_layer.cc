@@ -1,6 +1,11 @@
 #include "estimators/canned/input_layer.h"
 
+#include <cmath>
+
+#include "estimators/metrics.h"
 #include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/state_ops.h"
 
 namespace troupe::estimators {
 
@@ -8,8 +13,59 @@ using runtime::DType;
 using runtime::Output;
 using runtime::Shape;
 
+runtime::Result<Standardization> standardization(const input::Dataset& data, bool with_label) {
+  std::vector<std::string> names = data.features;
+  if (with_label && !data.label.empty()) names.push_back(data.label);
+  struct Sums {
+    std::vector<double> sum, squares;
+    int64_t rows = 0;
+  };
+  std::vector<Sums> sums(names.size());
+  for (int64_t u = 0; u < data.source->num_units(); ++u) {
+    std::vector<actors::Chunk> chunks;
+    int64_t skipped = 0;
+    TROUPE_RETURN_IF_ERROR(data.source->read(u, &chunks, &skipped));
+    for (const actors::Chunk& c : chunks) {
+      for (size_t f = 0; f < names.size(); ++f) {
+        const runtime::Tensor& t = c.components[data.component(names[f])];
+        if (t.dtype() == DType::kString || t.rank() < 1 || t.dim(0) == 0) continue;
+        const int64_t per = t.num_elements() / t.dim(0);
+        Sums& s = sums[f];
+        if (s.sum.empty()) {
+          s.sum.assign(per, 0);
+          s.squares.assign(per, 0);
+        }
+        if (static_cast<int64_t>(s.sum.size()) != per) {
+          return runtime::invalid_argument("feature '", names[f], "' varies in shape");
+        }
+        const std::vector<double> v = as_doubles(t);
+        for (int64_t r = c.first(); r < c.last(); ++r) {
+          for (int64_t k = 0; k < per; ++k) {
+            s.sum[k] += v[r * per + k];
+            s.squares[k] += v[r * per + k] * v[r * per + k];
+          }
+        }
+        s.rows += c.last() - c.first();
+      }
+    }
+  }
+  Standardization out;
+  for (size_t f = 0; f < sums.size(); ++f) {
+    const Sums& s = sums[f];
+    if (s.rows == 0) continue;
+    FeatureStats& st = out[names[f]];
+    for (size_t k = 0; k < s.sum.size(); ++k) {
+      const double mean = s.sum[k] / static_cast<double>(s.rows);
+      const double var = std::max(0.0, s.squares[k] / static_cast<double>(s.rows) - mean * mean);
+      st.mean.push_back(static_cast<float>(mean));
+      st.scale.push_back(var > 1e-12 ? static_cast<float>(std::sqrt(var)) : 1.0f);
+    }
+  }
+  return out;
+}
+
 runtime::Result<Output> dense_input_layer(ModelInputs& in, const std::vector<std::string>& keys,
-                                          int64_t* width) {
+                                          const Standardization& standardize, int64_t* width) {
   runtime::GraphBuilder& b = in.b;
   std::vector<std::string> names = keys;
   if (names.empty()) {
@@ -32,7 +88,24 @@ runtime::Result<Output> dense_input_layer(ModelInputs& in, const std::vector<std
       if (s.dim(d) < 0) return runtime::invalid_argument("feature '", k, "' varies in shape");
       per *= s.dim(d);
     }
-    columns.push_back(ops::reshape(b, ops::cast(b, it->second, DType::kFloat32), {-1, per}));
+    Output column = ops::reshape(b, ops::cast(b, it->second, DType::kFloat32), {-1, per});
+    if (auto stats = standardize.find(k); stats != standardize.end()) {
+      const FeatureStats& st = stats->second;
+      if (static_cast<int64_t>(st.mean.size()) != per ||
+          static_cast<int64_t>(st.scale.size()) != per) {
+        return runtime::invalid_argument("feature '", k, "' has ", per,
+                                         " values an example; its statistics have ",
+                                         st.mean.size());
+      }
+      auto guard = b.name_scope(k);
+      auto held = [&](const char* name, const std::vector<float>& v) {
+        return ops::variable(b, name, Shape{per}, DType::kFloat32,
+                             ops::constant(b, runtime::Tensor::from_vector(Shape{per}, v)),
+                             /*trainable=*/false);
+      };
+      column = ops::div(b, ops::sub(b, column, held("mean", st.mean)), held("scale", st.scale));
+    }
+    columns.push_back(column);
     *width += per;
   }
   if (columns.empty()) return runtime::invalid_argument("no features");

@@ -1,21 +1,44 @@
 // The dense input layer of the canned models over numeric features: each feature cast to
-// float32, flattened per example, concatenated in name order (or the order of `keys`), as
-// tf.feature_column.input_layer over numeric columns.
+// float32, flattened per example, standardized when it has statistics, concatenated in name
+// order (or the order of `keys`), as tf.feature_column.input_layer over numeric columns with
+// a normalizer.
 //
+//   TROUPE_ASSIGN_OR_RETURN(Standardization s, standardization(train_data));   // one pass
+//   options.standardize = s;                                   // DNNOptions, LinearOptions
 //   int64_t width = 0;
-//   TROUPE_ASSIGN_OR_RETURN(Output x, dense_input_layer(in, options.feature_keys, &width));
+//   TROUPE_ASSIGN_OR_RETURN(Output x, dense_input_layer(in, keys, options.standardize, &width));
+//
+// A standardized feature becomes (x - mean) / scale with the training data's statistics, held
+// in the non-trainable variables input_layer/<feature>/mean and .../scale, so that they are
+// saved with the model's checkpoints and exports.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "estimators/input/dataset.h"
 #include "estimators/model_fn.h"
 
 namespace troupe::estimators {
 
-// [batch, width]; an error names a missing, text or variably shaped feature.
+struct FeatureStats {
+  std::vector<float> mean;   // one per element of an example
+  std::vector<float> scale;  // the population standard deviation, 1 where it is 0
+};
+// By feature name; features without an entry pass unchanged.
+using Standardization = std::map<std::string, FeatureStats>;
+
+// The statistics of every numeric feature of `data`, and of its label too with `with_label`
+// (a regressor's target, head.h), read through once.
+runtime::Result<Standardization> standardization(const input::Dataset& data,
+                                                 bool with_label = false);
+
+// [batch, width]; an error names a missing, text or variably shaped feature, or statistics of
+// another width than the feature's.
 runtime::Result<runtime::Output> dense_input_layer(ModelInputs& in,
                                                    const std::vector<std::string>& keys,
+                                                   const Standardization& standardize,
                                                    int64_t* width);
 
 }  // namespace troupe::estimators

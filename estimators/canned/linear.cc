@@ -43,8 +43,8 @@ ModelFn LinearOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
     runtime::GraphBuilder& b = in.b;
     int64_t width = 0;
-    TROUPE_ASSIGN_OR_RETURN(Output x, dense_input_layer(in, o.feature_keys, &width));
-    const Head head{task, o.n_classes, o.label_dimension, o.loss, o.epsilon};
+    TROUPE_ASSIGN_OR_RETURN(Output x, dense_input_layer(in, o.feature_keys, o.standardize, &width));
+    const Head head{task, o.n_classes, o.label_dimension, o.loss, o.epsilon, o.standardize_label};
     const int64_t dim = logits_dimension(head);
     Output w, bias;
     {

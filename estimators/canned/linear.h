@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "estimators/canned/head.h"
+#include "estimators/canned/input_layer.h"
 #include "estimators/canned/model.h"
 #include "estimators/canned/params.h"
 
@@ -31,6 +32,9 @@ struct LinearOptions {
   double l1 = 0, l2 = 0;
   std::vector<std::string> feature_keys;  // empty: every feature
   FitParams fit;
+  // Numeric features standardized with these statistics (input_layer.h); data, not a param.
+  Standardization standardize;
+  FeatureStats standardize_label;  // a regressor's target (head.h)
   static constexpr const char* kClassifierName = "LinearClassifier";
   static constexpr const char* kRegressorName = "LinearRegressor";
 

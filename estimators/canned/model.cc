@@ -64,8 +64,8 @@ int64_t FitParams::epochs_for(int64_t examples) const {
   if (epochs > 0) return epochs;
   const int64_t batch = std::max<int64_t>(1, std::min(batch_size, examples));
   const int64_t steps_per_epoch = (examples + batch - 1) / batch;
-  return std::clamp<int64_t>((1000 + steps_per_epoch - 1) / std::max<int64_t>(1, steps_per_epoch),
-                             1, 200);
+  const int64_t for_steps = (2000 + steps_per_epoch - 1) / std::max<int64_t>(1, steps_per_epoch);
+  return std::clamp<int64_t>(for_steps, 10, 500);
 }
 
 }  // namespace troupe::estimators

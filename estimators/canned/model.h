@@ -48,8 +48,8 @@ runtime::Result<double> r2_score(const runtime::Tensor& y_true, const runtime::T
 // How fit(x, y) walks through in-memory arrays; params of every canned model.
 struct FitParams {
   int64_t batch_size = 128;  // at most the number of examples
-  // Passes over the data; 0: enough for 1000 steps, between 1 and 200 passes, so that a
-  // small table trains as long as a large one.
+  // Passes over the data; 0: at least 10 and enough for 2000 steps, at most 500, so that a
+  // small table gets as many steps as a large one (troupe train's default too).
   int64_t epochs = 0;
   bool shuffle = true;
   bool warm_start = false;  // fit continues the fitted model instead of starting anew

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +128,93 @@ TEST_CASE("troupe train / evaluate / predict on CSV files") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("troupe train --model linear|svm|dnn [--regression] on a small table, defaults only") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("troupe_cli_small_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // A table in the shape of scikit-learn's wine data: 124 rows to train on, 54 to test, 13
+  // columns on scales from 0.1 to 1000, three classes; and a regression target.
+  std::mt19937 rng(2);
+  std::normal_distribution<double> g(0, 1);
+  for (const auto& [name, rows] :
+       {std::pair<const char*, int>{"train.csv", 124}, {"test.csv", 54}}) {
+    std::ofstream f(dir / name);
+    for (int k = 0; k < 13; ++k) f << "f" << k << ",";
+    f << "label,target\n";
+    for (int i = 0; i < rows; ++i) {
+      const int y = i % 3;
+      double target = 0;
+      for (int k = 0; k < 13; ++k) {
+        const double scale = std::pow(10.0, k % 5 - 1);
+        const double v = scale * (10 + (y - 1) * (k % 3 == 0 ? 1.5 : -1.0) + 0.7 * g(rng));
+        target += (k + 1) * v / scale;
+        f << v << ",";
+      }
+      f << y << "," << target << "\n";
+    }
+  }
+  const std::string train = " --data csv:" + (dir / "train.csv").string();
+  const std::string test = " --eval-data csv:" + (dir / "test.csv").string();
+  auto accuracy_of = [](const std::string& out) {
+    return out.rfind("{\"accuracy\": ", 0) == 0 ? std::stod(out.substr(13)) : -1.0;
+  };
+  for (const char* m : {"dnn", "linear", "svm"}) {
+    const std::string model = (dir / m).string();
+    Run t = troupe(std::string("train --model ") + m + train + test +
+                   " --label label --model-dir " + model);
+    REQUIRE_MESSAGE(t.status == 0, t.err);
+    CAPTURE(m);
+    CHECK(accuracy_of(t.out) >= 0.95);
+    std::ifstream info(model + "/troupe_model.txt");
+    const std::string text((std::istreambuf_iterator<char>(info)), {});
+    CHECK(text.find("model " + std::string(m) + "\n") != std::string::npos);
+    CHECK(text.find("standardize f12 ") != std::string::npos);
+  }
+  // Standardization is what makes the defaults work on such columns.
+  Run raw = troupe("train --model dnn" + train + test + " --label label --standardize off" +
+                   " --model-dir " + (dir / "raw").string());
+  REQUIRE_MESSAGE(raw.status == 0, raw.err);
+  CHECK(accuracy_of(raw.out) < 0.9);
+
+  const std::string reg = (dir / "reg").string();
+  Run r = troupe("train --model linear --regression" + train + test +
+                 " --label target --model-dir " + reg);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.out.rfind("{\"loss\": ", 0) == 0);
+  const size_t at = r.out.find("\"rmse\": ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(r.out.substr(at + 8)) < 1.0);  // the target spreads over about 40
+  CHECK(r.out.find("\"mae\": ") != std::string::npos);
+  Run e = troupe("evaluate --model-dir " + reg + " --data csv:" + (dir / "test.csv").string());
+  REQUIRE_MESSAGE(e.status == 0, e.err);
+  CHECK(e.out == r.out);
+  Run x = troupe("export --model-dir " + reg + " --out " + (dir / "serving").string());
+  REQUIRE_MESSAGE(x.status == 0, x.err);
+  const std::string version = x.out.substr(0, x.out.find('\n'));
+  Run pm = troupe("predict --model-dir " + reg + " --data csv:" + (dir / "test.csv").string());
+  Run pe = troupe("predict --export " + version + " --data csv:" + (dir / "test.csv").string());
+  REQUIRE_MESSAGE(pe.status == 0, pe.err);
+  CHECK(lines(pm.out) == 55);
+  CHECK(pm.out == pe.out);
+
+  for (const auto& [args, says] :
+       {std::pair<std::string, std::string>{"--model linear --hidden 8",
+                                            "--hidden is not a flag of --model linear"},
+        {"--model dnn --l1 0.1", "--l1 is not a flag of --model dnn"},
+        {"--model dnn --regression --n-classes 3", "a regressor has no classes"},
+        {"--model tree", "--model 'tree' is not dnn, linear or svm"},
+        {"--model linear --l2 -1", "l2"},
+        {"--model svm --standardize maybe", "--standardize: 'maybe'"}}) {
+    Run bad =
+        troupe("train " + args + train + " --label label --model-dir " + (dir / "bad").string());
+    CAPTURE(args);
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find(says) != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
   struct Case {
     std::string args, says;
@@ -138,7 +226,7 @@ TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
             2},
            {"train --model dnn --data fashion-mnist --model-dir x --bogus 1",
             "unknown flag --bogus", 2},
-           {"train --model tree --data fashion-mnist --model-dir x", "--model", 2},
+           {"train --model tree --data fashion-mnist --model-dir x", "--model 'tree'", 2},
            {"train --model dnn --data fashion-mnist --model-dir x --export soon",
             "--export: 'soon'", 2},
            {"train --model dnn --data parquet:x --model-dir x", "--data 'parquet:x'", 1},

@@ -58,6 +58,27 @@ TEST_CASE("LinearRegressor finds a line's coefficients; R^2 is its score") {
   CHECK(metrics->at("mae") < 0.05);
 }
 
+TEST_CASE("a regressor's target statistics put its outputs where the data is") {
+  // A target around 1000 with a spread of 50: from zero weights, FTRL's default steps would
+  // take far longer than its step budget to get there.
+  Tensor x, y;
+  line(500, {50.0f}, 1000.0f, 1.0f, 8, &x, &y);
+  auto data = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 500});
+  REQUIRE(data.ok());
+  auto stats = standardization(*data, /*with_label=*/true);
+  REQUIRE(stats.ok());
+  REQUIRE(stats->count("y") == 1);
+  CHECK(stats->at("y").mean[0] == doctest::Approx(1000).epsilon(0.01));
+  LinearRegressor plain({}, quiet());
+  REQUIRE(plain.fit(x, y).ok());
+  LinearRegressor scaled({.standardize = *stats, .standardize_label = stats->at("y")}, quiet());
+  REQUIRE(scaled.fit(x, y).ok());
+  CHECK(*plain.score(x, y) < 0.5);
+  CHECK(*scaled.score(x, y) > 0.99);
+  CHECK(scaled.estimator().get_variable_value("head/label_mean").ok());
+  CHECK(scaled.estimator().get_variable_value("input_layer/x/mean").ok());
+}
+
 TEST_CASE("hinge and epsilon-insensitive losses: a linear SVM and SVR") {
   Tensor x, y, tx, ty;
   blobs(600, 2, 3, 3, &x, &y);
@@ -67,6 +88,13 @@ TEST_CASE("hinge and epsilon-insensitive losses: a linear SVM and SVR") {
   REQUIRE(svm.fit(x, y).ok());
   CHECK(*svm.score(tx, ty) > 0.97);
   CHECK(svm.predict_proba(tx).status().message().find("probabilities") != std::string::npos);
+  // Three classes on a line: the middle one lies between the others, which one-vs-rest hinge
+  // losses cannot separate; the multi-class hinge does.
+  blobs(600, 3, 2, 5, &x, &y);
+  blobs(300, 3, 2, 6, &tx, &ty);
+  LinearClassifier svm3({.n_classes = 3, .loss = "hinge"}, quiet());
+  REQUIRE(svm3.fit(x, y).ok());
+  CHECK(*svm3.score(tx, ty) > 0.95);
 
   Tensor lx, ly;
   line(1000, {1.5f}, -0.5f, 0.0f, 5, &lx, &ly);
@@ -90,7 +118,7 @@ TEST_CASE("L1 with FTRL zeroes the weights of features that carry nothing") {
     for (int k = 0; k < 8; ++k) xs[i * 8 + k] = k < 2 ? x2.data<float>()[i * 2 + k] : g(rng);
   }
   const Tensor x = Tensor::from_vector(Shape{1000, 8}, xs);
-  LinearClassifier sparse({.l1 = 5.0}, quiet());
+  LinearClassifier sparse({.l1 = 20.0}, quiet());
   REQUIRE(sparse.fit(x, y).ok());
   CHECK(*sparse.score(x, y) > 0.97);
   auto w = sparse.estimator().get_variable_value("linear/linear_model/weights");

@@ -1,0 +1,256 @@
+#include "tools/model_spec.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "estimators/canned/dnn.h"
+#include "estimators/canned/linear.h"
+#include "runtime/record_io.h"
+
+namespace troupe::cli {
+
+using estimators::Task;
+using estimators::TextParams;
+
+namespace {
+
+struct FlagParam {
+  const char* flag;
+  const char* param;
+};
+
+// Each model's flags and defaults (troupe's, tuned for the command line: Adam for the DNN,
+// FTRL for the linear models as TF).
+const std::vector<FlagParam> kDnnFlags = {
+    {"hidden", "hidden_units"}, {"optimizer", "optimizer"},   {"learning-rate", "learning_rate"},
+    {"dropout", "dropout"},     {"activation", "activation"}, {"clip-norm", "clip_norm"}};
+const std::vector<FlagParam> kLinearFlags = {{"optimizer", "optimizer"},
+                                             {"learning-rate", "learning_rate"},
+                                             {"l1", "l1"},
+                                             {"l2", "l2"},
+                                             {"clip-norm", "clip_norm"}};
+
+const std::vector<FlagParam>& flags_of(const std::string& model) {
+  return model == "dnn" ? kDnnFlags : kLinearFlags;
+}
+
+std::string floats(const std::vector<float>& v) {
+  std::string text;
+  for (float f : v) {
+    char buf[32];
+    const auto end = std::to_chars(buf, buf + sizeof buf, f).ptr;
+    text += (text.empty() ? "" : ",") + std::string(buf, end);
+  }
+  return text;
+}
+
+bool parse_floats(const std::string& text, std::vector<float>* out) {
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    char* end = nullptr;
+    const float v = std::strtof(item.c_str(), &end);
+    if (item.empty() || *end != '\0') return false;
+    out->push_back(v);
+  }
+  return true;
+}
+
+}  // namespace
+
+const std::vector<std::string>& model_kinds() {
+  static const std::vector<std::string> kinds = {"dnn", "linear", "svm"};
+  return kinds;
+}
+
+const std::vector<std::string>& model_param_flags() {
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> names;
+    for (const auto* list : {&kDnnFlags, &kLinearFlags}) {
+      for (const FlagParam& f : *list) {
+        if (std::find(names.begin(), names.end(), f.flag) == names.end()) names.push_back(f.flag);
+      }
+    }
+    return names;
+  }();
+  return all;
+}
+
+runtime::Result<TextParams> model_params(const std::string& model, Task task, const Flags& flags) {
+  if (std::find(model_kinds().begin(), model_kinds().end(), model) == model_kinds().end()) {
+    return runtime::invalid_argument("--model '", model, "' is not dnn, linear or svm");
+  }
+  TextParams p;
+  if (model == "dnn") {
+    p = {{"hidden_units", "256,128"}, {"optimizer", "adam"}, {"learning_rate", "0.001"}};
+  } else if (model == "svm") {
+    p = {{"loss", task == Task::kClassifier ? "hinge" : "epsilon_insensitive"}};
+  }
+  for (const std::string& flag : model_param_flags()) {
+    auto given = flags.find(flag);
+    if (given == flags.end()) continue;
+    bool found = false;
+    for (const FlagParam& f : flags_of(model)) {
+      if (flag == f.flag) {
+        p[f.param] = given->second;
+        found = true;
+      }
+    }
+    if (!found) return runtime::invalid_argument("--", flag, " is not a flag of --model ", model);
+  }
+  return p;
+}
+
+std::vector<std::string> shape_params(const std::string& model, Task task) {
+  std::vector<std::string> names = {task == Task::kClassifier ? "n_classes" : "label_dimension"};
+  if (model == "dnn") {
+    names.insert(names.end(), {"hidden_units", "activation", "partitions"});
+  } else {
+    names.push_back("loss");
+  }
+  return names;
+}
+
+namespace {
+
+template <class Options>
+runtime::Result<Options> options_of(const ModelSpec& spec, const std::string& who) {
+  Options o;
+  TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
+  o.standardize = spec.standardize;
+  if (spec.task == Task::kRegressor) {
+    if (auto it = spec.standardize.find(spec.label); it != spec.standardize.end()) {
+      o.standardize_label = it->second;
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+runtime::Result<TextParams> resolved_params(const ModelSpec& spec) {
+  const std::string who = "--model " + spec.model;
+  if (spec.model == "dnn") {
+    TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(spec, who));
+    return estimators::to_text(estimators::params_of(o, spec.task));
+  }
+  TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::LinearOptions>(spec, who));
+  return estimators::to_text(estimators::params_of(o, spec.task));
+}
+
+runtime::Result<estimators::ModelFn> model_fn_of(const ModelSpec& spec) {
+  const std::string who = "--model " + spec.model;
+  if (spec.model == "dnn") {
+    TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(spec, who));
+    return o.model_fn(spec.task);
+  }
+  TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::LinearOptions>(spec, who));
+  return o.model_fn(spec.task);
+}
+
+runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& spec,
+                                                               estimators::RunConfig config) {
+  const std::string who = "--model " + spec.model;
+  ModelSpec plain = spec;
+  plain.standardize.clear();
+  const bool classifier = spec.task == Task::kClassifier;
+  std::unique_ptr<estimators::Model> m;
+  if (spec.model == "dnn") {
+    TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(plain, who));
+    if (classifier)
+      return std::unique_ptr<estimators::Model>(new estimators::DNNClassifier(o, config));
+    return std::unique_ptr<estimators::Model>(new estimators::DNNRegressor(o, config));
+  }
+  TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::LinearOptions>(plain, who));
+  if (classifier)
+    return std::unique_ptr<estimators::Model>(new estimators::LinearClassifier(o, config));
+  return std::unique_ptr<estimators::Model>(new estimators::LinearRegressor(o, config));
+}
+
+runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
+  std::string text = "model " + spec.model + "\ntask " +
+                     (spec.task == Task::kClassifier ? "classifier" : "regressor") + "\nlabel " +
+                     spec.label + "\n";
+  for (const auto& [k, v] : spec.params) text += "param " + k + " " + v + "\n";
+  for (const auto& [name, st] : spec.standardize) {
+    text += "standardize " + name + " " + floats(st.mean) + " " + floats(st.scale) + "\n";
+  }
+  for (const estimators::ServingInput& in : spec.inputs) {
+    std::string dims;
+    for (int64_t d : in.dims) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    text += "input " + in.name + " " + runtime::dtype_name(in.dtype) + " " +
+            (dims.empty() ? "-" : dims) + "\n";
+  }
+  return runtime::write_file_atomic(dir + "/troupe_model.txt", text);
+}
+
+runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
+  const std::string path = dir + "/troupe_model.txt";
+  std::ifstream in(path);
+  if (!in) {
+    return runtime::not_found(dir, " holds no troupe model (no troupe_model.txt): train one first");
+  }
+  ModelSpec spec;
+  std::string word;
+  auto rest_of_line = [&in] {
+    std::string v;
+    std::getline(in, v);
+    if (!v.empty() && v[0] == ' ') v.erase(0, 1);
+    return v;
+  };
+  while (in >> word) {
+    if (word == "model") {
+      spec.model = rest_of_line();
+      if (std::find(model_kinds().begin(), model_kinds().end(), spec.model) ==
+          model_kinds().end()) {
+        return runtime::data_loss(path, ": model '", spec.model, "' is not dnn, linear or svm");
+      }
+    } else if (word == "task") {
+      const std::string task = rest_of_line();
+      if (task != "classifier" && task != "regressor") {
+        return runtime::data_loss(path, ": task '", task, "' is not classifier or regressor");
+      }
+      spec.task = task == "classifier" ? Task::kClassifier : Task::kRegressor;
+    } else if (word == "param") {
+      std::string k;
+      in >> k;
+      spec.params[k] = rest_of_line();
+    } else if (word == "label") {
+      spec.label = rest_of_line();
+    } else if (word == "standardize") {
+      std::string name, mean, scale;
+      in >> name >> mean >> scale;
+      estimators::FeatureStats st;
+      if (!in || !parse_floats(mean, &st.mean) || !parse_floats(scale, &st.scale) ||
+          st.mean.size() != st.scale.size()) {
+        return runtime::data_loss(path, ": a damaged standardize line for '", name, "'");
+      }
+      spec.standardize[name] = std::move(st);
+      rest_of_line();
+    } else if (word == "input") {
+      estimators::ServingInput s;
+      std::string dtype, dims;
+      in >> s.name >> dtype >> dims;
+      if (!in || !runtime::dtype_from_name(dtype, &s.dtype)) {
+        return runtime::data_loss(path, ": a damaged input line");
+      }
+      std::stringstream list(dims == "-" ? "" : dims);
+      for (std::string d; std::getline(list, d, ',');) {
+        char* end = nullptr;
+        const long long v = std::strtoll(d.c_str(), &end, 10);
+        if (d.empty() || *end != '\0' || v < -1) {
+          return runtime::data_loss(path, ": input ", s.name, " has dimension '", d, "'");
+        }
+        s.dims.push_back(v);
+      }
+      spec.inputs.push_back(std::move(s));
+      rest_of_line();
+    } else {
+      rest_of_line();
+    }
+  }
+  return spec;
+}
+
+}  // namespace troupe::cli
