@@ -72,6 +72,7 @@ int train(const std::vector<std::string>& args);
 int evaluate(const std::vector<std::string>& args);
 int predict(const std::vector<std::string>& args);
 int export_model(const std::vector<std::string>& args);
+int search(const std::vector<std::string>& args);
 int serve(const std::vector<std::string>& args);
 int server(const std::vector<std::string>& args);
 int cluster(const std::vector<std::string>& args, const std::string& self);

@@ -21,6 +21,7 @@
 #include "runtime/log.h"
 #include "runtime/record_io.h"
 #include "tools/cli.h"
+#include "tools/data_spec.h"
 #include "tools/model_spec.h"
 
 namespace troupe::cli {
@@ -51,51 +52,6 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "ps-strategy",
                                               "cluster-deadline",
                                               "eval-timeout"};
-
-runtime::Result<input::Dataset> open_data(const std::string& spec, const std::string& split,
-                                          const std::string& label,
-                                          const input::DatasetOptions& o) {
-  if (spec == "fashion-mnist" || spec == "fashion_mnist") return input::fashion_mnist(split, o);
-  if (spec.rfind("csv:", 0) == 0) {
-    if (label.empty()) return runtime::invalid_argument("--data csv:... needs --label COLUMN");
-    return input::csv(spec.substr(4), label, {}, o);
-  }
-  return runtime::invalid_argument("--data '", spec, "' is not fashion-mnist or csv:PATH");
-}
-
-// The number of classes: one more than the largest label in the data.
-runtime::Result<int64_t> count_classes(const input::Dataset& d) {
-  const int label = d.component(d.label);
-  double top = -1;
-  for (int64_t u = 0; u < d.source->num_units(); ++u) {
-    std::vector<actors::Chunk> chunks;
-    int64_t skipped = 0;
-    TROUPE_RETURN_IF_ERROR(d.source->read(u, &chunks, &skipped));
-    for (const actors::Chunk& c : chunks) {
-      const std::vector<double> v = estimators::as_doubles(c.components[label]);
-      for (int64_t r = c.first(); r < c.last(); ++r) {
-        if (!(v[r] >= 0 && v[r] < 2147483648.0) || v[r] != std::floor(v[r])) {
-          return runtime::invalid_argument("label ", v[r],
-                                           " is not a class number (0, 1, ... below 2^31)");
-        }
-        top = std::max(top, v[r]);
-      }
-    }
-  }
-  return static_cast<int64_t>(top) + 1;
-}
-
-// Examples in a dataset, read through once.
-runtime::Result<int64_t> count_rows(const input::Dataset& d) {
-  int64_t rows = 0;
-  for (int64_t u = 0; u < d.source->num_units(); ++u) {
-    std::vector<actors::Chunk> chunks;
-    int64_t skipped = 0;
-    TROUPE_RETURN_IF_ERROR(d.source->read(u, &chunks, &skipped));
-    for (const actors::Chunk& c : chunks) rows += c.last() - c.first();
-  }
-  return rows;
-}
 
 void print_metrics(const estimators::Metrics& m) {
   std::string line = "{";

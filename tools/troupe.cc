@@ -2,14 +2,17 @@
 // a cluster; serve exports over TensorFlow Serving's REST API; serve a ps task, and launch a
 // whole cluster on this machine.
 //
-//   troupe train --model dnn --data fashion-mnist --model-dir DIR [--hidden 256,128]
-//                [--epochs N | --steps N] [--batch-size B] [--optimizer adam|sgd|momentum|
-//                adagrad|rmsprop|ftrl] [--learning-rate R] [--dropout D] [--activation A]
-//                [--eval-every N] [--early-stopping-rounds K] [--seed S] [--eval-data DATA]
-//                [--export latest|best]
+//   troupe train --model dnn|linear|svm [--regression] --data fashion-mnist --model-dir DIR
+//                [--hidden 256,128] [--epochs N | --steps N] [--batch-size B]
+//                [--optimizer adam|sgd|momentum|adagrad|rmsprop|ftrl] [--learning-rate R]
+//                [--dropout D] [--activation A] [--l1 L] [--l2 L] [--clip-norm C]
+//                [--standardize auto|on|off] [--eval-every N] [--early-stopping-rounds K]
+//                [--seed S] [--eval-data DATA] [--export latest|best]
 //   troupe evaluate --model-dir DIR --data DATA
 //   troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]
 //   troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]
+//   troupe search --model dnn|linear|svm --data DATA --grid "NAME=VALUES ..." [--cv 5]
+//                 [--random N] [--regression] [--output results.csv]
 //   troupe serve --model_base_path BASE --model_name NAME [--port 8501] [--enable_batching]
 //   troupe server  (TF_CONFIG, or --cluster FILE --job ps --task N) [--secret FILE]
 //   troupe cluster --ps N --workers M [--evaluator] -- train ...
@@ -33,18 +36,22 @@
 namespace {
 
 const char* kUsage =
-    "usage: troupe train --model dnn --data DATA --model-dir DIR [options]\n"
+    "usage: troupe train --model dnn|linear|svm --data DATA --model-dir DIR [options]\n"
     "       troupe evaluate --model-dir DIR --data DATA\n"
     "       troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]\n"
     "       troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]\n"
+    "       troupe search --model dnn|linear|svm --data DATA --grid \"NAME=VALUES ...\"\n"
+    "                     [--cv 5] [--random N] [--n-jobs N] [--output results.csv]\n"
     "       troupe serve --model_base_path BASE --model_name NAME [--port 8501] [options]\n"
     "       troupe server [--cluster FILE --job ps --task N] [--secret FILE] [--bind HOST]\n"
     "       troupe cluster --ps N --workers M [--evaluator] [--host H] -- train ...\n"
     "       troupe secret FILE\n"
     "DATA: fashion-mnist | csv:PATH (with --label COLUMN)\n"
-    "train options: --hidden 256,128 --epochs N | --steps N --batch-size B --optimizer NAME\n"
-    "  --learning-rate R --dropout D --activation relu|tanh|sigmoid|elu --eval-every N\n"
-    "  --early-stopping-rounds K --seed S --eval-data DATA --n-classes C\n"
+    "train options: --regression --epochs N | --steps N --batch-size B --optimizer NAME\n"
+    "  --learning-rate R --clip-norm C --eval-every N --early-stopping-rounds K --seed S\n"
+    "  --eval-data DATA --n-classes C --standardize auto|on|off (auto: csv tables)\n"
+    "  dnn: --hidden 256,128 --dropout D --activation relu|tanh|sigmoid|elu\n"
+    "  linear, svm: --l1 L --l2 L (svm: hinge loss; with --regression epsilon-insensitive)\n"
     "  --export latest|best   (the model for serving, in DIR/export/<which>/<seconds>)\n"
     "a task of a cluster: TF_CONFIG, or --cluster FILE --job chief|worker|ps|evaluator --task N\n"
     "  FILE: {\"chief\": [\"host:port\"], \"worker\": [...], \"ps\": [...]}\n"
@@ -79,6 +86,7 @@ int main(int argc, char** argv) {
   if (command == "evaluate") return cli::evaluate(args);
   if (command == "predict") return cli::predict(args);
   if (command == "export") return cli::export_model(args);
+  if (command == "search") return cli::search(args);
   if (command == "serve") return cli::serve(args);
   if (command == "server") return cli::server(args);
   if (command == "cluster") return cli::cluster(args, self_path(argv[0]));

@@ -52,6 +52,17 @@ TextParams to_text(const ParamMap& p) {
   return text;
 }
 
+bool parse_like(const ParamValue& like, const std::string& text, ParamValue* out) {
+  return std::visit(
+      [&](const auto& kind) {
+        std::decay_t<decltype(kind)> v;
+        if (!params_detail::parse(&v, text)) return false;
+        *out = v;
+        return true;
+      },
+      like);
+}
+
 std::string optimizer_key(const Optimizer& o) {
   switch (o.kind) {
     case Optimizer::Kind::kSgd:

@@ -42,6 +42,9 @@ using TextParams = std::map<std::string, std::string>;
 // A value as text: true, 16, 0.001, adam, 64,32 (lists comma-separated).
 std::string to_text(const ParamValue& v);
 TextParams to_text(const ParamMap& p);
+// Text read as a value of `like`'s kind ("64,32" for a list of integers); false when it does
+// not read as one.
+bool parse_like(const ParamValue& like, const std::string& text, ParamValue* out);
 
 // The optimizer's short name (adam, sgd, momentum, adagrad, rmsprop, ftrl), and an optimizer
 // of that name keeping `from`'s learning rate and clip norm.

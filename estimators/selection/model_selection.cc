@@ -368,6 +368,18 @@ RandomizedSearchCV::RandomizedSearchCV(const Model& model, const ParamDistributi
 std::vector<ParamMap> RandomizedSearchCV::sample(const ParamDistributions& distributions,
                                                  int n_iter, uint64_t seed) {
   std::mt19937_64 rng(seed);
+  // Lists only: drawn without replacement from their grid, as scikit-learn's ParameterSampler.
+  const bool lists_only = std::all_of(
+      distributions.begin(), distributions.end(),
+      [](const auto& named) { return named.second.kind == ParamDistribution::Kind::kChoice; });
+  if (lists_only) {
+    ParamGrid grid;
+    for (const auto& [name, d] : distributions) grid[name] = d.choices;
+    std::vector<ParamMap> all = GridSearchCV::expand({grid});
+    std::shuffle(all.begin(), all.end(), rng);
+    all.resize(std::min(all.size(), static_cast<size_t>(std::max(0, n_iter))));
+    return all;
+  }
   std::vector<ParamMap> all;
   for (int i = 0; i < n_iter; ++i) {
     ParamMap p;

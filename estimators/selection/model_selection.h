@@ -150,7 +150,8 @@ class GridSearchCV : public SearchCV {
   static std::vector<ParamMap> expand(const std::vector<ParamGrid>& grids);
 };
 
-// n_iter candidates drawn from the distributions with `seed`.
+// n_iter candidates drawn from the distributions with `seed`; when every one is a list of
+// choices, without replacement (at most the grid's size), as scikit-learn's.
 class RandomizedSearchCV : public SearchCV {
  public:
   RandomizedSearchCV(const Model& model, const ParamDistributions& distributions, int n_iter,

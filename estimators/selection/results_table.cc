@@ -28,6 +28,10 @@ std::string ResultsTable::cell(size_t row, const std::string& column) const {
   return rows_[row][static_cast<size_t>(it - columns_.begin())];
 }
 
+void ResultsTable::rename_column(const std::string& from, const std::string& to) {
+  std::replace(columns_.begin(), columns_.end(), from, to);
+}
+
 std::string ResultsTable::format() const {
   std::vector<size_t> width(columns_.size());
   for (size_t c = 0; c < columns_.size(); ++c) {

@@ -25,6 +25,7 @@ class ResultsTable {
   const std::vector<std::vector<std::string>>& rows() const { return rows_; }
   // The cell of `column` in row `row`; empty when there is no such column.
   std::string cell(size_t row, const std::string& column) const;
+  void rename_column(const std::string& from, const std::string& to);
 
   std::string format() const;
   std::string to_csv() const;

@@ -198,6 +198,33 @@ TEST_CASE("troupe train --model linear|svm|dnn [--regression] on a small table, 
   CHECK(lines(pm.out) == 55);
   CHECK(pm.out == pe.out);
 
+  // troupe search: a grid by 3-fold cross-validation; a huge L1 penalty must lose.
+  const std::string results = (dir / "results.csv").string();
+  Run sr = troupe("search --model linear" + train + " --label label --grid \"l1=10000,0 " +
+                  "learning-rate=0.2\" --cv 3 --output " + results);
+  REQUIRE_MESSAGE(sr.status == 0, sr.err);
+  CHECK(sr.out.rfind("param_l1  param_learning_rate  split0_test_score", 0) == 0);
+  CHECK(lines(sr.out) == 4);
+  CHECK(sr.out.find("best: l1=0 learning_rate=0.2 (mean_test_score ") != std::string::npos);
+  std::ifstream rf(results);
+  std::string header;
+  std::getline(rf, header);
+  CHECK(header.rfind("param_l1,param_learning_rate,split0_test_score", 0) == 0);
+  Run sd = troupe("search --model dnn" + train + " --label label --epochs 2 --grid " +
+                  "\"hidden=8;16,8\" --random 1 --cv 2");
+  REQUIRE_MESSAGE(sd.status == 0, sd.err);
+  CHECK(lines(sd.out) == 3);
+  for (const auto& [args, says] :
+       {std::pair<std::string, std::string>{"--grid \"depth=2\"", "no parameter 'depth'"},
+        {"--grid \"l1=x\"", "'x' is not a value of l1"},
+        {"--grid \"l1\"", "'l1' is not NAME=VALUES"},
+        {"--grid \"l1=1\" --cv 1", "--cv"}}) {
+    Run bad = troupe("search --model linear" + train + " --label label " + args);
+    CAPTURE(args);
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find(says) != std::string::npos);
+  }
+
   for (const auto& [args, says] :
        {std::pair<std::string, std::string>{"--model linear --hidden 8",
                                             "--hidden is not a flag of --model linear"},

@@ -241,6 +241,15 @@ TEST_CASE("GridSearchCV::expand and RandomizedSearchCV::sample: order, bounds, s
   }
   CHECK(units == std::set<int64_t>{8, 9, 10, 11});
   CHECK(to_text(RandomizedSearchCV::sample(d, 1, 2)[0].at("lr")) != to_text(a[0].at("lr")));
+  // Lists only: no candidate twice, and no more than the grid holds.
+  const ParamDistributions lists = {{"a", ParamDistribution::choice({int64_t{1}, int64_t{2}})},
+                                    {"b", ParamDistribution::choice({0.5, 1.5, 2.5})}};
+  auto drawn = RandomizedSearchCV::sample(lists, 10, 3);
+  REQUIRE(drawn.size() == 6);
+  std::set<std::string> distinct;
+  for (const ParamMap& p : drawn) distinct.insert(to_text(p.at("a")) + "/" + to_text(p.at("b")));
+  CHECK(distinct.size() == 6);
+  CHECK(RandomizedSearchCV::sample(lists, 4, 3).size() == 4);
 }
 
 TEST_CASE("RandomizedSearchCV searches a regressor by KFold") {

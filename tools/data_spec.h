@@ -1,0 +1,33 @@
+// The data troupe's commands read: DATA arguments (fashion-mnist, csv:PATH), what a dataset
+// holds (rows, classes), and a whole dataset as arrays for scikit-learn style fitting.
+//
+//   auto data = open_data("csv:wine.csv", "train", "label", {.batch_size = 128});
+//   auto classes = count_classes(*data);                  // one more than the largest label
+//   auto arrays = load_arrays(*data);                     // x float32 [n, d], y as stored
+#pragma once
+
+#include <string>
+
+#include "estimators/input/dataset.h"
+#include "runtime/tensor.h"
+
+namespace troupe::cli {
+
+// fashion-mnist (its `split`) or csv:PATH (a glob too), whose `label` column is the label.
+runtime::Result<estimators::input::Dataset> open_data(const std::string& spec,
+                                                      const std::string& split,
+                                                      const std::string& label,
+                                                      const estimators::input::DatasetOptions& o);
+// The number of classes: one more than the largest label; an error names a label that is not
+// a class number.
+runtime::Result<int64_t> count_classes(const estimators::input::Dataset& d);
+runtime::Result<int64_t> count_rows(const estimators::input::Dataset& d);
+
+struct Arrays {
+  runtime::Tensor x;  // float32 [n, d]: the features flattened and concatenated in name order
+  runtime::Tensor y;  // the label column as stored
+};
+// Every example of `d`, read through once; an error names a text feature.
+runtime::Result<Arrays> load_arrays(const estimators::input::Dataset& d);
+
+}  // namespace troupe::cli
