@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "estimators/best_value.h"
 #include "runtime/checkpoint.h"
 #include "runtime/log.h"
 
@@ -84,9 +85,9 @@ Result<std::vector<std::pair<std::string, Metrics>>> Experiment::evaluate() {
 struct Experiment::Progress {
   ExperimentReport report;
   Clock::time_point start = Clock::now();
-  bool has_best = false;
-  int waited = 0, plateau = 0;
-  std::map<std::string, runtime::Tensor> best_weights;
+  explicit Progress(BestValue::Options o) : best(o) {}
+  BestValue best;
+  int plateau = 0;  // evaluations without a new best since the learning rate was last cut
 };
 
 std::string Experiment::export_base() const {
@@ -138,26 +139,16 @@ Result<bool> Experiment::after_round(Progress& p, const TrainResult& r) {
     TROUPE_RETURN_IF_ERROR(best.save(r.global_step, estimator_.variables(), first).status());
   }
   if (metric == first.end()) return done;
-  const double v = metric->second;
-  const bool better = !p.has_best || (maximize() ? v > report.best_value + options_.min_delta
-                                                 : v < report.best_value - options_.min_delta);
-  if (better) {
-    p.has_best = true;
-    report.best_value = v;
-    report.best_step = r.global_step;
-    p.waited = p.plateau = 0;
-    p.best_weights.clear();
-    for (const std::string& name : estimator_.variables().names()) {
-      auto tensor = estimator_.variables().read(name);
-      if (tensor.ok() && name != "global_step") p.best_weights[name] = *tensor;
-    }
+  if (p.best.offer(metric->second, r.global_step, estimator_.variables())) {
+    report.best_value = p.best.best();
+    report.best_step = p.best.best_step();
+    p.plateau = 0;
     if (options_.export_strategy == "best") {
       TROUPE_ASSIGN_OR_RETURN(std::string dir, estimator_.export_saved_model(export_base()));
       report.exports.push_back(dir);
     }
     return done;
   }
-  ++p.waited;
   ++p.plateau;
   if (options_.reduce_lr_patience > 0 && p.plateau >= options_.reduce_lr_patience) {
     p.plateau = 0;
@@ -171,15 +162,14 @@ Result<bool> Experiment::after_round(Progress& p, const TrainResult& r) {
                         " -> ", next);
     }
   }
-  if (options_.early_stopping_rounds == 0 || p.waited < options_.early_stopping_rounds) {
+  if (options_.early_stopping_rounds == 0 || p.best.waited() < options_.early_stopping_rounds) {
     return done;
   }
   report.stopped_early = true;
   runtime::log_info("early stopping at step ", r.global_step, ": ", options_.early_stopping_metric,
                     " has not improved on ", report.best_value, " (step ", report.best_step,
-                    ") for ", p.waited, " evaluations");
-  if (options_.restore_best_weights && !p.best_weights.empty()) {
-    for (const auto& [name, tensor] : p.best_weights) estimator_.variables().assign(name, tensor);
+                    ") for ", p.best.waited(), " evaluations");
+  if (options_.restore_best_weights && p.best.restore(estimator_.variables())) {
     TROUPE_ASSIGN_OR_RETURN(auto again, evaluate());
     report.final_by_set = again;
     report.final_metrics = again[0].second;
@@ -224,7 +214,8 @@ using round_atom = caf::atom_constant<caf::atom("round")>;
 caf::behavior Experiment::actor_behavior(caf::stateful_actor<ExperimentState>* self,
                                          Experiment* experiment) {
   self->state.experiment = experiment;
-  auto progress = std::make_shared<Progress>();
+  auto progress = std::make_shared<Progress>(BestValue::Options{
+      .maximize = experiment->maximize(), .min_delta = experiment->options_.min_delta});
   auto deliver = [self, progress](Status s) {
     ExperimentState& st = self->state;
     if (s.ok()) s = st.experiment->conclude(*progress);

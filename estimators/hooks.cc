@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "estimators/best_value.h"
 #include "runtime/log.h"
 #include "runtime/record_io.h"
 
@@ -310,7 +311,8 @@ class StepCounter : public SessionRunHook {
 
 class EarlyStopping : public SessionRunHook {
  public:
-  explicit EarlyStopping(EarlyStoppingOptions o) : o_(std::move(o)) {}
+  explicit EarlyStopping(EarlyStoppingOptions o)
+      : o_(std::move(o)), best_({.maximize = o_.maximize, .min_delta = o_.min_delta}) {}
   Status begin(HookSetup& s) override {
     runtime::Output t = o_.tensor.empty() ? s.loss() : s.find(o_.tensor);
     if (!t.valid()) {
@@ -334,26 +336,12 @@ class EarlyStopping : public SessionRunHook {
     const double value = sum_ / n_;
     sum_ = 0;
     n_ = 0;
-    const bool better =
-        !has_best_ || (o_.maximize ? value > best_ + o_.min_delta : value < best_ - o_.min_delta);
-    if (better) {
-      has_best_ = true;
-      best_ = value;
-      waited_ = 0;
-      // Tensors are copy-on-write: holding the handles is the snapshot.
-      best_weights_.clear();
-      for (const std::string& name : ctx.variables.names()) {
-        auto t = ctx.variables.read(name);
-        if (t.ok() && name != "global_step") best_weights_[name] = *t;
-      }
+    if (best_.offer(value, ctx.global_step, ctx.variables) || best_.waited() < o_.rounds) {
       return runtime::ok_status();
     }
-    if (++waited_ < o_.rounds) return runtime::ok_status();
-    runtime::log_info("early stopping at step ", ctx.global_step, ": no improvement on ", best_,
-                      " for ", waited_, " rounds");
-    if (o_.restore_best) {
-      for (const auto& [name, t] : best_weights_) ctx.variables.assign(name, t);
-    }
+    runtime::log_info("early stopping at step ", ctx.global_step, ": no improvement on ",
+                      best_.best(), " for ", best_.waited(), " rounds");
+    if (o_.restore_best) best_.restore(ctx.variables);
     ctx.stop = true;
     return runtime::ok_status();
   }
@@ -363,10 +351,7 @@ class EarlyStopping : public SessionRunHook {
   int fetch_ = -1;
   double sum_ = 0;
   int64_t n_ = 0;
-  bool has_best_ = false;
-  double best_ = 0;
-  int waited_ = 0;
-  std::map<std::string, runtime::Tensor> best_weights_;
+  BestValue best_;
 };
 
 class Profiler : public SessionRunHook {
