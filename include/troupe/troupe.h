@@ -1,6 +1,7 @@
 // troupe's common API in one include, for programs that build, train and serve models:
 // tensors and graphs, the ops, sessions of node actors, Estimator and Experiment with their
-// input pipelines, hooks and metrics, the canned DNNClassifier, and loading exports.
+// input pipelines, hooks and metrics, the canned models (DNN, linear) with scikit-learn's model
+// selection and pipelines, and loading exports.
 //
 //   #include <troupe/troupe.h>
 //
@@ -36,6 +37,7 @@
 #include "actors/session.h"
 
 #include "estimators/canned/dnn.h"
+#include "estimators/canned/linear.h"
 #include "estimators/estimator.h"
 #include "estimators/experiment.h"
 #include "estimators/export/batcher.h"
@@ -46,3 +48,5 @@
 #include "estimators/metrics.h"
 #include "estimators/model_fn.h"
 #include "estimators/run_config.h"
+#include "estimators/selection/model_selection.h"
+#include "estimators/selection/pipeline.h"

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""canned_bench's peer: the same models in scikit-learn on Fashion-MNIST from Debian's
+dataset-fashion-mnist, one line each: "name seconds accuracy". Exits 1 with a message on
+stderr when python3-sklearn is not installed."""
+import gzip
+import struct
+import sys
+import time
+
+try:
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.svm import LinearSVC
+except ImportError:
+    sys.exit("python3-sklearn is not installed")
+
+DIR = "/usr/share/datasets/fashion-mnist"
+
+
+def idx(name):
+    for path in (f"{DIR}/{name}.gz", f"{DIR}/{name}"):
+        try:
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rb") as f:
+                data = f.read()
+            break
+        except FileNotFoundError:
+            continue
+    else:
+        sys.exit(f"no {name} in {DIR}")
+    dims = data[3]
+    shape = struct.unpack(">" + "I" * dims, data[4:4 + 4 * dims])
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def main():
+    quick = "--quick" in sys.argv
+    x = idx("train-images-idx3-ubyte").reshape(60000, -1) / 255.0
+    y = idx("train-labels-idx1-ubyte")
+    tx = idx("t10k-images-idx3-ubyte").reshape(10000, -1) / 255.0
+    ty = idx("t10k-labels-idx1-ubyte")
+    epochs = 1 if quick else 10
+    models = {
+        "linear": LogisticRegression(max_iter=epochs * 10),
+        "dnn": MLPClassifier(hidden_layer_sizes=(256, 128), max_iter=epochs, random_state=42),
+        "svm": LinearSVC(max_iter=epochs * 100),
+    }
+    for name, model in models.items():
+        start = time.monotonic()
+        model.fit(x, y)
+        seconds = time.monotonic() - start
+        print(name, f"{seconds:.3f}", f"{model.score(tx, ty):.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
