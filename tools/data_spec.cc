@@ -28,8 +28,9 @@ runtime::Result<int64_t> count_classes(const input::Dataset& d) {
     int64_t skipped = 0;
     TROUPE_RETURN_IF_ERROR(d.source->read(u, &chunks, &skipped));
     for (const actors::Chunk& c : chunks) {
-      const std::vector<double> v = estimators::as_doubles(c.components[label]);
-      for (int64_t r = c.first(); r < c.last(); ++r) {
+      const std::vector<double> v = estimators::as_doubles(
+          runtime::slice_rows(c.components[label], c.first(), c.last() - c.first()));
+      for (size_t r = 0; r < v.size(); ++r) {
         if (!(v[r] >= 0 && v[r] < 2147483648.0) || v[r] != std::floor(v[r])) {
           return runtime::invalid_argument("label ", v[r],
                                            " is not a class number (0, 1, ... below 2^31)");
@@ -73,13 +74,14 @@ runtime::Result<Arrays> load_arrays(const input::Dataset& d) {
         if (t.dtype() == runtime::DType::kString) {
           return runtime::invalid_argument("feature '", name, "' is text: only numbers fit here");
         }
-        columns.push_back(estimators::as_doubles(t));
+        // A chunk's rows are a range of a tensor that may hold the whole file.
+        columns.push_back(estimators::as_doubles(runtime::slice_rows(t, c.first(), n)));
         per.push_back(t.dim(0) > 0 ? t.num_elements() / t.dim(0) : 0);
         w += per.back();
       }
       if (width >= 0 && w != width) return runtime::invalid_argument("examples vary in width");
       width = w;
-      for (int64_t r = c.first(); r < c.last(); ++r) {
+      for (int64_t r = 0; r < n; ++r) {
         for (size_t f = 0; f < columns.size(); ++f) {
           for (int64_t k = 0; k < per[f]; ++k) {
             xs.push_back(static_cast<float>(columns[f][r * per[f] + k]));

@@ -38,8 +38,10 @@ runtime::Result<Standardization> standardization(const input::Dataset& data, boo
         if (static_cast<int64_t>(s.sum.size()) != per) {
           return runtime::invalid_argument("feature '", names[f], "' varies in shape");
         }
-        const std::vector<double> v = as_doubles(t);
-        for (int64_t r = c.first(); r < c.last(); ++r) {
+        // A chunk's rows are a range of a tensor that may hold the whole file.
+        const int64_t n = c.last() - c.first();
+        const std::vector<double> v = as_doubles(runtime::slice_rows(t, c.first(), n));
+        for (int64_t r = 0; r < n; ++r) {
           for (int64_t k = 0; k < per; ++k) {
             s.sum[k] += v[r * per + k];
             s.squares[k] += v[r * per + k] * v[r * per + k];
