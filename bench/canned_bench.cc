@@ -1,7 +1,8 @@
 // The canned models' quality and wall time on Fashion-MNIST (train on the 60k, test on the
 // 10k), against the scikit-learn results published with the data set (zalandoresearch's
 // benchmark table: LogisticRegression 0.842, MLPClassifier 0.877 (the bar for a DNN:
-// 0.89), LinearSVC 0.836 (bar 0.83)), and, where Debian's python3-sklearn is installed, the
+// 0.89), LinearSVC 0.836 (bar 0.83)); k-means' adjusted Rand index against the classes; and,
+// where Debian's python3-sklearn is installed, the
 // wall time of the same model in scikit-learn on this machine (bench/sklearn_peer.py).
 //   fmnist_<model>_accuracy   test accuracy; peer: the published result; ratio: ours / theirs
 //   fmnist_<model>_seconds    training wall time; peer: scikit-learn here; ratio: theirs / ours
@@ -133,6 +134,21 @@ int main(int argc, char** argv) {
              peer_time == sklearn.end() ? 0 : peer_time->second,
              peer_time == sklearn.end() ? 0 : peer_time->second / seconds);
   }
+  // k-means: how well ten clusters of the pixels find the ten classes (no published bar).
+  KMeans km({.n_clusters = 10, .fit = {.epochs = quick ? 1 : 10}}, quiet());
+  const auto start = std::chrono::steady_clock::now();
+  if (auto s = km.fit(x, y); !s.ok()) return 1;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto clusters = km.predict(tx);
+  if (!clusters.ok()) return 1;
+  auto ari = adjusted_rand_score(ty, *clusters);
+  if (!ari.ok()) return 1;
+  bars.add("fmnist_kmeans_adjusted_rand", *ari, "ARI", "-", 0, 0);
+  auto peer_time = sklearn.find("kmeans");
+  bars.add("fmnist_kmeans_seconds", seconds, "s", peer_time == sklearn.end() ? "-" : "sklearn_here",
+           peer_time == sklearn.end() ? 0 : peer_time->second,
+           peer_time == sklearn.end() ? 0 : peer_time->second / seconds);
   if (!bars.write_json(json)) return 1;
   return 0;
 }

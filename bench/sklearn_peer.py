@@ -11,6 +11,8 @@ try:
     import numpy as np
     from sklearn.linear_model import LogisticRegression
     from sklearn.neural_network import MLPClassifier
+    from sklearn.cluster import MiniBatchKMeans
+    from sklearn.metrics import adjusted_rand_score
     from sklearn.svm import LinearSVC
 except ImportError:
     sys.exit("python3-sklearn is not installed")
@@ -51,6 +53,11 @@ def main():
         model.fit(x, y)
         seconds = time.monotonic() - start
         print(name, f"{seconds:.3f}", f"{model.score(tx, ty):.4f}", flush=True)
+    km = MiniBatchKMeans(n_clusters=10, max_iter=epochs, random_state=42, n_init=1)
+    start = time.monotonic()
+    km.fit(x)
+    seconds = time.monotonic() - start
+    print("kmeans", f"{seconds:.3f}", f"{adjusted_rand_score(ty, km.predict(tx)):.4f}", flush=True)
 
 
 if __name__ == "__main__":

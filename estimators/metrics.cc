@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace troupe::estimators {
 
@@ -256,7 +257,65 @@ class Confusion : public Metric {
   std::vector<std::vector<int64_t>> counts_;
 };
 
+double comb2(double n) { return n * (n - 1) / 2; }
+
+// Pairs (true group, predicted group) counted; the index from the contingency table.
+class AdjustedRand : public Metric {
+ public:
+  Status update(const Tensor& labels, const Tensor& predictions) override {
+    TROUPE_RETURN_IF_ERROR(same_count("adjusted_rand_index", labels, predictions));
+    const std::vector<double> a = as_doubles(labels), b = as_doubles(predictions);
+    for (size_t i = 0; i < a.size(); ++i) ++cells_[{a[i], b[i]}];
+    return runtime::ok_status();
+  }
+  double result() const override {
+    std::map<double, double> rows, cols;
+    double index = 0, n = 0;
+    for (const auto& [pair, count] : cells_) {
+      rows[pair.first] += count;
+      cols[pair.second] += count;
+      index += comb2(count);
+      n += count;
+    }
+    double sum_rows = 0, sum_cols = 0;
+    for (const auto& [group, count] : rows) sum_rows += comb2(count);
+    for (const auto& [group, count] : cols) sum_cols += comb2(count);
+    const double expected = sum_rows * sum_cols / std::max(1.0, comb2(n));
+    const double most = (sum_rows + sum_cols) / 2;
+    // One group on both sides (or none): scikit-learn's convention, a perfect match.
+    if (most == expected) return 1.0;
+    return (index - expected) / (most - expected);
+  }
+  void reset() override { cells_.clear(); }
+
+ private:
+  std::map<std::pair<double, double>, double> cells_;
+};
+
+class Sum : public Metric {
+ public:
+  Status update(const Tensor& labels, const Tensor& predictions) override {
+    for (double v : as_doubles(predictions)) sum_ += v;
+    return runtime::ok_status();
+  }
+  double result() const override { return sum_; }
+  void reset() override { sum_ = 0; }
+
+ private:
+  double sum_ = 0;
+};
+
 }  // namespace
+
+Result<double> adjusted_rand_score(const Tensor& labels_true, const Tensor& labels_pred) {
+  if (labels_true.num_elements() != labels_pred.num_elements()) {
+    return runtime::invalid_argument("adjusted_rand_score: ", labels_true.num_elements(),
+                                     " true labels for ", labels_pred.num_elements(), " predicted");
+  }
+  AdjustedRand m;
+  TROUPE_RETURN_IF_ERROR(m.update(labels_true, labels_pred));
+  return m.result();
+}
 
 Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
   const size_t colon = kind.find(':');
@@ -283,6 +342,8 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
   if (name == "auc") return std::unique_ptr<Metric>(new Auc(false));
   if (name == "auc_pr") return std::unique_ptr<Metric>(new Auc(true));
   if (name == "log_loss") return std::unique_ptr<Metric>(new LogLoss());
+  if (name == "sum") return std::unique_ptr<Metric>(new Sum());
+  if (name == "adjusted_rand_index") return std::unique_ptr<Metric>(new AdjustedRand());
   if (name == "top_k_accuracy") return std::unique_ptr<Metric>(new TopK(arg > 0 ? arg : 5));
   if (name == "confusion_matrix") {
     if (arg < 1)

@@ -10,7 +10,8 @@
 // thresholded at 0.5), auc and auc_pr (binary labels, probabilities; 200 thresholds, trapezoids,
 // as tf.metrics.auc), log_loss (binary probabilities [n] or class probabilities [n, c] with
 // integer labels), mean (of the predictions), mse, rmse, mae, top_k_accuracy:K (scores [n, c],
-// integer labels), confusion_matrix:C (result: accuracy; matrix() has the counts).
+// integer labels), confusion_matrix:C (result: accuracy; matrix() has the counts), sum (of the
+// predictions), adjusted_rand_index (labels against predicted groups, e.g. cluster ids).
 #pragma once
 
 #include <memory>
@@ -36,6 +37,11 @@ runtime::Result<std::unique_ptr<Metric>> make_metric(const std::string& kind);
 
 // The counts of a confusion_matrix metric, [true class][predicted class].
 std::vector<std::vector<int64_t>> confusion_counts(const Metric& confusion_matrix);
+
+// The adjusted Rand index of two labelings of the same examples: 1 when they agree up to the
+// names of the groups, about 0 for independent ones (scikit-learn's adjusted_rand_score).
+runtime::Result<double> adjusted_rand_score(const runtime::Tensor& labels_true,
+                                            const runtime::Tensor& labels_pred);
 
 // Every element of a numeric tensor as double.
 std::vector<double> as_doubles(const runtime::Tensor& t);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "estimators/canned/kmeans.h"
 #include "estimators/experiment.h"
 #include "estimators/export/predictor.h"
 #include "estimators/metrics.h"
@@ -239,9 +240,14 @@ int train(const std::vector<std::string>& args) {
   auto train_data = open_data(flag("data", ""), "train", label, train_opts);
   if (!train_data.ok()) return fail(train_data.status());
   const bool classifier = spec.task == estimators::Task::kClassifier;
+  const bool kmeans = spec.model == "kmeans";
+  if (kmeans && !classifier) return usage_error("--regression: k-means clusters");
   int64_t n_classes = 10;
-  if (!classifier) {
-    if (flags.count("n-classes")) return usage_error("--n-classes: a regressor has no classes");
+  if (!classifier || kmeans) {
+    if (flags.count("n-classes")) {
+      return usage_error(kmeans ? "--n-classes: k-means takes --n-clusters"
+                                : "--n-classes: a regressor has no classes");
+    }
   } else if (flags.count("n-classes")) {
     if (!to_int("n-classes", flag("n-classes", ""), 2, &n_classes, &error))
       return usage_error(error);
@@ -259,17 +265,31 @@ int train(const std::vector<std::string>& args) {
   }
   // Numeric columns of a table are standardized with the training data's statistics (saved
   // with the model); Fashion-MNIST's pixels already lie in [0, 1].
-  if (standardize == "on" || (standardize == "auto" && flag("data", "").rfind("csv:", 0) == 0)) {
+  // k-means clusters the columns as they are (its starting centers are rows of the data).
+  if (!kmeans &&
+      (standardize == "on" || (standardize == "auto" && flag("data", "").rfind("csv:", 0) == 0))) {
     auto stats = estimators::standardization(*train_data, /*with_label=*/!classifier);
     if (!stats.ok()) return fail(stats.status());
     spec.standardize = std::move(*stats);
   }
-  if (classifier) flagged["n_classes"] = std::to_string(n_classes);
+  if (classifier && !kmeans) flagged["n_classes"] = std::to_string(n_classes);
   spec.params = flagged;
   spec.label = label;
   auto resolved = resolved_params(spec);
   if (!resolved.ok()) return usage_error(resolved.status().message());
   spec.params = *resolved;
+  if (kmeans) {
+    // k-means++ over the training rows picks the starting centers.
+    auto arrays = load_arrays(*train_data);
+    if (!arrays.ok()) return fail(arrays.status());
+    estimators::KMeansOptions o;
+    if (auto s = estimators::assign_params(o, spec.task, spec.params, "--model kmeans"); !s.ok()) {
+      return usage_error(s.message());
+    }
+    auto centers = estimators::kmeans_initial_centers(arrays->x, o, static_cast<uint64_t>(seed));
+    if (!centers.ok()) return fail(centers.status());
+    spec.initial_centers = std::move(*centers);
+  }
   auto built = model_fn_of(spec);
   if (!built.ok()) return usage_error(built.status().message());
   const estimators::ModelFn model_fn = *built;
@@ -346,7 +366,7 @@ int train(const std::vector<std::string>& args) {
   xo.eval_every_steps = eval_every;
   xo.early_stopping_rounds = static_cast<int>(rounds);
   xo.export_strategy = flag("export", "");
-  xo.early_stopping_metric = classifier ? "accuracy" : "loss";
+  xo.early_stopping_metric = classifier && !kmeans ? "accuracy" : "loss";
   if (steps > 0 && in_cluster) {
     xo.train_steps = steps;
   } else if (steps > 0) {

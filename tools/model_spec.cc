@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "estimators/canned/dnn.h"
+#include "estimators/canned/kmeans.h"
 #include "estimators/canned/linear.h"
 #include "runtime/record_io.h"
 
@@ -32,7 +33,10 @@ const std::vector<FlagParam> kLinearFlags = {{"optimizer", "optimizer"},
                                              {"l2", "l2"},
                                              {"clip-norm", "clip_norm"}};
 
+const std::vector<FlagParam> kKMeansFlags = {{"n-clusters", "n_clusters"}, {"init", "init"}};
+
 const std::vector<FlagParam>& flags_of(const std::string& model) {
+  if (model == "kmeans") return kKMeansFlags;
   return model == "dnn" ? kDnnFlags : kLinearFlags;
 }
 
@@ -60,14 +64,14 @@ bool parse_floats(const std::string& text, std::vector<float>* out) {
 }  // namespace
 
 const std::vector<std::string>& model_kinds() {
-  static const std::vector<std::string> kinds = {"dnn", "linear", "svm"};
+  static const std::vector<std::string> kinds = {"dnn", "linear", "svm", "kmeans"};
   return kinds;
 }
 
 const std::vector<std::string>& model_param_flags() {
   static const std::vector<std::string> all = [] {
     std::vector<std::string> names;
-    for (const auto* list : {&kDnnFlags, &kLinearFlags}) {
+    for (const auto* list : {&kDnnFlags, &kLinearFlags, &kKMeansFlags}) {
       for (const FlagParam& f : *list) {
         if (std::find(names.begin(), names.end(), f.flag) == names.end()) names.push_back(f.flag);
       }
@@ -79,11 +83,13 @@ const std::vector<std::string>& model_param_flags() {
 
 runtime::Result<TextParams> model_params(const std::string& model, Task task, const Flags& flags) {
   if (std::find(model_kinds().begin(), model_kinds().end(), model) == model_kinds().end()) {
-    return runtime::invalid_argument("--model '", model, "' is not dnn, linear or svm");
+    return runtime::invalid_argument("--model '", model, "' is not dnn, linear, svm or kmeans");
   }
   TextParams p;
   if (model == "dnn") {
     p = {{"hidden_units", "256,128"}, {"optimizer", "adam"}, {"learning_rate", "0.001"}};
+  } else if (model == "kmeans") {
+    p = {{"n_clusters", "8"}};
   } else if (model == "svm") {
     p = {{"loss", task == Task::kClassifier ? "hinge" : "epsilon_insensitive"}};
   }
@@ -103,6 +109,7 @@ runtime::Result<TextParams> model_params(const std::string& model, Task task, co
 }
 
 std::vector<std::string> shape_params(const std::string& model, Task task) {
+  if (model == "kmeans") return {"n_clusters"};
   std::vector<std::string> names = {task == Task::kClassifier ? "n_classes" : "label_dimension"};
   if (model == "dnn") {
     names.insert(names.end(), {"hidden_units", "activation", "partitions"});
@@ -131,6 +138,11 @@ runtime::Result<Options> options_of(const ModelSpec& spec, const std::string& wh
 
 runtime::Result<TextParams> resolved_params(const ModelSpec& spec) {
   const std::string who = "--model " + spec.model;
+  if (spec.model == "kmeans") {
+    estimators::KMeansOptions o;
+    TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
+    return estimators::to_text(estimators::params_of(o, spec.task));
+  }
   if (spec.model == "dnn") {
     TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(spec, who));
     return estimators::to_text(estimators::params_of(o, spec.task));
@@ -141,6 +153,12 @@ runtime::Result<TextParams> resolved_params(const ModelSpec& spec) {
 
 runtime::Result<estimators::ModelFn> model_fn_of(const ModelSpec& spec) {
   const std::string who = "--model " + spec.model;
+  if (spec.model == "kmeans") {
+    estimators::KMeansOptions o;
+    TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
+    o.initial_centers = spec.initial_centers;
+    return o.model_fn();
+  }
   if (spec.model == "dnn") {
     TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(spec, who));
     return o.model_fn(spec.task);
@@ -155,7 +173,11 @@ runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& 
   ModelSpec plain = spec;
   plain.standardize.clear();
   const bool classifier = spec.task == Task::kClassifier;
-  std::unique_ptr<estimators::Model> m;
+  if (spec.model == "kmeans") {
+    estimators::KMeansOptions o;
+    TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
+    return std::unique_ptr<estimators::Model>(new estimators::KMeans(o, config));
+  }
   if (spec.model == "dnn") {
     TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(plain, who));
     if (classifier)
@@ -169,9 +191,10 @@ runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& 
 }
 
 runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
-  std::string text = "model " + spec.model + "\ntask " +
-                     (spec.task == Task::kClassifier ? "classifier" : "regressor") + "\nlabel " +
-                     spec.label + "\n";
+  const std::string task = spec.model == "kmeans"           ? "clustering"
+                           : spec.task == Task::kClassifier ? "classifier"
+                                                            : "regressor";
+  std::string text = "model " + spec.model + "\ntask " + task + "\nlabel " + spec.label + "\n";
   for (const auto& [k, v] : spec.params) text += "param " + k + " " + v + "\n";
   for (const auto& [name, st] : spec.standardize) {
     text += "standardize " + name + " " + floats(st.mean) + " " + floats(st.scale) + "\n";
@@ -204,11 +227,12 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
       spec.model = rest_of_line();
       if (std::find(model_kinds().begin(), model_kinds().end(), spec.model) ==
           model_kinds().end()) {
-        return runtime::data_loss(path, ": model '", spec.model, "' is not dnn, linear or svm");
+        return runtime::data_loss(path, ": model '", spec.model,
+                                  "' is not dnn, linear, svm or kmeans");
       }
     } else if (word == "task") {
       const std::string task = rest_of_line();
-      if (task != "classifier" && task != "regressor") {
+      if (task != "classifier" && task != "regressor" && task != "clustering") {
         return runtime::data_loss(path, ": task '", task, "' is not classifier or regressor");
       }
       spec.task = task == "classifier" ? Task::kClassifier : Task::kRegressor;

@@ -21,12 +21,13 @@
 namespace troupe::cli {
 
 struct ModelSpec {
-  std::string model = "dnn";  // dnn, linear or svm
-  estimators::Task task = estimators::Task::kClassifier;
+  std::string model = "dnn";                              // dnn, linear, svm or kmeans
+  estimators::Task task = estimators::Task::kClassifier;  // not kmeans's, which clusters
   estimators::TextParams params;
   estimators::Standardization standardize;  // the label's too, for a regressor's target
   std::string label;
   std::vector<estimators::ServingInput> inputs;  // once trained
+  std::vector<float> initial_centers;            // kmeans's, drawn from the training data
 };
 
 // The models `troupe train --model` takes, and the flags that set params of each.

@@ -2,7 +2,7 @@
 // a cluster; serve exports over TensorFlow Serving's REST API; serve a ps task, and launch a
 // whole cluster on this machine.
 //
-//   troupe train --model dnn|linear|svm [--regression] --data fashion-mnist --model-dir DIR
+//   troupe train --model dnn|linear|svm|kmeans [--regression] --data fashion-mnist --model-dir DIR
 //                [--hidden 256,128] [--epochs N | --steps N] [--batch-size B]
 //                [--optimizer adam|sgd|momentum|adagrad|rmsprop|ftrl] [--learning-rate R]
 //                [--dropout D] [--activation A] [--l1 L] [--l2 L] [--clip-norm C]
@@ -36,7 +36,7 @@
 namespace {
 
 const char* kUsage =
-    "usage: troupe train --model dnn|linear|svm --data DATA --model-dir DIR [options]\n"
+    "usage: troupe train --model dnn|linear|svm|kmeans --data DATA --model-dir DIR [options]\n"
     "       troupe evaluate --model-dir DIR --data DATA\n"
     "       troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]\n"
     "       troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]\n"
@@ -52,6 +52,8 @@ const char* kUsage =
     "  --eval-data DATA --n-classes C --standardize auto|on|off (auto: csv tables)\n"
     "  dnn: --hidden 256,128 --dropout D --activation relu|tanh|sigmoid|elu\n"
     "  linear, svm: --l1 L --l2 L (svm: hinge loss; with --regression epsilon-insensitive)\n"
+    "  kmeans: --n-clusters K --init k-means++|random (inertia; with labels the adjusted\n"
+    "  Rand index)\n"
     "  --export latest|best   (the model for serving, in DIR/export/<which>/<seconds>)\n"
     "a task of a cluster: TF_CONFIG, or --cluster FILE --job chief|worker|ps|evaluator --task N\n"
     "  FILE: {\"chief\": [\"host:port\"], \"worker\": [...], \"ps\": [...]}\n"

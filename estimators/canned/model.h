@@ -35,7 +35,8 @@ class Model {
   virtual ParamMap get_params() const = 0;
   // Unknown names and bad values are errors naming them; nothing changes then.
   virtual runtime::Status set_params(const ParamMap& params) = 0;
-  // A model with the same params that has not been fitted (scikit-learn's clone).
+  // A model with the same params that has not been fitted (scikit-learn's clone); it trains in
+  // memory (no model_dir), so that clones in parallel trials never share a directory.
   virtual std::unique_ptr<Model> clone() const = 0;
 };
 

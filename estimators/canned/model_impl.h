@@ -42,7 +42,9 @@ runtime::Status CannedModel<Options, kTask>::set_params_text(const TextParams& p
 
 template <class Options, Task kTask>
 std::unique_ptr<Model> CannedModel<Options, kTask>::clone() const {
-  return std::make_unique<CannedModel>(options_, config_);
+  RunConfig in_memory = config_;
+  in_memory.model_dir.clear();
+  return std::make_unique<CannedModel>(options_, in_memory);
 }
 
 template <class Options, Task kTask>

@@ -37,6 +37,7 @@
 #include "actors/session.h"
 
 #include "estimators/canned/dnn.h"
+#include "estimators/canned/kmeans.h"
 #include "estimators/canned/linear.h"
 #include "estimators/estimator.h"
 #include "estimators/experiment.h"

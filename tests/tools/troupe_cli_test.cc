@@ -198,6 +198,19 @@ TEST_CASE("troupe train --model linear|svm|dnn [--regression] on a small table, 
   CHECK(lines(pm.out) == 55);
   CHECK(pm.out == pe.out);
 
+  // k-means on the same table: three clusters that are the three classes.
+  Run km = troupe("train --model kmeans --n-clusters 3" + train + test +
+                  " --label label --standardize off --model-dir " + (dir / "kmeans").string());
+  REQUIRE_MESSAGE(km.status == 0, km.err);
+  CHECK(km.out.rfind("{\"loss\": ", 0) == 0);
+  const size_t ari = km.out.find("\"adjusted_rand_index\": ");
+  REQUIRE(ari != std::string::npos);
+  CHECK(km.out.find("\"inertia\": ") != std::string::npos);
+  Run ke = troupe("evaluate --model-dir " + (dir / "kmeans").string() +
+                  " --data csv:" + (dir / "test.csv").string());
+  REQUIRE_MESSAGE(ke.status == 0, ke.err);
+  CHECK(ke.out == km.out);
+
   // troupe search: a grid by 3-fold cross-validation; a huge L1 penalty must lose.
   const std::string results = (dir / "results.csv").string();
   Run sr = troupe("search --model linear" + train + " --label label --grid \"l1=10000,0 " +
@@ -230,7 +243,9 @@ TEST_CASE("troupe train --model linear|svm|dnn [--regression] on a small table, 
                                             "--hidden is not a flag of --model linear"},
         {"--model dnn --l1 0.1", "--l1 is not a flag of --model dnn"},
         {"--model dnn --regression --n-classes 3", "a regressor has no classes"},
-        {"--model tree", "--model 'tree' is not dnn, linear or svm"},
+        {"--model tree", "--model 'tree' is not dnn, linear, svm or kmeans"},
+        {"--model kmeans --regression", "k-means clusters"},
+        {"--model kmeans --hidden 8", "--hidden is not a flag of --model kmeans"},
         {"--model linear --l2 -1", "l2"},
         {"--model svm --standardize maybe", "--standardize: 'maybe'"}}) {
     Run bad =
