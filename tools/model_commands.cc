@@ -170,16 +170,11 @@ int train(const std::vector<std::string>& args) {
     auto it = flags.find(k);
     return it == flags.end() ? d : it->second;
   };
-  ModelSpec spec;
-  spec.model = flag("model", "dnn");
-  spec.task =
-      flags.count("regression") ? estimators::Task::kRegressor : estimators::Task::kClassifier;
-  auto model_params_given = model_params(spec.model, spec.task, flags);
-  if (!model_params_given.ok()) return usage_error(model_params_given.status().message());
-  const std::string standardize = flag("standardize", "auto");
-  if (standardize != "auto" && standardize != "on" && standardize != "off") {
-    return usage_error("--standardize: '" + standardize + "' is not auto, on or off");
-  }
+  auto given = model_spec_of(flags);
+  if (!given.ok()) return usage_error(given.status().message());
+  ModelSpec spec = *given;
+  auto standardize = standardize_of(flags, flag("data", ""));
+  if (!standardize.ok()) return usage_error(standardize.status().message());
   const std::string exported = flag("export", "");
   if (!exported.empty() && exported != "latest" && exported != "best") {
     return usage_error("--export: '" + exported + "' is not latest or best");
@@ -225,7 +220,7 @@ int train(const std::vector<std::string>& args) {
   }
   const std::string label =
       flag("label", flags.count("data") && flag("data", "").rfind("csv:", 0) == 0 ? "" : "label");
-  TextParams flagged = *model_params_given;
+  TextParams flagged = spec.params;
   // Big kernels spread over a cluster's ps tasks; evaluate and predict read the same parts.
   if (spec.model == "dnn") {
     flagged["partitions"] = std::to_string(std::max(1, cluster->num_ps_replicas));
@@ -266,8 +261,7 @@ int train(const std::vector<std::string>& args) {
   // Numeric columns of a table are standardized with the training data's statistics (saved
   // with the model); Fashion-MNIST's pixels already lie in [0, 1].
   // k-means clusters the columns as they are (its starting centers are rows of the data).
-  if (!kmeans &&
-      (standardize == "on" || (standardize == "auto" && flag("data", "").rfind("csv:", 0) == 0))) {
+  if (!kmeans && *standardize) {
     auto stats = estimators::standardization(*train_data, /*with_label=*/!classifier);
     if (!stats.ok()) return fail(stats.status());
     spec.standardize = std::move(*stats);

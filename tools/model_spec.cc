@@ -108,6 +108,23 @@ runtime::Result<TextParams> model_params(const std::string& model, Task task, co
   return p;
 }
 
+runtime::Result<ModelSpec> model_spec_of(const Flags& flags) {
+  ModelSpec spec;
+  if (auto m = flags.find("model"); m != flags.end()) spec.model = m->second;
+  spec.task = flags.count("regression") ? Task::kRegressor : Task::kClassifier;
+  TROUPE_ASSIGN_OR_RETURN(spec.params, model_params(spec.model, spec.task, flags));
+  return spec;
+}
+
+runtime::Result<bool> standardize_of(const Flags& flags, const std::string& data) {
+  auto s = flags.find("standardize");
+  const std::string how = s == flags.end() ? "auto" : s->second;
+  if (how != "auto" && how != "on" && how != "off") {
+    return runtime::invalid_argument("--standardize: '", how, "' is not auto, on or off");
+  }
+  return how == "on" || (how == "auto" && data.rfind("csv:", 0) == 0);
+}
+
 std::vector<std::string> shape_params(const std::string& model, Task task) {
   if (model == "kmeans") return {"n_clusters"};
   std::vector<std::string> names = {task == Task::kClassifier ? "n_classes" : "label_dimension"};

@@ -37,6 +37,13 @@ const std::vector<std::string>& model_param_flags();  // every model's, for pars
 // a flag of another model is an error naming it.
 runtime::Result<estimators::TextParams> model_params(const std::string& model,
                                                      estimators::Task task, const Flags& flags);
+// --model, --regression and the model's flags: its kind, task and params (defaults filled in
+// by resolved_params later, once the data has said how many classes there are).
+runtime::Result<ModelSpec> model_spec_of(const Flags& flags);
+// --standardize auto|on|off: whether the numeric columns of `data` are standardized (auto: for
+// csv tables; Fashion-MNIST's pixels lie in [0, 1] already).
+runtime::Result<bool> standardize_of(const Flags& flags, const std::string& data);
+
 // The params that fix a model's variables: another value needs another model_dir.
 std::vector<std::string> shape_params(const std::string& model, estimators::Task task);
 

@@ -90,17 +90,11 @@ int search(const std::vector<std::string>& args) {
       !to_int("n-jobs", flag("n-jobs", "0"), 0, &n_jobs, &error)) {
     return usage_error(error);
   }
-  const std::string standardize = flag("standardize", "auto");
-  if (standardize != "auto" && standardize != "on" && standardize != "off") {
-    return usage_error("--standardize: '" + standardize + "' is not auto, on or off");
-  }
-  ModelSpec spec;
-  spec.model = flag("model", "dnn");
-  spec.task =
-      flags.count("regression") ? estimators::Task::kRegressor : estimators::Task::kClassifier;
-  auto given = model_params(spec.model, spec.task, flags);
+  auto standardize = standardize_of(flags, flag("data", ""));
+  if (!standardize.ok()) return usage_error(standardize.status().message());
+  auto given = model_spec_of(flags);
   if (!given.ok()) return usage_error(given.status().message());
-  spec.params = *given;
+  ModelSpec spec = *given;
   if (flags.count("epochs")) spec.params["epochs"] = flag("epochs", "");
   if (flags.count("batch-size")) spec.params["batch_size"] = flag("batch-size", "");
   const std::string data_spec = flag("data", "");
@@ -132,8 +126,7 @@ int search(const std::vector<std::string>& args) {
   if (!arrays.ok()) return fail(arrays.status());
 
   // Standardized inside the search, on each fold's training rows only.
-  const bool scale =
-      standardize == "on" || (standardize == "auto" && data_spec.rfind("csv:", 0) == 0);
+  const bool scale = *standardize;
   std::unique_ptr<estimators::Model> searched = std::move(*model);
   ParamGrid named = *grid;
   if (scale) {

@@ -214,36 +214,24 @@ Status KMeans::fit(const Tensor& x, const Tensor& y) {
   if (!labels.valid()) {
     TROUPE_ASSIGN_OR_RETURN(labels, Tensor::zeros(runtime::DType::kInt64, Shape{n}));
   }
-  TROUPE_ASSIGN_OR_RETURN(
-      input::Dataset data,
-      input::arrays({{"x", x}, {"y", labels}}, "y",
-                    {.batch_size = std::min(options_.fit.batch_size, n),
-                     .num_epochs = options_.fit.epochs_for(n),
-                     .shuffle = options_.fit.shuffle,
-                     .seed = static_cast<uint64_t>(std::max<int64_t>(0, config_.tf_random_seed))}));
+  TROUPE_ASSIGN_OR_RETURN(input::Dataset data,
+                          options_.fit.dataset(x, labels, config_.tf_random_seed));
   return estimator_->train(data).status();
 }
 
-Result<Tensor> KMeans::predict_key(const Tensor& x, const std::string& key) {
-  TROUPE_ASSIGN_OR_RETURN(input::Dataset d, input::arrays({{"x", x}}, "", {.batch_size = 1024}));
-  TROUPE_ASSIGN_OR_RETURN(auto batches, estimator_->predict_batches(d, {.keys = {key}}));
-  std::vector<Tensor> parts;
-  for (const Prediction& p : batches) parts.push_back(p.at(key));
-  if (parts.empty()) return runtime::invalid_argument("KMeans.predict: no examples");
-  return runtime::concat_rows(parts);
+Result<Tensor> KMeans::predict(const Tensor& x) {
+  return predict_rows(*estimator_, x, "cluster_index");
 }
 
-Result<Tensor> KMeans::predict(const Tensor& x) { return predict_key(x, "cluster_index"); }
-
 Result<Tensor> KMeans::transform(const Tensor& x) {
-  TROUPE_ASSIGN_OR_RETURN(Tensor squared, predict_key(x, "all_distances"));
+  TROUPE_ASSIGN_OR_RETURN(Tensor squared, predict_rows(*estimator_, x, "all_distances"));
   float* p = squared.data<float>();
   for (int64_t i = 0; i < squared.num_elements(); ++i) p[i] = std::sqrt(p[i]);
   return squared;
 }
 
 Result<double> KMeans::inertia(const Tensor& x) {
-  TROUPE_ASSIGN_OR_RETURN(Tensor squared, predict_key(x, "all_distances"));
+  TROUPE_ASSIGN_OR_RETURN(Tensor squared, predict_rows(*estimator_, x, "all_distances"));
   const int64_t k = squared.dim(1);
   double total = 0;
   for (int64_t r = 0; r < squared.dim(0); ++r) {

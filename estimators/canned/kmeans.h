@@ -71,8 +71,6 @@ class KMeans final : public Model {
   Estimator& estimator() { return *estimator_; }
 
  private:
-  runtime::Result<runtime::Tensor> predict_key(const runtime::Tensor& x, const std::string& key);
-
   KMeansOptions options_;
   RunConfig config_;
   std::unique_ptr<Estimator> estimator_;

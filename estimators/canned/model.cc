@@ -60,6 +60,24 @@ runtime::Status FitParams::validate(const std::string& model) const {
   return runtime::ok_status();
 }
 
+Result<input::Dataset> FitParams::dataset(const Tensor& x, const Tensor& y, int64_t seed) const {
+  const int64_t n = x.rank() ? x.dim(0) : 0;
+  return input::arrays({{"x", x}, {"y", y}}, "y",
+                       {.batch_size = std::max<int64_t>(1, std::min(batch_size, n)),
+                        .num_epochs = epochs_for(n),
+                        .shuffle = shuffle,
+                        .seed = static_cast<uint64_t>(std::max<int64_t>(0, seed))});
+}
+
+Result<Tensor> predict_rows(Estimator& estimator, const Tensor& x, const std::string& key) {
+  TROUPE_ASSIGN_OR_RETURN(input::Dataset d, input::arrays({{"x", x}}, "", {.batch_size = 1024}));
+  TROUPE_ASSIGN_OR_RETURN(auto batches, estimator.predict_batches(d, {.keys = {key}}));
+  std::vector<Tensor> parts;
+  for (const Prediction& p : batches) parts.push_back(p.at(key));
+  if (parts.empty()) return runtime::invalid_argument("predict: no examples");
+  return runtime::concat_rows(parts);
+}
+
 int64_t FitParams::epochs_for(int64_t examples) const {
   if (epochs > 0) return epochs;
   const int64_t batch = std::max<int64_t>(1, std::min(batch_size, examples));

@@ -64,7 +64,15 @@ struct FitParams {
   }
   runtime::Status validate(const std::string& model) const;
   int64_t epochs_for(int64_t examples) const;
+  // (x, y) as the dataset fit trains on: feature "x", label "y", these batches and passes.
+  runtime::Result<input::Dataset> dataset(const runtime::Tensor& x, const runtime::Tensor& y,
+                                          int64_t seed) const;
 };
+
+// One prediction of `estimator` for every row of x, stacked: what predict() of a model
+// trained on arrays returns.
+runtime::Result<runtime::Tensor> predict_rows(Estimator& estimator, const runtime::Tensor& x,
+                                              const std::string& key);
 
 // Options: a struct with fields(o, task, f) and validate(task) (params.h), a FitParams `fit`,
 // model_fn(task) and the names kClassifierName / kRegressorName.
@@ -94,7 +102,6 @@ class CannedModel final : public Model {
   Estimator& estimator() { return *estimator_; }
 
  private:
-  runtime::Result<runtime::Tensor> predict_key(const runtime::Tensor& x, const std::string& key);
   runtime::Status check_labels(const runtime::Tensor& x, const runtime::Tensor& y) const;
 
   Options options_;

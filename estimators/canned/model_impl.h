@@ -75,15 +75,7 @@ runtime::Status CannedModel<Options, kTask>::fit(const runtime::Tensor& x,
     estimator_.reset();
     estimator_ = std::make_unique<Estimator>(options_.model_fn(kTask), config_);
   }
-  const int64_t n = x.dim(0);
-  const int64_t batch = std::min(options_.fit.batch_size, n);
-  TROUPE_ASSIGN_OR_RETURN(
-      input::Dataset d,
-      input::arrays({{"x", x}, {"y", y}}, "y",
-                    {.batch_size = batch,
-                     .num_epochs = options_.fit.epochs_for(n),
-                     .shuffle = options_.fit.shuffle,
-                     .seed = static_cast<uint64_t>(std::max<int64_t>(0, config_.tf_random_seed))}));
+  TROUPE_ASSIGN_OR_RETURN(input::Dataset d, options_.fit.dataset(x, y, config_.tf_random_seed));
   return estimator_->train(d).status();
 }
 
@@ -100,20 +92,9 @@ runtime::Result<Metrics> CannedModel<Options, kTask>::evaluate(const input::Data
 }
 
 template <class Options, Task kTask>
-runtime::Result<runtime::Tensor> CannedModel<Options, kTask>::predict_key(const runtime::Tensor& x,
-                                                                          const std::string& key) {
-  TROUPE_ASSIGN_OR_RETURN(input::Dataset d, input::arrays({{"x", x}}, "", {.batch_size = 1024}));
-  TROUPE_ASSIGN_OR_RETURN(auto batches, estimator_->predict_batches(d, {.keys = {key}}));
-  std::vector<runtime::Tensor> parts;
-  for (const Prediction& p : batches) parts.push_back(p.at(key));
-  if (parts.empty()) return runtime::invalid_argument(name(), ".predict: no examples");
-  return runtime::concat_rows(parts);
-}
-
-template <class Options, Task kTask>
 runtime::Result<runtime::Tensor> CannedModel<Options, kTask>::predict(const runtime::Tensor& x) {
-  if (kTask == Task::kClassifier) return predict_key(x, "classes");
-  TROUPE_ASSIGN_OR_RETURN(runtime::Tensor values, predict_key(x, "predictions"));
+  if (kTask == Task::kClassifier) return predict_rows(*estimator_, x, "classes");
+  TROUPE_ASSIGN_OR_RETURN(runtime::Tensor values, predict_rows(*estimator_, x, "predictions"));
   if (values.rank() == 2 && values.dim(1) == 1) return values.reshaped({values.dim(0)});
   return values;
 }
@@ -124,7 +105,7 @@ runtime::Result<runtime::Tensor> CannedModel<Options, kTask>::predict_proba(
   if (kTask != Task::kClassifier) {
     return runtime::invalid_argument(name(), " is a regressor: it has no predict_proba");
   }
-  return predict_key(x, "probabilities");
+  return predict_rows(*estimator_, x, "probabilities");
 }
 
 template <class Options, Task kTask>

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <random>
 
+#include "estimators/canned/test_data.h"
 #include "estimators/experiment.h"
 #include "runtime/checkpoint.h"
 
@@ -19,33 +20,12 @@ using namespace troupe::estimators;
 using runtime::Shape;
 using runtime::Tensor;
 
-namespace {
-// Two Gaussian blobs in 4 dimensions.
-void blobs(int64_t n, uint64_t seed, Tensor* x, Tensor* y) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> g(0, 1);
-  std::vector<float> xs(n * 4);
-  std::vector<int64_t> ys(n);
-  for (int64_t i = 0; i < n; ++i) {
-    ys[i] = i % 2;
-    for (int k = 0; k < 4; ++k) xs[i * 4 + k] = g(rng) + (ys[i] ? 1.5f : -1.5f);
-  }
-  *x = Tensor::from_vector(Shape{n, 4}, xs);
-  *y = Tensor::from_vector(Shape{n}, ys);
-}
-RunConfig quiet(const std::string& dir = "") {
-  RunConfig c;
-  c.model_dir = dir;
-  c.tf_random_seed = 1;
-  c.log_step_count_steps = 1000000;
-  return c;
-}
-}  // namespace
+using test::quiet;
 
 TEST_CASE("DNNClassifier: fit, predict, predict_proba, score, params") {
   Tensor x, y, tx, ty;
-  blobs(800, 1, &x, &y);
-  blobs(200, 2, &tx, &ty);
+  test::blobs(800, 2, 4, 1, &x, &y);
+  test::blobs(200, 2, 4, 2, &tx, &ty);
   DNNClassifier clf({.hidden_units = {16, 8},
                      .n_classes = 2,
                      .optimizer = ops::Optimizer::adam(0.01),
@@ -98,8 +78,8 @@ TEST_CASE("Experiment: evaluation every N steps, early stopping with the best we
           .string();
   std::filesystem::remove_all(dir);
   Tensor x, y, tx, ty;
-  blobs(1000, 1, &x, &y);
-  blobs(300, 2, &tx, &ty);
+  test::blobs(1000, 2, 4, 1, &x, &y);
+  test::blobs(300, 2, 4, 2, &tx, &ty);
   Estimator est(
       DNNOptions{.hidden_units = {8}, .n_classes = 2, .optimizer = ops::Optimizer::sgd(0.05)}
           .model_fn(Task::kClassifier),
@@ -155,7 +135,7 @@ TEST_CASE("Experiment::request_stop ends training gracefully: checkpoint, evalua
           .string();
   std::filesystem::remove_all(dir);
   Tensor x, y;
-  blobs(1000, 3, &x, &y);
+  test::blobs(1000, 2, 4, 3, &x, &y);
   Estimator est(
       DNNOptions{.hidden_units = {8}, .n_classes = 2, .optimizer = ops::Optimizer::adagrad(0.05)}
           .model_fn(Task::kClassifier),
@@ -216,7 +196,7 @@ TEST_CASE("Experiment::continuous_eval evaluates the checkpoints a trainer leave
           .string();
   std::filesystem::remove_all(dir);
   Tensor x, y;
-  blobs(400, 3, &x, &y);
+  test::blobs(400, 2, 4, 3, &x, &y);
   auto data = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 40, .num_epochs = 3});
   const ModelFn model =
       DNNOptions{.hidden_units = {4}, .n_classes = 2, .optimizer = ops::Optimizer::adam(0.05)}
