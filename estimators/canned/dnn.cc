@@ -38,31 +38,26 @@ Output dense(runtime::GraphBuilder& b, const std::string& scope, Output x, int64
   return ops::bias_add(b, ops::matmul(b, x, w), bias);
 }
 
-Status bad(Task task, const char* param, const std::string& why) {
-  return runtime::invalid_argument(
-      task == Task::kClassifier ? DNNOptions::kClassifierName : DNNOptions::kRegressorName,
-      " parameter ", param, ": ", why);
-}
-
 }  // namespace
 
 Status DNNOptions::validate(Task task) const {
+  const std::string model = model_name<DNNOptions>(task);
   for (int64_t u : hidden_units) {
-    if (u < 1) return bad(task, "hidden_units", "every layer needs at least one unit");
+    if (u < 1) return param_error(model, "hidden_units", "every layer needs at least one unit");
   }
-  if (task == Task::kClassifier && n_classes < 2) return bad(task, "n_classes", "below 2");
+  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
   if (task == Task::kRegressor && label_dimension < 1) {
-    return bad(task, "label_dimension", "below 1");
+    return param_error(model, "label_dimension", "below 1");
   }
   if (activation != "relu" && activation != "tanh" && activation != "sigmoid" &&
       activation != "elu") {
-    return bad(task, "activation", "'" + activation + "' is not relu, tanh, sigmoid or elu");
+    return param_error(model, "activation",
+                       "'" + activation + "' is not relu, tanh, sigmoid or elu");
   }
-  if (!(dropout >= 0 && dropout < 1)) return bad(task, "dropout", "not in [0, 1)");
-  if (!(optimizer.learning_rate > 0)) return bad(task, "learning_rate", "not above 0");
-  if (!(optimizer.clip_norm >= 0)) return bad(task, "clip_norm", "negative");
-  if (partitions < 1) return bad(task, "partitions", "below 1");
-  return fit.validate(task == Task::kClassifier ? kClassifierName : kRegressorName);
+  if (!(dropout >= 0 && dropout < 1)) return param_error(model, "dropout", "not in [0, 1)");
+  TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
+  if (partitions < 1) return param_error(model, "partitions", "below 1");
+  return fit.validate(model);
 }
 
 ModelFn DNNOptions::model_fn(Task task) const {

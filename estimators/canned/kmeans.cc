@@ -107,11 +107,10 @@ Result<std::vector<float>> kmeans_initial_centers(const Tensor& x, const KMeansO
 
 Status KMeansOptions::validate(Task) const {
   if (n_clusters < 1) {
-    return runtime::invalid_argument("KMeans parameter n_clusters: ", n_clusters, " is below 1");
+    return param_error("KMeans", "n_clusters", std::to_string(n_clusters) + " is below 1");
   }
   if (init != "k-means++" && init != "random") {
-    return runtime::invalid_argument("KMeans parameter init: '", init,
-                                     "' is not k-means++ or random");
+    return param_error("KMeans", "init", "'" + init + "' is not k-means++ or random");
   }
   return fit.validate("KMeans");
 }

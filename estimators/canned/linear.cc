@@ -15,28 +15,20 @@ using runtime::Result;
 using runtime::Shape;
 using runtime::Status;
 
-namespace {
-
-Status bad(Task task, const char* param, const std::string& why) {
-  return runtime::invalid_argument(
-      task == Task::kClassifier ? LinearOptions::kClassifierName : LinearOptions::kRegressorName,
-      " parameter ", param, ": ", why);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Status LinearOptions::validate(Task task) const {
-  if (task == Task::kClassifier && n_classes < 2) return bad(task, "n_classes", "below 2");
+  const std::string model = model_name<LinearOptions>(task);
+  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
   if (task == Task::kRegressor && label_dimension < 1) {
-    return bad(task, "label_dimension", "below 1");
+    return param_error(model, "label_dimension", "below 1");
   }
-  if (Status s = check_loss(task, loss); !s.ok()) return bad(task, "loss", s.message());
-  if (!(epsilon >= 0)) return bad(task, "epsilon", "negative");
-  if (!(optimizer.learning_rate > 0)) return bad(task, "learning_rate", "not above 0");
-  if (!(optimizer.clip_norm >= 0)) return bad(task, "clip_norm", "negative");
-  if (!(l1 >= 0)) return bad(task, "l1", "negative");
-  if (!(l2 >= 0)) return bad(task, "l2", "negative");
-  return fit.validate(task == Task::kClassifier ? kClassifierName : kRegressorName);
+  if (Status s = check_loss(task, loss); !s.ok()) return param_error(model, "loss", s.message());
+  if (!(epsilon >= 0)) return param_error(model, "epsilon", "negative");
+  TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
+  if (!(l1 >= 0)) return param_error(model, "l1", "negative");
+  if (!(l2 >= 0)) return param_error(model, "l2", "negative");
+  return fit.validate(model);
 }
 
 ModelFn LinearOptions::model_fn(Task task) const {

@@ -51,11 +51,10 @@ Result<double> r2_score(const Tensor& y_true, const Tensor& y_pred) {
 
 runtime::Status FitParams::validate(const std::string& model) const {
   if (batch_size < 1) {
-    return runtime::invalid_argument(model, " parameter batch_size: ", batch_size,
-                                     " is not at least 1");
+    return param_error(model, "batch_size", std::to_string(batch_size) + " is not at least 1");
   }
   if (epochs < 0) {
-    return runtime::invalid_argument(model, " parameter epochs: ", epochs, " is negative");
+    return param_error(model, "epochs", std::to_string(epochs) + " is negative");
   }
   return runtime::ok_status();
 }

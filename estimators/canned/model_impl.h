@@ -18,7 +18,7 @@ CannedModel<Options, kTask>::CannedModel(Options options, RunConfig config)
 
 template <class Options, Task kTask>
 std::string CannedModel<Options, kTask>::name() const {
-  return kTask == Task::kClassifier ? Options::kClassifierName : Options::kRegressorName;
+  return model_name<Options>(kTask);
 }
 
 template <class Options, Task kTask>

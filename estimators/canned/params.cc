@@ -104,6 +104,17 @@ runtime::Result<Optimizer> optimizer_named(const std::string& name, const Optimi
   return o;
 }
 
+runtime::Status param_error(const std::string& model, const std::string& param,
+                            const std::string& why) {
+  return runtime::invalid_argument(model, " parameter ", param, ": ", why);
+}
+
+runtime::Status check_optimizer(const std::string& model, const ops::Optimizer& o) {
+  if (!(o.learning_rate > 0)) return param_error(model, "learning_rate", "not above 0");
+  if (!(o.clip_norm >= 0)) return param_error(model, "clip_norm", "negative");
+  return runtime::ok_status();
+}
+
 namespace params_detail {
 
 ParamValue value_of(bool v) { return v; }
@@ -257,7 +268,7 @@ bool parse(Optimizer* field, const std::string& text) { return assign(field, Par
 
 runtime::Status bad_value(const std::string& model, const std::string& name,
                           const std::string& value) {
-  return runtime::invalid_argument(model, " parameter ", name, ": '", value, "' is not valid");
+  return param_error(model, name, "'" + value + "' is not valid");
 }
 
 runtime::Status no_such_param(const std::string& model, const std::string& name) {

@@ -52,6 +52,19 @@ std::string optimizer_key(const ops::Optimizer& o);
 runtime::Result<ops::Optimizer> optimizer_named(const std::string& name,
                                                 const ops::Optimizer& from = {});
 
+// A canned model's name for its task.
+template <class Options>
+std::string model_name(Task task) {
+  return task == Task::kClassifier ? Options::kClassifierName : Options::kRegressorName;
+}
+
+// "<model> parameter <param>: <why>": the error of a param that validate() refuses.
+runtime::Status param_error(const std::string& model, const std::string& param,
+                            const std::string& why);
+
+// The optimizer's params (learning_rate above 0, clip_norm not negative), by param_error.
+runtime::Status check_optimizer(const std::string& model, const ops::Optimizer& o);
+
 namespace params_detail {
 
 ParamValue value_of(bool v);

@@ -85,7 +85,7 @@ std::unique_ptr<Transformer> StandardScaler::clone() const {
 
 Status PCAOptions::validate(Task) const {
   if (n_components < 1) {
-    return runtime::invalid_argument("PCA parameter n_components: ", n_components, " is below 1");
+    return param_error("PCA", "n_components", std::to_string(n_components) + " is below 1");
   }
   return runtime::ok_status();
 }
