@@ -37,6 +37,36 @@ Status apply_shape(InferenceContext& c) {
   return runtime::ok_status();
 }
 
+// Inputs: values (rows of the variable), indices (one per row), lr. Output: the variable.
+Status sparse_apply_shape(InferenceContext& c) {
+  TROUPE_RETURN_IF_ERROR(c.expect_floating(0));
+  TROUPE_RETURN_IF_ERROR(c.expect_same_dtype(0, 2));
+  const Shape& s = c.attr<Shape>("shape");
+  const std::string& var = c.attr<std::string>("var");
+  if (c.input_dtype(0) != c.attr<DType>("dtype")) {
+    return c.error("values are ", runtime::dtype_name(c.input_dtype(0)), ", variable '", var,
+                   "' is ", runtime::dtype_name(c.attr<DType>("dtype")));
+  }
+  if (c.input_dtype(1) != DType::kInt32 && c.input_dtype(1) != DType::kInt64) {
+    return c.error("indices must be int32 or int64, got ", runtime::dtype_name(c.input_dtype(1)));
+  }
+  if (!s.rank_known() || s.rank() < 1) {
+    return c.error("variable '", var, "' of shape ", s, " has no rows");
+  }
+  const Shape& v = c.input_shape(0);
+  const Shape& i = c.input_shape(1);
+  if (v.fully_defined() && i.fully_defined() && s.fully_defined() &&
+      v.num_elements() != i.num_elements() * (s.num_elements() / std::max<int64_t>(s.dim(0), 1))) {
+    return c.error("values of shape ", v, " for ", i.num_elements(), " rows of variable '", var,
+                   "' ", s);
+  }
+  if (c.input_shape(2).rank_known() && c.input_shape(2).rank() != 0) {
+    return c.error("learning rate must be a scalar, got ", c.input_shape(2));
+  }
+  c.set_output(0, c.attr<DType>("dtype"), s);
+  return runtime::ok_status();
+}
+
 const AttrMap kApplyDefaults{
     {"var", std::string()}, {"shape", Shape{}}, {"dtype", DType::kFloat32}};
 
@@ -57,6 +87,17 @@ TROUPE_REGISTER_OP(SyncReplicasBarrier)
     .no_gradient()
     .doc("waits for the round of synchronous replicas that step `step` belongs to");
 
+// Each update rule is two ops: Apply<Rule> takes a gradient shaped like the variable,
+// SparseApply<Rule> takes rows of it (IndexedSlices: values and indices) and updates those rows
+// and their slots only.
+const AttrMap kMomentumAttrs{{"momentum", 0.9}, {"use_nesterov", false}};
+const AttrMap kAdagradAttrs{{"initial_accumulator_value", 0.1}, {"epsilon", 1e-7}};
+const AttrMap kAdamAttrs{{"beta1", 0.9}, {"beta2", 0.999}, {"epsilon", 1e-7}};
+const AttrMap kRMSPropAttrs{
+    {"decay", 0.9}, {"momentum", 0.0}, {"epsilon", 1e-7}, {"centered", false}};
+const AttrMap kFtrlAttrs{
+    {"l1", 0.0}, {"l2", 0.0}, {"lr_power", -0.5}, {"initial_accumulator_value", 0.1}};
+
 TROUPE_REGISTER_OP(ApplyGradientDescent)
     .input("grad")
     .input("lr")
@@ -72,8 +113,7 @@ TROUPE_REGISTER_OP(ApplyMomentum)
     .input("lr")
     .output("var")
     .attrs(kApplyDefaults)
-    .attr("momentum", 0.9)
-    .attr("use_nesterov", false)
+    .attrs(kMomentumAttrs)
     .writes_variable()
     .shape_fn(apply_shape)
     .no_gradient()
@@ -86,8 +126,7 @@ TROUPE_REGISTER_OP(ApplyAdagrad)
     .input("lr")
     .output("var")
     .attrs(kApplyDefaults)
-    .attr("initial_accumulator_value", 0.1)
-    .attr("epsilon", 1e-7)
+    .attrs(kAdagradAttrs)
     .writes_variable()
     .shape_fn(apply_shape)
     .no_gradient()
@@ -98,9 +137,7 @@ TROUPE_REGISTER_OP(ApplyAdam)
     .input("lr")
     .output("var")
     .attrs(kApplyDefaults)
-    .attr("beta1", 0.9)
-    .attr("beta2", 0.999)
-    .attr("epsilon", 1e-7)
+    .attrs(kAdamAttrs)
     .writes_variable()
     .shape_fn(apply_shape)
     .no_gradient()
@@ -113,10 +150,7 @@ TROUPE_REGISTER_OP(ApplyRMSProp)
     .input("lr")
     .output("var")
     .attrs(kApplyDefaults)
-    .attr("decay", 0.9)
-    .attr("momentum", 0.0)
-    .attr("epsilon", 1e-7)
-    .attr("centered", false)
+    .attrs(kRMSPropAttrs)
     .writes_variable()
     .shape_fn(apply_shape)
     .no_gradient()
@@ -130,10 +164,7 @@ TROUPE_REGISTER_OP(ApplyFtrl)
     .input("lr")
     .output("var")
     .attrs(kApplyDefaults)
-    .attr("l1", 0.0)
-    .attr("l2", 0.0)
-    .attr("lr_power", -0.5)
-    .attr("initial_accumulator_value", 0.1)
+    .attrs(kFtrlAttrs)
     .writes_variable()
     .shape_fn(apply_shape)
     .no_gradient()
@@ -141,6 +172,77 @@ TROUPE_REGISTER_OP(ApplyFtrl)
         "FTRL-proximal (McMahan et al. 2013), as TF's ApplyFtrl: accum_new = accum + g^2; "
         "linear += g - (accum_new^-p - accum^-p)/lr * var; quadratic = accum_new^-p/lr + 2 l2; "
         "var = |linear| > l1 ? (sign(linear) l1 - linear) / quadratic : 0");
+
+TROUPE_REGISTER_OP(SparseApplyGradientDescent)
+    .input("values")
+    .input("indices")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .writes_variable()
+    .shape_fn(sparse_apply_shape)
+    .no_gradient()
+    .doc("var[indices] -= lr * values");
+
+TROUPE_REGISTER_OP(SparseApplyMomentum)
+    .input("values")
+    .input("indices")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .attrs(kMomentumAttrs)
+    .writes_variable()
+    .shape_fn(sparse_apply_shape)
+    .no_gradient()
+    .doc("ApplyMomentum on the rows `indices` of var and accum");
+
+TROUPE_REGISTER_OP(SparseApplyAdagrad)
+    .input("values")
+    .input("indices")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .attrs(kAdagradAttrs)
+    .writes_variable()
+    .shape_fn(sparse_apply_shape)
+    .no_gradient()
+    .doc("ApplyAdagrad on the rows `indices` of var and accum");
+
+TROUPE_REGISTER_OP(SparseApplyAdam)
+    .input("values")
+    .input("indices")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .attrs(kAdamAttrs)
+    .writes_variable()
+    .shape_fn(sparse_apply_shape)
+    .no_gradient()
+    .doc("ApplyAdam on the rows `indices` of var, m and v (TF's LazyAdam); t counts steps");
+
+TROUPE_REGISTER_OP(SparseApplyRMSProp)
+    .input("values")
+    .input("indices")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .attrs(kRMSPropAttrs)
+    .writes_variable()
+    .shape_fn(sparse_apply_shape)
+    .no_gradient()
+    .doc("ApplyRMSProp on the rows `indices` of var and its slots");
+
+TROUPE_REGISTER_OP(SparseApplyFtrl)
+    .input("values")
+    .input("indices")
+    .input("lr")
+    .output("var")
+    .attrs(kApplyDefaults)
+    .attrs(kFtrlAttrs)
+    .writes_variable()
+    .shape_fn(sparse_apply_shape)
+    .no_gradient()
+    .doc("ApplyFtrl on the rows `indices` of var, accum and linear");
 
 Optimizer Optimizer::sgd(double lr) {
   Optimizer o;
@@ -202,8 +304,9 @@ std::string Optimizer::name() const {
 
 namespace {
 
+// A dense gradient is applied by Apply<Rule>, rows of one by SparseApply<Rule>.
 Output apply_update(GraphBuilder& b, const Optimizer& opt, const Node& var, Output grad,
-                    Output lr) {
+                    const IndexedSlices& rows, Output lr) {
   AttrMap attrs{{"var", variable_name(var)},
                 {"shape", var.output_shapes[0]},
                 {"dtype", var.output_dtypes[0]}};
@@ -244,19 +347,72 @@ Output apply_update(GraphBuilder& b, const Optimizer& opt, const Node& var, Outp
   }
   // Updates run where the variable lives (on its parameter server), as TF colocates them.
   auto device = b.device(var.device);
+  if (rows.valid()) {
+    return b.add(std::string("Sparse") + op, {rows.values, rows.indices, lr}, attrs,
+                 var.name + "/" + opt.name());
+  }
   return b.add(op, {grad, lr}, attrs, var.name + "/" + opt.name());
 }
 
 }  // namespace
 
-int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std::vector<int>& vars,
-                    const Optimizer& opt) {
+IndexedSlices indexed_slices_of(GraphBuilder& b, Output grad, int var) {
+  if (!grad.valid() || !b.ok()) return {};
+  const Node& n = b.graph().node(grad.node);
+  std::vector<Output> parts;
+  if (n.op == "GatherGrad") {
+    parts.push_back(grad);
+  } else if (n.op == "AddN") {
+    parts = n.inputs;
+  } else {
+    return {};
+  }
+  for (const Output& p : parts) {
+    const Node& g = b.graph().node(p.node);
+    if (g.op != "GatherGrad" || g.attr<int64_t>("axis") != 0 || g.inputs[0].node != var) return {};
+  }
+  if (parts.size() == 1) {
+    const Node& g = b.graph().node(parts[0].node);
+    return {g.inputs[2], g.inputs[1]};
+  }
+  // Gathers from one variable in several places: their rows, concatenated.
+  const Shape& shape = b.graph().node(var).output_shapes[0];
+  if (!shape.fully_defined() || shape.rank() < 1) return {};
+  const int64_t row = shape.dim(0) == 0 ? 0 : shape.num_elements() / shape.dim(0);
+  std::vector<Output> values, indices;
+  for (const Output& p : parts) {
+    const Node& g = b.graph().node(p.node);
+    values.push_back(reshape(b, g.inputs[2], {-1, row}));
+    indices.push_back(cast(b, reshape(b, g.inputs[1], {-1}), DType::kInt64));
+  }
+  return {concat(b, values, 0), concat(b, indices, 0)};
+}
+
+namespace {
+
+// What apply_gradients gets per variable: a dense gradient, or rows of one.
+struct Gradient {
+  Output dense;
+  IndexedSlices rows;
+};
+
+std::vector<Gradient> gradients_of(GraphBuilder& b, const std::vector<Output>& grads,
+                                   const std::vector<int>& vars) {
+  std::vector<Gradient> out;
+  for (size_t i = 0; i < vars.size() && i < grads.size(); ++i) {
+    out.push_back({grads[i], indexed_slices_of(b, grads[i], vars[i])});
+  }
+  return out;
+}
+
+int apply(GraphBuilder& b, const std::vector<Gradient>& grads, const std::vector<int>& vars,
+          const Optimizer& opt) {
   if (!b.ok()) return -1;
   auto scope = b.name_scope(opt.name());
   std::vector<int> updates;
   std::vector<Output> lr_by_dtype(8);
   for (size_t i = 0; i < vars.size() && i < grads.size(); ++i) {
-    if (!grads[i].valid()) continue;
+    if (!grads[i].dense.valid()) continue;
     const Node& var = b.graph().node(vars[i]);
     DType t = var.output_dtypes[0];
     Output& lr = lr_by_dtype[static_cast<int>(t)];
@@ -264,7 +420,7 @@ int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std
       lr = opt.learning_rate_tensor.valid() ? cast(b, opt.learning_rate_tensor, t)
                                             : scalar(b, opt.learning_rate, t, "learning_rate");
     }
-    Output u = apply_update(b, opt, var, grads[i], lr);
+    Output u = apply_update(b, opt, var, grads[i].dense, grads[i].rows, lr);
     if (u.valid()) updates.push_back(u.node);
   }
   if (!b.ok()) return -1;
@@ -278,24 +434,31 @@ int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std
   return no_op(b, {inc.node}, "train");
 }
 
+}  // namespace
+
+int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std::vector<int>& vars,
+                    const Optimizer& opt) {
+  return apply(b, gradients_of(b, grads, vars), vars, opt);
+}
+
 int minimize(GraphBuilder& b, Output loss, const Optimizer& opt, std::vector<int> vars) {
   if (!loss.valid()) return -1;
   if (vars.empty()) vars = b.graph().variables(/*trainable_only=*/true);
   std::vector<Output> xs;
   for (int v : vars) xs.push_back(Output{v, 0});
-  std::vector<Output> grads = runtime::gradients(b, {loss}, xs);
+  std::vector<Gradient> grads = gradients_of(b, runtime::gradients(b, {loss}, xs), vars);
   if (opt.clip_norm > 0) {
-    std::vector<Output> present;
-    for (const Output& g : grads) {
-      if (g.valid()) present.push_back(g);
+    // As TF's clip_by_global_norm, rows count by their values (a row named twice, twice).
+    std::vector<Output*> present;
+    for (Gradient& g : grads) {
+      if (g.dense.valid()) present.push_back(g.rows.valid() ? &g.rows.values : &g.dense);
     }
-    std::vector<Output> clipped = clip_by_global_norm(b, present, opt.clip_norm);
-    size_t k = 0;
-    for (Output& g : grads) {
-      if (g.valid()) g = clipped[k++];
-    }
+    std::vector<Output> values;
+    for (Output* p : present) values.push_back(*p);
+    std::vector<Output> clipped = clip_by_global_norm(b, values, opt.clip_norm);
+    for (size_t k = 0; k < present.size(); ++k) *present[k] = clipped[k];
   }
-  return apply_gradients(b, grads, vars, opt);
+  return apply(b, grads, vars, opt);
 }
 
 std::vector<Output> clip_by_global_norm(GraphBuilder& b, const std::vector<Output>& tensors,

@@ -6,6 +6,9 @@
 //   opt.learning_rate_tensor = exponential_decay(b, 1e-3, step, 1000, 0.96);
 //   int train = minimize(b, loss, opt);            // a run target; increments global_step
 //
+// A variable read only through Gather (an embedding, the weights of categorical ids) gets its
+// gradient as rows (IndexedSlices) and SparseApply* updates just those rows and their slots, so
+// a step costs the rows it touches, not the variable's size.
 // Update rules follow TensorFlow's Apply* ops exactly (the formulas are in training_ops.cc).
 // Slots (momentum, Adam's m and v, ...) live in the store as "<var>/<slot>". Not thread-safe.
 #pragma once
@@ -44,8 +47,20 @@ struct Optimizer {
   std::string name() const;
 };
 
+// A gradient as rows of a variable (TF's IndexedSlices): values holds one row (the variable's
+// elements past dimension 0) per index; rows named twice add up.
+struct IndexedSlices {
+  Output values;
+  Output indices;
+  bool valid() const { return values.valid() && indices.valid(); }
+};
+// The rows of `grad` when it is the gradient of Gathers along axis 0 from variable node `var`
+// (an embedding or a linear model's weights over categorical ids); invalid otherwise.
+IndexedSlices indexed_slices_of(GraphBuilder& b, Output grad, int var);
+
 // Builds d(loss)/d(vars) and the update of each variable, then the increment of global_step;
 // returns the NoOp to run as the training target. `vars` defaults to every trainable variable.
+// A gradient that is rows of its variable (indexed_slices_of) updates those rows only.
 int minimize(GraphBuilder& b, Output loss, const Optimizer& opt, std::vector<int> vars = {});
 // Applies already computed `grads` (one per variable node in `vars`; invalid ones are skipped).
 int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std::vector<int>& vars,

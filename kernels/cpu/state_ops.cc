@@ -1,7 +1,9 @@
 // Variable reads and writes, and the optimizers' update rules, against the executor's
 // VariableStore. Updates write in place: VariableStore::for_update() copies first only when a
 // reader of this step still holds the old value.
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "kernels/cpu/eigen_util.h"
 #include "runtime/kernel_registry.h"
@@ -9,6 +11,7 @@
 namespace troupe::kernels::cpu {
 
 using runtime::DeviceType;
+using runtime::DType;
 using runtime::KernelContext;
 using runtime::Shape;
 using runtime::Status;
@@ -85,30 +88,29 @@ struct AssignUpdate {
   };
 };
 
-// What every update rule gets: the variable (writable), its gradient and the learning rate.
+// What every update rule gets: the variable (writable) and the learning rate.
 template <class T>
 struct Update {
   VariableStore* store;
   Tensor var;
-  ConstVecMap<T> g{nullptr, 0};
   T lr;
 };
 
+// `shape` is what the gradient says the variable is; lr is input `lr_input`.
 template <class T>
-Status begin_update(KernelContext& ctx, Update<T>* u) {
+Status begin_update(KernelContext& ctx, const Shape& shape, int lr_input, Update<T>* u) {
   TROUPE_RETURN_IF_ERROR(store_of(ctx, &u->store));
-  const Tensor& grad = ctx.input(0);
   // The kernel is chosen by the gradient's dtype; the variable and the learning rate come from
   // elsewhere (a store restored from a file, a peer's call) and must agree with it.
-  TROUPE_ASSIGN_OR_RETURN(
-      u->var, u->store->for_update(var_name(ctx), runtime::dtype_of<T>(), grad.shape()));
-  if (ctx.input(1).dtype() != runtime::dtype_of<T>() || ctx.input(1).num_elements() != 1) {
-    return runtime::invalid_argument("learning rate must be a ", runtime::dtype_name(grad.dtype()),
-                                     " scalar, got ", runtime::dtype_name(ctx.input(1).dtype()),
-                                     ctx.input(1).shape());
+  TROUPE_ASSIGN_OR_RETURN(u->var,
+                          u->store->for_update(var_name(ctx), runtime::dtype_of<T>(), shape));
+  const Tensor& lr = ctx.input(lr_input);
+  if (lr.dtype() != runtime::dtype_of<T>() || lr.num_elements() != 1) {
+    return runtime::invalid_argument("learning rate must be a ",
+                                     runtime::dtype_name(runtime::dtype_of<T>()), " scalar, got ",
+                                     runtime::dtype_name(lr.dtype()), lr.shape());
   }
-  new (&u->g) ConstVecMap<T>(grad.data<T>(), grad.num_elements());
-  u->lr = ctx.input(1).data<T>()[0];
+  u->lr = lr.data<T>()[0];
   return runtime::ok_status();
 }
 
@@ -119,134 +121,221 @@ Status slot(Update<T>& u, const KernelContext& ctx, const char* name, double ini
   return runtime::ok_status();
 }
 
+// Elements [at, at + n) of a variable or of one of its slots (shaped like it).
 template <class T>
-struct GradientDescentKernel {
-  static Status compute(KernelContext& ctx) {
-    Update<T> u;
-    TROUPE_RETURN_IF_ERROR(begin_update(ctx, &u));
-    flat_out<T>(u.var) -= u.lr * u.g;
-    ctx.set_output(0, u.var);
-    return runtime::ok_status();
+VecMap<T> range(Tensor& t, int64_t at, int64_t n) {
+  return VecMap<T>(t.data<T>() + at, n);
+}
+
+// The update rules. Each reads its slots and constants once per step in init() and then
+// updates a range of the variable's elements with their gradient in apply(): the whole variable
+// for a dense gradient, each touched row for a sparse one (TF's SparseApply*, which leave the
+// other rows and their slots as they are).
+template <class T>
+struct SgdRule {
+  Status init(KernelContext&, Update<T>&) { return runtime::ok_status(); }
+  void apply(Update<T>& u, int64_t at, ConstVecMap<T> g) {
+    range<T>(u.var, at, g.size()) -= u.lr * g;
   }
 };
 
 template <class T>
-struct MomentumKernel {
-  static Status compute(KernelContext& ctx) {
-    Update<T> u;
-    TROUPE_RETURN_IF_ERROR(begin_update(ctx, &u));
-    Tensor accum;
-    TROUPE_RETURN_IF_ERROR(slot(u, ctx, "Momentum", 0, &accum));
-    const T m = T(ctx.attr<double>("momentum"));
-    auto a = flat_out<T>(accum);
-    a = a * m + u.g;
-    if (ctx.attr<bool>("use_nesterov")) {
-      flat_out<T>(u.var) -= u.lr * (u.g + m * a);
+struct MomentumRule {
+  Tensor accum;
+  T m;
+  bool nesterov;
+  Status init(KernelContext& ctx, Update<T>& u) {
+    m = T(ctx.attr<double>("momentum"));
+    nesterov = ctx.attr<bool>("use_nesterov");
+    return slot(u, ctx, "Momentum", 0, &accum);
+  }
+  void apply(Update<T>& u, int64_t at, ConstVecMap<T> g) {
+    auto a = range<T>(accum, at, g.size());
+    a = a * m + g;
+    if (nesterov) {
+      range<T>(u.var, at, g.size()) -= u.lr * (g + m * a);
     } else {
-      flat_out<T>(u.var) -= u.lr * a;
+      range<T>(u.var, at, g.size()) -= u.lr * a;
     }
-    ctx.set_output(0, u.var);
-    return runtime::ok_status();
   }
 };
 
 template <class T>
-struct AdagradKernel {
-  static Status compute(KernelContext& ctx) {
-    Update<T> u;
-    TROUPE_RETURN_IF_ERROR(begin_update(ctx, &u));
-    Tensor accum;
-    TROUPE_RETURN_IF_ERROR(
-        slot(u, ctx, "Adagrad", ctx.attr<double>("initial_accumulator_value"), &accum));
-    auto a = flat_out<T>(accum);
-    a += u.g.square();
-    flat_out<T>(u.var) -= u.lr * u.g / (a.sqrt() + T(ctx.attr<double>("epsilon")));
-    ctx.set_output(0, u.var);
-    return runtime::ok_status();
+struct AdagradRule {
+  Tensor accum;
+  T eps;
+  Status init(KernelContext& ctx, Update<T>& u) {
+    eps = T(ctx.attr<double>("epsilon"));
+    return slot(u, ctx, "Adagrad", ctx.attr<double>("initial_accumulator_value"), &accum);
+  }
+  void apply(Update<T>& u, int64_t at, ConstVecMap<T> g) {
+    auto a = range<T>(accum, at, g.size());
+    a += g.square();
+    range<T>(u.var, at, g.size()) -= u.lr * g / (a.sqrt() + eps);
   }
 };
 
+// Sparse, it is TF's LazyAdam: m and v of untouched rows neither decay nor move.
 template <class T>
-struct AdamKernel {
-  static Status compute(KernelContext& ctx) {
-    Update<T> u;
-    TROUPE_RETURN_IF_ERROR(begin_update(ctx, &u));
-    Tensor m, v, t;
+struct AdamRule {
+  Tensor m, v;
+  T b1, b2, eps, lr_t;
+  Status init(KernelContext& ctx, Update<T>& u) {
+    Tensor t;
     const Shape scalar;
     TROUPE_RETURN_IF_ERROR(slot(u, ctx, "Adam_m", 0, &m));
     TROUPE_RETURN_IF_ERROR(slot(u, ctx, "Adam_v", 0, &v));
     TROUPE_RETURN_IF_ERROR(slot(u, ctx, "Adam_t", 0, &t, &scalar));
-    const T b1 = T(ctx.attr<double>("beta1")), b2 = T(ctx.attr<double>("beta2"));
-    const T eps = T(ctx.attr<double>("epsilon"));
+    b1 = T(ctx.attr<double>("beta1"));
+    b2 = T(ctx.attr<double>("beta2"));
+    eps = T(ctx.attr<double>("epsilon"));
     T& step = t.data<T>()[0];
     step += T(1);
-    const T lr_t = u.lr * std::sqrt(T(1) - std::pow(b2, step)) / (T(1) - std::pow(b1, step));
-    auto mm = flat_out<T>(m);
-    auto vv = flat_out<T>(v);
-    mm = b1 * mm + (T(1) - b1) * u.g;
-    vv = b2 * vv + (T(1) - b2) * u.g.square();
-    flat_out<T>(u.var) -= lr_t * mm / (vv.sqrt() + eps);
-    ctx.set_output(0, u.var);
+    lr_t = u.lr * std::sqrt(T(1) - std::pow(b2, step)) / (T(1) - std::pow(b1, step));
     return runtime::ok_status();
+  }
+  void apply(Update<T>& u, int64_t at, ConstVecMap<T> g) {
+    auto mm = range<T>(m, at, g.size());
+    auto vv = range<T>(v, at, g.size());
+    mm = b1 * mm + (T(1) - b1) * g;
+    vv = b2 * vv + (T(1) - b2) * g.square();
+    range<T>(u.var, at, g.size()) -= lr_t * mm / (vv.sqrt() + eps);
   }
 };
 
 template <class T>
-struct RMSPropKernel {
-  static Status compute(KernelContext& ctx) {
-    Update<T> u;
-    TROUPE_RETURN_IF_ERROR(begin_update(ctx, &u));
-    Tensor ms, mom;
+struct RMSPropRule {
+  Tensor ms, mom, mg;
+  T decay, momentum, eps;
+  bool centered;
+  Status init(KernelContext& ctx, Update<T>& u) {
+    decay = T(ctx.attr<double>("decay"));
+    momentum = T(ctx.attr<double>("momentum"));
+    eps = T(ctx.attr<double>("epsilon"));
+    centered = ctx.attr<bool>("centered");
     TROUPE_RETURN_IF_ERROR(slot(u, ctx, "RMSProp_ms", 0, &ms));
     TROUPE_RETURN_IF_ERROR(slot(u, ctx, "RMSProp_mom", 0, &mom));
-    const T decay = T(ctx.attr<double>("decay")), momentum = T(ctx.attr<double>("momentum"));
-    const T eps = T(ctx.attr<double>("epsilon"));
-    auto s = flat_out<T>(ms);
-    s = decay * s + (T(1) - decay) * u.g.square();
+    return centered ? slot(u, ctx, "RMSProp_mg", 0, &mg) : runtime::ok_status();
+  }
+  void apply(Update<T>& u, int64_t at, ConstVecMap<T> g) {
+    auto s = range<T>(ms, at, g.size());
+    s = decay * s + (T(1) - decay) * g.square();
     ArrayX<T> denom = s;
-    if (ctx.attr<bool>("centered")) {
-      Tensor mg;
-      TROUPE_RETURN_IF_ERROR(slot(u, ctx, "RMSProp_mg", 0, &mg));
-      auto g_avg = flat_out<T>(mg);
-      g_avg = decay * g_avg + (T(1) - decay) * u.g;
+    if (centered) {
+      auto g_avg = range<T>(mg, at, g.size());
+      g_avg = decay * g_avg + (T(1) - decay) * g;
       denom -= g_avg.square();
     }
-    auto mo = flat_out<T>(mom);
-    mo = momentum * mo + u.lr * u.g / (denom + eps).sqrt();
-    flat_out<T>(u.var) -= mo;
-    ctx.set_output(0, u.var);
-    return runtime::ok_status();
+    auto mo = range<T>(mom, at, g.size());
+    mo = momentum * mo + u.lr * g / (denom + eps).sqrt();
+    range<T>(u.var, at, g.size()) -= mo;
   }
 };
 
 template <class T>
-struct FtrlKernel {
-  static Status compute(KernelContext& ctx) {
-    Update<T> u;
-    TROUPE_RETURN_IF_ERROR(begin_update(ctx, &u));
+struct FtrlRule {
+  Tensor accum, linear;
+  T l1, l2, p;
+  Status init(KernelContext& ctx, Update<T>& u) {
     if (u.lr <= T(0)) return runtime::invalid_argument("FTRL needs a positive learning rate");
-    Tensor accum, linear;
+    l1 = T(ctx.attr<double>("l1"));
+    l2 = T(ctx.attr<double>("l2"));
+    p = T(-ctx.attr<double>("lr_power"));
     TROUPE_RETURN_IF_ERROR(
         slot(u, ctx, "Ftrl_accum", ctx.attr<double>("initial_accumulator_value"), &accum));
-    TROUPE_RETURN_IF_ERROR(slot(u, ctx, "Ftrl_linear", 0, &linear));
-    const T l1 = T(ctx.attr<double>("l1")), l2 = T(ctx.attr<double>("l2"));
-    const T p = T(-ctx.attr<double>("lr_power"));
-    auto a = flat_out<T>(accum);
-    auto lin = flat_out<T>(linear);
-    auto w = flat_out<T>(u.var);
-    for (int64_t i = 0; i < w.size(); ++i) {
-      const T g = u.g[i];
-      const T a_new = a[i] + g * g;
+    return slot(u, ctx, "Ftrl_linear", 0, &linear);
+  }
+  void apply(Update<T>& u, int64_t at, ConstVecMap<T> g) {
+    T* a = accum.data<T>() + at;
+    T* lin = linear.data<T>() + at;
+    T* w = u.var.template data<T>() + at;
+    for (int64_t i = 0; i < g.size(); ++i) {
+      const T a_new = a[i] + g[i] * g[i];
       const T sigma = (std::pow(a_new, p) - std::pow(a[i], p)) / u.lr;
-      lin[i] += g - sigma * w[i];
+      lin[i] += g[i] - sigma * w[i];
       const T quadratic = std::pow(a_new, p) / u.lr + T(2) * l2;
       w[i] = std::abs(lin[i]) > l1 ? ((lin[i] > 0 ? l1 : -l1) - lin[i]) / quadratic : T(0);
       a[i] = a_new;
     }
-    ctx.set_output(0, u.var);
-    return runtime::ok_status();
   }
 };
+
+// Apply<Rule>: inputs grad (shaped like the variable) and lr.
+template <template <class> class Rule>
+struct DenseApply {
+  template <class T>
+  struct Kernel {
+    static Status compute(KernelContext& ctx) {
+      Update<T> u;
+      TROUPE_RETURN_IF_ERROR(begin_update(ctx, ctx.input(0).shape(), 1, &u));
+      Rule<T> rule;
+      TROUPE_RETURN_IF_ERROR(rule.init(ctx, u));
+      rule.apply(u, 0, flat_in<T>(ctx.input(0)));
+      ctx.set_output(0, u.var);
+      return runtime::ok_status();
+    }
+  };
+};
+
+// SparseApply<Rule>: inputs values, indices and lr; values holds one row of the variable (its
+// elements past dimension 0) per index. Rows named more than once get the sum of their values,
+// as TF deduplicates IndexedSlices before an update.
+template <template <class> class Rule>
+struct SparseApply {
+  template <class T>
+  struct Kernel {
+    static Status compute(KernelContext& ctx) {
+      const Shape& shape = ctx.attr<Shape>("shape");
+      const Tensor& values = ctx.input(0);
+      const Tensor& indices = ctx.input(1);
+      if (shape.rank() < 1) {
+        return runtime::invalid_argument("variable '", var_name(ctx), "' of shape ", shape,
+                                         " has no rows to update");
+      }
+      const int64_t rows = shape.dim(0);
+      const int64_t row = rows == 0 ? 0 : shape.num_elements() / rows;
+      const int64_t k = indices.num_elements();
+      if (values.num_elements() != k * row) {
+        return runtime::invalid_argument("values of shape ", values.shape(), " for ", k,
+                                         " rows of variable '", var_name(ctx), "' ", shape);
+      }
+      std::vector<std::pair<int64_t, int64_t>> order(k);  // (row index, position in values)
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t i = indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[j]
+                                                           : indices.data<int64_t>()[j];
+        if (i < 0 || i >= rows) {
+          return runtime::invalid_argument("row ", i, " at position ", j, " is out of range [0, ",
+                                           rows, ") of variable '", var_name(ctx), "'");
+        }
+        order[j] = {i, j};
+      }
+      std::sort(order.begin(), order.end());
+      Update<T> u;
+      TROUPE_RETURN_IF_ERROR(begin_update(ctx, shape, 2, &u));
+      Rule<T> rule;
+      TROUPE_RETURN_IF_ERROR(rule.init(ctx, u));
+      ArrayX<T> sum(row);
+      for (int64_t j = 0; j < k;) {
+        const int64_t i = order[j].first;
+        sum = ConstVecMap<T>(values.data<T>() + order[j].second * row, row);
+        for (++j; j < k && order[j].first == i; ++j) {
+          sum += ConstVecMap<T>(values.data<T>() + order[j].second * row, row);
+        }
+        rule.apply(u, i * row, ConstVecMap<T>(sum.data(), row));
+      }
+      ctx.set_output(0, u.var);
+      return runtime::ok_status();
+    }
+  };
+};
+
+template <template <class> class Rule>
+void add_rule(runtime::KernelRegistry& registry, const std::string& name) {
+  registry.add_typed<DenseApply<Rule>::template Kernel, float, double>("Apply" + name,
+                                                                       DeviceType::kCpu);
+  registry.add_typed<SparseApply<Rule>::template Kernel, float, double>("SparseApply" + name,
+                                                                        DeviceType::kCpu);
+}
 
 // SyncReplicasBarrier in one process: no other replica to wait for.
 template <class T>
@@ -265,12 +354,12 @@ TROUPE_REGISTER_KERNELS(state_cpu) {
   registry.add_typed<AssignKernel, float, double, int32_t, int64_t>("Assign", kCpu);
   registry.add_typed<AssignUpdate<1>::Kernel, float, double, int32_t, int64_t>("AssignAdd", kCpu);
   registry.add_typed<AssignUpdate<-1>::Kernel, float, double, int32_t, int64_t>("AssignSub", kCpu);
-  registry.add_typed<GradientDescentKernel, float, double>("ApplyGradientDescent", kCpu);
-  registry.add_typed<MomentumKernel, float, double>("ApplyMomentum", kCpu);
-  registry.add_typed<AdagradKernel, float, double>("ApplyAdagrad", kCpu);
-  registry.add_typed<AdamKernel, float, double>("ApplyAdam", kCpu);
-  registry.add_typed<RMSPropKernel, float, double>("ApplyRMSProp", kCpu);
-  registry.add_typed<FtrlKernel, float, double>("ApplyFtrl", kCpu);
+  add_rule<SgdRule>(registry, "GradientDescent");
+  add_rule<MomentumRule>(registry, "Momentum");
+  add_rule<AdagradRule>(registry, "Adagrad");
+  add_rule<AdamRule>(registry, "Adam");
+  add_rule<RMSPropRule>(registry, "RMSProp");
+  add_rule<FtrlRule>(registry, "Ftrl");
   registry.add_typed<PassStepKernel, int64_t>("SyncReplicasBarrier", kCpu);
 }
 

@@ -165,3 +165,121 @@ TEST_CASE("clip_by_global_norm scales all tensors together, only when over the l
   auto loose = ops::clip_by_global_norm(t.b, {a, c}, 10.0);
   CHECK(t.eval(loose[0]).to_vector<double>()[0] == doctest::Approx(3.0));
 }
+
+namespace {
+
+// Two steps on w [5, 2], w0[r][c] = r + c / 10, of loss = sum(rows_of(w) * c), c = [[1, 2],
+// [3, 4], [5, 6]], where rows_of gathers rows 3, 1, 3 (sparse) or multiplies by the dense
+// gradient those gathers have (dense). Returns w and, when `slot` is named, that slot.
+std::pair<std::vector<double>, std::vector<double>> two_steps(const ops::Optimizer& opt,
+                                                              bool sparse,
+                                                              const std::string& slot = "") {
+  OpTest t;
+  const Shape s{5, 2};
+  std::vector<double> w0;
+  for (int r = 0; r < 5; ++r) w0.insert(w0.end(), {double(r), r + 0.1});
+  Output w = ops::variable(t.b, "w", s, DType::kFloat64,
+                           ops::constant(t.b, Tensor::from_vector<double>(s, w0)));
+  Output loss;
+  if (sparse) {
+    Output rows =
+        ops::gather(t.b, w, ops::constant(t.b, Tensor::from_vector<int64_t>(Shape{3}, {3, 1, 3})));
+    Tensor c = Tensor::from_vector<double>(Shape{3, 2}, {1, 2, 3, 4, 5, 6});
+    loss = ops::reduce_sum(t.b, ops::mul(t.b, rows, ops::constant(t.b, c)));
+  } else {
+    Tensor g = Tensor::from_vector<double>(s, {0, 0, 3, 4, 0, 0, 6, 8, 0, 0});
+    loss = ops::reduce_sum(t.b, ops::mul(t.b, w, ops::constant(t.b, g)));
+  }
+  int train_op = ops::minimize(t.b, loss, opt);
+  int init = ops::global_variables_initializer(t.b);
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  bool has_sparse_update = false;
+  for (int n = 0; n < t.g.num_nodes(); ++n) {
+    has_sparse_update |= t.g.node(n).op.rfind("SparseApply", 0) == 0;
+  }
+  CHECK(has_sparse_update == sparse);
+  runtime::Executor exec(t.g, {.variables = &t.vars});
+  REQUIRE(exec.run({}, {}, {init}).ok());
+  for (int i = 0; i < 2; ++i) REQUIRE(exec.run({}, {}, {train_op}).ok());
+  std::vector<double> slot_value;
+  if (!slot.empty()) slot_value = t.vars.read("w/" + slot)->to_vector<double>();
+  return {t.vars.read("w")->to_vector<double>(), slot_value};
+}
+
+}  // namespace
+
+TEST_CASE("gradients of gathers update only the gathered rows, as the dense rule would") {
+  const std::vector<std::pair<ops::Optimizer, std::string>> cases{
+      {ops::Optimizer::sgd(0.1), ""},
+      {ops::Optimizer::momentum_sgd(0.1, 0.9, true), "Momentum"},
+      {ops::Optimizer::adagrad(0.5), "Adagrad"},
+      {ops::Optimizer::adam(0.1), "Adam_m"},
+      {ops::Optimizer::rmsprop(0.1), "RMSProp_ms"},
+      {ops::Optimizer::ftrl(0.5, 0.01, 0.01), "Ftrl_linear"}};
+  for (const auto& [opt, slot] : cases) {
+    INFO(opt.name());
+    auto [dense, dense_slot] = two_steps(opt, false, slot);
+    auto [sparse, sparse_slot] = two_steps(opt, true, slot);
+    for (int r = 0; r < 5; ++r) {
+      for (int c = 0; c < 2; ++c) {
+        const int i = r * 2 + c;
+        INFO("row ", r, " column ", c);
+        if (r == 1 || r == 3) {
+          // Row 3 was gathered twice: its gradient is the sum, as the dense one.
+          CHECK(sparse[i] == doctest::Approx(dense[i]).epsilon(1e-12));
+          if (!slot.empty()) CHECK(sparse_slot[i] == doctest::Approx(dense_slot[i]));
+        } else {
+          CHECK(sparse[i] == r + c / 10.0);  // untouched, bit for bit
+          if (slot == "Adagrad") CHECK(sparse_slot[i] == 0.1);
+          if (slot == "Adam_m" || slot == "RMSProp_ms") CHECK(sparse_slot[i] == 0.0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("clipping by global norm counts rows by their values") {
+  // One step of SGD(1) with the gradient rows [[1, 2], [3, 4], [5, 6]] (norm sqrt(91)) clipped
+  // to norm 1: row 3 moves by -(1 + 5, 2 + 6) / sqrt(91), row 1 by -(3, 4) / sqrt(91).
+  ops::Optimizer opt = ops::Optimizer::sgd(1.0);
+  opt.clip_norm = 1.0;
+  OpTest t;
+  const Shape s{5, 2};
+  Output w = ops::variable(t.b, "w", s, DType::kFloat64, ops::zeros(t.b, s, DType::kFloat64));
+  Output rows =
+      ops::gather(t.b, w, ops::constant(t.b, Tensor::from_vector<int32_t>(Shape{3}, {3, 1, 3})));
+  Tensor c = Tensor::from_vector<double>(Shape{3, 2}, {1, 2, 3, 4, 5, 6});
+  Output loss = ops::reduce_sum(t.b, ops::mul(t.b, rows, ops::constant(t.b, c)));
+  int train_op = ops::minimize(t.b, loss, opt);
+  int init = ops::global_variables_initializer(t.b);
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  runtime::Executor exec(t.g, {.variables = &t.vars});
+  REQUIRE(exec.run({}, {}, {init}).ok());
+  REQUIRE(exec.run({}, {}, {train_op}).ok());
+  auto v = t.vars.read("w")->to_vector<double>();
+  const double n = std::sqrt(91.0);
+  CHECK(v[6] == doctest::Approx(-6 / n));
+  CHECK(v[7] == doctest::Approx(-8 / n));
+  CHECK(v[2] == doctest::Approx(-3 / n));
+  CHECK(v[3] == doctest::Approx(-4 / n));
+  CHECK(v[0] == 0.0);
+}
+
+TEST_CASE("a sparse update refuses rows outside the variable and values of the wrong size") {
+  OpTest t;
+  const Shape s{4, 2};
+  Output w = ops::variable(t.b, "w", s, DType::kFloat64, ops::zeros(t.b, s, DType::kFloat64));
+  Output values = t.feed(Tensor::from_vector<double>(Shape{1, 2}, {1, 1}));
+  Output indices = t.feed(Tensor::from_vector<int64_t>(Shape{1}, {7}));
+  Output lr = ops::scalar(t.b, 0.1, DType::kFloat64);
+  Output update = t.b.add("SparseApplyGradientDescent", {values, indices, lr},
+                          {{"var", std::string("w")}, {"shape", s}, {"dtype", DType::kFloat64}});
+  int init = ops::global_variables_initializer(t.b);
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  REQUIRE(t.run({}, {init}).ok());
+  auto r = t.run({update});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("row 7") != std::string::npos);
+  CHECK(r.status().message().find("'w'") != std::string::npos);
+  CHECK(t.vars.read("w")->to_vector<double>() == std::vector<double>(8, 0.0));
+}
