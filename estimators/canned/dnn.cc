@@ -57,6 +57,9 @@ Status DNNOptions::validate(Task task) const {
   if (!(dropout >= 0 && dropout < 1)) return param_error(model, "dropout", "not in [0, 1)");
   TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
   if (partitions < 1) return param_error(model, "partitions", "below 1");
+  if (!feature_columns.empty()) {
+    TROUPE_RETURN_IF_ERROR(validate_columns(feature_columns, /*for_linear=*/false));
+  }
   return fit.validate(model);
 }
 
@@ -64,7 +67,12 @@ ModelFn DNNOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
     runtime::GraphBuilder& b = in.b;
     int64_t width = 0;
-    TROUPE_ASSIGN_OR_RETURN(Output h, dense_input_layer(in, o.feature_keys, o.standardize, &width));
+    Output h;
+    if (o.feature_columns.empty()) {
+      TROUPE_ASSIGN_OR_RETURN(h, dense_input_layer(in, o.feature_keys, o.standardize, &width));
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(h, input_layer(in, o.feature_columns, &width));
+    }
     for (size_t i = 0; i < o.hidden_units.size(); ++i) {
       h = activate(b, o.activation,
                    dense(b, "dnn/hiddenlayer_" + std::to_string(i), h, width, o.hidden_units[i],

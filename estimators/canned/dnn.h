@@ -11,12 +11,14 @@
 //   clf.set_params({{"hidden_units", std::vector<int64_t>{64}}, {"learning_rate", 0.01}});
 //
 // Features are cast to float32, flattened per example and concatenated in name order
-// (input_layer.h); the head (head.h) turns the last layer into predictions and the loss.
+// (input_layer.h), or read through feature columns (feature_column.h); the head (head.h) turns the
+// last layer into predictions and the loss.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "estimators/canned/feature_column.h"
 #include "estimators/canned/head.h"
 #include "estimators/canned/input_layer.h"
 #include "estimators/canned/model.h"
@@ -33,6 +35,9 @@ struct DNNOptions {
   // Its learning rate and clip_norm (gradient clipping by global norm) are params too.
   ops::Optimizer optimizer = ops::Optimizer::adagrad(0.05);
   std::vector<std::string> feature_keys;  // empty: every feature
+  // How the network reads its features (feature_column.h); when given, it replaces
+  // feature_keys and standardize. Part of the model's shape, not a param.
+  std::vector<FeatureColumn> feature_columns;
   // Kernels of kPartitionBytes or more split along dimension 0 into up to this many parts (a
   // cluster's ps tasks), each at least that big, as TF's min_max_variable_partitioner.
   int partitions = 1;

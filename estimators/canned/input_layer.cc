@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "estimators/canned/feature_column.h"
 #include "estimators/metrics.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
@@ -66,52 +67,37 @@ runtime::Result<Standardization> standardization(const input::Dataset& data, boo
   return out;
 }
 
-runtime::Result<Output> dense_input_layer(ModelInputs& in, const std::vector<std::string>& keys,
-                                          const Standardization& standardize, int64_t* width) {
-  runtime::GraphBuilder& b = in.b;
+runtime::Result<std::vector<FeatureColumn>> numeric_columns(const ModelInputs& in,
+                                                            const std::vector<std::string>& keys,
+                                                            const Standardization& standardize) {
   std::vector<std::string> names = keys;
   if (names.empty()) {
     for (const auto& [k, v] : in.features) names.push_back(k);
   }
-  std::vector<Output> columns;
-  *width = 0;
-  auto scope = b.name_scope("input_layer");
+  if (names.empty()) return runtime::invalid_argument("no features");
+  std::vector<FeatureColumn> columns;
   for (const std::string& k : names) {
     auto it = in.features.find(k);
     if (it == in.features.end()) return runtime::invalid_argument("missing feature '", k, "'");
-    const runtime::Graph& g = b.graph();
-    if (g.dtype(it->second) == DType::kString) {
-      return runtime::invalid_argument("feature '", k,
-                                       "' is text: this model takes numeric features only");
+    if (in.b.dtype(it->second) == DType::kString) {
+      return runtime::invalid_argument(
+          "feature '", k, "' is text: give the model feature columns that read it as categorical");
     }
-    const Shape& s = g.shape(it->second);
+    const Shape& s = in.b.graph().shape(it->second);
     int64_t per = 1;
-    for (int d = 1; d < s.rank(); ++d) {
-      if (s.dim(d) < 0) return runtime::invalid_argument("feature '", k, "' varies in shape");
-      per *= s.dim(d);
-    }
-    Output column = ops::reshape(b, ops::cast(b, it->second, DType::kFloat32), {-1, per});
-    if (auto stats = standardize.find(k); stats != standardize.end()) {
-      const FeatureStats& st = stats->second;
-      if (static_cast<int64_t>(st.mean.size()) != per ||
-          static_cast<int64_t>(st.scale.size()) != per) {
-        return runtime::invalid_argument("feature '", k, "' has ", per,
-                                         " values an example; its statistics have ",
-                                         st.mean.size());
-      }
-      auto guard = b.name_scope(k);
-      auto held = [&](const char* name, const std::vector<float>& v) {
-        return ops::variable(b, name, Shape{per}, DType::kFloat32,
-                             ops::constant(b, runtime::Tensor::from_vector(Shape{per}, v)),
-                             /*trainable=*/false);
-      };
-      column = ops::div(b, ops::sub(b, column, held("mean", st.mean)), held("scale", st.scale));
-    }
-    columns.push_back(column);
-    *width += per;
+    for (int d = 1; d < s.rank(); ++d) per *= s.dim(d);
+    auto stats = standardize.find(k);
+    columns.push_back(
+        numeric_column(k, per, stats == standardize.end() ? FeatureStats{} : stats->second));
   }
-  if (columns.empty()) return runtime::invalid_argument("no features");
-  return columns.size() == 1 ? columns[0] : ops::concat(b, columns, 1);
+  return columns;
+}
+
+runtime::Result<Output> dense_input_layer(ModelInputs& in, const std::vector<std::string>& keys,
+                                          const Standardization& standardize, int64_t* width) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<FeatureColumn> columns,
+                          numeric_columns(in, keys, standardize));
+  return input_layer(in, columns, width);
 }
 
 }  // namespace troupe::estimators

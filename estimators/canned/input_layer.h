@@ -34,8 +34,15 @@ using Standardization = std::map<std::string, FeatureStats>;
 runtime::Result<Standardization> standardization(const input::Dataset& data,
                                                  bool with_label = false);
 
-// [batch, width]; an error names a missing, text or variably shaped feature, or statistics of
-// another width than the feature's.
+struct FeatureColumn;
+// A numeric column (feature_column.h) per feature of `keys` (empty: every feature), with its
+// statistics from `standardize`; an error names a missing or text feature.
+runtime::Result<std::vector<FeatureColumn>> numeric_columns(const ModelInputs& in,
+                                                            const std::vector<std::string>& keys,
+                                                            const Standardization& standardize);
+
+// input_layer (feature_column.h) of numeric_columns: [batch, width]; an error names a missing,
+// text or variably shaped feature, or statistics of another width than the feature's.
 runtime::Result<runtime::Output> dense_input_layer(ModelInputs& in,
                                                    const std::vector<std::string>& keys,
                                                    const Standardization& standardize,

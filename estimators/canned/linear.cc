@@ -15,8 +15,6 @@ using runtime::Result;
 using runtime::Shape;
 using runtime::Status;
 
-namespace {}  // namespace
-
 Status LinearOptions::validate(Task task) const {
   const std::string model = model_name<LinearOptions>(task);
   if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
@@ -28,25 +26,24 @@ Status LinearOptions::validate(Task task) const {
   TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
   if (!(l1 >= 0)) return param_error(model, "l1", "negative");
   if (!(l2 >= 0)) return param_error(model, "l2", "negative");
+  if (!feature_columns.empty()) {
+    TROUPE_RETURN_IF_ERROR(validate_columns(feature_columns, /*for_linear=*/true));
+  }
   return fit.validate(model);
 }
 
 ModelFn LinearOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
     runtime::GraphBuilder& b = in.b;
-    int64_t width = 0;
-    TROUPE_ASSIGN_OR_RETURN(Output x, dense_input_layer(in, o.feature_keys, o.standardize, &width));
     const Head head{task, o.n_classes, o.label_dimension, o.loss, o.epsilon, o.standardize_label};
     const int64_t dim = logits_dimension(head);
-    Output w, bias;
-    {
-      auto scope = b.name_scope("linear/linear_model");
-      w = ops::variable(b, "weights", Shape{width, dim}, DType::kFloat32,
-                        ops::zeros(b, Shape{width, dim}, DType::kFloat32));
-      bias = ops::variable(b, "bias_weights", Shape{dim}, DType::kFloat32,
-                           ops::zeros(b, Shape{dim}, DType::kFloat32));
+    std::vector<FeatureColumn> columns = o.feature_columns;
+    if (columns.empty()) {
+      TROUPE_ASSIGN_OR_RETURN(columns, numeric_columns(in, o.feature_keys, o.standardize));
     }
-    Output logits = ops::bias_add(b, ops::matmul(b, x, w), bias);
+    std::vector<Output> weights;
+    TROUPE_ASSIGN_OR_RETURN(Output logits,
+                            linear_model(in, columns, dim, &weights, "linear/linear_model"));
     ops::Optimizer opt = o.optimizer;
     Output penalty;
     if (opt.kind == ops::Optimizer::Kind::kFtrl) {
@@ -54,9 +51,11 @@ ModelFn LinearOptions::model_fn(Task task) const {
       opt.l2 = o.l2;
     } else if (in.mode == Mode::kTrain && (o.l1 > 0 || o.l2 > 0)) {
       std::vector<Output> terms;
-      if (o.l1 > 0) terms.push_back(ops::mul(b, ops::reduce_sum(b, ops::abs(b, w)), o.l1));
-      if (o.l2 > 0) terms.push_back(ops::mul(b, ops::reduce_sum(b, ops::square(b, w)), o.l2));
-      penalty = terms.size() == 1 ? terms[0] : ops::add(b, terms[0], terms[1]);
+      for (const Output& w : weights) {
+        if (o.l1 > 0) terms.push_back(ops::mul(b, ops::reduce_sum(b, ops::abs(b, w)), o.l1));
+        if (o.l2 > 0) terms.push_back(ops::mul(b, ops::reduce_sum(b, ops::square(b, w)), o.l2));
+      }
+      penalty = terms.size() == 1 ? terms[0] : ops::add_n(b, terms);
     }
     return head_spec(in, head, logits, opt, penalty);
   };

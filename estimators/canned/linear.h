@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "estimators/canned/feature_column.h"
 #include "estimators/canned/head.h"
 #include "estimators/canned/input_layer.h"
 #include "estimators/canned/model.h"
@@ -31,6 +32,9 @@ struct LinearOptions {
   ops::Optimizer optimizer = ops::Optimizer::ftrl(0.2);
   double l1 = 0, l2 = 0;
   std::vector<std::string> feature_keys;  // empty: every feature
+  // Numeric and categorical columns (feature_column.h), each with weights of its own; when
+  // given, they replace feature_keys and standardize. Part of the model's shape, not a param.
+  std::vector<FeatureColumn> feature_columns;
   FitParams fit;
   // Numeric features standardized with these statistics (input_layer.h); data, not a param.
   Standardization standardize;

@@ -39,7 +39,7 @@ TEST_CASE("LinearRegressor finds a line's coefficients; R^2 is its score") {
   LinearRegressor reg({.optimizer = ops::Optimizer::adam(0.05), .fit = {.batch_size = 32}},
                       quiet());
   REQUIRE(reg.fit(x, y).ok());
-  auto w = reg.estimator().get_variable_value("linear/linear_model/weights");
+  auto w = reg.estimator().get_variable_value("linear/linear_model/x/weights");
   auto b = reg.estimator().get_variable_value("linear/linear_model/bias_weights");
   REQUIRE(w.ok());
   REQUIRE(b.ok());
@@ -121,7 +121,7 @@ TEST_CASE("L1 with FTRL zeroes the weights of features that carry nothing") {
   LinearClassifier sparse({.l1 = 20.0}, quiet());
   REQUIRE(sparse.fit(x, y).ok());
   CHECK(*sparse.score(x, y) > 0.97);
-  auto w = sparse.estimator().get_variable_value("linear/linear_model/weights");
+  auto w = sparse.estimator().get_variable_value("linear/linear_model/x/weights");
   REQUIRE(w.ok());
   int zero_noise = 0;
   for (int k = 2; k < 8; ++k) {

@@ -1,0 +1,508 @@
+#include "estimators/canned/feature_column.h"
+
+#include <cmath>
+#include <fstream>
+
+#include "ops/array_ops.h"
+#include "ops/feature_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/random_ops.h"
+#include "ops/state_ops.h"
+
+namespace troupe::estimators {
+
+using runtime::DType;
+using runtime::Output;
+using runtime::Result;
+using runtime::Shape;
+using runtime::Status;
+using runtime::Tensor;
+using Kind = FeatureColumn::Kind;
+
+std::string FeatureColumn::name() const {
+  switch (kind) {
+    case Kind::kBucketized:
+      return sources[0].name() + "_bucketized";
+    case Kind::kCrossed: {
+      std::string n;
+      for (const std::string& k : cross_keys) n += (n.empty() ? "" : "_X_") + k;
+      for (const FeatureColumn& c : sources) n += (n.empty() ? "" : "_X_") + c.name();
+      return n;
+    }
+    case Kind::kWeighted:
+      return sources[0].name() + "_weighted_by_" + weight_key;
+    case Kind::kEmbedding:
+      return sources[0].name() + "_embedding";
+    case Kind::kIndicator:
+      return sources[0].name() + "_indicator";
+    default:
+      return key;
+  }
+}
+
+bool FeatureColumn::categorical() const {
+  return kind != Kind::kNumeric && kind != Kind::kEmbedding && kind != Kind::kIndicator;
+}
+
+int64_t FeatureColumn::id_count() const {
+  switch (kind) {
+    case Kind::kBucketized:
+      return sources[0].width * static_cast<int64_t>(boundaries.size() + 1);
+    case Kind::kVocabulary:
+      return vocabulary.num_elements() + num_oov_buckets;
+    case Kind::kWeighted:
+      return sources[0].id_count();
+    case Kind::kIdentity:
+    case Kind::kHashBucket:
+    case Kind::kCrossed:
+      return num_buckets;
+    default:
+      return 0;
+  }
+}
+
+FeatureColumn numeric_column(const std::string& key, int64_t width, FeatureStats normalizer) {
+  FeatureColumn c;
+  c.key = key;
+  c.width = width;
+  c.normalizer = std::move(normalizer);
+  return c;
+}
+
+FeatureColumn bucketized_column(const FeatureColumn& numeric, std::vector<double> boundaries) {
+  FeatureColumn c;
+  c.kind = Kind::kBucketized;
+  c.key = numeric.key;
+  c.sources = {numeric};
+  c.boundaries = std::move(boundaries);
+  return c;
+}
+
+namespace {
+
+FeatureColumn vocabulary_column(const std::string& key, Tensor vocabulary, int64_t oov,
+                                int64_t default_value) {
+  FeatureColumn c;
+  c.kind = Kind::kVocabulary;
+  c.key = key;
+  c.vocabulary = std::move(vocabulary);
+  c.num_oov_buckets = oov;
+  c.default_value = default_value;
+  return c;
+}
+
+}  // namespace
+
+FeatureColumn categorical_column_with_vocabulary_list(const std::string& key,
+                                                      const std::vector<std::string>& vocabulary,
+                                                      int64_t num_oov_buckets,
+                                                      int64_t default_value) {
+  return vocabulary_column(
+      key, Tensor::from_vector(Shape{static_cast<int64_t>(vocabulary.size())}, vocabulary),
+      num_oov_buckets, default_value);
+}
+
+FeatureColumn categorical_column_with_int_vocabulary_list(const std::string& key,
+                                                          const std::vector<int64_t>& vocabulary,
+                                                          int64_t num_oov_buckets,
+                                                          int64_t default_value) {
+  return vocabulary_column(
+      key, Tensor::from_vector(Shape{static_cast<int64_t>(vocabulary.size())}, vocabulary),
+      num_oov_buckets, default_value);
+}
+
+Result<FeatureColumn> categorical_column_with_vocabulary_file(const std::string& key,
+                                                              const std::string& path,
+                                                              int64_t num_oov_buckets,
+                                                              int64_t default_value) {
+  std::ifstream file(path);
+  if (!file) return runtime::not_found("vocabulary file '", path, "' of column '", key, "'");
+  std::vector<std::string> words;
+  for (std::string line; std::getline(file, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    words.push_back(line);
+  }
+  if (file.bad()) return runtime::data_loss("reading vocabulary file '", path, "'");
+  return categorical_column_with_vocabulary_list(key, words, num_oov_buckets, default_value);
+}
+
+FeatureColumn categorical_column_with_identity(const std::string& key, int64_t num_buckets,
+                                               int64_t default_value) {
+  FeatureColumn c;
+  c.kind = Kind::kIdentity;
+  c.key = key;
+  c.num_buckets = num_buckets;
+  c.default_value = default_value;
+  return c;
+}
+
+FeatureColumn categorical_column_with_hash_bucket(const std::string& key,
+                                                  int64_t hash_bucket_size) {
+  FeatureColumn c;
+  c.kind = Kind::kHashBucket;
+  c.key = key;
+  c.num_buckets = hash_bucket_size;
+  return c;
+}
+
+FeatureColumn crossed_column(const std::vector<std::string>& keys,
+                             const std::vector<FeatureColumn>& columns, int64_t hash_bucket_size) {
+  FeatureColumn c;
+  c.kind = Kind::kCrossed;
+  c.cross_keys = keys;
+  c.sources = columns;
+  c.num_buckets = hash_bucket_size;
+  return c;
+}
+
+FeatureColumn weighted_categorical_column(const FeatureColumn& categorical,
+                                          const std::string& weight_key) {
+  FeatureColumn c;
+  c.kind = Kind::kWeighted;
+  c.key = categorical.key;
+  c.sources = {categorical};
+  c.weight_key = weight_key;
+  return c;
+}
+
+FeatureColumn embedding_column(const FeatureColumn& categorical, int64_t dimension,
+                               const std::string& combiner) {
+  FeatureColumn c;
+  c.kind = Kind::kEmbedding;
+  c.key = categorical.key;
+  c.sources = {categorical};
+  c.dimension = dimension;
+  c.combiner = combiner;
+  return c;
+}
+
+FeatureColumn indicator_column(const FeatureColumn& categorical) {
+  FeatureColumn c;
+  c.kind = Kind::kIndicator;
+  c.key = categorical.key;
+  c.sources = {categorical};
+  return c;
+}
+
+namespace {
+
+Status column_error(const FeatureColumn& c, const std::string& why) {
+  return runtime::invalid_argument("feature column '", c.name(), "': ", why);
+}
+
+Status validate_column(const FeatureColumn& c) {
+  switch (c.kind) {
+    case Kind::kNumeric:
+      if (c.width < 1) return column_error(c, "width below 1");
+      if (!c.normalizer.mean.empty() &&
+          (static_cast<int64_t>(c.normalizer.mean.size()) != c.width ||
+           c.normalizer.scale.size() != c.normalizer.mean.size())) {
+        return column_error(c, "normalizer of another width than the column's");
+      }
+      return runtime::ok_status();
+    case Kind::kBucketized:
+      if (c.sources.size() != 1 || c.sources[0].kind != Kind::kNumeric) {
+        return column_error(c, "bucketizes a numeric column only");
+      }
+      for (size_t i = 1; i < c.boundaries.size(); ++i) {
+        if (!(c.boundaries[i - 1] < c.boundaries[i])) {
+          return column_error(c, "boundaries must be ascending");
+        }
+      }
+      return validate_column(c.sources[0]);
+    case Kind::kVocabulary:
+      if (!c.vocabulary.valid() || c.vocabulary.num_elements() + c.num_oov_buckets < 1) {
+        return column_error(c, "an empty vocabulary and no out-of-vocabulary buckets");
+      }
+      if (c.num_oov_buckets < 0) return column_error(c, "negative num_oov_buckets");
+      if (c.default_value >= c.id_count()) return column_error(c, "default_value out of range");
+      return runtime::ok_status();
+    case Kind::kIdentity:
+    case Kind::kHashBucket:
+      if (c.num_buckets < 1) return column_error(c, "no buckets");
+      if (c.default_value >= c.num_buckets) return column_error(c, "default_value out of range");
+      return runtime::ok_status();
+    case Kind::kCrossed:
+      if (c.num_buckets < 1) return column_error(c, "no buckets");
+      if (c.cross_keys.size() + c.sources.size() < 2) {
+        return column_error(c, "crosses at least two features");
+      }
+      for (const FeatureColumn& s : c.sources) {
+        if (s.kind != Kind::kBucketized && s.kind != Kind::kVocabulary &&
+            s.kind != Kind::kIdentity && s.kind != Kind::kCrossed) {
+          return column_error(c,
+                              "crosses keys, bucketized, vocabulary, identity and crossed "
+                              "columns; hash them by their key instead of '" +
+                                  s.name() + "'");
+        }
+        TROUPE_RETURN_IF_ERROR(validate_column(s));
+      }
+      return runtime::ok_status();
+    case Kind::kWeighted:
+    case Kind::kEmbedding:
+    case Kind::kIndicator:
+      if (c.sources.size() != 1 || !c.sources[0].categorical()) {
+        return column_error(c, "needs a categorical column");
+      }
+      if (c.kind == Kind::kWeighted && c.weight_key.empty()) {
+        return column_error(c, "no weight feature");
+      }
+      if (c.kind == Kind::kEmbedding && c.dimension < 1)
+        return column_error(c, "dimension below 1");
+      if (c.kind == Kind::kEmbedding && c.combiner != "sum" && c.combiner != "mean" &&
+          c.combiner != "sqrtn") {
+        return column_error(c, "combiner '" + c.combiner + "' is not sum, mean or sqrtn");
+      }
+      return validate_column(c.sources[0]);
+  }
+  return runtime::ok_status();
+}
+
+}  // namespace
+
+Status validate_columns(const std::vector<FeatureColumn>& columns, bool for_linear) {
+  if (columns.empty()) return runtime::invalid_argument("no feature columns");
+  for (const FeatureColumn& c : columns) {
+    TROUPE_RETURN_IF_ERROR(validate_column(c));
+    const bool dense = c.kind == Kind::kNumeric || c.kind == Kind::kBucketized ||
+                       c.kind == Kind::kEmbedding || c.kind == Kind::kIndicator;
+    if (for_linear && (c.kind == Kind::kEmbedding || c.kind == Kind::kIndicator)) {
+      return column_error(c, "a linear model takes numeric and categorical columns; give it '" +
+                                 c.sources[0].name() + "' itself");
+    }
+    if (!for_linear && !dense) {
+      return column_error(c,
+                          "is categorical: a DNN reads it through embedding_column or "
+                          "indicator_column");
+    }
+  }
+  return runtime::ok_status();
+}
+
+namespace {
+
+// The feature `key` as [batch, k], with k its values an example.
+Result<Output> feature_rows(ModelInputs& in, const std::string& key, int64_t* k) {
+  auto it = in.features.find(key);
+  if (it == in.features.end()) return runtime::invalid_argument("missing feature '", key, "'");
+  const Shape& s = in.b.graph().shape(it->second);
+  *k = 1;
+  for (int d = 1; d < s.rank(); ++d) {
+    if (s.dim(d) < 0) return runtime::invalid_argument("feature '", key, "' varies in shape");
+    *k *= s.dim(d);
+  }
+  if (!s.rank_known() || s.rank() < 1) {
+    return runtime::invalid_argument("feature '", key, "' has no batch dimension");
+  }
+  return ops::reshape(in.b, it->second, {-1, *k});
+}
+
+Result<Output> numeric_values(ModelInputs& in, const FeatureColumn& c) {
+  runtime::GraphBuilder& b = in.b;
+  int64_t k = 0;
+  TROUPE_ASSIGN_OR_RETURN(Output x, feature_rows(in, c.key, &k));
+  if (b.dtype(x) == DType::kString) {
+    return runtime::invalid_argument("feature '", c.key,
+                                     "' is text: read it through a categorical column");
+  }
+  if (k != c.width) {
+    return runtime::invalid_argument("feature '", c.key, "' has ", k,
+                                     " values an example; its numeric column ", c.width);
+  }
+  x = ops::cast(b, x, DType::kFloat32);
+  if (c.normalizer.mean.empty()) return x;
+  // The statistics are variables so that checkpoints and exports carry them.
+  auto scope = b.name_scope("input_layer/" + c.key);
+  auto held = [&](const char* name, const std::vector<float>& v) {
+    return ops::variable(b, name, Shape{k}, DType::kFloat32,
+                         ops::constant(b, Tensor::from_vector(Shape{k}, v)), /*trainable=*/false);
+  };
+  return ops::div(b, ops::sub(b, x, held("mean", c.normalizer.mean)),
+                  held("scale", c.normalizer.scale));
+}
+
+}  // namespace
+
+Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureColumn& c) {
+  runtime::GraphBuilder& b = in.b;
+  TROUPE_RETURN_IF_ERROR(validate_column(c));
+  int64_t k = 0;
+  switch (c.kind) {
+    case Kind::kBucketized: {
+      TROUPE_ASSIGN_OR_RETURN(Output x, numeric_values(in, c.sources[0]));
+      Output ids = ops::bucketize(b, x, c.boundaries);
+      if (c.sources[0].width == 1) return CategoricalIds{ids, Output{}};
+      // Element i of an example has buckets of its own: ids i * (boundaries + 1) + bucket.
+      const int64_t per = static_cast<int64_t>(c.boundaries.size() + 1);
+      std::vector<int64_t> offsets;
+      for (int64_t i = 0; i < c.sources[0].width; ++i) offsets.push_back(i * per);
+      return CategoricalIds{
+          ops::add(b, ids,
+                   ops::constant(b, Tensor::from_vector(Shape{c.sources[0].width}, offsets))),
+          Output{}};
+    }
+    case Kind::kVocabulary: {
+      TROUPE_ASSIGN_OR_RETURN(Output x, feature_rows(in, c.key, &k));
+      if (b.dtype(x) != c.vocabulary.dtype()) {
+        return runtime::invalid_argument("feature '", c.key, "' holds ",
+                                         runtime::dtype_name(b.dtype(x)), ", its vocabulary ",
+                                         runtime::dtype_name(c.vocabulary.dtype()));
+      }
+      return CategoricalIds{
+          ops::vocabulary_lookup(b, x, c.vocabulary, c.num_oov_buckets, c.key, c.default_value),
+          Output{}};
+    }
+    case Kind::kIdentity: {
+      TROUPE_ASSIGN_OR_RETURN(Output x, feature_rows(in, c.key, &k));
+      if (b.dtype(x) != DType::kInt32 && b.dtype(x) != DType::kInt64) {
+        return runtime::invalid_argument("feature '", c.key, "' holds ",
+                                         runtime::dtype_name(b.dtype(x)),
+                                         ": an identity column needs integers");
+      }
+      return CategoricalIds{ops::categorical_identity(b, x, c.num_buckets, c.key, c.default_value),
+                            Output{}};
+    }
+    case Kind::kHashBucket: {
+      TROUPE_ASSIGN_OR_RETURN(Output x, feature_rows(in, c.key, &k));
+      if (b.dtype(x) != DType::kString) {
+        return runtime::invalid_argument("feature '", c.key, "' holds ",
+                                         runtime::dtype_name(b.dtype(x)),
+                                         ": hash buckets take text (integers: an identity column)");
+      }
+      return CategoricalIds{ops::string_to_hash_bucket(b, x, c.num_buckets), Output{}};
+    }
+    case Kind::kCrossed: {
+      std::vector<Output> parts;
+      for (const std::string& key : c.cross_keys) {
+        TROUPE_ASSIGN_OR_RETURN(Output x, feature_rows(in, key, &k));
+        parts.push_back(x);
+      }
+      for (const FeatureColumn& s : c.sources) {
+        TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, s));
+        parts.push_back(ids.ids);
+      }
+      return CategoricalIds{ops::hash_cross(b, parts, c.num_buckets), Output{}};
+    }
+    case Kind::kWeighted: {
+      TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
+      TROUPE_ASSIGN_OR_RETURN(Output w, feature_rows(in, c.weight_key, &k));
+      if (!runtime::is_numeric(b.dtype(w))) {
+        return runtime::invalid_argument("weight feature '", c.weight_key, "' is not numeric");
+      }
+      ids.weights = ops::cast(b, w, DType::kFloat32);
+      return ids;
+    }
+    default:
+      return column_error(c, "gives no ids");
+  }
+}
+
+namespace {
+
+// Sums [batch, k, n] over k, each of the k weighted when `weights` is valid.
+Output sum_over_ids(runtime::GraphBuilder& b, Output rows, Output weights) {
+  if (weights.valid()) rows = ops::mul(b, rows, ops::expand_dims(b, weights, 2));
+  return ops::reduce_sum(b, rows, {1});
+}
+
+Result<Output> embedding(ModelInputs& in, const FeatureColumn& c) {
+  runtime::GraphBuilder& b = in.b;
+  TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
+  auto scope = b.name_scope("input_layer/" + c.name());
+  const Shape shape{c.sources[0].id_count(), c.dimension};
+  // TF's default: truncated normal with stddev 1/sqrt(dimension).
+  Output table = ops::variable(
+      b, "embedding_weights", shape, DType::kFloat32,
+      ops::truncated_normal(b, shape, 0, 1.0 / std::sqrt(static_cast<double>(c.dimension))));
+  Output sum = sum_over_ids(b, ops::gather(b, table, ids.ids), ids.weights);
+  if (c.combiner == "sum") return sum;
+  Output w =
+      ids.weights.valid() ? ids.weights : ops::ones_like(b, ops::cast(b, ids.ids, DType::kFloat32));
+  Output norm = c.combiner == "mean"
+                    ? ops::reduce_sum(b, w, {1}, true)
+                    : ops::sqrt(b, ops::reduce_sum(b, ops::square(b, w), {1}, true));
+  // An example whose weights sum to 0 gets zeros, not NaN.
+  return ops::div(b, sum, ops::maximum(b, norm, ops::scalar(b, 1e-12, DType::kFloat32)));
+}
+
+Result<Output> indicator(ModelInputs& in, const FeatureColumn& c) {
+  runtime::GraphBuilder& b = in.b;
+  TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
+  return sum_over_ids(b, ops::one_hot(b, ids.ids, c.sources[0].id_count()), ids.weights);
+}
+
+}  // namespace
+
+Result<Output> input_layer(ModelInputs& in, const std::vector<FeatureColumn>& columns,
+                           int64_t* width) {
+  TROUPE_RETURN_IF_ERROR(validate_columns(columns, /*for_linear=*/false));
+  runtime::GraphBuilder& b = in.b;
+  std::vector<Output> parts;
+  *width = 0;
+  for (const FeatureColumn& c : columns) {
+    Output part;
+    switch (c.kind) {
+      case Kind::kNumeric: {
+        TROUPE_ASSIGN_OR_RETURN(part, numeric_values(in, c));
+        *width += c.width;
+        break;
+      }
+      case Kind::kBucketized: {
+        // One-hot buckets of each element, as TF's input_layer reads a bucketized column.
+        TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c));
+        part = ops::reduce_sum(b, ops::one_hot(b, ids.ids, c.id_count()), {1});
+        *width += c.id_count();
+        break;
+      }
+      case Kind::kEmbedding: {
+        TROUPE_ASSIGN_OR_RETURN(part, embedding(in, c));
+        *width += c.dimension;
+        break;
+      }
+      default: {  // indicator
+        TROUPE_ASSIGN_OR_RETURN(part, indicator(in, c));
+        *width += c.sources[0].id_count();
+      }
+    }
+    parts.push_back(part);
+  }
+  if (!b.ok()) return b.status();
+  return parts.size() == 1 ? parts[0] : ops::concat(b, parts, 1);
+}
+
+Result<Output> linear_model(ModelInputs& in, const std::vector<FeatureColumn>& columns,
+                            int64_t units, std::vector<Output>* weights,
+                            const std::string& scope_name) {
+  TROUPE_RETURN_IF_ERROR(validate_columns(columns, /*for_linear=*/true));
+  runtime::GraphBuilder& b = in.b;
+  std::vector<Output> terms;
+  for (const FeatureColumn& c : columns) {
+    const bool numeric = c.kind == Kind::kNumeric;
+    Output x;
+    CategoricalIds ids;
+    if (numeric) {
+      TROUPE_ASSIGN_OR_RETURN(x, numeric_values(in, c));
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(ids, categorical_ids(in, c));
+    }
+    auto scope = b.name_scope(scope_name + "/" + c.name());
+    const Shape shape{numeric ? c.width : c.id_count(), units};
+    Output w =
+        ops::variable(b, "weights", shape, DType::kFloat32, ops::zeros(b, shape, DType::kFloat32));
+    if (weights) weights->push_back(w);
+    // Categorical: a Gather of the rows of its ids, so that training updates only those rows.
+    terms.push_back(numeric ? ops::matmul(b, x, w)
+                            : sum_over_ids(b, ops::gather(b, w, ids.ids), ids.weights));
+  }
+  Output bias;
+  {
+    auto scope = b.name_scope(scope_name);
+    bias = ops::variable(b, "bias_weights", Shape{units}, DType::kFloat32,
+                         ops::zeros(b, Shape{units}, DType::kFloat32));
+  }
+  if (!b.ok()) return b.status();
+  return ops::bias_add(b, terms.size() == 1 ? terms[0] : ops::add_n(b, terms), bias);
+}
+
+}  // namespace troupe::estimators

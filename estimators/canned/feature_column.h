@@ -1,0 +1,125 @@
+// Feature columns, as tf.feature_column: how a model reads each raw feature. Numeric columns
+// pass numbers (normalized when they carry statistics); categorical columns turn values into
+// ids (vocabulary, identity, hash bucket, bucketized numbers, crosses), which a DNN reads
+// through an embedding or an indicator and a linear model through a weight per id.
+//
+//   auto age = numeric_column("age");
+//   auto age_buckets = bucketized_column(age, {18, 25, 30, 35, 40, 45, 50, 55, 60, 65});
+//   auto work = categorical_column_with_vocabulary_list("workclass", {"Private", "State-gov"}, 1);
+//   auto job = categorical_column_with_hash_bucket("occupation", 1000);
+//   auto job_x_education = crossed_column({"occupation", "education"}, {}, 10000);
+//   DNNOptions dnn{.feature_columns = {age, embedding_column(job, 8), indicator_column(work)}};
+//   LinearOptions wide{.feature_columns = {age_buckets, work, job, job_x_education}};
+//
+// Ids stay ids: a hash bucket of 10^6 is a million-row weight variable read by Gather, whose
+// gradient updates only the rows a batch touched (ops/training_ops.h), never a dense one-hot.
+// A feature holds one value per example ([batch]) or k ([batch, k]); k ids are combined by the
+// embedding's combiner (sum, mean, sqrtn) or summed (indicator, linear). Variables are named as
+// TF's: input_layer/<column>/embedding_weights, linear_model/<column>/weights.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "estimators/canned/input_layer.h"
+#include "estimators/model_fn.h"
+#include "runtime/tensor.h"
+
+namespace troupe::estimators {
+
+struct FeatureColumn {
+  enum class Kind {
+    kNumeric,
+    kBucketized,
+    kVocabulary,
+    kIdentity,
+    kHashBucket,
+    kCrossed,
+    kWeighted,
+    kEmbedding,
+    kIndicator
+  };
+  Kind kind = Kind::kNumeric;
+  std::string key;                      // the feature read; crossed: none (see cross_keys)
+  int64_t width = 1;                    // numeric: values an example
+  FeatureStats normalizer;              // numeric: (x - mean) / scale when not empty
+  std::vector<double> boundaries;       // bucketized, ascending
+  runtime::Tensor vocabulary;           // vocabulary: a string or int64 list
+  int64_t num_oov_buckets = 0;          // vocabulary
+  int64_t default_value = -1;           // vocabulary, identity: the id of other values; -1: error
+  int64_t num_buckets = 0;              // identity, hash bucket, crossed
+  std::vector<std::string> cross_keys;  // crossed: raw features, crossed by value
+  std::vector<FeatureColumn> sources;   // bucketized: the numeric column; crossed: categorical
+                                        // columns crossed by id; weighted, embedding,
+                                        // indicator: the categorical column
+  std::string weight_key;               // weighted: the feature holding each id's weight
+  int64_t dimension = 0;                // embedding
+  std::string combiner = "mean";        // embedding: sum, mean or sqrtn
+
+  // TF's column names: "age", "age_bucketized", "a_X_b", "work_embedding", "work_indicator".
+  std::string name() const;
+  // Gives ids (all kinds but numeric, embedding and indicator).
+  bool categorical() const;
+  // Ids of a categorical column are in [0, id_count()).
+  int64_t id_count() const;
+};
+
+FeatureColumn numeric_column(const std::string& key, int64_t width = 1,
+                             FeatureStats normalizer = {});
+FeatureColumn bucketized_column(const FeatureColumn& numeric, std::vector<double> boundaries);
+FeatureColumn categorical_column_with_vocabulary_list(const std::string& key,
+                                                      const std::vector<std::string>& vocabulary,
+                                                      int64_t num_oov_buckets = 0,
+                                                      int64_t default_value = -1);
+// The same over integer values (TF takes both under one name; an overload here would make
+// {"a", "b"} ambiguous).
+FeatureColumn categorical_column_with_int_vocabulary_list(const std::string& key,
+                                                          const std::vector<int64_t>& vocabulary,
+                                                          int64_t num_oov_buckets = 0,
+                                                          int64_t default_value = -1);
+// One entry per line of the file (TF's vocabulary_file); an error names the file.
+runtime::Result<FeatureColumn> categorical_column_with_vocabulary_file(const std::string& key,
+                                                                       const std::string& path,
+                                                                       int64_t num_oov_buckets = 0,
+                                                                       int64_t default_value = -1);
+FeatureColumn categorical_column_with_identity(const std::string& key, int64_t num_buckets,
+                                               int64_t default_value = -1);
+FeatureColumn categorical_column_with_hash_bucket(const std::string& key, int64_t hash_bucket_size);
+FeatureColumn crossed_column(const std::vector<std::string>& keys,
+                             const std::vector<FeatureColumn>& columns, int64_t hash_bucket_size);
+FeatureColumn weighted_categorical_column(const FeatureColumn& categorical,
+                                          const std::string& weight_key);
+FeatureColumn embedding_column(const FeatureColumn& categorical, int64_t dimension,
+                               const std::string& combiner = "mean");
+FeatureColumn indicator_column(const FeatureColumn& categorical);
+
+// What is wrong with a column, naming it: an empty vocabulary, no buckets, an embedding of a
+// numeric column, ... `for_linear`: the columns a linear model takes (numeric and categorical),
+// else those an input layer takes (numeric, bucketized, embedding, indicator).
+runtime::Status validate_columns(const std::vector<FeatureColumn>& columns, bool for_linear);
+
+// The ids of a categorical column, [batch, k] int64, and their weights ([batch, k] float32,
+// invalid when every weight is 1).
+struct CategoricalIds {
+  runtime::Output ids;
+  runtime::Output weights;
+};
+runtime::Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureColumn& column);
+
+// The DNN's input: every column as float32 values, concatenated in the given order, [batch,
+// width].
+runtime::Result<runtime::Output> input_layer(ModelInputs& in,
+                                             const std::vector<FeatureColumn>& columns,
+                                             int64_t* width);
+
+// A linear model's logits [batch, units]: the sum of each column's weighted values (numeric)
+// or of the weight rows of its ids (categorical), plus a bias, its variables under `scope`
+// (<scope>/<column>/weights, <scope>/bias_weights). `weights` gets each weight variable (for
+// regularization).
+runtime::Result<runtime::Output> linear_model(ModelInputs& in,
+                                              const std::vector<FeatureColumn>& columns,
+                                              int64_t units,
+                                              std::vector<runtime::Output>* weights = nullptr,
+                                              const std::string& scope = "linear_model");
+
+}  // namespace troupe::estimators

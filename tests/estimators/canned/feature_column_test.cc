@@ -1,0 +1,285 @@
+// Feature columns: input_layer and linear_model outputs against hand-computed values, sparse
+// training of a million hash buckets, an interaction only a crossed column captures, models over
+// mixed columns that save, restore and export, and errors that name the column.
+#include "estimators/canned/feature_column.h"
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include "estimators/canned/dnn.h"
+#include "estimators/canned/linear.h"
+#include "estimators/canned/test_data.h"
+#include "estimators/export/predictor.h"
+#include "harness/op_harness.h"
+#include "ops/state_ops.h"
+#include "runtime/fingerprint.h"
+
+using namespace troupe;
+using namespace troupe::estimators;
+using runtime::DType;
+using runtime::Output;
+using runtime::Shape;
+using runtime::Tensor;
+using testing::OpTest;
+
+namespace {
+
+Tensor strings(const Shape& s, const std::vector<std::string>& v) {
+  return Tensor::from_vector<std::string>(s, v);
+}
+
+// Runs input_layer (or linear_model) of `columns` over `features` once, after initializing.
+struct LayerTest {
+  OpTest t;
+  Params params;
+  RunConfig config;
+  ModelInputs in{t.b, {}, Output{}, Mode::kPredict, params, config};
+
+  explicit LayerTest(const std::vector<std::pair<std::string, Tensor>>& features) {
+    for (const auto& [name, value] : features) in.features[name] = t.feed(value);
+  }
+  Tensor eval(Output out) {
+    int init = ops::global_variables_initializer(t.b);
+    REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+    REQUIRE(t.run({}, {init}).ok());
+    auto r = t.run({out});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    return (*r)[0];
+  }
+};
+
+std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
+
+// Examples of two text features a, b in {x, y} and a label that is 1 when they agree: an
+// interaction no weight per value can express.
+std::vector<std::pair<std::string, Tensor>> agreement(int64_t n, uint64_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::string> a(n), b(n);
+  std::vector<int64_t> y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = rng() % 2 ? "x" : "y";
+    b[i] = rng() % 2 ? "x" : "y";
+    y[i] = a[i] == b[i];
+  }
+  return {{"a", strings(Shape{n}, a)},
+          {"b", strings(Shape{n}, b)},
+          {"label", Tensor::from_vector(Shape{n}, y)}};
+}
+
+double accuracy(CannedModel<LinearOptions, Task::kClassifier>& m,
+                const std::vector<std::pair<std::string, Tensor>>& data) {
+  auto r = m.evaluate(*input::arrays(data, "label", {.batch_size = 256}));
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  return r->at("accuracy");
+}
+
+struct TempDir {
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("troupe_columns_" + std::to_string(::getpid())))
+          .string();
+  TempDir() { std::filesystem::remove_all(path); }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST_CASE("input_layer: numeric, bucketized, indicator and weighted columns by hand") {
+  LayerTest l({{"age", Tensor::from_vector<float>(Shape{4}, {10, 20, 30, 70})},
+               {"color",
+                strings(Shape{4, 2}, {"red", "blue", "red", "red", "green", "blue", "dog", "red"})},
+               {"w", Tensor::from_vector<float>(Shape{4, 2}, {1, 2, 3, 4, 5, 6, 7, 8})}});
+  const auto age = numeric_column("age", 1, {{30}, {10}});
+  const auto color = categorical_column_with_vocabulary_list("color", {"red", "green", "blue"}, 1);
+  int64_t width = 0;
+  auto x =
+      input_layer(l.in,
+                  // As TF, a bucketized column cuts its source's normalized values.
+                  {age, bucketized_column(numeric_column("age"), {18, 35}), indicator_column(color),
+                   indicator_column(weighted_categorical_column(color, "w"))},
+                  &width);
+  REQUIRE_MESSAGE(x.ok(), x.status().to_string());
+  CHECK(width == 1 + 3 + 4 + 4);
+  // "dog" is out of the vocabulary: its one OOV bucket, id 3.
+  const std::vector<float> expected{-2, 1, 0, 0, 1, 0, 1, 0, 1, 0, 2, 0,  //
+                                    -1, 0, 1, 0, 2, 0, 0, 0, 7, 0, 0, 0,  //
+                                    0,  0, 1, 0, 0, 1, 1, 0, 0, 5, 6, 0,  //
+                                    4,  0, 0, 1, 1, 0, 0, 1, 8, 0, 0, 7};
+  const std::vector<float> got = floats(l.eval(*x));
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("row ", i / 12, " column ", i % 12);
+    CHECK(got[i] == expected[i]);
+  }
+}
+
+TEST_CASE("embedding columns combine the rows of their ids by sum, mean and sqrtn") {
+  const Tensor ids = Tensor::from_vector<int64_t>(Shape{2, 2}, {0, 2, 1, 1});
+  LayerTest l({{"sum", ids}, {"mean", ids}, {"sqrtn", ids}});
+  std::vector<FeatureColumn> columns;
+  for (const char* c : {"sum", "mean", "sqrtn"}) {
+    columns.push_back(embedding_column(categorical_column_with_identity(c, 3), 2, c));
+  }
+  int64_t width = 0;
+  auto x = input_layer(l.in, columns, &width);
+  REQUIRE_MESSAGE(x.ok(), x.status().to_string());
+  CHECK(width == 6);
+  const std::vector<float> out = floats(l.eval(*x));
+  int c = 0;
+  for (const char* name : {"sum", "mean", "sqrtn"}) {
+    auto table = l.t.vars.read(std::string("input_layer/") + name + "_embedding/embedding_weights");
+    REQUIRE(table.ok());
+    CHECK(table->shape() == Shape{3, 2});
+    const std::vector<float> e = table->to_vector<float>();
+    const double norm = c == 0 ? 1 : c == 1 ? 2 : std::sqrt(2.0);
+    for (int d = 0; d < 2; ++d) {
+      CHECK(out[c * 2 + d] == doctest::Approx((e[0 * 2 + d] + e[2 * 2 + d]) / norm));
+      CHECK(out[6 + c * 2 + d] == doctest::Approx((e[1 * 2 + d] + e[1 * 2 + d]) / norm));
+    }
+    ++c;
+  }
+}
+
+TEST_CASE("linear_model sums a weight row per id and a weight per number") {
+  LayerTest l(
+      {{"x", Tensor::from_vector<float>(Shape{2}, {1, 2})}, {"c", strings(Shape{2}, {"b", "a"})}});
+  auto logits = linear_model(
+      l.in, {numeric_column("x"), categorical_column_with_vocabulary_list("c", {"a", "b"})}, 1);
+  REQUIRE_MESSAGE(logits.ok(), logits.status().to_string());
+  // Weights start at zero; set them: x's to 3, c's rows to [10, 20], the bias to 0.5.
+  auto set = [&](const char* name, const Tensor& v) { l.t.vars.assign(name, v); };
+  int init = ops::global_variables_initializer(l.t.b);
+  REQUIRE(l.t.run({}, {init}).ok());
+  set("linear_model/x/weights", Tensor::from_vector<float>(Shape{1, 1}, {3}));
+  set("linear_model/c/weights", Tensor::from_vector<float>(Shape{2, 1}, {10, 20}));
+  set("linear_model/bias_weights", Tensor::from_vector<float>(Shape{1}, {0.5f}));
+  auto r = l.t.run({*logits});
+  REQUIRE(r.ok());
+  CHECK(floats((*r)[0]) == std::vector<float>{3 + 20 + 0.5f, 6 + 10 + 0.5f});
+}
+
+TEST_CASE("a million hash buckets train sparsely: only the rows of seen words move") {
+  // 400 examples of 8 words; the label is whether the word is in the first half.
+  const std::vector<std::string> words{"ant", "bee", "cat", "dog", "eel", "fox", "gnu", "hen"};
+  std::vector<std::string> w(400);
+  std::vector<int64_t> y(400);
+  for (int i = 0; i < 400; ++i) {
+    w[i] = words[i % 8];
+    y[i] = i % 8 < 4;
+  }
+  LinearClassifier clf({.feature_columns = {categorical_column_with_hash_bucket("word", 1000000)},
+                        .fit = {.batch_size = 40, .epochs = 20}},
+                       test::quiet());
+  auto data = input::arrays(
+      {{"word", strings(Shape{400}, w)}, {"label", Tensor::from_vector(Shape{400}, y)}}, "label",
+      {.batch_size = 40, .num_epochs = 20});
+  REQUIRE(data.ok());
+  auto trained = clf.fit(*data);
+  REQUIRE_MESSAGE(trained.ok(), trained.status().to_string());
+  auto weights = clf.estimator().get_variable_value("linear/linear_model/word/weights");
+  REQUIRE(weights.ok());
+  REQUIRE(weights->shape() == Shape{1000000, 2});  // a logit per class
+  std::set<int64_t> moved;
+  for (int64_t r = 0; r < 1000000; ++r) {
+    if (weights->data<float>()[2 * r] != 0 || weights->data<float>()[2 * r + 1] != 0) {
+      moved.insert(r);
+    }
+  }
+  std::set<int64_t> seen;
+  for (const auto& word : words) seen.insert(runtime::fingerprint64(word) % 1000000);
+  CHECK(moved == seen);
+  // FTRL's accumulator of a row no word hashed to still holds its initial value.
+  auto accum = clf.estimator().get_variable_value("linear/linear_model/word/weights/Ftrl_accum");
+  REQUIRE_MESSAGE(accum.ok(), accum.status().to_string());
+  for (int64_t r = 0; r < 1000000; r += 99991) {
+    if (!seen.count(r)) CHECK(accum->data<float>()[2 * r] == doctest::Approx(0.1f));
+  }
+  for (int64_t r : seen) CHECK(accum->data<float>()[2 * r] > 0.1f);
+  CHECK(accuracy(clf, {{"word", strings(Shape{400}, w)},
+                       {"label", Tensor::from_vector(Shape{400}, y)}}) == 1.0);
+}
+
+TEST_CASE("an interaction needs a crossed column; a DNN learns it through embeddings") {
+  const auto train = agreement(800, 1);
+  const auto test = agreement(400, 2);
+  const auto a = categorical_column_with_vocabulary_list("a", {"x", "y"});
+  const auto b = categorical_column_with_vocabulary_list("b", {"x", "y"});
+  const FitParams fit{.batch_size = 40, .epochs = 30};
+  LinearClassifier plain({.feature_columns = {a, b}, .fit = fit}, test::quiet());
+  REQUIRE(plain.fit(*input::arrays(train, "label", {.batch_size = 40, .num_epochs = 30})).ok());
+  CHECK(accuracy(plain, test) < 0.7);
+  LinearClassifier crossed(
+      {.feature_columns = {a, b, crossed_column({"a", "b"}, {}, 100)}, .fit = fit}, test::quiet());
+  REQUIRE(crossed.fit(*input::arrays(train, "label", {.batch_size = 40, .num_epochs = 30})).ok());
+  CHECK(accuracy(crossed, test) == 1.0);
+
+  DNNClassifier dnn({.hidden_units = {8},
+                     .optimizer = ops::Optimizer::adam(0.05),
+                     .feature_columns = {embedding_column(a, 2), indicator_column(b)}},
+                    test::quiet());
+  auto fitted = dnn.fit(*input::arrays(train, "label", {.batch_size = 40, .num_epochs = 30}));
+  REQUIRE_MESSAGE(fitted.ok(), fitted.status().to_string());
+  auto m = dnn.evaluate(*input::arrays(test, "label", {.batch_size = 400}));
+  REQUIRE(m.ok());
+  CHECK(m->at("accuracy") == 1.0);
+}
+
+TEST_CASE("a model over text columns restores from its model_dir and exports the same answers") {
+  TempDir dir;
+  const auto train = agreement(400, 3);
+  const auto a = categorical_column_with_vocabulary_list("a", {"x", "y"});
+  const auto b = categorical_column_with_hash_bucket("b", 50);
+  const DNNOptions options{.hidden_units = {8},
+                           .optimizer = ops::Optimizer::adam(0.05),
+                           .feature_columns = {embedding_column(a, 3), embedding_column(b, 3)}};
+  DNNClassifier first(options, test::quiet(dir.path));
+  REQUIRE(first.fit(*input::arrays(train, "label", {.batch_size = 40, .num_epochs = 5})).ok());
+  auto predict = [&](DNNClassifier& m) {
+    auto p = m.estimator().predict_batches(*input::arrays(train, "label", {.batch_size = 400}));
+    REQUIRE_MESSAGE(p.ok(), p.status().to_string());
+    return p->at(0).at("probabilities").to_vector<float>();
+  };
+  const std::vector<float> before = predict(first);
+  DNNClassifier second(options, test::quiet(dir.path));
+  CHECK(predict(second) == before);
+
+  auto exported = first.estimator().export_saved_model(dir.path + "/export");
+  REQUIRE_MESSAGE(exported.ok(), exported.status().to_string());
+  auto served = serving::load(*exported);
+  REQUIRE_MESSAGE(served.ok(), served.status().to_string());
+  auto out = (*served)->predict({{"a", train[0].second}, {"b", train[1].second}});
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK(out->at("probabilities").to_vector<float>() == before);
+}
+
+TEST_CASE("feature column errors name the column, the value and the row") {
+  const auto train = agreement(40, 4);
+  // "y" is not in a's vocabulary and a has no out-of-vocabulary bucket.
+  LinearClassifier clf({.feature_columns = {categorical_column_with_vocabulary_list("a", {"x"})}},
+                       test::quiet());
+  auto r = clf.fit(*input::arrays(train, "label", {.batch_size = 40}));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("column 'a': value 'y' in row") != std::string::npos);
+
+  DNNClassifier raw({.feature_columns = {categorical_column_with_hash_bucket("a", 10)}},
+                    test::quiet());
+  auto s = raw.fit(*input::arrays(train, "label"));
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().message().find("embedding_column or indicator_column") != std::string::npos);
+
+  LinearClassifier numeric({.feature_columns = {numeric_column("a")}}, test::quiet());
+  auto t = numeric.fit(*input::arrays(train, "label"));
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.status().message().find("feature 'a' is text") != std::string::npos);
+
+  auto missing = categorical_column_with_vocabulary_file("a", "/nonexistent/vocab.txt");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().find("/nonexistent/vocab.txt") != std::string::npos);
+  CHECK_FALSE(validate_columns({embedding_column(numeric_column("x"), 2)}, false).ok());
+  CHECK_FALSE(validate_columns({crossed_column({"a"}, {}, 10)}, true).ok());
+}
