@@ -405,11 +405,23 @@ std::vector<Gradient> gradients_of(GraphBuilder& b, const std::vector<Output>& g
   return out;
 }
 
-int apply(GraphBuilder& b, const std::vector<Gradient>& grads, const std::vector<int>& vars,
-          const Optimizer& opt) {
-  if (!b.ok()) return -1;
+// The update nodes of `opt` on `vars`, gradients clipped first when it says so.
+std::vector<int> updates(GraphBuilder& b, std::vector<Gradient> grads, const std::vector<int>& vars,
+                         const Optimizer& opt) {
+  std::vector<int> nodes;
+  if (!b.ok()) return nodes;
   auto scope = b.name_scope(opt.name());
-  std::vector<int> updates;
+  if (opt.clip_norm > 0) {
+    // As TF's clip_by_global_norm, rows count by their values (a row named twice, twice).
+    std::vector<Output*> present;
+    for (Gradient& g : grads) {
+      if (g.dense.valid()) present.push_back(g.rows.valid() ? &g.rows.values : &g.dense);
+    }
+    std::vector<Output> values;
+    for (Output* p : present) values.push_back(*p);
+    std::vector<Output> clipped = clip_by_global_norm(b, values, opt.clip_norm);
+    for (size_t k = 0; k < present.size(); ++k) *present[k] = clipped[k];
+  }
   std::vector<Output> lr_by_dtype(8);
   for (size_t i = 0; i < vars.size() && i < grads.size(); ++i) {
     if (!grads[i].dense.valid()) continue;
@@ -421,8 +433,13 @@ int apply(GraphBuilder& b, const std::vector<Gradient>& grads, const std::vector
                                             : scalar(b, opt.learning_rate, t, "learning_rate");
     }
     Output u = apply_update(b, opt, var, grads[i].dense, grads[i].rows, lr);
-    if (u.valid()) updates.push_back(u.node);
+    if (u.valid()) nodes.push_back(u.node);
   }
+  return nodes;
+}
+
+// After every update: global_step += 1; the NoOp to run as the training target.
+int step_after(GraphBuilder& b, const std::vector<int>& updates) {
   if (!b.ok()) return -1;
   Output step = global_step(b);
   Output inc;
@@ -438,27 +455,34 @@ int apply(GraphBuilder& b, const std::vector<Gradient>& grads, const std::vector
 
 int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std::vector<int>& vars,
                     const Optimizer& opt) {
-  return apply(b, gradients_of(b, grads, vars), vars, opt);
+  Optimizer given = opt;
+  given.clip_norm = 0;  // the caller computed these gradients; clipping them is theirs too
+  return step_after(b, updates(b, gradients_of(b, grads, vars), vars, given));
 }
 
 int minimize(GraphBuilder& b, Output loss, const Optimizer& opt, std::vector<int> vars) {
-  if (!loss.valid()) return -1;
-  if (vars.empty()) vars = b.graph().variables(/*trainable_only=*/true);
+  return minimize(b, loss, {OptimizerPart{opt, std::move(vars)}});
+}
+
+int minimize(GraphBuilder& b, Output loss, const std::vector<OptimizerPart>& parts) {
+  if (!loss.valid() || parts.empty()) return -1;
+  std::vector<std::vector<int>> vars;
   std::vector<Output> xs;
-  for (int v : vars) xs.push_back(Output{v, 0});
-  std::vector<Gradient> grads = gradients_of(b, runtime::gradients(b, {loss}, xs), vars);
-  if (opt.clip_norm > 0) {
-    // As TF's clip_by_global_norm, rows count by their values (a row named twice, twice).
-    std::vector<Output*> present;
-    for (Gradient& g : grads) {
-      if (g.dense.valid()) present.push_back(g.rows.valid() ? &g.rows.values : &g.dense);
-    }
-    std::vector<Output> values;
-    for (Output* p : present) values.push_back(*p);
-    std::vector<Output> clipped = clip_by_global_norm(b, values, opt.clip_norm);
-    for (size_t k = 0; k < present.size(); ++k) *present[k] = clipped[k];
+  for (const OptimizerPart& p : parts) {
+    vars.push_back(p.vars.empty() ? b.graph().variables(/*trainable_only=*/true) : p.vars);
+    for (int v : vars.back()) xs.push_back(Output{v, 0});
   }
-  return apply(b, grads, vars, opt);
+  // One backward pass for all parts.
+  const std::vector<Output> grads = runtime::gradients(b, {loss}, xs);
+  std::vector<int> nodes;
+  size_t at = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::vector<Output> mine(grads.begin() + at, grads.begin() + at + vars[i].size());
+    at += vars[i].size();
+    std::vector<int> u = updates(b, gradients_of(b, mine, vars[i]), vars[i], parts[i].optimizer);
+    nodes.insert(nodes.end(), u.begin(), u.end());
+  }
+  return step_after(b, nodes);
 }
 
 std::vector<Output> clip_by_global_norm(GraphBuilder& b, const std::vector<Output>& tensors,

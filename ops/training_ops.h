@@ -62,6 +62,13 @@ IndexedSlices indexed_slices_of(GraphBuilder& b, Output grad, int var);
 // returns the NoOp to run as the training target. `vars` defaults to every trainable variable.
 // A gradient that is rows of its variable (indexed_slices_of) updates those rows only.
 int minimize(GraphBuilder& b, Output loss, const Optimizer& opt, std::vector<int> vars = {});
+// Several optimizers, each over its own variables (wide & deep: FTRL for the linear part,
+// Adagrad for the DNN), in one step: one backward pass, one increment of global_step.
+struct OptimizerPart {
+  Optimizer optimizer;
+  std::vector<int> vars;  // empty: every trainable variable
+};
+int minimize(GraphBuilder& b, Output loss, const std::vector<OptimizerPart>& parts);
 // Applies already computed `grads` (one per variable node in `vars`; invalid ones are skipped).
 int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std::vector<int>& vars,
                     const Optimizer& opt);

@@ -63,26 +63,32 @@ Status DNNOptions::validate(Task task) const {
   return fit.validate(model);
 }
 
+Result<Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units) {
+  runtime::GraphBuilder& b = in.b;
+  int64_t width = 0;
+  Output h;
+  if (o.feature_columns.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(h, dense_input_layer(in, o.feature_keys, o.standardize, &width));
+  } else {
+    TROUPE_ASSIGN_OR_RETURN(h, input_layer(in, o.feature_columns, &width));
+  }
+  for (size_t i = 0; i < o.hidden_units.size(); ++i) {
+    h = activate(b, o.activation,
+                 dense(b, "dnn/hiddenlayer_" + std::to_string(i), h, width, o.hidden_units[i],
+                       o.partitions));
+    if (o.dropout > 0 && in.mode == Mode::kTrain) h = ops::dropout(b, h, o.dropout, true);
+    width = o.hidden_units[i];
+  }
+  return dense(b, "dnn/logits", h, width, units, o.partitions);
+}
+
 ModelFn DNNOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
-    runtime::GraphBuilder& b = in.b;
-    int64_t width = 0;
-    Output h;
-    if (o.feature_columns.empty()) {
-      TROUPE_ASSIGN_OR_RETURN(h, dense_input_layer(in, o.feature_keys, o.standardize, &width));
-    } else {
-      TROUPE_ASSIGN_OR_RETURN(h, input_layer(in, o.feature_columns, &width));
-    }
-    for (size_t i = 0; i < o.hidden_units.size(); ++i) {
-      h = activate(b, o.activation,
-                   dense(b, "dnn/hiddenlayer_" + std::to_string(i), h, width, o.hidden_units[i],
-                         o.partitions));
-      if (o.dropout > 0 && in.mode == Mode::kTrain) h = ops::dropout(b, h, o.dropout, true);
-      width = o.hidden_units[i];
-    }
+    // Options given to a constructor are checked here, where they are first used.
+    TROUPE_RETURN_IF_ERROR(o.validate(task));
     Head head{task, o.n_classes, o.label_dimension};
     head.label = o.standardize_label;
-    Output logits = dense(b, "dnn/logits", h, width, logits_dimension(head), o.partitions);
+    TROUPE_ASSIGN_OR_RETURN(Output logits, dnn_logits(in, o, logits_dimension(head)));
     return head_spec(in, head, logits, o.optimizer);
   };
 }

@@ -70,6 +70,10 @@ struct DNNOptions {
   ModelFn model_fn(Task task) const;
 };
 
+// The network's logits [batch, units]: its input layer, hidden layers and output layer, as
+// model_fn and wide & deep's deep part (wide_deep.h) build them.
+runtime::Result<runtime::Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units);
+
 using DNNClassifier = CannedModel<DNNOptions, Task::kClassifier>;
 using DNNRegressor = CannedModel<DNNOptions, Task::kRegressor>;
 

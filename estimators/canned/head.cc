@@ -30,6 +30,14 @@ runtime::Status check_loss(Task task, const std::string& loss) {
 
 runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Output logits,
                                          const ops::Optimizer& optimizer, Output regularization) {
+  return head_spec(in, head, logits, std::vector<ops::OptimizerPart>{{optimizer, {}}},
+                   regularization);
+}
+
+runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Output logits,
+                                         const std::vector<ops::OptimizerPart>& parts,
+                                         Output regularization) {
+  if (parts.empty()) return runtime::invalid_argument("head_spec: no optimizer");
   TROUPE_RETURN_IF_ERROR(check_loss(head.task, head.loss));
   runtime::GraphBuilder& b = in.b;
   EstimatorSpec spec;
@@ -99,13 +107,19 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     spec.eval_metric_ops["mae"] = {"mae", labels, predictions};
   }
   if (in.mode == Mode::kTrain) {
+    // One variable the Experiment lowers on a plateau: the first part's rate; the others keep
+    // their ratio to it.
+    const double first = parts[0].optimizer.learning_rate;
     Output lr = ops::variable(b, "learning_rate", Shape{}, DType::kFloat32,
-                              ops::fill(b, Shape{}, optimizer.learning_rate, DType::kFloat32),
+                              ops::fill(b, Shape{}, first, DType::kFloat32),
                               /*trainable=*/false);
-    ops::Optimizer opt = optimizer;
-    opt.learning_rate_tensor = lr;
+    std::vector<ops::OptimizerPart> scheduled = parts;
+    for (ops::OptimizerPart& p : scheduled) {
+      const double ratio = first > 0 ? p.optimizer.learning_rate / first : 1.0;
+      p.optimizer.learning_rate_tensor = ratio == 1.0 ? lr : ops::mul(b, lr, ratio);
+    }
     Output objective = regularization.valid() ? ops::add(b, spec.loss, regularization) : spec.loss;
-    spec.train_op = ops::minimize(b, objective, opt);
+    spec.train_op = ops::minimize(b, objective, scheduled);
   }
   return spec;
 }

@@ -42,5 +42,10 @@ int64_t logits_dimension(const Head& head);
 runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, runtime::Output logits,
                                          const ops::Optimizer& optimizer,
                                          runtime::Output regularization = {});
+// Several optimizers, each training its part's variables (wide & deep); the learning_rate
+// variable holds the first part's rate and the others keep their ratio to it.
+runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, runtime::Output logits,
+                                         const std::vector<ops::OptimizerPart>& parts,
+                                         runtime::Output regularization = {});
 
 }  // namespace troupe::estimators

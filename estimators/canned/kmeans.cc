@@ -117,6 +117,7 @@ Status KMeansOptions::validate(Task) const {
 
 ModelFn KMeansOptions::model_fn() const {
   return [o = *this](ModelInputs& in) -> Result<EstimatorSpec> {
+    TROUPE_RETURN_IF_ERROR(o.validate(Task::kClassifier));  // constructor options, first used here
     runtime::GraphBuilder& b = in.b;
     int64_t width = 0;
     TROUPE_ASSIGN_OR_RETURN(Output x, dense_input_layer(in, o.feature_keys, {}, &width));

@@ -32,18 +32,24 @@ Status LinearOptions::validate(Task task) const {
   return fit.validate(model);
 }
 
+Result<Output> linear_logits(ModelInputs& in, const LinearOptions& o, int64_t units,
+                             std::vector<Output>* weights) {
+  std::vector<FeatureColumn> columns = o.feature_columns;
+  if (columns.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(columns, numeric_columns(in, o.feature_keys, o.standardize));
+  }
+  return linear_model(in, columns, units, weights, "linear/linear_model");
+}
+
 ModelFn LinearOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
+    // Options given to a constructor are checked here, where they are first used.
+    TROUPE_RETURN_IF_ERROR(o.validate(task));
     runtime::GraphBuilder& b = in.b;
     const Head head{task, o.n_classes, o.label_dimension, o.loss, o.epsilon, o.standardize_label};
     const int64_t dim = logits_dimension(head);
-    std::vector<FeatureColumn> columns = o.feature_columns;
-    if (columns.empty()) {
-      TROUPE_ASSIGN_OR_RETURN(columns, numeric_columns(in, o.feature_keys, o.standardize));
-    }
     std::vector<Output> weights;
-    TROUPE_ASSIGN_OR_RETURN(Output logits,
-                            linear_model(in, columns, dim, &weights, "linear/linear_model"));
+    TROUPE_ASSIGN_OR_RETURN(Output logits, linear_logits(in, o, dim, &weights));
     ops::Optimizer opt = o.optimizer;
     Output penalty;
     if (opt.kind == ops::Optimizer::Kind::kFtrl) {

@@ -63,6 +63,13 @@ struct LinearOptions {
   ModelFn model_fn(Task task) const;
 };
 
+// The linear model's logits [batch, units] (variables linear/linear_model/<column>/weights and
+// .../bias_weights), as model_fn and wide & deep's wide part (wide_deep.h) build them; `weights`
+// gets the weight variables.
+runtime::Result<runtime::Output> linear_logits(ModelInputs& in, const LinearOptions& o,
+                                               int64_t units,
+                                               std::vector<runtime::Output>* weights);
+
 using LinearClassifier = CannedModel<LinearOptions, Task::kClassifier>;
 using LinearRegressor = CannedModel<LinearOptions, Task::kRegressor>;
 

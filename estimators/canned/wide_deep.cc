@@ -1,0 +1,117 @@
+#include "estimators/canned/wide_deep.h"
+
+#include <algorithm>
+
+#include "estimators/canned/dnn.h"
+#include "estimators/canned/linear.h"
+#include "estimators/canned/model_impl.h"
+#include "ops/math_ops.h"
+
+namespace troupe::estimators {
+
+using runtime::Output;
+using runtime::Result;
+using runtime::Status;
+
+namespace {
+
+DNNOptions deep_part(const DNNLinearCombinedOptions& o) {
+  DNNOptions d;
+  d.hidden_units = o.dnn_hidden_units;
+  d.n_classes = o.n_classes;
+  d.label_dimension = o.label_dimension;
+  d.activation = o.dnn_activation;
+  d.dropout = o.dnn_dropout;
+  d.optimizer = o.dnn_optimizer;
+  d.feature_columns = o.dnn_feature_columns;
+  return d;
+}
+
+LinearOptions wide_part(const DNNLinearCombinedOptions& o) {
+  LinearOptions l;
+  l.n_classes = o.n_classes;
+  l.label_dimension = o.label_dimension;
+  l.optimizer = o.linear_optimizer;
+  l.feature_columns = o.linear_feature_columns;
+  return l;
+}
+
+// The trainable variables `build` adds to the graph.
+template <class F>
+Result<Output> new_variables(runtime::GraphBuilder& b, std::vector<int>* vars, F&& build) {
+  const std::vector<int> before = b.graph().variables(/*trainable_only=*/true);
+  Result<Output> out = build();
+  for (int v : b.graph().variables(/*trainable_only=*/true)) {
+    if (std::find(before.begin(), before.end(), v) == before.end()) vars->push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status DNNLinearCombinedOptions::validate(Task task) const {
+  const std::string model = model_name<DNNLinearCombinedOptions>(task);
+  if (linear_feature_columns.empty() && dnn_feature_columns.empty()) {
+    return param_error(model, "feature_columns",
+                       "neither linear_feature_columns nor dnn_feature_columns given");
+  }
+  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
+  if (task == Task::kRegressor && label_dimension < 1) {
+    return param_error(model, "label_dimension", "below 1");
+  }
+  if (!linear_feature_columns.empty()) {
+    TROUPE_RETURN_IF_ERROR(validate_columns(linear_feature_columns, /*for_linear=*/true));
+    TROUPE_RETURN_IF_ERROR(check_optimizer(model, linear_optimizer));
+  }
+  if (!dnn_feature_columns.empty()) {
+    TROUPE_RETURN_IF_ERROR(validate_columns(dnn_feature_columns, /*for_linear=*/false));
+    if (dnn_hidden_units.empty()) {
+      return param_error(model, "dnn_hidden_units", "the deep part needs hidden layers");
+    }
+    for (int64_t u : dnn_hidden_units) {
+      if (u < 1) return param_error(model, "dnn_hidden_units", "every layer needs a unit");
+    }
+    if (!(dnn_dropout >= 0 && dnn_dropout < 1)) {
+      return param_error(model, "dnn_dropout", "not in [0, 1)");
+    }
+    TROUPE_RETURN_IF_ERROR(check_optimizer(model, dnn_optimizer));
+  }
+  return fit.validate(model);
+}
+
+ModelFn DNNLinearCombinedOptions::model_fn(Task task) const {
+  return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
+    // Options given to a constructor are checked here, where they are first used.
+    TROUPE_RETURN_IF_ERROR(o.validate(task));
+    runtime::GraphBuilder& b = in.b;
+    Head head{task, o.n_classes, o.label_dimension};
+    head.label = o.standardize_label;
+    const int64_t units = logits_dimension(head);
+    std::vector<ops::OptimizerPart> parts;
+    std::vector<Output> logits;
+    if (!o.linear_feature_columns.empty()) {
+      ops::OptimizerPart wide{o.linear_optimizer, {}};
+      const LinearOptions l = wide_part(o);
+      TROUPE_ASSIGN_OR_RETURN(Output w, new_variables(b, &wide.vars, [&] {
+                                return linear_logits(in, l, units, nullptr);
+                              }));
+      logits.push_back(w);
+      parts.push_back(std::move(wide));
+    }
+    if (!o.dnn_feature_columns.empty()) {
+      ops::OptimizerPart deep{o.dnn_optimizer, {}};
+      const DNNOptions d = deep_part(o);
+      TROUPE_ASSIGN_OR_RETURN(
+          Output h, new_variables(b, &deep.vars, [&] { return dnn_logits(in, d, units); }));
+      logits.push_back(h);
+      parts.push_back(std::move(deep));
+    }
+    Output sum = logits.size() == 1 ? logits[0] : ops::add(b, logits[0], logits[1]);
+    return head_spec(in, head, sum, parts);
+  };
+}
+
+template class CannedModel<DNNLinearCombinedOptions, Task::kClassifier>;
+template class CannedModel<DNNLinearCombinedOptions, Task::kRegressor>;
+
+}  // namespace troupe::estimators
