@@ -22,6 +22,7 @@
 #include "runtime/log.h"
 #include "runtime/record_io.h"
 #include "tools/cli.h"
+#include "tools/column_spec.h"
 #include "tools/data_spec.h"
 #include "tools/model_spec.h"
 
@@ -39,6 +40,7 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "steps",
                                               "batch-size",
                                               "standardize",
+                                              "columns",
                                               "eval-every",
                                               "early-stopping-rounds",
                                               "seed",
@@ -266,6 +268,24 @@ int train(const std::vector<std::string>& args) {
     if (!stats.ok()) return fail(stats.status());
     spec.standardize = std::move(*stats);
   }
+  if (kmeans && flags.count("columns")) {
+    return usage_error("--columns: k-means clusters the numbers as they are");
+  }
+  if (!kmeans) {
+    // Text features need columns: inferred from the data unless a spec file gives them.
+    auto columns = flags.count("columns")
+                       ? read_columns_file(flag("columns", ""))
+                       : infer_columns(*train_data, spec.standardize, spec.model == "dnn");
+    if (!columns.ok()) return usage_error(columns.status().message());
+    spec.columns = std::move(*columns);
+    for (estimators::FeatureColumn& c : spec.columns) {
+      auto st = spec.standardize.find(c.key);
+      if (c.kind == estimators::FeatureColumn::Kind::kNumeric && c.normalizer.mean.empty() &&
+          st != spec.standardize.end()) {
+        c.normalizer = st->second;
+      }
+    }
+  }
   if (classifier && !kmeans) flagged["n_classes"] = std::to_string(n_classes);
   spec.params = flagged;
   spec.label = label;
@@ -286,7 +306,7 @@ int train(const std::vector<std::string>& args) {
   }
   auto built = model_fn_of(spec);
   if (!built.ok()) return usage_error(built.status().message());
-  const estimators::ModelFn model_fn = *built;
+  estimators::ModelFn model_fn = *built;
 
   estimators::RunConfig config;
   config.model_dir = flag("model-dir", "");
@@ -347,8 +367,15 @@ int train(const std::vector<std::string>& args) {
                            spec.params[key] + ": pass the same or another --model-dir");
       }
     }
-    // Continued training keeps the statistics its variables were trained with.
+    // Continued training keeps the statistics its variables were trained with, and the
+    // columns, whose vocabularies fix what each row of their weights means.
     spec.standardize = earlier->standardize;
+    if (!earlier->columns.empty()) {
+      spec.columns = earlier->columns;
+      auto rebuilt = model_fn_of(spec);
+      if (!rebuilt.ok()) return usage_error(rebuilt.status().message());
+      model_fn = *rebuilt;
+    }
   }
   std::error_code ec;
   std::filesystem::create_directories(config.model_dir, ec);

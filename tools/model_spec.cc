@@ -9,6 +9,7 @@
 #include "estimators/canned/kmeans.h"
 #include "estimators/canned/linear.h"
 #include "runtime/record_io.h"
+#include "tools/column_spec.h"
 
 namespace troupe::cli {
 
@@ -38,27 +39,6 @@ const std::vector<FlagParam> kKMeansFlags = {{"n-clusters", "n_clusters"}, {"ini
 const std::vector<FlagParam>& flags_of(const std::string& model) {
   if (model == "kmeans") return kKMeansFlags;
   return model == "dnn" ? kDnnFlags : kLinearFlags;
-}
-
-std::string floats(const std::vector<float>& v) {
-  std::string text;
-  for (float f : v) {
-    char buf[32];
-    const auto end = std::to_chars(buf, buf + sizeof buf, f).ptr;
-    text += (text.empty() ? "" : ",") + std::string(buf, end);
-  }
-  return text;
-}
-
-bool parse_floats(const std::string& text, std::vector<float>* out) {
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');) {
-    char* end = nullptr;
-    const float v = std::strtof(item.c_str(), &end);
-    if (item.empty() || *end != '\0') return false;
-    out->push_back(v);
-  }
-  return true;
 }
 
 }  // namespace
@@ -143,6 +123,7 @@ runtime::Result<Options> options_of(const ModelSpec& spec, const std::string& wh
   Options o;
   TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
   o.standardize = spec.standardize;
+  o.feature_columns = spec.columns;
   if (spec.task == Task::kRegressor) {
     if (auto it = spec.standardize.find(spec.label); it != spec.standardize.end()) {
       o.standardize_label = it->second;
@@ -214,8 +195,10 @@ runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
   std::string text = "model " + spec.model + "\ntask " + task + "\nlabel " + spec.label + "\n";
   for (const auto& [k, v] : spec.params) text += "param " + k + " " + v + "\n";
   for (const auto& [name, st] : spec.standardize) {
-    text += "standardize " + name + " " + floats(st.mean) + " " + floats(st.scale) + "\n";
+    text +=
+        "standardize " + name + " " + format_floats(st.mean) + " " + format_floats(st.scale) + "\n";
   }
+  for (const estimators::FeatureColumn& c : spec.columns) text += "column " + column_text(c) + "\n";
   for (const estimators::ServingInput& in : spec.inputs) {
     std::string dims;
     for (int64_t d : in.dims) dims += (dims.empty() ? "" : ",") + std::to_string(d);
@@ -269,6 +252,10 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
       }
       spec.standardize[name] = std::move(st);
       rest_of_line();
+    } else if (word == "column") {
+      auto c = parse_column(rest_of_line());
+      if (!c.ok()) return runtime::data_loss(path, ": ", c.status().message());
+      spec.columns.push_back(std::move(*c));
     } else if (word == "input") {
       estimators::ServingInput s;
       std::string dtype, dims;

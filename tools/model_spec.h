@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "estimators/canned/feature_column.h"
 #include "estimators/canned/input_layer.h"
 #include "estimators/canned/model.h"
 #include "estimators/canned/params.h"
@@ -25,6 +26,8 @@ struct ModelSpec {
   estimators::Task task = estimators::Task::kClassifier;  // not kmeans's, which clusters
   estimators::TextParams params;
   estimators::Standardization standardize;  // the label's too, for a regressor's target
+  // How the model reads its features (tools/column_spec.h); empty: every feature as numbers.
+  std::vector<estimators::FeatureColumn> columns;
   std::string label;
   std::vector<estimators::ServingInput> inputs;  // once trained
   std::vector<float> initial_centers;            // kmeans's, drawn from the training data

@@ -1,0 +1,46 @@
+// Feature columns as text, for the command line: the small spec file `troupe train --columns`
+// reads, the lines troupe_model.txt keeps, and the columns troupe infers from a table (numbers
+// numeric, text categorical with a vocabulary from the data).
+//
+//   # one column a line: KIND FEATURE [name=value ...] [indicator | embedding=D]
+//   numeric hours_per_week
+//   bucketized age boundaries=18,25,30,35,40,45,50,55,60,65
+//   vocabulary workclass values=Private,Self-emp-not-inc,State-gov oov=1 indicator
+//   vocabulary_file occupation path=occupations.txt oov=1 embedding=8 combiner=mean
+//   identity digit buckets=10
+//   hash native_country buckets=1000 embedding=6
+//   crossed education,occupation buckets=10000
+//
+// Options: oov=, default=, buckets=, weight=FEATURE (a weighted categorical), embedding=D and
+// combiner= (sum, mean, sqrtn), indicator, mean= and scale= (numeric: a normalizer), width=.
+// Vocabulary values are percent-escaped where they hold ',', ' ', '%' or control characters.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "estimators/canned/feature_column.h"
+#include "estimators/input/dataset.h"
+
+namespace troupe::cli {
+
+// One column as a spec line (a vocabulary file's words inline), and back; an error names what
+// is wrong with the line.
+std::string column_text(const estimators::FeatureColumn& column);
+runtime::Result<estimators::FeatureColumn> parse_column(const std::string& line);
+// Every column of a spec file (blank lines and # comments skipped); errors name file and line.
+runtime::Result<std::vector<estimators::FeatureColumn>> read_columns_file(const std::string& path);
+
+// The columns of `data`'s features when some of them are text (none when all are numbers, which
+// the models read as they are): a numeric column per number feature (with its statistics from
+// `stats`, when there), and a vocabulary column (its values from the data, most frequent
+// first, one out-of-vocabulary bucket) per text feature, which a DNN reads through an indicator
+// (up to 50 ids) or an embedding of 6 * ids^(1/4) dimensions (at most 64).
+runtime::Result<std::vector<estimators::FeatureColumn>> infer_columns(
+    const estimators::input::Dataset& data, const estimators::Standardization& stats, bool dnn);
+
+// Comma-separated floats, as column specs and troupe_model.txt write them.
+std::string format_floats(const std::vector<float>& v);
+bool parse_floats(const std::string& text, std::vector<float>* out);
+
+}  // namespace troupe::cli
