@@ -255,22 +255,47 @@ Result<FeatureColumn> parse_column(const std::string& line) {
   return c;
 }
 
-Result<std::vector<FeatureColumn>> read_columns_file(const std::string& path) {
+Result<ColumnSpec> read_columns_file(const std::string& path) {
   std::ifstream file(path);
   if (!file) return runtime::not_found("--columns: cannot read '", path, "'");
-  std::vector<FeatureColumn> columns;
+  ColumnSpec spec;
   int number = 0;
   for (std::string line; std::getline(file, line);) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const size_t start = line.find_first_not_of(' ');
     if (start == std::string::npos || line[start] == '#') continue;
+    line.erase(0, start);
+    std::vector<FeatureColumn>* part = &spec.columns;
+    if (line.rfind("wide ", 0) == 0 || line.rfind("deep ", 0) == 0) {
+      if (line[0] == 'w') part = &spec.wide;
+      line.erase(0, 5);
+    }
     auto c = parse_column(line);
     if (!c.ok()) return runtime::invalid_argument(path, ":", number, ": ", c.status().message());
-    columns.push_back(std::move(*c));
+    part->push_back(std::move(*c));
   }
-  if (columns.empty()) return runtime::invalid_argument(path, ": no feature columns");
-  return columns;
+  if (spec.columns.empty() && spec.wide.empty()) {
+    return runtime::invalid_argument(path, ": no feature columns");
+  }
+  return spec;
+}
+
+std::vector<FeatureColumn> wide_columns_of(const std::vector<FeatureColumn>& linear) {
+  std::vector<FeatureColumn> wide;
+  for (const FeatureColumn& c : linear) {
+    if (c.categorical()) wide.push_back(c);
+  }
+  const size_t n = wide.size();
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      // Room for every pair twice over, so that few of them collide.
+      const int64_t pairs = wide[i].id_count() * wide[j].id_count();
+      const int64_t buckets = std::clamp<int64_t>(2 * pairs, 16, 100000);
+      wide.push_back(estimators::crossed_column({wide[i].key, wide[j].key}, {}, buckets));
+    }
+  }
+  return wide;
 }
 
 Result<std::vector<FeatureColumn>> infer_columns(const estimators::input::Dataset& data,
@@ -295,7 +320,6 @@ Result<std::vector<FeatureColumn>> infer_columns(const estimators::input::Datase
       }
     }
   }
-  if (counts.empty()) return std::vector<FeatureColumn>{};
   std::vector<FeatureColumn> columns;
   for (const std::string& f : names) {
     auto text = counts.find(f);

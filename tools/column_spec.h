@@ -28,16 +28,26 @@ namespace troupe::cli {
 // is wrong with the line.
 std::string column_text(const estimators::FeatureColumn& column);
 runtime::Result<estimators::FeatureColumn> parse_column(const std::string& line);
-// Every column of a spec file (blank lines and # comments skipped); errors name file and line.
-runtime::Result<std::vector<estimators::FeatureColumn>> read_columns_file(const std::string& path);
+// The columns of a spec file (blank lines and # comments skipped); errors name file and line.
+// For wide & deep a line starting with "wide " is a column of the linear part, one starting
+// with "deep " (or neither) of the DNN.
+struct ColumnSpec {
+  std::vector<estimators::FeatureColumn> columns;
+  std::vector<estimators::FeatureColumn> wide;
+};
+runtime::Result<ColumnSpec> read_columns_file(const std::string& path);
 
-// The columns of `data`'s features when some of them are text (none when all are numbers, which
-// the models read as they are): a numeric column per number feature (with its statistics from
+// The columns of `data`'s features: a numeric column per number feature (with its statistics from
 // `stats`, when there), and a vocabulary column (its values from the data, most frequent
 // first, one out-of-vocabulary bucket) per text feature, which a DNN reads through an indicator
 // (up to 50 ids) or an embedding of 6 * ids^(1/4) dimensions (at most 64).
 runtime::Result<std::vector<estimators::FeatureColumn>> infer_columns(
     const estimators::input::Dataset& data, const estimators::Standardization& stats, bool dnn);
+// Wide & deep's linear part from a linear model's columns (infer_columns with dnn false): its
+// categorical columns, and a crossed column of every pair of them, which memorizes the
+// interactions the DNN may smooth over.
+std::vector<estimators::FeatureColumn> wide_columns_of(
+    const std::vector<estimators::FeatureColumn>& linear);
 
 // Comma-separated floats, as column specs and troupe_model.txt write them.
 std::string format_floats(const std::vector<float>& v);

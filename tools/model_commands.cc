@@ -273,16 +273,38 @@ int train(const std::vector<std::string>& args) {
   }
   if (!kmeans) {
     // Text features need columns: inferred from the data unless a spec file gives them.
-    auto columns = flags.count("columns")
-                       ? read_columns_file(flag("columns", ""))
-                       : infer_columns(*train_data, spec.standardize, spec.model == "dnn");
-    if (!columns.ok()) return usage_error(columns.status().message());
-    spec.columns = std::move(*columns);
-    for (estimators::FeatureColumn& c : spec.columns) {
-      auto st = spec.standardize.find(c.key);
-      if (c.kind == estimators::FeatureColumn::Kind::kNumeric && c.normalizer.mean.empty() &&
-          st != spec.standardize.end()) {
-        c.normalizer = st->second;
+    const bool wide_deep = spec.model == "wide_deep";
+    if (flags.count("columns")) {
+      auto read = read_columns_file(flag("columns", ""));
+      if (!read.ok()) return usage_error(read.status().message());
+      if (!wide_deep && !read->wide.empty()) {
+        return usage_error("--columns: 'wide' columns are for --model wide_deep");
+      }
+      spec.columns = std::move(read->columns);
+      spec.wide_columns = std::move(read->wide);
+    } else {
+      auto columns = infer_columns(*train_data, spec.standardize,
+                                   spec.model != "linear" && spec.model != "svm");
+      if (!columns.ok()) return usage_error(columns.status().message());
+      const bool text = std::any_of(columns->begin(), columns->end(), [](const auto& c) {
+        return c.kind != estimators::FeatureColumn::Kind::kNumeric;
+      });
+      // A table of numbers only: the models read every feature as they are (one weight
+      // matrix, Fashion-MNIST's image too); wide & deep's linear part reads them too.
+      if (text || wide_deep) spec.columns = std::move(*columns);
+      if (wide_deep) {
+        auto linear = infer_columns(*train_data, spec.standardize, /*dnn=*/false);
+        if (!linear.ok()) return usage_error(linear.status().message());
+        spec.wide_columns = text ? wide_columns_of(*linear) : *linear;
+      }
+    }
+    for (auto* part : {&spec.columns, &spec.wide_columns}) {
+      for (estimators::FeatureColumn& c : *part) {
+        auto st = spec.standardize.find(c.key);
+        if (c.kind == estimators::FeatureColumn::Kind::kNumeric && c.normalizer.mean.empty() &&
+            st != spec.standardize.end()) {
+          c.normalizer = st->second;
+        }
       }
     }
   }
@@ -370,8 +392,9 @@ int train(const std::vector<std::string>& args) {
     // Continued training keeps the statistics its variables were trained with, and the
     // columns, whose vocabularies fix what each row of their weights means.
     spec.standardize = earlier->standardize;
-    if (!earlier->columns.empty()) {
+    if (!earlier->columns.empty() || !earlier->wide_columns.empty()) {
       spec.columns = earlier->columns;
+      spec.wide_columns = earlier->wide_columns;
       auto rebuilt = model_fn_of(spec);
       if (!rebuilt.ok()) return usage_error(rebuilt.status().message());
       model_fn = *rebuilt;

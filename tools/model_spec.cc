@@ -8,6 +8,7 @@
 #include "estimators/canned/dnn.h"
 #include "estimators/canned/kmeans.h"
 #include "estimators/canned/linear.h"
+#include "estimators/canned/wide_deep.h"
 #include "runtime/record_io.h"
 #include "tools/column_spec.h"
 
@@ -35,23 +36,30 @@ const std::vector<FlagParam> kLinearFlags = {{"optimizer", "optimizer"},
                                              {"clip-norm", "clip_norm"}};
 
 const std::vector<FlagParam> kKMeansFlags = {{"n-clusters", "n_clusters"}, {"init", "init"}};
+// Wide & deep: the DNN's flags set the deep part, --linear-* the wide part.
+const std::vector<FlagParam> kWideDeepFlags = {
+    {"hidden", "dnn_hidden_units"},           {"optimizer", "dnn_optimizer"},
+    {"learning-rate", "dnn_learning_rate"},   {"dropout", "dnn_dropout"},
+    {"activation", "dnn_activation"},         {"clip-norm", "clip_norm"},
+    {"linear-optimizer", "linear_optimizer"}, {"linear-learning-rate", "linear_learning_rate"}};
 
 const std::vector<FlagParam>& flags_of(const std::string& model) {
   if (model == "kmeans") return kKMeansFlags;
+  if (model == "wide_deep") return kWideDeepFlags;
   return model == "dnn" ? kDnnFlags : kLinearFlags;
 }
 
 }  // namespace
 
 const std::vector<std::string>& model_kinds() {
-  static const std::vector<std::string> kinds = {"dnn", "linear", "svm", "kmeans"};
+  static const std::vector<std::string> kinds = {"dnn", "linear", "svm", "kmeans", "wide_deep"};
   return kinds;
 }
 
 const std::vector<std::string>& model_param_flags() {
   static const std::vector<std::string> all = [] {
     std::vector<std::string> names;
-    for (const auto* list : {&kDnnFlags, &kLinearFlags, &kKMeansFlags}) {
+    for (const auto* list : {&kDnnFlags, &kLinearFlags, &kKMeansFlags, &kWideDeepFlags}) {
       for (const FlagParam& f : *list) {
         if (std::find(names.begin(), names.end(), f.flag) == names.end()) names.push_back(f.flag);
       }
@@ -63,11 +71,14 @@ const std::vector<std::string>& model_param_flags() {
 
 runtime::Result<TextParams> model_params(const std::string& model, Task task, const Flags& flags) {
   if (std::find(model_kinds().begin(), model_kinds().end(), model) == model_kinds().end()) {
-    return runtime::invalid_argument("--model '", model, "' is not dnn, linear, svm or kmeans");
+    return runtime::invalid_argument("--model '", model,
+                                     "' is not dnn, linear, svm, kmeans or wide_deep");
   }
   TextParams p;
   if (model == "dnn") {
     p = {{"hidden_units", "256,128"}, {"optimizer", "adam"}, {"learning_rate", "0.001"}};
+  } else if (model == "wide_deep") {
+    p = {{"dnn_hidden_units", "128,64"}, {"dnn_optimizer", "adam"}, {"dnn_learning_rate", "0.001"}};
   } else if (model == "kmeans") {
     p = {{"n_clusters", "8"}};
   } else if (model == "svm") {
@@ -110,6 +121,8 @@ std::vector<std::string> shape_params(const std::string& model, Task task) {
   std::vector<std::string> names = {task == Task::kClassifier ? "n_classes" : "label_dimension"};
   if (model == "dnn") {
     names.insert(names.end(), {"hidden_units", "activation", "partitions"});
+  } else if (model == "wide_deep") {
+    names.insert(names.end(), {"dnn_hidden_units", "dnn_activation"});
   } else {
     names.push_back("loss");
   }
@@ -132,6 +145,20 @@ runtime::Result<Options> options_of(const ModelSpec& spec, const std::string& wh
   return o;
 }
 
+runtime::Result<estimators::DNNLinearCombinedOptions> wide_deep_options(const ModelSpec& spec,
+                                                                        const std::string& who) {
+  estimators::DNNLinearCombinedOptions o;
+  o.linear_feature_columns = spec.wide_columns;  // first: assign_params validates them too
+  o.dnn_feature_columns = spec.columns;
+  TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
+  if (spec.task == Task::kRegressor) {
+    if (auto it = spec.standardize.find(spec.label); it != spec.standardize.end()) {
+      o.standardize_label = it->second;
+    }
+  }
+  return o;
+}
+
 }  // namespace
 
 runtime::Result<TextParams> resolved_params(const ModelSpec& spec) {
@@ -143,6 +170,10 @@ runtime::Result<TextParams> resolved_params(const ModelSpec& spec) {
   }
   if (spec.model == "dnn") {
     TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(spec, who));
+    return estimators::to_text(estimators::params_of(o, spec.task));
+  }
+  if (spec.model == "wide_deep") {
+    TROUPE_ASSIGN_OR_RETURN(auto o, wide_deep_options(spec, who));
     return estimators::to_text(estimators::params_of(o, spec.task));
   }
   TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::LinearOptions>(spec, who));
@@ -161,6 +192,11 @@ runtime::Result<estimators::ModelFn> model_fn_of(const ModelSpec& spec) {
     TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(spec, who));
     return o.model_fn(spec.task);
   }
+  if (spec.model == "wide_deep") {
+    TROUPE_ASSIGN_OR_RETURN(auto o, wide_deep_options(spec, who));
+    if (auto s = o.validate(spec.task); !s.ok()) return s;
+    return o.model_fn(spec.task);
+  }
   TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::LinearOptions>(spec, who));
   return o.model_fn(spec.task);
 }
@@ -175,6 +211,11 @@ runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& 
     estimators::KMeansOptions o;
     TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
     return std::unique_ptr<estimators::Model>(new estimators::KMeans(o, config));
+  }
+  if (spec.model == "wide_deep") {
+    return runtime::invalid_argument(
+        "--model wide_deep reads feature columns of a table; search takes dnn, linear, svm or "
+        "kmeans");
   }
   if (spec.model == "dnn") {
     TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(plain, who));
@@ -199,6 +240,9 @@ runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
         "standardize " + name + " " + format_floats(st.mean) + " " + format_floats(st.scale) + "\n";
   }
   for (const estimators::FeatureColumn& c : spec.columns) text += "column " + column_text(c) + "\n";
+  for (const estimators::FeatureColumn& c : spec.wide_columns) {
+    text += "wide_column " + column_text(c) + "\n";
+  }
   for (const estimators::ServingInput& in : spec.inputs) {
     std::string dims;
     for (int64_t d : in.dims) dims += (dims.empty() ? "" : ",") + std::to_string(d);
@@ -228,7 +272,7 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
       if (std::find(model_kinds().begin(), model_kinds().end(), spec.model) ==
           model_kinds().end()) {
         return runtime::data_loss(path, ": model '", spec.model,
-                                  "' is not dnn, linear, svm or kmeans");
+                                  "' is not dnn, linear, svm, kmeans or wide_deep");
       }
     } else if (word == "task") {
       const std::string task = rest_of_line();
@@ -252,10 +296,10 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
       }
       spec.standardize[name] = std::move(st);
       rest_of_line();
-    } else if (word == "column") {
+    } else if (word == "column" || word == "wide_column") {
       auto c = parse_column(rest_of_line());
       if (!c.ok()) return runtime::data_loss(path, ": ", c.status().message());
-      spec.columns.push_back(std::move(*c));
+      (word == "column" ? spec.columns : spec.wide_columns).push_back(std::move(*c));
     } else if (word == "input") {
       estimators::ServingInput s;
       std::string dtype, dims;

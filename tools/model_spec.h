@@ -22,12 +22,14 @@
 namespace troupe::cli {
 
 struct ModelSpec {
-  std::string model = "dnn";                              // dnn, linear, svm or kmeans
+  std::string model = "dnn";                              // dnn, linear, svm, kmeans or wide_deep
   estimators::Task task = estimators::Task::kClassifier;  // not kmeans's, which clusters
   estimators::TextParams params;
   estimators::Standardization standardize;  // the label's too, for a regressor's target
   // How the model reads its features (tools/column_spec.h); empty: every feature as numbers.
+  // Wide & deep: `columns` are the deep part's, `wide_columns` the linear part's.
   std::vector<estimators::FeatureColumn> columns;
+  std::vector<estimators::FeatureColumn> wide_columns;
   std::string label;
   std::vector<estimators::ServingInput> inputs;  // once trained
   std::vector<float> initial_centers;            // kmeans's, drawn from the training data

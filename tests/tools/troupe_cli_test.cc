@@ -397,3 +397,84 @@ TEST_CASE("troupe serve: an export answers over HTTP until Ctrl-C, which it surv
   CHECK_MESSAGE(said.find("INFO: stopped") != std::string::npos, said);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("troupe train on a table with text columns: inferred, from a spec, wide & deep") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("troupe_cli_text_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // The label is whether two text columns agree: an interaction of the two.
+  const char* colors[] = {"red", "green", "blue"};
+  std::mt19937 rng(5);
+  std::normal_distribution<double> g(0, 1);
+  for (const auto& [name, rows] :
+       {std::pair<const char*, int>{"train.csv", 600}, {"test.csv", 200}}) {
+    std::ofstream f(dir / name);
+    f << "a,noise,b,label\n";
+    for (int i = 0; i < rows; ++i) {
+      const char* a = colors[rng() % 3];
+      const char* b = i % 2 ? a : colors[rng() % 3];
+      f << a << "," << g(rng) << "," << b << "," << (std::string(a) == b) << "\n";
+    }
+  }
+  const std::string data = " --data csv:" + (dir / "train.csv").string() +
+                           " --eval-data csv:" + (dir / "test.csv").string() + " --label label";
+  auto accuracy_of = [](const std::string& out) {
+    return out.rfind("{\"accuracy\": ", 0) == 0 ? std::stod(out.substr(13)) : -1.0;
+  };
+  auto info = [&](const char* model) {
+    std::ifstream f(dir / model / "troupe_model.txt");
+    return std::string((std::istreambuf_iterator<char>(f)), {});
+  };
+  Run wd = troupe("train --model wide_deep" + data + " --model-dir " + (dir / "wd").string());
+  REQUIRE_MESSAGE(wd.status == 0, wd.err);
+  CHECK(accuracy_of(wd.out) >= 0.97);
+  CHECK(info("wd").find("wide_column crossed a,b buckets=") != std::string::npos);
+  CHECK(info("wd").find("column numeric noise mean=") != std::string::npos);
+  Run dnn = troupe("train --model dnn" + data + " --model-dir " + (dir / "dnn").string());
+  REQUIRE_MESSAGE(dnn.status == 0, dnn.err);
+  CHECK(info("dnn").find(" indicator\n") != std::string::npos);
+  CHECK(accuracy_of(dnn.out) >= 0.97);
+  // Without the cross a linear model cannot express agreement.
+  Run lin = troupe("train --model linear" + data + " --model-dir " + (dir / "lin").string());
+  REQUIRE_MESSAGE(lin.status == 0, lin.err);
+  CHECK(accuracy_of(lin.out) < 0.8);
+  CHECK(info("lin").find("column vocabulary a values=") != std::string::npos);
+
+  // A spec file gives the cross to the linear model; evaluate and predict rebuild it, and an
+  // unseen color goes to the out-of-vocabulary bucket.
+  {
+    std::ofstream spec(dir / "columns.txt");
+    spec << "# the interaction, spelled out\n"
+         << "vocabulary a values=red,green,blue oov=1\n"
+         << "vocabulary b values=red,green,blue oov=1\n"
+         << "crossed a,b buckets=100\n";
+    std::ofstream unseen(dir / "unseen.csv");
+    unseen << "a,noise,b,label\npurple,0.5,red,0\nred,0,red,1\n";
+  }
+  const std::string crossed = (dir / "crossed").string();
+  Run spec = troupe("train --model linear --columns " + (dir / "columns.txt").string() + data +
+                    " --model-dir " + crossed);
+  REQUIRE_MESSAGE(spec.status == 0, spec.err);
+  CHECK(accuracy_of(spec.out) >= 0.97);
+  Run eval = troupe("evaluate --model-dir " + crossed +
+                    " --data csv:" + (dir / "test.csv").string() + " --label label");
+  REQUIRE_MESSAGE(eval.status == 0, eval.err);
+  CHECK(accuracy_of(eval.out) == accuracy_of(spec.out));
+  Run pred = troupe("predict --model-dir " + crossed +
+                    " --data csv:" + (dir / "unseen.csv").string() + " --label label");
+  REQUIRE_MESSAGE(pred.status == 0, pred.err);
+  CHECK(lines(pred.out) == 3);                        // a header and a line per row
+  CHECK(pred.out.find("\n1,") != std::string::npos);  // red and red agree
+
+  {
+    std::ofstream bad(dir / "bad.txt");
+    bad << "vocabulary a values=red\nembeding b buckets=3\n";
+  }
+  Run refused = troupe("train --model linear --columns " + (dir / "bad.txt").string() + data +
+                       " --model-dir " + (dir / "bad").string());
+  CHECK(refused.status != 0);
+  CHECK(refused.err.find("bad.txt:2") != std::string::npos);
+  CHECK(refused.err.find("'embeding'") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
