@@ -27,6 +27,7 @@
 
 #include "ops/array_ops.h"
 #include "ops/conv_ops.h"
+#include "ops/feature_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/random_ops.h"
@@ -39,6 +40,7 @@
 #include "estimators/canned/dnn.h"
 #include "estimators/canned/kmeans.h"
 #include "estimators/canned/linear.h"
+#include "estimators/canned/wide_deep.h"
 #include "estimators/estimator.h"
 #include "estimators/experiment.h"
 #include "estimators/export/batcher.h"
