@@ -56,6 +56,9 @@ Status DNNOptions::validate(Task task) const {
   }
   if (!(dropout >= 0 && dropout < 1)) return param_error(model, "dropout", "not in [0, 1)");
   TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
+  if (Status s = head_of(*this, task).validate(); !s.ok()) {
+    return param_error(model, "label_vocabulary", s.message());
+  }
   if (partitions < 1) return param_error(model, "partitions", "below 1");
   if (!feature_columns.empty()) {
     TROUPE_RETURN_IF_ERROR(validate_columns(feature_columns, /*for_linear=*/false));
@@ -68,7 +71,8 @@ Result<Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units) {
   int64_t width = 0;
   Output h;
   if (o.feature_columns.empty()) {
-    TROUPE_ASSIGN_OR_RETURN(h, dense_input_layer(in, o.feature_keys, o.standardize, &width));
+    TROUPE_ASSIGN_OR_RETURN(
+        h, dense_input_layer(in, o.feature_keys, o.standardize, &width, o.weight_column));
   } else {
     TROUPE_ASSIGN_OR_RETURN(h, input_layer(in, o.feature_columns, &width));
   }
@@ -86,8 +90,7 @@ ModelFn DNNOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
     // Options given to a constructor are checked here, where they are first used.
     TROUPE_RETURN_IF_ERROR(o.validate(task));
-    Head head{task, o.n_classes, o.label_dimension};
-    head.label = o.standardize_label;
+    const Head head = head_of(o, task);
     TROUPE_ASSIGN_OR_RETURN(Output logits, dnn_logits(in, o, logits_dimension(head)));
     return head_spec(in, head, logits, o.optimizer);
   };

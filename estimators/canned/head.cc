@@ -1,6 +1,7 @@
 #include "estimators/canned/head.h"
 
 #include "ops/array_ops.h"
+#include "ops/feature_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
@@ -28,6 +29,75 @@ runtime::Status check_loss(Task task, const std::string& loss) {
   return runtime::ok_status();
 }
 
+namespace {
+
+Output vocabulary(runtime::GraphBuilder& b, const Head& head) {
+  return ops::constant(
+      b, runtime::Tensor::from_vector(Shape{static_cast<int64_t>(head.label_vocabulary.size())},
+                                      head.label_vocabulary));
+}
+
+// The labels as class ids [batch]: int labels as they are, text ones by the label vocabulary
+// (a label outside it is an error naming it and its row).
+runtime::Result<Output> class_ids(ModelInputs& in, const Head& head) {
+  runtime::GraphBuilder& b = in.b;
+  const bool text = b.dtype(in.labels) == DType::kString;
+  if (head.label_vocabulary.empty()) {
+    if (text) {
+      return runtime::invalid_argument(
+          "the labels are text: give the model a label_vocabulary (their class names)");
+    }
+    return ops::reshape(b, ops::cast(b, in.labels, DType::kInt64), {-1});
+  }
+  if (!text) {
+    return runtime::invalid_argument("a label_vocabulary needs text labels, these are ",
+                                     runtime::dtype_name(b.dtype(in.labels)));
+  }
+  const runtime::Tensor names = runtime::Tensor::from_vector(
+      Shape{static_cast<int64_t>(head.label_vocabulary.size())}, head.label_vocabulary);
+  return ops::vocabulary_lookup(b, ops::reshape(b, in.labels, {-1}), names, 0, "label");
+}
+
+// The mean over the batch of per-example `losses`, each weighted by its weight_column's value
+// and by `weights` when given (TF's SUM_OVER_BATCH_SIZE reduction).
+runtime::Result<Output> weighted_mean(ModelInputs& in, const Head& head, Output losses,
+                                      Output weights) {
+  runtime::GraphBuilder& b = in.b;
+  if (!head.weight_column.empty()) {
+    auto it = in.features.find(head.weight_column);
+    if (it == in.features.end()) {
+      return runtime::invalid_argument("missing weight column '", head.weight_column, "'");
+    }
+    if (!runtime::is_numeric(b.dtype(it->second))) {
+      return runtime::invalid_argument("weight column '", head.weight_column, "' is not numeric");
+    }
+    Output w = ops::reshape(b, ops::cast(b, it->second, DType::kFloat32), {-1});
+    weights = weights.valid() ? ops::mul(b, weights, w) : w;
+  }
+  return ops::reduce_mean(b, weights.valid() ? ops::mul(b, losses, weights) : losses);
+}
+
+}  // namespace
+
+runtime::Status Head::validate() const {
+  if (task == Task::kClassifier) {
+    if (!label_vocabulary.empty() && static_cast<int64_t>(label_vocabulary.size()) != n_classes) {
+      return runtime::invalid_argument("label_vocabulary has ", label_vocabulary.size(),
+                                       " names for ", n_classes, " classes");
+    }
+    if (!class_weights.empty() && static_cast<int64_t>(class_weights.size()) != n_classes) {
+      return runtime::invalid_argument("class_weights has ", class_weights.size(), " weights for ",
+                                       n_classes, " classes");
+    }
+    for (double w : class_weights) {
+      if (!(w >= 0)) return runtime::invalid_argument("class_weights must not be negative");
+    }
+  } else if (!label_vocabulary.empty() || !class_weights.empty()) {
+    return runtime::invalid_argument("a regressor has no classes to name or weigh");
+  }
+  return check_loss(task, loss);
+}
+
 runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Output logits,
                                          const ops::Optimizer& optimizer, Output regularization) {
   return head_spec(in, head, logits, std::vector<ops::OptimizerPart>{{optimizer, {}}},
@@ -38,13 +108,17 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
                                          const std::vector<ops::OptimizerPart>& parts,
                                          Output regularization) {
   if (parts.empty()) return runtime::invalid_argument("head_spec: no optimizer");
-  TROUPE_RETURN_IF_ERROR(check_loss(head.task, head.loss));
+  TROUPE_RETURN_IF_ERROR(head.validate());
   runtime::GraphBuilder& b = in.b;
   EstimatorSpec spec;
   if (head.task == Task::kClassifier) {
     const bool hinge = head.loss == "hinge";
     Output classes = ops::argmax(b, logits, 1, DType::kInt64);
     spec.predictions = {{"classes", classes}, {"logits", logits}};
+    if (!head.label_vocabulary.empty()) {
+      // The class names, for people and for serving; "classes" stays the ids metrics count.
+      spec.predictions["class_labels"] = ops::gather(b, vocabulary(b, head), classes);
+    }
     Output probabilities;
     if (!hinge) {
       probabilities = ops::softmax(b, logits);
@@ -52,7 +126,8 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     }
     spec.export_scores = hinge ? logits : probabilities;
     if (in.mode == Mode::kPredict) return spec;
-    Output labels = ops::reshape(b, ops::cast(b, in.labels, DType::kInt64), {-1});
+    TROUPE_ASSIGN_OR_RETURN(Output labels, class_ids(in, head));
+    Output losses;  // per example
     if (hinge) {
       // Crammer and Singer's multi-class hinge: the true class's score should beat every other
       // by 1, max_j (f_j + 1[j != y]) - f_y (the binary hinge for two classes). One-vs-rest
@@ -60,11 +135,21 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
       Output onehot = ops::one_hot(b, labels, head.n_classes);
       Output truth = ops::reduce_sum(b, ops::mul(b, logits, onehot), {1}, /*keep_dims=*/true);
       Output margins = ops::sub(b, ops::add(b, ops::neg(b, onehot), 1.0), truth);
-      spec.loss = ops::reduce_mean(b, ops::reduce_max(b, ops::add(b, logits, margins), {1}));
+      losses = ops::reduce_max(b, ops::add(b, logits, margins), {1});
     } else {
-      spec.loss =
-          ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, labels, logits));
+      losses = ops::sparse_softmax_cross_entropy_with_logits(b, labels, logits);
     }
+    Output weights;
+    if (!head.class_weights.empty()) {
+      weights = ops::gather(
+          b,
+          ops::constant(
+              b, runtime::Tensor::from_vector(
+                     Shape{static_cast<int64_t>(head.class_weights.size())},
+                     std::vector<float>(head.class_weights.begin(), head.class_weights.end()))),
+          labels);
+    }
+    TROUPE_ASSIGN_OR_RETURN(spec.loss, weighted_mean(in, head, losses, weights));
     spec.eval_metric_ops["accuracy"] = {"accuracy", labels, classes};
     if (head.n_classes == 2) {
       if (!hinge) {
@@ -97,12 +182,14 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     if (in.mode == Mode::kPredict) return spec;
     Output labels =
         ops::reshape(b, ops::cast(b, in.labels, DType::kFloat32), {-1, head.label_dimension});
+    Output losses;  // per example: the mean over the label's dimensions
     if (head.loss == "epsilon_insensitive") {
       Output excess = ops::sub(b, ops::abs(b, ops::sub(b, labels, predictions)), head.epsilon);
-      spec.loss = ops::reduce_mean(b, ops::maximum(b, excess, ops::zeros_like(b, excess)));
+      losses = ops::reduce_mean(b, ops::maximum(b, excess, ops::zeros_like(b, excess)), {1});
     } else {
-      spec.loss = ops::mean_squared_error(b, labels, predictions);
+      losses = ops::reduce_mean(b, ops::square(b, ops::sub(b, labels, predictions)), {1});
     }
+    TROUPE_ASSIGN_OR_RETURN(spec.loss, weighted_mean(in, head, losses, Output{}));
     spec.eval_metric_ops["rmse"] = {"rmse", labels, predictions};
     spec.eval_metric_ops["mae"] = {"mae", labels, predictions};
   }

@@ -13,7 +13,8 @@
 // squared error) or "epsilon_insensitive" (max(0, |y - f| - epsilon), a linear SVR's); metrics rmse
 // and mae; regress serves the predictions. The losses are scikit-learn's SGD loss names. Training
 // adds the learning-rate variable "learning_rate" (which an Experiment lowers on a plateau) and
-// minimizes loss plus `regularization` with `optimizer`.
+// minimizes loss plus `regularization` with `optimizer`. Losses are the batch's mean of each
+// example's, weighted by a weight column and by class weights when given (metrics are not).
 #pragma once
 
 #include "estimators/canned/input_layer.h"
@@ -32,7 +33,29 @@ struct Head {
   // variables head/label_mean and head/label_scale), so that a target far from 0 or of a large
   // scale starts where the data is. Empty: none.
   FeatureStats label;
+  // Classifiers: the class names of text labels, in class id order (class_labels among the
+  // predictions); each class's weight in the loss (scikit-learn's class_weight).
+  std::vector<std::string> label_vocabulary;
+  std::vector<double> class_weights;
+  // A feature whose value weighs each example's loss (TF's weight_column); empty: none.
+  std::string weight_column;
+
+  runtime::Status validate() const;
 };
+
+// The head options every canned model shares, from its options struct.
+template <class Options>
+Head head_of(const Options& o, Task task) {
+  Head h;
+  h.task = task;
+  h.n_classes = o.n_classes;
+  h.label_dimension = o.label_dimension;
+  h.label = o.standardize_label;
+  h.label_vocabulary = o.label_vocabulary;
+  h.class_weights = o.class_weights;
+  h.weight_column = o.weight_column;
+  return h;
+}
 
 // An error naming the loss when it is not one of the task's.
 runtime::Status check_loss(Task task, const std::string& loss);

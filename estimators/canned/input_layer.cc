@@ -69,10 +69,13 @@ runtime::Result<Standardization> standardization(const input::Dataset& data, boo
 
 runtime::Result<std::vector<FeatureColumn>> numeric_columns(const ModelInputs& in,
                                                             const std::vector<std::string>& keys,
-                                                            const Standardization& standardize) {
+                                                            const Standardization& standardize,
+                                                            const std::string& except) {
   std::vector<std::string> names = keys;
   if (names.empty()) {
-    for (const auto& [k, v] : in.features) names.push_back(k);
+    for (const auto& [k, v] : in.features) {
+      if (k != except) names.push_back(k);
+    }
   }
   if (names.empty()) return runtime::invalid_argument("no features");
   std::vector<FeatureColumn> columns;
@@ -94,9 +97,10 @@ runtime::Result<std::vector<FeatureColumn>> numeric_columns(const ModelInputs& i
 }
 
 runtime::Result<Output> dense_input_layer(ModelInputs& in, const std::vector<std::string>& keys,
-                                          const Standardization& standardize, int64_t* width) {
+                                          const Standardization& standardize, int64_t* width,
+                                          const std::string& except) {
   TROUPE_ASSIGN_OR_RETURN(std::vector<FeatureColumn> columns,
-                          numeric_columns(in, keys, standardize));
+                          numeric_columns(in, keys, standardize, except));
   return input_layer(in, columns, width);
 }
 

@@ -35,17 +35,19 @@ runtime::Result<Standardization> standardization(const input::Dataset& data,
                                                  bool with_label = false);
 
 struct FeatureColumn;
-// A numeric column (feature_column.h) per feature of `keys` (empty: every feature), with its
-// statistics from `standardize`; an error names a missing or text feature.
+// A numeric column (feature_column.h) per feature of `keys` (empty: every feature but
+// `except`, a weight column), with its statistics from `standardize`; an error names a missing
+// or text feature.
 runtime::Result<std::vector<FeatureColumn>> numeric_columns(const ModelInputs& in,
                                                             const std::vector<std::string>& keys,
-                                                            const Standardization& standardize);
+                                                            const Standardization& standardize,
+                                                            const std::string& except = "");
 
 // input_layer (feature_column.h) of numeric_columns: [batch, width]; an error names a missing,
 // text or variably shaped feature, or statistics of another width than the feature's.
 runtime::Result<runtime::Output> dense_input_layer(ModelInputs& in,
                                                    const std::vector<std::string>& keys,
                                                    const Standardization& standardize,
-                                                   int64_t* width);
+                                                   int64_t* width, const std::string& except = "");
 
 }  // namespace troupe::estimators

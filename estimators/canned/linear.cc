@@ -24,6 +24,9 @@ Status LinearOptions::validate(Task task) const {
   if (Status s = check_loss(task, loss); !s.ok()) return param_error(model, "loss", s.message());
   if (!(epsilon >= 0)) return param_error(model, "epsilon", "negative");
   TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
+  if (Status s = head_of(*this, task).validate(); !s.ok()) {
+    return param_error(model, "label_vocabulary", s.message());
+  }
   if (!(l1 >= 0)) return param_error(model, "l1", "negative");
   if (!(l2 >= 0)) return param_error(model, "l2", "negative");
   if (!feature_columns.empty()) {
@@ -36,7 +39,8 @@ Result<Output> linear_logits(ModelInputs& in, const LinearOptions& o, int64_t un
                              std::vector<Output>* weights) {
   std::vector<FeatureColumn> columns = o.feature_columns;
   if (columns.empty()) {
-    TROUPE_ASSIGN_OR_RETURN(columns, numeric_columns(in, o.feature_keys, o.standardize));
+    TROUPE_ASSIGN_OR_RETURN(columns,
+                            numeric_columns(in, o.feature_keys, o.standardize, o.weight_column));
   }
   return linear_model(in, columns, units, weights, "linear/linear_model");
 }
@@ -46,7 +50,9 @@ ModelFn LinearOptions::model_fn(Task task) const {
     // Options given to a constructor are checked here, where they are first used.
     TROUPE_RETURN_IF_ERROR(o.validate(task));
     runtime::GraphBuilder& b = in.b;
-    const Head head{task, o.n_classes, o.label_dimension, o.loss, o.epsilon, o.standardize_label};
+    Head head = head_of(o, task);
+    head.loss = o.loss;
+    head.epsilon = o.epsilon;
     const int64_t dim = logits_dimension(head);
     std::vector<Output> weights;
     TROUPE_ASSIGN_OR_RETURN(Output logits, linear_logits(in, o, dim, &weights));

@@ -35,6 +35,11 @@ struct LinearOptions {
   // Numeric and categorical columns (feature_column.h), each with weights of its own; when
   // given, they replace feature_keys and standardize. Part of the model's shape, not a param.
   std::vector<FeatureColumn> feature_columns;
+  // Classifiers: class names of text labels, in class id order, and each class's weight in
+  // the loss; any task: a feature weighing each example's loss (head.h).
+  std::vector<std::string> label_vocabulary;
+  std::vector<double> class_weights;  // not a param: data, as the statistics
+  std::string weight_column;
   FitParams fit;
   // Numeric features standardized with these statistics (input_layer.h); data, not a param.
   Standardization standardize;
@@ -57,6 +62,8 @@ struct LinearOptions {
     f("l1", o.l1);
     f("l2", o.l2);
     f("feature_keys", o.feature_keys);
+    if (task == Task::kClassifier) f("label_vocabulary", o.label_vocabulary);
+    f("weight_column", o.weight_column);
     FitParams::fields(o.fit, f);
   }
   runtime::Status validate(Task task) const;

@@ -59,6 +59,9 @@ Status DNNLinearCombinedOptions::validate(Task task) const {
   if (task == Task::kRegressor && label_dimension < 1) {
     return param_error(model, "label_dimension", "below 1");
   }
+  if (Status s = head_of(*this, task).validate(); !s.ok()) {
+    return param_error(model, "label_vocabulary", s.message());
+  }
   if (!linear_feature_columns.empty()) {
     TROUPE_RETURN_IF_ERROR(validate_columns(linear_feature_columns, /*for_linear=*/true));
     TROUPE_RETURN_IF_ERROR(check_optimizer(model, linear_optimizer));
@@ -84,8 +87,7 @@ ModelFn DNNLinearCombinedOptions::model_fn(Task task) const {
     // Options given to a constructor are checked here, where they are first used.
     TROUPE_RETURN_IF_ERROR(o.validate(task));
     runtime::GraphBuilder& b = in.b;
-    Head head{task, o.n_classes, o.label_dimension};
-    head.label = o.standardize_label;
+    const Head head = head_of(o, task);
     const int64_t units = logits_dimension(head);
     std::vector<ops::OptimizerPart> parts;
     std::vector<Output> logits;

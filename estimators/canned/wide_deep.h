@@ -38,6 +38,11 @@ struct DNNLinearCombinedOptions {
   std::string dnn_activation = "relu";
   double dnn_dropout = 0;
   ops::Optimizer dnn_optimizer = ops::Optimizer::adagrad(0.05);
+  // Classifiers: class names of text labels, in class id order, and each class's weight in
+  // the loss; any task: a feature weighing each example's loss (head.h).
+  std::vector<std::string> label_vocabulary;
+  std::vector<double> class_weights;  // not a param: data, as the statistics
+  std::string weight_column;
   FitParams fit;
   FeatureStats standardize_label;  // a regressor's target (head.h)
   static constexpr const char* kClassifierName = "DNNLinearCombinedClassifier";
@@ -58,6 +63,8 @@ struct DNNLinearCombinedOptions {
     f("dnn_optimizer", o.dnn_optimizer);
     f("dnn_learning_rate", o.dnn_optimizer.learning_rate);
     f("clip_norm", o.dnn_optimizer.clip_norm);
+    if (task == Task::kClassifier) f("label_vocabulary", o.label_vocabulary);
+    f("weight_column", o.weight_column);
     FitParams::fields(o.fit, f);
   }
   runtime::Status validate(Task task) const;

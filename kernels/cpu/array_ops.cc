@@ -666,7 +666,8 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
   registry.add_typed<StridedSliceKernel, float, double, int32_t, int64_t, uint8_t, bool>(
       "StridedSlice", kCpu);
   registry.add_typed<StridedSliceGradKernel, float, double>("StridedSliceGrad", kCpu);
-  registry.add_typed<GatherKernel, float, double, int32_t, int64_t, uint8_t, bool>("Gather", kCpu);
+  registry.add_typed<GatherKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
+      "Gather", kCpu);
   registry.add_typed<GatherGradKernel, float, double>("GatherGrad", kCpu);
   registry.add_typed<TileKernel, float, double, int32_t, int64_t, uint8_t, bool>("Tile", kCpu);
   registry.add_typed<TileGradKernel, float, double>("TileGrad", kCpu);

@@ -283,3 +283,56 @@ TEST_CASE("feature column errors name the column, the value and the row") {
   CHECK_FALSE(validate_columns({embedding_column(numeric_column("x"), 2)}, false).ok());
   CHECK_FALSE(validate_columns({crossed_column({"a"}, {}, 10)}, true).ok());
 }
+
+TEST_CASE("heads: text labels through a label vocabulary, example and class weights") {
+  // x separates the classes; the labels are names.
+  Tensor x, y;
+  test::blobs(400, 2, 2, 11, &x, &y);
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < 400; ++i) names.push_back(y.data<int64_t>()[i] ? "yes" : "no");
+  const Tensor labels = strings(Shape{400}, names);
+  LinearClassifier clf({.label_vocabulary = {"no", "yes"}}, test::quiet());
+  auto fitted = clf.fit(
+      *input::arrays({{"x", x}, {"label", labels}}, "label", {.batch_size = 40, .num_epochs = 10}));
+  REQUIRE_MESSAGE(fitted.ok(), fitted.status().to_string());
+  auto p = clf.estimator().predict_batches(*input::arrays({{"x", x}}, "", {.batch_size = 400}));
+  REQUIRE(p.ok());
+  const Tensor& predicted = p->at(0).at("class_labels");
+  int right = 0;
+  for (int64_t i = 0; i < 400; ++i) right += predicted.data<std::string>()[i] == names[i];
+  CHECK(right >= 390);
+  // A name outside the vocabulary is an error naming it.
+  names[7] = "maybe";
+  auto bad = clf.evaluate(*input::arrays({{"x", x}, {"label", strings(Shape{400}, names)}}, "label",
+                                         {.batch_size = 400}));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("column 'label': value 'maybe' in row 7") != std::string::npos);
+  CHECK_FALSE(LinearClassifier({.n_classes = 3, .label_vocabulary = {"no", "yes"}}, test::quiet())
+                  .fit(*input::arrays({{"x", x}, {"label", labels}}, "label"))
+                  .ok());
+
+  // One constant feature and labels half 0, half 1: the weights alone decide the class.
+  std::vector<float> ones(200, 1.0f), w(200);
+  std::vector<int64_t> half(200);
+  for (int i = 0; i < 200; ++i) {
+    half[i] = i % 2;
+    w[i] = half[i] ? 0.2f : 1.0f;
+  }
+  const std::vector<std::pair<std::string, Tensor>> data{
+      {"x", Tensor::from_vector(Shape{200}, ones)},
+      {"w", Tensor::from_vector(Shape{200}, w)},
+      {"label", Tensor::from_vector(Shape{200}, half)}};
+  auto predicted_class = [&](LinearOptions o) {
+    o.optimizer = ops::Optimizer::sgd(0.1);
+    LinearClassifier m(o, test::quiet());
+    auto r = m.fit(*input::arrays(data, "label", {.batch_size = 20, .num_epochs = 20}));
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    auto out = m.estimator().predict_batches(*input::arrays(data, "label", {.batch_size = 200}));
+    REQUIRE(out.ok());
+    return out->at(0).at("probabilities").data<float>()[1];  // P(class 1)
+  };
+  // The weight column is no feature: had the model read w, it would tell the labels apart.
+  CHECK(predicted_class({.weight_column = "w"}) < 0.3f);
+  CHECK(predicted_class({.feature_keys = {"x"}, .class_weights = {0.2, 1.0}}) > 0.7f);
+  CHECK(predicted_class({.feature_keys = {"x"}}) == doctest::Approx(0.5f).epsilon(0.05));
+}
