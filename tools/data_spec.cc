@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "estimators/metrics.h"
 
@@ -40,6 +41,25 @@ runtime::Result<int64_t> count_classes(const input::Dataset& d) {
     }
   }
   return static_cast<int64_t>(top) + 1;
+}
+
+runtime::Result<std::vector<std::string>> label_names(const input::Dataset& d) {
+  const int label = d.component(d.label);
+  std::set<std::string> names;
+  for (int64_t u = 0; u < d.source->num_units(); ++u) {
+    std::vector<actors::Chunk> chunks;
+    int64_t skipped = 0;
+    TROUPE_RETURN_IF_ERROR(d.source->read(u, &chunks, &skipped));
+    for (const actors::Chunk& c : chunks) {
+      const runtime::Tensor& t = c.components[label];
+      if (t.dtype() != runtime::DType::kString) return std::vector<std::string>{};
+      const int64_t per = t.dim(0) == 0 ? 1 : t.num_elements() / t.dim(0);
+      for (int64_t j = c.first() * per; j < c.last() * per; ++j) {
+        names.insert(t.data<std::string>()[j]);
+      }
+    }
+  }
+  return std::vector<std::string>(names.begin(), names.end());
 }
 
 runtime::Result<int64_t> count_rows(const input::Dataset& d) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "estimators/input/dataset.h"
 #include "runtime/tensor.h"
@@ -22,6 +23,8 @@ runtime::Result<estimators::input::Dataset> open_data(const std::string& spec,
 // a class number.
 runtime::Result<int64_t> count_classes(const estimators::input::Dataset& d);
 runtime::Result<int64_t> count_rows(const estimators::input::Dataset& d);
+// The distinct values of a text label column, sorted; none when the labels are numbers.
+runtime::Result<std::vector<std::string>> label_names(const estimators::input::Dataset& d);
 
 struct Arrays {
   runtime::Tensor x;  // float32 [n, d]: the features flattened and concatenated in name order

@@ -41,6 +41,7 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "batch-size",
                                               "standardize",
                                               "columns",
+                                              "weight-column",
                                               "eval-every",
                                               "early-stopping-rounds",
                                               "seed",
@@ -239,6 +240,13 @@ int train(const std::vector<std::string>& args) {
   const bool classifier = spec.task == estimators::Task::kClassifier;
   const bool kmeans = spec.model == "kmeans";
   if (kmeans && !classifier) return usage_error("--regression: k-means clusters");
+  // A text label column: its names, sorted, are the classes (scikit-learn's LabelEncoder).
+  std::vector<std::string> text_labels;
+  if (classifier && !kmeans) {
+    auto names = label_names(*train_data);
+    if (!names.ok()) return fail(names.status());
+    text_labels = std::move(*names);
+  }
   int64_t n_classes = 10;
   if (!classifier || kmeans) {
     if (flags.count("n-classes")) {
@@ -248,6 +256,8 @@ int train(const std::vector<std::string>& args) {
   } else if (flags.count("n-classes")) {
     if (!to_int("n-classes", flag("n-classes", ""), 2, &n_classes, &error))
       return usage_error(error);
+  } else if (flag("data", "") != "fashion-mnist" && !text_labels.empty()) {
+    n_classes = std::max<int64_t>(2, static_cast<int64_t>(text_labels.size()));
   } else if (flag("data", "") != "fashion-mnist") {
     auto counted = count_classes(*train_data);
     if (!counted.ok()) return fail(counted.status());
@@ -309,6 +319,28 @@ int train(const std::vector<std::string>& args) {
     }
   }
   if (classifier && !kmeans) flagged["n_classes"] = std::to_string(n_classes);
+  if (!text_labels.empty()) {
+    std::string names;
+    for (const std::string& n : text_labels) {
+      if (n.find(',') != std::string::npos) {
+        return usage_error("label '" + n + "' holds a comma: name the classes without one");
+      }
+      names += (names.empty() ? "" : ",") + n;
+    }
+    flagged["label_vocabulary"] = names;
+  }
+  if (flags.count("weight-column")) {
+    if (kmeans) return usage_error("--weight-column: k-means weighs every row alike");
+    flagged["weight_column"] = flag("weight-column", "");
+    // The weights weigh the examples; no column reads them as a feature.
+    for (auto* part : {&spec.columns, &spec.wide_columns}) {
+      part->erase(std::remove_if(part->begin(), part->end(),
+                                 [&](const estimators::FeatureColumn& c) {
+                                   return c.key == flag("weight-column", "");
+                                 }),
+                  part->end());
+    }
+  }
   spec.params = flagged;
   spec.label = label;
   auto resolved = resolved_params(spec);
@@ -459,6 +491,14 @@ int evaluate(const std::vector<std::string>& args) {
 
 namespace {
 
+// A text value as a CSV field: quoted when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+  std::string quoted = "\"";
+  for (char c : v) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
 // CSV of predictions: "class,p0,p1,..." for a classifier's classes and probabilities, else a
 // column per output value ("name" or "name_0", "name_1", ...).
 class PredictionWriter {
@@ -494,7 +534,12 @@ class PredictionWriter {
       line += (line.empty() ? "" : ",") + std::string(buf);
     };
     if (classifier) {
-      add(p.at("classes"), 0, "%.0f");
+      // A classifier of text labels names its class, as its data did.
+      if (auto names = p.find("class_labels"); names != p.end()) {
+        line = csv_field(names->second.data<std::string>()[0]);
+      } else {
+        add(p.at("classes"), 0, "%.0f");
+      }
       const runtime::Tensor& probs = p.at("probabilities");
       for (int64_t k = 0; k < probs.num_elements(); ++k) add(probs, k, "%.5f");
     } else {

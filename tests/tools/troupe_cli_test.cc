@@ -467,6 +467,30 @@ TEST_CASE("troupe train on a table with text columns: inferred, from a spec, wid
   CHECK(lines(pred.out) == 3);                        // a header and a line per row
   CHECK(pred.out.find("\n1,") != std::string::npos);  // red and red agree
 
+  // Text labels name the classes; a weight column weighs the examples and is no feature.
+  {
+    std::ofstream named(dir / "named.csv");
+    named << "a,b,w,label\n";
+    for (int i = 0; i < 600; ++i) {
+      const char* a = colors[rng() % 3];
+      const char* b = i % 2 ? a : colors[rng() % 3];
+      named << a << "," << b << "," << 1 + i % 3 << "," << (std::string(a) == b ? "same" : "differ")
+            << "\n";
+    }
+  }
+  const std::string named = (dir / "named").string();
+  Run text = troupe("train --model dnn --data csv:" + (dir / "named.csv").string() +
+                    " --label label --weight-column w --model-dir " + named);
+  REQUIRE_MESSAGE(text.status == 0, text.err);
+  CHECK(accuracy_of(text.out) >= 0.97);
+  CHECK(info("named").find("param label_vocabulary differ,same\n") != std::string::npos);
+  CHECK(info("named").find("column numeric w") == std::string::npos);
+  Run names = troupe("predict --model-dir " + named +
+                     " --data csv:" + (dir / "named.csv").string() + " --label label");
+  REQUIRE_MESSAGE(names.status == 0, names.err);
+  CHECK((names.out.find("\nsame,") != std::string::npos &&
+         names.out.find("\ndiffer,") != std::string::npos));
+
   {
     std::ofstream bad(dir / "bad.txt");
     bad << "vocabulary a values=red\nembeding b buckets=3\n";
