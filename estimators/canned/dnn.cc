@@ -38,6 +38,37 @@ Output dense(runtime::GraphBuilder& b, const std::string& scope, Output x, int64
   return ops::bias_add(b, ops::matmul(b, x, w), bias);
 }
 
+// Batch normalization of the [batch, n] pre-activations (Ioffe and Szegedy 2015), as TF's DNN
+// with batch_norm: training normalizes by the batch's moments and moves the averages that
+// evaluation and prediction normalize by (momentum 0.999, epsilon 0.001, as tf.estimator).
+Output batch_norm(ModelInputs& in, const std::string& scope, Output x, int64_t n,
+                  std::vector<int>* updates) {
+  runtime::GraphBuilder& b = in.b;
+  auto guard = b.name_scope(scope + "/batch_normalization");
+  auto var = [&](const char* name, double init, bool trainable) {
+    return ops::variable(b, name, Shape{n}, DType::kFloat32,
+                         ops::fill(b, Shape{n}, init, DType::kFloat32), trainable);
+  };
+  Output gamma = var("gamma", 1, true), beta = var("beta", 0, true);
+  Output moving_mean = var("moving_mean", 0, false);
+  Output moving_variance = var("moving_variance", 1, false);
+  Output mean = moving_mean, variance = moving_variance;
+  if (in.mode == Mode::kTrain) {
+    mean = ops::reduce_mean(b, x, {0});
+    variance = ops::reduce_mean(b, ops::square(b, ops::sub(b, x, mean)), {0});
+    constexpr double kMomentum = 0.999;
+    auto move = [&](Output average, Output batch) {
+      Output next = ops::add(b, ops::mul(b, average, kMomentum),
+                             ops::mul(b, ops::stop_gradient(b, batch), 1 - kMomentum));
+      updates->push_back(ops::assign(b, average, next).node);
+    };
+    move(moving_mean, mean);
+    move(moving_variance, variance);
+  }
+  Output scale = ops::mul(b, gamma, ops::rsqrt(b, ops::add(b, variance, 1e-3)));
+  return ops::add(b, ops::mul(b, ops::sub(b, x, mean), scale), beta);
+}
+
 }  // namespace
 
 Status DNNOptions::validate(Task task) const {
@@ -66,7 +97,8 @@ Status DNNOptions::validate(Task task) const {
   return fit.validate(model);
 }
 
-Result<Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units) {
+Result<Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units,
+                          std::vector<int>* updates) {
   runtime::GraphBuilder& b = in.b;
   int64_t width = 0;
   Output h;
@@ -77,9 +109,10 @@ Result<Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units) {
     TROUPE_ASSIGN_OR_RETURN(h, input_layer(in, o.feature_columns, &width));
   }
   for (size_t i = 0; i < o.hidden_units.size(); ++i) {
-    h = activate(b, o.activation,
-                 dense(b, "dnn/hiddenlayer_" + std::to_string(i), h, width, o.hidden_units[i],
-                       o.partitions));
+    const std::string scope = "dnn/hiddenlayer_" + std::to_string(i);
+    h = dense(b, scope, h, width, o.hidden_units[i], o.partitions);
+    if (o.batch_norm) h = batch_norm(in, scope, h, o.hidden_units[i], updates);
+    h = activate(b, o.activation, h);
     if (o.dropout > 0 && in.mode == Mode::kTrain) h = ops::dropout(b, h, o.dropout, true);
     width = o.hidden_units[i];
   }
@@ -91,8 +124,10 @@ ModelFn DNNOptions::model_fn(Task task) const {
     // Options given to a constructor are checked here, where they are first used.
     TROUPE_RETURN_IF_ERROR(o.validate(task));
     const Head head = head_of(o, task);
-    TROUPE_ASSIGN_OR_RETURN(Output logits, dnn_logits(in, o, logits_dimension(head)));
-    return head_spec(in, head, logits, o.optimizer);
+    std::vector<int> updates;
+    TROUPE_ASSIGN_OR_RETURN(Output logits, dnn_logits(in, o, logits_dimension(head), &updates));
+    TROUPE_ASSIGN_OR_RETURN(EstimatorSpec spec, head_spec(in, head, logits, o.optimizer));
+    return with_updates(in.b, std::move(spec), updates);
   };
 }
 

@@ -32,6 +32,7 @@ struct DNNOptions {
   int64_t label_dimension = 1;      // regressors
   std::string activation = "relu";  // relu, tanh, sigmoid, elu
   double dropout = 0;               // the rate of units dropped while training
+  bool batch_norm = false;          // batch normalization after each hidden layer's product
   // Its learning rate and clip_norm (gradient clipping by global norm) are params too.
   ops::Optimizer optimizer = ops::Optimizer::adagrad(0.05);
   std::vector<std::string> feature_keys;  // empty: every feature
@@ -64,6 +65,7 @@ struct DNNOptions {
     }
     f("activation", o.activation);
     f("dropout", o.dropout);
+    f("batch_norm", o.batch_norm);
     f("optimizer", o.optimizer);
     f("learning_rate", o.optimizer.learning_rate);
     f("clip_norm", o.optimizer.clip_norm);
@@ -78,8 +80,10 @@ struct DNNOptions {
 };
 
 // The network's logits [batch, units]: its input layer, hidden layers and output layer, as
-// model_fn and wide & deep's deep part (wide_deep.h) build them.
-runtime::Result<runtime::Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units);
+// model_fn and wide & deep's deep part (wide_deep.h) build them. `updates` gets the nodes that
+// must run with each training step (batch normalization's moving averages): with_updates.
+runtime::Result<runtime::Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units,
+                                            std::vector<int>* updates);
 
 using DNNClassifier = CannedModel<DNNOptions, Task::kClassifier>;
 using DNNRegressor = CannedModel<DNNOptions, Task::kRegressor>;

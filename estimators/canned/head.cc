@@ -98,6 +98,15 @@ runtime::Status Head::validate() const {
   return check_loss(task, loss);
 }
 
+EstimatorSpec with_updates(runtime::GraphBuilder& b, EstimatorSpec spec,
+                           const std::vector<int>& updates) {
+  if (spec.train_op < 0 || updates.empty()) return spec;
+  std::vector<int> all = updates;
+  all.push_back(spec.train_op);
+  spec.train_op = ops::no_op(b, all, "train_with_updates");
+  return spec;
+}
+
 runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Output logits,
                                          const ops::Optimizer& optimizer, Output regularization) {
   return head_spec(in, head, logits, std::vector<ops::OptimizerPart>{{optimizer, {}}},

@@ -65,6 +65,10 @@ int64_t logits_dimension(const Head& head);
 runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, runtime::Output logits,
                                          const ops::Optimizer& optimizer,
                                          runtime::Output regularization = {});
+// `spec` whose train op also runs `updates` (TF's UPDATE_OPS: batch normalization's moving
+// averages); unchanged when there are none or it does not train.
+EstimatorSpec with_updates(runtime::GraphBuilder& b, EstimatorSpec spec,
+                           const std::vector<int>& updates);
 // Several optimizers, each training its part's variables (wide & deep); the learning_rate
 // variable holds the first part's rate and the others keep their ratio to it.
 runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, runtime::Output logits,

@@ -22,6 +22,7 @@ DNNOptions deep_part(const DNNLinearCombinedOptions& o) {
   d.label_dimension = o.label_dimension;
   d.activation = o.dnn_activation;
   d.dropout = o.dnn_dropout;
+  d.batch_norm = o.dnn_batch_norm;
   d.optimizer = o.dnn_optimizer;
   d.feature_columns = o.dnn_feature_columns;
   return d;
@@ -91,6 +92,7 @@ ModelFn DNNLinearCombinedOptions::model_fn(Task task) const {
     const int64_t units = logits_dimension(head);
     std::vector<ops::OptimizerPart> parts;
     std::vector<Output> logits;
+    std::vector<int> updates;
     if (!o.linear_feature_columns.empty()) {
       ops::OptimizerPart wide{o.linear_optimizer, {}};
       const LinearOptions l = wide_part(o);
@@ -103,13 +105,15 @@ ModelFn DNNLinearCombinedOptions::model_fn(Task task) const {
     if (!o.dnn_feature_columns.empty()) {
       ops::OptimizerPart deep{o.dnn_optimizer, {}};
       const DNNOptions d = deep_part(o);
-      TROUPE_ASSIGN_OR_RETURN(
-          Output h, new_variables(b, &deep.vars, [&] { return dnn_logits(in, d, units); }));
+      TROUPE_ASSIGN_OR_RETURN(Output h, new_variables(b, &deep.vars, [&] {
+                                return dnn_logits(in, d, units, &updates);
+                              }));
       logits.push_back(h);
       parts.push_back(std::move(deep));
     }
     Output sum = logits.size() == 1 ? logits[0] : ops::add(b, logits[0], logits[1]);
-    return head_spec(in, head, sum, parts);
+    TROUPE_ASSIGN_OR_RETURN(EstimatorSpec spec, head_spec(in, head, sum, parts));
+    return with_updates(b, std::move(spec), updates);
   };
 }
 

@@ -37,6 +37,7 @@ struct DNNLinearCombinedOptions {
   std::vector<int64_t> dnn_hidden_units{64, 32};
   std::string dnn_activation = "relu";
   double dnn_dropout = 0;
+  bool dnn_batch_norm = false;
   ops::Optimizer dnn_optimizer = ops::Optimizer::adagrad(0.05);
   // Classifiers: class names of text labels, in class id order, and each class's weight in
   // the loss; any task: a feature weighing each example's loss (head.h).
@@ -60,6 +61,7 @@ struct DNNLinearCombinedOptions {
     f("dnn_hidden_units", o.dnn_hidden_units);
     f("dnn_activation", o.dnn_activation);
     f("dnn_dropout", o.dnn_dropout);
+    f("dnn_batch_norm", o.dnn_batch_norm);
     f("dnn_optimizer", o.dnn_optimizer);
     f("dnn_learning_rate", o.dnn_optimizer.learning_rate);
     f("clip_norm", o.dnn_optimizer.clip_norm);

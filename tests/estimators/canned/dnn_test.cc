@@ -214,3 +214,30 @@ TEST_CASE("Experiment::continuous_eval evaluates the checkpoints a trainer leave
   CHECK((*evals)[0].second.at("accuracy") > 0.9);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("DNN with batch normalization: learns, moves its averages, predicts by them") {
+  // Blobs scaled by 1000, the scale batch normalization takes out.
+  Tensor x, y;
+  test::blobs(800, 2, 4, 21, &x, &y);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] *= 1000.0f;
+  DNNClassifier clf({.hidden_units = {16, 8},
+                     .batch_norm = true,
+                     .optimizer = ops::Optimizer::adam(0.01),
+                     .fit = {.batch_size = 32, .epochs = 10}},
+                    quiet());
+  CHECK(to_text(clf.get_params()).at("batch_norm") == "true");
+  REQUIRE(clf.fit(x, y).ok());
+  CHECK(*clf.score(x, y) > 0.97);
+  // The classes sit symmetrically about 0, so the pre-activations' variance is what moves.
+  auto moving =
+      clf.estimator().get_variable_value("dnn/hiddenlayer_0/batch_normalization/moving_variance");
+  REQUIRE(moving.ok());
+  CHECK(moving->data<float>()[0] > 100.0f);
+  // Prediction normalizes by the moving averages, not the batch: one example alone gets what
+  // it gets among all.
+  auto all = clf.predict_proba(x);
+  auto one = clf.predict_proba(runtime::slice_rows(x, 5, 1));
+  REQUIRE(all.ok());
+  REQUIRE(one.ok());
+  CHECK(one->data<float>()[0] == doctest::Approx(all->data<float>()[10]));
+}
