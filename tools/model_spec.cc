@@ -27,8 +27,9 @@ struct FlagParam {
 // Each model's flags and defaults (troupe's, tuned for the command line: Adam for the DNN,
 // FTRL for the linear models as TF).
 const std::vector<FlagParam> kDnnFlags = {
-    {"hidden", "hidden_units"}, {"optimizer", "optimizer"},   {"learning-rate", "learning_rate"},
-    {"dropout", "dropout"},     {"activation", "activation"}, {"clip-norm", "clip_norm"}};
+    {"hidden", "hidden_units"},  {"optimizer", "optimizer"},   {"learning-rate", "learning_rate"},
+    {"dropout", "dropout"},      {"activation", "activation"}, {"clip-norm", "clip_norm"},
+    {"batch-norm", "batch_norm"}};
 const std::vector<FlagParam> kLinearFlags = {{"optimizer", "optimizer"},
                                              {"learning-rate", "learning_rate"},
                                              {"l1", "l1"},

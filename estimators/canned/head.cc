@@ -92,7 +92,11 @@ runtime::Status Head::validate() const {
     for (double w : class_weights) {
       if (!(w >= 0)) return runtime::invalid_argument("class_weights must not be negative");
     }
-  } else if (!label_vocabulary.empty() || !class_weights.empty()) {
+    if (multi_label && (!label_vocabulary.empty() || loss == "hinge")) {
+      return runtime::invalid_argument(
+          "a multi-label head takes 0/1 labels per class and the log loss");
+    }
+  } else if (!label_vocabulary.empty() || !class_weights.empty() || multi_label) {
     return runtime::invalid_argument("a regressor has no classes to name or weigh");
   }
   return check_loss(task, loss);
@@ -120,7 +124,29 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
   TROUPE_RETURN_IF_ERROR(head.validate());
   runtime::GraphBuilder& b = in.b;
   EstimatorSpec spec;
-  if (head.task == Task::kClassifier) {
+  if (head.task == Task::kClassifier && head.multi_label) {
+    // Each class is a yes or no of its own: a sigmoid per logit.
+    Output probabilities = ops::sigmoid(b, logits);
+    Output classes = ops::cast(
+        b, ops::greater(b, probabilities, ops::scalar(b, 0.5, DType::kFloat32)), DType::kInt64);
+    spec.predictions = {{"classes", classes}, {"logits", logits}, {"probabilities", probabilities}};
+    spec.export_scores = probabilities;
+    if (in.mode == Mode::kPredict) return spec;
+    Output labels = ops::reshape(b, ops::cast(b, in.labels, DType::kFloat32), {-1, head.n_classes});
+    Output losses = ops::sigmoid_cross_entropy_with_logits(b, labels, logits);
+    if (!head.class_weights.empty()) {
+      losses = ops::mul(b, losses,
+                        ops::constant(b, runtime::Tensor::from_vector(
+                                             Shape{head.n_classes},
+                                             std::vector<float>(head.class_weights.begin(),
+                                                                head.class_weights.end()))));
+    }
+    TROUPE_ASSIGN_OR_RETURN(spec.loss,
+                            weighted_mean(in, head, ops::reduce_mean(b, losses, {1}), Output{}));
+    // Over every (example, class) pair.
+    spec.eval_metric_ops["accuracy"] = {"accuracy", ops::cast(b, labels, DType::kInt64), classes};
+    spec.eval_metric_ops["auc"] = {"auc", labels, probabilities};
+  } else if (head.task == Task::kClassifier) {
     const bool hinge = head.loss == "hinge";
     Output classes = ops::argmax(b, logits, 1, DType::kInt64);
     spec.predictions = {{"classes", classes}, {"logits", logits}};

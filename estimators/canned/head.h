@@ -37,6 +37,9 @@ struct Head {
   // predictions); each class's weight in the loss (scikit-learn's class_weight).
   std::vector<std::string> label_vocabulary;
   std::vector<double> class_weights;
+  // Classifiers: labels [batch, n_classes] of 0 and 1, any number of classes an example (TF's
+  // multi-label head): a sigmoid per class, classes [batch, n_classes] where p > 0.5.
+  bool multi_label = false;
   // A feature whose value weighs each example's loss (TF's weight_column); empty: none.
   std::string weight_column;
 
@@ -54,6 +57,7 @@ Head head_of(const Options& o, Task task) {
   h.label_vocabulary = o.label_vocabulary;
   h.class_weights = o.class_weights;
   h.weight_column = o.weight_column;
+  h.multi_label = o.multi_label;
   return h;
 }
 

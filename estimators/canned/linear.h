@@ -39,6 +39,7 @@ struct LinearOptions {
   // the loss; any task: a feature weighing each example's loss (head.h).
   std::vector<std::string> label_vocabulary;
   std::vector<double> class_weights;  // not a param: data, as the statistics
+  bool multi_label = false;           // labels [batch, n_classes] of 0 and 1 (head.h)
   std::string weight_column;
   FitParams fit;
   // Numeric features standardized with these statistics (input_layer.h); data, not a param.
@@ -62,7 +63,10 @@ struct LinearOptions {
     f("l1", o.l1);
     f("l2", o.l2);
     f("feature_keys", o.feature_keys);
-    if (task == Task::kClassifier) f("label_vocabulary", o.label_vocabulary);
+    if (task == Task::kClassifier) {
+      f("label_vocabulary", o.label_vocabulary);
+      f("multi_label", o.multi_label);
+    }
     f("weight_column", o.weight_column);
     FitParams::fields(o.fit, f);
   }

@@ -43,6 +43,7 @@ struct DNNLinearCombinedOptions {
   // the loss; any task: a feature weighing each example's loss (head.h).
   std::vector<std::string> label_vocabulary;
   std::vector<double> class_weights;  // not a param: data, as the statistics
+  bool multi_label = false;           // labels [batch, n_classes] of 0 and 1 (head.h)
   std::string weight_column;
   FitParams fit;
   FeatureStats standardize_label;  // a regressor's target (head.h)
@@ -65,7 +66,10 @@ struct DNNLinearCombinedOptions {
     f("dnn_optimizer", o.dnn_optimizer);
     f("dnn_learning_rate", o.dnn_optimizer.learning_rate);
     f("clip_norm", o.dnn_optimizer.clip_norm);
-    if (task == Task::kClassifier) f("label_vocabulary", o.label_vocabulary);
+    if (task == Task::kClassifier) {
+      f("label_vocabulary", o.label_vocabulary);
+      f("multi_label", o.multi_label);
+    }
     f("weight_column", o.weight_column);
     FitParams::fields(o.fit, f);
   }

@@ -147,3 +147,37 @@ TEST_CASE("linear models refuse labels and params that do not fit, naming them")
   CHECK(reg.get_params().count("epsilon") == 1);
   CHECK(binary.get_params().count("epsilon") == 0);
 }
+
+TEST_CASE("a multi-label classifier says yes or no to each class of an example") {
+  // Three labels of a point in the plane: x0 > 0, x1 > 0, x0 + x1 > 0; any number may hold.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> xs(1000 * 2);
+  std::vector<int64_t> ys(1000 * 3);
+  for (int i = 0; i < 1000; ++i) {
+    const float a = u(rng), b = u(rng);
+    xs[i * 2] = a;
+    xs[i * 2 + 1] = b;
+    ys[i * 3] = a > 0;
+    ys[i * 3 + 1] = b > 0;
+    ys[i * 3 + 2] = a + b > 0;
+  }
+  auto data = input::arrays({{"x", Tensor::from_vector(Shape{1000, 2}, xs)},
+                             {"label", Tensor::from_vector(Shape{1000, 3}, ys)}},
+                            "label", {.batch_size = 50, .num_epochs = 30});
+  LinearClassifier m({.n_classes = 3, .multi_label = true}, quiet());
+  auto fitted = m.fit(*data);
+  REQUIRE_MESSAGE(fitted.ok(), fitted.status().to_string());
+  data->options.num_epochs = 1;
+  auto metrics = m.evaluate(*data);
+  REQUIRE(metrics.ok());
+  CHECK(metrics->at("accuracy") > 0.97);
+  CHECK(metrics->at("auc") > 0.99);
+  auto p = m.estimator().predict_batches(*input::arrays(
+      {{"x", Tensor::from_vector<float>(Shape{2, 2}, {0.9f, 0.8f, -0.9f, 0.5f})}}, ""));
+  REQUIRE(p.ok());
+  CHECK(p->at(0).at("classes").to_vector<int64_t>() == std::vector<int64_t>{1, 1, 1, 0, 1, 0});
+  CHECK_FALSE(LinearClassifier({.n_classes = 3, .loss = "hinge", .multi_label = true}, quiet())
+                  .fit(*data)
+                  .ok());
+}
