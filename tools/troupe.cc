@@ -2,7 +2,8 @@
 // a cluster; serve exports over TensorFlow Serving's REST API; serve a ps task, and launch a
 // whole cluster on this machine.
 //
-//   troupe train --model dnn|linear|svm|kmeans [--regression] --data fashion-mnist --model-dir DIR
+//   troupe train --model dnn|linear|svm|wide_deep|kmeans [--regression] --data fashion-mnist
+//   --model-dir DIR
 //                [--hidden 256,128] [--epochs N | --steps N] [--batch-size B]
 //                [--optimizer adam|sgd|momentum|adagrad|rmsprop|ftrl] [--learning-rate R]
 //                [--dropout D] [--activation A] [--l1 L] [--l2 L] [--clip-norm C]
@@ -36,7 +37,8 @@
 namespace {
 
 const char* kUsage =
-    "usage: troupe train --model dnn|linear|svm|kmeans --data DATA --model-dir DIR [options]\n"
+    "usage: troupe train --model dnn|linear|svm|wide_deep|kmeans --data DATA --model-dir DIR\n"
+    "                    [options]\n"
     "       troupe evaluate --model-dir DIR --data DATA\n"
     "       troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]\n"
     "       troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]\n"
@@ -50,7 +52,11 @@ const char* kUsage =
     "train options: --regression --epochs N | --steps N --batch-size B --optimizer NAME\n"
     "  --learning-rate R --clip-norm C --eval-every N --early-stopping-rounds K --seed S\n"
     "  --eval-data DATA --n-classes C --standardize auto|on|off (auto: csv tables)\n"
-    "  dnn: --hidden 256,128 --dropout D --activation relu|tanh|sigmoid|elu\n"
+    "  --columns FILE (feature columns; default: text columns categorical from the data)\n"
+    "  --weight-column COLUMN (weighs each example's loss)\n"
+    "  dnn: --hidden 256,128 --dropout D --activation relu|tanh|sigmoid|elu --batch-norm true\n"
+    "  wide_deep: the dnn flags for the deep part, --linear-optimizer NAME\n"
+    "    --linear-learning-rate R for the wide part\n"
     "  linear, svm: --l1 L --l2 L (svm: hinge loss; with --regression epsilon-insensitive)\n"
     "  kmeans: --n-clusters K --init k-means++|random (inertia; with labels the adjusted\n"
     "  Rand index)\n"
