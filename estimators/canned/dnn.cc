@@ -104,7 +104,7 @@ Result<Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units,
   Output h;
   if (o.feature_columns.empty()) {
     TROUPE_ASSIGN_OR_RETURN(
-        h, dense_input_layer(in, o.feature_keys, o.standardize, &width, o.weight_column));
+        h, dense_input_layer(in, o.feature_keys, o.standardize, &width, o.head.weight_column));
   } else {
     TROUPE_ASSIGN_OR_RETURN(h, input_layer(in, o.feature_columns, &width));
   }

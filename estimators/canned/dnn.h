@@ -42,12 +42,7 @@ struct DNNOptions {
   // Kernels of kPartitionBytes or more split along dimension 0 into up to this many parts (a
   // cluster's ps tasks), each at least that big, as TF's min_max_variable_partitioner.
   int partitions = 1;
-  // Classifiers: class names of text labels, in class id order, and each class's weight in
-  // the loss; any task: a feature weighing each example's loss (head.h).
-  std::vector<std::string> label_vocabulary;
-  std::vector<double> class_weights;  // not a param: data, as the statistics
-  bool multi_label = false;           // labels [batch, n_classes] of 0 and 1 (head.h)
-  std::string weight_column;
+  HeadOptions head;  // label vocabulary, class weights, multi-label, weight column (head.h)
   FitParams fit;
   // Numeric features standardized with these statistics (input_layer.h); data, not a param.
   Standardization standardize;
@@ -72,11 +67,7 @@ struct DNNOptions {
     f("clip_norm", o.optimizer.clip_norm);
     f("feature_keys", o.feature_keys);
     f("partitions", o.partitions);
-    if (task == Task::kClassifier) {
-      f("label_vocabulary", o.label_vocabulary);
-      f("multi_label", o.multi_label);
-    }
-    f("weight_column", o.weight_column);
+    HeadOptions::fields(o.head, task, f);
     FitParams::fields(o.fit, f);
   }
   runtime::Status validate(Task task) const;

@@ -32,9 +32,9 @@ runtime::Status check_loss(Task task, const std::string& loss) {
 namespace {
 
 Output vocabulary(runtime::GraphBuilder& b, const Head& head) {
-  return ops::constant(
-      b, runtime::Tensor::from_vector(Shape{static_cast<int64_t>(head.label_vocabulary.size())},
-                                      head.label_vocabulary));
+  return ops::constant(b, runtime::Tensor::from_vector(
+                              Shape{static_cast<int64_t>(head.options.label_vocabulary.size())},
+                              head.options.label_vocabulary));
 }
 
 // The labels as class ids [batch]: int labels as they are, text ones by the label vocabulary
@@ -42,7 +42,7 @@ Output vocabulary(runtime::GraphBuilder& b, const Head& head) {
 runtime::Result<Output> class_ids(ModelInputs& in, const Head& head) {
   runtime::GraphBuilder& b = in.b;
   const bool text = b.dtype(in.labels) == DType::kString;
-  if (head.label_vocabulary.empty()) {
+  if (head.options.label_vocabulary.empty()) {
     if (text) {
       return runtime::invalid_argument(
           "the labels are text: give the model a label_vocabulary (their class names)");
@@ -54,7 +54,8 @@ runtime::Result<Output> class_ids(ModelInputs& in, const Head& head) {
                                      runtime::dtype_name(b.dtype(in.labels)));
   }
   const runtime::Tensor names = runtime::Tensor::from_vector(
-      Shape{static_cast<int64_t>(head.label_vocabulary.size())}, head.label_vocabulary);
+      Shape{static_cast<int64_t>(head.options.label_vocabulary.size())},
+      head.options.label_vocabulary);
   return ops::vocabulary_lookup(b, ops::reshape(b, in.labels, {-1}), names, 0, "label");
 }
 
@@ -63,13 +64,14 @@ runtime::Result<Output> class_ids(ModelInputs& in, const Head& head) {
 runtime::Result<Output> weighted_mean(ModelInputs& in, const Head& head, Output losses,
                                       Output weights) {
   runtime::GraphBuilder& b = in.b;
-  if (!head.weight_column.empty()) {
-    auto it = in.features.find(head.weight_column);
+  if (!head.options.weight_column.empty()) {
+    auto it = in.features.find(head.options.weight_column);
     if (it == in.features.end()) {
-      return runtime::invalid_argument("missing weight column '", head.weight_column, "'");
+      return runtime::invalid_argument("missing weight column '", head.options.weight_column, "'");
     }
     if (!runtime::is_numeric(b.dtype(it->second))) {
-      return runtime::invalid_argument("weight column '", head.weight_column, "' is not numeric");
+      return runtime::invalid_argument("weight column '", head.options.weight_column,
+                                       "' is not numeric");
     }
     Output w = ops::reshape(b, ops::cast(b, it->second, DType::kFloat32), {-1});
     weights = weights.valid() ? ops::mul(b, weights, w) : w;
@@ -80,6 +82,7 @@ runtime::Result<Output> weighted_mean(ModelInputs& in, const Head& head, Output 
 }  // namespace
 
 runtime::Status Head::validate() const {
+  const auto& [label_vocabulary, class_weights, multi_label, weight_column] = options;
   if (task == Task::kClassifier) {
     if (!label_vocabulary.empty() && static_cast<int64_t>(label_vocabulary.size()) != n_classes) {
       return runtime::invalid_argument("label_vocabulary has ", label_vocabulary.size(),
@@ -124,7 +127,7 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
   TROUPE_RETURN_IF_ERROR(head.validate());
   runtime::GraphBuilder& b = in.b;
   EstimatorSpec spec;
-  if (head.task == Task::kClassifier && head.multi_label) {
+  if (head.task == Task::kClassifier && head.options.multi_label) {
     // Each class is a yes or no of its own: a sigmoid per logit.
     Output probabilities = ops::sigmoid(b, logits);
     Output classes = ops::cast(
@@ -134,12 +137,13 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     if (in.mode == Mode::kPredict) return spec;
     Output labels = ops::reshape(b, ops::cast(b, in.labels, DType::kFloat32), {-1, head.n_classes});
     Output losses = ops::sigmoid_cross_entropy_with_logits(b, labels, logits);
-    if (!head.class_weights.empty()) {
-      losses = ops::mul(b, losses,
-                        ops::constant(b, runtime::Tensor::from_vector(
-                                             Shape{head.n_classes},
-                                             std::vector<float>(head.class_weights.begin(),
-                                                                head.class_weights.end()))));
+    if (!head.options.class_weights.empty()) {
+      losses = ops::mul(
+          b, losses,
+          ops::constant(
+              b, runtime::Tensor::from_vector(
+                     Shape{head.n_classes}, std::vector<float>(head.options.class_weights.begin(),
+                                                               head.options.class_weights.end()))));
     }
     TROUPE_ASSIGN_OR_RETURN(spec.loss,
                             weighted_mean(in, head, ops::reduce_mean(b, losses, {1}), Output{}));
@@ -150,7 +154,7 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     const bool hinge = head.loss == "hinge";
     Output classes = ops::argmax(b, logits, 1, DType::kInt64);
     spec.predictions = {{"classes", classes}, {"logits", logits}};
-    if (!head.label_vocabulary.empty()) {
+    if (!head.options.label_vocabulary.empty()) {
       // The class names, for people and for serving; "classes" stays the ids metrics count.
       spec.predictions["class_labels"] = ops::gather(b, vocabulary(b, head), classes);
     }
@@ -175,13 +179,13 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
       losses = ops::sparse_softmax_cross_entropy_with_logits(b, labels, logits);
     }
     Output weights;
-    if (!head.class_weights.empty()) {
+    if (!head.options.class_weights.empty()) {
       weights = ops::gather(
           b,
-          ops::constant(
-              b, runtime::Tensor::from_vector(
-                     Shape{static_cast<int64_t>(head.class_weights.size())},
-                     std::vector<float>(head.class_weights.begin(), head.class_weights.end()))),
+          ops::constant(b, runtime::Tensor::from_vector(
+                               Shape{static_cast<int64_t>(head.options.class_weights.size())},
+                               std::vector<float>(head.options.class_weights.begin(),
+                                                  head.options.class_weights.end()))),
           labels);
     }
     TROUPE_ASSIGN_OR_RETURN(spec.loss, weighted_mean(in, head, losses, weights));

@@ -23,6 +23,30 @@
 
 namespace troupe::estimators {
 
+// What a user chooses of a canned model's head beyond its task and classes; every canned
+// options struct holds one (`.head = {.label_vocabulary = {"no", "yes"}}`).
+struct HeadOptions {
+  // Classifiers: the class names of text labels, in class id order (class_labels among the
+  // predictions); each class's weight in the loss (scikit-learn's class_weight; data, not a
+  // param); labels [batch, n_classes] of 0 and 1, any number of classes an example (TF's
+  // multi-label head: a sigmoid per class, classes [batch, n_classes] where p > 0.5).
+  std::vector<std::string> label_vocabulary;
+  std::vector<double> class_weights;
+  bool multi_label = false;
+  // A feature whose value weighs each example's loss (TF's weight_column), never read as a
+  // feature; empty: none.
+  std::string weight_column;
+
+  template <class Self, class F>
+  static void fields(Self& o, Task task, F&& f) {
+    if (task == Task::kClassifier) {
+      f("label_vocabulary", o.label_vocabulary);
+      f("multi_label", o.multi_label);
+    }
+    f("weight_column", o.weight_column);
+  }
+};
+
 struct Head {
   Task task = Task::kClassifier;
   int64_t n_classes = 2;        // classifiers
@@ -33,15 +57,7 @@ struct Head {
   // variables head/label_mean and head/label_scale), so that a target far from 0 or of a large
   // scale starts where the data is. Empty: none.
   FeatureStats label;
-  // Classifiers: the class names of text labels, in class id order (class_labels among the
-  // predictions); each class's weight in the loss (scikit-learn's class_weight).
-  std::vector<std::string> label_vocabulary;
-  std::vector<double> class_weights;
-  // Classifiers: labels [batch, n_classes] of 0 and 1, any number of classes an example (TF's
-  // multi-label head): a sigmoid per class, classes [batch, n_classes] where p > 0.5.
-  bool multi_label = false;
-  // A feature whose value weighs each example's loss (TF's weight_column); empty: none.
-  std::string weight_column;
+  HeadOptions options;
 
   runtime::Status validate() const;
 };
@@ -54,10 +70,7 @@ Head head_of(const Options& o, Task task) {
   h.n_classes = o.n_classes;
   h.label_dimension = o.label_dimension;
   h.label = o.standardize_label;
-  h.label_vocabulary = o.label_vocabulary;
-  h.class_weights = o.class_weights;
-  h.weight_column = o.weight_column;
-  h.multi_label = o.multi_label;
+  h.options = o.head;
   return h;
 }
 

@@ -39,8 +39,8 @@ Result<Output> linear_logits(ModelInputs& in, const LinearOptions& o, int64_t un
                              std::vector<Output>* weights) {
   std::vector<FeatureColumn> columns = o.feature_columns;
   if (columns.empty()) {
-    TROUPE_ASSIGN_OR_RETURN(columns,
-                            numeric_columns(in, o.feature_keys, o.standardize, o.weight_column));
+    TROUPE_ASSIGN_OR_RETURN(
+        columns, numeric_columns(in, o.feature_keys, o.standardize, o.head.weight_column));
   }
   return linear_model(in, columns, units, weights, "linear/linear_model");
 }

@@ -35,12 +35,7 @@ struct LinearOptions {
   // Numeric and categorical columns (feature_column.h), each with weights of its own; when
   // given, they replace feature_keys and standardize. Part of the model's shape, not a param.
   std::vector<FeatureColumn> feature_columns;
-  // Classifiers: class names of text labels, in class id order, and each class's weight in
-  // the loss; any task: a feature weighing each example's loss (head.h).
-  std::vector<std::string> label_vocabulary;
-  std::vector<double> class_weights;  // not a param: data, as the statistics
-  bool multi_label = false;           // labels [batch, n_classes] of 0 and 1 (head.h)
-  std::string weight_column;
+  HeadOptions head;  // label vocabulary, class weights, multi-label, weight column (head.h)
   FitParams fit;
   // Numeric features standardized with these statistics (input_layer.h); data, not a param.
   Standardization standardize;
@@ -63,11 +58,7 @@ struct LinearOptions {
     f("l1", o.l1);
     f("l2", o.l2);
     f("feature_keys", o.feature_keys);
-    if (task == Task::kClassifier) {
-      f("label_vocabulary", o.label_vocabulary);
-      f("multi_label", o.multi_label);
-    }
-    f("weight_column", o.weight_column);
+    HeadOptions::fields(o.head, task, f);
     FitParams::fields(o.fit, f);
   }
   runtime::Status validate(Task task) const;

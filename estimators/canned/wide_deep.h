@@ -39,12 +39,7 @@ struct DNNLinearCombinedOptions {
   double dnn_dropout = 0;
   bool dnn_batch_norm = false;
   ops::Optimizer dnn_optimizer = ops::Optimizer::adagrad(0.05);
-  // Classifiers: class names of text labels, in class id order, and each class's weight in
-  // the loss; any task: a feature weighing each example's loss (head.h).
-  std::vector<std::string> label_vocabulary;
-  std::vector<double> class_weights;  // not a param: data, as the statistics
-  bool multi_label = false;           // labels [batch, n_classes] of 0 and 1 (head.h)
-  std::string weight_column;
+  HeadOptions head;  // label vocabulary, class weights, multi-label, weight column (head.h)
   FitParams fit;
   FeatureStats standardize_label;  // a regressor's target (head.h)
   static constexpr const char* kClassifierName = "DNNLinearCombinedClassifier";
@@ -66,11 +61,7 @@ struct DNNLinearCombinedOptions {
     f("dnn_optimizer", o.dnn_optimizer);
     f("dnn_learning_rate", o.dnn_optimizer.learning_rate);
     f("clip_norm", o.dnn_optimizer.clip_norm);
-    if (task == Task::kClassifier) {
-      f("label_vocabulary", o.label_vocabulary);
-      f("multi_label", o.multi_label);
-    }
-    f("weight_column", o.weight_column);
+    HeadOptions::fields(o.head, task, f);
     FitParams::fields(o.fit, f);
   }
   runtime::Status validate(Task task) const;

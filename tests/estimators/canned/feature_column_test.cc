@@ -291,7 +291,7 @@ TEST_CASE("heads: text labels through a label vocabulary, example and class weig
   std::vector<std::string> names;
   for (int64_t i = 0; i < 400; ++i) names.push_back(y.data<int64_t>()[i] ? "yes" : "no");
   const Tensor labels = strings(Shape{400}, names);
-  LinearClassifier clf({.label_vocabulary = {"no", "yes"}}, test::quiet());
+  LinearClassifier clf({.head = {.label_vocabulary = {"no", "yes"}}}, test::quiet());
   auto fitted = clf.fit(
       *input::arrays({{"x", x}, {"label", labels}}, "label", {.batch_size = 40, .num_epochs = 10}));
   REQUIRE_MESSAGE(fitted.ok(), fitted.status().to_string());
@@ -307,9 +307,10 @@ TEST_CASE("heads: text labels through a label vocabulary, example and class weig
                                          {.batch_size = 400}));
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("column 'label': value 'maybe' in row 7") != std::string::npos);
-  CHECK_FALSE(LinearClassifier({.n_classes = 3, .label_vocabulary = {"no", "yes"}}, test::quiet())
-                  .fit(*input::arrays({{"x", x}, {"label", labels}}, "label"))
-                  .ok());
+  CHECK_FALSE(
+      LinearClassifier({.n_classes = 3, .head = {.label_vocabulary = {"no", "yes"}}}, test::quiet())
+          .fit(*input::arrays({{"x", x}, {"label", labels}}, "label"))
+          .ok());
 
   // One constant feature and labels half 0, half 1: the weights alone decide the class.
   std::vector<float> ones(200, 1.0f), w(200);
@@ -332,7 +333,7 @@ TEST_CASE("heads: text labels through a label vocabulary, example and class weig
     return out->at(0).at("probabilities").data<float>()[1];  // P(class 1)
   };
   // The weight column is no feature: had the model read w, it would tell the labels apart.
-  CHECK(predicted_class({.weight_column = "w"}) < 0.3f);
-  CHECK(predicted_class({.feature_keys = {"x"}, .class_weights = {0.2, 1.0}}) > 0.7f);
+  CHECK(predicted_class({.head = {.weight_column = "w"}}) < 0.3f);
+  CHECK(predicted_class({.feature_keys = {"x"}, .head = {.class_weights = {0.2, 1.0}}}) > 0.7f);
   CHECK(predicted_class({.feature_keys = {"x"}}) == doctest::Approx(0.5f).epsilon(0.05));
 }

@@ -165,7 +165,7 @@ TEST_CASE("a multi-label classifier says yes or no to each class of an example")
   auto data = input::arrays({{"x", Tensor::from_vector(Shape{1000, 2}, xs)},
                              {"label", Tensor::from_vector(Shape{1000, 3}, ys)}},
                             "label", {.batch_size = 50, .num_epochs = 30});
-  LinearClassifier m({.n_classes = 3, .multi_label = true}, quiet());
+  LinearClassifier m({.n_classes = 3, .head = {.multi_label = true}}, quiet());
   auto fitted = m.fit(*data);
   REQUIRE_MESSAGE(fitted.ok(), fitted.status().to_string());
   data->options.num_epochs = 1;
@@ -177,7 +177,8 @@ TEST_CASE("a multi-label classifier says yes or no to each class of an example")
       {{"x", Tensor::from_vector<float>(Shape{2, 2}, {0.9f, 0.8f, -0.9f, 0.5f})}}, ""));
   REQUIRE(p.ok());
   CHECK(p->at(0).at("classes").to_vector<int64_t>() == std::vector<int64_t>{1, 1, 1, 0, 1, 0});
-  CHECK_FALSE(LinearClassifier({.n_classes = 3, .loss = "hinge", .multi_label = true}, quiet())
-                  .fit(*data)
-                  .ok());
+  CHECK_FALSE(
+      LinearClassifier({.n_classes = 3, .loss = "hinge", .head = {.multi_label = true}}, quiet())
+          .fit(*data)
+          .ok());
 }
