@@ -287,13 +287,13 @@ Result<Output> feature_rows(ModelInputs& in, const std::string& key, int64_t* k)
   auto it = in.features.find(key);
   if (it == in.features.end()) return runtime::invalid_argument("missing feature '", key, "'");
   const Shape& s = in.b.graph().shape(it->second);
+  if (!s.rank_known() || s.rank() < 1) {
+    return runtime::invalid_argument("feature '", key, "' has no batch dimension");
+  }
   *k = 1;
   for (int d = 1; d < s.rank(); ++d) {
     if (s.dim(d) < 0) return runtime::invalid_argument("feature '", key, "' varies in shape");
     *k *= s.dim(d);
-  }
-  if (!s.rank_known() || s.rank() < 1) {
-    return runtime::invalid_argument("feature '", key, "' has no batch dimension");
   }
   return ops::reshape(in.b, it->second, {-1, *k});
 }
