@@ -59,7 +59,7 @@ TEST_CASE("vocabulary_lookup: positions, out-of-vocabulary buckets, defaults, er
         std::vector<int64_t>{2, 0, 0, 1});
   auto r = t.run({ops::vocabulary_lookup(t.b, x, vocab, 0, "color")});
   REQUIRE_FALSE(r.ok());
-  const std::string& m = r.status().message();
+  const std::string m = r.status().message();  // status() is a copy
   CHECK(m.find("column 'color'") != std::string::npos);
   CHECK(m.find("'dog'") != std::string::npos);
   CHECK(m.find("row 2") != std::string::npos);
