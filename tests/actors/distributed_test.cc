@@ -704,3 +704,57 @@ TEST_CASE("a variable partitioned over 3 ps processes: a part on each, training 
   for (int fd : keep_alive) close(fd);
   for (pid_t c : children) waitpid(c, nullptr, 0);
 }
+
+TEST_CASE("an embedding on a ps trains by sparse updates there, as in one process") {
+  // The rows a batch gathers travel to the ps as IndexedSlices; SparseApplyAdagrad runs there.
+  runtime::Graph g;
+  g.set_seed(5);
+  runtime::GraphBuilder b(&g);
+  Output ids = ops::placeholder(b, DType::kInt64, Shape{-1}, "ids");
+  Output emb;
+  {
+    auto ps = b.device("/job:ps/task:0");
+    emb = ops::variable(b, "emb", Shape{100, 4}, DType::kFloat32,
+                        ops::glorot_uniform(b, Shape{100, 4}));
+  }
+  Output loss = ops::reduce_sum(b, ops::square(b, ops::gather(b, emb, ids)));
+  const int train = ops::minimize(b, loss, ops::Optimizer::adagrad(0.1));
+  const int init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  bool sparse = false;
+  for (int n = 0; n < g.num_nodes(); ++n) sparse |= g.node(n).op == "SparseApplyAdagrad";
+  REQUIRE(sparse);
+  auto feed = [&](int i) {
+    return runtime::FeedList{{ids, Tensor::from_vector<int64_t>(Shape{3}, {i % 5, 7, 90 + i % 3})}};
+  };
+  runtime::VariableStore local;
+  runtime::Executor exec(g, {.variables = &local});
+  REQUIRE(exec.run({}, {}, {init}).ok());
+  const std::vector<float> before = local.read("emb")->to_vector<float>();
+  for (int i = 0; i < 6; ++i) REQUIRE(exec.run(feed(i), {}, {train}).ok());
+  const std::vector<float> want = local.read("emb")->to_vector<float>();
+
+  uint16_t port = 0;
+  int keep_alive = -1;
+  pid_t child = start_server(&port, &keep_alive);
+  REQUIRE(port != 0);
+  {
+    actors::Runtime rt;
+    actors::SessionOptions options;
+    options.cluster = {{"/job:ps/task:0", "127.0.0.1:" + std::to_string(port)}};
+    auto s = actors::Session::create(rt, g, options);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    REQUIRE((*s)->run({}, {}, {init}).ok());
+    for (int i = 0; i < 6; ++i) REQUIRE((*s)->run(feed(i), {}, {train}).ok());
+    auto got = (*s)->run({}, {emb});
+    REQUIRE(got.ok());
+    const std::vector<float> remote = (*got)[0].to_vector<float>();
+    CHECK(testing::max_error((*got)[0], *local.read("emb")) < 1e-6);
+    // Row 50 was never gathered: it is as initialized, on both sides.
+    for (int k = 0; k < 4; ++k) {
+      CHECK(remote[50 * 4 + k] == before[50 * 4 + k]);
+      CHECK(want[7 * 4 + k] != before[7 * 4 + k]);
+    }
+  }
+  stop_server(child, keep_alive);
+}
