@@ -330,12 +330,21 @@ Result<std::vector<FeatureColumn>> infer_columns(const estimators::input::Datase
                                      st == stats.end() ? estimators::FeatureStats{} : st->second));
       continue;
     }
-    std::vector<std::pair<int64_t, std::string>> by_count;
-    for (const auto& [value, n] : text->second) by_count.push_back({-n, value});
-    std::sort(by_count.begin(), by_count.end());
-    std::vector<std::string> vocab;
-    for (const auto& [n, value] : by_count) vocab.push_back(value);
-    FeatureColumn c = estimators::categorical_column_with_vocabulary_list(f, vocab, 1);
+    const int64_t distinct = static_cast<int64_t>(text->second.size());
+    FeatureColumn c;
+    if (distinct > kMaxInferredVocabulary) {
+      // An identifier or free text: hashed, twice as many buckets as values seen, so that the
+      // model keeps no list of them.
+      c = estimators::categorical_column_with_hash_bucket(
+          f, std::min<int64_t>(int64_t{1} << 20, 2 * distinct));
+    } else {
+      std::vector<std::pair<int64_t, std::string>> by_count;
+      for (const auto& [value, n] : text->second) by_count.push_back({-n, value});
+      std::sort(by_count.begin(), by_count.end());
+      std::vector<std::string> vocab;
+      for (const auto& [n, value] : by_count) vocab.push_back(value);
+      c = estimators::categorical_column_with_vocabulary_list(f, vocab, 1);
+    }
     if (dnn) {
       const int64_t ids = c.id_count();
       c = ids <= 50

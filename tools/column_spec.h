@@ -39,8 +39,10 @@ runtime::Result<ColumnSpec> read_columns_file(const std::string& path);
 
 // The columns of `data`'s features: a numeric column per number feature (with its statistics from
 // `stats`, when there), and a vocabulary column (its values from the data, most frequent
-// first, one out-of-vocabulary bucket) per text feature, which a DNN reads through an indicator
-// (up to 50 ids) or an embedding of 6 * ids^(1/4) dimensions (at most 64).
+// first, one out-of-vocabulary bucket) per text feature, or a hash bucket column (twice as many
+// buckets as values, at most 2^20) past kMaxInferredVocabulary values; a DNN reads them through
+// an indicator (up to 50 ids) or an embedding of 6 * ids^(1/4) dimensions (at most 64).
+constexpr int64_t kMaxInferredVocabulary = 10000;
 runtime::Result<std::vector<estimators::FeatureColumn>> infer_columns(
     const estimators::input::Dataset& data, const estimators::Standardization& stats, bool dnn);
 // Wide & deep's linear part from a linear model's columns (infer_columns with dnn false): its

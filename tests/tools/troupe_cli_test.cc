@@ -491,6 +491,17 @@ TEST_CASE("troupe train on a table with text columns: inferred, from a spec, wid
   CHECK((names.out.find("\nsame,") != std::string::npos &&
          names.out.find("\ndiffer,") != std::string::npos));
 
+  // An identifier column (a value a row) is hashed, not listed.
+  {
+    std::ofstream ids(dir / "ids.csv");
+    ids << "id,x,label\n";
+    for (int i = 0; i < 10050; ++i) ids << "u" << i << "," << g(rng) << "," << i % 2 << "\n";
+  }
+  Run hashed = troupe("train --model linear --steps 20 --data csv:" + (dir / "ids.csv").string() +
+                      " --label label --model-dir " + (dir / "ids").string());
+  REQUIRE_MESSAGE(hashed.status == 0, hashed.err);
+  CHECK(info("ids").find("column hash id buckets=20100\n") != std::string::npos);
+
   {
     std::ofstream bad(dir / "bad.txt");
     bad << "vocabulary a values=red\nembeding b buckets=3\n";
