@@ -29,15 +29,17 @@ TROUPE_REGISTER_OP(StringToHashBucketFast)
     .required_attr<int64_t>("num_buckets")
     .kernel_dtype_from_input(0)
     .shape_fn([](InferenceContext& c) {
-      if (c.input_dtype(0) != DType::kString) {
-        return c.error("needs strings, got ", runtime::dtype_name(c.input_dtype(0)));
+      if (c.input_dtype(0) != DType::kString && !is_id_dtype(c.input_dtype(0))) {
+        return c.error("needs strings or integers, got ", runtime::dtype_name(c.input_dtype(0)));
       }
       TROUPE_RETURN_IF_ERROR(positive_buckets(c, "num_buckets"));
       c.set_output(0, DType::kInt64, c.input_shape(0));
       return runtime::ok_status();
     })
     .no_gradient()
-    .doc("ids = fingerprint64(strings) % num_buckets (runtime/fingerprint.h)");
+    .doc(
+        "ids = fingerprint64(strings) % num_buckets (runtime/fingerprint.h); integers hash "
+        "by their decimal text, as TF's hash bucket column of ints");
 
 TROUPE_REGISTER_OP(Bucketize)
     .input("x")

@@ -26,7 +26,8 @@ using runtime::GraphBuilder;
 using runtime::Output;
 using runtime::Tensor;
 
-// Strings to fingerprint64 % num_buckets, as TF's string_to_hash_bucket_fast.
+// Strings to fingerprint64 % num_buckets, as TF's string_to_hash_bucket_fast; integers hash by
+// their decimal text (so 7 and "7" share a bucket).
 Output string_to_hash_bucket(GraphBuilder& b, Output strings, int64_t num_buckets,
                              const std::string& name = "");
 // The number of boundaries below or at each value: boundaries (ascending) [a, b] put x < a in 0,

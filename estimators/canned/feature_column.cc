@@ -365,10 +365,11 @@ Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureColumn& c) 
     }
     case Kind::kHashBucket: {
       TROUPE_ASSIGN_OR_RETURN(Output x, feature_rows(in, c.key, &k));
-      if (b.dtype(x) != DType::kString) {
+      if (b.dtype(x) != DType::kString && b.dtype(x) != DType::kInt32 &&
+          b.dtype(x) != DType::kInt64) {
         return runtime::invalid_argument("feature '", c.key, "' holds ",
                                          runtime::dtype_name(b.dtype(x)),
-                                         ": hash buckets take text (integers: an identity column)");
+                                         ": hash buckets take text or integers");
       }
       return CategoricalIds{ops::string_to_hash_bucket(b, x, c.num_buckets), Output{}};
     }

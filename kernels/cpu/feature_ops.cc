@@ -2,6 +2,7 @@
 // (ops/feature_ops.h). Each step reads its attrs as built; nothing is cached between steps.
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "runtime/fingerprint.h"
 #include "runtime/kernel_registry.h"
@@ -26,18 +27,25 @@ int64_t row_of(const Tensor& t, int64_t j) {
 uint64_t fingerprint_of(const std::string& s) { return runtime::fingerprint64(s); }
 uint64_t fingerprint_of(int64_t v) { return runtime::fingerprint64(std::to_string(v)); }
 
-Status hash_bucket(KernelContext& ctx) {
-  const Tensor& in = ctx.input(0);
-  const auto n = static_cast<uint64_t>(ctx.attr<int64_t>("num_buckets"));
-  Tensor* out;
-  TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, in.shape(), &out));
-  const std::string* s = in.data<std::string>();
-  int64_t* ids = out->data<int64_t>();
-  for (int64_t j = 0; j < in.num_elements(); ++j) {
-    ids[j] = static_cast<int64_t>(runtime::fingerprint64(s[j]) % n);
+template <class T>
+struct HashBucketKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& in = ctx.input(0);
+    const auto n = static_cast<uint64_t>(ctx.attr<int64_t>("num_buckets"));
+    Tensor* out;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, in.shape(), &out));
+    const T* v = in.data<T>();
+    int64_t* ids = out->data<int64_t>();
+    for (int64_t j = 0; j < in.num_elements(); ++j) {
+      if constexpr (std::is_same_v<T, std::string>) {
+        ids[j] = static_cast<int64_t>(fingerprint_of(v[j]) % n);
+      } else {
+        ids[j] = static_cast<int64_t>(fingerprint_of(int64_t{v[j]}) % n);
+      }
+    }
+    return runtime::ok_status();
   }
-  return runtime::ok_status();
-}
+};
 
 template <class T>
 struct BucketizeKernel {
@@ -173,7 +181,8 @@ Status hash_cross(KernelContext& ctx) {
 
 TROUPE_REGISTER_KERNELS(feature_cpu) {
   constexpr DeviceType kCpu = DeviceType::kCpu;
-  registry.add("StringToHashBucketFast", kCpu, DType::kString, &hash_bucket);
+  registry.add_typed<HashBucketKernel, std::string, int32_t, int64_t>("StringToHashBucketFast",
+                                                                      kCpu);
   registry.add_typed<BucketizeKernel, float, double, int32_t, int64_t>("Bucketize", kCpu);
   registry.add_typed<VocabularyLookupKernel, std::string, int64_t>("VocabularyLookup", kCpu);
   registry.add_typed<CategoricalIdentityKernel, int32_t, int64_t>("CategoricalIdentity", kCpu);

@@ -35,6 +35,14 @@ TEST_CASE("string_to_hash_bucket: fingerprint64 modulo the bucket count, pinned"
   Tensor big = t.eval(ops::string_to_hash_bucket(t.b, x, 1000000));
   CHECK(big.num_elements() == 4);
   CHECK(ids(big)[0] == int64_t(0xf3805bf28273c516ULL % 1000000));
+  // Integers hash by their decimal text, as TF's hash bucket column of ints.
+  Output n = t.feed(Tensor::from_vector<int64_t>(Shape{2}, {7, -3}));
+  Output text = t.feed(strings(Shape{2}, {"7", "-3"}));
+  CHECK(ids(t.eval(ops::string_to_hash_bucket(t.b, n, 97))) ==
+        ids(t.eval(ops::string_to_hash_bucket(t.b, text, 97))));
+  Output f = t.feed(Tensor::from_vector<float>(Shape{1}, {1.5f}));
+  ops::string_to_hash_bucket(t.b, f, 10);
+  CHECK_FALSE(t.b.ok());
 }
 
 TEST_CASE("bucketize: the number of boundaries at or below each value") {
