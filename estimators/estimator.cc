@@ -686,9 +686,12 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
   actors::LoopRequest loop;
   loop.steps = options.steps > 0 ? options.steps : INT64_MAX;
   loop.fetches = {m->spec.loss, m->inputs[0]};
+  std::vector<int> weights_at;  // per metric: the fetch of its weights, or -1
   for (const auto& [name, spec] : m->spec.eval_metric_ops) {
     loop.fetches.push_back(spec.labels);
     loop.fetches.push_back(spec.predictions);
+    weights_at.push_back(spec.weights.valid() ? static_cast<int>(loop.fetches.size()) : -1);
+    if (spec.weights.valid()) loop.fetches.push_back(spec.weights);
   }
   TROUPE_ASSIGN_OR_RETURN(
       WatchedInput watched,
@@ -700,8 +703,10 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
     const double n = v[1].rank() > 0 ? static_cast<double>(v[1].dim(0)) : 1.0;
     loss_sum += v[0].scalar_as_double() * n;
     examples += n;
-    for (size_t k = 0; k < metrics.size(); ++k) {
-      Status s = metrics[k].second->update(v[2 + 2 * k], v[3 + 2 * k]);
+    for (size_t k = 0, at = 2; k < metrics.size(); ++k) {
+      const int w = weights_at[k];
+      Status s = metrics[k].second->update(v[at], v[at + 1], w >= 0 ? v[w] : Tensor());
+      at += w >= 0 ? 3 : 2;
       if (!s.ok()) {
         error = s.with_context("metric '" + metrics[k].first + "'");
         return false;

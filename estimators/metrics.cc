@@ -38,29 +38,34 @@ class MeanOf : public Metric {
  public:
   enum Kind { kAccuracy, kMean, kSquaredError, kAbsoluteError };
   MeanOf(Kind kind, bool root) : kind_(kind), root_(root) {}
-  Status update(const Tensor& labels, const Tensor& predictions) override {
+  Status accumulate(const Tensor& labels, const Tensor& predictions,
+                    const std::vector<double>& w) override {
     if (kind_ != kMean) TROUPE_RETURN_IF_ERROR(same_count("metric", labels, predictions));
     const std::vector<double> p = as_doubles(predictions);
     const std::vector<double> y = kind_ == kMean ? p : as_doubles(labels);
+    const size_t per = w.empty() ? 1 : p.size() / w.size();
     for (size_t i = 0; i < p.size(); ++i) {
+      double v = 0;
       switch (kind_) {
         case kAccuracy:
-          sum_ += p[i] == y[i];
+          v = p[i] == y[i];
           break;
         case kMean:
-          sum_ += p[i];
+          v = p[i];
           break;
         case kSquaredError:
-          sum_ += (p[i] - y[i]) * (p[i] - y[i]);
+          v = (p[i] - y[i]) * (p[i] - y[i]);
           break;
         case kAbsoluteError:
-          sum_ += std::fabs(p[i] - y[i]);
+          v = std::fabs(p[i] - y[i]);
           break;
       }
+      sum_ += weight(w, i, per) * v;
+      n_ += weight(w, i, per);
     }
-    n_ += static_cast<double>(p.size());
     return runtime::ok_status();
   }
+  bool takes_weights() const override { return true; }
   double result() const override {
     const double m = n_ > 0 ? sum_ / n_ : 0;
     return root_ ? std::sqrt(m) : m;
@@ -78,17 +83,21 @@ class BinaryCounts : public Metric {
  public:
   enum Kind { kPrecision, kRecall, kF1 };
   explicit BinaryCounts(Kind kind) : kind_(kind) {}
-  Status update(const Tensor& labels, const Tensor& predictions) override {
+  Status accumulate(const Tensor& labels, const Tensor& predictions,
+                    const std::vector<double>& w) override {
     TROUPE_RETURN_IF_ERROR(same_count("precision/recall", labels, predictions));
     const std::vector<double> y = as_doubles(labels), p = as_doubles(predictions);
+    const size_t per = w.empty() ? 1 : p.size() / w.size();
     for (size_t i = 0; i < p.size(); ++i) {
       const bool truth = y[i] > 0.5, guess = p[i] > 0.5;
-      tp_ += truth && guess;
-      fp_ += !truth && guess;
-      fn_ += truth && !guess;
+      const double wi = weight(w, i, per);
+      tp_ += (truth && guess) * wi;
+      fp_ += (!truth && guess) * wi;
+      fn_ += (truth && !guess) * wi;
     }
     return runtime::ok_status();
   }
+  bool takes_weights() const override { return true; }
   double result() const override {
     const double precision = tp_ + fp_ > 0 ? tp_ / (tp_ + fp_) : 0;
     const double recall = tp_ + fn_ > 0 ? tp_ / (tp_ + fn_) : 0;
@@ -116,9 +125,11 @@ class Auc : public Metric {
                                                   : static_cast<double>(i) / (thresholds - 1));
     }
   }
-  Status update(const Tensor& labels, const Tensor& predictions) override {
+  Status accumulate(const Tensor& labels, const Tensor& predictions,
+                    const std::vector<double>& w) override {
     TROUPE_RETURN_IF_ERROR(same_count("auc", labels, predictions));
     const std::vector<double> y = as_doubles(labels), p = as_doubles(predictions);
+    const size_t per = w.empty() ? 1 : p.size() / w.size();
     for (size_t i = 0; i < p.size(); ++i) {
       if (p[i] < 0 || p[i] > 1 || std::isnan(p[i])) {
         return runtime::invalid_argument("auc: prediction ", p[i], " is not a probability");
@@ -126,11 +137,12 @@ class Auc : public Metric {
       const bool truth = y[i] > 0.5;
       for (size_t t = 0; t < thresholds_.size(); ++t) {
         const bool guess = p[i] > thresholds_[t];
-        (truth ? (guess ? tp_ : fn_) : (guess ? fp_ : tn_))[t] += 1;
+        (truth ? (guess ? tp_ : fn_) : (guess ? fp_ : tn_))[t] += weight(w, i, per);
       }
     }
     return runtime::ok_status();
   }
+  bool takes_weights() const override { return true; }
   double result() const override {
     double area = 0;
     const double eps = 1e-7;
@@ -164,7 +176,8 @@ class Auc : public Metric {
 
 class LogLoss : public Metric {
  public:
-  Status update(const Tensor& labels, const Tensor& predictions) override {
+  Status accumulate(const Tensor& labels, const Tensor& predictions,
+                    const std::vector<double>& w) override {
     const std::vector<double> y = as_doubles(labels), p = as_doubles(predictions);
     const double eps = 1e-7;
     if (predictions.rank() == 2 && predictions.dim(0) == labels.num_elements()) {
@@ -173,19 +186,21 @@ class LogLoss : public Metric {
         const auto k = static_cast<int64_t>(y[i]);
         if (k < 0 || k >= c)
           return runtime::invalid_argument("log_loss: label ", k, " of ", c, " classes");
-        sum_ -= std::log(std::clamp(p[i * c + k], eps, 1 - eps));
+        sum_ -= weight(w, i, 1) * std::log(std::clamp(p[i * c + k], eps, 1 - eps));
+        n_ += weight(w, i, 1);
       }
-      n_ += static_cast<double>(y.size());
       return runtime::ok_status();
     }
     TROUPE_RETURN_IF_ERROR(same_count("log_loss", labels, predictions));
+    const size_t per = w.empty() ? 1 : p.size() / w.size();
     for (size_t i = 0; i < p.size(); ++i) {
       const double q = std::clamp(p[i], eps, 1 - eps);
-      sum_ -= y[i] * std::log(q) + (1 - y[i]) * std::log(1 - q);
+      sum_ -= weight(w, i, per) * (y[i] * std::log(q) + (1 - y[i]) * std::log(1 - q));
+      n_ += weight(w, i, per);
     }
-    n_ += static_cast<double>(p.size());
     return runtime::ok_status();
   }
+  bool takes_weights() const override { return true; }
   double result() const override { return n_ > 0 ? sum_ / n_ : 0; }
   void reset() override { sum_ = n_ = 0; }
 
@@ -196,7 +211,8 @@ class LogLoss : public Metric {
 class TopK : public Metric {
  public:
   explicit TopK(int k) : k_(k) {}
-  Status update(const Tensor& labels, const Tensor& predictions) override {
+  Status accumulate(const Tensor& labels, const Tensor& predictions,
+                    const std::vector<double>&) override {
     if (predictions.rank() != 2 || predictions.dim(0) != labels.num_elements()) {
       return runtime::invalid_argument("top_k_accuracy: scores ", predictions.shape().to_string(),
                                        " for labels ", labels.shape().to_string());
@@ -226,7 +242,8 @@ class TopK : public Metric {
 class Confusion : public Metric {
  public:
   explicit Confusion(int classes) : counts_(classes, std::vector<int64_t>(classes, 0)) {}
-  Status update(const Tensor& labels, const Tensor& predictions) override {
+  Status accumulate(const Tensor& labels, const Tensor& predictions,
+                    const std::vector<double>&) override {
     TROUPE_RETURN_IF_ERROR(same_count("confusion_matrix", labels, predictions));
     const std::vector<double> y = as_doubles(labels), p = as_doubles(predictions);
     const auto c = static_cast<int64_t>(counts_.size());
@@ -262,7 +279,8 @@ double comb2(double n) { return n * (n - 1) / 2; }
 // Pairs (true group, predicted group) counted; the index from the contingency table.
 class AdjustedRand : public Metric {
  public:
-  Status update(const Tensor& labels, const Tensor& predictions) override {
+  Status accumulate(const Tensor& labels, const Tensor& predictions,
+                    const std::vector<double>&) override {
     TROUPE_RETURN_IF_ERROR(same_count("adjusted_rand_index", labels, predictions));
     const std::vector<double> a = as_doubles(labels), b = as_doubles(predictions);
     for (size_t i = 0; i < a.size(); ++i) ++cells_[{a[i], b[i]}];
@@ -294,7 +312,8 @@ class AdjustedRand : public Metric {
 
 class Sum : public Metric {
  public:
-  Status update(const Tensor& labels, const Tensor& predictions) override {
+  Status accumulate(const Tensor& labels, const Tensor& predictions,
+                    const std::vector<double>&) override {
     for (double v : as_doubles(predictions)) sum_ += v;
     return runtime::ok_status();
   }
@@ -315,6 +334,22 @@ Result<double> adjusted_rand_score(const Tensor& labels_true, const Tensor& labe
   AdjustedRand m;
   TROUPE_RETURN_IF_ERROR(m.update(labels_true, labels_pred));
   return m.result();
+}
+
+Status Metric::update(const Tensor& labels, const Tensor& predictions, const Tensor& weights) {
+  if (!weights.valid()) return accumulate(labels, predictions, {});
+  if (!takes_weights()) return runtime::invalid_argument("this metric takes no weights");
+  const std::vector<double> w = as_doubles(weights);
+  const int64_t examples = labels.rank() > 0 ? labels.dim(0) : 1;
+  if (static_cast<int64_t>(w.size()) != examples || examples == 0 ||
+      predictions.num_elements() % examples != 0) {
+    return runtime::invalid_argument("weights ", weights.shape().to_string(), " for ", examples,
+                                     " examples of predictions ", predictions.shape().to_string());
+  }
+  for (double v : w) {
+    if (!(v >= 0)) return runtime::invalid_argument("weight ", v, " is negative or NaN");
+  }
+  return accumulate(labels, predictions, w);
 }
 
 Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {

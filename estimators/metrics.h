@@ -27,10 +27,24 @@ class Metric {
  public:
   virtual ~Metric() = default;
   // A shape or dtype that does not fit the metric is an error naming it; nothing is counted.
-  virtual runtime::Status update(const runtime::Tensor& labels,
-                                 const runtime::Tensor& predictions) = 0;
+  // `weights` (optional: one per example, a weight column's values) weigh what each example
+  // adds, as tf.metrics' weights; accuracy, precision, recall, f1, auc, auc_pr, log_loss,
+  // mean, mse, rmse and mae take them, the others refuse them.
+  runtime::Status update(const runtime::Tensor& labels, const runtime::Tensor& predictions,
+                         const runtime::Tensor& weights = runtime::Tensor());
   virtual double result() const = 0;
   virtual void reset() = 0;
+
+ protected:
+  // Each example's weight, `w` (empty: all 1), spread over its `per_example` elements: the
+  // weight of element i is weight(w, i, per_example).
+  static double weight(const std::vector<double>& w, size_t i, size_t per_example) {
+    return w.empty() ? 1.0 : w[i / per_example];
+  }
+  virtual bool takes_weights() const { return false; }
+  virtual runtime::Status accumulate(const runtime::Tensor& labels,
+                                     const runtime::Tensor& predictions,
+                                     const std::vector<double>& weights) = 0;
 };
 
 runtime::Result<std::unique_ptr<Metric>> make_metric(const std::string& kind);

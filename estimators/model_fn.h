@@ -49,6 +49,7 @@ struct MetricSpec {
   std::string kind;
   runtime::Output labels;
   runtime::Output predictions;
+  runtime::Output weights;  // optional: one per example (a weight column), as tf.metrics'
 };
 
 struct EstimatorSpec {

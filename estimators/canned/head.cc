@@ -59,23 +59,28 @@ runtime::Result<Output> class_ids(ModelInputs& in, const Head& head) {
   return ops::vocabulary_lookup(b, ops::reshape(b, in.labels, {-1}), names, 0, "label");
 }
 
+// The weight column's values [batch], float32; invalid when the head has none.
+runtime::Result<Output> example_weights(ModelInputs& in, const Head& head) {
+  runtime::GraphBuilder& b = in.b;
+  if (head.options.weight_column.empty()) return Output{};
+  auto it = in.features.find(head.options.weight_column);
+  if (it == in.features.end()) {
+    return runtime::invalid_argument("missing weight column '", head.options.weight_column, "'");
+  }
+  if (!runtime::is_numeric(b.dtype(it->second))) {
+    return runtime::invalid_argument("weight column '", head.options.weight_column,
+                                     "' is not numeric");
+  }
+  return ops::reshape(b, ops::cast(b, it->second, DType::kFloat32), {-1});
+}
+
 // The mean over the batch of per-example `losses`, each weighted by its weight_column's value
 // and by `weights` when given (TF's SUM_OVER_BATCH_SIZE reduction).
 runtime::Result<Output> weighted_mean(ModelInputs& in, const Head& head, Output losses,
                                       Output weights) {
   runtime::GraphBuilder& b = in.b;
-  if (!head.options.weight_column.empty()) {
-    auto it = in.features.find(head.options.weight_column);
-    if (it == in.features.end()) {
-      return runtime::invalid_argument("missing weight column '", head.options.weight_column, "'");
-    }
-    if (!runtime::is_numeric(b.dtype(it->second))) {
-      return runtime::invalid_argument("weight column '", head.options.weight_column,
-                                       "' is not numeric");
-    }
-    Output w = ops::reshape(b, ops::cast(b, it->second, DType::kFloat32), {-1});
-    weights = weights.valid() ? ops::mul(b, weights, w) : w;
-  }
+  TROUPE_ASSIGN_OR_RETURN(Output w, example_weights(in, head));
+  if (w.valid()) weights = weights.valid() ? ops::mul(b, weights, w) : w;
   return ops::reduce_mean(b, weights.valid() ? ops::mul(b, losses, weights) : losses);
 }
 
@@ -231,6 +236,11 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     TROUPE_ASSIGN_OR_RETURN(spec.loss, weighted_mean(in, head, losses, Output{}));
     spec.eval_metric_ops["rmse"] = {"rmse", labels, predictions};
     spec.eval_metric_ops["mae"] = {"mae", labels, predictions};
+  }
+  if (in.mode != Mode::kPredict) {
+    // Metrics weigh examples as the loss does.
+    TROUPE_ASSIGN_OR_RETURN(Output w, example_weights(in, head));
+    for (auto& [name, metric] : spec.eval_metric_ops) metric.weights = w;
   }
   if (in.mode == Mode::kTrain) {
     // One variable the Experiment lowers on a plateau: the first part's rate; the others keep

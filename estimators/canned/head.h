@@ -14,7 +14,8 @@
 // and mae; regress serves the predictions. The losses are scikit-learn's SGD loss names. Training
 // adds the learning-rate variable "learning_rate" (which an Experiment lowers on a plateau) and
 // minimizes loss plus `regularization` with `optimizer`. Losses are the batch's mean of each
-// example's, weighted by a weight column and by class weights when given (metrics are not).
+// example's, weighted by a weight column and by class weights when given; metrics are weighted
+// by the weight column too.
 #pragma once
 
 #include "estimators/canned/input_layer.h"

@@ -70,3 +70,38 @@ TEST_CASE("confusion matrix and bad metrics") {
   CHECK((*acc)->update(i64({1, 2}), i64({1})).message().find("[2] labels for [1] predictions") !=
         std::string::npos);
 }
+
+TEST_CASE("weights weigh what each example adds, as tf.metrics' weights") {
+  auto weighted = [](const std::string& kind, const Tensor& y, const Tensor& p, const Tensor& w) {
+    auto m = estimators::make_metric(kind);
+    REQUIRE(m.ok());
+    auto s = (*m)->update(y, p, w);
+    REQUIRE_MESSAGE(s.ok(), s.to_string());
+    return (*m)->result();
+  };
+  // Right, wrong, right with weights 1, 3, 0: accuracy 1 / 4.
+  CHECK(weighted("accuracy", i64({1, 0, 1}), i64({1, 1, 1}), f({1, 3, 0})) ==
+        doctest::Approx(0.25));
+  // Squared errors 1 and 4 with weights 3 and 1: (3 + 4) / 4.
+  CHECK(weighted("mse", f({0, 0}), f({1, 2}), f({3, 1})) == doctest::Approx(1.75));
+  // Two values an example ([2, 2]): the example's weight counts for both.
+  CHECK(weighted("mae", Tensor::from_vector<float>(Shape{2, 2}, {0, 0, 0, 0}),
+                 Tensor::from_vector<float>(Shape{2, 2}, {1, 1, 3, 3}),
+                 f({1, 0})) == doctest::Approx(1.0));
+  // Precision: true positive (weight 2), false positive (weight 6): 2 / 8.
+  CHECK(weighted("precision", i64({1, 0}), i64({1, 1}), f({2, 6})) == doctest::Approx(0.25));
+  // A zero weight removes an example: the AUC of the rest is perfect.
+  CHECK(weighted("auc", i64({0, 1, 0}), f({0.1f, 0.9f, 0.95f}), f({1, 1, 0})) ==
+        doctest::Approx(1.0).epsilon(1e-3));
+  CHECK(weighted("log_loss", i64({1, 0}), f({0.5f, 0.5f}), f({2, 0})) ==
+        doctest::Approx(std::log(2.0)));
+
+  auto m = estimators::make_metric("accuracy");
+  REQUIRE(m.ok());
+  CHECK_FALSE((*m)->update(i64({1, 0}), i64({1, 1}), f({1})).ok());      // a weight short
+  CHECK_FALSE((*m)->update(i64({1, 0}), i64({1, 1}), f({1, -1})).ok());  // a negative one
+  auto ari = estimators::make_metric("adjusted_rand_index");
+  REQUIRE(ari.ok());
+  CHECK((*ari)->update(i64({1, 0}), i64({1, 1}), f({1, 1})).message().find("no weights") !=
+        std::string::npos);
+}

@@ -328,6 +328,12 @@ TEST_CASE("heads: text labels through a label vocabulary, example and class weig
     LinearClassifier m(o, test::quiet());
     auto r = m.fit(*input::arrays(data, "label", {.batch_size = 20, .num_epochs = 20}));
     REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    if (!o.head.weight_column.empty()) {
+      // Class 0 everywhere: right on the examples of weight 1, wrong on those of 0.2.
+      auto metrics = m.evaluate(*input::arrays(data, "label", {.batch_size = 200}));
+      REQUIRE(metrics.ok());
+      CHECK(metrics->at("accuracy") == doctest::Approx(1.0 / 1.2));
+    }
     auto out = m.estimator().predict_batches(*input::arrays(data, "label", {.batch_size = 200}));
     REQUIRE(out.ok());
     return out->at(0).at("probabilities").data<float>()[1];  // P(class 1)
