@@ -87,9 +87,8 @@ Status DNNOptions::validate(Task task) const {
   }
   if (!(dropout >= 0 && dropout < 1)) return param_error(model, "dropout", "not in [0, 1)");
   TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
-  if (Status s = head_of(*this, task).validate(); !s.ok()) {
-    return param_error(model, "label_vocabulary", s.message());
-  }
+  // Its message names the head option that is wrong (class_weights, label_vocabulary, ...).
+  TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
   if (partitions < 1) return param_error(model, "partitions", "below 1");
   if (!feature_columns.empty()) {
     TROUPE_RETURN_IF_ERROR(validate_columns(feature_columns, /*for_linear=*/false));

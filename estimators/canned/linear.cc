@@ -24,9 +24,8 @@ Status LinearOptions::validate(Task task) const {
   if (Status s = check_loss(task, loss); !s.ok()) return param_error(model, "loss", s.message());
   if (!(epsilon >= 0)) return param_error(model, "epsilon", "negative");
   TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
-  if (Status s = head_of(*this, task).validate(); !s.ok()) {
-    return param_error(model, "label_vocabulary", s.message());
-  }
+  // Its message names the head option that is wrong (class_weights, label_vocabulary, ...).
+  TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
   if (!(l1 >= 0)) return param_error(model, "l1", "negative");
   if (!(l2 >= 0)) return param_error(model, "l2", "negative");
   if (!feature_columns.empty()) {

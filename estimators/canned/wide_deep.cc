@@ -60,9 +60,8 @@ Status DNNLinearCombinedOptions::validate(Task task) const {
   if (task == Task::kRegressor && label_dimension < 1) {
     return param_error(model, "label_dimension", "below 1");
   }
-  if (Status s = head_of(*this, task).validate(); !s.ok()) {
-    return param_error(model, "label_vocabulary", s.message());
-  }
+  // Its message names the head option that is wrong (class_weights, label_vocabulary, ...).
+  TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
   if (!linear_feature_columns.empty()) {
     TROUPE_RETURN_IF_ERROR(validate_columns(linear_feature_columns, /*for_linear=*/true));
     TROUPE_RETURN_IF_ERROR(check_optimizer(model, linear_optimizer));
