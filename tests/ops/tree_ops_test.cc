@@ -1,0 +1,142 @@
+// Tree ensemble ops against hand-computed results: quantile boundaries set once, predictions of
+// a hand-built ensemble, one grown layer's split, threshold, values and gain, a forest's class
+// frequencies, and a corrupt ensemble refused rather than followed out of bounds.
+#include "ops/tree_ops.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "harness/op_harness.h"
+#include "ops/array_ops.h"
+#include "ops/state_ops.h"
+
+using namespace troupe;
+using runtime::DType;
+using runtime::Output;
+using runtime::Shape;
+using runtime::Tensor;
+using testing::OpTest;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+Tensor matrix(int64_t rows, int64_t cols, std::vector<float> v) {
+  return Tensor::from_vector(Shape{rows, cols}, v);
+}
+
+// A variable of `value`, initialized.
+Output held(OpTest& t, const char* name, const Tensor& value) {
+  Output v = ops::variable(t.b, name, value.shape(), DType::kFloat32, ops::constant(t.b, value),
+                           /*trainable=*/false);
+  t.vars.assign(ops::variable_name(t.g.node(v.node)), value);
+  return v;
+}
+
+// One tree of `width` floats a node, `nodes` rows given, padded to `max_nodes`.
+std::vector<float> tree(int64_t max_nodes, int64_t width, std::vector<float> header,
+                        std::vector<std::vector<float>> nodes) {
+  std::vector<float> out((max_nodes + 1) * width, 0.0f);
+  std::copy(header.begin(), header.end(), out.begin());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::copy(nodes[i].begin(), nodes[i].end(), out.begin() + (i + 1) * width);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bucket_boundaries: distinct values below the largest, quantiles past max_buckets") {
+  OpTest t;
+  Output var = held(t, "bounds", matrix(2, 3, {kNaN, kNaN, kNaN, kNaN, kNaN, kNaN}));
+  // Feature 0: 1, 2, 3 (and a NaN), few enough to keep all but 3. Feature 1: 0..9, ten values
+  // for three boundaries: the values at ranks 9 q / 4, q = 1..3: 2, 4 and 6.
+  std::vector<float> x;
+  for (int i = 0; i < 10; ++i) {
+    x.push_back(i < 4 ? float(std::min(i, 2) + 1) : (i == 4 ? kNaN : 3.0f));
+    x.push_back(float(i));
+  }
+  Output xs = t.feed(matrix(10, 2, x));
+  Tensor bounds = t.eval(ops::bucket_boundaries(t.b, var, xs));
+  CHECK(bounds.to_vector<float>() == std::vector<float>{1, 2, kInf, 2, 4, 6});
+  // Set once: other data later changes nothing.
+  Output other = t.feed(matrix(1, 2, {100, 100}));
+  CHECK(t.eval(ops::bucket_boundaries(t.b, var, other)).to_vector<float>() ==
+        std::vector<float>{1, 2, kInf, 2, 4, 6});
+}
+
+TEST_CASE("tree_ensemble_predict: sums (or averages) the leaves each row reaches") {
+  OpTest t;
+  // Tree 0 (output 0): x0 <= 0.5 ? 1 : 2. Tree 1 (output 1): a root leaf of 0.5.
+  std::vector<float> e =
+      tree(3, 5, {3, 1, 1, 1}, {{1, 0, 0.5f, 4, 0}, {-1, 0, 0, 0, 1}, {-1, 0, 0, 0, 2}});
+  std::vector<float> second = tree(3, 5, {1, 1, 1, 1}, {{-1, 0, 0, 0, 0.5f}});
+  e.insert(e.end(), second.begin(), second.end());
+  Output ensemble = t.feed(Tensor::from_vector(ops::tree_ensemble_shape(2, 3, 1), e));
+  Output x = t.feed(matrix(3, 1, {0.2f, 0.7f, kNaN}));
+  CHECK(t.eval(ops::tree_ensemble_predict(t.b, x, ensemble, 2, false)).to_vector<float>() ==
+        std::vector<float>{1, 0.5f, 2, 0.5f, 2, 0.5f});  // NaN goes right
+  CHECK(t.eval(ops::tree_ensemble_predict(t.b, x, ensemble, 2, true)).to_vector<float>() ==
+        std::vector<float>{0.5f, 0.25f, 1, 0.25f, 1, 0.25f});
+  CHECK(ops::feature_importances(Tensor::from_vector(ops::tree_ensemble_shape(2, 3, 1), e), 2) ==
+        std::vector<double>{1, 0});
+}
+
+TEST_CASE("tree_ensemble_predict refuses a split to a node or feature that is not there") {
+  OpTest t;
+  // The root's children would be nodes 5 and 6 of a 3-node tree.
+  std::vector<float> e = tree(3, 5, {3, 1, 1, 1}, {{5, 0, 0.5f, 1, 0}});
+  Output ensemble = t.feed(Tensor::from_vector(ops::tree_ensemble_shape(1, 3, 1), e));
+  Output x = t.feed(matrix(1, 1, {0.2f}));
+  auto out = t.run({ops::tree_ensemble_predict(t.b, x, ensemble, 1, false)});
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().message().find("node 0 of tree 0") != std::string::npos);
+}
+
+TEST_CASE("grow_tree_layer: the split of largest gain, Newton values, then done at max_depth") {
+  OpTest t;
+  // x 0..3 with gradients -1 -1 1 1 and hessians 1: the split x <= 1 gains
+  // (-2)^2 / 2 + 2^2 / 2 - 0 = 4; its children's steps are 1 and -1 (learning rate 1).
+  Output x = t.feed(matrix(4, 1, {0, 1, 2, 3}));
+  Output g = t.feed(matrix(4, 1, {-1, -1, 1, 1}));
+  Output h = t.feed(matrix(4, 1, {1, 1, 1, 1}));
+  Output bounds = t.feed(matrix(1, 3, {0, 1, 2}));
+  const Shape shape = ops::tree_ensemble_shape(1, 3, 1);
+  Output ensemble = held(t, "trees", Tensor::from_vector(shape, std::vector<float>(4 * 5, 0)));
+  Output done =
+      ops::grow_tree_layer(t.b, ensemble, x, g, h, bounds, {.max_depth = 1, .learning_rate = 1.0});
+  CHECK(t.eval(done).to_vector<int64_t>() == std::vector<int64_t>{1});
+  auto grown = t.vars.read("trees");
+  REQUIRE(grown.ok());
+  CHECK(grown->to_vector<float>() ==
+        tree(3, 5, {3, 1, 1, 1}, {{1, 0, 1, 4, 0}, {-1, 0, 0, 0, 1}, {-1, 0, 0, 0, -1}}));
+  // Finished: another step changes nothing.
+  CHECK(t.eval(done).to_vector<int64_t>() == std::vector<int64_t>{1});
+  CHECK(t.vars.read("trees")->to_vector<float>() == grown->to_vector<float>());
+}
+
+TEST_CASE("grow_tree_layer for a forest: class frequencies and Gini's split") {
+  OpTest t;
+  // Two classes, x 0..3, classes 0 0 1 1: targets as negative one-hot gradients, one hessian
+  // column of ones; the split x <= 1 leaves pure children of frequencies (1, 0) and (0, 1).
+  Output x = t.feed(matrix(4, 1, {0, 1, 2, 3}));
+  Output g = t.feed(matrix(4, 2, {-1, 0, -1, 0, 0, -1, 0, -1}));
+  Output h = t.feed(matrix(4, 1, {1, 1, 1, 1}));
+  Output bounds = t.feed(matrix(1, 3, {0, 1, 2}));
+  const Shape shape = ops::tree_ensemble_shape(1, 7, 2);
+  Output ensemble = held(t, "forest", Tensor::from_vector(shape, std::vector<float>(8 * 6, 0)));
+  Output done =
+      ops::grow_tree_layer(t.b, ensemble, x, g, h, bounds, {.forest = true, .max_depth = 0});
+  CHECK(t.eval(done).to_vector<int64_t>() == std::vector<int64_t>{0});
+  // Gini: (2^2 / 2) * 2 - (2^2 + 2^2) / 4 = 2.
+  CHECK(t.vars.read("forest")->to_vector<float>() ==
+        tree(7, 6, {3, 1, 1, 0},
+             {{1, 0, 1, 2, 0.5f, 0.5f}, {-1, 0, 0, 0, 1, 0}, {-1, 0, 0, 0, 0, 1}}));
+  // The pure children do not split: the tree is done.
+  CHECK(t.eval(done).to_vector<int64_t>() == std::vector<int64_t>{1});
+  Output p = ops::tree_ensemble_predict(t.b, x, ensemble, 2, true);
+  CHECK(t.eval(p).to_vector<float>() == std::vector<float>{1, 0, 1, 0, 0, 1, 0, 1});
+}
