@@ -125,10 +125,7 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
                    regularization);
 }
 
-runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Output logits,
-                                         const std::vector<ops::OptimizerPart>& parts,
-                                         Output regularization) {
-  if (parts.empty()) return runtime::invalid_argument("head_spec: no optimizer");
+runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Output logits) {
   TROUPE_RETURN_IF_ERROR(head.validate());
   runtime::GraphBuilder& b = in.b;
   EstimatorSpec spec;
@@ -242,6 +239,15 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     TROUPE_ASSIGN_OR_RETURN(Output w, example_weights(in, head));
     for (auto& [name, metric] : spec.eval_metric_ops) metric.weights = w;
   }
+  return spec;
+}
+
+runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Output logits,
+                                         const std::vector<ops::OptimizerPart>& parts,
+                                         Output regularization) {
+  if (parts.empty()) return runtime::invalid_argument("head_spec: no optimizer");
+  TROUPE_ASSIGN_OR_RETURN(EstimatorSpec spec, head_spec(in, head, logits));
+  runtime::GraphBuilder& b = in.b;
   if (in.mode == Mode::kTrain) {
     // One variable the Experiment lowers on a plateau: the first part's rate; the others keep
     // their ratio to it.
@@ -258,6 +264,52 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     spec.train_op = ops::minimize(b, objective, scheduled);
   }
   return spec;
+}
+
+runtime::Result<HeadTargets> head_targets(ModelInputs& in, const Head& head) {
+  TROUPE_RETURN_IF_ERROR(head.validate());
+  runtime::GraphBuilder& b = in.b;
+  HeadTargets out;
+  TROUPE_ASSIGN_OR_RETURN(Output w, example_weights(in, head));
+  if (w.valid()) out.weights = ops::reshape(b, w, {-1, 1});
+  if (head.task == Task::kRegressor) {
+    const int64_t d = head.label_dimension;
+    out.targets = ops::reshape(b, ops::cast(b, in.labels, DType::kFloat32), {-1, d});
+    if (head.loss == "epsilon_insensitive") {
+      return runtime::invalid_argument("trees fit the squared loss, not epsilon_insensitive");
+    }
+    if (!head.label.mean.empty()) {
+      auto constant = [&](const std::vector<float>& v) {
+        return ops::constant(b, runtime::Tensor::from_vector(Shape{d}, v));
+      };
+      out.targets = ops::div(b, ops::sub(b, out.targets, constant(head.label.mean)),
+                             constant(head.label.scale));
+    }
+    return out;
+  }
+  if (head.loss == "hinge") return runtime::invalid_argument("trees fit the log loss, not hinge");
+  Output class_w;
+  if (!head.options.class_weights.empty()) {
+    class_w = ops::constant(
+        b, runtime::Tensor::from_vector(Shape{head.n_classes},
+                                        std::vector<float>(head.options.class_weights.begin(),
+                                                           head.options.class_weights.end())));
+  }
+  if (head.options.multi_label) {
+    out.targets = ops::reshape(b, ops::cast(b, in.labels, DType::kFloat32), {-1, head.n_classes});
+    if (class_w.valid()) {
+      Output per_class = ops::reshape(b, class_w, {1, -1});
+      out.weights = out.weights.valid() ? ops::mul(b, out.weights, per_class) : per_class;
+    }
+    return out;
+  }
+  TROUPE_ASSIGN_OR_RETURN(Output labels, class_ids(in, head));
+  out.targets = ops::one_hot(b, labels, head.n_classes);
+  if (class_w.valid()) {
+    Output per_example = ops::reshape(b, ops::gather(b, class_w, labels), {-1, 1});
+    out.weights = out.weights.valid() ? ops::mul(b, out.weights, per_example) : per_example;
+  }
+  return out;
 }
 
 }  // namespace troupe::estimators

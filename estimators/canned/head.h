@@ -75,6 +75,17 @@ Head head_of(const Options& o, Task task) {
   return h;
 }
 
+// What the head's loss compares the logits with, for models that fit it without gradient
+// descent (the tree ensembles): targets [batch, logits_dimension] (one-hot classes, a
+// multi-label head's 0/1 labels, a regressor's label standardized by the head's statistics) and
+// each example's weight in the loss (weight column times class weight, broadcastable to the
+// targets; invalid when all are 1). Hinge and epsilon_insensitive losses are refused.
+struct HeadTargets {
+  runtime::Output targets;
+  runtime::Output weights;
+};
+runtime::Result<HeadTargets> head_targets(ModelInputs& in, const Head& head);
+
 // An error naming the loss when it is not one of the task's.
 runtime::Status check_loss(Task task, const std::string& loss);
 
@@ -83,6 +94,9 @@ int64_t logits_dimension(const Head& head);
 runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, runtime::Output logits,
                                          const ops::Optimizer& optimizer,
                                          runtime::Output regularization = {});
+// Predictions, loss and metrics without a train op: for models that train by other means than
+// gradient descent on their variables (the tree ensembles).
+runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, runtime::Output logits);
 // `spec` whose train op also runs `updates` (TF's UPDATE_OPS: batch normalization's moving
 // averages); unchanged when there are none or it does not train.
 EstimatorSpec with_updates(runtime::GraphBuilder& b, EstimatorSpec spec,
