@@ -114,7 +114,8 @@ struct RandomForestOptions {
   std::vector<std::string> feature_keys;
   std::vector<FeatureColumn> feature_columns;  // as BoostedTreesOptions'
   HeadOptions head;
-  TreeFitParams fit;
+  // Deep nodes hold few rows: each layer splits on all of them, up to 100000.
+  TreeFitParams fit = {.batch_size = 100000};
   FeatureStats standardize_label;
   int64_t seed = 0;  // of the bootstrap and the features drawn
   static constexpr const char* kClassifierName = "RandomForestClassifier";

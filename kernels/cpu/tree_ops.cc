@@ -3,9 +3,9 @@
 // Work spreads over the cores by trees (growing) and by rows (bucketing, predicting).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -152,24 +152,30 @@ struct PredictKernel {
     for (int64_t t = 0; t < e.trees(); ++t) started += e.nodes(t) > 0;
     const float scale = ctx.attr<bool>("average") && started > 0 ? 1.0f / started : 1.0f;
     const int64_t dim = e.dim();
-    parallel_range(n, 8.0 * std::max<int64_t>(started, 1), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const float* row = x.data<float>() + i * features;
-        float* y = out->data<float>() + i * k;
-        for (int64_t t = 0; t < e.trees(); ++t) {
-          if (e.nodes(t) == 0) continue;
-          const float* leaf = e.leaf(t, row) + ops::kNodeValue;
-          if (dim == 1) {
-            y[t % k] += leaf[0];
-          } else {
-            for (int64_t j = 0; j < k; ++j) y[j] += leaf[j];
+    // Tree by tree over blocks of rows, so that a tree's nodes stay in cache for the block.
+    constexpr int64_t kBlock = 256;
+    const int64_t blocks = (n + kBlock - 1) / kBlock;
+    parallel_range(
+        blocks, 8.0 * kBlock * std::max<int64_t>(started, 1), [&](int64_t begin, int64_t end) {
+          for (int64_t block = begin; block < end; ++block) {
+            const int64_t first = block * kBlock, last = std::min(n, first + kBlock);
+            float* y = out->data<float>();
+            for (int64_t t = 0; t < e.trees(); ++t) {
+              if (e.nodes(t) == 0) continue;
+              for (int64_t i = first; i < last; ++i) {
+                const float* leaf = e.leaf(t, x.data<float>() + i * features) + ops::kNodeValue;
+                if (dim == 1) {
+                  y[i * k + t % k] += leaf[0];
+                } else {
+                  for (int64_t j = 0; j < k; ++j) y[i * k + j] += leaf[j];
+                }
+              }
+            }
+            if (scale != 1.0f) {
+              for (int64_t j = first * k; j < last * k; ++j) y[j] *= scale;
+            }
           }
-        }
-        if (scale != 1.0f) {
-          for (int64_t j = 0; j < k; ++j) y[j] *= scale;
-        }
-      }
-    });
+        });
     return runtime::ok_status();
   }
 };
@@ -225,6 +231,19 @@ struct Batch {
   std::vector<uint64_t> row_key;  // fingerprints of the rows (bagging)
 };
 
+// The number of the `slots` ascending boundaries below v (+inf pads them): a branchless binary
+// search, since the buckets of pixel-like data defeat branch prediction.
+inline int64_t bucket_of(const float* bound, int64_t slots, float v) {
+  const float* base = bound;
+  int64_t len = slots;
+  while (len > 1) {
+    const int64_t half = len / 2;
+    base = base[half] < v ? base + half : base;
+    len -= half;
+  }
+  return (base - bound) + (*base < v);
+}
+
 void bucketize(Batch& b) {
   b.bins.resize(b.n * b.features);
   b.buckets.assign(b.features, 1);
@@ -237,13 +256,29 @@ void bucketize(Batch& b) {
       const float* row = b.x + i * b.features;
       uint8_t* out = b.bins.data() + i * b.features;
       for (int64_t f = 0; f < b.features; ++f) {
-        const float* bound = b.bounds + f * b.slots;
         const float v = row[f];
-        // The number of boundaries below v; NaN goes to the last bucket, as it goes right.
-        out[f] = std::isnan(v)
-                     ? static_cast<uint8_t>(b.buckets[f] - 1)
-                     : static_cast<uint8_t>(std::lower_bound(bound, bound + b.slots, v) - bound);
+        // NaN goes to the last bucket, as it goes right.
+        out[f] = static_cast<uint8_t>(
+            std::isnan(v) ? b.buckets[f] - 1 : bucket_of(b.bounds + f * b.slots, b.slots, v));
       }
+    }
+  });
+}
+
+// A key per row for its bootstrap weights: the same row gets the same weights in every step.
+void key_rows(Batch& b) {
+  b.row_key.resize(b.n);
+  parallel_range(b.n, 2.0 * b.features, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float* row = b.x + i * b.features;
+      uint64_t key = 0x9e3779b97f4a7c15ULL;
+      for (int64_t f = 0; f < b.features; ++f) {
+        uint32_t bits;
+        std::memcpy(&bits, row + f, sizeof bits);
+        key = (key ^ bits) * 0xff51afd7ed558ccdULL;
+        key ^= key >> 29;
+      }
+      b.row_key[i] = runtime::fingerprint_cat64(key, static_cast<uint64_t>(b.features));
     }
   });
 }
@@ -422,32 +457,42 @@ class TreeGrower {
 
   void best_split(int64_t t, int64_t n, int64_t a, const std::vector<double>& total,
                   std::vector<Candidate>* out) {
-    if (total[dim_] < 2 * g_.min_weight || offsets_[a + 1] - offsets_[a] < 2) return;
+    const int64_t rows = offsets_[a + 1] - offsets_[a];
+    if (total[dim_] < 2 * g_.min_weight || rows < 2) return;
     const std::vector<int64_t>& feats = features_of(t, n);
     const int64_t m = static_cast<int64_t>(feats.size()), buckets = b_.slots + 1;
     const int64_t stride = dim_ + 1;
-    hist_.assign(m * buckets * stride, 0.0f);
+    // hist_ is all zeros between nodes. A node of fewer rows than buckets (most nodes deep in
+    // a forest) touches few of them: only those are scanned and zeroed again.
+    const bool sparse = rows < buckets;
+    if (hist_.size() != static_cast<size_t>(m * buckets * stride)) {
+      hist_.assign(m * buckets * stride, 0.0f);
+    }
+    touched_.resize(m);
+    for (auto& list : touched_) list.clear();
     const int64_t c = column(t);
     for (int64_t r = offsets_[a]; r < offsets_[a + 1]; ++r) {
       const float w = weights_[r];
-      if (w == 0) continue;
       const int64_t i = rows_[r];
+      const float hi = w * b_.h[i * b_.h_cols + (b_.h_cols == 1 ? 0 : c)];
+      if (w == 0 || !(hi > 0)) continue;
       const uint8_t* bins = b_.bins.data() + i * b_.features;
       const float* gi = b_.g + i * b_.g_cols + c;
-      const float hi = w * b_.h[i * b_.h_cols + (b_.h_cols == 1 ? 0 : c)];
-      if (dim_ == 1) {
+      if (dim_ == 1 && !sparse) {
         const float gw = w * gi[0];
         for (int64_t j = 0; j < m; ++j) {
           float* s = hist_.data() + (j * buckets + bins[feats[j]]) * 2;
           s[0] += gw;
           s[1] += hi;
         }
-      } else {
-        for (int64_t j = 0; j < m; ++j) {
-          float* s = hist_.data() + (j * buckets + bins[feats[j]]) * stride;
-          for (int64_t k = 0; k < dim_; ++k) s[k] += w * gi[k];
-          s[dim_] += hi;
-        }
+        continue;
+      }
+      for (int64_t j = 0; j < m; ++j) {
+        const uint8_t bin = bins[feats[j]];
+        float* s = hist_.data() + (j * buckets + bin) * stride;
+        if (sparse && s[dim_] == 0) touched_[j].push_back(bin);
+        for (int64_t k = 0; k < dim_; ++k) s[k] += w * gi[k];
+        s[dim_] += hi;
       }
     }
     const double parent = g_.score(total.data(), dim_);
@@ -456,23 +501,34 @@ class TreeGrower {
     double best = least;
     int64_t best_j = -1, best_bucket = -1;
     std::vector<double> left(stride), right(stride), best_left(stride);
+    auto consider = [&](int64_t j, int64_t bucket, const float* s) {
+      for (int64_t k = 0; k < stride; ++k) left[k] += s[k];
+      for (int64_t k = 0; k < stride; ++k) right[k] = total[k] - left[k];
+      if (left[dim_] < g_.min_weight || right[dim_] < g_.min_weight || left[dim_] <= 0 ||
+          right[dim_] <= 0) {
+        return;
+      }
+      const double gain = g_.score(left.data(), dim_) + g_.score(right.data(), dim_) - parent;
+      if (gain > best) {
+        best = gain;
+        best_j = j;
+        best_bucket = bucket;
+        best_left = left;
+      }
+    };
     for (int64_t j = 0; j < m; ++j) {
       std::fill(left.begin(), left.end(), 0.0);
-      const float* s = hist_.data() + j * buckets * stride;
-      for (int64_t bucket = 0; bucket + 1 < b_.buckets[feats[j]]; ++bucket) {
-        for (int64_t k = 0; k < stride; ++k) left[k] += s[bucket * stride + k];
-        for (int64_t k = 0; k < stride; ++k) right[k] = total[k] - left[k];
-        if (left[dim_] < g_.min_weight || right[dim_] < g_.min_weight || left[dim_] <= 0 ||
-            right[dim_] <= 0) {
-          continue;
+      float* s = hist_.data() + j * buckets * stride;
+      if (sparse) {
+        // Between two touched buckets lie only empty ones: the same partition.
+        std::sort(touched_[j].begin(), touched_[j].end());
+        for (uint8_t bucket : touched_[j]) consider(j, bucket, s + bucket * stride);
+        for (uint8_t bucket : touched_[j]) std::fill_n(s + bucket * stride, stride, 0.0f);
+      } else {
+        for (int64_t bucket = 0; bucket + 1 < b_.buckets[feats[j]]; ++bucket) {
+          consider(j, bucket, s + bucket * stride);
         }
-        const double gain = g_.score(left.data(), dim_) + g_.score(right.data(), dim_) - parent;
-        if (gain > best) {
-          best = gain;
-          best_j = j;
-          best_bucket = bucket;
-          best_left = left;
-        }
+        std::fill_n(s, buckets * stride, 0.0f);
       }
     }
     if (best_j < 0) return;
@@ -490,6 +546,7 @@ class TreeGrower {
   std::vector<float> weights_;
   std::vector<int64_t> features_;
   std::vector<float> hist_;
+  std::vector<std::vector<uint8_t>> touched_;  // per feature, the buckets a sparse node fills
 };
 
 template <class T>
@@ -543,14 +600,7 @@ struct GrowKernel {
         for (int64_t t = 0; t < per_round; ++t) probe.center(t);
       } else {
         bucketize(batch);
-        if (growth.bagging) {
-          batch.row_key.resize(n);
-          for (int64_t i = 0; i < n; ++i) {
-            batch.row_key[i] = runtime::fingerprint64(
-                std::string_view(reinterpret_cast<const char*>(batch.x + i * batch.features),
-                                 sizeof(float) * batch.features));
-          }
-        }
+        if (growth.bagging) key_rows(batch);
         parallel_range(per_round, 1e9, [&](int64_t begin, int64_t end) {
           TreeGrower grower(growth, batch, ensemble.data<float>(), max_nodes, width);
           for (int64_t t = round + begin; t < round + end; ++t) {
