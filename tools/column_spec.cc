@@ -298,6 +298,13 @@ std::vector<FeatureColumn> wide_columns_of(const std::vector<FeatureColumn>& lin
   return wide;
 }
 
+std::vector<FeatureColumn> tree_columns_of(std::vector<FeatureColumn> dnn) {
+  for (FeatureColumn& c : dnn) {
+    if (c.kind == FeatureColumn::Kind::kEmbedding) c = estimators::indicator_column(c.sources[0]);
+  }
+  return dnn;
+}
+
 Result<std::vector<FeatureColumn>> infer_columns(const estimators::input::Dataset& data,
                                                  const estimators::Standardization& stats,
                                                  bool dnn) {

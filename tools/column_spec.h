@@ -51,6 +51,10 @@ runtime::Result<std::vector<estimators::FeatureColumn>> infer_columns(
 std::vector<estimators::FeatureColumn> wide_columns_of(
     const std::vector<estimators::FeatureColumn>& linear);
 
+// A tree model's columns from a DNN's (infer_columns with dnn true): trees cannot train
+// embeddings, so every categorical column is read one-hot (an indicator column).
+std::vector<estimators::FeatureColumn> tree_columns_of(std::vector<estimators::FeatureColumn> dnn);
+
 // Comma-separated floats, as column specs and troupe_model.txt write them.
 std::string format_floats(const std::vector<float>& v);
 bool parse_floats(const std::string& text, std::vector<float>* out);

@@ -189,10 +189,12 @@ int train(const std::vector<std::string>& args) {
   }
   std::string error;
   int64_t epochs = 0, steps = 0, batch = 128, eval_every = 0, rounds = 0, seed = 42;
+  // A tree model's batch is the sample each layer grows from (estimators/canned/trees.h).
+  const bool trees = is_tree_model(spec.model);
   int64_t deadline_s = 60, eval_timeout_s = 600, aggregate = 0, sync_timeout_s = 30;
   if ((flags.count("epochs") && !to_int("epochs", flag("epochs", ""), 1, &epochs, &error)) ||
       (flags.count("steps") && !to_int("steps", flag("steps", ""), 1, &steps, &error)) ||
-      !to_int("batch-size", flag("batch-size", "128"), 1, &batch, &error) ||
+      !to_int("batch-size", flag("batch-size", trees ? "10000" : "128"), 1, &batch, &error) ||
       !to_int("eval-every", flag("eval-every", "0"), 0, &eval_every, &error) ||
       !to_int("early-stopping-rounds", flag("early-stopping-rounds", "0"), 0, &rounds, &error) ||
       !to_int("seed", flag("seed", "42"), 0, &seed, &error) ||
@@ -230,7 +232,8 @@ int train(const std::vector<std::string>& args) {
   }
   // In a cluster every replica reads its part round and round and all stop at one global step:
   // --epochs becomes the steps one process takes for that many passes over all the data.
-  const bool repeat = steps > 0 || (in_cluster && cluster->task_type != "evaluator");
+  // Trees stop by themselves once grown: they read the data round and round until then.
+  const bool repeat = steps > 0 || trees || (in_cluster && cluster->task_type != "evaluator");
   input::DatasetOptions train_opts{.batch_size = batch,
                                    .num_epochs = repeat ? 0 : epochs,
                                    .shuffle = true,
@@ -263,7 +266,10 @@ int train(const std::vector<std::string>& args) {
     if (!counted.ok()) return fail(counted.status());
     n_classes = std::max<int64_t>(2, *counted);
   }
-  if (epochs == 0 && steps == 0) {
+  if (trees && flags.count("epochs")) {
+    return usage_error("--epochs: " + spec.model + " trains until its trees are grown");
+  }
+  if (epochs == 0 && steps == 0 && !trees) {
     // As many passes as a small table needs (FitParams::epochs_for): 10 over Fashion-MNIST.
     auto rows = count_rows(*train_data);
     if (!rows.ok()) return fail(rows.status());
@@ -295,6 +301,7 @@ int train(const std::vector<std::string>& args) {
     } else {
       auto columns = infer_columns(*train_data, spec.standardize,
                                    spec.model != "linear" && spec.model != "svm");
+      if (columns.ok() && trees) *columns = tree_columns_of(std::move(*columns));
       if (!columns.ok()) return usage_error(columns.status().message());
       const bool text = std::any_of(columns->begin(), columns->end(), [](const auto& c) {
         return c.kind != estimators::FeatureColumn::Kind::kNumeric;

@@ -8,6 +8,7 @@
 #include "estimators/canned/dnn.h"
 #include "estimators/canned/kmeans.h"
 #include "estimators/canned/linear.h"
+#include "estimators/canned/trees.h"
 #include "estimators/canned/wide_deep.h"
 #include "runtime/record_io.h"
 #include "tools/column_spec.h"
@@ -44,23 +45,51 @@ const std::vector<FlagParam> kWideDeepFlags = {
     {"activation", "dnn_activation"},         {"clip-norm", "clip_norm"},
     {"linear-optimizer", "linear_optimizer"}, {"linear-learning-rate", "linear_learning_rate"}};
 
+const std::vector<FlagParam> kBoostedTreesFlags = {{"n-trees", "n_trees"},
+                                                   {"max-depth", "max_depth"},
+                                                   {"learning-rate", "learning_rate"},
+                                                   {"l1", "l1"},
+                                                   {"l2", "l2"},
+                                                   {"max-bins", "max_bins"}};
+const std::vector<FlagParam> kRandomForestFlags = {{"n-trees", "n_trees"},
+                                                   {"max-depth", "max_depth"},
+                                                   {"max-nodes", "max_nodes"},
+                                                   {"max-features", "max_features"},
+                                                   {"max-bins", "max_bins"}};
+
 const std::vector<FlagParam>& flags_of(const std::string& model) {
   if (model == "kmeans") return kKMeansFlags;
   if (model == "wide_deep") return kWideDeepFlags;
+  if (model == "boosted_trees") return kBoostedTreesFlags;
+  if (model == "random_forest") return kRandomForestFlags;
   return model == "dnn" ? kDnnFlags : kLinearFlags;
 }
 
 }  // namespace
 
 const std::vector<std::string>& model_kinds() {
-  static const std::vector<std::string> kinds = {"dnn", "linear", "svm", "kmeans", "wide_deep"};
+  static const std::vector<std::string> kinds = {
+      "dnn", "linear", "svm", "kmeans", "wide_deep", "boosted_trees", "random_forest"};
   return kinds;
+}
+
+bool is_tree_model(const std::string& model) {
+  return model == "boosted_trees" || model == "random_forest";
+}
+
+std::string model_kinds_text() {
+  std::string text;
+  for (size_t i = 0; i < model_kinds().size(); ++i) {
+    text += (i == 0 ? "" : i + 1 == model_kinds().size() ? " or " : ", ") + model_kinds()[i];
+  }
+  return text;
 }
 
 const std::vector<std::string>& model_param_flags() {
   static const std::vector<std::string> all = [] {
     std::vector<std::string> names;
-    for (const auto* list : {&kDnnFlags, &kLinearFlags, &kKMeansFlags, &kWideDeepFlags}) {
+    for (const auto* list : {&kDnnFlags, &kLinearFlags, &kKMeansFlags, &kWideDeepFlags,
+                             &kBoostedTreesFlags, &kRandomForestFlags}) {
       for (const FlagParam& f : *list) {
         if (std::find(names.begin(), names.end(), f.flag) == names.end()) names.push_back(f.flag);
       }
@@ -72,8 +101,7 @@ const std::vector<std::string>& model_param_flags() {
 
 runtime::Result<TextParams> model_params(const std::string& model, Task task, const Flags& flags) {
   if (std::find(model_kinds().begin(), model_kinds().end(), model) == model_kinds().end()) {
-    return runtime::invalid_argument("--model '", model,
-                                     "' is not dnn, linear, svm, kmeans or wide_deep");
+    return runtime::invalid_argument("--model '", model, "' is not ", model_kinds_text());
   }
   TextParams p;
   if (model == "dnn") {
@@ -124,6 +152,10 @@ std::vector<std::string> shape_params(const std::string& model, Task task) {
     names.insert(names.end(), {"hidden_units", "activation", "partitions"});
   } else if (model == "wide_deep") {
     names.insert(names.end(), {"dnn_hidden_units", "dnn_activation"});
+  } else if (model == "boosted_trees") {
+    names.insert(names.end(), {"n_trees", "max_depth", "max_bins"});
+  } else if (model == "random_forest") {
+    names.insert(names.end(), {"n_trees", "max_nodes", "max_bins"});
   } else {
     names.push_back("loss");
   }
@@ -144,6 +176,32 @@ runtime::Result<Options> options_of(const ModelSpec& spec, const std::string& wh
     }
   }
   return o;
+}
+
+// Trees read the features as they are: no standardize statistics, only the label's.
+template <class Options>
+runtime::Result<Options> tree_options(const ModelSpec& spec, const std::string& who) {
+  Options o;
+  TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
+  o.feature_columns = spec.columns;
+  if (spec.task == Task::kRegressor) {
+    if (auto it = spec.standardize.find(spec.label); it != spec.standardize.end()) {
+      o.standardize_label = it->second;
+    }
+  }
+  return o;
+}
+
+// `make` with the options of one of the tree models.
+template <class Make>
+auto with_tree_options(const ModelSpec& spec, const std::string& who, Make make)
+    -> decltype(make(estimators::BoostedTreesOptions{})) {
+  if (spec.model == "boosted_trees") {
+    TROUPE_ASSIGN_OR_RETURN(auto o, tree_options<estimators::BoostedTreesOptions>(spec, who));
+    return make(o);
+  }
+  TROUPE_ASSIGN_OR_RETURN(auto o, tree_options<estimators::RandomForestOptions>(spec, who));
+  return make(o);
 }
 
 runtime::Result<estimators::DNNLinearCombinedOptions> wide_deep_options(const ModelSpec& spec,
@@ -177,6 +235,11 @@ runtime::Result<TextParams> resolved_params(const ModelSpec& spec) {
     TROUPE_ASSIGN_OR_RETURN(auto o, wide_deep_options(spec, who));
     return estimators::to_text(estimators::params_of(o, spec.task));
   }
+  if (is_tree_model(spec.model)) {
+    return with_tree_options(spec, who, [&](const auto& o) -> runtime::Result<TextParams> {
+      return estimators::to_text(estimators::params_of(o, spec.task));
+    });
+  }
   TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::LinearOptions>(spec, who));
   return estimators::to_text(estimators::params_of(o, spec.task));
 }
@@ -198,6 +261,12 @@ runtime::Result<estimators::ModelFn> model_fn_of(const ModelSpec& spec) {
     if (auto s = o.validate(spec.task); !s.ok()) return s;
     return o.model_fn(spec.task);
   }
+  if (is_tree_model(spec.model)) {
+    return with_tree_options(spec, who, [&](const auto& o) -> runtime::Result<estimators::ModelFn> {
+      TROUPE_RETURN_IF_ERROR(o.validate(spec.task));
+      return o.model_fn(spec.task);
+    });
+  }
   TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::LinearOptions>(spec, who));
   return o.model_fn(spec.task);
 }
@@ -217,6 +286,18 @@ runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& 
     return runtime::invalid_argument(
         "--model wide_deep reads feature columns of a table; search takes dnn, linear, svm or "
         "kmeans");
+  }
+  if (is_tree_model(spec.model)) {
+    using Made = runtime::Result<std::unique_ptr<estimators::Model>>;
+    return with_tree_options(plain, who, [&](const auto& o) -> Made {
+      using Options = std::decay_t<decltype(o)>;
+      if (classifier) {
+        return std::unique_ptr<estimators::Model>(
+            new estimators::CannedModel<Options, Task::kClassifier>(o, config));
+      }
+      return std::unique_ptr<estimators::Model>(
+          new estimators::CannedModel<Options, Task::kRegressor>(o, config));
+    });
   }
   if (spec.model == "dnn") {
     TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(plain, who));
@@ -272,8 +353,7 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
       spec.model = rest_of_line();
       if (std::find(model_kinds().begin(), model_kinds().end(), spec.model) ==
           model_kinds().end()) {
-        return runtime::data_loss(path, ": model '", spec.model,
-                                  "' is not dnn, linear, svm, kmeans or wide_deep");
+        return runtime::data_loss(path, ": model '", spec.model, "' is not ", model_kinds_text());
       }
     } else if (word == "task") {
       const std::string task = rest_of_line();

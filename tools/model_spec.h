@@ -22,7 +22,7 @@
 namespace troupe::cli {
 
 struct ModelSpec {
-  std::string model = "dnn";                              // dnn, linear, svm, kmeans or wide_deep
+  std::string model = "dnn";                              // one of model_kinds()
   estimators::Task task = estimators::Task::kClassifier;  // not kmeans's, which clusters
   estimators::TextParams params;
   estimators::Standardization standardize;  // the label's too, for a regressor's target
@@ -37,6 +37,9 @@ struct ModelSpec {
 
 // The models `troupe train --model` takes, and the flags that set params of each.
 const std::vector<std::string>& model_kinds();
+std::string model_kinds_text();  // "dnn, linear, ... or random_forest", for messages
+// boosted_trees and random_forest: they grow until done, on batches that are a layer's sample.
+bool is_tree_model(const std::string& model);
 const std::vector<std::string>& model_param_flags();  // every model's, for parse_flags
 // The model's default params, then those its flags give (--hidden 64,32, --learning-rate ...);
 // a flag of another model is an error naming it.

@@ -2,8 +2,8 @@
 // a cluster; serve exports over TensorFlow Serving's REST API; serve a ps task, and launch a
 // whole cluster on this machine.
 //
-//   troupe train --model dnn|linear|svm|wide_deep|kmeans [--regression] --data fashion-mnist
-//   --model-dir DIR
+//   troupe train --model dnn|linear|svm|wide_deep|kmeans|boosted_trees|random_forest
+//                [--regression] --data fashion-mnist --model-dir DIR
 //                [--hidden 256,128] [--epochs N | --steps N] [--batch-size B]
 //                [--optimizer adam|sgd|momentum|adagrad|rmsprop|ftrl] [--learning-rate R]
 //                [--dropout D] [--activation A] [--l1 L] [--l2 L] [--clip-norm C]
@@ -37,7 +37,8 @@
 namespace {
 
 const char* kUsage =
-    "usage: troupe train --model dnn|linear|svm|wide_deep|kmeans --data DATA --model-dir DIR\n"
+    "usage: troupe train --model dnn|linear|svm|wide_deep|kmeans|boosted_trees|random_forest\n"
+    "                    --data DATA --model-dir DIR\n"
     "                    [options]\n"
     "       troupe evaluate --model-dir DIR --data DATA\n"
     "       troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]\n"
@@ -58,6 +59,10 @@ const char* kUsage =
     "  wide_deep: the dnn flags for the deep part, --linear-optimizer NAME\n"
     "    --linear-learning-rate R for the wide part\n"
     "  linear, svm: --l1 L --l2 L (svm: hinge loss; with --regression epsilon-insensitive)\n"
+    "  boosted_trees: --n-trees 100 --max-depth 6 --learning-rate 0.1 --l1 L --l2 1\n"
+    "    --max-bins 64; random_forest: --n-trees 100 --max-nodes 10000 --max-depth D\n"
+    "    --max-features F --max-bins 64. Trees train until grown (no --epochs); each layer\n"
+    "    grows from a batch (--batch-size, default 10000)\n"
     "  kmeans: --n-clusters K --init k-means++|random (inertia; with labels the adjusted\n"
     "  Rand index)\n"
     "  --export latest|best   (the model for serving, in DIR/export/<which>/<seconds>)\n"

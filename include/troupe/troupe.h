@@ -1,7 +1,7 @@
 // troupe's common API in one include, for programs that build, train and serve models:
 // tensors and graphs, the ops, sessions of node actors, Estimator and Experiment with their
-// input pipelines, hooks and metrics, the canned models (DNN, linear) with scikit-learn's model
-// selection and pipelines, and loading exports.
+// input pipelines, hooks and metrics, the canned models (DNN, linear, wide & deep, k-means, tree
+// ensembles) with scikit-learn's model selection and pipelines, and loading exports.
 //
 //   #include <troupe/troupe.h>
 //
@@ -40,6 +40,7 @@
 #include "estimators/canned/dnn.h"
 #include "estimators/canned/kmeans.h"
 #include "estimators/canned/linear.h"
+#include "estimators/canned/trees.h"
 #include "estimators/canned/wide_deep.h"
 #include "estimators/estimator.h"
 #include "estimators/experiment.h"

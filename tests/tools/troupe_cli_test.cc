@@ -243,7 +243,12 @@ TEST_CASE("troupe train --model linear|svm|dnn [--regression] on a small table, 
                                             "--hidden is not a flag of --model linear"},
         {"--model dnn --l1 0.1", "--l1 is not a flag of --model dnn"},
         {"--model dnn --regression --n-classes 3", "a regressor has no classes"},
-        {"--model tree", "--model 'tree' is not dnn, linear, svm, kmeans or wide_deep"},
+        {"--model tree",
+         "--model 'tree' is not dnn, linear, svm, kmeans, wide_deep, "
+         "boosted_trees or random_forest"},
+        {"--model boosted_trees --epochs 3", "trains until its trees are grown"},
+        {"--model boosted_trees --max-depth 0", "max_depth"},
+        {"--model random_forest --hidden 8", "--hidden is not a flag of --model random_forest"},
         {"--model kmeans --regression", "k-means clusters"},
         {"--model kmeans --hidden 8", "--hidden is not a flag of --model kmeans"},
         {"--model linear --l2 -1", "l2"},
@@ -511,5 +516,65 @@ TEST_CASE("troupe train on a table with text columns: inferred, from a spec, wid
   CHECK(refused.status != 0);
   CHECK(refused.err.find("bad.txt:2") != std::string::npos);
   CHECK(refused.err.find("'embeding'") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "troupe train --model boosted_trees|random_forest: text and numeric columns, regression") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("troupe_cli_trees_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // The class: whether two colors agree, unless x is above 1 (a threshold trees find).
+  const char* colors[] = {"red", "green", "blue"};
+  std::mt19937 rng(9);
+  std::normal_distribution<double> g(0, 1);
+  // The value: 10 above x = 0, 5 more when the colors agree.
+  for (const auto& [name, rows] : {std::pair<const char*, int>{"train", 800}, {"test", 300}}) {
+    std::ofstream classes(dir / (std::string(name) + ".csv"));
+    std::ofstream values(dir / (std::string(name) + "_values.csv"));
+    classes << "a,x,b,label\n";
+    values << "a,x,b,value\n";
+    for (int i = 0; i < rows; ++i) {
+      const char* a = colors[rng() % 3];
+      const char* b = i % 2 ? a : colors[rng() % 3];
+      const double x = g(rng);
+      const bool agree = std::string(a) == b;
+      classes << a << "," << x << "," << b << "," << (x > 1 || agree ? "yes" : "no") << "\n";
+      values << a << "," << x << "," << b << "," << 10 * (x > 0) + 5 * agree << "\n";
+    }
+  }
+  auto data = [&](const std::string& suffix) {
+    return " --data csv:" + (dir / ("train" + suffix + ".csv")).string() +
+           " --eval-data csv:" + (dir / ("test" + suffix + ".csv")).string();
+  };
+  auto metric_of = [](const std::string& out, const std::string& name) {
+    const size_t at = out.find("\"" + name + "\": ");
+    return at == std::string::npos ? -1.0 : std::stod(out.substr(at + name.size() + 4));
+  };
+  for (const char* model : {"boosted_trees", "random_forest"}) {
+    const std::string name = model;
+    CAPTURE(name);
+    const std::string model_dir = (dir / model).string();
+    Run trained = troupe(std::string("train --model ") + model + data("") +
+                         " --label label --n-trees 30 --model-dir " + model_dir);
+    REQUIRE_MESSAGE(trained.status == 0, trained.err);
+    CHECK(metric_of(trained.out, "accuracy") >= 0.97);
+    Run eval = troupe("evaluate --model-dir " + model_dir +
+                      " --data csv:" + (dir / "test.csv").string() + " --label label");
+    REQUIRE_MESSAGE(eval.status == 0, eval.err);
+    CHECK(metric_of(eval.out, "accuracy") == metric_of(trained.out, "accuracy"));
+    Run pred = troupe("predict --model-dir " + model_dir +
+                      " --data csv:" + (dir / "test.csv").string() + " --label label");
+    REQUIRE_MESSAGE(pred.status == 0, pred.err);
+    CHECK((pred.out.find("\nyes,") != std::string::npos &&
+           pred.out.find("\nno,") != std::string::npos));
+    Run values = troupe(std::string("train --model ") + model + " --regression" + data("_values") +
+                        " --label value --n-trees 30 --model-dir " + model_dir + "_values");
+    REQUIRE_MESSAGE(values.status == 0, values.err);
+    // The target's deviation is about 5.5; a forest, whose nodes each see a third of the
+    // features, finds the interaction less sharply than boosting.
+    CHECK(metric_of(values.out, "rmse") < (name == "random_forest" ? 2.0 : 1.0));
+  }
   std::filesystem::remove_all(dir);
 }
