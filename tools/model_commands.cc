@@ -189,12 +189,14 @@ int train(const std::vector<std::string>& args) {
   }
   std::string error;
   int64_t epochs = 0, steps = 0, batch = 128, eval_every = 0, rounds = 0, seed = 42;
-  // A tree model's batch is the sample each layer grows from (estimators/canned/trees.h).
+  // A tree model's batch is the sample each layer grows from (estimators/canned/trees.h): a
+  // forest's deep nodes need every row.
   const bool trees = is_tree_model(spec.model);
+  const char* default_batch = !trees ? "128" : spec.model == "random_forest" ? "100000" : "10000";
   int64_t deadline_s = 60, eval_timeout_s = 600, aggregate = 0, sync_timeout_s = 30;
   if ((flags.count("epochs") && !to_int("epochs", flag("epochs", ""), 1, &epochs, &error)) ||
       (flags.count("steps") && !to_int("steps", flag("steps", ""), 1, &steps, &error)) ||
-      !to_int("batch-size", flag("batch-size", trees ? "10000" : "128"), 1, &batch, &error) ||
+      !to_int("batch-size", flag("batch-size", default_batch), 1, &batch, &error) ||
       !to_int("eval-every", flag("eval-every", "0"), 0, &eval_every, &error) ||
       !to_int("early-stopping-rounds", flag("early-stopping-rounds", "0"), 0, &rounds, &error) ||
       !to_int("seed", flag("seed", "42"), 0, &seed, &error) ||

@@ -62,7 +62,7 @@ const char* kUsage =
     "  boosted_trees: --n-trees 100 --max-depth 6 --learning-rate 0.1 --l1 L --l2 1\n"
     "    --max-bins 64; random_forest: --n-trees 100 --max-nodes 10000 --max-depth D\n"
     "    --max-features F --max-bins 64. Trees train until grown (no --epochs); each layer\n"
-    "    grows from a batch (--batch-size, default 10000)\n"
+    "    grows from a batch (--batch-size, default 10000 for boosting, 100000 for forests)\n"
     "  kmeans: --n-clusters K --init k-means++|random (inertia; with labels the adjusted\n"
     "  Rand index)\n"
     "  --export latest|best   (the model for serving, in DIR/export/<which>/<seconds>)\n"
