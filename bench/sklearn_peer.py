@@ -12,6 +12,7 @@ try:
     from sklearn.linear_model import LogisticRegression
     from sklearn.neural_network import MLPClassifier
     from sklearn.cluster import MiniBatchKMeans
+    from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
     from sklearn.metrics import adjusted_rand_score
     from sklearn.svm import LinearSVC
 except ImportError:
@@ -47,6 +48,13 @@ def main():
         "linear": LogisticRegression(max_iter=epochs * 10),
         "dnn": MLPClassifier(hidden_layer_sizes=(256, 128), max_iter=epochs, random_state=42),
         "svm": LinearSVC(max_iter=epochs * 100),
+        # As canned_bench's: 100 trees (10 quick), all cores; boosting's depth 6, 64 bins.
+        "random_forest": RandomForestClassifier(n_estimators=10 if quick else 100, n_jobs=-1,
+                                                random_state=42),
+        "boosted_trees": HistGradientBoostingClassifier(max_iter=10 if quick else 100,
+                                                        max_depth=6, max_leaf_nodes=None,
+                                                        max_bins=64,
+                                                        early_stopping=False, random_state=42),
     }
     for name, model in models.items():
         start = time.monotonic()
