@@ -268,6 +268,10 @@ int train(const std::vector<std::string>& args) {
     if (!counted.ok()) return fail(counted.status());
     n_classes = std::max<int64_t>(2, *counted);
   }
+  if (trees && (flags.count("sync") || aggregate > 0)) {
+    // A step grows a layer from its own batch: there are no gradients to average.
+    return usage_error("--sync: " + spec.model + " grows its trees from each batch in turn");
+  }
   if (trees && flags.count("epochs")) {
     return usage_error("--epochs: " + spec.model + " trains until its trees are grown");
   }
