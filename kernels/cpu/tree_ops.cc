@@ -12,7 +12,6 @@
 #include "ops/tree_ensemble.h"
 #include "runtime/fingerprint.h"
 #include "runtime/kernel_registry.h"
-#include "runtime/parallel_section.h"
 
 namespace troupe::kernels::cpu {
 
@@ -28,6 +27,9 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Runs fn(begin, end) over [0, items) split across the cores when the work is worth threads.
+// No runtime::ParallelSection: its threads meet only at the end, so a background thread that
+// preempts one delays the whole by that much only, where a section would make the input
+// pipeline spin in yields for the kernel's whole span.
 template <class Fn>
 void parallel_range(int64_t items, double cost_per_item, Fn&& fn) {
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
@@ -36,7 +38,6 @@ void parallel_range(int64_t items, double cost_per_item, Fn&& fn) {
     fn(int64_t{0}, items);
     return;
   }
-  runtime::ParallelSection busy;
   std::vector<std::thread> threads;
   for (int64_t w = 1; w < workers; ++w) {
     threads.emplace_back([&, w] { fn(items * w / workers, items * (w + 1) / workers); });
