@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
 
 #include "estimators/canned/input_layer.h"
 #include "estimators/canned/model_impl.h"
@@ -105,6 +107,12 @@ Result<std::pair<Output, Output>> fit_statistics(ModelInputs& in, const Head& he
   return std::make_pair(g, h);
 }
 
+constexpr int64_t kLossRows = 1000;
+
+Output first_rows(runtime::GraphBuilder& b, Output x) {
+  return ops::strided_slice(b, x, {.begin = {0}, .end = {kLossRows}, .strides = {1}});
+}
+
 Result<EstimatorSpec> tree_spec(ModelInputs& in, const Head& head, const TreeModel& m) {
   runtime::GraphBuilder& b = in.b;
   int64_t width = 0;
@@ -125,7 +133,22 @@ Result<EstimatorSpec> tree_spec(ModelInputs& in, const Head& head, const TreeMod
           /*trainable=*/false);
     }
   }
-  Output logits = ops::tree_ensemble_predict(b, x, ensemble, k, forest);
+  // A forest grows from its targets alone: a training step's loss, which is all its
+  // predictions are for, is that of the batch's first rows, sparing a walk of every tree for
+  // every row.
+  ModelInputs* head_in = &in;
+  std::optional<ModelInputs> sample;
+  Output predicted_x = x;
+  if (forest && in.mode == Mode::kTrain) {
+    std::map<std::string, Output> features;
+    for (const auto& [name, f] : in.features) features[name] = first_rows(b, f);
+    sample.emplace(
+        ModelInputs{b, features, first_rows(b, in.labels), in.mode, in.params, in.config});
+    head_in = &*sample;
+    predicted_x = first_rows(b, x);
+    TROUPE_RETURN_IF_ERROR(b.status());
+  }
+  Output logits = ops::tree_ensemble_predict(b, predicted_x, ensemble, k, forest);
   if (forest && head.task == Task::kClassifier) {
     // The forest's class frequencies p as logits the head turns back into them: log p for a
     // softmax, log(p / (1 - p)) for a multi-label head's sigmoids.
@@ -139,7 +162,7 @@ Result<EstimatorSpec> tree_spec(ModelInputs& in, const Head& head, const TreeMod
                  ? ops::sub(b, ops::log(b, p), ops::log(b, ops::sub(b, ops::ones_like(b, p), p)))
                  : ops::log(b, p);
   }
-  TROUPE_ASSIGN_OR_RETURN(EstimatorSpec spec, head_spec(in, head, logits));
+  TROUPE_ASSIGN_OR_RETURN(EstimatorSpec spec, head_spec(*head_in, head, logits));
   if (in.mode != Mode::kTrain) return spec;
   Output bounds = ops::bucket_boundaries(b, bounds_var, x);
   // A forest's statistics do not depend on its predictions: grow from the targets alone.

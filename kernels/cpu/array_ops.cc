@@ -663,8 +663,9 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
       "Concat", kCpu);
   registry.add_typed<SplitKernel, float, double, int32_t, int64_t, uint8_t, bool>("Split", kCpu);
   registry.add_typed<SplitLikeKernel, float, double, int32_t, int64_t>("SplitLike", kCpu);
-  registry.add_typed<StridedSliceKernel, float, double, int32_t, int64_t, uint8_t, bool>(
-      "StridedSlice", kCpu);
+  registry
+      .add_typed<StridedSliceKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
+          "StridedSlice", kCpu);
   registry.add_typed<StridedSliceGradKernel, float, double>("StridedSliceGrad", kCpu);
   registry.add_typed<GatherKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
       "Gather", kCpu);
