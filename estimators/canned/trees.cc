@@ -56,21 +56,32 @@ struct TreeModel {
   ops::TreeGrowth growth;
 };
 
-Status check_columns(const std::string& model, const std::vector<FeatureColumn>& columns) {
-  for (const FeatureColumn& c : columns) {
+// What both ensembles check alike: task shape, tree count, bins, head, columns, fit.
+template <class Options>
+Status check_common(const Options& o, Task task) {
+  const std::string model = model_name<Options>(task);
+  if (task == Task::kClassifier && o.n_classes < 2) {
+    return param_error(model, "n_classes", "below 2");
+  }
+  if (task == Task::kRegressor && o.label_dimension < 1) {
+    return param_error(model, "label_dimension", "below 1");
+  }
+  if (o.n_trees < 1) return param_error(model, "n_trees", "below 1");
+  if (!(o.min_node_weight >= 0)) return param_error(model, "min_node_weight", "negative");
+  if (o.max_bins < 2 || o.max_bins > 256) {
+    return param_error(model, "max_bins", std::to_string(o.max_bins) + " is not in [2, 256]");
+  }
+  TROUPE_RETURN_IF_ERROR(head_of(o, task).validate().with_context(model));
+  for (const FeatureColumn& c : o.feature_columns) {
     if (c.kind == FeatureColumn::Kind::kEmbedding) {
       return param_error(model, "feature_columns",
                          "'" + c.name() + "' is an embedding, which trees cannot train");
     }
   }
-  return columns.empty() ? runtime::ok_status() : validate_columns(columns, /*for_linear=*/false);
-}
-
-Status check_bins(const std::string& model, int64_t max_bins) {
-  if (max_bins < 2 || max_bins > 256) {
-    return param_error(model, "max_bins", std::to_string(max_bins) + " is not in [2, 256]");
+  if (!o.feature_columns.empty()) {
+    TROUPE_RETURN_IF_ERROR(validate_columns(o.feature_columns, /*for_linear=*/false));
   }
-  return runtime::ok_status();
+  return o.fit.validate(model);
 }
 
 Result<Output> tree_input(ModelInputs& in, const TreeModel& m, const Head& head, int64_t* width) {
@@ -207,11 +218,6 @@ Result<input::Dataset> TreeFitParams::dataset(const runtime::Tensor& x, const ru
 
 Status BoostedTreesOptions::validate(Task task) const {
   const std::string model = model_name<BoostedTreesOptions>(task);
-  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
-  if (task == Task::kRegressor && label_dimension < 1) {
-    return param_error(model, "label_dimension", "below 1");
-  }
-  if (n_trees < 1) return param_error(model, "n_trees", "below 1");
   if (max_depth < 1 || max_depth > 20) {
     return param_error(model, "max_depth", std::to_string(max_depth) + " is not in [1, 20]");
   }
@@ -219,11 +225,7 @@ Status BoostedTreesOptions::validate(Task task) const {
   if (!(l1 >= 0)) return param_error(model, "l1", "negative");
   if (!(l2 >= 0)) return param_error(model, "l2", "negative");
   if (!(tree_complexity >= 0)) return param_error(model, "tree_complexity", "negative");
-  if (!(min_node_weight >= 0)) return param_error(model, "min_node_weight", "negative");
-  TROUPE_RETURN_IF_ERROR(check_bins(model, max_bins));
-  TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
-  TROUPE_RETURN_IF_ERROR(check_columns(model, feature_columns));
-  return fit.validate(model);
+  return check_common(*this, task);
 }
 
 ModelFn BoostedTreesOptions::model_fn(Task task) const {
@@ -253,21 +255,12 @@ ModelFn BoostedTreesOptions::model_fn(Task task) const {
 
 Status RandomForestOptions::validate(Task task) const {
   const std::string model = model_name<RandomForestOptions>(task);
-  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
-  if (task == Task::kRegressor && label_dimension < 1) {
-    return param_error(model, "label_dimension", "below 1");
-  }
-  if (n_trees < 1) return param_error(model, "n_trees", "below 1");
   if (max_nodes < 1 || max_nodes >= (int64_t{1} << 24)) {
     return param_error(model, "max_nodes", std::to_string(max_nodes) + " is not in [1, 2^24)");
   }
   if (max_depth < 0) return param_error(model, "max_depth", "negative");
   if (max_features < 0) return param_error(model, "max_features", "negative");
-  if (!(min_node_weight >= 0)) return param_error(model, "min_node_weight", "negative");
-  TROUPE_RETURN_IF_ERROR(check_bins(model, max_bins));
-  TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
-  TROUPE_RETURN_IF_ERROR(check_columns(model, feature_columns));
-  return fit.validate(model);
+  return check_common(*this, task);
 }
 
 ModelFn RandomForestOptions::model_fn(Task task) const {
