@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "estimators/estimator_actor.h"
-#include "estimators/export/saved_model.h"
+#include "estimators/export/exporter.h"
 #include "estimators/hook_actor.h"
 #include "estimators/metrics.h"
 #include "estimators/summary/summary_actor.h"
@@ -25,33 +25,6 @@ using runtime::Output;
 using runtime::Result;
 using runtime::Status;
 using runtime::Tensor;
-
-const char* mode_name(Mode mode) {
-  switch (mode) {
-    case Mode::kTrain:
-      return "train";
-    case Mode::kEval:
-      return "eval";
-    case Mode::kPredict:
-      return "infer";
-  }
-  return "?";
-}
-
-double param(const Params& p, const std::string& name, double fallback) {
-  auto it = p.find(name);
-  if (it == p.end()) return fallback;
-  try {
-    return std::stod(it->second);
-  } catch (...) {
-    return fallback;
-  }
-}
-
-std::string param(const Params& p, const std::string& name, const std::string& fallback) {
-  auto it = p.find(name);
-  return it == p.end() ? fallback : it->second;
-}
 
 namespace {
 
@@ -292,20 +265,7 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
   const std::string where = std::string("model_fn (") + mode_name(mode) + ")";
   if (!spec.ok()) return spec.status().with_context(where);
   if (!b.ok()) return b.status().with_context(where);
-  if ((mode != Mode::kPredict) && !spec->loss.valid()) {
-    return runtime::invalid_argument(where, " returned no loss");
-  }
-  if (mode == Mode::kTrain && spec->train_op < 0) {
-    return runtime::invalid_argument(where, " returned no train_op");
-  }
-  if (mode == Mode::kPredict && spec->predictions.empty()) {
-    return runtime::invalid_argument(where, " returned no predictions");
-  }
-  if (spec->loss.valid() && m->graph.shape(spec->loss).rank_known() &&
-      m->graph.shape(spec->loss).rank() != 0) {
-    return runtime::invalid_argument(where, ": the loss must be a scalar, not ",
-                                     m->graph.shape(spec->loss).to_string());
-  }
+  TROUPE_RETURN_IF_ERROR(validate_spec(*spec, mode, m->graph).with_context(where));
   m->spec = std::move(*spec);
   m->init = ops::global_variables_initializer(b);
   const bool sync = mode == Mode::kTrain && in_cluster() && config_.replicas_to_aggregate > 0;
@@ -855,14 +815,6 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
     found = models_.find(Mode::kPredict);
   }
   Model& m = *found->second;
-  if (!options.class_labels.empty() && m.spec.export_scores.valid()) {
-    const runtime::Shape& scores = m.graph.shape(m.spec.export_scores);
-    if (scores.rank_known() && scores.rank() == 2 && scores.dim(1) >= 0 &&
-        scores.dim(1) != static_cast<int64_t>(options.class_labels.size())) {
-      return runtime::invalid_argument("export: ", options.class_labels.size(),
-                                       " class labels for ", scores.dim(1), " classes");
-    }
-  }
   if (!options.checkpoint_path.empty()) {
     TROUPE_ASSIGN_OR_RETURN(runtime::CheckpointData ckpt,
                             runtime::read_checkpoint(options.checkpoint_path));
@@ -874,32 +826,14 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
     TROUPE_RETURN_IF_ERROR(pull_from_cluster());
   }
   TROUPE_RETURN_IF_ERROR(ensure_variables(m, Mode::kPredict));
-  serving::SavedModel saved;
-  saved.graph = m.graph;
-  saved.class_labels = options.class_labels;
-  saved.variables.global_step = global_step();
-  for (int id : m.graph.variables()) {
-    const std::string& name = ops::variable_name(m.graph.node(id));
-    TROUPE_ASSIGN_OR_RETURN(saved.variables.tensors[name], store_->read(name));
-  }
   std::map<std::string, Output> inputs;
   for (size_t i = 0; i < m.components.size(); ++i) {
     // A prediction model built on labelled data has a label placeholder nothing serves.
     if (m.components[i].name != m.label) inputs[m.components[i].name] = m.inputs[i];
   }
-  const auto& outputs = m.spec.export_outputs.empty() ? m.spec.predictions : m.spec.export_outputs;
-  // As TF's canned estimators: serving_default and predict answer every output.
-  const serving::Signature predict = serving::make_signature(m.graph, "predict", inputs, outputs);
-  saved.signatures[serving::kDefaultSignature] = predict;
-  saved.signatures["predict"] = predict;
-  if (m.spec.export_scores.valid()) {
-    std::map<std::string, Output> out{{"scores", m.spec.export_scores}};
-    saved.signatures["classification"] = serving::make_signature(m.graph, "classify", inputs, out);
-  }
-  if (m.spec.export_regression.valid()) {
-    std::map<std::string, Output> out{{"outputs", m.spec.export_regression}};
-    saved.signatures["regression"] = serving::make_signature(m.graph, "regress", inputs, out);
-  }
+  TROUPE_ASSIGN_OR_RETURN(
+      serving::SavedModel saved,
+      saved_model_of(m.graph, m.spec, inputs, *store_, global_step(), options.class_labels));
   return serving::write_saved_model(export_dir_base, saved);
 }
 

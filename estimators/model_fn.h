@@ -71,4 +71,9 @@ struct EstimatorSpec {
 
 using ModelFn = std::function<runtime::Result<EstimatorSpec>(ModelInputs& inputs)>;
 
+// What `mode` needs of a spec, as tf.estimator's EstimatorSpec checks on construction: a scalar
+// loss to train and evaluate, a train op to train, predictions to predict, every metric with its
+// labels and predictions. The error says what is missing.
+runtime::Status validate_spec(const EstimatorSpec& spec, Mode mode, const runtime::Graph& graph);
+
 }  // namespace troupe::estimators

@@ -272,6 +272,29 @@ TEST_CASE("estimator: user errors fail fast and name the problem") {
   CHECK(!s.ok());
   CHECK(s.status().message().find("MatMul") != std::string::npos);
 
+  // The spec each mode needs (validate_spec): a scalar loss, a train op.
+  Estimator no_train_op(
+      [](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+        EstimatorSpec spec;
+        spec.loss = ops::reduce_mean(in.b, in.features.at("x"));
+        return spec;
+      },
+      quiet());
+  CHECK(no_train_op.train(regression_data(64, 1)).status().message() ==
+        "model_fn (train): returned no train_op");
+  Estimator row_loss(
+      [](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+        EstimatorSpec spec;
+        spec.loss = ops::reduce_mean(in.b, in.features.at("x"), {1});
+        spec.train_op = ops::no_op(in.b, {}, "train");
+        return spec;
+      },
+      quiet());
+  CHECK(row_loss.train(regression_data(64, 1))
+            .status()
+            .message()
+            .find("model_fn (train): the loss must be a scalar, not [") != std::string::npos);
+
   Estimator untrained(linear_model, quiet(fresh_dir("untrained")));
   CHECK(untrained.evaluate(regression_data(64, 1)).status().code() ==
         runtime::Code::kFailedPrecondition);
