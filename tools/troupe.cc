@@ -12,8 +12,9 @@
 //   troupe evaluate --model-dir DIR --data DATA
 //   troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]
 //   troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]
-//   troupe search --model dnn|linear|svm --data DATA --grid "NAME=VALUES ..." [--cv 5]
-//                 [--random N] [--regression] [--output results.csv]
+//   troupe search --model dnn|linear|svm|kmeans|boosted_trees|random_forest --data DATA
+//                 --grid "NAME=VALUES ..." [--cv 5] [--random N] [--regression]
+//                 [--output results.csv]
 //   troupe serve --model_base_path BASE --model_name NAME [--port 8501] [--enable_batching]
 //   troupe server  (TF_CONFIG, or --cluster FILE --job ps --task N) [--secret FILE]
 //   troupe cluster --ps N --workers M [--evaluator] -- train ...
@@ -43,7 +44,8 @@ const char* kUsage =
     "       troupe evaluate --model-dir DIR --data DATA\n"
     "       troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]\n"
     "       troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]\n"
-    "       troupe search --model dnn|linear|svm --data DATA --grid \"NAME=VALUES ...\"\n"
+    "       troupe search --model dnn|linear|svm|kmeans|boosted_trees|random_forest --data DATA\n"
+    "                     --grid \"NAME=VALUES ...\"\n"
     "                     [--cv 5] [--random N] [--n-jobs N] [--output results.csv]\n"
     "       troupe serve --model_base_path BASE --model_name NAME [--port 8501] [options]\n"
     "       troupe server [--cluster FILE --job ps --task N] [--secret FILE] [--bind HOST]\n"

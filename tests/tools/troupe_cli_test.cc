@@ -576,5 +576,19 @@ TEST_CASE(
     // features, finds the interaction less sharply than boosting.
     CHECK(metric_of(values.out, "rmse") < (name == "random_forest" ? 2.0 : 1.0));
   }
+  // XOR of two thresholds: a search finds that stumps (depth 1) cannot learn it.
+  {
+    std::ofstream f(dir / "xor.csv");
+    std::uniform_real_distribution<double> u(0, 1);
+    f << "p,q,label\n";
+    for (int i = 0; i < 400; ++i) {
+      const double p = u(rng), q = u(rng);
+      f << p << "," << q << "," << ((p > 0.5) != (q > 0.3)) << "\n";
+    }
+  }
+  Run search = troupe("search --model boosted_trees --data csv:" + (dir / "xor.csv").string() +
+                      " --label label --cv 3 --grid \"max_depth=1,3 n_trees=10\"");
+  REQUIRE_MESSAGE(search.status == 0, search.err);
+  CHECK(search.out.find("best: max_depth=3 n_trees=10") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
