@@ -11,6 +11,7 @@
 #include <random>
 
 #include "estimators/canned/test_data.h"
+#include "estimators/export/predictor.h"
 
 using namespace troupe;
 using namespace troupe::estimators;
@@ -83,8 +84,14 @@ TEST_CASE("boosted trees regress a step function, save, restore and export") {
   auto after = restored.predict(xt);
   REQUIRE(after.ok());
   for (int64_t i = 0; i < 500; ++i) CHECK(after->data<float>()[i] == before->data<float>()[i]);
+  // The export serves the same values (the trees are ops of the served graph).
   auto exported = gbt.estimator().export_saved_model(dir + "/export");
   REQUIRE_MESSAGE(exported.ok(), exported.status().to_string());
+  auto served = serving::load(*exported);
+  REQUIRE_MESSAGE(served.ok(), served.status().to_string());
+  auto out = (*served)->predict({{"x", xt}});
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK(out->at("predictions").to_vector<float>() == before->to_vector<float>());
   std::filesystem::remove_all(dir);
 }
 
