@@ -569,7 +569,12 @@ struct GrowKernel {
       return runtime::invalid_argument("trees of ", dim, " values with ", g.dim(1),
                                        " gradient and ", h.dim(1), " hessian columns");
     }
-    if (bounds.num_elements() > 0 && std::isnan(bounds.data<float>()[0])) {
+    if (bounds.dim(1) < 1 || bounds.dim(1) > 255) {
+      // Buckets are bytes: a peer's call with more boundaries is refused, not wrapped around.
+      return runtime::invalid_argument("boundaries of ", bounds.dim(1),
+                                       " values a feature: 1 to 255 make the buckets");
+    }
+    if (std::isnan(bounds.data<float>()[0])) {
       return runtime::failed_precondition("the bucket boundaries are not set");
     }
     TROUPE_ASSIGN_OR_RETURN(

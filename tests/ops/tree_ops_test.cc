@@ -113,6 +113,11 @@ TEST_CASE("grow_tree_layer: the split of largest gain, Newton values, then done 
   REQUIRE(grown.ok());
   CHECK(grown->to_vector<float>() ==
         tree(3, 5, {3, 1, 1, 1}, {{1, 0, 1, 4, 0}, {-1, 0, 0, 0, 1}, {-1, 0, 0, 0, -1}}));
+  // More boundaries than a byte's buckets (a peer's call) are refused, nothing grown.
+  Output wide = t.feed(Tensor::from_vector(Shape{1, 300}, std::vector<float>(300, 1.0f)));
+  auto refused = t.run({ops::grow_tree_layer(t.b, ensemble, x, g, h, wide, {.max_depth = 1})});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("1 to 255") != std::string::npos);
   // Finished: another step changes nothing.
   CHECK(t.eval(done).to_vector<int64_t>() == std::vector<int64_t>{1});
   CHECK(t.vars.read("trees")->to_vector<float>() == grown->to_vector<float>());
