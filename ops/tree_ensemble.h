@@ -61,6 +61,24 @@ class TreeEnsembleView {
     }
     return n;
   }
+  // The nodes (leaves) that `rows` rows of x (`features` values each, row-major) reach in tree
+  // t, into `at`: the rows descend a level at a time together, so that their loads overlap
+  // instead of waiting on one another.
+  void leaves(int64_t t, const float* x, int64_t features, int64_t rows, int32_t* at) const {
+    const float* root = node(t, 0);
+    for (int64_t r = 0; r < rows; ++r) at[r] = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* n = root + at[r] * width_;
+        if (n[kNodeLeft] < 0) continue;
+        const bool right =
+            !(x[r * features + static_cast<int64_t>(n[kNodeFeature])] <= n[kNodeThreshold]);
+        at[r] = static_cast<int32_t>(n[kNodeLeft]) + right;
+        moved = true;
+      }
+    }
+  }
 
  private:
   const float* data_;

@@ -161,10 +161,12 @@ struct PredictKernel {
           for (int64_t block = begin; block < end; ++block) {
             const int64_t first = block * kBlock, last = std::min(n, first + kBlock);
             float* y = out->data<float>();
+            int32_t at[kBlock];
             for (int64_t t = 0; t < e.trees(); ++t) {
               if (e.nodes(t) == 0) continue;
+              e.leaves(t, x.data<float>() + first * features, features, last - first, at);
               for (int64_t i = first; i < last; ++i) {
-                const float* leaf = e.leaf(t, x.data<float>() + i * features) + ops::kNodeValue;
+                const float* leaf = e.node(t, at[i - first]) + ops::kNodeValue;
                 if (dim == 1) {
                   y[i * k + t % k] += leaf[0];
                 } else {
@@ -305,8 +307,15 @@ struct Candidate {
 
 class TreeGrower {
  public:
-  TreeGrower(const Growth& g, const Batch& b, float* ensemble, int64_t max_nodes, int64_t width)
-      : g_(g), b_(b), data_(ensemble), max_nodes_(max_nodes), width_(width), dim_(width - 4) {}
+  // `view` reads the tensor whose buffer `ensemble` writes.
+  TreeGrower(const Growth& g, const Batch& b, const ops::TreeEnsembleView& view, float* ensemble)
+      : g_(g),
+        b_(b),
+        view_(view),
+        data_(ensemble),
+        max_nodes_(view.max_nodes()),
+        width_(view.width()),
+        dim_(view.dim()) {}
 
   // The first round's roots at the full Newton step of the batch (center_bias).
   void center(int64_t t) {
@@ -410,17 +419,17 @@ class TreeGrower {
     const int64_t active = end - begin;
     std::vector<int32_t> slot(b_.n, -1);
     offsets_.assign(active + 1, 0);
-    for (int64_t i = 0; i < b_.n; ++i) {
-      const float* row = b_.x + i * b_.features;
-      int64_t at = 0;
-      for (const float* n = node(t, 0); n[ops::kNodeLeft] >= 0; n = node(t, at)) {
-        const auto left = static_cast<int64_t>(n[ops::kNodeLeft]);
-        at = row[static_cast<int64_t>(n[ops::kNodeFeature])] <= n[ops::kNodeThreshold] ? left
-                                                                                       : left + 1;
+    constexpr int64_t kBlock = 256;
+    int32_t reached[kBlock];
+    for (int64_t first = 0; first < b_.n; first += kBlock) {
+      const int64_t rows = std::min(kBlock, b_.n - first);
+      view_.leaves(t, b_.x + first * b_.features, b_.features, rows, reached);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t at = reached[r];
+        if (at < begin || at >= end) continue;
+        slot[first + r] = static_cast<int32_t>(at - begin);
+        ++offsets_[at - begin + 1];
       }
-      if (at < begin || at >= end) continue;
-      slot[i] = static_cast<int32_t>(at - begin);
-      ++offsets_[at - begin + 1];
     }
     for (int64_t a = 0; a < active; ++a) offsets_[a + 1] += offsets_[a];
     std::vector<int64_t> fill(offsets_.begin(), offsets_.end() - 1);
@@ -540,6 +549,7 @@ class TreeGrower {
 
   const Growth& g_;
   const Batch& b_;
+  const ops::TreeEnsembleView& view_;
   float* data_;
   int64_t max_nodes_, width_, dim_;
   std::vector<int64_t> offsets_;
@@ -563,7 +573,7 @@ struct GrowKernel {
     TROUPE_RETURN_IF_ERROR(expect_matrix(g, "gradients", n));
     TROUPE_RETURN_IF_ERROR(expect_matrix(h, "hessians", n));
     TROUPE_RETURN_IF_ERROR(expect_matrix(bounds, "boundaries", x.dim(1)));
-    const int64_t trees = shape.dim(0), max_nodes = shape.dim(1) - 1, width = shape.dim(2);
+    const int64_t trees = shape.dim(0), width = shape.dim(2);
     const int64_t dim = width - ops::kTreeFields;
     if ((dim != 1 && dim != g.dim(1)) || (h.dim(1) != 1 && h.dim(1) != g.dim(1))) {
       return runtime::invalid_argument("trees of ", dim, " values with ", g.dim(1),
@@ -598,7 +608,7 @@ struct GrowKernel {
                   {},
                   {},
                   {}};
-      TreeGrower probe(growth, batch, ensemble.data<float>(), max_nodes, width);
+      TreeGrower probe(growth, batch, view, ensemble.data<float>());
       const int64_t per_round = growth.per_round;
       bool unstarted = true;
       for (int64_t t = round; t < round + per_round; ++t) unstarted &= view.nodes(t) == 0;
@@ -608,7 +618,7 @@ struct GrowKernel {
         bucketize(batch);
         if (growth.bagging) key_rows(batch);
         parallel_range(per_round, 1e9, [&](int64_t begin, int64_t end) {
-          TreeGrower grower(growth, batch, ensemble.data<float>(), max_nodes, width);
+          TreeGrower grower(growth, batch, view, ensemble.data<float>());
           for (int64_t t = round + begin; t < round + end; ++t) {
             if (!view.done(t)) grower.grow(t);
           }
