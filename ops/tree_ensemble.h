@@ -52,15 +52,6 @@ class TreeEnsembleView {
   const float* node(int64_t t, int64_t i) const { return header(t) + (i + 1) * width_; }
   int64_t nodes(int64_t t) const { return static_cast<int64_t>(header(t)[kTreeNodes]); }
   bool done(int64_t t) const { return header(t)[kTreeDone] != 0; }
-  // The leaf that row `x` (one value per feature) reaches in tree t; the tree must have nodes.
-  const float* leaf(int64_t t, const float* x) const {
-    const float* n = node(t, 0);
-    while (n[kNodeLeft] >= 0) {
-      const auto left = static_cast<int64_t>(n[kNodeLeft]);
-      n = node(t, x[static_cast<int64_t>(n[kNodeFeature])] <= n[kNodeThreshold] ? left : left + 1);
-    }
-    return n;
-  }
   // The nodes (leaves) that `rows` rows of x (`features` values each, row-major) reach in tree
   // t, into `at`: the rows descend a level at a time together, so that their loads overlap
   // instead of waiting on one another.
