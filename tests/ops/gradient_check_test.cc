@@ -10,6 +10,7 @@
 #include "ops/conv_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
+#include "ops/sparse_ops.h"
 #include "ops/strided_slice.h"
 #include "runtime/op_registry.h"
 
@@ -114,6 +115,10 @@ std::vector<GradCase> cases() {
       {"Gather",
        [](GraphBuilder& b, const In& x) { return ops::gather(b, x[0], x[1], 1); },
        {rnd({2, 3}), Tensor::from_vector<int64_t>(Shape{4}, {2, 0, 2, 1})}},
+      {"UnsortedSegmentSum",
+       [](GraphBuilder& b, const In& x) { return ops::unsorted_segment_sum(b, x[0], x[1], x[2]); },
+       {rnd({4, 3}), Tensor::from_vector<int64_t>(Shape{4}, {2, 0, 2, 1}),
+        Tensor::scalar<int64_t>(3)}},
       {"Tile",
        [](GraphBuilder& b, const In& x) {
          return ops::tile(b, x[0], {2, 3});
