@@ -8,7 +8,9 @@
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/random_ops.h"
+#include "ops/sparse_ops.h"
 #include "ops/state_ops.h"
+#include "ops/strided_slice.h"
 
 namespace troupe::estimators {
 
@@ -324,54 +326,32 @@ Result<Output> numeric_values(ModelInputs& in, const FeatureColumn& c) {
 
 }  // namespace
 
-Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureColumn& c) {
+namespace {
+
+// The ids of a categorical column as a dense [batch, k] int64 tensor, every value counted: what
+// hashed crosses and bucketized columns read.
+Result<Output> dense_ids(ModelInputs& in, const FeatureColumn& c) {
   runtime::GraphBuilder& b = in.b;
-  TROUPE_RETURN_IF_ERROR(validate_column(c));
   int64_t k = 0;
   switch (c.kind) {
     case Kind::kBucketized: {
       TROUPE_ASSIGN_OR_RETURN(Output x, numeric_values(in, c.sources[0]));
       Output ids = ops::bucketize(b, x, c.boundaries);
-      if (c.sources[0].width == 1) return CategoricalIds{ids, Output{}};
+      if (c.sources[0].width == 1) return ids;
       // Element i of an example has buckets of its own: ids i * (boundaries + 1) + bucket.
       const int64_t per = static_cast<int64_t>(c.boundaries.size() + 1);
       std::vector<int64_t> offsets;
       for (int64_t i = 0; i < c.sources[0].width; ++i) offsets.push_back(i * per);
-      return CategoricalIds{
-          ops::add(b, ids,
-                   ops::constant(b, Tensor::from_vector(Shape{c.sources[0].width}, offsets))),
-          Output{}};
+      return ops::add(b, ids,
+                      ops::constant(b, Tensor::from_vector(Shape{c.sources[0].width}, offsets)));
     }
-    case Kind::kVocabulary: {
-      TROUPE_ASSIGN_OR_RETURN(Output x, feature_rows(in, c.key, &k));
-      if (b.dtype(x) != c.vocabulary.dtype()) {
-        return runtime::invalid_argument("feature '", c.key, "' holds ",
-                                         runtime::dtype_name(b.dtype(x)), ", its vocabulary ",
-                                         runtime::dtype_name(c.vocabulary.dtype()));
-      }
-      return CategoricalIds{
-          ops::vocabulary_lookup(b, x, c.vocabulary, c.num_oov_buckets, c.key, c.default_value),
-          Output{}};
-    }
+    case Kind::kVocabulary:
     case Kind::kIdentity: {
       TROUPE_ASSIGN_OR_RETURN(Output x, feature_rows(in, c.key, &k));
-      if (b.dtype(x) != DType::kInt32 && b.dtype(x) != DType::kInt64) {
-        return runtime::invalid_argument("feature '", c.key, "' holds ",
-                                         runtime::dtype_name(b.dtype(x)),
-                                         ": an identity column needs integers");
-      }
-      return CategoricalIds{ops::categorical_identity(b, x, c.num_buckets, c.key, c.default_value),
-                            Output{}};
-    }
-    case Kind::kHashBucket: {
-      TROUPE_ASSIGN_OR_RETURN(Output x, feature_rows(in, c.key, &k));
-      if (b.dtype(x) != DType::kString && b.dtype(x) != DType::kInt32 &&
-          b.dtype(x) != DType::kInt64) {
-        return runtime::invalid_argument("feature '", c.key, "' holds ",
-                                         runtime::dtype_name(b.dtype(x)),
-                                         ": hash buckets take text or integers");
-      }
-      return CategoricalIds{ops::string_to_hash_bucket(b, x, c.num_buckets), Output{}};
+      return c.kind == Kind::kVocabulary
+                 ? ops::vocabulary_lookup(b, x, c.vocabulary, c.num_oov_buckets, c.key,
+                                          c.default_value)
+                 : ops::categorical_identity(b, x, c.num_buckets, c.key, c.default_value);
     }
     case Kind::kCrossed: {
       std::vector<Output> parts;
@@ -380,31 +360,110 @@ Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureColumn& c) 
         parts.push_back(x);
       }
       for (const FeatureColumn& s : c.sources) {
-        TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, s));
-        parts.push_back(ids.ids);
+        TROUPE_ASSIGN_OR_RETURN(Output ids, dense_ids(in, s));
+        parts.push_back(ids);
       }
-      return CategoricalIds{ops::hash_cross(b, parts, c.num_buckets), Output{}};
+      return ops::hash_cross(b, parts, c.num_buckets);
     }
-    case Kind::kWeighted: {
-      TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
+    default:
+      return column_error(c, "gives no dense ids");
+  }
+}
+
+// Feature `key` as entries: the sparse tensor given as <key>/indices, <key>/values and
+// <key>/dense_shape, or the dense feature without its missing values; `positions` gets each
+// entry's flat position in a dense feature (invalid for a sparse one).
+Result<ops::SparseOutput> feature_entries(ModelInputs& in, const std::string& key,
+                                          Output* positions) {
+  auto part = [&](const char* name) {
+    auto it = in.features.find(key + "/" + name);
+    return it == in.features.end() ? Output{} : it->second;
+  };
+  ops::SparseOutput given{part("indices"), part("values"), part("dense_shape")};
+  *positions = Output{};
+  if (given.valid()) return given;
+  int64_t k = 0;
+  TROUPE_ASSIGN_OR_RETURN(Output x, feature_rows(in, key, &k));
+  const DType t = in.b.dtype(x);
+  if (t != DType::kString && t != DType::kInt32 && t != DType::kInt64) {
+    return runtime::invalid_argument("feature '", key, "' holds ", runtime::dtype_name(t),
+                                     ": categorical columns take text or integers");
+  }
+  return ops::dense_to_sparse(in.b, x, positions);
+}
+
+// categorical_ids, with the flat positions of the ids in a dense feature they came from.
+Result<CategoricalIds> ids_at(ModelInputs& in, const FeatureColumn& c, Output* positions) {
+  runtime::GraphBuilder& b = in.b;
+  TROUPE_RETURN_IF_ERROR(validate_column(c));
+  if (c.kind == Kind::kBucketized || c.kind == Kind::kCrossed) {
+    TROUPE_ASSIGN_OR_RETURN(Output ids, dense_ids(in, c));
+    return CategoricalIds{ops::dense_to_sparse(b, ids, positions), Output{}};
+  }
+  if (c.kind == Kind::kWeighted) {
+    TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, ids_at(in, c.sources[0], positions));
+    auto given = in.features.find(c.weight_key + "/values");
+    if (given != in.features.end()) {
+      ids.weights = given->second;  // a sparse tensor beside the ids', entry for entry
+    } else {
+      int64_t k = 0;
       TROUPE_ASSIGN_OR_RETURN(Output w, feature_rows(in, c.weight_key, &k));
-      if (!runtime::is_numeric(b.dtype(w))) {
-        return runtime::invalid_argument("weight feature '", c.weight_key, "' is not numeric");
+      if (!positions->valid()) {
+        return runtime::invalid_argument("weight feature '", c.weight_key, "' is dense where '",
+                                         c.sources[0].key, "' is sparse: give both alike");
       }
-      ids.weights = ops::cast(b, w, DType::kFloat32);
-      return ids;
+      ids.weights = ops::gather(b, ops::reshape(b, w, {-1}), *positions);
     }
+    if (!runtime::is_numeric(b.dtype(ids.weights))) {
+      return runtime::invalid_argument("weight feature '", c.weight_key, "' is not numeric");
+    }
+    ids.weights = ops::cast(b, ids.weights, DType::kFloat32);
+    return ids;
+  }
+  TROUPE_ASSIGN_OR_RETURN(ops::SparseOutput raw, feature_entries(in, c.key, positions));
+  const DType t = b.dtype(raw.values);
+  Output ids;
+  switch (c.kind) {
+    case Kind::kVocabulary:
+      if (t != c.vocabulary.dtype()) {
+        return runtime::invalid_argument("feature '", c.key, "' holds ", runtime::dtype_name(t),
+                                         ", its vocabulary ",
+                                         runtime::dtype_name(c.vocabulary.dtype()));
+      }
+      ids = ops::vocabulary_lookup(b, raw.values, c.vocabulary, c.num_oov_buckets, c.key,
+                                   c.default_value);
+      break;
+    case Kind::kIdentity:
+      if (t != DType::kInt32 && t != DType::kInt64) {
+        return runtime::invalid_argument("feature '", c.key, "' holds ", runtime::dtype_name(t),
+                                         ": an identity column needs integers");
+      }
+      ids = ops::categorical_identity(b, raw.values, c.num_buckets, c.key, c.default_value);
+      break;
+    case Kind::kHashBucket:
+      ids = ops::string_to_hash_bucket(b, raw.values, c.num_buckets);
+      break;
     default:
       return column_error(c, "gives no ids");
   }
+  return CategoricalIds{{raw.indices, ids, raw.dense_shape}, Output{}};
+}
+
+}  // namespace
+
+Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureColumn& c) {
+  Output positions;
+  return ids_at(in, c, &positions);
 }
 
 namespace {
 
-// Sums [batch, k, n] over k, each of the k weighted when `weights` is valid.
-Output sum_over_ids(runtime::GraphBuilder& b, Output rows, Output weights) {
-  if (weights.valid()) rows = ops::mul(b, rows, ops::expand_dims(b, weights, 2));
-  return ops::reduce_sum(b, rows, {1});
+// Row r of the result sums the rows of `values` ([nnz, n], one per entry of `sp`) whose entries
+// are in row r of `sp`: [batch, n].
+Output sum_by_row(runtime::GraphBuilder& b, Output values, const ops::SparseOutput& sp) {
+  Output rows = ops::reshape(b, ops::slice(b, sp.indices, {0, 0}, {-1, 1}), {-1});
+  Output batch = ops::reshape(b, ops::slice(b, sp.dense_shape, {0}, {1}), {});
+  return ops::unsorted_segment_sum(b, values, rows, batch);
 }
 
 Result<Output> embedding(ModelInputs& in, const FeatureColumn& c) {
@@ -416,21 +475,15 @@ Result<Output> embedding(ModelInputs& in, const FeatureColumn& c) {
   Output table = ops::variable(
       b, "embedding_weights", shape, DType::kFloat32,
       ops::truncated_normal(b, shape, 0, 1.0 / std::sqrt(static_cast<double>(c.dimension))));
-  Output sum = sum_over_ids(b, ops::gather(b, table, ids.ids), ids.weights);
-  if (c.combiner == "sum") return sum;
-  Output w =
-      ids.weights.valid() ? ids.weights : ops::ones_like(b, ops::cast(b, ids.ids, DType::kFloat32));
-  Output norm = c.combiner == "mean"
-                    ? ops::reduce_sum(b, w, {1}, true)
-                    : ops::sqrt(b, ops::reduce_sum(b, ops::square(b, w), {1}, true));
-  // An example whose weights sum to 0 gets zeros, not NaN.
-  return ops::div(b, sum, ops::maximum(b, norm, ops::scalar(b, 1e-12, DType::kFloat32)));
+  return ops::embedding_lookup_sparse(b, table, ids.ids, ids.weights, c.combiner);
 }
 
 Result<Output> indicator(ModelInputs& in, const FeatureColumn& c) {
   runtime::GraphBuilder& b = in.b;
   TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
-  return sum_over_ids(b, ops::one_hot(b, ids.ids, c.sources[0].id_count()), ids.weights);
+  Output hot = ops::one_hot(b, ids.ids.values, c.sources[0].id_count());
+  if (ids.weights.valid()) hot = ops::mul(b, hot, ops::expand_dims(b, ids.weights, 1));
+  return sum_by_row(b, hot, ids.ids);
 }
 
 }  // namespace
@@ -451,8 +504,9 @@ Result<Output> input_layer(ModelInputs& in, const std::vector<FeatureColumn>& co
       }
       case Kind::kBucketized: {
         // One-hot buckets of each element, as TF's input_layer reads a bucketized column.
-        TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c));
-        part = ops::reduce_sum(b, ops::one_hot(b, ids.ids, c.id_count()), {1});
+        TROUPE_RETURN_IF_ERROR(validate_column(c));
+        TROUPE_ASSIGN_OR_RETURN(Output ids, dense_ids(in, c));
+        part = ops::reduce_sum(b, ops::one_hot(b, ids, c.id_count()), {1});
         *width += c.id_count();
         break;
       }
@@ -494,7 +548,7 @@ Result<Output> linear_model(ModelInputs& in, const std::vector<FeatureColumn>& c
     if (weights) weights->push_back(w);
     // Categorical: a Gather of the rows of its ids, so that training updates only those rows.
     terms.push_back(numeric ? ops::matmul(b, x, w)
-                            : sum_over_ids(b, ops::gather(b, w, ids.ids), ids.weights));
+                            : ops::embedding_lookup_sparse(b, w, ids.ids, ids.weights, "sum"));
   }
   Output bias;
   {

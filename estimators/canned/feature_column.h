@@ -13,8 +13,10 @@
 //
 // Ids stay ids: a hash bucket of 10^6 is a million-row weight variable read by Gather, whose
 // gradient updates only the rows a batch touched (ops/training_ops.h), never a dense one-hot.
-// A feature holds one value per example ([batch]) or k ([batch, k]); k ids are combined by the
-// embedding's combiner (sum, mean, sqrtn) or summed (indicator, linear). Variables are named as
+// A feature holds one value per example ([batch]), k ([batch, k]), or as many as it has (a
+// sparse tensor, or a padded dense feature whose missing values are "" or -1); an example's ids
+// are combined by the embedding's combiner (sum, mean, sqrtn) or summed (indicator, linear),
+// through embedding_lookup_sparse. Variables are named as
 // TF's: input_layer/<column>/embedding_weights, linear_model/<column>/weights.
 #pragma once
 
@@ -23,6 +25,7 @@
 
 #include "estimators/canned/input_layer.h"
 #include "estimators/model_fn.h"
+#include "ops/sparse_ops.h"
 #include "runtime/tensor.h"
 
 namespace troupe::estimators {
@@ -98,10 +101,15 @@ FeatureColumn indicator_column(const FeatureColumn& categorical);
 // else those an input layer takes (numeric, bucketized, embedding, indicator).
 runtime::Status validate_columns(const std::vector<FeatureColumn>& columns, bool for_linear);
 
-// The ids of a categorical column, [batch, k] int64, and their weights ([batch, k] float32,
-// invalid when every weight is 1).
+// The ids of a categorical column as a [batch, k] sparse tensor of int64, and each id's weight
+// ([nnz] float32; invalid when every weight is 1). A feature given as a sparse tensor, the three
+// features <key>/indices, <key>/values and <key>/dense_shape (ops/sparse_ops.h), keeps its
+// entries; a dense one ([batch] or [batch, k]) loses its missing values, "" and -1, as TF's
+// columns read it, so that a padded feature of varying length counts the values it has. Its
+// weights come alike: <weight_key>/values beside sparse ids, else a dense feature shaped as the
+// ids' feature.
 struct CategoricalIds {
-  runtime::Output ids;
+  ops::SparseOutput ids;
   runtime::Output weights;
 };
 runtime::Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureColumn& column);

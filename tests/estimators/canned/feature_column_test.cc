@@ -145,6 +145,73 @@ TEST_CASE("embedding columns combine the rows of their ids by sum, mean and sqrt
   }
 }
 
+TEST_CASE("features of varying length, padded or sparse, count the values they have") {
+  // Example 0 has tags a, b; example 1 none; example 2 c. "padded" pads with "", "sparse" is a
+  // sparse tensor given as its three features; weights of each tag beside them.
+  const auto sp = runtime::SparseTensor::from_rows<std::string>({{"a", "b"}, {}, {"c"}});
+  const auto wsp = runtime::SparseTensor::from_rows<float>({{1, 3}, {}, {2}});
+  LayerTest l({{"padded", strings(Shape{3, 3}, {"a", "b", "", "", "", "", "c", "", ""})},
+               {"w", Tensor::from_vector<float>(Shape{3, 3}, {1, 3, 9, 9, 9, 9, 2, 9, 9})},
+               {"sparse/indices", sp.indices},
+               {"sparse/values", sp.values},
+               {"sparse/dense_shape", sp.dense_shape},
+               {"ws/indices", wsp.indices},
+               {"ws/values", wsp.values},
+               {"ws/dense_shape", wsp.dense_shape}});
+  const std::vector<std::string> vocab{"a", "b", "c"};
+  const auto padded = categorical_column_with_vocabulary_list("padded", vocab);
+  const auto sparse = categorical_column_with_vocabulary_list("sparse", vocab);
+  int64_t width = 0;
+  auto x = input_layer(l.in,
+                       {embedding_column(padded, 2, "mean"), embedding_column(sparse, 2, "mean"),
+                        indicator_column(padded), indicator_column(sparse),
+                        indicator_column(weighted_categorical_column(padded, "w")),
+                        indicator_column(weighted_categorical_column(sparse, "ws"))},
+                       &width);
+  REQUIRE_MESSAGE(x.ok(), x.status().to_string());
+  CHECK(width == 2 + 2 + 3 * 4);
+  const std::vector<float> out = floats(l.eval(*x));
+  for (const char* key : {"padded", "sparse"}) {
+    INFO(key);
+    const int at = std::string(key) == "padded" ? 0 : 2;
+    auto table = l.t.vars.read(std::string("input_layer/") + key + "_embedding/embedding_weights");
+    REQUIRE(table.ok());
+    const std::vector<float> e = table->to_vector<float>();
+    for (int d = 0; d < 2; ++d) {
+      CHECK(out[at + d] == doctest::Approx((e[0 + d] + e[2 + d]) / 2));  // mean of a and b
+      CHECK(out[16 + at + d] == 0);                                      // no tags: zeros
+      CHECK(out[32 + at + d] == doctest::Approx(e[4 + d]));              // c alone
+    }
+  }
+  const std::vector<float> indicators{1, 1, 0, 1, 1, 0, 1, 3, 0, 1, 3, 0,  //
+                                      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                                      0, 0, 1, 0, 0, 1, 0, 0, 2, 0, 0, 2};
+  for (int r = 0; r < 3; ++r) {
+    for (int i = 0; i < 12; ++i) {
+      INFO("row ", r, " indicator column ", i);
+      CHECK(out[r * 16 + 4 + i] == indicators[r * 12 + i]);
+    }
+  }
+
+  // Integers: -1 is missing. Linear weights of ids 0..3 are 10, 20, 30, 40.
+  LayerTest ints({{"n", Tensor::from_vector<int64_t>(Shape{2, 2}, {3, -1, -1, -1})}});
+  auto logits = linear_model(ints.in, {categorical_column_with_identity("n", 4)}, 1);
+  REQUIRE_MESSAGE(logits.ok(), logits.status().to_string());
+  REQUIRE(ints.t.run({}, {ops::global_variables_initializer(ints.t.b)}).ok());
+  ints.t.vars.assign("linear_model/n/weights",
+                     Tensor::from_vector<float>(Shape{4, 1}, {10, 20, 30, 40}));
+  auto r = ints.t.run({*logits});
+  REQUIRE(r.ok());
+  CHECK(floats((*r)[0]) == std::vector<float>{40, 0});
+
+  // Dense weights cannot follow sparse ids: nothing says which weight goes with which id.
+  auto mixed =
+      input_layer(l.in, {indicator_column(weighted_categorical_column(sparse, "w"))}, &width);
+  REQUIRE_FALSE(mixed.ok());
+  CHECK(mixed.status().message().find("'w' is dense where 'sparse' is sparse") !=
+        std::string::npos);
+}
+
 TEST_CASE("linear_model sums a weight row per id and a weight per number") {
   LayerTest l(
       {{"x", Tensor::from_vector<float>(Shape{2}, {1, 2})}, {"c", strings(Shape{2}, {"b", "a"})}});
