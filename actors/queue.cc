@@ -10,6 +10,7 @@
 
 namespace troupe::actors {
 
+using runtime::DType;
 using runtime::Result;
 using runtime::Shape;
 using runtime::Status;
@@ -84,14 +85,73 @@ bool examples_have(const Tensor& t, const Shape& shape) {
          std::equal(d.begin() + 1, d.end(), shape.dims().begin());
 }
 
+// Component c of `rows`, lists of varying length, as a sparse tensor's three parts.
+Status stack_sparse(const std::vector<RowRef>& rows, size_t c, std::vector<Tensor>* out) {
+  const DType dtype = rows[0].chunk->components[c].dtype();
+  int64_t nnz = 0, longest = 0;
+  for (const RowRef& r : rows) {
+    const Tensor& t = r.chunk->components[c];
+    if (t.dtype() != dtype) {
+      return runtime::invalid_argument("component ", c, " is ", dtype_name(dtype),
+                                       " in one example and ", dtype_name(t.dtype()),
+                                       " in another");
+    }
+    if (t.rank() > 2) {
+      return runtime::invalid_argument("component ", c, " is sparse: its examples must be ",
+                                       "lists, not of shape ", example_shape(t).to_string());
+    }
+    const int64_t len = t.rank() == 2 ? t.dim(1) : 1;
+    nnz += len;
+    longest = std::max(longest, len);
+  }
+  const auto n = static_cast<int64_t>(rows.size());
+  Tensor indices(DType::kInt64, Shape{nnz, 2});
+  Tensor values(dtype, Shape{nnz});
+  int64_t* at = indices.data<int64_t>();
+  const size_t size = dtype_size(dtype);
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const Tensor& t = rows[static_cast<size_t>(i)].chunk->components[c];
+    const int64_t len = t.rank() == 2 ? t.dim(1) : 1;
+    const int64_t first = rows[static_cast<size_t>(i)].row * len;
+    for (int64_t j = 0; j < len; ++j) {
+      at[2 * (k + j)] = i;
+      at[2 * (k + j) + 1] = j;
+    }
+    if (dtype == DType::kString) {
+      std::copy_n(t.data<std::string>() + first, len, values.data<std::string>() + k);
+    } else {
+      std::memcpy(static_cast<char*>(values.raw_data()) + static_cast<size_t>(k) * size,
+                  static_cast<const char*>(t.raw_data()) + static_cast<size_t>(first) * size,
+                  static_cast<size_t>(len) * size);
+    }
+    k += len;
+  }
+  out->push_back(std::move(indices));
+  out->push_back(std::move(values));
+  out->push_back(Tensor::from_vector<int64_t>(Shape{2}, {n, longest}));
+  return runtime::ok_status();
+}
+
 }  // namespace
 
-Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad, bool background) {
+Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad, bool background,
+                                       const std::vector<bool>& sparse) {
   if (rows.empty()) return runtime::invalid_argument("no examples to stack");
   const size_t n_components = rows[0].chunk->components.size();
   std::vector<Tensor> out;
   out.reserve(n_components);
   for (size_t c = 0; c < n_components; ++c) {
+    if (c < sparse.size() && sparse[c]) {
+      for (const RowRef& r : rows) {
+        if (r.chunk->components.size() != n_components) {
+          return runtime::invalid_argument("examples have ", n_components, " and ",
+                                           r.chunk->components.size(), " components");
+        }
+      }
+      TROUPE_RETURN_IF_ERROR(stack_sparse(rows, c, &out));
+      continue;
+    }
     const Tensor& first = rows[0].chunk->components[c];
     Shape shape = example_shape(first);
     bool varied = false;

@@ -67,8 +67,12 @@ std::vector<RowRef> rows_of(std::shared_ptr<const Chunk> chunk);
 // difference is an error naming the component. `background` work (a runner's, beside training)
 // steps aside every few examples while a kernel keeps every core busy
 // (runtime/parallel_section.h).
+// Components marked in `sparse` hold lists of varying length (a scalar or [len] an example):
+// each becomes three tensors in its place, a [n, longest] sparse tensor's indices, values and
+// dense_shape (runtime/sparse_tensor.h).
 runtime::Result<std::vector<runtime::Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad,
-                                                         bool background = false);
+                                                         bool background = false,
+                                                         const std::vector<bool>& sparse = {});
 
 enum class QueueKind { kFifo, kRandomShuffle, kPadding };
 

@@ -178,7 +178,7 @@ bool send_batches(RunnerActor* self, bool input_done) {
     std::vector<RowRef> part(std::make_move_iterator(st.pending.begin()),
                              std::make_move_iterator(end));
     st.pending.erase(st.pending.begin(), end);
-    auto stacked = stack_rows(part, st.options.pad, /*background=*/true);
+    auto stacked = stack_rows(part, st.options.pad, /*background=*/true, st.options.sparse);
     if (!stacked.ok()) {
       fail(self, stacked.status().with_context(st.source->name()));
       return true;

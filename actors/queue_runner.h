@@ -58,6 +58,9 @@ struct RunnerOptions {
   int64_t batch_size = 0;
   bool drop_remainder = false;
   bool pad = false;
+  // Per source component: examples hold lists of varying length, batched as sparse tensors
+  // (stack_rows, queue.h), each three components of the batch in its place.
+  std::vector<bool> sparse;
   bool close_queue_at_end = true;
   // Elements (batches when batch_size > 0, else examples) dropped from the start of the
   // sequence, unstacked: a run resumed from a checkpoint reads on where the interrupted one

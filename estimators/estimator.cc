@@ -209,6 +209,17 @@ Result<std::vector<Estimator::Component>> Estimator::components_of(
   std::vector<Component> out;
   for (size_t c = 0; c < names.size() && c < chunks[0].components.size(); ++c) {
     const Tensor& t = chunks[0].components[c];
+    if (data.is_sparse(names[c])) {
+      if (names[c] == data.label) {
+        return runtime::invalid_argument(data.source->name(), ": the label '", names[c],
+                                         "' cannot be sparse");
+      }
+      // Placeholders [-1, 2], [-1] and [-1]: dense_shape's one dimension is the rank.
+      out.push_back({names[c] + "/indices", runtime::DType::kInt64, {2}, false});
+      out.push_back({names[c] + "/values", t.dtype(), {}, false});
+      out.push_back({names[c] + "/dense_shape", runtime::DType::kInt64, {}, false});
+      continue;
+    }
     Component comp{names[c], t.dtype(), {}};
     for (int d = 1; d < t.rank(); ++d) comp.dims.push_back(data.pad ? -1 : t.dim(d));
     out.push_back(std::move(comp));
@@ -645,7 +656,12 @@ Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions opti
 
   actors::LoopRequest loop;
   loop.steps = options.steps > 0 ? options.steps : INT64_MAX;
-  loop.fetches = {m->spec.loss, m->inputs[0]};
+  // A component with a row per example counts the batch's examples.
+  size_t rows_input = 0;
+  while (rows_input + 1 < m->components.size() && !m->components[rows_input].by_example) {
+    ++rows_input;
+  }
+  loop.fetches = {m->spec.loss, m->inputs[rows_input]};
   std::vector<int> weights_at;  // per metric: the fetch of its weights, or -1
   for (const auto& [name, spec] : m->spec.eval_metric_ops) {
     loop.fetches.push_back(spec.labels);

@@ -152,6 +152,7 @@ class Estimator {
     std::string name;
     runtime::DType dtype;
     std::vector<int64_t> dims;  // of one example; -1 where examples differ
+    bool by_example = true;     // false for a sparse feature's parts: not one row an example
   };
   struct Model {
     runtime::Graph graph;

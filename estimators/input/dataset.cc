@@ -24,6 +24,22 @@ int Dataset::component(const std::string& name) const {
   return it == names.end() ? -1 : static_cast<int>(it - names.begin());
 }
 
+bool Dataset::is_sparse(const std::string& name) const {
+  return std::find(sparse.begin(), sparse.end(), name) != sparse.end();
+}
+
+std::vector<std::string> Dataset::batch_components() const {
+  std::vector<std::string> names;
+  for (const std::string& c : source->components()) {
+    if (!is_sparse(c)) {
+      names.push_back(c);
+      continue;
+    }
+    for (const char* part : {"/indices", "/values", "/dense_shape"}) names.push_back(c + part);
+  }
+  return names;
+}
+
 namespace {
 
 Result<Dataset> make(std::shared_ptr<const actors::Source> source, const std::string& label,
@@ -178,7 +194,7 @@ Result<Dataset> libsvm(const std::string& pattern, LibsvmOptions libsvm_options,
   const bool sparse = !libsvm_options.dense;
   TROUPE_ASSIGN_OR_RETURN(auto source, LibsvmSource::open(pattern, libsvm_options));
   TROUPE_ASSIGN_OR_RETURN(Dataset d, make(std::move(source), "label", std::move(options)));
-  d.pad = sparse;
+  if (sparse) d.sparse = {"indices", "values"};
   return d;
 }
 
@@ -260,6 +276,14 @@ Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime, cons
   r.batch_size = o.batch_size;
   r.drop_remainder = o.drop_remainder;
   r.pad = dataset.pad;
+  const std::vector<std::string> names = dataset.source->components();
+  for (const std::string& c : dataset.sparse) {
+    if (std::find(names.begin(), names.end(), c) == names.end()) {
+      return runtime::invalid_argument(dataset.source->name(), " has no component '", c,
+                                       "' to batch as a sparse tensor");
+    }
+  }
+  for (const std::string& c : names) r.sparse.push_back(dataset.is_sparse(c));
   r.skip = skip_batches;
   auto map = o.map;
   auto map_example = o.map_example;

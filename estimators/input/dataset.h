@@ -52,9 +52,16 @@ struct Dataset {
   std::vector<std::string> features;  // component names fed as features, in order
   std::string label;                  // empty: no label (prediction)
   bool pad = false;                   // examples differ in shape: batch through a padding queue
+  // Components whose examples are lists of varying length, batched as sparse tensors: in a
+  // batch each is three, <name>/indices, <name>/values and <name>/dense_shape
+  // (ops/sparse_ops.h), which feature columns read as one sparse feature.
+  std::vector<std::string> sparse;
 
-  // Component index of a name, or -1.
+  // Component index of a name in the source's examples, or -1.
   int component(const std::string& name) const;
+  bool is_sparse(const std::string& name) const;
+  // The names of a batch's components, in order: the source's, a sparse one as its three.
+  std::vector<std::string> batch_components() const;
 };
 
 // In-memory columns (the numpy_input_fn analog): examples along dimension 0 of each tensor.
@@ -69,7 +76,8 @@ runtime::Result<Dataset> csv(const std::string& pattern, const std::string& labe
 runtime::Result<Dataset> fashion_mnist(
     const std::string& split, DatasetOptions options = {},
     const std::string& dir = "/usr/share/datasets/fashion-mnist");
-// libsvm / svmlight files; sparse ones batch through a padding queue.
+// libsvm / svmlight files; sparse ones batch "indices" and "values" as sparse tensors, which
+// weighted_categorical_column(categorical_column_with_identity("indices", n), "values") reads.
 runtime::Result<Dataset> libsvm(const std::string& pattern, LibsvmOptions libsvm_options = {},
                                 DatasetOptions options = {});
 // troupe record files (record_file.h).

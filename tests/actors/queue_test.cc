@@ -20,6 +20,7 @@
 #include "ops/state_ops.h"
 #include "runtime/allocator.h"
 #include "runtime/graph_builder.h"
+#include "runtime/sparse_tensor.h"
 
 using namespace troupe;
 using actors::Queue;
@@ -225,6 +226,35 @@ TEST_CASE("padding queue pads variable-length examples; a FIFO queue refuses the
     }
     q.stop();
   }
+}
+
+TEST_CASE("stack_rows batches lists of varying length as sparse tensors beside dense parts") {
+  // Three examples of (id, tags): the tags 2, 0 and 1 long; a scalar id in each.
+  auto example = [](int64_t id, std::vector<std::string> tags) {
+    auto chunk = std::make_shared<actors::Chunk>();
+    chunk->components = {
+        Tensor::from_vector<int64_t>(Shape{1}, {id}),
+        Tensor::from_vector<std::string>(Shape{1, static_cast<int64_t>(tags.size())}, tags)};
+    return actors::RowRef{chunk, 0};
+  };
+  std::vector<actors::RowRef> rows{example(7, {"a", "b"}), example(8, {}), example(9, {"c"})};
+  auto b = actors::stack_rows(rows, false, false, {false, true});
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  REQUIRE(b->size() == 4);
+  CHECK((*b)[0].to_vector<int64_t>() == std::vector<int64_t>{7, 8, 9});
+  CHECK((*b)[1].shape() == Shape{3, 2});
+  CHECK((*b)[1].to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0, 1, 2, 0});
+  CHECK((*b)[2].to_vector<std::string>() == std::vector<std::string>{"a", "b", "c"});
+  CHECK((*b)[3].to_vector<int64_t>() == std::vector<int64_t>{3, 2});
+  CHECK(runtime::check_sparse({(*b)[1], (*b)[2], (*b)[3]}, "tags").ok());
+  // Without the mark the lists differ in shape, which only padding accepts.
+  CHECK(actors::stack_rows(rows, false).status().message().find("padding") != std::string::npos);
+  // A sparse component holds lists, not matrices.
+  auto matrix = std::make_shared<actors::Chunk>();
+  matrix->components = {Tensor::from_vector<int64_t>(Shape{1}, {1}),
+                        Tensor::from_vector<std::string>(Shape{1, 1, 1}, {"x"})};
+  auto bad = actors::stack_rows({actors::RowRef{matrix, 0}}, false, false, {false, true});
+  CHECK(bad.status().message().find("must be lists") != std::string::npos);
 }
 
 TEST_CASE("runner: every example exactly once per epoch across parallel readers, in order") {

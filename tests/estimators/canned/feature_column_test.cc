@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -322,6 +323,57 @@ TEST_CASE("a model over text columns restores from its model_dir and exports the
   auto out = (*served)->predict({{"a", train[0].second}, {"b", train[1].second}});
   REQUIRE_MESSAGE(out.ok(), out.status().to_string());
   CHECK(out->at("probabilities").to_vector<float>() == before);
+}
+
+TEST_CASE("a sparse libsvm file trains a linear model and a DNN through sparse tensors") {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path);
+  // 2000 training and 500 test examples of 3 to 8 of 500 features each; the label is the sign
+  // of a hidden weighted sum.
+  constexpr int64_t kFeatures = 500;
+  std::mt19937 rng(5);
+  std::vector<double> truth(kFeatures);
+  for (double& w : truth) w = std::uniform_real_distribution<double>(-1, 1)(rng);
+  auto write = [&](const std::string& path, int examples) {
+    std::ofstream out(path);
+    for (int i = 0; i < examples; ++i) {
+      std::set<int64_t> picked;
+      const int n = 3 + static_cast<int>(rng() % 6);
+      while (static_cast<int>(picked.size()) < n) picked.insert(rng() % kFeatures);
+      std::string line;
+      double sum = 0;
+      for (int64_t f : picked) {
+        const double v = std::uniform_real_distribution<double>(0.5, 1.5)(rng);
+        sum += truth[f] * v;
+        line += " " + std::to_string(f + 1) + ":" + std::to_string(v);
+      }
+      out << (sum > 0 ? 1 : 0) << line << "\n";
+    }
+  };
+  write(dir.path + "/train.svm", 2000);
+  write(dir.path + "/test.svm", 500);
+  const auto weighted =
+      weighted_categorical_column(categorical_column_with_identity("indices", kFeatures), "values");
+  auto data = [&](const char* name, int64_t epochs) {
+    return *input::libsvm(dir.path + "/" + name + ".svm", {.num_features = kFeatures},
+                          {.batch_size = 50, .num_epochs = epochs, .shuffle = epochs > 1});
+  };
+
+  LinearClassifier linear({.optimizer = ops::Optimizer::ftrl(0.5), .feature_columns = {weighted}},
+                          test::quiet(dir.path + "/linear"));
+  REQUIRE(linear.fit(data("train", 15)).ok());
+  auto m = linear.evaluate(data("test", 1));
+  REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+  CHECK(m->at("accuracy") > 0.85);
+
+  DNNClassifier dnn({.hidden_units = {16},
+                     .optimizer = ops::Optimizer::adam(0.01),
+                     .feature_columns = {embedding_column(weighted, 8, "sum")}},
+                    test::quiet(dir.path + "/dnn"));
+  REQUIRE(dnn.fit(data("train", 15)).ok());
+  auto d = dnn.evaluate(data("test", 1));
+  REQUIRE_MESSAGE(d.ok(), d.status().to_string());
+  CHECK(d->at("accuracy") > 0.8);
 }
 
 TEST_CASE("feature column errors name the column, the value and the row") {

@@ -53,7 +53,7 @@ Drained drain(const Dataset& d) {
   auto p = Pipeline::start(rt, d);
   REQUIRE(p.ok());
   Drained out;
-  const size_t n = d.source->components().size();
+  const size_t n = d.batch_components().size();
   out.numbers.resize(n);
   out.strings.resize(n);
   while (true) {
@@ -218,15 +218,25 @@ TEST_CASE("csv: bad rows name file and line, or are skipped and counted") {
   CHECK(csv(open_quote, "y").status().code() == runtime::Code::kDataLoss);
 }
 
-TEST_CASE("libsvm: sparse through a padding queue, dense, and bad lines") {
+TEST_CASE("libsvm: sparse tensors, dense, and bad lines") {
   const std::string path = write("a.svm", "1 1:0.5 3:2 # first\n-1 2:1\n\n+1 qid:3 1:1 2:2 4:4\n");
   Drained sparse = drain(*libsvm(path, {}, {.batch_size = 3}));
   CHECK(sparse.end.code() == runtime::Code::kOutOfRange);
   CHECK(sparse.batch_sizes == std::vector<int64_t>{3});
   CHECK(sparse.numbers[0] == std::vector<double>{1, -1, 1});
-  // Three examples padded to the longest (3 entries); indices are zero-based.
-  CHECK(sparse.numbers[1] == std::vector<double>{0, 2, 0, 1, 0, 0, 0, 1, 3});
-  CHECK(sparse.numbers[2] == std::vector<double>{0.5, 2, 0, 1, 0, 0, 1, 2, 4});
+  // "indices" and "values" as sparse tensors of three examples, the longest of 3 entries;
+  // feature indices are zero-based.
+  CHECK(libsvm(path, {}, {})->batch_components() ==
+        std::vector<std::string>{"label", "indices/indices", "indices/values",
+                                 "indices/dense_shape", "values/indices", "values/values",
+                                 "values/dense_shape"});
+  const std::vector<double> entries{0, 0, 0, 1, 1, 0, 2, 0, 2, 1, 2, 2};
+  CHECK(sparse.numbers[1] == entries);
+  CHECK(sparse.numbers[2] == std::vector<double>{0, 2, 1, 0, 1, 3});
+  CHECK(sparse.numbers[3] == std::vector<double>{3, 3});
+  CHECK(sparse.numbers[4] == entries);
+  CHECK(sparse.numbers[5] == std::vector<double>{0.5, 2, 1, 1, 2, 4});
+  CHECK(sparse.numbers[6] == std::vector<double>{3, 3});
 
   Drained dense = drain(*libsvm(path, {.dense = true}, {.batch_size = 3}));
   CHECK(dense.numbers[1] == std::vector<double>{0.5, 0, 2, 0, 0, 1, 0, 0, 1, 2, 0, 4});
