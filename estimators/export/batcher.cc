@@ -20,6 +20,7 @@ struct Request {
   std::string signature;
   NamedTensors inputs;
   int64_t rows = 0;
+  bool sparse = false;  // a sparse input's parts do not concatenate by rows: it runs alone
   PredictDone done;
 };
 
@@ -171,7 +172,7 @@ caf::behavior batcher_actor(BatcherActor* self, std::shared_ptr<Predictor> predi
           return;
         }
         ++st.waiting;
-        const bool alone = !o.enabled || in->rows >= o.max_batch_size;
+        const bool alone = !o.enabled || in->rows >= o.max_batch_size || in->sparse;
         const std::string key = alone ? std::string() : batch_key(*in);
         if (alone) {
           auto b = std::make_shared<Batch>();
@@ -237,6 +238,9 @@ void Batcher::submit(const std::string& signature, NamedTensors inputs, PredictD
   if (runtime::Status s = predictor_->check_inputs(inputs, signature, &r->rows); !s.ok()) {
     done(s);
     return;
+  }
+  for (const auto& [name, t] : inputs) {
+    r->sparse = r->sparse || is_sparse_part(*predictor_->signature(signature), name);
   }
   r->signature = signature;
   r->inputs = std::move(inputs);

@@ -45,6 +45,20 @@ Predictor::~Predictor() {
   own_runtime_.reset();
 }
 
+bool is_sparse_part(const Signature& sig, const std::string& name) {
+  for (const char* part : {"/indices", "/values", "/dense_shape"}) {
+    const std::string suffix(part);
+    if (name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string base = name.substr(0, name.size() - suffix.size());
+    return sig.inputs.count(base + "/indices") && sig.inputs.count(base + "/values") &&
+           sig.inputs.count(base + "/dense_shape");
+  }
+  return false;
+}
+
 const Signature* Predictor::signature(const std::string& name) const {
   auto it = model_.signatures.find(name);
   return it == model_.signatures.end() ? nullptr : &it->second;
@@ -82,7 +96,15 @@ Status Predictor::check_inputs(const NamedTensors& inputs, const std::string& si
                                          info.shape.to_string(), ", not ", t.shape().to_string());
       }
     }
-    const int64_t rows = t.rank() > 0 ? t.dim(0) : 1;
+    int64_t rows = t.rank() > 0 ? t.dim(0) : 1;
+    if (is_sparse_part(*sig, name)) {
+      const bool shape = name.size() > 12 && name.substr(name.size() - 12) == "/dense_shape";
+      if (!shape) continue;
+      if (t.num_elements() < 1) {
+        return runtime::invalid_argument("input '", name, "' is empty: it needs the rank's sizes");
+      }
+      rows = t.data<int64_t>()[0];
+    }
     if (*batch >= 0 && rows != *batch) {
       return runtime::invalid_argument("inputs '", batch_input, "' and '", name,
                                        "' differ in dimension 0 (", *batch, " and ", rows, ")");

@@ -37,6 +37,11 @@ struct PredictorOptions {
 
 using NamedTensors = std::map<std::string, runtime::Tensor>;
 
+// Whether input `name` of `sig` is a part of a sparse input, which a model takes as three:
+// <base>/indices, <base>/values and <base>/dense_shape (ops/sparse_ops.h). Their dimension 0 is
+// not the batch's; dense_shape[0] is.
+bool is_sparse_part(const Signature& sig, const std::string& name);
+
 class Predictor {
  public:
   static runtime::Result<std::unique_ptr<Predictor>> load(const std::string& dir,
@@ -50,7 +55,7 @@ class Predictor {
                                         const std::string& signature = kDefaultSignature,
                                         const std::vector<std::string>& outputs = {});
   // OK when `inputs` fit the signature; InvalidArgument naming the input otherwise. Sets *batch
-  // to the inputs' dimension 0 (1 for scalars).
+  // to the inputs' dimension 0 (1 for scalars; a sparse input's dense_shape[0]).
   runtime::Status check_inputs(const NamedTensors& inputs, const std::string& signature,
                                int64_t* batch) const;
 

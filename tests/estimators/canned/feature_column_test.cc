@@ -10,12 +10,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <random>
 #include <set>
 
 #include "estimators/canned/dnn.h"
 #include "estimators/canned/linear.h"
 #include "estimators/canned/test_data.h"
+#include "estimators/export/batcher.h"
 #include "estimators/export/predictor.h"
 #include "harness/op_harness.h"
 #include "ops/state_ops.h"
@@ -365,6 +367,44 @@ TEST_CASE("a sparse libsvm file trains a linear model and a DNN through sparse t
   auto m = linear.evaluate(data("test", 1));
   REQUIRE_MESSAGE(m.ok(), m.status().to_string());
   CHECK(m->at("accuracy") > 0.85);
+  // Exported, the model takes the sparse feature as its three parts (as TF Serving takes a
+  // SparseTensor input) and answers as in memory.
+  auto exported = linear.estimator().export_saved_model(dir.path + "/export");
+  REQUIRE_MESSAGE(exported.ok(), exported.status().to_string());
+  auto served = serving::load(*exported);
+  REQUIRE_MESSAGE(served.ok(), served.status().to_string());
+  actors::Runtime rt;
+  auto pipeline = input::Pipeline::start(
+      rt, *input::libsvm(dir.path + "/test.svm", {.num_features = kFeatures}, {.batch_size = 500}));
+  REQUIRE(pipeline.ok());
+  auto batch = (*pipeline)->next();
+  REQUIRE(batch.ok());
+  const std::vector<std::string> names = data("test", 1).batch_components();
+  serving::NamedTensors inputs;
+  for (size_t c = 1; c < names.size(); ++c) inputs[names[c]] = (*batch)[c];
+  auto answer = (*served)->predict(inputs);
+  REQUIRE_MESSAGE(answer.ok(), answer.status().to_string());
+  auto in_memory = linear.estimator().predict_batches(data("test", 1));
+  REQUIRE(in_memory.ok());
+  REQUIRE(in_memory->size() == 10);
+  const std::vector<float> served_p = answer->at("probabilities").to_vector<float>();
+  REQUIRE(served_p.size() == 1000);
+  const std::vector<float> first = in_memory->at(0).at("probabilities").to_vector<float>();
+  for (size_t i = 0; i < first.size(); ++i) CHECK(served_p[i] == doctest::Approx(first[i]));
+  // A batching server runs each sparse request alone: its parts do not concatenate by rows.
+  serving::Batcher batcher(rt, std::move(*served),
+                           {.max_batch_size = 2000, .batch_timeout = std::chrono::seconds(1)});
+  std::promise<runtime::Result<serving::NamedTensors>> got[2];
+  for (auto& g : got) {
+    batcher.submit(serving::kDefaultSignature, inputs,
+                   [&g](runtime::Result<serving::NamedTensors> r) { g.set_value(std::move(r)); });
+  }
+  for (auto& g : got) {
+    auto batched = g.get_future().get();
+    REQUIRE_MESSAGE(batched.ok(), batched.status().to_string());
+    CHECK(batched->at("probabilities").to_vector<float>() == served_p);
+  }
+  CHECK(batcher.stats().batches == 2);
 
   DNNClassifier dnn({.hidden_units = {16},
                      .optimizer = ops::Optimizer::adam(0.01),
