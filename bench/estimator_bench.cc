@@ -8,6 +8,9 @@
 //   estimator_vs_session training steps per second through Estimator::train (EstimatorActor,
 //                        input pipeline, the default hooks) against the same graph run by a
 //                        plain session loop fed from memory
+//   pipeline_vs_session  the plain loop with its batches from an input pipeline (queue and
+//                        runner actors, as the Estimator reads them) against the same loop fed
+//                        from memory: the input's share of the Estimator's cost
 //
 //   estimator_bench [--quick] [--json FILE]
 #include <cstdio>
@@ -91,24 +94,37 @@ double estimator_step_seconds(const Tensor& x, const Tensor& y, int hooks) {
   return bench::median_seconds(once, quick ? 3 : 7, quick ? 0.1 : 0.3) / (kRows / kBatch);
 }
 
-// Seconds per step of the same graph in a plain session loop, batches from memory.
-double session_step_seconds(const Tensor& x, const Tensor& y) {
+// linear_model in a plain session of its own, initialized, fed through placeholders.
+struct PlainModel {
   actors::Runtime rt;
   runtime::Graph g;
-  runtime::GraphBuilder b(&g);
-  ops::global_step(b);
-  Output px = ops::placeholder(b, DType::kFloat32, Shape{-1, 4}, "x");
-  Output py = ops::placeholder(b, DType::kFloat32, Shape{-1}, "y");
-  const Params params;
-  const RunConfig config;
-  ModelInputs in{b, {{"x", px}}, py, Mode::kTrain, params, config};
-  auto spec = linear_model(in);
-  int init = ops::global_variables_initializer(b);
-  auto s = actors::Session::create(rt, g);
-  if (!spec.ok() || !b.ok() || !s.ok() || !(*s)->run({}, {}, {init}).ok()) {
-    std::fprintf(stderr, "error: cannot build the session\n");
-    std::exit(1);
+  Output px, py;
+  EstimatorSpec spec;
+  std::unique_ptr<actors::Session> session;
+
+  PlainModel() {
+    runtime::GraphBuilder b(&g);
+    ops::global_step(b);
+    px = ops::placeholder(b, DType::kFloat32, Shape{-1, 4}, "x");
+    py = ops::placeholder(b, DType::kFloat32, Shape{-1}, "y");
+    const Params params;
+    const RunConfig config;
+    ModelInputs in{b, {{"x", px}}, py, Mode::kTrain, params, config};
+    auto built = linear_model(in);
+    int init = ops::global_variables_initializer(b);
+    auto s = actors::Session::create(rt, g);
+    if (!built.ok() || !b.ok() || !s.ok() || !(*s)->run({}, {}, {init}).ok()) {
+      std::fprintf(stderr, "error: cannot build the session\n");
+      std::exit(1);
+    }
+    spec = std::move(*built);
+    session = std::move(*s);
   }
+};
+
+// Seconds per step of the same graph in a plain session loop, batches from memory.
+double session_step_seconds(const Tensor& x, const Tensor& y) {
+  PlainModel m;
   std::vector<runtime::FeedList> batches;
   for (int64_t i = 0; i < kRows / kBatch; ++i) {
     auto rows = [&](const Tensor& t) {
@@ -117,20 +133,38 @@ double session_step_seconds(const Tensor& x, const Tensor& y) {
       std::memcpy(part.data<float>(), t.data<float>() + i * n, n * sizeof(float));
       return part;
     };
-    batches.push_back({{px, rows(x)}, {py, rows(y)}});
+    batches.push_back({{m.px, rows(x)}, {m.py, rows(y)}});
   }
   auto once = [&] {
     actors::LoopRequest loop;
     loop.steps = static_cast<int64_t>(batches.size());
-    loop.fetches = {spec->loss};
-    loop.targets = {spec->train_op};
+    loop.fetches = {m.spec.loss};
+    loop.targets = {m.spec.train_op};
     loop.feed = [&](int64_t i, runtime::FeedList* f) {
       *f = batches[static_cast<size_t>(i)];
       return runtime::ok_status();
     };
-    (void)(*s)->run_loop(std::move(loop));
+    (void)m.session->run_loop(std::move(loop));
   };
   return bench::median_seconds(once, quick ? 3 : 7, quick ? 0.1 : 0.3) / batches.size();
+}
+
+// Seconds per step of the plain loop reading each epoch through an input pipeline.
+double pipeline_step_seconds(const Tensor& x, const Tensor& y) {
+  PlainModel m;
+  auto d = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = kBatch, .num_epochs = 1});
+  auto once = [&] {
+    auto p = input::Pipeline::start(m.rt, *d);
+    if (!p.ok()) std::exit(1);
+    actors::LoopRequest loop;
+    loop.steps = INT64_MAX;
+    loop.fetches = {m.spec.loss};
+    loop.targets = {m.spec.train_op};
+    loop.input = (*p)->queue_actor();
+    loop.input_feeds = {m.px, m.py};
+    (void)m.session->run_loop(std::move(loop));
+  };
+  return bench::median_seconds(once, quick ? 3 : 7, quick ? 0.1 : 0.3) / (kRows / kBatch);
 }
 
 // A request from a blocking user thread to an actor and its answer.
@@ -166,23 +200,26 @@ int main(int argc, char** argv) {
   bench::Bars bars("estimator");
   constexpr int kHooks = 8;
   // Interleaved, medians: this host drifts between seconds.
-  std::vector<double> none, many, plain;
+  std::vector<double> none, many, plain, piped;
   for (int r = 0; r < 3; ++r) {
     none.push_back(estimator_step_seconds(x, y, 0));
     many.push_back(estimator_step_seconds(x, y, kHooks));
     plain.push_back(session_step_seconds(x, y));
+    piped.push_back(pipeline_step_seconds(x, y));
   }
-  std::sort(none.begin(), none.end());
-  std::sort(many.begin(), many.end());
-  std::sort(plain.begin(), plain.end());
+  for (auto* v : {&none, &many, &plain, &piped}) std::sort(v->begin(), v->end());
   const double per_hook_us = std::max(0.0, (many[1] - none[1]) / kHooks * 1e6);
   const double trip_us = round_trip_seconds() * 1e6;
   bars.add("hook_cost_per_step", per_hook_us, "us", "request_round_trip", trip_us,
            per_hook_us > 0 ? trip_us / per_hook_us : 0);
   bars.add("estimator_vs_session", 1 / none[1], "steps/s", "session_loop", 1 / plain[1],
            plain[1] / none[1]);
-  std::printf("  step: %.1f us plain session, %.1f us Estimator, %.1f us with %d more hooks\n",
-              plain[1] * 1e6, none[1] * 1e6, many[1] * 1e6, kHooks);
+  bars.add("pipeline_vs_session", 1 / piped[1], "steps/s", "session_loop", 1 / plain[1],
+           plain[1] / piped[1]);
+  std::printf(
+      "  step: %.1f us plain session, %.1f us through a pipeline, %.1f us Estimator, %.1f us "
+      "with %d more hooks\n",
+      plain[1] * 1e6, piped[1] * 1e6, none[1] * 1e6, many[1] * 1e6, kHooks);
   if (!bars.write_json(json)) std::fprintf(stderr, "cannot write %s\n", json.c_str());
   return 0;
 }
