@@ -133,6 +133,12 @@ Output unsorted_segment_sum(GraphBuilder& b, Output data, Output segment_ids, Ou
   return b.add("UnsortedSegmentSum", {data, segment_ids, num_segments}, {}, name);
 }
 
+Output sum_by_row(GraphBuilder& b, Output values, const SparseOutput& sp) {
+  Output rows = reshape(b, slice(b, sp.indices, {0, 0}, {-1, 1}), {-1});
+  Output batch = reshape(b, slice(b, sp.dense_shape, {0}, {1}), {});
+  return unsorted_segment_sum(b, values, rows, batch);
+}
+
 Output embedding_lookup_sparse(GraphBuilder& b, Output params, const SparseOutput& sp_ids,
                                Output weights, const std::string& combiner,
                                const std::string& name) {
@@ -142,8 +148,6 @@ Output embedding_lookup_sparse(GraphBuilder& b, Output params, const SparseOutpu
     return {};
   }
   auto scope = b.name_scope(name.empty() ? "embedding_lookup_sparse" : name);
-  Output rows = reshape(b, slice(b, sp_ids.indices, {0, 0}, {-1, 1}), {-1});
-  Output batch = reshape(b, slice(b, sp_ids.dense_shape, {0}, {1}), {});
   Output found = gather(b, params, sp_ids.values);
   if (!b.ok()) return {};  // shape() of an invalid output reads nothing
   const int rank = b.shape(found).rank();
@@ -153,10 +157,10 @@ Output embedding_lookup_sparse(GraphBuilder& b, Output params, const SparseOutpu
     for (int d = 1; d < rank; ++d) w = expand_dims(b, w, -1);
     found = mul(b, found, w);
   }
-  Output sum = unsorted_segment_sum(b, found, rows, batch);
+  Output sum = sum_by_row(b, found, sp_ids);
   if (combiner == "sum") return sum;
   Output w = weights.valid() ? weights : ones_like(b, cast(b, sp_ids.values, DType::kFloat32));
-  Output norm = unsorted_segment_sum(b, combiner == "mean" ? w : square(b, w), rows, batch);
+  Output norm = sum_by_row(b, combiner == "mean" ? w : square(b, w), sp_ids);
   if (combiner == "sqrtn") norm = sqrt(b, norm);
   for (int d = 1; d < rank; ++d) norm = expand_dims(b, norm, -1);
   // A row without ids (or whose weights sum to 0) gets zeros, not NaN.

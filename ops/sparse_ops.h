@@ -56,6 +56,9 @@ Output sparse_to_dense(GraphBuilder& b, const SparseOutput& sp, Output default_v
 // [0, num_segments) is an error (TF drops negative ones silently).
 Output unsorted_segment_sum(GraphBuilder& b, Output data, Output segment_ids, Output num_segments,
                             const std::string& name = "");
+// Row r of the result sums values[i] ([nnz, ...], one per entry of `sp`) over the entries i in
+// row r of `sp`: [dense_shape[0], ...], zeros for rows without entries.
+Output sum_by_row(GraphBuilder& b, Output values, const SparseOutput& sp);
 // Row r of the result [dense_shape[0], dim] combines params' rows at the ids in row r of
 // `sp_ids` (a [batch, k] sparse tensor of int32 or int64 ids), each scaled by its weight from
 // `weights` (the values of the weights' sparse tensor, [nnz] float32; invalid: all 1):

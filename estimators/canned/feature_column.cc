@@ -10,7 +10,6 @@
 #include "ops/random_ops.h"
 #include "ops/sparse_ops.h"
 #include "ops/state_ops.h"
-#include "ops/strided_slice.h"
 
 namespace troupe::estimators {
 
@@ -458,14 +457,6 @@ Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureColumn& c) 
 
 namespace {
 
-// Row r of the result sums the rows of `values` ([nnz, n], one per entry of `sp`) whose entries
-// are in row r of `sp`: [batch, n].
-Output sum_by_row(runtime::GraphBuilder& b, Output values, const ops::SparseOutput& sp) {
-  Output rows = ops::reshape(b, ops::slice(b, sp.indices, {0, 0}, {-1, 1}), {-1});
-  Output batch = ops::reshape(b, ops::slice(b, sp.dense_shape, {0}, {1}), {});
-  return ops::unsorted_segment_sum(b, values, rows, batch);
-}
-
 Result<Output> embedding(ModelInputs& in, const FeatureColumn& c) {
   runtime::GraphBuilder& b = in.b;
   TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
@@ -483,7 +474,7 @@ Result<Output> indicator(ModelInputs& in, const FeatureColumn& c) {
   TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
   Output hot = ops::one_hot(b, ids.ids.values, c.sources[0].id_count());
   if (ids.weights.valid()) hot = ops::mul(b, hot, ops::expand_dims(b, ids.weights, 1));
-  return sum_by_row(b, hot, ids.ids);
+  return ops::sum_by_row(b, hot, ids.ids);
 }
 
 }  // namespace
