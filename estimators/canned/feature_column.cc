@@ -403,6 +403,11 @@ Result<CategoricalIds> ids_at(ModelInputs& in, const FeatureColumn& c, Output* p
     TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, ids_at(in, c.sources[0], positions));
     auto given = in.features.find(c.weight_key + "/values");
     if (given != in.features.end()) {
+      if (positions->valid()) {
+        // The dense feature lost its missing values: no entry of the weights says which is whose.
+        return runtime::invalid_argument("weight feature '", c.weight_key, "' is sparse where '",
+                                         c.sources[0].key, "' is dense: give both alike");
+      }
       ids.weights = given->second;  // a sparse tensor beside the ids', entry for entry
     } else {
       int64_t k = 0;

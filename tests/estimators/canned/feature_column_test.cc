@@ -213,6 +213,11 @@ TEST_CASE("features of varying length, padded or sparse, count the values they h
   REQUIRE_FALSE(mixed.ok());
   CHECK(mixed.status().message().find("'w' is dense where 'sparse' is sparse") !=
         std::string::npos);
+  auto other =
+      input_layer(l.in, {indicator_column(weighted_categorical_column(padded, "ws"))}, &width);
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().message().find("'ws' is sparse where 'padded' is dense") !=
+        std::string::npos);
 }
 
 TEST_CASE("linear_model sums a weight row per id and a weight per number") {
