@@ -142,7 +142,9 @@ TROUPE_REGISTER_OP(HashCross)
       return runtime::ok_status();
     })
     .no_gradient()
-    .doc("ids[n] = fingerprint_cat64 over one value of each input, for every combination, % n");
+    .doc(
+        "ids[n] = fingerprint_cat64 over one value of each input, for every combination, % n; "
+        "-1 where a value is missing (\"\" or -1)");
 
 Output string_to_hash_bucket(GraphBuilder& b, Output strings, int64_t num_buckets,
                              const std::string& name) {

@@ -46,7 +46,8 @@ Output categorical_identity(GraphBuilder& b, Output values, int64_t num_buckets,
                             const std::string& column, int64_t default_value = -1);
 // The crossed ids of several categorical inputs, each [batch] or [batch, k_i]: for every
 // example, every combination of one value from each input (the first input varies slowest),
-// hashed to [0, num_buckets). Strings cross by their fingerprint, integers by their value.
+// hashed to [0, num_buckets). Strings cross by their fingerprint, integers by their value. A
+// combination with a missing value ("" or -1) is -1, no cross, as TF's crossed columns drop it.
 Output hash_cross(GraphBuilder& b, const std::vector<Output>& inputs, int64_t num_buckets,
                   const std::string& name = "");
 

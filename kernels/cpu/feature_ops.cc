@@ -123,18 +123,24 @@ struct CategoricalIdentityKernel {
 };
 
 // Fingerprints of input i as [batch, k_i].
-Status fingerprints(const Tensor& in, int64_t batch, std::vector<uint64_t>* out) {
+// Each value's fingerprint, and whether it is missing ("" or -1, as TF's feature columns read).
+Status fingerprints(const Tensor& in, int64_t batch, std::vector<uint64_t>* out,
+                    std::vector<char>* missing) {
   out->resize(in.num_elements());
+  missing->resize(in.num_elements());
   for (int64_t j = 0; j < in.num_elements(); ++j) {
     switch (in.dtype()) {
       case DType::kString:
         (*out)[j] = fingerprint_of(in.data<std::string>()[j]);
+        (*missing)[j] = in.data<std::string>()[j].empty();
         break;
       case DType::kInt32:
         (*out)[j] = fingerprint_of(int64_t{in.data<int32_t>()[j]});
+        (*missing)[j] = in.data<int32_t>()[j] == -1;
         break;
       default:
         (*out)[j] = fingerprint_of(in.data<int64_t>()[j]);
+        (*missing)[j] = in.data<int64_t>()[j] == -1;
     }
   }
   if (in.rank() < 1 || in.dim(0) != batch) {
@@ -148,10 +154,11 @@ Status hash_cross(KernelContext& ctx) {
   const int64_t batch = ctx.input(0).rank() > 0 ? ctx.input(0).dim(0) : 0;
   const auto n = static_cast<uint64_t>(ctx.attr<int64_t>("num_buckets"));
   std::vector<std::vector<uint64_t>> prints(ctx.num_inputs());
+  std::vector<std::vector<char>> missing(ctx.num_inputs());
   std::vector<int64_t> per_row(ctx.num_inputs());
   int64_t k = 1;
   for (int i = 0; i < ctx.num_inputs(); ++i) {
-    TROUPE_RETURN_IF_ERROR(fingerprints(ctx.input(i), batch, &prints[i]));
+    TROUPE_RETURN_IF_ERROR(fingerprints(ctx.input(i), batch, &prints[i], &missing[i]));
     per_row[i] = batch == 0 ? 0 : ctx.input(i).num_elements() / batch;
     k *= per_row[i];
   }
@@ -168,10 +175,12 @@ Status hash_cross(KernelContext& ctx) {
         rest /= per_row[i];
       }
       uint64_t h = prints[0][r * per_row[0] + pick[0]];
+      bool absent = missing[0][r * per_row[0] + pick[0]];
       for (int i = 1; i < ctx.num_inputs(); ++i) {
         h = runtime::fingerprint_cat64(h, prints[i][r * per_row[i] + pick[i]]);
+        absent = absent || missing[i][r * per_row[i] + pick[i]];
       }
-      ids[r * k + c] = static_cast<int64_t>(h % n);
+      ids[r * k + c] = absent ? -1 : static_cast<int64_t>(h % n);
     }
   }
   return runtime::ok_status();

@@ -115,4 +115,10 @@ TEST_CASE("hash_cross: every combination per example, the first input slowest, p
   Output red = t.feed(strings(Shape{1}, {"red"}));
   CHECK(ids(t.eval(ops::hash_cross(t.b, {n, red}, 97))) ==
         ids(t.eval(ops::hash_cross(t.b, {s, red}, 97))));
+  // A missing value ("" or -1) takes part in no cross: -1, which crossed columns drop.
+  Output some = t.feed(strings(Shape{2, 2}, {"red", "", "", ""}));
+  Output num = t.feed(Tensor::from_vector<int64_t>(Shape{2}, {-1, 3}));
+  CHECK(ids(t.eval(ops::hash_cross(t.b, {animal, some}, 1000))) ==
+        std::vector<int64_t>{cross("dog", "red"), -1, -1, -1});
+  CHECK(ids(t.eval(ops::hash_cross(t.b, {num, animal}, 1000)))[0] == -1);
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -195,6 +196,15 @@ TEST_CASE("features of varying length, padded or sparse, count the values they h
       CHECK(out[r * 16 + 4 + i] == indicators[r * 12 + i]);
     }
   }
+
+  // A cross with a missing value is no cross (TF drops it too).
+  LayerTest crossed({{"a", strings(Shape{2}, {"x", ""})}, {"b", strings(Shape{2}, {"y", "y"})}});
+  auto hot =
+      input_layer(crossed.in, {indicator_column(crossed_column({"a", "b"}, {}, 10))}, &width);
+  REQUIRE_MESSAGE(hot.ok(), hot.status().to_string());
+  const std::vector<float> rows = floats(crossed.eval(*hot));
+  CHECK(std::accumulate(rows.begin(), rows.begin() + 10, 0.0f) == 1);
+  CHECK(std::accumulate(rows.begin() + 10, rows.end(), 0.0f) == 0);
 
   // Integers: -1 is missing. Linear weights of ids 0..3 are 10, 20, 30, 40.
   LayerTest ints({{"n", Tensor::from_vector<int64_t>(Shape{2, 2}, {3, -1, -1, -1})}});
