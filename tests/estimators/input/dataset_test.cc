@@ -238,6 +238,14 @@ TEST_CASE("libsvm: sparse tensors, dense, and bad lines") {
   CHECK(sparse.numbers[5] == std::vector<double>{0.5, 2, 1, 1, 2, 4});
   CHECK(sparse.numbers[6] == std::vector<double>{3, 3});
 
+  // A sparse component the source does not have is named.
+  Dataset typo = *libsvm(path, {}, {});
+  typo.sparse.push_back("indexes");
+  actors::Runtime rt;
+  auto started = Pipeline::start(rt, typo);
+  REQUIRE_FALSE(started.ok());
+  CHECK(started.status().message().find("no component 'indexes'") != std::string::npos);
+
   Drained dense = drain(*libsvm(path, {.dense = true}, {.batch_size = 3}));
   CHECK(dense.numbers[1] == std::vector<double>{0.5, 0, 2, 0, 0, 1, 0, 0, 1, 2, 0, 4});
 
