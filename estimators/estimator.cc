@@ -12,6 +12,7 @@
 #include "estimators/metrics.h"
 #include "estimators/summary/summary_actor.h"
 #include "ops/array_ops.h"
+#include "ops/sparse_ops.h"
 #include "ops/state_ops.h"
 #include "ops/training_ops.h"
 #include "runtime/crc32c.h"
@@ -215,9 +216,9 @@ Result<std::vector<Estimator::Component>> Estimator::components_of(
                                          "' cannot be sparse");
       }
       // Placeholders [-1, 2], [-1] and [-1]: dense_shape's one dimension is the rank.
-      out.push_back({names[c] + "/indices", runtime::DType::kInt64, {2}, false});
-      out.push_back({names[c] + "/values", t.dtype(), {}, false});
-      out.push_back({names[c] + "/dense_shape", runtime::DType::kInt64, {}, false});
+      out.push_back({names[c] + ops::kSparseParts[0], runtime::DType::kInt64, {2}, false});
+      out.push_back({names[c] + ops::kSparseParts[1], t.dtype(), {}, false});
+      out.push_back({names[c] + ops::kSparseParts[2], runtime::DType::kInt64, {}, false});
       continue;
     }
     Component comp{names[c], t.dtype(), {}};

@@ -103,9 +103,9 @@ TROUPE_REGISTER_OP(UnsortedSegmentSum)
 
 SparseOutput sparse_placeholder(GraphBuilder& b, DType dtype, const std::string& name,
                                 int64_t rank) {
-  return {placeholder(b, DType::kInt64, Shape{-1, rank}, name + "/indices"),
-          placeholder(b, dtype, Shape{-1}, name + "/values"),
-          placeholder(b, DType::kInt64, Shape{rank}, name + "/dense_shape")};
+  return {placeholder(b, DType::kInt64, Shape{-1, rank}, name + kSparseParts[0]),
+          placeholder(b, dtype, Shape{-1}, name + kSparseParts[1]),
+          placeholder(b, DType::kInt64, Shape{rank}, name + kSparseParts[2])};
 }
 
 void feed_sparse(runtime::FeedList* feeds, const SparseOutput& placeholder,

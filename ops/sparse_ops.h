@@ -15,6 +15,7 @@
 // looked up only (ops/training_ops.h IndexedSlices).
 #pragma once
 
+#include <array>
 #include <string>
 
 #include "runtime/executor.h"
@@ -26,6 +27,11 @@ namespace troupe::ops {
 using runtime::DType;
 using runtime::GraphBuilder;
 using runtime::Output;
+
+// Where a sparse value travels as three tensors (a batch, a model's features, an export's
+// inputs, sparse_placeholder), they are named <name>/indices, <name>/values and
+// <name>/dense_shape: these suffixes, in that order.
+constexpr std::array<const char*, 3> kSparseParts{"/indices", "/values", "/dense_shape"};
 
 struct SparseOutput {
   Output indices;      // int64 [nnz, rank]

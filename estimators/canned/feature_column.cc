@@ -374,11 +374,11 @@ Result<Output> dense_ids(ModelInputs& in, const FeatureColumn& c) {
 // entry's flat position in a dense feature (invalid for a sparse one).
 Result<ops::SparseOutput> feature_entries(ModelInputs& in, const std::string& key,
                                           Output* positions) {
-  auto part = [&](const char* name) {
-    auto it = in.features.find(key + "/" + name);
+  auto part = [&](int i) {
+    auto it = in.features.find(key + ops::kSparseParts[i]);
     return it == in.features.end() ? Output{} : it->second;
   };
-  ops::SparseOutput given{part("indices"), part("values"), part("dense_shape")};
+  ops::SparseOutput given{part(0), part(1), part(2)};
   *positions = Output{};
   if (given.valid()) return given;
   int64_t k = 0;
@@ -401,7 +401,7 @@ Result<CategoricalIds> ids_at(ModelInputs& in, const FeatureColumn& c, Output* p
   }
   if (c.kind == Kind::kWeighted) {
     TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, ids_at(in, c.sources[0], positions));
-    auto given = in.features.find(c.weight_key + "/values");
+    auto given = in.features.find(c.weight_key + ops::kSparseParts[1]);
     if (given != in.features.end()) {
       if (positions->valid()) {
         // The dense feature lost its missing values: no entry of the weights says which is whose.

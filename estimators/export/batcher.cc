@@ -235,12 +235,10 @@ Batcher::~Batcher() {
 
 void Batcher::submit(const std::string& signature, NamedTensors inputs, PredictDone done) {
   auto r = std::make_shared<Request>();
-  if (runtime::Status s = predictor_->check_inputs(inputs, signature, &r->rows); !s.ok()) {
+  if (runtime::Status s = predictor_->check_inputs(inputs, signature, &r->rows, &r->sparse);
+      !s.ok()) {
     done(s);
     return;
-  }
-  for (const auto& [name, t] : inputs) {
-    r->sparse = r->sparse || is_sparse_part(*predictor_->signature(signature), name);
   }
   r->signature = signature;
   r->inputs = std::move(inputs);

@@ -1,5 +1,6 @@
 #include "estimators/export/predictor.h"
 
+#include "ops/sparse_ops.h"
 #include "runtime/variable_store.h"
 
 namespace troupe::serving {
@@ -45,19 +46,27 @@ Predictor::~Predictor() {
   own_runtime_.reset();
 }
 
-bool is_sparse_part(const Signature& sig, const std::string& name) {
-  for (const char* part : {"/indices", "/values", "/dense_shape"}) {
-    const std::string suffix(part);
+namespace {
+
+// Which of a sparse input's parts (an index into ops::kSparseParts) input `name` of `sig` is,
+// or -1: its name ends in a part's suffix and the signature has all three parts.
+int sparse_part(const Signature& sig, const std::string& name) {
+  for (int i = 0; i < 3; ++i) {
+    const std::string suffix = ops::kSparseParts[static_cast<size_t>(i)];
     if (name.size() <= suffix.size() ||
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
       continue;
     }
     const std::string base = name.substr(0, name.size() - suffix.size());
-    return sig.inputs.count(base + "/indices") && sig.inputs.count(base + "/values") &&
-           sig.inputs.count(base + "/dense_shape");
+    for (const char* part : ops::kSparseParts) {
+      if (!sig.inputs.count(base + part)) return -1;
+    }
+    return i;
   }
-  return false;
+  return -1;
 }
+
+}  // namespace
 
 const Signature* Predictor::signature(const std::string& name) const {
   auto it = model_.signatures.find(name);
@@ -65,10 +74,11 @@ const Signature* Predictor::signature(const std::string& name) const {
 }
 
 Status Predictor::check_inputs(const NamedTensors& inputs, const std::string& signature,
-                               int64_t* batch) const {
+                               int64_t* batch, bool* sparse) const {
   const Signature* sig = this->signature(signature);
   if (!sig) return runtime::not_found("the model has no signature '", signature, "'");
   *batch = -1;
+  if (sparse) *sparse = false;
   std::string batch_input;
   for (const auto& [name, t] : inputs) {
     if (!sig->inputs.count(name)) {
@@ -97,9 +107,9 @@ Status Predictor::check_inputs(const NamedTensors& inputs, const std::string& si
       }
     }
     int64_t rows = t.rank() > 0 ? t.dim(0) : 1;
-    if (is_sparse_part(*sig, name)) {
-      const bool shape = name.size() > 12 && name.substr(name.size() - 12) == "/dense_shape";
-      if (!shape) continue;
+    if (const int part = sparse_part(*sig, name); part >= 0) {
+      if (sparse) *sparse = true;
+      if (part != 2) continue;  // dense_shape counts the rows
       if (t.num_elements() < 1) {
         return runtime::invalid_argument("input '", name, "' is empty: it needs the rank's sizes");
       }

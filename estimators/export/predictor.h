@@ -37,11 +37,6 @@ struct PredictorOptions {
 
 using NamedTensors = std::map<std::string, runtime::Tensor>;
 
-// Whether input `name` of `sig` is a part of a sparse input, which a model takes as three:
-// <base>/indices, <base>/values and <base>/dense_shape (ops/sparse_ops.h). Their dimension 0 is
-// not the batch's; dense_shape[0] is.
-bool is_sparse_part(const Signature& sig, const std::string& name);
-
 class Predictor {
  public:
   static runtime::Result<std::unique_ptr<Predictor>> load(const std::string& dir,
@@ -55,9 +50,11 @@ class Predictor {
                                         const std::string& signature = kDefaultSignature,
                                         const std::vector<std::string>& outputs = {});
   // OK when `inputs` fit the signature; InvalidArgument naming the input otherwise. Sets *batch
-  // to the inputs' dimension 0 (1 for scalars; a sparse input's dense_shape[0]).
+  // to the inputs' dimension 0 (1 for scalars), and *sparse (when given) to whether a sparse
+  // input is among them: three inputs <name>/indices, /values, /dense_shape (ops/sparse_ops.h),
+  // whose rows dense_shape[0] counts.
   runtime::Status check_inputs(const NamedTensors& inputs, const std::string& signature,
-                               int64_t* batch) const;
+                               int64_t* batch, bool* sparse = nullptr) const;
 
   const SavedModel& model() const { return model_; }
   const Signature* signature(const std::string& name) const;

@@ -9,6 +9,7 @@
 #include "estimators/input/columns_source.h"
 #include "estimators/input/idx_file.h"
 #include "estimators/input/record_file.h"
+#include "ops/sparse_ops.h"
 
 namespace troupe::estimators::input {
 
@@ -35,7 +36,7 @@ std::vector<std::string> Dataset::batch_components() const {
       names.push_back(c);
       continue;
     }
-    for (const char* part : {"/indices", "/values", "/dense_shape"}) names.push_back(c + part);
+    for (const char* part : ops::kSparseParts) names.push_back(c + part);
   }
   return names;
 }
