@@ -9,7 +9,6 @@
 #include "estimators/estimator_actor.h"
 #include "estimators/export/exporter.h"
 #include "estimators/hook_actor.h"
-#include "estimators/metrics.h"
 #include "estimators/summary/summary_actor.h"
 #include "ops/array_ops.h"
 #include "ops/sparse_ops.h"
@@ -28,81 +27,6 @@ using runtime::Status;
 using runtime::Tensor;
 
 namespace {
-
-// skip_bad_records counts what it skips; the user hears the count when the data ends.
-void report_skipped(input::Pipeline& p, const char* what) {
-  const actors::RunnerStats stats = p.runner_stats();
-  if (stats.skipped > 0) {
-    runtime::log_warning(what, " skipped ", stats.skipped, " bad records of ",
-                         p.dataset().source->name());
-  }
-}
-
-// The hook actors of one evaluation or prediction: they watch its loop's steps, and are called
-// before and after it with the model at rest. Stopped when this goes.
-class HookActors {
- public:
-  HookActors(actors::Runtime& runtime, const std::vector<std::shared_ptr<SessionRunHook>>& hooks,
-             HookActorSpec common)
-      : runtime_(runtime) {
-    for (const auto& h : hooks) {
-      common.hook = h;
-      common.name = hook_name(*h);
-      actors_.push_back(spawn_hook_actor(runtime.system(), common));
-    }
-  }
-  ~HookActors() {
-    for (const caf::actor& a : actors_) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  }
-  HookActors(const HookActors&) = delete;
-  HookActors& operator=(const HookActors&) = delete;
-
-  // Calls each hook in turn; the first error stops the rest.
-  Status call(HookPhase phase, int64_t global_step) {
-    caf::scoped_actor self{runtime_.system()};
-    for (const caf::actor& a : actors_) {
-      HookReply reply;
-      self->request(a, caf::infinite, hook_atom::value, HookCall{phase, global_step})
-          .receive([&](HookReply& r) { reply = std::move(r); },
-                   [&](caf::error& e) {
-                     reply.status =
-                         runtime::unavailable("a hook actor: ", runtime_.system().render(e));
-                   });
-      TROUPE_RETURN_IF_ERROR(reply.status);
-    }
-    return runtime::ok_status();
-  }
-  const std::vector<caf::actor>& actors() const { return actors_; }
-
- private:
-  actors::Runtime& runtime_;
-  std::vector<caf::actor> actors_;
-};
-
-// What an evaluation or a prediction loop needs besides its own fetches: the hooks' fetches
-// after them, the hooks in actors watching it (after_create_session called), and its input.
-struct WatchedInput {
-  std::unique_ptr<HookActors> hooks;
-  std::unique_ptr<input::Pipeline> pipeline;
-};
-
-Result<WatchedInput> watch_and_feed(actors::Runtime& runtime, const HookSetup& setup,
-                                    const std::vector<std::shared_ptr<SessionRunHook>>& hooks,
-                                    HookActorSpec common, const input::Dataset& data,
-                                    const std::vector<Output>& inputs, int64_t step,
-                                    actors::LoopRequest* loop) {
-  common.offset = loop->fetches.size();
-  common.fixed_step = true;
-  loop->fetches.insert(loop->fetches.end(), setup.fetches().begin(), setup.fetches().end());
-  WatchedInput w;
-  w.hooks = std::make_unique<HookActors>(runtime, hooks, std::move(common));
-  TROUPE_RETURN_IF_ERROR(w.hooks->call(HookPhase::kAfterCreateSession, step));
-  TROUPE_ASSIGN_OR_RETURN(w.pipeline, input::Pipeline::start(runtime, data));
-  loop->input = w.pipeline->queue_actor();
-  loop->input_feeds = inputs;
-  loop->observers = w.hooks->actors();
-  return w;
-}
 
 // What a checkpoint must hold for `graph` to restore from it.
 std::vector<runtime::VariableSpec> variable_specs(const runtime::Graph& graph) {
@@ -427,19 +351,29 @@ Result<input::Dataset> Estimator::worker_part(const input::Dataset& data) {
 
 Result<TrainResult> Estimator::train(const input::Dataset& data, TrainOptions options) {
   TROUPE_ASSIGN_OR_RETURN(caf::actor run, spawn_training(data, std::move(options)));
-  TrainOutcome outcome;
-  outcome.first_step = global_step();
-  if (run) {
-    outcome.status = runtime::internal_error("no answer from the training run");
-    caf::scoped_actor self{runtime_->system()};
-    self->request(run, caf::infinite, train_atom::value)
-        .receive([&](TrainOutcome& o) { outcome = std::move(o); },
-                 [&](caf::error& e) {
-                   outcome.status =
-                       runtime::internal_error("the training run: ", runtime_->system().render(e));
-                 });
-  }
-  return finish_training(outcome);
+  if (!run) return finish_training(RunOutcome{runtime::ok_status(), global_step()});
+  return finish_training(await_run(run, "training"));
+}
+
+RunOutcome Estimator::await_run(const caf::actor& run, const char* what) {
+  RunOutcome outcome{runtime::internal_error("no answer from the ", what, " run")};
+  caf::scoped_actor self{runtime_->system()};
+  self->request(run, caf::infinite, start_run_atom::value)
+      .receive([&](RunOutcome& o) { outcome = std::move(o); },
+               [&](caf::error& e) {
+                 outcome.status =
+                     runtime::internal_error("the ", what, " run: ", runtime_->system().render(e));
+               });
+  return outcome;
+}
+
+Status Estimator::load_checkpoint(const Model& m, const std::string& path) {
+  TROUPE_ASSIGN_OR_RETURN(runtime::CheckpointData ckpt, runtime::read_checkpoint(path));
+  TROUPE_RETURN_IF_ERROR(
+      runtime::check_restore(ckpt, variable_specs(m.graph), config_.partial_restore)
+          .with_context(path));
+  runtime::load_into(ckpt, store_.get());
+  return runtime::ok_status();
 }
 
 void Estimator::request_stop() {
@@ -504,7 +438,7 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
   spec.last_step = last;
   spec.max_restarts = config_.max_restarts;
   // Runs on the EstimatorActor's thread while this one waits for its answer.
-  spec.restart = [this, m, data]() -> Result<TrainingParts> {
+  spec.restart = [this, m, data](int64_t) -> Result<TrainingParts> {
     TROUPE_RETURN_IF_ERROR(restart_training(*m));
     TROUPE_RETURN_IF_ERROR(start_training_input(data));
     return TrainingParts{m->session->actor(), train_input_->queue_actor()};
@@ -521,13 +455,13 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
   return running_;
 }
 
-Result<TrainResult> Estimator::finish_training(const TrainOutcome& outcome) {
+Result<TrainResult> Estimator::finish_training(const RunOutcome& outcome) {
   {
     std::lock_guard<std::mutex> lock(running_mu_);
     running_ = nullptr;
   }
   if (outcome.end_of_input && train_input_) {
-    report_skipped(*train_input_, "training");
+    train_input_->log_skipped("training");
     train_input_.reset();
   }
   if (!outcome.status.ok()) return outcome.status;
@@ -632,178 +566,6 @@ Result<std::vector<std::shared_ptr<SessionRunHook>>> Estimator::training_hooks(
   return hooks;
 }
 
-Result<Metrics> Estimator::evaluate(const input::Dataset& data, EvalOptions options) {
-  TROUPE_ASSIGN_OR_RETURN(Model * m, model_for(Mode::kEval, data));
-  if (options.checkpoint_path.empty()) TROUPE_RETURN_IF_ERROR(pull_from_cluster());
-  if (!options.checkpoint_path.empty()) {
-    TROUPE_ASSIGN_OR_RETURN(runtime::CheckpointData ckpt,
-                            runtime::read_checkpoint(options.checkpoint_path));
-    TROUPE_RETURN_IF_ERROR(
-        runtime::check_restore(ckpt, variable_specs(m->graph), config_.partial_restore)
-            .with_context(options.checkpoint_path));
-    runtime::load_into(ckpt, store_.get());
-  }
-  TROUPE_RETURN_IF_ERROR(ensure_variables(*m, Mode::kEval));
-  std::vector<std::pair<std::string, std::unique_ptr<Metric>>> metrics;
-  for (const auto& [name, spec] : m->spec.eval_metric_ops) {
-    TROUPE_ASSIGN_OR_RETURN(auto metric, make_metric(spec.kind));
-    metrics.emplace_back(name, std::move(metric));
-  }
-  HookSetup setup(m->graph, m->spec, Mode::kEval);
-  std::vector<std::shared_ptr<SessionRunHook>> hooks = m->spec.evaluation_hooks;
-  for (auto& h : options.hooks) hooks.push_back(h);
-  for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->begin(setup));
-  const int64_t step = global_step();
-
-  actors::LoopRequest loop;
-  loop.steps = options.steps > 0 ? options.steps : INT64_MAX;
-  // A component with a row per example counts the batch's examples.
-  size_t rows_input = 0;
-  while (rows_input + 1 < m->components.size() && !m->components[rows_input].by_example) {
-    ++rows_input;
-  }
-  loop.fetches = {m->spec.loss, m->inputs[rows_input]};
-  std::vector<int> weights_at;  // per metric: the fetch of its weights, or -1
-  for (const auto& [name, spec] : m->spec.eval_metric_ops) {
-    loop.fetches.push_back(spec.labels);
-    loop.fetches.push_back(spec.predictions);
-    weights_at.push_back(spec.weights.valid() ? static_cast<int>(loop.fetches.size()) : -1);
-    if (spec.weights.valid()) loop.fetches.push_back(spec.weights);
-  }
-  TROUPE_ASSIGN_OR_RETURN(
-      WatchedInput watched,
-      watch_and_feed(*runtime_, setup, hooks, {nullptr, "", store_, config_.model_dir}, data,
-                     m->inputs, step, &loop));
-  double loss_sum = 0, examples = 0;
-  Status error;
-  loop.on_step = [&](int64_t, const std::vector<Tensor>& v) {
-    const double n = v[1].rank() > 0 ? static_cast<double>(v[1].dim(0)) : 1.0;
-    loss_sum += v[0].scalar_as_double() * n;
-    examples += n;
-    for (size_t k = 0, at = 2; k < metrics.size(); ++k) {
-      const int w = weights_at[k];
-      Status s = metrics[k].second->update(v[at], v[at + 1], w >= 0 ? v[w] : Tensor());
-      at += w >= 0 ? 3 : 2;
-      if (!s.ok()) {
-        error = s.with_context("metric '" + metrics[k].first + "'");
-        return false;
-      }
-    }
-    return true;
-  };
-  auto done = m->session->run_loop(std::move(loop));
-  if (!done.ok()) return done.status().with_context("evaluate");
-  report_skipped(*watched.pipeline, "evaluation");
-  if (!error.ok()) return error;
-  TROUPE_RETURN_IF_ERROR(watched.hooks->call(HookPhase::kEnd, step));
-  if (examples == 0)
-    return runtime::out_of_range("evaluate: ", data.source->name(), " gave no examples");
-  Metrics out;
-  out["loss"] = loss_sum / examples;
-  out["average_loss"] = out["loss"];
-  for (const auto& [name, metric] : metrics) out[name] = metric->result();
-  out["global_step"] = static_cast<double>(step);
-  if (!config_.model_dir.empty()) {
-    const std::string dir =
-        config_.model_dir + "/" + (options.name.empty() ? "eval" : "eval_" + options.name);
-    auto& w = eval_events_[dir];
-    if (!w) {
-      TROUPE_ASSIGN_OR_RETURN(SummaryWriter opened, SummaryWriter::open(*runtime_, dir));
-      w = std::make_unique<SummaryWriter>(opened);
-    }
-    for (const auto& [name, value] : out) {
-      if (name != "global_step") w->scalar(name, value, step);
-    }
-    TROUPE_RETURN_IF_ERROR(w->flush());
-  }
-  return out;
-}
-
-Result<std::map<std::string, Metrics>> Estimator::evaluate(
-    const std::vector<std::pair<std::string, input::Dataset>>& sets, EvalOptions options) {
-  std::map<std::string, Metrics> out;
-  for (const auto& [name, data] : sets) {
-    if (out.count(name)) return runtime::invalid_argument("evaluate: two sets named '", name, "'");
-    options.name = name;
-    TROUPE_ASSIGN_OR_RETURN(out[name], evaluate(data, options));
-  }
-  return out;
-}
-
-runtime::Status Estimator::predict(const input::Dataset& data,
-                                   const std::function<bool(const Prediction&)>& each,
-                                   PredictOptions options) {
-  TROUPE_ASSIGN_OR_RETURN(Model * m, model_for(Mode::kPredict, data));
-  TROUPE_RETURN_IF_ERROR(pull_from_cluster());
-  TROUPE_RETURN_IF_ERROR(ensure_variables(*m, Mode::kPredict));
-  std::vector<std::string> keys = options.keys;
-  if (keys.empty()) {
-    for (const auto& [k, o] : m->spec.predictions) keys.push_back(k);
-  }
-  actors::LoopRequest loop;
-  loop.steps = INT64_MAX;
-  for (const std::string& k : keys) {
-    auto it = m->spec.predictions.find(k);
-    if (it == m->spec.predictions.end()) {
-      return runtime::invalid_argument("predict: no prediction '", k, "'");
-    }
-    loop.fetches.push_back(it->second);
-  }
-  HookSetup setup(m->graph, m->spec, Mode::kPredict);
-  std::vector<std::shared_ptr<SessionRunHook>> hooks = m->spec.prediction_hooks;
-  for (auto& h : options.hooks) hooks.push_back(h);
-  for (auto& h : hooks) TROUPE_RETURN_IF_ERROR(h->begin(setup));
-  const int64_t step = global_step();
-  TROUPE_ASSIGN_OR_RETURN(
-      WatchedInput watched,
-      watch_and_feed(*runtime_, setup, hooks, {nullptr, "", store_, config_.model_dir}, data,
-                     m->inputs, step, &loop));
-  Status error;
-  loop.on_step = [&](int64_t, const std::vector<Tensor>& v) {
-    if (!options.yield_single_examples) {
-      Prediction p;
-      for (size_t k = 0; k < keys.size(); ++k) p[keys[k]] = v[k];
-      return each(p);
-    }
-    const int64_t n = v.empty() || v[0].rank() == 0 ? 1 : v[0].dim(0);
-    for (int64_t row = 0; row < n; ++row) {
-      Prediction p;
-      for (size_t k = 0; k < keys.size(); ++k) {
-        auto one = actors::stack_rows(
-            {actors::RowRef{std::make_shared<const actors::Chunk>(actors::Chunk{{v[k]}}), row}},
-            false);
-        if (!one.ok()) {
-          error = one.status();
-          return false;
-        }
-        const Tensor& t = (*one)[0];
-        p[keys[k]] = t.reshaped(runtime::Shape(
-            std::vector<int64_t>(t.shape().dims().begin() + 1, t.shape().dims().end())));
-      }
-      if (!each(p)) return false;
-    }
-    return true;
-  };
-  auto done = m->session->run_loop(std::move(loop));
-  if (!done.ok()) return done.status().with_context("predict");
-  TROUPE_RETURN_IF_ERROR(error);
-  return watched.hooks->call(HookPhase::kEnd, step);
-}
-
-Result<std::vector<Prediction>> Estimator::predict_batches(const input::Dataset& data,
-                                                           PredictOptions options) {
-  options.yield_single_examples = false;
-  std::vector<Prediction> out;
-  TROUPE_RETURN_IF_ERROR(predict(
-      data,
-      [&](const Prediction& p) {
-        out.push_back(p);
-        return true;
-      },
-      options));
-  return out;
-}
-
 std::vector<ServingInput> Estimator::serving_inputs() const {
   std::vector<ServingInput> out;
   for (const Component& c : last_components_) out.push_back({c.name, c.dtype, c.dims});
@@ -833,12 +595,7 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
   }
   Model& m = *found->second;
   if (!options.checkpoint_path.empty()) {
-    TROUPE_ASSIGN_OR_RETURN(runtime::CheckpointData ckpt,
-                            runtime::read_checkpoint(options.checkpoint_path));
-    TROUPE_RETURN_IF_ERROR(
-        runtime::check_restore(ckpt, variable_specs(m.graph), config_.partial_restore)
-            .with_context(options.checkpoint_path));
-    runtime::load_into(ckpt, store_.get());
+    TROUPE_RETURN_IF_ERROR(load_checkpoint(m, options.checkpoint_path));
   } else {
     TROUPE_RETURN_IF_ERROR(pull_from_cluster());
   }

@@ -17,7 +17,9 @@
 // shard, an actor that died, a kernel or hook that threw) restarts training from the latest
 // checkpoint, up to RunConfig::max_restarts times; a user error (a bad shape in model_fn, a
 // missing feature, a bad input row) fails at once with a message naming it. evaluate() and
-// predict() are one loop each, their hooks in actors too.
+// predict() are an EstimatorActor's run each too: one loop, whose values a consumer actor hands
+// to the metrics or to the caller's function; a failure of the machinery restarts the session
+// and the input, which reads on after the batches already counted.
 #pragma once
 
 #include <atomic>
@@ -34,6 +36,7 @@
 #include "estimators/estimator_actor.h"
 #include "estimators/hooks.h"
 #include "estimators/input/dataset.h"
+#include "estimators/metrics.h"
 #include "estimators/model_fn.h"
 #include "estimators/run_config.h"
 #include "runtime/checkpoint.h"
@@ -68,6 +71,17 @@ struct EvalOptions {
   std::string checkpoint_path;  // evaluate this checkpoint instead of the model in memory
 };
 
+// An evaluation spawned by Estimator::spawn_evaluation: its EstimatorActor (send it
+// start_run_atom) and what finish_evaluation makes of the answer.
+struct EvaluationRun {
+  caf::actor actor;
+  std::shared_ptr<EvalTally> tally;
+  std::shared_ptr<std::unique_ptr<input::Pipeline>> input;  // a restart replaces it
+  std::string source;                                       // the dataset's, for errors
+  std::string name;                                         // EvalOptions::name
+  int64_t global_step = 0;
+};
+
 struct PredictOptions {
   std::vector<std::string> keys;  // predictions to fetch (empty: all)
   bool yield_single_examples = true;
@@ -90,7 +104,6 @@ struct ExportOptions {
   std::vector<std::string> class_labels;  // names of the classes classify answers with
 };
 
-using Metrics = std::map<std::string, double>;
 using Prediction = std::map<std::string, runtime::Tensor>;
 
 class Estimator {
@@ -109,14 +122,18 @@ class Estimator {
   // the EstimatorActor of one run, not yet started (send it train_atom; null when there is
   // nothing to train), and the result from its answer, which every spawned run must be given.
   runtime::Result<caf::actor> spawn_training(const input::Dataset& data, TrainOptions options);
-  runtime::Result<TrainResult> finish_training(const TrainOutcome& outcome);
+  runtime::Result<TrainResult> finish_training(const RunOutcome& outcome);
   // Loss (example-weighted mean), every eval metric, and global_step.
   runtime::Result<Metrics> evaluate(const input::Dataset& data, EvalOptions options = {});
+  // evaluate() in two halves, as train()'s, for supervisors that await runs as actors.
+  runtime::Result<EvaluationRun> spawn_evaluation(const input::Dataset& data, EvalOptions options);
+  runtime::Result<Metrics> finish_evaluation(const EvaluationRun& run, const RunOutcome& outcome);
   // Several named sets at once, each into model_dir/eval_<name>, on the same model: by name.
   runtime::Result<std::map<std::string, Metrics>> evaluate(
       const std::vector<std::pair<std::string, input::Dataset>>& sets, EvalOptions options = {});
   // Calls `each` with every example's predictions (or every batch's, without
-  // yield_single_examples), in order, inside the actor system; false stops.
+  // yield_single_examples), in order, on a thread of the prediction's own while this one
+  // waits; false stops.
   runtime::Status predict(const input::Dataset& data,
                           const std::function<bool(const Prediction&)>& each,
                           PredictOptions options = {});
@@ -175,6 +192,8 @@ class Estimator {
       Model& m, const TrainOptions& options, int64_t last);
   runtime::Status restart_training(Model& m);
   runtime::Status restore_latest(Model& m);
+  // Loads the checkpoint at `path` into the store, if it holds what m's graph reads.
+  runtime::Status load_checkpoint(const Model& m, const std::string& path);
   runtime::Status open_sessions(Model& m, Mode mode);
   // A cluster's training (RunConfig::cluster with ps tasks), for the chief and the workers.
   bool in_cluster() const { return !ps_tasks_.empty(); }
@@ -187,6 +206,12 @@ class Estimator {
   int replica_index() const;
   void cluster_session_options(actors::SessionOptions* so) const;
   runtime::Status start_training_input(const input::Dataset& data);
+  // An evaluation's or prediction's run (`mode`) on m's session and `data`, whose input is
+  // `input`: the parts every such run has, before its fetches, consumer and hooks.
+  EstimatorActorSpec inference_spec(Mode mode, Model* m, const input::Dataset& data,
+                                    std::shared_ptr<std::unique_ptr<input::Pipeline>> input);
+  // The answer of a spawned run, waited for on this thread.
+  RunOutcome await_run(const caf::actor& run, const char* what);
   static uint64_t input_fingerprint(const input::Dataset& data);
 
   ModelFn model_fn_;

@@ -1,6 +1,7 @@
 #include "estimators/estimator_actor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 
 #include "actors/messages.h"
@@ -18,15 +19,61 @@ bool retryable(const Status& s) {
          s.code() == runtime::Code::kInternal;
 }
 
+// What an evaluation's or prediction's consumer and its EstimatorActor share. The EstimatorActor
+// reads it between loops, when the loop has answered (after every report was acknowledged).
+struct Consumption {
+  std::function<runtime::Result<bool>(const std::vector<runtime::Tensor>&)> consume;
+  std::atomic<int64_t> consumed{0};
+  // It refused a batch: not the machinery's failure, whatever its code, and the same batch
+  // would fail again after a restart.
+  std::atomic<bool> failed{false};
+  Status error;
+  std::atomic<bool> enough{false};  // it said false
+};
+
+// Hands one step's values to the consumer; whether the loop goes on.
+bool take(Consumption& c, const std::vector<runtime::Tensor>& values) {
+  if (c.failed || c.enough) return false;  // a step that was in flight: dropped
+  runtime::Result<bool> more = false;
+  try {
+    more = c.consume(values);
+  } catch (const std::exception& e) {
+    more = runtime::internal_error("consuming batch ", c.consumed.load(), " threw: ", e.what());
+  }
+  if (!more.ok()) {
+    c.error = more.status();
+    c.failed = true;
+    return false;
+  }
+  ++c.consumed;
+  if (!*more) c.enough = true;
+  return *more;
+}
+
+// A consumer that may block, in an actor of its own observing the loop: the loop waits for its
+// answer only when it is a few steps ahead (LoopRequest::observer_window).
+caf::behavior consumer_actor(caf::event_based_actor* self, std::shared_ptr<Consumption> c) {
+  return {
+      [self, c](actors::StepReport& r) {
+        const bool more = take(*c, *r.values);
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()),
+                   actors::StepAck{r.observer, runtime::ok_status(), !more, false});
+      },
+  };
+}
+
 struct RunState {
   EstimatorActorSpec spec;
-  caf::typed_response_promise<TrainOutcome> promise;
+  caf::typed_response_promise<RunOutcome> promise;
   std::vector<caf::actor> hooks;
   std::vector<HookReply> wants;  // per hook, from its last reply
   std::shared_ptr<double> loss = std::make_shared<double>(0);
-  TrainOutcome outcome;
+  RunOutcome outcome;
   bool stop = false;
   bool done = false;
+  // Evaluation and prediction: what the consumer took, and the actor taking it.
+  std::shared_ptr<Consumption> consumption;
+  caf::actor consumer;
   std::string lost;  // the part that stopped, from its down message
 };
 
@@ -52,6 +99,12 @@ void watch(RunActor* self) {
   }
   st.wants.assign(st.hooks.size(), HookReply{});
   st.lost.clear();
+  if (st.consumption) {
+    st.consumer = st.spec.consumer_blocks
+                      ? self->system().spawn<caf::detached>(consumer_actor, st.consumption)
+                      : self->system().spawn(consumer_actor, st.consumption);
+    self->monitor(st.consumer);
+  }
 }
 
 void unwatch(RunActor* self) {
@@ -63,6 +116,11 @@ void unwatch(RunActor* self) {
     self->send_exit(h, caf::exit_reason::user_shutdown);
   }
   st.hooks.clear();
+  if (st.consumer) {
+    self->demonitor(st.consumer);
+    self->send_exit(st.consumer, caf::exit_reason::user_shutdown);
+    st.consumer = nullptr;
+  }
 }
 
 void finish(RunActor* self, Status status) {
@@ -71,35 +129,53 @@ void finish(RunActor* self, Status status) {
   st.done = true;
   st.outcome.status = std::move(status);
   st.outcome.loss = *st.loss;
+  if (st.consumption) st.outcome.consumed = st.consumption->consumed;
   unwatch(self);
   st.promise.deliver(st.outcome);
   self->quit();
 }
 
 void segment(RunActor* self);
+void consume_all(RunActor* self);
 void call_hooks(RunActor* self, HookPhase phase, std::function<void()> next);
+
+// Runs (or runs on) what the run's mode does between its hooks' after_create_session and end.
+void run_steps(RunActor* self) {
+  if (self->state.spec.mode == Mode::kTrain) return segment(self);
+  consume_all(self);
+}
 
 // A failure: restart from the latest checkpoint when the machinery failed and the budget allows.
 void fail(RunActor* self, Status why) {
   RunState& st = self->state;
   if (st.done) return;
   // A run asked to stop ends, whatever failed meanwhile (a cluster stopping around it).
+  if (st.consumption && st.consumption->failed) return finish(self, st.consumption->error);
   if (!retryable(why) || st.outcome.restarts >= st.spec.max_restarts || !st.spec.restart ||
       st.outcome.stopped) {
     return finish(self, std::move(why));
   }
   ++st.outcome.restarts;
-  runtime::log_warning("training failed at step ", global_step(st), ": ", why.to_string());
-  runtime::log_warning("restarting from ",
-                       st.spec.restart_point ? st.spec.restart_point() : "the initial values",
+  if (st.consumption) st.outcome.consumed = st.consumption->consumed;
+  const std::string what = st.spec.mode == Mode::kTrain  ? "training"
+                           : st.spec.mode == Mode::kEval ? "evaluation"
+                                                         : "prediction";
+  const std::string where = st.spec.mode == Mode::kTrain
+                                ? "at step " + std::to_string(global_step(st))
+                                : "after " + std::to_string(st.outcome.consumed) + " batches";
+  runtime::log_warning(what, " failed ", where, ": ", why.to_string());
+  runtime::log_warning(st.spec.mode == Mode::kTrain
+                           ? "restarting from " + (st.spec.restart_point ? st.spec.restart_point()
+                                                                         : "the initial values")
+                           : "restarting, reading on " + where,
                        " (restart ", st.outcome.restarts, " of ", st.spec.max_restarts, ")");
   unwatch(self);
-  auto parts = st.spec.restart();
-  if (!parts.ok()) return finish(self, parts.status().with_context("restarting training"));
+  auto parts = st.spec.restart(st.outcome.consumed);
+  if (!parts.ok()) return finish(self, parts.status().with_context("restarting " + what));
   st.spec.parts = *parts;
   st.stop = st.outcome.stopped;
   watch(self);
-  call_hooks(self, HookPhase::kAfterCreateSession, [self] { segment(self); });
+  call_hooks(self, HookPhase::kAfterCreateSession, [self] { run_steps(self); });
 }
 
 // Calls the hooks one after the other, in their order (TF's), then `next`. They all see the
@@ -193,6 +269,45 @@ void segment(RunActor* self) {
           });
 }
 
+// Evaluation and prediction: one loop over the rest of the input. A consumer that does not
+// block takes each step's values inside the session actor, as the loop's on_step, which costs
+// no message; one that may block is the loop's first observer.
+void consume_all(RunActor* self) {
+  RunState& st = self->state;
+  st.outcome.consumed = st.consumption->consumed;
+  if (st.stop || st.outcome.consumed >= st.spec.max_steps) return end_run(self);
+  actors::LoopRequest loop;
+  loop.steps = st.spec.max_steps == INT64_MAX ? INT64_MAX : st.spec.max_steps - st.outcome.consumed;
+  loop.fetches = st.spec.fetches;
+  loop.input = st.spec.parts.input;
+  loop.input_feeds = st.spec.input_feeds;
+  loop.batch_size = 0;
+  if (st.consumer) {
+    loop.observers = {st.consumer};
+  } else {
+    loop.on_step = [c = st.consumption](int64_t, const std::vector<runtime::Tensor>& v) {
+      return take(*c, v);
+    };
+  }
+  loop.observers.insert(loop.observers.end(), st.hooks.begin(), st.hooks.end());
+  if (st.spec.feed) {
+    loop.feed = [feed = st.spec.feed](int64_t, runtime::FeedList* f) { return feed(f); };
+  }
+  self->request(st.spec.parts.session, caf::infinite, actors::loop_atom::value, std::move(loop))
+      .then(
+          [self](actors::LoopResult& r) {
+            RunState& st = self->state;
+            if (st.consumption->failed) return fail(self, st.consumption->error);
+            if (!r.status.ok()) return fail(self, r.status);
+            st.outcome.end_of_input = r.end_of_input;
+            end_run(self);
+          },
+          [self](caf::error& e) {
+            fail(self, runtime::unavailable("the session did not answer: ",
+                                            self->system().render(e), lost_part(self->state)));
+          });
+}
+
 caf::behavior estimator_actor(RunActor* self, EstimatorActorSpec spec) {
   self->state.spec = std::move(spec);
   self->set_down_handler([self](caf::down_msg& d) {
@@ -200,18 +315,23 @@ caf::behavior estimator_actor(RunActor* self, EstimatorActorSpec spec) {
     std::string what;
     if (d.source == st.spec.parts.session.address()) what = "the session actor";
     if (d.source == st.spec.parts.input.address()) what = "the input queue";
+    if (d.source == st.consumer.address()) what = "the consumer";
     for (size_t k = 0; k < st.hooks.size(); ++k) {
       if (d.source == st.hooks[k].address()) what = st.spec.hooks[k].name;
     }
     if (!what.empty()) st.lost = what + " stopped: " + self->system().render(d.reason);
   });
   return {
-      [self](train_atom) -> caf::typed_response_promise<TrainOutcome> {
+      [self](start_run_atom) -> caf::typed_response_promise<RunOutcome> {
         RunState& st = self->state;
-        st.promise = self->make_response_promise<TrainOutcome>();
+        st.promise = self->make_response_promise<RunOutcome>();
         st.outcome.first_step = global_step(st);
+        if (st.spec.mode != Mode::kTrain) {
+          st.consumption = std::make_shared<Consumption>();
+          st.consumption->consume = st.spec.consume;
+        }
         watch(self);
-        call_hooks(self, HookPhase::kAfterCreateSession, [self] { segment(self); });
+        call_hooks(self, HookPhase::kAfterCreateSession, [self] { run_steps(self); });
         return st.promise;
       },
       // A stop between segments ends the run at the next; one during a segment ends its loop.

@@ -1,13 +1,18 @@
-// EstimatorActor: supervises one Estimator::train run (DESIGN.md §3). It drives the training
-// loop segment by segment in the session actor (a segment ends where a hook wants the model at
-// rest: a checkpoint, an early-stopping window), calls the hook actors at each such sync point,
-// and monitors the session, the input queue and the hooks. When the run fails for a reason of the
-// machinery (an actor that died, an unreachable shard, a kernel that threw) it rebuilds the
-// session and the input from the latest checkpoint and goes on, up to max_restarts times, saying
-// so in the log; a user error (a bad shape, a bad input row, a NaN loss) ends the run at once.
+// EstimatorActor: supervises one run of an Estimator, training, evaluation or prediction
+// (DESIGN.md §3). Training: it drives the loop segment by segment in the session actor (a
+// segment ends where a hook wants the model at rest: a checkpoint, an early-stopping window),
+// calls the hook actors at each such sync point. Evaluation and prediction: one loop over the
+// input, whose every step's values go to the run's consumer (the metrics, the caller's function
+// taking predictions).
+// In every mode it monitors the session, the input queue and the hooks. When the run fails for
+// a reason of the machinery (an actor that died, an unreachable shard, a kernel that threw) it
+// rebuilds the session and the input and goes on, up to max_restarts times, saying so in the
+// log: training from the latest checkpoint, evaluation and prediction reading on after the
+// batches already consumed, so that no batch counts twice. A user error (a bad shape, a bad
+// input row, a NaN loss) ends the run at once.
 //
 //   caf::actor run = spawn_estimator_actor(system, std::move(spec));    // detached
-//   request(run, infinite, train_atom::value) -> TrainOutcome           // the only crossing
+//   request(run, infinite, start_run_atom::value) -> RunOutcome         // the only crossing
 //   anon_send(run, actors::stop_atom::value)     // ends it after the steps already started
 //
 // It runs on a thread of its own: restarting blocks on the session (variables are initialised
@@ -21,6 +26,7 @@
 #include <vector>
 
 #include "estimators/hook_actor.h"
+#include "estimators/model_fn.h"
 #include "runtime/executor.h"
 #include "runtime/graph.h"
 #include "runtime/status.h"
@@ -28,7 +34,7 @@
 
 namespace troupe::estimators {
 
-using train_atom = caf::atom_constant<caf::atom("train")>;
+using start_run_atom = caf::atom_constant<caf::atom("start_run")>;
 
 // What a run trains with; a restart replaces both.
 struct TrainingParts {
@@ -37,10 +43,21 @@ struct TrainingParts {
 };
 
 struct EstimatorActorSpec {
+  Mode mode = Mode::kTrain;
   TrainingParts parts;
-  std::vector<runtime::Output> fetches;  // the loss first, then what the hooks fetch
+  // Training: the loss first, then what the hooks fetch. Evaluation and prediction: what the
+  // consumer takes, then what the hooks fetch.
+  std::vector<runtime::Output> fetches;
   std::vector<runtime::Output> input_feeds;
   int train_op = -1;
+  // Evaluation and prediction: each step's values, in order; an error fails the run, false ends
+  // it (a caller that has the predictions it wanted).
+  std::function<runtime::Result<bool>(const std::vector<runtime::Tensor>& values)> consume;
+  // It may block (the caller's function writing predictions): it runs in an actor of its own,
+  // on a thread of its own, observing the loop. Otherwise inside the session actor as each step
+  // ends (the metrics): no message and no wake-up of another thread per step.
+  bool consumer_blocks = false;
+  int64_t max_steps = INT64_MAX;     // evaluation and prediction: batches to read at most
   std::vector<HookActorSpec> hooks;  // spawned by the run, in this order
   // From the hooks' setup; run inside the session actor.
   std::function<runtime::Status(runtime::FeedList*)> feed;
@@ -53,18 +70,20 @@ struct EstimatorActorSpec {
   int step_fetch = -1;
   int64_t last_step = INT64_MAX;  // stop at this global step
   int max_restarts = 0;
-  // Rebuilds the session and the input with the variables of the latest checkpoint; blocks.
-  std::function<runtime::Result<TrainingParts>()> restart;
+  // Rebuilds the session and the input; blocks. Training: with the variables of the latest
+  // checkpoint. Evaluation and prediction: an input that reads on after the `consumed` batches.
+  std::function<runtime::Result<TrainingParts>(int64_t consumed)> restart;
   // Called when the input ran out, before the hooks' last sync and end.
   std::function<void()> on_end_of_input;
   // Where a restart starts from, for the log ("the initial values" without a checkpoint).
   std::function<std::string()> restart_point;
 };
 
-struct TrainOutcome {
+struct RunOutcome {
   runtime::Status status;
   int64_t first_step = 0;  // the global step the run started at
-  double loss = 0;         // of the last step
+  double loss = 0;         // training: of the last step
+  int64_t consumed = 0;    // evaluation and prediction: batches handed to the consumer
   bool end_of_input = false;
   bool stopped = false;  // by a stop message
   int restarts = 0;
@@ -74,4 +93,4 @@ caf::actor spawn_estimator_actor(caf::actor_system& system, EstimatorActorSpec s
 
 }  // namespace troupe::estimators
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::estimators::TrainOutcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::estimators::RunOutcome)

@@ -66,16 +66,24 @@ Result<TrainResult> Experiment::train() {
   return estimator_.train(train_, t);
 }
 
+EvalOptions Experiment::eval_options(const std::string& name) const {
+  EvalOptions o;
+  o.steps = options_.eval_steps;
+  o.name = name;
+  o.hooks = options_.eval_hooks;
+  return o;
+}
+
+void Experiment::log_evaluation(const std::string& name, const Metrics& m) {
+  runtime::log_info("evaluation", name.empty() ? "" : " [" + name + "]", " at step ",
+                    static_cast<long long>(m.at("global_step")), ": ", format(m));
+}
+
 Result<std::vector<std::pair<std::string, Metrics>>> Experiment::evaluate() {
   std::vector<std::pair<std::string, Metrics>> out;
   for (const auto& [name, data] : eval_sets_) {
-    EvalOptions o;
-    o.steps = options_.eval_steps;
-    o.name = name;
-    o.hooks = options_.eval_hooks;
-    TROUPE_ASSIGN_OR_RETURN(Metrics m, estimator_.evaluate(data, o));
-    runtime::log_info("evaluation", name.empty() ? "" : " [" + name + "]", " at step ",
-                      static_cast<long long>(m["global_step"]), ": ", format(m));
+    TROUPE_ASSIGN_OR_RETURN(Metrics m, estimator_.evaluate(data, eval_options(name)));
+    log_evaluation(name, m);
     out.push_back({name, std::move(m)});
   }
   return out;
@@ -111,11 +119,13 @@ TrainOptions Experiment::round_options() const {
   return t;
 }
 
-Result<bool> Experiment::after_round(Progress& p, const TrainResult& r) {
+Result<Experiment::RoundEnd> Experiment::after_round(Progress& p, const TrainResult& r,
+                                                     const SetMetrics& results) {
   ExperimentReport& report = p.report;
-  const bool done = !in_chunks() || r.end_of_input || r.steps == 0 || r.stopped ||
-                    (options_.train_steps > 0 && r.global_step >= options_.train_steps);
-  TROUPE_ASSIGN_OR_RETURN(auto results, evaluate());
+  const RoundEnd done = (!in_chunks() || r.end_of_input || r.steps == 0 || r.stopped ||
+                         (options_.train_steps > 0 && r.global_step >= options_.train_steps))
+                            ? RoundEnd::kDone
+                            : RoundEnd::kGoOn;
   const Metrics& first = results[0].second;
   report.history.push_back({r.global_step, first});
   report.final_by_set = results;
@@ -170,16 +180,18 @@ Result<bool> Experiment::after_round(Progress& p, const TrainResult& r) {
                     " has not improved on ", report.best_value, " (step ", report.best_step,
                     ") for ", p.best.waited(), " evaluations");
   if (options_.restore_best_weights && p.best.restore(estimator_.variables())) {
-    TROUPE_ASSIGN_OR_RETURN(auto again, evaluate());
-    report.final_by_set = again;
-    report.final_metrics = again[0].second;
-    if (!estimator_.config().model_dir.empty()) {
-      runtime::CheckpointManager m(estimator_.config().model_dir,
-                                   {.keep_max = estimator_.config().keep_checkpoint_max});
-      TROUPE_RETURN_IF_ERROR(m.save(estimator_.global_step(), estimator_.variables()).status());
-    }
+    return RoundEnd::kDoneRestored;
   }
-  return true;
+  return RoundEnd::kDone;
+}
+
+Status Experiment::after_restore(Progress& p, const SetMetrics& again) {
+  p.report.final_by_set = again;
+  p.report.final_metrics = again[0].second;
+  if (estimator_.config().model_dir.empty()) return runtime::ok_status();
+  runtime::CheckpointManager m(estimator_.config().model_dir,
+                               {.keep_max = estimator_.config().keep_checkpoint_max});
+  return m.save(estimator_.global_step(), estimator_.variables()).status();
 }
 
 Status Experiment::conclude(Progress& p) {
@@ -208,11 +220,36 @@ using experiment_atom = caf::atom_constant<caf::atom("experiment")>;
 using round_atom = caf::atom_constant<caf::atom("round")>;
 }  // namespace
 
-// ExperimentActor: runs the schedule one round at a time, each round's training as an
-// EstimatorActor it monitors; a stop message ends the running round after the steps already
-// started, and the schedule after that round's evaluation. Detached: evaluations block.
-caf::behavior Experiment::actor_behavior(caf::stateful_actor<ExperimentState>* self,
-                                         Experiment* experiment) {
+// Evaluates the sets from the k-th on, each an EstimatorActor's run that this actor awaits
+// without blocking, then hands `done` their metrics, in order, or the first error.
+void Experiment::evaluate_from(ExperimentActor* self, size_t k, std::shared_ptr<SetMetrics> out,
+                               std::function<void(Result<SetMetrics>)> done) {
+  Experiment& e = *self->state.experiment;
+  if (k == e.eval_sets_.size()) return done(std::move(*out));
+  const std::string& name = e.eval_sets_[k].first;
+  auto run = e.estimator_.spawn_evaluation(e.eval_sets_[k].second, e.eval_options(name));
+  if (!run.ok()) return done(run.status());
+  auto then = [self, k, out, done, run = *run](const RunOutcome& outcome) {
+    Experiment& e = *self->state.experiment;
+    auto metrics = e.estimator_.finish_evaluation(run, outcome);
+    if (!metrics.ok()) return done(metrics.status());
+    log_evaluation(e.eval_sets_[k].first, *metrics);
+    out->push_back({e.eval_sets_[k].first, std::move(*metrics)});
+    evaluate_from(self, k + 1, out, done);
+  };
+  self->request(run->actor, caf::infinite, start_run_atom::value)
+      .then([then](RunOutcome& o) { then(o); },
+            [self, then](caf::error& err) {
+              then(RunOutcome{runtime::internal_error(
+                  "the evaluation run stopped without an answer: ", self->system().render(err))});
+            });
+}
+
+// ExperimentActor: runs the schedule one round at a time, each round's training and each
+// evaluation as an EstimatorActor it awaits; a stop message ends the running round after the
+// steps already started, and the schedule after that round's evaluation. Detached: exports and
+// best checkpoints write files.
+caf::behavior Experiment::actor_behavior(ExperimentActor* self, Experiment* experiment) {
   self->state.experiment = experiment;
   auto progress = std::make_shared<Progress>(BestValue::Options{
       .maximize = experiment->maximize(), .min_delta = experiment->options_.min_delta});
@@ -223,15 +260,26 @@ caf::behavior Experiment::actor_behavior(caf::stateful_actor<ExperimentState>* s
     st.promise.deliver(ExperimentOutcome{std::move(s), progress->report});
     self->quit();
   };
-  auto trained = [self, progress, deliver](const TrainOutcome& outcome) {
-    ExperimentState& st = self->state;
-    Experiment& e = *st.experiment;
-    auto r = e.estimator_.finish_training(outcome);
+  auto trained = [self, progress, deliver](const RunOutcome& outcome) {
+    auto r = self->state.experiment->estimator_.finish_training(outcome);
     if (!r.ok()) return deliver(r.status());
-    auto done = e.after_round(*progress, *r);
-    if (!done.ok()) return deliver(done.status());
-    if (*done || st.stop) return deliver(runtime::ok_status());
-    self->send(self, round_atom::value);
+    auto evaluated = [self, progress, deliver, r = *r](Result<SetMetrics> results) {
+      ExperimentState& st = self->state;
+      if (!results.ok()) return deliver(results.status());
+      auto end = st.experiment->after_round(*progress, r, *results);
+      if (!end.ok()) return deliver(end.status());
+      if (*end == RoundEnd::kDoneRestored) {
+        // The best weights are back: the report's final metrics are theirs.
+        return evaluate_from(self, 0, std::make_shared<SetMetrics>(),
+                             [self, progress, deliver](Result<SetMetrics> again) {
+                               if (!again.ok()) return deliver(again.status());
+                               deliver(self->state.experiment->after_restore(*progress, *again));
+                             });
+      }
+      if (*end == RoundEnd::kDone || st.stop) return deliver(runtime::ok_status());
+      self->send(self, round_atom::value);
+    };
+    evaluate_from(self, 0, std::make_shared<SetMetrics>(), evaluated);
   };
   return {
       [self](experiment_atom) -> caf::typed_response_promise<ExperimentOutcome> {
@@ -245,17 +293,17 @@ caf::behavior Experiment::actor_behavior(caf::stateful_actor<ExperimentState>* s
         Experiment& e = *st.experiment;
         auto run = e.estimator_.spawn_training(e.train_, e.round_options());
         if (!run.ok()) return deliver(run.status());
-        if (!*run) return trained(TrainOutcome{runtime::ok_status(), e.estimator_.global_step()});
+        if (!*run) return trained(RunOutcome{runtime::ok_status(), e.estimator_.global_step()});
         st.run = *run;
-        self->request(st.run, caf::infinite, train_atom::value)
+        self->request(st.run, caf::infinite, start_run_atom::value)
             .then(
-                [self, trained](TrainOutcome& o) {
+                [self, trained](RunOutcome& o) {
                   self->state.run = nullptr;
                   trained(o);
                 },
                 [self, trained](caf::error& e) {
                   self->state.run = nullptr;
-                  trained(TrainOutcome{runtime::internal_error(
+                  trained(RunOutcome{runtime::internal_error(
                       "the training run stopped without an answer: ", self->system().render(e))});
                 });
       },

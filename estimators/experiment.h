@@ -11,6 +11,8 @@
 //   report->final_metrics.at("accuracy");
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -83,16 +85,24 @@ class Experiment {
 
  private:
   struct Progress;
+  using SetMetrics = std::vector<std::pair<std::string, Metrics>>;
+  using ExperimentActor = caf::stateful_actor<ExperimentState>;
+  enum class RoundEnd { kGoOn, kDone, kDoneRestored };  // restored: the best weights are back
   bool maximize() const;
   bool in_chunks() const;
   std::string export_base() const;
   TrainOptions round_options() const;
-  // Evaluates after a round and applies early stopping, plateaus, best checkpoints and exports;
-  // true when the schedule is over.
-  runtime::Result<bool> after_round(Progress& p, const TrainResult& r);
+  EvalOptions eval_options(const std::string& set) const;
+  static void log_evaluation(const std::string& set, const Metrics& m);
+  // Applies a round's evaluation: early stopping, plateaus, best checkpoints and exports.
+  runtime::Result<RoundEnd> after_round(Progress& p, const TrainResult& r,
+                                        const SetMetrics& results);
+  // The final metrics and checkpoint of the best weights put back, evaluated again.
+  runtime::Status after_restore(Progress& p, const SetMetrics& again);
   runtime::Status conclude(Progress& p);
-  static caf::behavior actor_behavior(caf::stateful_actor<ExperimentState>* self,
-                                      Experiment* experiment);
+  static void evaluate_from(ExperimentActor* self, size_t k, std::shared_ptr<SetMetrics> out,
+                            std::function<void(runtime::Result<SetMetrics>)> done);
+  static caf::behavior actor_behavior(ExperimentActor* self, Experiment* experiment);
 
   Estimator& estimator_;
   input::Dataset train_;

@@ -336,6 +336,35 @@ Result<double> adjusted_rand_score(const Tensor& labels_true, const Tensor& labe
   return m.result();
 }
 
+void EvalTally::add_metric(std::string name, std::unique_ptr<Metric> metric, size_t at,
+                           bool weighted) {
+  metrics_.push_back({std::move(name), std::move(metric), at, weighted});
+}
+
+Status EvalTally::add(const std::vector<Tensor>& values) {
+  if (values.size() < 2) return runtime::internal_error("an evaluation step without its loss");
+  for (const Entry& e : metrics_) {
+    if (e.at + 1 + (e.weighted ? 1 : 0) >= values.size()) {
+      return runtime::internal_error("metric '", e.name, "' has no values at ", e.at);
+    }
+    Status s =
+        e.metric->update(values[e.at], values[e.at + 1], e.weighted ? values[e.at + 2] : Tensor());
+    if (!s.ok()) return s.with_context("metric '" + e.name + "'");
+  }
+  const double n = values[1].rank() > 0 ? static_cast<double>(values[1].dim(0)) : 1.0;
+  loss_sum_ += values[0].scalar_as_double() * n;
+  examples_ += n;
+  return runtime::ok_status();
+}
+
+Metrics EvalTally::result() const {
+  Metrics out;
+  out["loss"] = examples_ > 0 ? loss_sum_ / examples_ : 0;
+  out["average_loss"] = out["loss"];
+  for (const Entry& e : metrics_) out[e.name] = e.metric->result();
+  return out;
+}
+
 Status Metric::update(const Tensor& labels, const Tensor& predictions, const Tensor& weights) {
   if (!weights.valid()) return accumulate(labels, predictions, {});
   if (!takes_weights()) return runtime::invalid_argument("this metric takes no weights");

@@ -14,8 +14,10 @@
 // predictions), adjusted_rand_index (labels against predicted groups, e.g. cluster ids).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/status.h"
@@ -48,6 +50,35 @@ class Metric {
 };
 
 runtime::Result<std::unique_ptr<Metric>> make_metric(const std::string& kind);
+
+using Metrics = std::map<std::string, double>;
+
+// The loss and metrics of one evaluation, accumulated batch by batch from a step's values:
+// values[0] the batch's mean loss, values[1] a tensor with a row per example (it counts them:
+// the loss is a mean over examples, not batches), then each metric's labels and predictions at
+// the positions given, and its weights after them when it has any.
+//
+//   EvalTally tally;
+//   tally.add_metric("accuracy", std::move(*make_metric("accuracy")), 2, false);
+//   tally.add(values);                    // per step; a metric's error names it
+//   Metrics m = tally.result();           // loss, average_loss, accuracy
+class EvalTally {
+ public:
+  void add_metric(std::string name, std::unique_ptr<Metric> metric, size_t at, bool weighted);
+  runtime::Status add(const std::vector<runtime::Tensor>& values);
+  double examples() const { return examples_; }
+  Metrics result() const;
+
+ private:
+  struct Entry {
+    std::string name;
+    std::unique_ptr<Metric> metric;
+    size_t at = 0;
+    bool weighted = false;
+  };
+  std::vector<Entry> metrics_;
+  double loss_sum_ = 0, examples_ = 0;
+};
 
 // The counts of a confusion_matrix metric, [true class][predicted class].
 std::vector<std::vector<int64_t>> confusion_counts(const Metric& confusion_matrix);

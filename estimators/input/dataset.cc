@@ -1,5 +1,7 @@
 #include "estimators/input/dataset.h"
 
+#include "runtime/log.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -318,6 +320,14 @@ Pipeline::~Pipeline() {
 }
 
 Result<std::vector<Tensor>> Pipeline::next() { return queue_.dequeue(); }
+
+void Pipeline::log_skipped(const char* what) {
+  const actors::RunnerStats stats = runner_stats();
+  if (stats.skipped > 0) {
+    runtime::log_warning(what, " skipped ", stats.skipped, " bad records of ",
+                         dataset_.source->name());
+  }
+}
 
 actors::RunnerStats Pipeline::runner_stats() {
   caf::scoped_actor self{runtime_.system()};

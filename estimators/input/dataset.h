@@ -117,6 +117,9 @@ class Pipeline {
   // The next batch, all components; OutOfRange after the last.
   runtime::Result<std::vector<runtime::Tensor>> next();
   actors::RunnerStats runner_stats();
+  // skip_bad_records counts what it skips; the user hears the count when the data ends: a
+  // warning naming the source and `what` read it ("training"), when any were skipped.
+  void log_skipped(const char* what);
   actors::QueueStats queue_stats() { return queue_.stats(); }
 
  private:

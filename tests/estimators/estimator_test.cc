@@ -384,6 +384,79 @@ TEST_CASE(
       failed.status().message());
 }
 
+TEST_CASE("estimator actor: evaluation and prediction restart where they stood") {
+  Estimator est(linear_model, quiet());
+  REQUIRE(est.train(regression_data(256, 20)).ok());
+  const input::Dataset test = regression_data(200, 1, 9);  // 7 batches, the last of 8
+  auto clean = est.evaluate(test);
+  REQUIRE(clean.ok());
+
+  // Fails like an unreachable peer at its third step, once: the run restarts with a new session
+  // and an input that reads on after the batches already counted.
+  class Flaky : public SessionRunHook {
+   public:
+    runtime::Status after_create_session(HookContext&) override {
+      ++starts;
+      return runtime::ok_status();
+    }
+    runtime::Status after_run(StepContext&) override {
+      if (++steps == 3 && !failed) {
+        failed = true;
+        return runtime::unavailable("the shard went away");
+      }
+      return runtime::ok_status();
+    }
+    int starts = 0, steps = 0;
+    bool failed = false;
+  };
+  auto flaky = std::make_shared<Flaky>();
+  auto restarted = est.evaluate(test, {.hooks = {flaky}});
+  REQUIRE_MESSAGE(restarted.ok(), restarted.status().to_string());
+  CHECK(flaky->failed);
+  CHECK(flaky->starts == 2);
+  // Every example counted once, in the same order: the same sums to the last bit.
+  CHECK(restarted->at("loss") == clean->at("loss"));
+  CHECK(restarted->at("mae") == clean->at("mae"));
+  CHECK(restarted->at("rmse") == clean->at("rmse"));
+
+  std::vector<float> expected;
+  REQUIRE(est.predict(test,
+                      [&](const Prediction& p) {
+                        expected.push_back(static_cast<float>(p.at("y").scalar_as_double()));
+                        return true;
+                      })
+              .ok());
+  REQUIRE(expected.size() == 200);
+  // Prediction hands each example to the caller's function once, in order, on the run's actor
+  // thread (the caller's waits), across a restart.
+  auto flaky_predict = std::make_shared<Flaky>();
+  std::vector<float> got;
+  const std::thread::id caller = std::this_thread::get_id();
+  bool on_caller = false;
+  auto done = est.predict(test,
+                          [&](const Prediction& p) {
+                            on_caller = on_caller || std::this_thread::get_id() == caller;
+                            got.push_back(static_cast<float>(p.at("y").scalar_as_double()));
+                            return true;
+                          },
+                          {.hooks = {flaky_predict}});
+  REQUIRE_MESSAGE(done.ok(), done.to_string());
+  CHECK(flaky_predict->starts == 2);
+  CHECK(got == expected);
+  CHECK(!on_caller);
+
+  // The caller's function failing is no failure of the machinery: no restart, its words kept.
+  int calls = 0;
+  auto thrown = est.predict(test, [&](const Prediction&) -> bool {
+    ++calls;
+    throw std::runtime_error("the caller's disk is full");
+  });
+  REQUIRE_FALSE(thrown.ok());
+  CHECK(calls == 1);
+  CHECK_MESSAGE(thrown.message().find("the caller's disk is full") != std::string::npos,
+                thrown.to_string());
+}
+
 TEST_CASE("estimator: request_stop from another thread ends training with a checkpoint") {
   class Progress : public SessionRunHook {
    public:
