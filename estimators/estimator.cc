@@ -118,40 +118,6 @@ std::string Estimator::latest_checkpoint() const {
   return checkpoints_ ? checkpoints_->latest() : std::string();
 }
 
-Result<std::vector<Estimator::Component>> Estimator::components_of(
-    const input::Dataset& data) const {
-  if (!data.source) return runtime::invalid_argument("a dataset without a source");
-  if (data.source->num_units() == 0) {
-    return runtime::invalid_argument(data.source->name(), " holds no examples");
-  }
-  // The first unit tells the types and shapes the placeholders take.
-  std::vector<actors::Chunk> chunks;
-  int64_t skipped = 0;
-  TROUPE_RETURN_IF_ERROR(data.source->read(0, &chunks, &skipped));
-  if (chunks.empty())
-    return runtime::invalid_argument(data.source->name(), ": no examples in its first part");
-  const std::vector<std::string> names = data.source->components();
-  std::vector<Component> out;
-  for (size_t c = 0; c < names.size() && c < chunks[0].components.size(); ++c) {
-    const Tensor& t = chunks[0].components[c];
-    if (data.is_sparse(names[c])) {
-      if (names[c] == data.label) {
-        return runtime::invalid_argument(data.source->name(), ": the label '", names[c],
-                                         "' cannot be sparse");
-      }
-      // Placeholders [-1, 2], [-1] and [-1]: dense_shape's one dimension is the rank.
-      out.push_back({names[c] + ops::kSparseParts[0], runtime::DType::kInt64, {2}, false});
-      out.push_back({names[c] + ops::kSparseParts[1], t.dtype(), {}, false});
-      out.push_back({names[c] + ops::kSparseParts[2], runtime::DType::kInt64, {}, false});
-      continue;
-    }
-    Component comp{names[c], t.dtype(), {}};
-    for (int d = 1; d < t.rank(); ++d) comp.dims.push_back(data.pad ? -1 : t.dim(d));
-    out.push_back(std::move(comp));
-  }
-  return out;
-}
-
 Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& data) {
   auto found = models_.find(mode);
   // The same source again (an Experiment evaluating every N steps): nothing to read.
@@ -159,54 +125,22 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
       found->second->label == data.label) {
     return found->second.get();
   }
-  TROUPE_ASSIGN_OR_RETURN(std::vector<Component> components, components_of(data));
-  if (found != models_.end()) {
-    bool same = found->second->components.size() == components.size();
-    for (size_t i = 0; same && i < components.size(); ++i) {
-      same = components[i].name == found->second->components[i].name &&
-             components[i].dtype == found->second->components[i].dtype &&
-             components[i].dims == found->second->components[i].dims;
-    }
-    if (same && found->second->label == data.label) {
-      found->second->source = data.source;
-      return found->second.get();  // resident: graph and session as they were
-    }
+  TROUPE_ASSIGN_OR_RETURN(std::vector<InputComponent> components, input_components(data));
+  if (found != models_.end() && same_components(components, found->second->components) &&
+      found->second->label == data.label) {
+    found->second->source = data.source;
+    return found->second.get();  // resident: graph and session as they were
   }
   auto m = std::make_unique<Model>();
-  m->components = components;
   m->source = data.source;
-  m->label = data.label;
-  if (config_.tf_random_seed != 0) m->graph.set_seed(config_.tf_random_seed);
-  runtime::GraphBuilder b(&m->graph);
-  m->global_step = ops::global_step(b);
-  std::map<std::string, Output> features;
-  Output labels;
-  for (const Component& c : components) {
-    std::vector<int64_t> dims{-1};
-    dims.insert(dims.end(), c.dims.begin(), c.dims.end());
-    Output p = ops::placeholder(b, c.dtype, runtime::Shape(dims), c.name);
-    m->inputs.push_back(p);
-    if (c.name == data.label && !data.label.empty()) {
-      labels = p;
-    } else {
-      features[c.name] = p;
-    }
-  }
-  if (mode != Mode::kPredict && !labels.valid()) {
-    return runtime::invalid_argument(mode_name(mode), ": the dataset ", data.source->name(),
-                                     " has no label column");
-  }
-  ModelInputs in{b, features, mode == Mode::kPredict ? Output{} : labels, mode, params_, config_};
-  Result<EstimatorSpec> spec = model_fn_(in);
-  const std::string where = std::string("model_fn (") + mode_name(mode) + ")";
-  if (!spec.ok()) return spec.status().with_context(where);
-  if (!b.ok()) return b.status().with_context(where);
-  TROUPE_RETURN_IF_ERROR(validate_spec(*spec, mode, m->graph).with_context(where));
-  m->spec = std::move(*spec);
-  m->init = ops::global_variables_initializer(b);
+  TROUPE_RETURN_IF_ERROR(
+      build_model_graph(model_fn_, mode, data, components, params_, config_, m.get()));
   const bool sync = mode == Mode::kTrain && in_cluster() && config_.replicas_to_aggregate > 0;
-  if (sync) m->spec.train_op = ops::sync_replicas_barrier(b, m->global_step, m->spec.train_op);
-  if (!b.ok()) return b.status().with_context(where);
+  if (sync) {
+    runtime::GraphBuilder b(&m->graph);
+    m->spec.train_op = ops::sync_replicas_barrier(b, m->global_step, m->spec.train_op);
+    if (!b.ok()) return b.status().with_context("the replicas' barrier");
+  }
   if (mode == Mode::kTrain && in_cluster()) {
     TROUPE_RETURN_IF_ERROR(place_on_cluster(*m));
     // The barrier waits beside the global step, whose rounds it watches.
@@ -214,7 +148,7 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
   }
   TROUPE_RETURN_IF_ERROR(open_sessions(*m, mode));
   last_components_.clear();
-  for (const Component& c : components) {
+  for (const InputComponent& c : components) {
     if (c.name != data.label) last_components_.push_back(c);
   }
   Model* raw = m.get();
@@ -568,7 +502,7 @@ Result<std::vector<std::shared_ptr<SessionRunHook>>> Estimator::training_hooks(
 
 std::vector<ServingInput> Estimator::serving_inputs() const {
   std::vector<ServingInput> out;
-  for (const Component& c : last_components_) out.push_back({c.name, c.dtype, c.dims});
+  for (const InputComponent& c : last_components_) out.push_back({c.name, c.dtype, c.dims});
   return out;
 }
 

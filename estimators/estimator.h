@@ -38,6 +38,7 @@
 #include "estimators/input/dataset.h"
 #include "estimators/metrics.h"
 #include "estimators/model_fn.h"
+#include "estimators/model_graph.h"
 #include "estimators/run_config.h"
 #include "runtime/checkpoint.h"
 
@@ -165,21 +166,9 @@ class Estimator {
   actors::Runtime& runtime() { return *runtime_; }
 
  private:
-  struct Component {
-    std::string name;
-    runtime::DType dtype;
-    std::vector<int64_t> dims;  // of one example; -1 where examples differ
-    bool by_example = true;     // false for a sparse feature's parts: not one row an example
-  };
-  struct Model {
-    runtime::Graph graph;
-    EstimatorSpec spec;
-    std::vector<runtime::Output> inputs;  // one placeholder per dataset component
-    std::vector<Component> components;
+  // A mode's graph (model_graph.h) and what runs it.
+  struct Model : ModelGraph {
     std::shared_ptr<const actors::Source> source;  // the last dataset's, known to fit
-    std::string label;
-    int init = -1;
-    runtime::Output global_step;  // its read
     std::unique_ptr<actors::Session> session;
     // In a cluster, the training graph's variables live on the ps tasks; the chief initialises
     // them in this process first (every node local), then sends them there.
@@ -187,7 +176,6 @@ class Estimator {
   };
   runtime::Result<Model*> model_for(Mode mode, const input::Dataset& data);
   runtime::Status ensure_variables(Model& m, Mode mode);
-  runtime::Result<std::vector<Component>> components_of(const input::Dataset& data) const;
   runtime::Result<std::vector<std::shared_ptr<SessionRunHook>>> training_hooks(
       Model& m, const TrainOptions& options, int64_t last);
   runtime::Status restart_training(Model& m);
@@ -225,7 +213,7 @@ class Estimator {
   std::map<std::string, std::unique_ptr<SummaryWriter>> eval_events_;
   std::unique_ptr<input::Pipeline> train_input_;
   const actors::Source* train_input_source_ = nullptr;
-  std::vector<Component> last_components_;
+  std::vector<InputComponent> last_components_;
   // Where the training input stands, for checkpoints: it started at global step
   // input_base_step_ after input_position_.batches batches; input_done_ once it ran out.
   runtime::InputPosition input_position_;
