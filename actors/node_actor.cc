@@ -9,6 +9,7 @@
 #include "actors/messages.h"
 #include "actors/shard_codec.h"
 #include "runtime/denormal.h"
+#include "runtime/device.h"
 #include "runtime/kernel_registry.h"
 
 namespace troupe::actors {
@@ -67,7 +68,8 @@ using NodeActor = caf::stateful_actor<NodeState>;
 Exec make_exec(const NodeState& st, const runtime::Node& node) {
   Exec e;
   e.node = &node;
-  e.kernel = runtime::kernel_registry().find(node.op, runtime::DeviceType::kCpu, node.kernel_dtype);
+  e.kernel = runtime::kernel_registry().find(node.op, runtime::kernel_device(node.device),
+                                             node.kernel_dtype);
   e.ctx = std::make_unique<runtime::KernelContext>(node, st.spec.allocator.get(),
                                                    st.spec.variables.get());
   return e;

@@ -44,6 +44,7 @@ Result<std::unique_ptr<ShardCalls::Node>> build(const ShardCall& call,
   b.add_node(call.op, inputs, call.attrs, call.node_name);
   if (!b.ok()) return b.status();
   const runtime::Node& n = rn->graph.node(rn->graph.num_nodes() - 1);
+  // A shard's variables are in its host's memory, whatever device the caller's node had.
   TROUPE_ASSIGN_OR_RETURN(rn->kernel, runtime::find_kernel(n, runtime::DeviceType::kCpu));
   rn->ctx = std::make_unique<runtime::KernelContext>(n, runtime::cpu_allocator(), store);
   return rn;

@@ -25,7 +25,7 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
   for (int id : order) {
     const runtime::Node& n = g.node(id);
     if (!remote(n)) {
-      TROUPE_RETURN_IF_ERROR(runtime::find_kernel(n, runtime::DeviceType::kCpu).status());
+      TROUPE_RETURN_IF_ERROR(runtime::find_kernel(n, runtime::kernel_device(n.device)).status());
     }
   }
   StepPlan plan;

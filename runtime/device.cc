@@ -84,4 +84,10 @@ std::string DeviceSpec::to_string() const {
   return s;
 }
 
+DeviceType kernel_device(const std::string& placement) {
+  if (placement.empty()) return DeviceType::kCpu;
+  Result<DeviceSpec> spec = DeviceSpec::parse(placement);
+  return spec.ok() && spec->has_device ? spec->device.type : DeviceType::kCpu;
+}
+
 }  // namespace troupe::runtime

@@ -4,6 +4,7 @@
 //   d->job;        // "worker"
 //   d->device;     // DeviceId{DeviceType::kCpu, 0}
 //   d->to_string();
+//   kernel_device("/job:ps/task:0");   // DeviceType::kCpu: no device named
 //
 // Partial specs ("/job:ps", "/device:gpu:1", "/cpu:0") are allowed; missing parts stay unset.
 // Plain values; thread-safe.
@@ -34,5 +35,10 @@ struct DeviceSpec {
   static Result<DeviceSpec> parse(const std::string& spec);
   std::string to_string() const;
 };
+
+// The kind of device whose kernel runs a node placed at `placement` (a Node's device string):
+// the device it names, else the CPU. The one place that decides; a placement that does not
+// parse was refused when the node was added (GraphBuilder), and counts as the CPU here.
+DeviceType kernel_device(const std::string& placement);
 
 }  // namespace troupe::runtime

@@ -154,11 +154,7 @@ std::vector<Output> GraphBuilder::add_node(const std::string& op, const std::vec
 
   // Refuse a dtype no kernel computes now rather than at the first step. Ops without any kernel
   // of the device (composites, or a build without kernels) are not checked.
-  DeviceType dev = DeviceType::kCpu;
-  if (!node.device.empty()) {
-    Result<DeviceSpec> spec = DeviceSpec::parse(node.device);
-    if (spec.ok() && spec->has_device) dev = spec->device.type;
-  }
+  const DeviceType dev = kernel_device(node.device);
   const KernelRegistry& kernels = kernel_registry();
   if (kernels.has_any(op, dev) && !kernels.find(op, dev, node.kernel_dtype)) {
     std::string have;

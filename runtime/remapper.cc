@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/device.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/op_registry.h"
 
@@ -94,7 +95,8 @@ std::vector<Fusion> fuse_product_chains(const Graph& g, const std::vector<bool>&
                                               [&](const auto& p) { return product.op == p.op; });
     if (kind == std::end(kProducts)) continue;
     const OpDef* def = find_op(kind->fused_op);
-    if (!def || !kernel_registry().find(def->name, DeviceType::kCpu, product.kernel_dtype))
+    if (!def ||
+        !kernel_registry().find(def->name, kernel_device(product.device), product.kernel_dtype))
       continue;
     const int bias_add = sole_reader(g, readers, id, "BiasAdd");
     if (bias_add < 0) continue;

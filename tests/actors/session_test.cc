@@ -199,6 +199,30 @@ TEST_CASE("a failing kernel aborts its step with the node's name; the next step 
   CHECK(r.status().message().find("feed 'a:0': expects int32") != std::string::npos);
 }
 
+TEST_CASE("a node placed on a device without its kernel is refused when the step is planned") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output a = ops::placeholder(b, DType::kFloat32, Shape{2}, "a");
+  Output on_gpu;
+  {
+    auto scope = b.device("/device:gpu:0");
+    on_gpu = ops::square(b, a);
+  }
+  Output on_cpu = ops::neg(b, a);
+  REQUIRE(b.ok());
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  const Tensor x = Tensor::from_vector<float>(Shape{2}, {1, 2});
+  if (runtime::kernel_registry().has_any("Square", runtime::DeviceType::kGpu)) return;
+  auto r = (*s)->run({{a, x}}, {on_gpu});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("no gpu kernel") != std::string::npos);
+  auto cpu = (*s)->run({{a, x}}, {on_cpu});
+  REQUIRE_MESSAGE(cpu.ok(), cpu.status().to_string());
+  CHECK(cpu->at(0).to_vector<float>() == std::vector<float>{-1, -2});
+}
+
 TEST_CASE("a fused layer that fails names the nodes it stands for; the next step works") {
   actors::Runtime rt;
   runtime::Graph g;

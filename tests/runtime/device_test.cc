@@ -32,3 +32,11 @@ TEST_CASE("bad device strings are errors that name them") {
     CHECK(d.status().message().find(bad) != std::string::npos);
   }
 }
+
+TEST_CASE("a node's kernel runs on the device its placement names, else the CPU") {
+  CHECK(kernel_device("") == DeviceType::kCpu);
+  CHECK(kernel_device("/job:ps/task:0") == DeviceType::kCpu);
+  CHECK(kernel_device("/job:worker/task:1/device:gpu:1") == DeviceType::kGpu);
+  CHECK(kernel_device("/device:CPU:0") == DeviceType::kCpu);
+  CHECK(kernel_device("/nonsense") == DeviceType::kCpu);
+}
