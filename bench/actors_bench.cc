@@ -17,12 +17,12 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 
 #include "actors/server.h"
-#include "bench_util.h"
+#include "bench/bench_flags.h"
+#include "bench/bench_util.h"
 #include "kernels/cpu/gemm.h"
 #include "troupe/troupe.h"
 
@@ -351,24 +351,13 @@ double loopback_gbps(uint16_t port, int parallel) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json = "bench_actors.json", torch_dir, only;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--json" && i + 1 < argc) {
-      json = argv[++i];
-    } else if (flag == "--torch-json" && i + 1 < argc) {
-      torch_dir = argv[++i];
-    } else if (flag == "--quick") {
-      quick = true;
-    } else if (flag == "--only" && i + 1 < argc) {
-      only = argv[++i];
-    } else {
-      std::fprintf(stderr,
-                   "usage: actors_bench [--json FILE] [--torch-json DIR] [--quick] "
-                   "[--only hop|tiny|mlp|cnn|loopback]\n");
-      return 2;
-    }
-  }
+  bench::Flags flags("actors_bench", "bench_actors.json");
+  std::string torch_dir, only;
+  flags.value("torch-json", &torch_dir, "DIR", "where torch_peer wrote its figures (the peers)");
+  flags.value("only", &only, "PART", "hop, tiny, mlp, cnn or loopback alone");
+  flags.parse(argc, argv);
+  quick = flags.quick;
+  const std::string json = flags.json;
   uint16_t port = 0;
   pid_t server = fork_server(&port);  // before any thread exists in this process
 

@@ -10,11 +10,11 @@
 //
 //   canned_bench [--quick] [--only MODEL] [--json FILE] [--peer bench/sklearn_peer.py]
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "troupe/troupe.h"
 
@@ -52,23 +52,13 @@ std::map<std::string, double> peer_seconds(const std::string& script, bool quick
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string json = "canned.json", peer = "bench/sklearn_peer.py", only;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) {
-      quick = true;
-    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
-      only = argv[++i];
-    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
-      json = argv[++i];
-    } else if (!std::strcmp(argv[i], "--peer") && i + 1 < argc) {
-      peer = argv[++i];
-    } else {
-      std::fprintf(stderr,
-                   "usage: canned_bench [--quick] [--only MODEL] [--json FILE] [--peer SCRIPT]\n");
-      return 2;
-    }
-  }
+  bench::Flags flags("canned_bench", "canned.json");
+  std::string peer = "bench/sklearn_peer.py", only;
+  flags.value("only", &only, "MODEL", "run this model alone");
+  flags.value("peer", &peer, "SCRIPT", "the scikit-learn peer");
+  flags.parse(argc, argv);
+  const bool quick = flags.quick;
+  const std::string json = flags.json;
   const std::vector<Contender> contenders = {
       {"linear", 0.842,
        [](bool quick) -> std::unique_ptr<Model> {

@@ -23,7 +23,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -32,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 
 namespace {
@@ -197,11 +197,10 @@ bool ok(const Run& r, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json = "bench_cluster.json";
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
-  }
+  troupe::bench::Flags flags("cluster_bench", "bench_cluster.json");
+  flags.parse(argc, argv);
+  quick = flags.quick;
+  const std::string json = flags.json;
   const std::string steps = quick ? "600" : "2000";
   const std::string model =
       " --data fashion-mnist --hidden 256,128 --batch-size 128 --eval-every 100000 --steps " +

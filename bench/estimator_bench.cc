@@ -18,6 +18,7 @@
 #include <random>
 #include <string>
 
+#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "troupe/troupe.h"
 
@@ -184,17 +185,10 @@ double round_trip_seconds() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json = "bench_estimator.json";
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) {
-      quick = true;
-    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
-      json = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: estimator_bench [--quick] [--json FILE]\n");
-      return 2;
-    }
-  }
+  bench::Flags flags("estimator_bench", "bench_estimator.json");
+  flags.parse(argc, argv);
+  quick = flags.quick;
+  const std::string json = flags.json;
   Tensor x, y;
   data(&x, &y);
   bench::Bars bars("estimator");

@@ -2,15 +2,15 @@
 // executor), next to raw OpenBLAS and raw Eigen in the same process. Bar: troupe >= 0.95 x the
 // better peer.
 //
-//   gemm_bench [--n 1024] [--json bench_gemm.json]
+//   gemm_bench [--n 1024] [--quick] [--json bench_gemm.json]
 #include <cblas.h>
 
-#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
 
-#include "bench_util.h"
+#include "bench/bench_flags.h"
+#include "bench/bench_util.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "runtime/executor.h"
@@ -22,23 +22,17 @@ void eigen_sgemm(int n, const float* a, const float* b, float* c, int threads);
 using namespace troupe;
 
 int main(int argc, char** argv) {
-  int n = 1024;
-  std::string json = "bench_gemm.json";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--n") {
-      n = std::atoi(argv[i + 1]);
-    } else if (flag == "--json") {
-      json = argv[i + 1];
-    } else {
-      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
-  if (n <= 0) {
-    std::fprintf(stderr, "--n must be positive\n");
+  bench::Flags flags("gemm_bench", "bench_gemm.json");
+  int64_t size = 1024;
+  flags.value("n", &size, "N", "the matrices' size, N x N (--quick: at most 512)");
+  flags.parse(argc, argv);
+  if (size <= 0 || size > 16384) {
+    std::fprintf(stderr, "gemm_bench: --n must be in [1, 16384], not %lld\n",
+                 static_cast<long long>(size));
     return 2;
   }
+  const int n = static_cast<int>(flags.quick ? std::min<int64_t>(size, 512) : size);
+  const std::string json = flags.json;
   const runtime::Shape shape{n, n};
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);

@@ -6,12 +6,12 @@
 //   input_bench [--quick] [--train-only] [--json DIR]
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
 
+#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "estimators/input/record_file.h"
 #include "troupe/troupe.h"
@@ -98,20 +98,12 @@ void check(const runtime::Result<int64_t>& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, train_only = false;
-  std::string json_dir = ".";
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) {
-      quick = true;
-    } else if (!std::strcmp(argv[i], "--train-only")) {
-      train_only = true;
-    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
-      json_dir = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: input_bench [--quick] [--train-only] [--json DIR]\n");
-      return 2;
-    }
-  }
+  bench::Flags flags("input_bench", ".", "DIR");
+  bool train_only = false;
+  flags.toggle("train-only", &train_only, "only the training-input bars");
+  flags.parse(argc, argv);
+  const bool quick = flags.quick;
+  const std::string json_dir = flags.json;
   const int rounds = quick ? 3 : 5;
   bench::Bars bars("input");
   actors::Runtime rt;

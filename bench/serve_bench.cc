@@ -23,13 +23,13 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "troupe/troupe.h"
 
@@ -145,11 +145,10 @@ WrkResult wrk(uint16_t port, int connections, const std::string& script, const s
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-    if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
-  }
+  bench::Flags flags("serve_bench", "");
+  flags.parse(argc, argv);
+  quick = flags.quick;
+  const std::string json_path = flags.json;
   bench::Bars bars("serve");
   const fs::path work =
       fs::temp_directory_path() / ("troupe_serve_bench_" + std::to_string(::getpid()));

@@ -12,12 +12,12 @@
 #include <unistd.h>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
 
+#include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "troupe/troupe.h"
 
@@ -78,18 +78,10 @@ RunConfig quiet() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string json = "wide_deep.json";
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) {
-      quick = true;
-    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
-      json = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: wide_deep_bench [--quick] [--json FILE]\n");
-      return 2;
-    }
-  }
+  bench::Flags flags("wide_deep_bench", "wide_deep.json");
+  flags.parse(argc, argv);
+  const bool quick = flags.quick;
+  const std::string json = flags.json;
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("troupe_adult_" + std::to_string(::getpid())))
           .string();
