@@ -75,7 +75,8 @@ struct RunnerState {
   std::vector<RowRef> buffer;                      // the shuffle buffer
   std::deque<RowRef> pending;                      // examples not yet stacked into a batch
   std::mt19937_64 rng;
-  bool enqueue_outstanding = false;
+  int enqueues_outstanding = 0;  // sent, not yet wholly taken by the queue
+  int64_t enqueue_batches = 1;   // the most batches the next enqueue carries
   bool finished = false;
   int64_t skip = 0;  // elements still to drop (RunnerOptions::skip)
   RunnerStats stats;
@@ -123,12 +124,12 @@ void close_queue(RunnerActor* self) {
 
 void send_rows(RunnerActor* self, std::vector<RowRef> rows, int64_t n) {
   RunnerState& st = self->state;
-  st.enqueue_outstanding = true;
+  ++st.enqueues_outstanding;
   self->request(st.queue, caf::infinite, enqueue_atom::value, EnqueueRequest{std::move(rows)})
       .then(
           [self, n](Status& s) {
             RunnerState& st = self->state;
-            st.enqueue_outstanding = false;
+            --st.enqueues_outstanding;
             if (!s.ok()) {
               // The consumer closed the queue or it failed: nothing left to do.
               st.finished = true;
@@ -140,7 +141,7 @@ void send_rows(RunnerActor* self, std::vector<RowRef> rows, int64_t n) {
             advance(self);
           },
           [self](caf::error& e) {
-            self->state.enqueue_outstanding = false;
+            --self->state.enqueues_outstanding;
             fail(self, runtime::unavailable("queue: ", self->system().render(e)));
           });
 }
@@ -150,19 +151,24 @@ void send_rows(RunnerActor* self, std::vector<RowRef> rows, int64_t n) {
 // per batch, that halved the Estimator's rate on a linear model's 23 us steps
 // (bench/estimator_bench). Fashion-MNIST's 400 KB batches go three at a time.
 constexpr int64_t kEnqueueBytes = 1 << 20;
+// Enqueues in flight at once: while the queue takes in one, the runner stacks the next. With
+// one, the training loop emptied the queue while the runner stacked a whole megabyte (1600 of
+// the linear model's batches, 5 ms) after each enqueue and waited for it: 16% of its time.
+constexpr int kEnqueuesOutstanding = 2;
 
 // Stacks the next batches of the examples waiting and hands them to the queue in one enqueue,
-// when it took the last: the runner stacks batches as the consumer takes them (its work keeps
-// pace with training instead of coming in bursts of a unit's or a shuffle buffer's worth) and
-// at most kEnqueueBytes of them wait outside the queue. Once the input is done, the rest goes
-// as a smaller batch unless drop_remainder. Returns whether batches went out (or the runner
-// failed).
+// when fewer than kEnqueuesOutstanding are in flight: the runner stacks batches as the consumer
+// takes them (its work keeps pace with training instead of coming in bursts of a unit's or a
+// shuffle buffer's worth) and at most kEnqueuesOutstanding x kEnqueueBytes of them wait outside
+// the queue. Enqueues start at one batch and double, so that the first step waits for one
+// batch, not a megabyte of them. Once the input is done, the rest goes as a smaller batch
+// unless drop_remainder. Returns whether batches went out (or the runner failed).
 bool send_batches(RunnerActor* self, bool input_done) {
   RunnerState& st = self->state;
   const size_t batch = static_cast<size_t>(st.options.batch_size);
   std::vector<RowRef> batches;
   int64_t examples = 0, bytes = 0;
-  while (bytes < kEnqueueBytes &&
+  while (bytes < kEnqueueBytes && static_cast<int64_t>(batches.size()) < st.enqueue_batches &&
          (st.pending.size() >= batch || (input_done && !st.pending.empty()))) {
     const size_t take = std::min(st.pending.size(), batch);
     if (take < batch && st.options.drop_remainder) {
@@ -194,6 +200,7 @@ bool send_batches(RunnerActor* self, bool input_done) {
     examples += static_cast<int64_t>(take);
   }
   if (batches.empty()) return false;
+  st.enqueue_batches = std::min<int64_t>(st.enqueue_batches * 2, int64_t{1} << 20);
   send_rows(self, std::move(batches), examples);
   return true;
 }
@@ -213,15 +220,16 @@ void emit(RunnerActor* self, std::vector<RowRef> rows) {
   if (n > 0) send_rows(self, std::move(rows), n);
 }
 
-// Once the queue took the last enqueue: sends the next batches if whole ones wait, else takes
-// the next decoded unit in order; then decodes more, and closes the queue after the last epoch.
+// While fewer enqueues than kEnqueuesOutstanding are in flight: sends the next batches if whole
+// ones wait, else takes the next decoded unit in order; then decodes more, and closes the queue
+// after the last epoch.
 void advance(RunnerActor* self) {
   RunnerState& st = self->state;
   if (st.finished) return;
   const int64_t total = total_units(st);
-  while (!st.enqueue_outstanding && !st.finished) {
+  while (st.enqueues_outstanding < kEnqueuesOutstanding && !st.finished) {
     // Whole batches waiting go first; a unit is taken only when none is.
-    if (st.options.batch_size > 0 && send_batches(self, st.taken == total)) break;
+    if (st.options.batch_size > 0 && send_batches(self, st.taken == total)) continue;
     if (st.taken == total) break;
     auto it = st.ready.find(st.taken);
     if (it == st.ready.end()) break;
@@ -274,7 +282,7 @@ void advance(RunnerActor* self) {
                                                  ": a reader died: ", self->system().render(e)));
             });
   }
-  if (st.taken == total && !st.enqueue_outstanding && st.pending.empty()) {
+  if (st.taken == total && st.enqueues_outstanding == 0 && st.pending.empty()) {
     st.finished = true;
     st.stats.done = true;
     if (st.options.close_queue_at_end) close_queue(self);

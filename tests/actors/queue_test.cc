@@ -409,8 +409,9 @@ TEST_CASE("runner: batches are stacked as the queue takes them, not a shuffle bu
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  // A 160 KB batch takes a 256 KB block. The queue holds 2; one enqueue of up to 1 MB (7
-  // batches) waits to go in. Stacking all 100 batches at once would take 25 MB.
+  // A 160 KB batch takes a 256 KB block. The queue holds 2; two enqueues (they start at one
+  // batch and double, up to 1 MB) wait to go in. Stacking all 100 batches at once would take
+  // 25 MB.
   CHECK(q.size() == 2);
   CHECK(pool->stats().bytes_in_use - before <= 10 * 256 * 1024);
   std::vector<float> firsts;
@@ -422,6 +423,37 @@ TEST_CASE("runner: batches are stacked as the queue takes them, not a shuffle bu
   std::sort(firsts.begin(), firsts.end());
   REQUIRE(firsts.size() == 1000u);
   for (int64_t r = 0; r < 1000; ++r) REQUIRE(firsts[static_cast<size_t>(r)] == r);
+  caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  q.stop();
+}
+
+TEST_CASE("runner: small enqueues first, and the next one waits while the queue takes one in") {
+  actors::Runtime rt;
+  // 2000 batches of one example: a megabyte's worth would be all of them in one enqueue.
+  auto src = std::make_shared<CountingSource>(1, 2000);
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 1});
+  actors::RunnerOptions o;
+  o.num_readers = 1;
+  o.batch_size = 1;
+  auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), o);
+  // The first enqueue (one batch) fills the queue; the second (two) and third (four) wait:
+  // the runner stacked seven batches, not two thousand, and the loop's next batch is ready.
+  actors::QueueStats st;
+  for (int i = 0; i < 1000; ++i) {
+    st = q.stats();
+    if (st.waiting_enqueues == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(st.waiting_enqueues == 2);
+  CHECK(st.enqueued == 1);
+  std::vector<int64_t> got;
+  while (true) {
+    auto b = q.dequeue();
+    if (!b.ok()) break;
+    got.push_back((*b)[0].data<int64_t>()[0]);
+  }
+  REQUIRE(got.size() == 2000u);
+  for (int64_t k = 0; k < 2000; ++k) REQUIRE(got[static_cast<size_t>(k)] == k);
   caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
   q.stop();
 }
