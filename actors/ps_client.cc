@@ -41,7 +41,19 @@ Result<std::unique_ptr<PsClient>> PsClient::connect(Runtime& rt,
   std::unique_ptr<PsClient> c(new PsClient(rt));
   c->addresses_ = std::move(tasks);
   for (const auto& [task, address] : c->addresses_) {
-    TROUPE_ASSIGN_OR_RETURN(c->servers_[task], wait_for_server(rt, task, address, wait));
+    const auto start = Clock::now();
+    for (;;) {
+      TROUPE_ASSIGN_OR_RETURN(c->servers_[task], wait_for_server(rt, task, address, wait));
+      // CAF's middleman hands back the proxy of the server it last reached at an address until
+      // it has heard that connection drop: a member reconnecting at once, because its steps
+      // failed on that drop, got the dead server, and its restart failed on the first question
+      // (tools_cluster_test, "a ps killed and started again"). A server that answers is live.
+      auto alive = c->ask<std::vector<std::string>>(
+          task, std::min(c->question_timeout_, wait.deadline), varnames_atom::value);
+      if (alive.ok()) break;
+      if (Clock::now() - start >= wait.deadline) return alive.status();
+      std::this_thread::sleep_for(wait.poll);
+    }
   }
   return c;
 }

@@ -39,7 +39,8 @@ class PsClient {
  public:
   using Placement = std::map<std::string, std::string>;  // variable -> task
 
-  // Waits for every task's server; an error naming the tasks still missing at the deadline.
+  // Waits for every task's server to answer; an error naming the tasks still missing at the
+  // deadline.
   static runtime::Result<std::unique_ptr<PsClient>> connect(
       Runtime& runtime, std::map<std::string, std::string> tasks, const WaitOptions& wait);
 
