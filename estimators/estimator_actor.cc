@@ -149,8 +149,10 @@ void run_steps(RunActor* self) {
 void fail(RunActor* self, Status why) {
   RunState& st = self->state;
   if (st.done) return;
-  // A run asked to stop ends, whatever failed meanwhile (a cluster stopping around it).
+  // The consumer's own error (a metric refusing a batch, the caller's function failing) ends
+  // the run with that error, whatever the loop reported after it.
   if (st.consumption && st.consumption->failed) return finish(self, st.consumption->error);
+  // A run asked to stop ends, whatever failed meanwhile (a cluster stopping around it).
   if (!retryable(why) || st.outcome.restarts >= st.spec.max_restarts || !st.spec.restart ||
       st.outcome.stopped) {
     return finish(self, std::move(why));

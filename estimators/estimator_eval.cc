@@ -1,6 +1,7 @@
 // Estimator::evaluate and Estimator::predict: each an EstimatorActor's run (estimator_actor.h)
-// over the model's evaluation or prediction graph, its values taken by a consumer actor: the
-// metrics beside the graph's nodes, the caller's function on a thread of its own.
+// over the model's evaluation or prediction graph. The metrics take each step's values inside
+// the session actor as the step ends; the caller's function takes them in an actor on a thread
+// of its own.
 #include <utility>
 
 #include "actors/queue.h"
