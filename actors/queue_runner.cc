@@ -38,27 +38,31 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::Decoded)
 namespace troupe::actors {
 namespace {
 
+// Reads and maps one unit, in a reader or, for a source in memory without a map, the runner.
+Decoded decode(const Source& source, const std::function<Status(Chunk&)>& map,
+               const DecodeUnit& u) {
+  Decoded d;
+  d.seq = u.seq;
+  // User code (a source, a map) may throw: that fails the pipeline with what it said, instead
+  // of killing the reader.
+  try {
+    d.status = source.read(u.unit, &d.chunks, &d.skipped);
+    for (Chunk& c : d.chunks) {
+      if (!d.status.ok()) break;
+      if (map) d.status = map(c).with_context("map");
+      if (d.status.ok()) d.status = check_chunk(c);
+    }
+  } catch (const std::exception& e) {
+    d.status = runtime::internal_error("reading unit ", u.unit, " threw: ", e.what());
+  }
+  if (!d.status.ok()) d.status = d.status.with_context(source.name());
+  return d;
+}
+
 caf::behavior reader_actor(caf::event_based_actor*, std::shared_ptr<const Source> source,
                            std::function<Status(Chunk&)> map) {
   return {
-      [source, map](DecodeUnit& u) {
-        Decoded d;
-        d.seq = u.seq;
-        // User code (a source, a map) may throw: that fails the pipeline with what it said,
-        // instead of killing the reader.
-        try {
-          d.status = source->read(u.unit, &d.chunks, &d.skipped);
-          for (Chunk& c : d.chunks) {
-            if (!d.status.ok()) break;
-            if (map) d.status = map(c).with_context("map");
-            if (d.status.ok()) d.status = check_chunk(c);
-          }
-        } catch (const std::exception& e) {
-          d.status = runtime::internal_error("reading unit ", u.unit, " threw: ", e.what());
-        }
-        if (!d.status.ok()) d.status = d.status.with_context(source->name());
-        return d;
-      },
+      [source, map](DecodeUnit& u) { return decode(*source, map, u); },
   };
 }
 
@@ -232,6 +236,13 @@ void advance(RunnerActor* self) {
     if (st.options.batch_size > 0 && send_batches(self, st.taken == total)) continue;
     if (st.taken == total) break;
     auto it = st.ready.find(st.taken);
+    if (it == st.ready.end() && st.readers.empty()) {
+      it = st.ready
+               .emplace(st.taken, decode(*st.source, st.options.map,
+                                         DecodeUnit{st.taken, unit_at(st, st.taken)}))
+               .first;
+      st.dispatched = st.taken + 1;
+    }
     if (it == st.ready.end()) break;
     Decoded d = std::move(it->second);
     st.ready.erase(it);
@@ -268,7 +279,7 @@ void advance(RunnerActor* self) {
   const int64_t window = st.options.units_in_flight > 0
                              ? st.options.units_in_flight
                              : 2 * static_cast<int64_t>(st.readers.size());
-  while (st.dispatched < total && st.dispatched - st.taken < window) {
+  while (!st.readers.empty() && st.dispatched < total && st.dispatched - st.taken < window) {
     const int64_t seq = st.dispatched++;
     const caf::actor& reader = st.readers[static_cast<size_t>(seq) % st.readers.size()];
     self->request(reader, caf::infinite, DecodeUnit{seq, unit_at(st, seq)})
@@ -302,7 +313,8 @@ caf::behavior runner_actor(RunnerActor* self, std::shared_ptr<const Source> sour
   // Before the readers start: their threads leave the graph's core as they start.
   st.graph_core = GraphCore::reserve();
   leave_graph_core();
-  for (int i = 0; i < std::max(1, st.options.num_readers); ++i) {
+  const bool reads_itself = st.source->in_memory() && !st.options.map;
+  for (int i = 0; i < (reads_itself ? 0 : std::max(1, st.options.num_readers)); ++i) {
     st.readers.push_back(
         self->spawn<caf::detached + caf::linked>(reader_actor, st.source, st.options.map));
   }

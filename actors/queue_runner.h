@@ -1,7 +1,8 @@
 // Queue runners: the actors that fill a queue from a dataset, as TF.Learn's FeedingQueueRunner
 // threads did. A runner splits its source into units (a file, a range of rows, a record), hands
-// them to N reader actors that decode in parallel, and enqueues the decoded examples in unit
-// order, so a seeded run delivers the same examples in the same order however the readers race.
+// them to N reader actors that decode in parallel (or reads them itself when the source is in
+// memory and there is no map), and enqueues the decoded examples in unit order, so a seeded run
+// delivers the same examples in the same order however the readers race.
 // It holds at most a few units beyond what the queue accepted: a slow consumer stops the readers.
 // With a batch size it also stacks the batches, on its own thread, so that a training step
 // takes a ready batch from the queue: as the queue takes them, at most 1 MB of them at a time
@@ -40,6 +41,10 @@ class Source {
   // Decodes one unit; called from several readers at once. A bad record is an error naming the
   // file and line or offset, or, for a source told to skip bad records, counted in `skipped`.
   virtual runtime::Status read(int64_t unit, std::vector<Chunk>* out, int64_t* skipped) const = 0;
+  // Whether read() only points into memory the source holds (no file, no decoding): a runner
+  // without a map then reads units itself, since reader threads would buy nothing and cost
+  // their start (a training or evaluation call on a small table starts a pipeline each time).
+  virtual bool in_memory() const { return false; }
 };
 
 struct RunnerOptions {

@@ -29,6 +29,7 @@ class ColumnsSource : public actors::Source {
   int64_t num_units() const override;
   runtime::Status read(int64_t unit, std::vector<actors::Chunk>* out,
                        int64_t* skipped) const override;
+  bool in_memory() const override { return true; }
   int64_t rows() const { return rows_; }
 
  private:

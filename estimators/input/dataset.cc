@@ -110,6 +110,7 @@ class ShardSource : public actors::Source {
            ")";
   }
   std::vector<std::string> components() const override { return base_->components(); }
+  bool in_memory() const override { return base_->in_memory(); }
   int64_t num_units() const override {
     const int64_t all = base_->num_units();
     return by_units_ ? (all - index_ + n_ - 1) / n_ : all;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <set>
 #include <thread>
 
@@ -45,6 +46,7 @@ class CountingSource : public actors::Source {
   std::string name() const override { return "counting"; }
   std::vector<std::string> components() const override { return {"k"}; }
   int64_t num_units() const override { return units_; }
+  bool in_memory() const override { return memory; }
   runtime::Status read(int64_t unit, std::vector<actors::Chunk>* out, int64_t*) const override {
     if (unit == fail_unit) return runtime::data_loss("unit ", unit, " is bad");
     if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us * (unit % 3)));
@@ -53,10 +55,18 @@ class CountingSource : public actors::Source {
   }
   int64_t fail_unit = -1;
   int delay_us = 0;
+  bool memory = false;
 
  private:
   int64_t units_, rows_;
 };
+
+// 0, 1, ... n - 1: what a CountingSource of n examples gives in order.
+std::vector<int64_t> drain_expected(int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+  return v;
+}
 
 // Dequeues up to n single examples; how many came.
 int64_t drain_some(Queue& q, int64_t n) {
@@ -456,6 +466,41 @@ TEST_CASE("runner: small enqueues first, and the next one waits while the queue 
   for (int64_t k = 0; k < 2000; ++k) REQUIRE(got[static_cast<size_t>(k)] == k);
   caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
   q.stop();
+}
+
+TEST_CASE("runner: a source in memory is read by the runner itself, a file by reader threads") {
+  actors::Runtime rt;
+  auto threads = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                         std::filesystem::directory_iterator());
+  };
+  const auto idle = threads();
+  for (bool memory : {true, false}) {
+    // The last round's runner and readers end on their own time.
+    for (int i = 0; i < 1000 && threads() > idle; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    auto src = std::make_shared<CountingSource>(4, 10);
+    src->memory = memory;
+    Queue q = Queue::create(rt, {QueueKind::kFifo, 1});
+    actors::RunnerOptions o;
+    o.num_readers = 2;
+    o.batch_size = 5;
+    const auto before = threads();
+    auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), o);
+    for (int i = 0; i < 1000 && q.size() < 1; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    // The runner's thread, and the readers' unless the source is in memory.
+    CHECK(threads() - before == (memory ? 1 : 3));
+    std::vector<int64_t> got;
+    for (auto b = q.dequeue(); b.ok(); b = q.dequeue()) {
+      for (int64_t v : (*b)[0].to_vector<int64_t>()) got.push_back(v);
+    }
+    CHECK(got == drain_expected(40));
+    caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+    q.stop();
+  }
 }
 
 TEST_CASE("runner: a failing unit fails the queue with the source's name; nothing hangs") {
