@@ -156,8 +156,8 @@ void send_rows(RunnerActor* self, std::vector<RowRef> rows, int64_t n) {
 // (bench/estimator_bench). Fashion-MNIST's 400 KB batches go three at a time.
 constexpr int64_t kEnqueueBytes = 1 << 20;
 // Enqueues in flight at once: while the queue takes in one, the runner stacks the next. With
-// one, the training loop emptied the queue while the runner stacked a whole megabyte (1600 of
-// the linear model's batches, 5 ms) after each enqueue and waited for it: 16% of its time.
+// one, the training loop emptied the queue while the runner stacked the next megabyte (1600 of
+// estimator_bench's linear-model batches, about 5 ms) and waited for it.
 constexpr int kEnqueuesOutstanding = 2;
 
 // Stacks the next batches of the examples waiting and hands them to the queue in one enqueue,
