@@ -204,8 +204,9 @@ caf::behavior channel_actor(caf::stateful_actor<ChannelState>* self, int fd, std
 
 runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime,
                                                                 const std::string& host,
+                                                                uint16_t port,
                                                                 DataServerOptions options) {
-  TROUPE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, 0));
+  TROUPE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, port));
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return runtime::unavailable("data channel: socket: ", errno_text());
   const int one = 1;
@@ -215,7 +216,7 @@ runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     const std::string why = errno_text();
     ::close(fd);
-    return runtime::unavailable("data channel: cannot listen on ", host, ": ", why);
+    return runtime::unavailable("data channel: cannot listen on ", host, ":", port, ": ", why);
   }
   return std::unique_ptr<DataServer>(new DataServer(runtime, fd, ntohs(addr.sin_port), options));
 }

@@ -4,7 +4,7 @@
 // which is what moving tensors to and from a parameter server needs (bench/actors_bench:
 // tensor_loopback). CAF's connection stays for monitoring and heartbeats.
 //
-//   auto data = DataServer::listen(rt, "127.0.0.1");        // server: Result<unique_ptr<...>>
+//   auto data = DataServer::listen(rt, "127.0.0.1", 0);     // server (0: any free port)
 //   caf::actor shard = spawn(parameter_shard, store, data->port());
 //   data->serve(shard);                                      // accepts, forwards calls to shard
 //
@@ -63,7 +63,7 @@ using data_port_atom = caf::atom_constant<caf::atom("dataport")>;
 class DataServer {
  public:
   static runtime::Result<std::unique_ptr<DataServer>> listen(Runtime& runtime,
-                                                             const std::string& host,
+                                                             const std::string& host, uint16_t port,
                                                              DataServerOptions options = {});
   ~DataServer();
   DataServer(const DataServer&) = delete;

@@ -11,8 +11,12 @@ namespace troupe::actors {
 runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOptions options) {
   std::unique_ptr<Server> server(new Server(rt));
   server->variables_ = std::make_shared<runtime::VariableStore>();
-  TROUPE_ASSIGN_OR_RETURN(server->data_, DataServer::listen(rt, options.host, options.data));
-  server->shard_ = spawn_parameter_shard(rt.system(), server->variables_, server->data_->port());
+  TROUPE_ASSIGN_OR_RETURN(server->data_,
+                          DataServer::listen(rt, options.host, options.data_port, options.data));
+  server->advertised_data_port_ =
+      options.advertised_data_port != 0 ? options.advertised_data_port : server->data_->port();
+  server->shard_ =
+      spawn_parameter_shard(rt.system(), server->variables_, server->advertised_data_port_);
   if (runtime::Status s = server->data_->serve(server->shard_); !s.ok()) {
     server->data_.reset();
     caf::anon_send_exit(server->shard_, caf::exit_reason::user_shutdown);

@@ -25,6 +25,11 @@ namespace troupe::actors {
 struct ServerOptions {
   uint16_t port = 0;
   std::string host = "127.0.0.1";
+  uint16_t data_port = 0;  // where the data channel listens; 0: any free port
+  // The data port peers are told to connect to; 0: data_port. For a forward in front of the
+  // server (a NAT, a container's published port, a proxy), as the port peers dial differs from
+  // the one it listens on. Peers dial it on the host they reached the server at.
+  uint16_t advertised_data_port = 0;
   DataServerOptions data;  // bounds on the data channel's peers
 };
 
@@ -38,6 +43,7 @@ class Server {
 
   uint16_t port() const { return port_; }
   uint16_t data_port() const { return data_->port(); }  // where tensors travel (data_channel.h)
+  uint16_t advertised_data_port() const { return advertised_data_port_; }  // what peers dial
   int data_connections() { return data_->connections(); }
   runtime::VariableStore& variables() { return *variables_; }
 
@@ -48,6 +54,7 @@ class Server {
   caf::actor shard_;
   std::unique_ptr<DataServer> data_;  // tensors travel here; CAF's port for the rest
   uint16_t port_ = 0;
+  uint16_t advertised_data_port_ = 0;
 };
 
 // Connects to "host:port"; an error that names the address when nothing answers there.

@@ -5,6 +5,7 @@
 #include "actors/parameter_shard.h"
 #include "actors/server.h"
 #include "actors/session_actor.h"
+#include "runtime/log.h"
 
 namespace troupe::actors {
 
@@ -63,7 +64,12 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
     for (int i = 0; data_port != 0 && i < kDataChannelsPerServer; ++i) {
       auto channel = connect_data_channel(rt, address.substr(0, address.rfind(':')), data_port,
                                           options.remote_timeout);
-      if (!channel.ok()) break;
+      if (!channel.ok()) {
+        // Slower, still correct; a wrong --advertise-data-port or a closed port shows here.
+        runtime::log_warning("no data channel to ", key, " (", channel.status().message(),
+                             "): its tensors travel over CAF's connection");
+        break;
+      }
       spec.remote_channels[key].push_back(*channel);
       s->channels_.push_back(*channel);
     }

@@ -363,6 +363,62 @@ TEST_CASE("the data channel bounds its peers: connections, idle time, frame size
   ::close(starved);
 }
 
+namespace {
+uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  socklen_t len = sizeof addr;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+}  // namespace
+
+TEST_CASE("a ps on a data port it is told, advertising another: peers are told the other") {
+  const uint16_t data_port = free_port(), advertised = free_port();
+  actors::Runtime server_rt;
+  actors::ServerOptions options;
+  options.data_port = data_port;
+  options.advertised_data_port = advertised;
+  auto server = actors::Server::start(server_rt, options);
+  REQUIRE_MESSAGE(server.ok(), server.status().to_string());
+  CHECK((*server)->data_port() == data_port);
+  CHECK((*server)->advertised_data_port() == advertised);
+  ::close(connect_to(data_port));  // it listens where told
+
+  actors::Runtime rt;
+  const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
+  auto shard = actors::connect_server(rt, address);
+  REQUIRE(shard.ok());
+  uint16_t told = 0;
+  caf::scoped_actor self{rt.system()};
+  self->request(*shard, std::chrono::seconds(5), actors::data_port_atom::value)
+      .receive([&](uint16_t p) { told = p; }, [](caf::error&) {});
+  CHECK(told == advertised);
+
+  // Nothing listens at the advertised port: a session says so and its tensors take CAF's
+  // connection; training works all the same.
+  Model m = build();
+  actors::SessionOptions so;
+  so.cluster = {{"/job:ps/task:0", address}};
+  auto s = actors::Session::create(rt, m.g, so);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  REQUIRE((*s)->run({}, {}, {m.init}).ok());
+  auto r = (*s)->run(batch(m, 0), {m.loss}, {m.train});
+  CHECK_MESSAGE(r.ok(), r.status().to_string());
+  CHECK((*server)->variables().contains("w"));
+
+  // A second server cannot take the same data port, and says which.
+  actors::Runtime other_rt;
+  auto second = actors::Server::start(other_rt, options);
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().message().find("cannot listen on 127.0.0.1:" + std::to_string(data_port)) !=
+        std::string::npos);
+}
+
 TEST_CASE("a ps client waits for its server, sends it a state and reads it back, slots included") {
   uint16_t port = 0;
   int keep_alive = -1;
