@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -44,7 +45,9 @@ runtime::Result<std::pair<std::string, uint16_t>> split_address(const std::strin
 }  // namespace
 
 int server(const std::vector<std::string>& args) {
-  auto parsed = parse_flags(args, {"cluster", "job", "task", "secret", "bind"}, {"insecure"});
+  auto parsed = parse_flags(
+      args, {"cluster", "job", "task", "secret", "bind", "data-port", "advertise-data-port"},
+      {"insecure"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
   auto cluster = cluster_of(flags);
@@ -73,16 +76,33 @@ int server(const std::vector<std::string>& args) {
   }
   // The address its cluster entry names, never every interface unless told (--bind 0.0.0.0).
   const std::string bind = flags.count("bind") ? flags.at("bind") : where->first;
+  // Tensors travel on a port of their own: any free one unless told (a firewall's opening), and
+  // peers dial the one advertised (a forward in front of the server: NAT, a container, a proxy).
+  int64_t ports[2] = {0, 0};  // data port, advertised data port
+  const char* port_flags[2] = {"data-port", "advertise-data-port"};
+  for (int i = 0; i < 2; ++i) {
+    if (!flags.count(port_flags[i])) continue;
+    std::string error;
+    if (!to_int(port_flags[i], flags.at(port_flags[i]), 1, &ports[i], &error) || ports[i] > 65535) {
+      return usage_error(std::string("--") + port_flags[i] + ": '" + flags.at(port_flags[i]) +
+                         "' is not a port");
+    }
+  }
   GracefulStop graceful;
   {
     actors::Runtime rt(actors::RuntimeOptions{.secret = *secret});
     actors::ServerOptions so;
     so.host = bind;
     so.port = where->second;
+    so.data_port = static_cast<uint16_t>(ports[0]);
+    so.advertised_data_port = static_cast<uint16_t>(ports[1]);
     auto s = actors::Server::start(rt, so);
     if (!s.ok()) return fail(s.status().with_context("ps " + std::to_string(cluster->task_index)));
+    const std::string dialed = (*s)->advertised_data_port() != (*s)->data_port()
+                                   ? ", peers dial " + std::to_string((*s)->advertised_data_port())
+                                   : "";
     runtime::log_info("serving /job:ps/task:", cluster->task_index, " on ", bind, ":", (*s)->port(),
-                      " (data port ", (*s)->data_port(), ", ",
+                      " (data port ", (*s)->data_port(), dialed, ", ",
                       *secret ? "job secret required" : "no job secret", ")");
     graceful.wait();
   }
@@ -159,9 +179,11 @@ std::string cluster_json(const std::map<std::string, std::vector<std::string>>& 
   return j + "}";
 }
 
+// `cpus`: the cores the task may run on; empty: wherever the launcher may.
 runtime::Result<Task> spawn_task(const std::string& self, const std::string& job, int index,
                                  const std::vector<std::string>& command,
-                                 const std::string& cluster, const std::string& secret) {
+                                 const std::string& cluster, const std::string& secret,
+                                 const std::vector<int>& cpus) {
   Task t;
   t.name = job + " " + std::to_string(index);
   t.job = job;
@@ -188,6 +210,15 @@ runtime::Result<Task> spawn_task(const std::string& self, const std::string& job
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(1);
+    if (!cpus.empty()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (int cpu : cpus) CPU_SET(cpu, &set);
+      if (::sched_setaffinity(0, sizeof set, &set) != 0) {
+        std::fprintf(stderr, "cannot pin to its cores: %s\n", std::strerror(errno));
+        ::_exit(1);
+      }
+    }
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
     ::setenv("TF_CONFIG", tf_config.c_str(), 1);
@@ -233,6 +264,37 @@ void pump(Task& t, int fd, bool flush_partial) {
   pending.erase(0, std::min(start, pending.size()));
 }
 
+// --pin: each training replica (the chief first) on a core of its own from the launcher's, the
+// ps and evaluator tasks on the cores left over (all of them when none is), as a benchmark
+// pins its processes. More replicas than cores: they take the cores in turn, with a warning.
+struct Pinning {
+  std::vector<int> cores;
+  size_t replicas = 0;
+  std::vector<int> replica(size_t i) const { return {cores[i % cores.size()]}; }
+  std::vector<int> others() const {
+    if (replicas >= cores.size()) return cores;
+    return std::vector<int>(cores.begin() + static_cast<std::ptrdiff_t>(replicas), cores.end());
+  }
+};
+
+runtime::Result<Pinning> pinning(size_t replicas) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) {
+    return runtime::unavailable("--pin: cannot read this process's cores: ", std::strerror(errno));
+  }
+  Pinning p;
+  p.replicas = replicas;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) p.cores.push_back(cpu);
+  }
+  if (p.cores.size() < replicas) {
+    runtime::log_warning("--pin: ", replicas, " training replicas on ", p.cores.size(),
+                         " cores: some share a core");
+  }
+  return p;
+}
+
 void signal_all(std::vector<Task>& tasks, int sig, bool ps_too = true) {
   for (Task& t : tasks) {
     if (!t.exited && (ps_too || t.job != "ps")) ::kill(t.pid, sig);
@@ -245,7 +307,8 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
   auto dash = std::find(args.begin(), args.end(), "--");
   const std::vector<std::string> own(args.begin(), dash);
   const std::vector<std::string> command(dash == args.end() ? dash : dash + 1, args.end());
-  auto parsed = parse_flags(own, {"ps", "workers", "host", "secret", "grace"}, {"evaluator"});
+  auto parsed =
+      parse_flags(own, {"ps", "workers", "host", "secret", "grace"}, {"evaluator", "pin"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
   if (command.empty() || command[0] != "train") {
@@ -308,10 +371,32 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
 
   runtime::set_log_task("cluster");
   runtime::log_info("job of ", ps, " ps, 1 chief, ", workers - 1, " workers",
-                    evaluator ? ", 1 evaluator" : "", ": ", spec);
+                    evaluator ? ", 1 evaluator" : "", flags.count("pin") ? ", pinned" : "", ": ",
+                    spec);
+  Pinning pins;
+  if (flags.count("pin")) {
+    auto p = pinning(static_cast<size_t>(workers));
+    if (!p.ok()) return fail(p.status());
+    pins = *p;
+  }
   std::vector<Task> tasks;
   auto start = [&](const std::string& job, int index, const std::vector<std::string>& cmd) {
-    auto t = spawn_task(self, job, index, cmd, spec, secret_file);
+    std::vector<int> cpus;
+    if (!pins.cores.empty()) {
+      // The chief is replica 0, worker i replica i + 1.
+      if (job == "chief")
+        cpus = pins.replica(0);
+      else if (job == "worker")
+        cpus = pins.replica(static_cast<size_t>(index) + 1);
+      else
+        cpus = pins.others();
+    }
+    auto t = spawn_task(self, job, index, cmd, spec, secret_file, cpus);
+    if (t.ok() && !cpus.empty()) {
+      std::string list;
+      for (int cpu : cpus) list += (list.empty() ? "" : ",") + std::to_string(cpu);
+      runtime::log_info(t->name, " runs on core", cpus.size() > 1 ? "s " : " ", list);
+    }
     if (!t.ok()) return t.status();
     tasks.push_back(std::move(*t));
     return runtime::ok_status();

@@ -17,7 +17,7 @@
 //                 [--output results.csv]
 //   troupe serve --model_base_path BASE --model_name NAME [--port 8501] [--enable_batching]
 //   troupe server  (TF_CONFIG, or --cluster FILE --job ps --task N) [--secret FILE]
-//   troupe cluster --ps N --workers M [--evaluator] -- train ...
+//   troupe cluster --ps N --workers M [--evaluator] [--pin] -- train ...
 //   troupe secret FILE
 //
 // DATA is fashion-mnist (Debian's dataset-fashion-mnist; train split for training, test split
@@ -49,7 +49,8 @@ const char* kUsage =
     "                     [--cv 5] [--random N] [--n-jobs N] [--output results.csv]\n"
     "       troupe serve --model_base_path BASE --model_name NAME [--port 8501] [options]\n"
     "       troupe server [--cluster FILE --job ps --task N] [--secret FILE] [--bind HOST]\n"
-    "       troupe cluster --ps N --workers M [--evaluator] [--host H] -- train ...\n"
+    "                     [--data-port P] [--advertise-data-port Q]\n"
+    "       troupe cluster --ps N --workers M [--evaluator] [--host H] [--pin] -- train ...\n"
     "       troupe secret FILE\n"
     "DATA: fashion-mnist | csv:PATH (with --label COLUMN)\n"
     "train options: --regression --epochs N | --steps N --batch-size B --optimizer NAME\n"
@@ -73,7 +74,10 @@ const char* kUsage =
     "  --secret FILE (or TROUPE_JOB_SECRET): the job secret every member holds\n"
     "  --ps-strategy round_robin|greedy --cluster-deadline SECONDS (waiting for the others)\n"
     "  --steps N: the global step to stop at; --eval-timeout SECONDS (the evaluator)\n"
-    "cluster: --workers counts the chief; each task is a process on --host (127.0.0.1)\n"
+    "cluster: --workers counts the chief; each task is a process on --host (127.0.0.1);\n"
+    "  --pin: each training replica on a core of its own, ps tasks on the cores left\n"
+    "server: tensors travel on a port of their own (--data-port, default any free one);\n"
+    "  --advertise-data-port: the one peers dial when a forward (NAT, proxy) is in front\n"
     "serve (TensorFlow Serving's REST API and flags): --host 127.0.0.1 --enable_batching\n"
     "  --max_batch_size 32 --batch_timeout_micros 1000 --num_batch_threads 2\n"
     "  --max_enqueued_batches 64 --file_system_poll_wait_seconds 1 --rest_api_num_threads 2\n"

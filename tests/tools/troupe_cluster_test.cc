@@ -138,9 +138,9 @@ TEST_CASE("troupe cluster: 2 ps and 2 workers train async to the accuracy of one
   std::filesystem::remove_all(d.dir);
 }
 
-TEST_CASE("troupe cluster --sync: one global step a round of both replicas, as accurate") {
+TEST_CASE("troupe cluster --sync --pin: one global step a round of both replicas, as accurate") {
   const Data d = make_data("troupe_cluster_sync");
-  Run job = shell(kTroupe + " cluster --ps 2 --workers 2 -- train" +
+  Run job = shell(kTroupe + " cluster --ps 2 --workers 2 --pin -- train" +
                   train_flags(d, (d.dir / "sync").string()) + " --epochs 20 --sync");
   REQUIRE_MESSAGE(job.status == 0, job.err);
   CHECK(number_after(job.out, "accuracy") > 0.9);
@@ -151,6 +151,15 @@ TEST_CASE("troupe cluster --sync: one global step a round of both replicas, as a
   const size_t worker = job.err.find("[worker 0] {\"global_step\"");
   REQUIRE_MESSAGE(worker != std::string::npos, job.err);
   CHECK(number_after(job.err.substr(worker), "steps") >= 370);
+  // Each replica on a core of its own (the ps tasks on what is left: all cores when none is).
+  auto core_of = [&](const std::string& task) {
+    const std::string line = "INFO: [cluster] " + task + " runs on core ";
+    const size_t at = job.err.find(line);
+    REQUIRE_MESSAGE(at != std::string::npos, line, " in ", job.err);
+    return std::stoi(job.err.substr(at + line.size()));
+  };
+  CHECK(core_of("chief 0") != core_of("worker 0"));
+  CHECK(job.err.find("INFO: [cluster] ps 1 runs on core") != std::string::npos);
   CHECK(processes_with(d.dir.string()) == 0);
   std::filesystem::remove_all(d.dir);
 }
@@ -297,6 +306,10 @@ TEST_CASE("troupe server and cluster: unsafe or unclear starts are one line and 
            {"cluster --ps 1 --workers 2", "the tasks' command comes after --"},
            {"cluster --ps 0 -- train", "--ps: '0'"},
            {"cluster -- train --cluster x", "sets --cluster for each task itself"},
+           {"server --cluster " + spec + " --job ps --task 0 --insecure --data-port 70000",
+            "--data-port: '70000' is not a port"},
+           {"server --cluster " + spec + " --job ps --task 0 --insecure --advertise-data-port x",
+            "--advertise-data-port: 'x' is not a port"},
            {"train --cluster " + spec + " --job ps --task 0 --data fashion-mnist --model-dir x",
             "runs `troupe server`"},
        }) {
