@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <new>
 #include <system_error>
 
@@ -167,36 +169,111 @@ void set_timeout(int fd, std::chrono::milliseconds timeout) {
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
+// A reply read by a channel's reader thread, or why it could read none.
+using channel_reply_atom = caf::atom_constant<caf::atom("chreply")>;
+
 struct ChannelState {
   int fd = -1;
   std::string peer;
   std::string broken;  // why the connection is unusable, once it is
+  // Calls sent and not yet answered, oldest first: the server answers a connection's calls in
+  // the order they came.
+  std::deque<caf::response_promise> waiting;
+  std::shared_ptr<std::atomic<int>> outstanding;  // waiting's size, for the reader
 };
 
-caf::behavior channel_actor(caf::stateful_actor<ChannelState>* self, int fd, std::string peer) {
-  self->state.fd = fd;
-  self->state.peer = std::move(peer);
-  self->attach_functor([fd] { ::close(fd); });
+// Ends the channel: every call waiting gets the error, and no later call may use the stream
+// (a half-done exchange leaves it out of step).
+void break_channel(ChannelState& st, std::string why) {
+  if (st.broken.empty()) st.broken = std::move(why);
+  ::shutdown(st.fd, SHUT_RDWR);
+  for (caf::response_promise& p : st.waiting) {
+    p.deliver(
+        caf::make_error(caf::sec::runtime_error, "data channel to " + st.peer + ": " + st.broken));
+  }
+  st.waiting.clear();
+  st.outstanding->store(0);
+}
+
+// The reader thread: hands each reply to the channel actor as it comes, and the first error.
+// Waiting for a reply is bounded by `timeout`; an idle channel waits for calls as long as it
+// is idle.
+void read_replies(int fd, caf::weak_actor_ptr channel, std::chrono::milliseconds timeout,
+                  std::shared_ptr<std::atomic<int>> outstanding) {
+  auto hand_on = [&](auto&&... reply) {
+    caf::strong_actor_ptr strong = channel.lock();
+    if (!strong) return false;
+    caf::anon_send(caf::actor_cast<caf::actor>(strong), channel_reply_atom::value,
+                   std::forward<decltype(reply)>(reply)...);
+    return true;
+  };
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      if (outstanding->load() == 0) continue;
+      hand_on(std::string("receiving: timed out"));
+      return;
+    }
+    runtime::Bytes reply;
+    std::string why =
+        ready < 0 ? errno_text() : read_frame(fd, DataServerOptions{}.max_frame_bytes, &reply);
+    if (!why.empty()) {
+      hand_on("receiving: " + why);
+      return;
+    }
+    outstanding->fetch_sub(1);
+    if (!hand_on(std::move(reply))) return;
+  }
+}
+
+// Calls are written as they come, without waiting for the replies of those before them (a
+// reader thread takes those): a step's reads of several variables cost one round trip, not
+// one each, where links are slow.
+caf::behavior channel_actor(caf::stateful_actor<ChannelState>* self, int fd, std::string peer,
+                            std::chrono::milliseconds timeout) {
+  ChannelState& st = self->state;
+  st.fd = fd;
+  st.peer = std::move(peer);
+  st.outstanding = std::make_shared<std::atomic<int>>(0);
+  auto reader = std::make_shared<std::thread>(read_replies, fd, caf::weak_actor_ptr(self->ctrl()),
+                                              timeout, st.outstanding);
+  self->attach_functor([fd, reader] {
+    ::shutdown(fd, SHUT_RDWR);  // ends the reader's wait
+    // Run by the reader itself when it dropped the actor's last reference.
+    if (reader->get_id() == std::this_thread::get_id()) {
+      reader->detach();
+    } else {
+      reader->join();
+    }
+    ::close(fd);
+  });
   return {
       [self](call_atom, ChannelCall& call) -> caf::result<runtime::Bytes> {
         ChannelState& st = self->state;
         if (st.broken.empty()) {
           std::string why = write_message_frame(st.fd, *call.message);
-          if (!why.empty()) st.broken = "sending: " + why;
-        }
-        runtime::Bytes reply;
-        if (st.broken.empty()) {
-          std::string why = read_frame(st.fd, DataServerOptions{}.max_frame_bytes, &reply);
-          if (!why.empty()) st.broken = "receiving: " + why;
+          if (!why.empty()) break_channel(st, "sending: " + why);
         }
         if (!st.broken.empty()) {
-          // A half-done exchange leaves the stream out of step: no later call may use it.
-          ::shutdown(st.fd, SHUT_RDWR);
           return caf::make_error(caf::sec::runtime_error,
                                  "data channel to " + st.peer + ": " + st.broken);
         }
-        return reply;
+        st.outstanding->fetch_add(1);
+        st.waiting.push_back(self->make_response_promise());
+        return st.waiting.back();
       },
+      [self](channel_reply_atom, runtime::Bytes& reply) {
+        ChannelState& st = self->state;
+        if (st.waiting.empty()) {
+          if (st.broken.empty()) break_channel(st, "a reply to no call");
+          return;
+        }
+        st.waiting.front().deliver(std::move(reply));
+        st.waiting.pop_front();
+      },
+      [self](channel_reply_atom, std::string& why) { break_channel(self->state, std::move(why)); },
   };
 }
 
@@ -374,7 +451,7 @@ runtime::Result<caf::actor> connect_data_channel(Runtime& runtime, const std::st
       return runtime::unavailable("data channel to ", peer, ": ", refused);
     }
   }
-  return runtime.system().spawn<caf::detached>(channel_actor, fd, peer);
+  return runtime.system().spawn<caf::detached>(channel_actor, fd, peer, timeout);
 }
 
 }  // namespace troupe::actors

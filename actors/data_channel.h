@@ -11,6 +11,9 @@
 //   auto ch = connect_data_channel(rt, "127.0.0.1", port, timeout);   // client: Result<actor>
 //   request(*ch, timeout, call_atom::value, ChannelCall{...}) -> runtime::Bytes reply
 //
+// Calls do not wait for the replies of those before them (pipelined, as HTTP/1.1's): where a
+// link is slow, a step's calls to one server cost about one round trip, not one each.
+//
 // A frame is an 8-byte little-endian length and that many bytes (a shard call or reply,
 // shard_codec.h). A call's segments are written as they are (the inputs' data from where it
 // lies) and a frame is read into a buffer of its own, decoded in place: each side's kernel
@@ -100,8 +103,9 @@ class DataServer {
   std::vector<Connection> connections_;  // a long-lived server reaps the finished ones
 };
 
-// A detached actor owning one connection to a DataServer: it sends a call and waits for its
-// reply, one call at a time, each way bounded by `timeout`.
+// A detached actor owning one connection to a DataServer: it writes each call as it comes and
+// a thread of its own reads the replies, which come in the calls' order; a reply is awaited
+// at most `timeout`, as is a write.
 runtime::Result<caf::actor> connect_data_channel(Runtime& runtime, const std::string& host,
                                                  uint16_t port, std::chrono::milliseconds timeout);
 

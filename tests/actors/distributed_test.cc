@@ -364,6 +364,19 @@ TEST_CASE("the data channel bounds its peers: connections, idle time, frame size
 }
 
 namespace {
+int listen_on(uint16_t* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  socklen_t len = sizeof addr;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(fd, 4) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
 uint16_t free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -376,6 +389,55 @@ uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 }  // namespace
+
+TEST_CASE("a data channel writes calls without waiting for replies; they come back in order") {
+  // A server that answers nothing until it holds two calls: a channel that waited for each
+  // reply before the next call would never get one.
+  uint16_t port = 0;
+  const int listener = listen_on(&port);
+  std::thread server([listener] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    bool both = true;
+    for (int i = 0; i < 2 && both; ++i) {
+      char header[8];
+      both = ::recv(fd, header, 8, MSG_WAITALL) == 8;
+      uint64_t n = 0;
+      for (int k = 0; k < 8; ++k) n |= uint64_t(static_cast<unsigned char>(header[k])) << (8 * k);
+      std::string body(both ? n : 0, '\0');
+      both = both && ::recv(fd, body.data(), n, MSG_WAITALL) == static_cast<ssize_t>(n);
+    }
+    const std::string replies = frame_header(5) + "first" + frame_header(6) + "second";
+    if (both) ::send(fd, replies.data(), replies.size(), MSG_NOSIGNAL);
+    ::close(fd);  // a third call finds the connection gone
+  });
+  actors::Runtime rt;
+  auto channel = actors::connect_data_channel(rt, "127.0.0.1", port, std::chrono::seconds(10));
+  REQUIRE(channel.ok());
+  auto call = [] {
+    auto message = std::make_shared<capnp::MallocMessageBuilder>();
+    message->initRoot<capnp::AnyPointer>();
+    return actors::ChannelCall{message, {}};
+  };
+  caf::scoped_actor self{rt.system()};
+  auto first = self->request(*channel, std::chrono::seconds(10), actors::call_atom::value, call());
+  auto second = self->request(*channel, std::chrono::seconds(10), actors::call_atom::value, call());
+  std::vector<std::string> replies;
+  for (auto* reply : {&first, &second}) {
+    reply->receive([&](runtime::Bytes& r) { replies.emplace_back(r.data, r.size); },
+                   [&](caf::error& e) { replies.push_back(rt.system().render(e)); });
+  }
+  REQUIRE(replies.size() == 2);
+  CHECK(replies[0] == "first");
+  CHECK(replies[1] == "second");
+  server.join();
+  std::string error;
+  self->request(*channel, std::chrono::seconds(10), actors::call_atom::value, call())
+      .receive([](runtime::Bytes&) {}, [&](caf::error& e) { error = rt.system().render(e); });
+  CHECK_MESSAGE(
+      error.find("data channel to 127.0.0.1:" + std::to_string(port)) != std::string::npos, error);
+  caf::anon_send_exit(*channel, caf::exit_reason::user_shutdown);
+  ::close(listener);
+}
 
 TEST_CASE("a ps on a data port it is told, advertising another: peers are told the other") {
   const uint16_t data_port = free_port(), advertised = free_port();
