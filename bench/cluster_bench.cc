@@ -11,6 +11,13 @@
 //                  after it (steps are logged every 100, a few tenths of a second here: an upper
 //                  bound), against 2 s plus the restore (the restore: until the chief has sent
 //                  the checkpoint to the new ps)
+//   link_delay_1ms a replica's step time with 1 ms added each way on every link to its ps (a
+//                  delaying proxy, delay_proxy.h, in front of the ps's CAF and data ports)
+//                  against the same links through the proxy undelayed
+//   link_delay_added  the time that adds to a step against two round trips (4 ms: a step's
+//                  reads, then its updates, one after the other): below 1, communication
+//                  overlaps computation or other communication
+// The replicas of the launched jobs are pinned to cores of their own (troupe cluster --pin).
 // Rates are the medians of the chief's global_step/sec log lines (each over 100 steps); the
 // machine's other load shows in them, so compare ratios from one run.
 //
@@ -33,6 +40,7 @@
 
 #include "bench/bench_flags.h"
 #include "bench/bench_util.h"
+#include "bench/delay_proxy.h"
 
 namespace {
 
@@ -88,7 +96,9 @@ Run run(const std::string& args) {
   std::string line;
   while (std::getline(lines, line)) {
     const size_t k = line.find("global_step/sec: ");
-    const bool chief = line.rfind("[chief 0]", 0) == 0 || line.rfind("INFO: global", 0) == 0;
+    // Launched: "[chief 0] INFO: ..."; started by hand: "INFO: [chief 0] ..."; alone: "INFO: ...".
+    const bool chief = line.rfind("[chief 0]", 0) == 0 || line.rfind("INFO: [chief 0]", 0) == 0 ||
+                       line.rfind("INFO: global", 0) == 0;
     if (k != std::string::npos && chief) rates.push_back(std::atof(line.c_str() + k + 17));
   }
   // The first window holds the start (connecting, initialising): left out when there are more.
@@ -187,6 +197,47 @@ std::pair<double, double> ps_restart() {
   return result;
 }
 
+// A replica and a ps started by hand, every link between them through a proxy that delays each
+// direction by `delay`; the ps listens for tensors on a fixed port and advertises the proxy's.
+// The chief's steps/s, and whether the tensors crossed the proxy (its bytes against the model's).
+Run proxied(const std::string& model, std::chrono::microseconds delay) {
+  const std::string dir = std::filesystem::temp_directory_path().string() +
+                          "/cluster_bench_proxy_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  Run failed;
+  const std::string cli = "env OPENBLAS_NUM_THREADS=1 " + std::string(TROUPE_CLI);
+  const std::string secret = dir + "/job.secret";
+  if (std::system((cli + " secret " + secret + " 2>/dev/null").c_str()) != 0) return failed;
+  const int base = 40000 + (::getpid() % 1000) * 4;  // chief, ps, ps data
+  const std::string host = "127.0.0.1";
+  auto caf_proxy = troupe::bench::DelayProxy::start(host, base + 1, delay);
+  auto data_proxy = troupe::bench::DelayProxy::start(host, base + 2, delay);
+  if (!caf_proxy.ok() || !data_proxy.ok()) return failed;
+  auto spec = [&](const std::string& path, int ps_port) {
+    std::ofstream(path) << "{\"chief\": [\"" << host << ":" << base << "\"], \"ps\": [\"" << host
+                        << ":" << ps_port << "\"]}";
+    return " --cluster " + path + " --task 0 --secret " + secret;
+  };
+  const std::string ps_flags = spec(dir + "/ps.json", base + 1);
+  const std::string chief_flags = spec(dir + "/chief.json", (*caf_proxy)->port());
+  const pid_t ps =
+      start(cli + " server --job ps" + ps_flags + " --data-port " + std::to_string(base + 2) +
+                " --advertise-data-port " + std::to_string((*data_proxy)->port()),
+            dir + "/ps.log");
+  Run r = run("train" + model + " --job chief" + chief_flags);
+  ::kill(ps, SIGKILL);
+  ::waitpid(ps, nullptr, 0);
+  const double floor = r.global_step * 2 * kModelBytes;
+  if (r.status == 0 && static_cast<double>((*data_proxy)->bytes()) < floor) {
+    r.status = -1;
+    r.err = "the tensors did not cross the proxy: " + std::to_string((*data_proxy)->bytes()) +
+            " bytes for " + std::to_string(r.global_step) + " steps";
+  }
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
 bool ok(const Run& r, const char* what) {
   if (r.status == 0 && r.steps_per_sec > 0) return true;
   std::fprintf(stderr, "cluster_bench: %s failed (status %d):\n%s\n", what, r.status,
@@ -208,10 +259,10 @@ int main(int argc, char** argv) {
   troupe::bench::Bars bars("cluster");
 
   Run alone = run("train" + model);
-  Run one = run("cluster --ps 1 --workers 1 -- train" + model);
-  Run two = run("cluster --ps 1 --workers 2 -- train" + model);
-  Run one_sync = run("cluster --ps 1 --workers 1 -- train --sync" + model);
-  Run two_sync = run("cluster --ps 1 --workers 2 -- train --sync" + model);
+  Run one = run("cluster --pin --ps 1 --workers 1 -- train" + model);
+  Run two = run("cluster --pin --ps 1 --workers 2 -- train" + model);
+  Run one_sync = run("cluster --pin --ps 1 --workers 1 -- train --sync" + model);
+  Run two_sync = run("cluster --pin --ps 1 --workers 2 -- train --sync" + model);
   if (!ok(alone, "one process") || !ok(one, "1 replica") || !ok(two, "2 replicas") ||
       !ok(one_sync, "1 sync replica") || !ok(two_sync, "2 sync replicas")) {
     return 1;
@@ -233,6 +284,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   bars.add("ps_restart", back, "s", "2s_plus_restore", 2 + restored, back / (2 + restored));
+  const auto delay = std::chrono::milliseconds(1);
+  Run direct = proxied(model, std::chrono::microseconds(0));
+  Run delayed = proxied(model, delay);
+  if (!ok(direct, "1 replica through an undelayed proxy") ||
+      !ok(delayed, "1 replica through a 1 ms proxy")) {
+    return 1;
+  }
+  const double step_ms = 1e3 / delayed.steps_per_sec, direct_ms = 1e3 / direct.steps_per_sec;
+  const double round_trips_ms = 2 * 2 * 1e3 * std::chrono::duration<double>(delay).count();
+  bars.add("link_delay_1ms", step_ms, "ms", "no_delay", direct_ms, step_ms / direct_ms);
+  bars.add("link_delay_added", step_ms - direct_ms, "ms", "two_round_trips", round_trips_ms,
+           (step_ms - direct_ms) / round_trips_ms);
   bars.write_json(json);
   return 0;
 }

@@ -8,8 +8,9 @@
 //
 // Each connection gets one to the target; a chunk read at time t is written at t + delay, in
 // order (latency, not bandwidth: chunks do not wait for each other's delay). A side that closes
-// is closed on the other side once its bytes are written. Four threads per connection: a bench
-// tool, not a server.
+// is closed on the other side once its bytes are written. Undelayed (0), the reading thread
+// writes the bytes on itself, so that the baseline costs one hop, not a hop and a hand-off.
+// Four threads per connection: a bench tool, not a server.
 #pragma once
 
 #include <atomic>

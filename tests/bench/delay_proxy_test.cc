@@ -120,11 +120,12 @@ TEST_CASE("the delay proxy closes its clients when nothing is behind it, or when
   uint16_t port = 0;
   const int live = listen_any(&port);
   std::thread echo = echo_once(live);
-  auto proxy = DelayProxy::start("127.0.0.1", port, std::chrono::milliseconds(1));
+  auto proxy = DelayProxy::start("127.0.0.1", port, std::chrono::milliseconds(0));  // undelayed
   REQUIRE(proxy.ok());
   const int fd = connect_to((*proxy)->port());
-  REQUIRE(::write(fd, "x", 1) == 1);
-  CHECK(read_exactly(fd, 1) == "x");
+  REQUIRE(::write(fd, "xyz", 3) == 3);
+  CHECK(read_exactly(fd, 3) == "xyz");
+  CHECK((*proxy)->bytes() == 6);
   proxy->reset();  // mid-connection: both sides are closed, no thread is left waiting
   CHECK(::read(fd, &c, 1) == 0);
   echo.join();
