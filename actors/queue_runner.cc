@@ -160,13 +160,27 @@ constexpr int64_t kEnqueueBytes = 1 << 20;
 // estimator_bench's linear-model batches, about 5 ms) and waited for it.
 constexpr int kEnqueuesOutstanding = 2;
 
+// Whether the examples waiting fill the next enqueue (its batches, or its bytes).
+bool enqueue_full(const RunnerState& st) {
+  const int64_t rows = static_cast<int64_t>(st.pending.size());
+  if (rows == 0) return false;
+  if (rows >= st.enqueue_batches * st.options.batch_size) return true;
+  int64_t row_bytes = 0;
+  for (const runtime::Tensor& t : st.pending.front().chunk->components) {
+    row_bytes += t.num_elements() / std::max<int64_t>(1, t.dim(0)) *
+                 static_cast<int64_t>(runtime::dtype_size(t.dtype()));
+  }
+  return rows * row_bytes >= kEnqueueBytes;
+}
+
 // Stacks the next batches of the examples waiting and hands them to the queue in one enqueue,
 // when fewer than kEnqueuesOutstanding are in flight: the runner stacks batches as the consumer
 // takes them (its work keeps pace with training instead of coming in bursts of a unit's or a
 // shuffle buffer's worth) and at most kEnqueuesOutstanding x kEnqueueBytes of them wait outside
-// the queue. Enqueues start at one batch and double, so that the first step waits for one
-// batch, not a megabyte of them. Once the input is done, the rest goes as a smaller batch
-// unless drop_remainder. Returns whether batches went out (or the runner failed).
+// the queue. Enqueues start at one batch and grow eightfold, so that the first step waits for
+// one batch, not a megabyte of them, and an epoch of small batches costs a few enqueues. Once the
+// input is done, the rest goes as a smaller batch unless drop_remainder. Returns whether batches
+// went out (or the runner failed).
 bool send_batches(RunnerActor* self, bool input_done) {
   RunnerState& st = self->state;
   const size_t batch = static_cast<size_t>(st.options.batch_size);
@@ -204,7 +218,7 @@ bool send_batches(RunnerActor* self, bool input_done) {
     examples += static_cast<int64_t>(take);
   }
   if (batches.empty()) return false;
-  st.enqueue_batches = std::min<int64_t>(st.enqueue_batches * 2, int64_t{1} << 20);
+  st.enqueue_batches = std::min<int64_t>(st.enqueue_batches * 8, int64_t{1} << 20);
   send_rows(self, std::move(batches), examples);
   return true;
 }
@@ -232,8 +246,16 @@ void advance(RunnerActor* self) {
   if (st.finished) return;
   const int64_t total = total_units(st);
   while (st.enqueues_outstanding < kEnqueuesOutstanding && !st.finished) {
-    // Whole batches waiting go first; a unit is taken only when none is.
-    if (st.options.batch_size > 0 && send_batches(self, st.taken == total)) continue;
+    // Batches go out once they fill an enqueue, or when no unit is at hand to add to them: each
+    // enqueue acknowledged wakes this thread. Sent a unit at a time (1024 rows of an in-memory
+    // source), estimator_bench's 500 batches an epoch took 21 enqueues; filled, 9, and the
+    // pipeline's step went from 20.0 to 18.5 us.
+    const bool unit_at_hand =
+        st.taken < total && (st.readers.empty() || st.ready.count(st.taken) > 0);
+    if (st.options.batch_size > 0 && (!unit_at_hand || enqueue_full(st)) &&
+        send_batches(self, st.taken == total)) {
+      continue;
+    }
     if (st.taken == total) break;
     auto it = st.ready.find(st.taken);
     if (it == st.ready.end() && st.readers.empty()) {

@@ -124,6 +124,39 @@ TEST_CASE("FIFO queue: order, single examples, close and OutOfRange") {
   }
 }
 
+TEST_CASE("queue: a dequeue of what is ready takes up to n examples, at least one, in order") {
+  actors::Runtime rt;
+  Queue q = Queue::create(rt, {QueueKind::kFifo, 100});
+  caf::scoped_actor self{rt.system()};
+  auto ready = [&](int64_t n) {
+    actors::Batch got;
+    self->request(q.actor(), std::chrono::seconds(10), actors::dequeue_atom::value,
+                  actors::DequeueRequest{n, actors::DequeueMode::kReady})
+        .receive(
+            [&](actors::Batch& b) { got = std::move(b); },
+            [&](caf::error& e) { got.status = runtime::internal_error(rt.system().render(e)); });
+    return got;
+  };
+  auto first_of = [](const std::vector<Tensor>& example) { return example[0].data<int64_t>()[0]; };
+  REQUIRE(q.enqueue_many({iota(5)}).ok());
+  actors::Batch three = ready(3);
+  REQUIRE(three.status.ok());
+  CHECK(three.components[0].shape() == Shape{});  // examples as a single dequeue gives them
+  CHECK(first_of(three.components) == 0);
+  REQUIRE(three.more.size() == 2);
+  CHECK(first_of(three.more[0]) == 1);
+  CHECK(first_of(three.more[1]) == 2);
+  actors::Batch rest = ready(8);  // two are ready: two, without waiting for eight
+  REQUIRE(rest.status.ok());
+  CHECK(first_of(rest.components) == 3);
+  REQUIRE(rest.more.size() == 1);
+  CHECK(first_of(rest.more[0]) == 4);
+  REQUIRE(q.close().ok());
+  CHECK(ready(8).status.code() == runtime::Code::kOutOfRange);
+  CHECK(ready(0).status.code() == runtime::Code::kInvalidArgument);
+  q.stop();
+}
+
 TEST_CASE("queue: a dequeue waits for data, an enqueue waits for room") {
   actors::Runtime rt;
   Queue q = Queue::create(rt, {QueueKind::kFifo, 4});
@@ -419,11 +452,11 @@ TEST_CASE("runner: batches are stacked as the queue takes them, not a shuffle bu
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  // A 160 KB batch takes a 256 KB block. The queue holds 2; two enqueues (they start at one
-  // batch and double, up to 1 MB) wait to go in. Stacking all 100 batches at once would take
+  // A 160 KB batch takes a 256 KB block. The queue holds 2; two enqueues wait to go in, each at
+  // most 1 MB of batches and one more (7 blocks). Stacking all 100 batches at once would take
   // 25 MB.
   CHECK(q.size() == 2);
-  CHECK(pool->stats().bytes_in_use - before <= 10 * 256 * 1024);
+  CHECK(pool->stats().bytes_in_use - before <= (2 + 2 * 7) * 256 * 1024);
   std::vector<float> firsts;
   while (true) {
     auto b = q.dequeue();
