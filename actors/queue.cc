@@ -303,6 +303,17 @@ Batch take_rows(QueueState& st, int64_t n, DequeueMode mode) {
   return b;
 }
 
+// kReady: `n` examples, the first as the answer's components and the rest in `more`.
+Batch take_ready(QueueState& st, int64_t n) {
+  Batch b = take_rows(st, 1, DequeueMode::kOne);
+  for (int64_t i = 1; i < n && b.status.ok(); ++i) {
+    Batch next = take_rows(st, 1, DequeueMode::kOne);
+    if (!next.status.ok()) return next;
+    b.more.push_back(std::move(next.components));
+  }
+  return b;
+}
+
 // Moves waiting rows in while there is room and answers waiting dequeues while there are rows,
 // until neither can go on.
 void pump(QueueState& st) {
@@ -335,8 +346,12 @@ void pump(QueueState& st) {
       if (st.options.kind == QueueKind::kRandomShuffle && !drained_for_good) {
         available = size - st.options.min_after_dequeue;
       }
-      const int64_t want = d.request.mode == DequeueMode::kOne ? 1 : d.request.n;
-      if (available >= want) {
+      const DequeueMode mode = d.request.mode;
+      const int64_t want =
+          mode == DequeueMode::kOne || mode == DequeueMode::kReady ? 1 : d.request.n;
+      if (available >= want && mode == DequeueMode::kReady) {
+        d.promise.deliver(take_ready(st, std::min(available, d.request.n)));
+      } else if (available >= want) {
         d.promise.deliver(take_rows(st, want, d.request.mode));
       } else if (drained_for_good && d.request.mode == DequeueMode::kUpTo && size > 0) {
         d.promise.deliver(take_rows(st, size, d.request.mode));

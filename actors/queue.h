@@ -12,10 +12,10 @@
 //   q.close();
 //   auto rest = q.dequeue_up_to(128);                     // fewer at the end; then OutOfRange
 //
-// Session loops dequeue straight from the actor (LoopRequest::input), one request per step,
-// without a round trip through a user thread. Queue's methods block their caller; the actor
-// itself never blocks. Examples travel as references into the chunks readers decoded: a batch
-// is copied once, when it is dequeued.
+// Session loops dequeue straight from the actor (LoopRequest::input), the batches that are
+// ready in one request, without a round trip through a user thread. Queue's methods block their
+// caller; the actor itself never blocks. Examples travel as references into the chunks readers
+// decoded: a batch is copied once, when it is dequeued.
 #pragma once
 
 #include <caf/all.hpp>
@@ -94,6 +94,9 @@ enum class DequeueMode {
   kOne,   // one example, components without the batch dimension
   kMany,  // exactly n, or OutOfRange once closed with fewer
   kUpTo,  // n, or what is left once closed (at least one)
+  // Up to n examples as kOne gives them, not stacked: at least one, and as many more as are
+  // ready now. A loop whose queue holds whole batches takes them a few to a message.
+  kReady,
 };
 
 struct DequeueRequest {
@@ -105,6 +108,7 @@ struct DequeueRequest {
 struct Batch {
   runtime::Status status;
   std::vector<runtime::Tensor> components;
+  std::vector<std::vector<runtime::Tensor>> more;  // kReady: the examples after the first
 };
 
 struct QueueStats {

@@ -21,6 +21,9 @@ using runtime::Tensor;
 
 namespace {
 
+// Ready batches a loop's dequeue takes at most: a few steps' worth, one message.
+constexpr int64_t kBatchesPerDequeue = 8;
+
 // Reads of a variable in step s wait for the writes of that variable in every earlier step, so
 // that pipelined steps compute exactly what sequential ones would (no stale weights).
 struct VarGate {
@@ -56,9 +59,12 @@ struct Loop {
   int64_t finished = 0;
   int64_t succeeded = 0;
   Status error;
-  bool stop = false;           // start no more steps
-  bool halted = false;         // and report no more (an error, or on_step said stop)
-  bool end_of_input = false;   // the input queue ran dry: steps in flight still report
+  bool stop = false;          // start no more steps
+  bool halted = false;        // and report no more (an error, or on_step said stop)
+  bool end_of_input = false;  // the input queue ran dry: steps in flight still report
+  // A dequeue of ready batches is out: the next steps wait for what it brings, so that steps
+  // take the queue's batches in its order.
+  bool dequeuing = false;
   int64_t profiling = -1;      // the loop index of the step being profiled
   int64_t reported = 0;        // steps reported to the observers
   std::vector<int64_t> acked;  // per observer: reports acknowledged (INT64_MAX once it is gone)
@@ -82,8 +88,9 @@ struct SessionState {
   std::map<uint64_t, Step> steps;
   std::map<std::string, VarGate> gates;
   std::unique_ptr<Loop> loop;
-  // Batches a stopped loop had already taken from its input queue: the next loop on the same
-  // queue starts with them, so that ending a loop early loses no data.
+  // Batches taken from the input queue and not yet fed (a dequeue brings every ready one; a
+  // stopped loop leaves some): the next steps, or the next loop on the same queue, start with
+  // them, so that ending a loop early loses no data.
   caf::actor leftover_input;
   std::deque<std::vector<Tensor>> leftover;
 };
@@ -375,12 +382,15 @@ void request_batch(SessionActor* self, int64_t index) {
   const LoopRequest& req = self->state.loop->request;
   DequeueRequest dq{req.batch_size,
                     req.allow_smaller_final_batch ? DequeueMode::kUpTo : DequeueMode::kMany};
-  if (req.batch_size == 0) dq = DequeueRequest{1, DequeueMode::kOne};
+  // Elements that are whole batches: every one that is ready, the rest kept for the next
+  // steps, so that a step with tiny batches does not pay a message round trip for its input.
+  if (req.batch_size == 0) dq = DequeueRequest{kBatchesPerDequeue, DequeueMode::kReady};
   self->request(req.input, caf::infinite, dequeue_atom::value, dq)
       .then(
           [self, index](Batch& b) {
             if (!self->state.loop) return;
             Loop& loop = *self->state.loop;
+            loop.dequeuing = false;
             const auto& names = loop.request.input_feeds;
             if (b.status.ok() && b.components.size() != names.size()) {
               b.status = runtime::invalid_argument("the input queue gives ", b.components.size(),
@@ -397,19 +407,25 @@ void request_batch(SessionActor* self, int64_t index) {
               }
               loop.stop = true;
               ++loop.finished;
-            } else if (loop.stop) {
-              self->state.leftover_input = loop.request.input;
-              self->state.leftover.push_back(std::move(b.components));
-              ++loop.finished;
             } else {
-              begin_loop_step(self, index, feeds_of(loop.request, std::move(b.components)));
-              if (!self->state.loop) return;
+              // Batches beyond this step's wait for the next steps, or the next loop.
+              SessionState& st = self->state;
+              if (loop.stop || !b.more.empty()) st.leftover_input = loop.request.input;
+              if (loop.stop) st.leftover.push_back(std::move(b.components));
+              for (auto& batch : b.more) st.leftover.push_back(std::move(batch));
+              if (loop.stop) {
+                ++loop.finished;
+              } else {
+                begin_loop_step(self, index, feeds_of(loop.request, std::move(b.components)));
+                if (!self->state.loop) return;
+              }
             }
             pump_loop(self);
           },
           [self](caf::error& e) {
             if (!self->state.loop) return;
             Loop& loop = *self->state.loop;
+            loop.dequeuing = false;
             if (loop.error.ok()) {
               loop.error = runtime::unavailable("input queue: ", self->system().render(e));
             }
@@ -427,20 +443,21 @@ void pump_loop(SessionActor* self) {
   while (!loop.stop && loop.started < loop.request.steps &&
          loop.started - loop.finished < std::max(1, st.spec.pipeline_depth) &&
          loop.reported - loop.slowest_ack() < std::max<int64_t>(1, loop.request.observer_window)) {
-    const int64_t index = loop.started++;
     if (loop.request.input && st.leftover_input == loop.request.input && !st.leftover.empty() &&
         st.leftover.front().size() == loop.request.input_feeds.size()) {
       std::vector<Tensor> batch = std::move(st.leftover.front());
       st.leftover.pop_front();
-      begin_loop_step(self, index, feeds_of(loop.request, std::move(batch)));
+      begin_loop_step(self, loop.started++, feeds_of(loop.request, std::move(batch)));
       if (!st.loop) return;
       continue;
     }
     if (loop.request.input) {
-      request_batch(self, index);
+      if (loop.dequeuing) break;
+      loop.dequeuing = loop.request.batch_size == 0;
+      request_batch(self, loop.started++);
       continue;
     }
-    begin_loop_step(self, index, {});
+    begin_loop_step(self, loop.started++, {});
     if (!st.loop) return;  // finished synchronously and answered already
   }
   if (loop.started == loop.finished && (loop.stop || loop.started == loop.request.steps) &&
