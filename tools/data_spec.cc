@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <set>
 
 #include "estimators/metrics.h"
@@ -9,6 +11,28 @@
 namespace troupe::cli {
 
 namespace input = troupe::estimators::input;
+
+namespace {
+
+// Calls `visit` with every chunk of `d`'s examples, in order.
+runtime::Status for_each_chunk(const input::Dataset& d,
+                               const std::function<runtime::Status(const actors::Chunk&)>& visit) {
+  for (int64_t u = 0; u < d.source->num_units(); ++u) {
+    std::vector<actors::Chunk> chunks;
+    int64_t skipped = 0;
+    TROUPE_RETURN_IF_ERROR(d.source->read(u, &chunks, &skipped));
+    for (const actors::Chunk& c : chunks) {
+      if (c.last() > c.first()) TROUPE_RETURN_IF_ERROR(visit(c));
+    }
+  }
+  return runtime::ok_status();
+}
+
+int64_t per_example(const runtime::Tensor& t) {
+  return t.dim(0) > 0 ? t.num_elements() / t.dim(0) : 0;
+}
+
+}  // namespace
 
 runtime::Result<input::Dataset> open_data(const std::string& spec, const std::string& split,
                                           const std::string& label,
@@ -24,97 +48,136 @@ runtime::Result<input::Dataset> open_data(const std::string& spec, const std::st
 runtime::Result<int64_t> count_classes(const input::Dataset& d) {
   const int label = d.component(d.label);
   double top = -1;
-  for (int64_t u = 0; u < d.source->num_units(); ++u) {
-    std::vector<actors::Chunk> chunks;
-    int64_t skipped = 0;
-    TROUPE_RETURN_IF_ERROR(d.source->read(u, &chunks, &skipped));
-    for (const actors::Chunk& c : chunks) {
-      const std::vector<double> v = estimators::as_doubles(
-          runtime::slice_rows(c.components[label], c.first(), c.last() - c.first()));
-      for (size_t r = 0; r < v.size(); ++r) {
-        if (!(v[r] >= 0 && v[r] < 2147483648.0) || v[r] != std::floor(v[r])) {
-          return runtime::invalid_argument("label ", v[r],
-                                           " is not a class number (0, 1, ... below 2^31)");
-        }
-        top = std::max(top, v[r]);
+  TROUPE_RETURN_IF_ERROR(for_each_chunk(d, [&](const actors::Chunk& c) {
+    const std::vector<double> v = estimators::as_doubles(
+        runtime::slice_rows(c.components[label], c.first(), c.last() - c.first()));
+    for (double x : v) {
+      if (!(x >= 0 && x < 2147483648.0) || x != std::floor(x)) {
+        return runtime::invalid_argument("label ", x,
+                                         " is not a class number (0, 1, ... below 2^31)");
       }
+      top = std::max(top, x);
     }
-  }
+    return runtime::ok_status();
+  }));
   return static_cast<int64_t>(top) + 1;
 }
 
 runtime::Result<std::vector<std::string>> label_names(const input::Dataset& d) {
   const int label = d.component(d.label);
   std::set<std::string> names;
-  for (int64_t u = 0; u < d.source->num_units(); ++u) {
-    std::vector<actors::Chunk> chunks;
-    int64_t skipped = 0;
-    TROUPE_RETURN_IF_ERROR(d.source->read(u, &chunks, &skipped));
-    for (const actors::Chunk& c : chunks) {
-      const runtime::Tensor& t = c.components[label];
-      if (t.dtype() != runtime::DType::kString) return std::vector<std::string>{};
-      const int64_t per = t.dim(0) == 0 ? 1 : t.num_elements() / t.dim(0);
-      for (int64_t j = c.first() * per; j < c.last() * per; ++j) {
-        names.insert(t.data<std::string>()[j]);
-      }
+  bool text = true;
+  TROUPE_RETURN_IF_ERROR(for_each_chunk(d, [&](const actors::Chunk& c) {
+    const runtime::Tensor& t = c.components[label];
+    text = t.dtype() == runtime::DType::kString;
+    const int64_t per = per_example(t);
+    for (int64_t j = c.first() * per; text && j < c.last() * per; ++j) {
+      names.insert(t.data<std::string>()[j]);
     }
-  }
+    return runtime::ok_status();
+  }));
+  if (!text) return std::vector<std::string>{};
   return std::vector<std::string>(names.begin(), names.end());
 }
 
 runtime::Result<int64_t> count_rows(const input::Dataset& d) {
   int64_t rows = 0;
-  for (int64_t u = 0; u < d.source->num_units(); ++u) {
-    std::vector<actors::Chunk> chunks;
-    int64_t skipped = 0;
-    TROUPE_RETURN_IF_ERROR(d.source->read(u, &chunks, &skipped));
-    for (const actors::Chunk& c : chunks) rows += c.last() - c.first();
-  }
+  TROUPE_RETURN_IF_ERROR(for_each_chunk(d, [&](const actors::Chunk& c) {
+    rows += c.last() - c.first();
+    return runtime::ok_status();
+  }));
   return rows;
 }
 
-runtime::Result<Arrays> load_arrays(const input::Dataset& d) {
+runtime::Result<Arrays> load_arrays(const input::Dataset& d, bool one_hot_text) {
   std::vector<std::string> names = d.features;
   std::sort(names.begin(), names.end());
+  // A text feature's values, sorted: its indicator columns, in that order.
+  std::map<std::string, std::vector<std::string>> vocabulary;
+  if (one_hot_text) {
+    std::map<std::string, std::set<std::string>> seen;
+    TROUPE_RETURN_IF_ERROR(for_each_chunk(d, [&](const actors::Chunk& c) {
+      for (const std::string& name : names) {
+        const runtime::Tensor& t = c.components[d.component(name)];
+        if (t.dtype() != runtime::DType::kString) continue;
+        const int64_t per = per_example(t);
+        for (int64_t j = c.first() * per; j < c.last() * per; ++j) {
+          seen[name].insert(t.data<std::string>()[j]);
+        }
+      }
+      return runtime::ok_status();
+    }));
+    for (auto& [name, values] : seen) vocabulary[name].assign(values.begin(), values.end());
+  }
+  Arrays out;
   std::vector<float> xs;
   std::vector<runtime::Tensor> labels;
   int64_t rows = 0, width = -1;
-  for (int64_t u = 0; u < d.source->num_units(); ++u) {
-    std::vector<actors::Chunk> chunks;
-    int64_t skipped = 0;
-    TROUPE_RETURN_IF_ERROR(d.source->read(u, &chunks, &skipped));
-    for (const actors::Chunk& c : chunks) {
-      const int64_t n = c.last() - c.first();
-      if (n <= 0) continue;
-      std::vector<std::vector<double>> columns;
-      std::vector<int64_t> per;
-      int64_t w = 0;
-      for (const std::string& name : names) {
-        const runtime::Tensor& t = c.components[d.component(name)];
-        if (t.dtype() == runtime::DType::kString) {
+  TROUPE_RETURN_IF_ERROR(for_each_chunk(d, [&](const actors::Chunk& c) {
+    const int64_t n = c.last() - c.first();
+    std::vector<std::string> columns;
+    // Per feature, row r's values appended to xs.
+    std::vector<std::function<void(int64_t)>> writers;
+    std::vector<std::vector<double>> numbers(names.size());
+    for (size_t f = 0; f < names.size(); ++f) {
+      const std::string& name = names[f];
+      const runtime::Tensor& t = c.components[d.component(name)];
+      const int64_t per = per_example(t);
+      if (t.dtype() == runtime::DType::kString) {
+        if (!one_hot_text) {
           return runtime::invalid_argument("feature '", name, "' is text: only numbers fit here");
         }
-        // A chunk's rows are a range of a tensor that may hold the whole file.
-        columns.push_back(estimators::as_doubles(runtime::slice_rows(t, c.first(), n)));
-        per.push_back(t.dim(0) > 0 ? t.num_elements() / t.dim(0) : 0);
-        w += per.back();
-      }
-      if (width >= 0 && w != width) return runtime::invalid_argument("examples vary in width");
-      width = w;
-      for (int64_t r = 0; r < n; ++r) {
-        for (size_t f = 0; f < columns.size(); ++f) {
-          for (int64_t k = 0; k < per[f]; ++k) {
-            xs.push_back(static_cast<float>(columns[f][r * per[f] + k]));
+        const std::vector<std::string>& vocab = vocabulary[name];
+        for (const std::string& v : vocab) columns.push_back(name + "=" + v);
+        const std::string* text = t.data<std::string>() + c.first() * per;
+        writers.push_back([&vocab, &xs, text, per](int64_t r) {
+          const size_t at = xs.size();
+          xs.resize(at + vocab.size(), 0.0f);
+          for (int64_t k = 0; k < per; ++k) {
+            auto it = std::lower_bound(vocab.begin(), vocab.end(), text[r * per + k]);
+            xs[at + static_cast<size_t>(it - vocab.begin())] = 1.0f;
           }
-        }
+        });
+        continue;
       }
-      labels.push_back(runtime::slice_rows(c.components[d.component(d.label)], c.first(), n));
-      rows += n;
+      for (int64_t k = 0; k < per; ++k) {
+        columns.push_back(per == 1 ? name : name + "[" + std::to_string(k) + "]");
+      }
+      // A chunk's rows are a range of a tensor that may hold the whole file.
+      numbers[f] = estimators::as_doubles(runtime::slice_rows(t, c.first(), n));
+      writers.push_back([&xs, values = &numbers[f], per](int64_t r) {
+        for (int64_t k = 0; k < per; ++k) xs.push_back(static_cast<float>((*values)[r * per + k]));
+      });
     }
-  }
+    const int64_t w = static_cast<int64_t>(columns.size());
+    if (width >= 0 && w != width) return runtime::invalid_argument("examples vary in width");
+    width = w;
+    out.columns = std::move(columns);
+    for (int64_t r = 0; r < n; ++r) {
+      for (auto& write : writers) write(r);
+    }
+    labels.push_back(runtime::slice_rows(c.components[d.component(d.label)], c.first(), n));
+    rows += n;
+    return runtime::ok_status();
+  }));
   if (rows == 0) return runtime::invalid_argument("the data has no examples");
-  return Arrays{runtime::Tensor::from_vector(runtime::Shape{rows, width}, xs),
-                runtime::concat_rows(labels)};
+  out.x = runtime::Tensor::from_vector(runtime::Shape{rows, width}, xs);
+  out.y = runtime::concat_rows(labels);
+  return out;
+}
+
+runtime::Result<runtime::Tensor> class_indices(const runtime::Tensor& labels,
+                                               const std::vector<std::string>& names) {
+  std::vector<int64_t> classes(static_cast<size_t>(labels.num_elements()));
+  for (size_t i = 0; i < classes.size(); ++i) {
+    const std::string& label = labels.data<std::string>()[i];
+    auto it = std::lower_bound(names.begin(), names.end(), label);
+    if (it == names.end() || *it != label) {
+      return runtime::invalid_argument("label '", label, "' of row ", i, " is not a known class");
+    }
+    classes[i] = it - names.begin();
+  }
+  return runtime::Tensor::from_vector(labels.shape(), classes);
 }
 
 }  // namespace troupe::cli

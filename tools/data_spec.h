@@ -1,5 +1,6 @@
 // The data troupe's commands read: DATA arguments (fashion-mnist, csv:PATH), what a dataset
-// holds (rows, classes), and a whole dataset as arrays for scikit-learn style fitting.
+// holds (rows, classes), and a whole dataset as arrays for scikit-learn style fitting (text
+// columns one-hot when asked).
 //
 //   auto data = open_data("csv:wine.csv", "train", "label", {.batch_size = 128});
 //   auto classes = count_classes(*data);                  // one more than the largest label
@@ -29,8 +30,16 @@ runtime::Result<std::vector<std::string>> label_names(const estimators::input::D
 struct Arrays {
   runtime::Tensor x;  // float32 [n, d]: the features flattened and concatenated in name order
   runtime::Tensor y;  // the label column as stored
+  // x's columns: a feature's name, "name[k]" for the k-th value of a vector, "name=value" for
+  // a text value's indicator.
+  std::vector<std::string> columns;
 };
-// Every example of `d`, read through once; an error names a text feature.
-runtime::Result<Arrays> load_arrays(const estimators::input::Dataset& d);
+// Every example of `d`. A text feature is an error naming it, or with `one_hot_text` becomes
+// one indicator column per value it takes in `d` (pandas' get_dummies), sorted.
+runtime::Result<Arrays> load_arrays(const estimators::input::Dataset& d, bool one_hot_text = false);
+// Text labels as the indices of their classes in `names` (sorted, label_names), an error naming
+// a label that is none of them.
+runtime::Result<runtime::Tensor> class_indices(const runtime::Tensor& labels,
+                                               const std::vector<std::string>& names);
 
 }  // namespace troupe::cli

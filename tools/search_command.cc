@@ -8,7 +8,9 @@
 // --grid holds NAME=VALUES items separated by spaces; a name is a param (learning_rate) or its
 // train flag (hidden, learning-rate); values are separated by ';', or by ',' for a param that is
 // not a list. A table's columns are standardized on each fold's training rows (a Pipeline of a
-// StandardScaler and the model) unless --standardize off.
+// StandardScaler and the model) unless --standardize off. A text column becomes one indicator
+// column per value (pandas' get_dummies), a text label the index of its name among the sorted
+// names.
 #include <cstdio>
 #include <sstream>
 
@@ -102,12 +104,21 @@ int search(const std::vector<std::string>& args) {
   auto data = open_data(data_spec, "train", label, {.batch_size = 1024});
   if (!data.ok()) return fail(data.status());
   const bool classifier = spec.task == estimators::Task::kClassifier;
+  // A text label column: its names, sorted, are the classes (scikit-learn's LabelEncoder).
+  std::vector<std::string> text_labels;
+  if (classifier) {
+    auto names = label_names(*data);
+    if (!names.ok()) return fail(names.status());
+    text_labels = std::move(*names);
+  }
   if (classifier) {
     int64_t n_classes = 10;
     if (flags.count("n-classes")) {
       if (!to_int("n-classes", flag("n-classes", ""), 2, &n_classes, &error)) {
         return usage_error(error);
       }
+    } else if (!text_labels.empty()) {
+      n_classes = std::max<int64_t>(2, static_cast<int64_t>(text_labels.size()));
     } else if (data_spec != "fashion-mnist") {
       auto counted = count_classes(*data);
       if (!counted.ok()) return fail(counted.status());
@@ -122,8 +133,14 @@ int search(const std::vector<std::string>& args) {
   if (!model.ok()) return usage_error(model.status().message());
   auto grid = parse_grid(flag("grid", ""), (*model)->get_params());
   if (!grid.ok()) return usage_error(grid.status().message());
-  auto arrays = load_arrays(*data);
+  // Text columns as indicator columns, one per value: the models here take numbers.
+  auto arrays = load_arrays(*data, /*one_hot_text=*/true);
   if (!arrays.ok()) return fail(arrays.status());
+  if (!text_labels.empty()) {
+    auto classes = class_indices(arrays->y, text_labels);
+    if (!classes.ok()) return fail(classes.status());
+    arrays->y = std::move(*classes);
+  }
 
   // Standardized inside the search, on each fold's training rows only.
   const bool scale = *standardize;
@@ -153,7 +170,7 @@ int search(const std::vector<std::string>& args) {
         std::make_unique<estimators::GridSearchCV>(*searched, std::vector<ParamGrid>{named}, so);
   }
   runtime::log_info(search->candidates().size(), " candidates x ", folds, " folds on ",
-                    arrays->x.dim(0), " examples");
+                    arrays->x.dim(0), " examples of ", arrays->x.dim(1), " columns");
   if (auto s = search->fit(arrays->x, arrays->y); !s.ok()) return fail(s);
   estimators::ResultsTable table = search->cv_results();
   if (scale) {

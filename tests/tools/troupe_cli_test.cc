@@ -496,6 +496,17 @@ TEST_CASE("troupe train on a table with text columns: inferred, from a spec, wid
   CHECK((names.out.find("\nsame,") != std::string::npos &&
          names.out.find("\ndiffer,") != std::string::npos));
 
+  // troupe search over the same table: each text column one indicator column a value (a, b: 3
+  // each, and w), the text label as classes; agreement needs hidden units.
+  Run search = troupe("search --model dnn --data csv:" + (dir / "named.csv").string() +
+                      " --label label --grid \"hidden=1;32,16\" --cv 3");
+  REQUIRE_MESSAGE(search.status == 0, search.err);
+  CHECK(search.err.find("on 600 examples of 7 columns") != std::string::npos);
+  const std::string best = "best: hidden_units=32,16 (mean_test_score ";
+  const size_t at = search.out.find(best);
+  REQUIRE_MESSAGE(at != std::string::npos, search.out);
+  CHECK(std::stod(search.out.substr(at + best.size())) >= 0.95);
+
   // An identifier column (a value a row) is hashed, not listed.
   {
     std::ofstream ids(dir / "ids.csv");
