@@ -35,14 +35,41 @@ int64_t per_example(const runtime::Tensor& t) {
 }  // namespace
 
 runtime::Result<input::Dataset> open_data(const std::string& spec, const std::string& split,
-                                          const std::string& label,
-                                          const input::DatasetOptions& o) {
+                                          const std::string& label, const input::DatasetOptions& o,
+                                          const DataOptions& data) {
   if (spec == "fashion-mnist" || spec == "fashion_mnist") return input::fashion_mnist(split, o);
   if (spec.rfind("csv:", 0) == 0) {
     if (label.empty()) return runtime::invalid_argument("--data csv:... needs --label COLUMN");
     return input::csv(spec.substr(4), label, {}, o);
   }
-  return runtime::invalid_argument("--data '", spec, "' is not fashion-mnist or csv:PATH");
+  if (spec.rfind("libsvm:", 0) == 0) {
+    if (label != "label") {
+      return runtime::invalid_argument("--label ", label,
+                                       ": a libsvm file's label is the first field of a line");
+    }
+    // Units of 512 rows: a unit is a dense [rows, width] tensor, at most 64 MB.
+    TROUPE_ASSIGN_OR_RETURN(input::Dataset d, input::libsvm(spec.substr(7),
+                                                            {.dense = true,
+                                                             .num_features = data.num_features,
+                                                             .text_labels = data.class_names,
+                                                             .rows_per_unit = 512},
+                                                            o));
+    if (libsvm_features(d) > kMaxLibsvmFeatures) {
+      return runtime::invalid_argument(spec, ": ", libsvm_features(d),
+                                       " features; troupe's commands read up to ",
+                                       kMaxLibsvmFeatures,
+                                       " as dense columns (wider sparse data trains from C++: "
+                                       "input::libsvm and a weighted categorical column)");
+    }
+    return d;
+  }
+  return runtime::invalid_argument("--data '", spec,
+                                   "' is not fashion-mnist, csv:PATH or libsvm:PATH");
+}
+
+int64_t libsvm_features(const input::Dataset& d) {
+  auto source = std::dynamic_pointer_cast<const input::LibsvmSource>(d.source);
+  return source ? source->num_features() : 0;
 }
 
 runtime::Result<int64_t> count_classes(const input::Dataset& d) {

@@ -1,5 +1,5 @@
-// The data troupe's commands read: DATA arguments (fashion-mnist, csv:PATH), what a dataset
-// holds (rows, classes), and a whole dataset as arrays for scikit-learn style fitting (text
+// The data troupe's commands read: DATA arguments (fashion-mnist, csv:PATH, libsvm:PATH), what a
+// dataset holds (rows, classes), and a whole dataset as arrays for scikit-learn style fitting (text
 // columns one-hot when asked).
 //
 //   auto data = open_data("csv:wine.csv", "train", "label", {.batch_size = 128});
@@ -15,11 +15,24 @@
 
 namespace troupe::cli {
 
-// fashion-mnist (its `split`) or csv:PATH (a glob too), whose `label` column is the label.
+// What reading a libsvm file needs beyond the dataset's options.
+struct DataOptions {
+  bool class_names = false;  // labels as text ("1", "-1"): a classifier's class names
+  int64_t num_features = 0;  // the width a model was trained on; 0: the files' largest index
+};
+// libsvm files are read as dense rows ("features" float32 [n]) up to this width; wider sparse
+// data trains from C++ (input::libsvm and a weighted categorical column).
+constexpr int64_t kMaxLibsvmFeatures = 32768;
+
+// fashion-mnist (its `split`), csv:PATH (a glob too), whose `label` column is the label, or
+// libsvm:PATH (svmlight files, a glob too: "label" and "features").
 runtime::Result<estimators::input::Dataset> open_data(const std::string& spec,
                                                       const std::string& split,
                                                       const std::string& label,
-                                                      const estimators::input::DatasetOptions& o);
+                                                      const estimators::input::DatasetOptions& o,
+                                                      const DataOptions& data = {});
+// The width of libsvm data's rows; 0 for other data.
+int64_t libsvm_features(const estimators::input::Dataset& d);
 // The number of classes: one more than the largest label; an error names a label that is not
 // a class number.
 runtime::Result<int64_t> count_classes(const estimators::input::Dataset& d);

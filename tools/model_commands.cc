@@ -57,6 +57,13 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "cluster-deadline",
                                               "eval-timeout"};
 
+// How a trained model reads more of its data: libsvm rows as wide as in training, and their
+// labels as its class names.
+DataOptions data_options(const ModelSpec& spec) {
+  return {.class_names = spec.task == estimators::Task::kClassifier && spec.model != "kmeans",
+          .num_features = spec.libsvm_features};
+}
+
 void print_metrics(const estimators::Metrics& m) {
   std::string line = "{";
   auto add = [&](const std::string& k, double v, bool integer) {
@@ -240,10 +247,13 @@ int train(const std::vector<std::string>& args) {
                                    .num_epochs = repeat ? 0 : epochs,
                                    .shuffle = true,
                                    .seed = static_cast<uint64_t>(seed)};
-  auto train_data = open_data(flag("data", ""), "train", label, train_opts);
-  if (!train_data.ok()) return fail(train_data.status());
   const bool classifier = spec.task == estimators::Task::kClassifier;
   const bool kmeans = spec.model == "kmeans";
+  // A libsvm file's numeric labels name a classifier's classes, as a table's text labels do.
+  auto train_data = open_data(flag("data", ""), "train", label, train_opts,
+                              {.class_names = classifier && !kmeans});
+  if (!train_data.ok()) return fail(train_data.status());
+  spec.libsvm_features = libsvm_features(*train_data);
   if (kmeans && !classifier) return usage_error("--regression: k-means clusters");
   // A text label column: its names, sorted, are the classes (scikit-learn's LabelEncoder).
   std::vector<std::string> text_labels;
@@ -408,10 +418,10 @@ int train(const std::vector<std::string>& args) {
 
   input::DatasetOptions eval_opts{.batch_size = 1000};
   const std::string eval_spec = flag("eval-data", flag("data", ""));
-  if (!flags.count("eval-data") && eval_spec.rfind("csv:", 0) == 0) {
+  if (!flags.count("eval-data") && eval_spec != "fashion-mnist") {
     runtime::log_warning("evaluating on the training data; pass --eval-data for a held-out set");
   }
-  auto eval_data = open_data(eval_spec, "test", label, eval_opts);
+  auto eval_data = open_data(eval_spec, "test", label, eval_opts, data_options(spec));
   if (!eval_data.ok()) return fail(eval_data.status());
   if (cluster->task_type == "evaluator") {
     return run_evaluator(config, model_fn, *eval_data, steps, eval_timeout_s, graceful);
@@ -494,7 +504,7 @@ int evaluate(const std::vector<std::string>& args) {
   auto est = open_model(flags, &info);
   if (!est.ok()) return fail(est.status());
   const std::string label = flags.count("label") ? flags.at("label") : info.label;
-  auto data = open_data(flags.at("data"), "test", label, {.batch_size = 1000});
+  auto data = open_data(flags.at("data"), "test", label, {.batch_size = 1000}, data_options(info));
   if (!data.ok()) return fail(data.status());
   auto m = (*est)->evaluate(*data);
   if (!m.ok()) return fail(m.status());
@@ -641,7 +651,7 @@ int predict(const std::vector<std::string>& args) {
     data = input::csv(spec.substr(4), "", {}, o);
     if (data.ok() && data->component(label) >= 0) data = input::csv(spec.substr(4), label, {}, o);
   } else {
-    data = open_data(spec, "test", label, o);
+    data = open_data(spec, "test", label, o, data_options(info));
   }
   if (!data.ok()) return fail(data.status());
   FILE* out = stdout;

@@ -142,7 +142,8 @@ runtime::Result<bool> standardize_of(const Flags& flags, const std::string& data
   if (how != "auto" && how != "on" && how != "off") {
     return runtime::invalid_argument("--standardize: '", how, "' is not auto, on or off");
   }
-  return how == "on" || (how == "auto" && data.rfind("csv:", 0) == 0);
+  return how == "on" ||
+         (how == "auto" && (data.rfind("csv:", 0) == 0 || data.rfind("libsvm:", 0) == 0));
 }
 
 std::vector<std::string> shape_params(const std::string& model, Task task) {
@@ -317,6 +318,9 @@ runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
                                                             : "regressor";
   std::string text = "model " + spec.model + "\ntask " + task + "\nlabel " + spec.label + "\n";
   for (const auto& [k, v] : spec.params) text += "param " + k + " " + v + "\n";
+  if (spec.libsvm_features > 0) {
+    text += "libsvm_features " + std::to_string(spec.libsvm_features) + "\n";
+  }
   for (const auto& [name, st] : spec.standardize) {
     text +=
         "standardize " + name + " " + format_floats(st.mean) + " " + format_floats(st.scale) + "\n";
@@ -367,6 +371,13 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
       spec.params[k] = rest_of_line();
     } else if (word == "label") {
       spec.label = rest_of_line();
+    } else if (word == "libsvm_features") {
+      const std::string n = rest_of_line();
+      char* end = nullptr;
+      spec.libsvm_features = std::strtoll(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || spec.libsvm_features <= 0) {
+        return runtime::data_loss(path, ": libsvm_features '", n, "' is not a width");
+      }
     } else if (word == "standardize") {
       std::string name, mean, scale;
       in >> name >> mean >> scale;

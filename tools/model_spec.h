@@ -33,6 +33,7 @@ struct ModelSpec {
   std::string label;
   std::vector<estimators::ServingInput> inputs;  // once trained
   std::vector<float> initial_centers;            // kmeans's, drawn from the training data
+  int64_t libsvm_features = 0;  // libsvm data: the width of the rows it was trained on
 };
 
 // The models `troupe train --model` takes, and the flags that set params of each.
@@ -49,7 +50,7 @@ runtime::Result<estimators::TextParams> model_params(const std::string& model,
 // by resolved_params later, once the data has said how many classes there are).
 runtime::Result<ModelSpec> model_spec_of(const Flags& flags);
 // --standardize auto|on|off: whether the numeric columns of `data` are standardized (auto: for
-// csv tables; Fashion-MNIST's pixels lie in [0, 1] already).
+// csv tables and libsvm files; Fashion-MNIST's pixels lie in [0, 1] already).
 runtime::Result<bool> standardize_of(const Flags& flags, const std::string& data);
 
 // The params that fix a model's variables: another value needs another model_dir.

@@ -101,9 +101,10 @@ int search(const std::vector<std::string>& args) {
   if (flags.count("batch-size")) spec.params["batch_size"] = flag("batch-size", "");
   const std::string data_spec = flag("data", "");
   const std::string label = flag("label", data_spec.rfind("csv:", 0) == 0 ? "" : "label");
-  auto data = open_data(data_spec, "train", label, {.batch_size = 1024});
-  if (!data.ok()) return fail(data.status());
   const bool classifier = spec.task == estimators::Task::kClassifier;
+  auto data =
+      open_data(data_spec, "train", label, {.batch_size = 1024}, {.class_names = classifier});
+  if (!data.ok()) return fail(data.status());
   // A text label column: its names, sorted, are the classes (scikit-learn's LabelEncoder).
   std::vector<std::string> text_labels;
   if (classifier) {

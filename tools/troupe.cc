@@ -21,7 +21,7 @@
 //   troupe secret FILE
 //
 // DATA is fashion-mnist (Debian's dataset-fashion-mnist; train split for training, test split
-// otherwise) or csv:PATH (a glob too) with --label COLUMN. train and evaluate end with one JSON
+// otherwise), csv:PATH (a glob too) with --label COLUMN, or libsvm:PATH (svmlight files). train and evaluate end with one JSON
 // line of the evaluation metrics; predict writes a CSV of classes and probabilities. A bad flag
 // or bad data is one line on stderr and exit status 2 (usage) or 1 (data, model). Ctrl-C (or
 // SIGTERM) during training stops it gracefully: the running steps finish, the checkpoint is
@@ -52,7 +52,7 @@ const char* kUsage =
     "                     [--data-port P] [--advertise-data-port Q]\n"
     "       troupe cluster --ps N --workers M [--evaluator] [--host H] [--pin] -- train ...\n"
     "       troupe secret FILE\n"
-    "DATA: fashion-mnist | csv:PATH (with --label COLUMN)\n"
+    "DATA: fashion-mnist | csv:PATH (with --label COLUMN) | libsvm:PATH (svmlight files)\n"
     "train options: --regression --epochs N | --steps N --batch-size B --optimizer NAME\n"
     "  --learning-rate R --clip-norm C --eval-every N --early-stopping-rounds K --seed S\n"
     "  --eval-data DATA --n-classes C --standardize auto|on|off (auto: csv tables)\n"

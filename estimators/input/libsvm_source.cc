@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 
 #include "runtime/tensor.h"
 
@@ -155,6 +156,12 @@ Status LibsvmSource::read_unit(int64_t unit, std::vector<actors::Chunk>* out,
   const int64_t base = options_.zero_based ? 0 : 1;
   const int64_t width = options_.num_features;
   Tensor labels, features;
+  std::vector<std::string> names;  // text_labels
+  auto label_text = [](float label) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", label);
+    return std::string(text);
+  };
   if (options_.dense) {
     TROUPE_ASSIGN_OR_RETURN(labels, Tensor::zeros(runtime::DType::kFloat32, Shape{u.rows}));
     TROUPE_ASSIGN_OR_RETURN(features,
@@ -184,22 +191,33 @@ Status LibsvmSource::read_unit(int64_t unit, std::vector<actors::Chunk>* out,
       ++*skipped;
       continue;
     }
-    if (options_.dense) {
+    if (options_.dense && options_.text_labels) {
+      names.push_back(label_text(ex.label));
+    } else if (options_.dense) {
       labels.data<float>()[row] = ex.label;
+    }
+    if (options_.dense) {
       float* dst = features.data<float>() + row * width;
       for (size_t k = 0; k < ex.indices.size(); ++k) dst[ex.indices[k]] = ex.values[k];
     } else {
       const int64_t nnz = static_cast<int64_t>(ex.indices.size());
       actors::Chunk c;
-      c.components = {Tensor::from_vector(Shape{1}, std::vector<float>{ex.label}),
-                      Tensor::from_vector(Shape{1, nnz}, ex.indices),
-                      Tensor::from_vector(Shape{1, nnz}, ex.values)};
+      c.components = {
+          options_.text_labels
+              ? Tensor::from_vector(Shape{1}, std::vector<std::string>{label_text(ex.label)})
+              : Tensor::from_vector(Shape{1}, std::vector<float>{ex.label}),
+          Tensor::from_vector(Shape{1, nnz}, ex.indices),
+          Tensor::from_vector(Shape{1, nnz}, ex.values)};
       out->push_back(std::move(c));
     }
     ++row;
   }
   if (options_.dense && row > 0) {
     actors::Chunk c;
+    if (options_.text_labels) {
+      names.resize(static_cast<size_t>(u.rows));  // rows skipped leave the tail unread
+      labels = Tensor::from_vector(Shape{u.rows}, names);
+    }
     c.components = {labels, features};
     c.end = row;
     out->push_back(std::move(c));

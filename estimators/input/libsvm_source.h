@@ -22,6 +22,9 @@ struct LibsvmOptions {
   bool dense = false;
   int64_t num_features = 0;  // dense: 0 infers it from the largest index in the files
   bool zero_based = false;   // svmlight counts features from 1
+  // "label" as text ("1", "-1", "0.5": the number as %g writes it): class names, for a
+  // classifier's label vocabulary, whatever numbers a file's classes are.
+  bool text_labels = false;
   int64_t rows_per_unit = 4096;
   bool skip_bad_records = false;
 };

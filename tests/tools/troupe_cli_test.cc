@@ -262,6 +262,64 @@ TEST_CASE("troupe train --model linear|svm|dnn [--regression] on a small table, 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("troupe train / evaluate / predict / search on libsvm files, labels -1 and +1") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("troupe_cli_svm_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // svmlight's layout: 1-based indices, small values left out; the class is a linear rule.
+  std::mt19937 rng(3);
+  std::normal_distribution<double> g(0, 1);
+  for (const auto& [name, rows] :
+       {std::pair<const char*, int>{"train.svm", 800}, {"test.svm", 300}}) {
+    std::ofstream f(dir / name);
+    for (int i = 0; i < rows; ++i) {
+      double x[5];
+      for (double& v : x) v = g(rng);
+      f << (3 * x[0] - 2 * x[3] > 0 ? "+1" : "-1");
+      for (int k = 0; k < 5; ++k) {
+        if (std::abs(x[k]) > 0.3) f << " " << k + 1 << ":" << x[k];
+      }
+      f << (i % 7 == 0 ? " # a comment\n" : "\n");
+    }
+  }
+  std::ofstream(dir / "wide.svm") << "+1 1:1 9:2\n";
+  const std::string train = "libsvm:" + (dir / "train.svm").string();
+  const std::string test = "libsvm:" + (dir / "test.svm").string();
+  const std::string model = (dir / "m").string();
+  Run tr = troupe("train --model linear --data " + train + " --eval-data " + test +
+                  " --model-dir " + model);
+  REQUIRE_MESSAGE(tr.status == 0, tr.err);
+  CHECK(std::stod(tr.out.substr(tr.out.find("\"accuracy\": ") + 12)) >= 0.9);
+  std::ifstream info_file(dir / "m" / "troupe_model.txt");
+  const std::string info((std::istreambuf_iterator<char>(info_file)), {});
+  CHECK(info.find("libsvm_features 5\n") != std::string::npos);
+  CHECK(info.find("param label_vocabulary -1,1\n") != std::string::npos);
+  CHECK(info.find("standardize features ") != std::string::npos);
+
+  Run ev = troupe("evaluate --model-dir " + model + " --data " + test);
+  REQUIRE_MESSAGE(ev.status == 0, ev.err);
+  CHECK(ev.out == tr.out);
+  Run pr = troupe("predict --model-dir " + model + " --data " + test);
+  REQUIRE_MESSAGE(pr.status == 0, pr.err);
+  CHECK(lines(pr.out) == 301);
+  CHECK(pr.out.find("\n-1,") != std::string::npos);  // the classes by their names
+  CHECK(pr.out.find("\n1,") != std::string::npos);
+  Run sr = troupe("search --model linear --data " + train + " --grid \"l1=10000,0\" --cv 3");
+  REQUIRE_MESSAGE(sr.status == 0, sr.err);
+  CHECK(sr.out.find("best: l1=0 ") != std::string::npos);
+
+  // A row wider than the model's, and a label flag: one line each, naming the problem.
+  Run wide =
+      troupe("evaluate --model-dir " + model + " --data libsvm:" + (dir / "wide.svm").string());
+  CHECK(wide.status != 0);
+  CHECK(wide.err.find("wide.svm:1: feature index 9 is beyond the 5 features") != std::string::npos);
+  Run label = troupe("train --data " + train + " --label y --model-dir " + (dir / "x").string());
+  CHECK(label.status != 0);
+  CHECK(label.err.find("a libsvm file's label is the first field") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
   struct Case {
     std::string args, says;

@@ -258,6 +258,18 @@ TEST_CASE("libsvm: sparse tensors, dense, and bad lines") {
   Drained skipped = drain(*libsvm(bad, {.skip_bad_records = true}, {}));
   CHECK(skipped.stats.skipped == 1);
   CHECK(skipped.numbers[0] == std::vector<double>{1});
+
+  // Labels as class names ("+1" is "1"), dense or sparse, a bad line skipped or not.
+  const std::string half = write("half.svm", "2.5 1:1\n+1 1:2\nbad\n-1 2:1\n");
+  for (bool dense : {true, false}) {
+    auto p = Pipeline::start(
+        rt, *libsvm(half, {.dense = dense, .text_labels = true, .skip_bad_records = true},
+                    {.batch_size = 3}));
+    REQUIRE(p.ok());
+    auto b = (*p)->next();
+    REQUIRE(b.ok());
+    CHECK((*b)[0].to_vector<std::string>() == std::vector<std::string>{"2.5", "1", "-1"});
+  }
 }
 
 TEST_CASE("record files: round trip, corrupt and truncated records") {
