@@ -55,7 +55,9 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "secret",
                                               "ps-strategy",
                                               "cluster-deadline",
-                                              "eval-timeout"};
+                                              "eval-timeout",
+                                              "replicas-to-aggregate",
+                                              "sync-timeout"};
 
 // How a trained model reads more of its data: libsvm rows as wide as in training, and their
 // labels as its class names.

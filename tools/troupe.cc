@@ -73,6 +73,8 @@ const char* kUsage =
     "  FILE: {\"chief\": [\"host:port\"], \"worker\": [...], \"ps\": [...]}\n"
     "  --secret FILE (or TROUPE_JOB_SECRET): the job secret every member holds\n"
     "  --ps-strategy round_robin|greedy --cluster-deadline SECONDS (waiting for the others)\n"
+    "  --sync (one update a step from every replica's gradients) --replicas-to-aggregate R\n"
+    "  --sync-timeout SECONDS (a round short of replicas closes with those it has)\n"
     "  --steps N: the global step to stop at; --eval-timeout SECONDS (the evaluator)\n"
     "cluster: --workers counts the chief; each task is a process on --host (127.0.0.1);\n"
     "  --pin: each training replica on a core of its own, ps tasks on the cores left\n"
