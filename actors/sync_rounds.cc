@@ -61,6 +61,15 @@ std::string names(const std::set<int>& replicas) {
 void SyncRounds::note_read(int replica, const std::string& var) {
   read_round_[{replica, var}] = round(var);
   seen_.insert(replica);
+  if (gone_.erase(replica) > 0) {
+    runtime::log_info("sync: replica ", replica, " is back; rounds wait for it again");
+  }
+}
+
+size_t SyncRounds::needed(uint32_t aggregate) const {
+  const size_t want = std::max<uint32_t>(1, aggregate);
+  if (gone_.empty()) return want;
+  return std::max<size_t>(1, std::min(want, seen_.size() - gone_.size()));
 }
 
 int64_t SyncRounds::round(const std::string& var) const {
@@ -111,7 +120,7 @@ SyncRounds::Reply SyncRounds::contribute(ShardCall call, ShardCalls& calls, Cloc
   }
   open->second.replicas.insert(replica);
   seen_.insert(replica);
-  if (open->second.replicas.size() >= std::max<uint32_t>(1, open->second.call.sync.aggregate)) {
+  if (open->second.replicas.size() >= needed(open->second.call.sync.aggregate)) {
     return close(var, calls);
   }
   return as_is();
@@ -176,12 +185,17 @@ void SyncRounds::expire(Clock::time_point now, ShardCalls& calls) {
     for (int r : seen_) {
       if (!acc.replicas.count(r)) missing.insert(r);
     }
+    std::set<int> newly_gone;
+    for (int r : missing) {
+      if (gone_.insert(r).second) newly_gone.insert(r);
+    }
     runtime::log_warning("sync: round ", round(var), " of ", var, " closed after ",
                          acc.call.sync.aggregate_timeout_ms, " ms with replicas ",
                          names(acc.replicas), " (", acc.replicas.size(), " of ",
                          acc.call.sync.aggregate,
                          "); missing: ", missing.empty() ? "none seen" : names(missing),
-                         " (replica 0 is the chief, replica i worker i - 1)");
+                         " (replica 0 is the chief, replica i worker i - 1)",
+                         newly_gone.empty() ? "" : "; rounds go on without them until they read");
     close(var, calls);
   }
   auto late = [&](Waiter& w) {

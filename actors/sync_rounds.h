@@ -5,9 +5,11 @@
 // variable's round advances. An update computed from values older than the open round (the
 // replica read the variable before the last round closed: a straggler, a backup worker) is
 // dropped. A round still short of replicas after its timeout closes with those it has, logged
-// with who took part. The barrier (op SyncReplicasBarrier, on the ps of the global step) answers
-// a replica once the global step has passed the one it read, so its next step reads the
-// round's result.
+// with who took part; the replicas it missed count as gone (a killed worker) and the rounds
+// after it need only the others, until a gone replica reads a variable again: one timeout
+// for a lost worker, not one a step. The barrier (op SyncReplicasBarrier, on the ps of the global
+// step) answers a replica once the global step has passed the one it read, so its next step reads
+// the round's result.
 //
 //   SyncRounds sync(store);
 //   sync.note_read(replica, "w");                    // a Variable call of that replica
@@ -73,7 +75,11 @@ class SyncRounds {
   std::map<std::pair<int, std::string>, int64_t> read_round_;
   std::map<std::string, Accumulator> open_;
   std::vector<Waiter> waiters_;
+  // The replicas of a round: `aggregate`, less those gone (when some are), at least one.
+  size_t needed(uint32_t aggregate) const;
+
   std::set<int> seen_;  // replicas that have called, for naming those a round misses
+  std::set<int> gone_;  // missed a round at its timeout and not heard from since
   int64_t dropped_ = 0;
 };
 

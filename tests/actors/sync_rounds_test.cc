@@ -115,3 +115,29 @@ TEST_CASE("a round short of replicas closes at its timeout; the barrier waits fo
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.status().message().find("global step 1 was not passed") != std::string::npos);
 }
+
+TEST_CASE("a replica a round missed at its timeout is not waited for until it reads again") {
+  Fixture f;
+  f.sync.note_read(0, "w");
+  f.sync.note_read(1, "w");
+  f.sync.contribute(sgd(0, {1, 1}), f.calls, f.t0);
+  f.sync.contribute(sgd(1, {3, 3}), f.calls, f.t0);
+  CHECK(w(*f.store) == std::vector<float>{8, 18});  // both: the mean, 2
+  // Replica 1 dies: the next round waits its timeout once, then closes with replica 0.
+  f.sync.note_read(0, "w");
+  f.sync.contribute(sgd(0, {1, 1}), f.calls, f.t0);
+  CHECK(w(*f.store) == std::vector<float>{8, 18});
+  f.sync.expire(f.t0 + std::chrono::milliseconds(1000), f.calls);
+  CHECK(w(*f.store) == std::vector<float>{7, 17});
+  // The rounds after it close with replica 0 alone, at once.
+  f.sync.note_read(0, "w");
+  f.sync.contribute(sgd(0, {1, 1}), f.calls, f.t0);
+  CHECK(w(*f.store) == std::vector<float>{6, 16});
+  // Replica 1 comes back: it reads, and rounds need both again.
+  f.sync.note_read(0, "w");
+  f.sync.note_read(1, "w");
+  f.sync.contribute(sgd(0, {2, 2}), f.calls, f.t0);
+  CHECK(w(*f.store) == std::vector<float>{6, 16});
+  f.sync.contribute(sgd(1, {4, 4}), f.calls, f.t0);
+  CHECK(w(*f.store) == std::vector<float>{3, 13});
+}

@@ -235,6 +235,37 @@ TEST_CASE(
   std::filesystem::remove_all(d.dir);
 }
 
+TEST_CASE("sync: a worker killed mid-training costs the chief one round's timeout, not each") {
+  const Data d = make_data("troupe_cluster_sync_kill");
+  const std::string model = (d.dir / "model").string();
+  const std::string secret = (d.dir / "job.secret").string();
+  const std::string spec = write_job(d, 29000, secret);
+  auto task = [&](const std::string& job) {
+    const std::string what =
+        job == "ps" ? " server"
+                    : " train" + train_flags(d, model) + " --steps 600 --sync --sync-timeout 1";
+    return kTroupe + what + " --cluster " + spec + " --job " + job + " --task 0 --secret " + secret;
+  };
+  const std::string log = (d.dir / "worker.log").string(), ps_log = (d.dir / "ps.log").string();
+  const auto t0 = std::chrono::steady_clock::now();
+  Run r = shell(task("ps") + " 2>" + ps_log + " & ps=$!; " + task("worker") + " >/dev/null 2>" +
+                log + " & w=$!; " + "(until grep -q 'step = ' " + log +
+                "; do sleep 0.05; done; kill -KILL $w) & " + task("chief") +
+                "; status=$?; kill -TERM $ps; wait $ps; exit $status");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string ps = slurp(ps_log);
+  REQUIRE_MESSAGE(r.status == 0, r.err, "\n", ps);
+  CHECK(number_after(r.out, "global_step") >= 600);
+  CHECK(number_after(r.out, "accuracy") > 0.9);
+  CHECK_MESSAGE(ps.find("missing: 1 (replica 0 is the chief") != std::string::npos, ps);
+  CHECK(ps.find("rounds go on without them until they read") != std::string::npos);
+  // Hundreds of rounds after the kill: waiting a second for each would take minutes.
+  CHECK_MESSAGE(seconds < 60, seconds);
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
 TEST_CASE("a ps killed and started again: the chief restores it from its checkpoint, all go on") {
   const Data d = make_data("troupe_cluster_ps");
   const std::string model = (d.dir / "model").string();
