@@ -164,6 +164,21 @@ TEST_CASE("troupe cluster --sync --pin: one global step a round of both replicas
   std::filesystem::remove_all(d.dir);
 }
 
+TEST_CASE("troupe cluster --sync --replicas-to-aggregate 1: a round is one replica's batch") {
+  const Data d = make_data("troupe_cluster_backup");
+  Run job = shell(kTroupe + " cluster --ps 1 --workers 2 -- train" +
+                  train_flags(d, (d.dir / "backup").string()) +
+                  " --epochs 10 --sync --replicas-to-aggregate 1 --sync-timeout 5");
+  REQUIRE_MESSAGE(job.status == 0, job.err);
+  CHECK(number_after(job.out, "accuracy") > 0.9);
+  // 10 epochs of 1200 rows, one batch of 32 a step: 375 steps.
+  CHECK(number_after(job.out, "global_step") >= 375);
+  CHECK(number_after(job.out, "global_step") <= 377);
+  CHECK(job.err.find("the replicas stop at global step 375") != std::string::npos);
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
 TEST_CASE("troupe cluster: boosted trees grow on the ps from every worker's batches") {
   const Data d = make_data("troupe_cluster_trees");
   Run job = shell(kTroupe + " cluster --ps 1 --workers 2 -- train --model boosted_trees" +
