@@ -5,6 +5,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -17,7 +19,9 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <new>
+#include <optional>
 #include <system_error>
 
 #include "actors/messages.h"
@@ -117,14 +121,6 @@ std::string write_message_frame(int fd, capnp::MessageBuilder& message) {
     parts.push_back({const_cast<capnp::word*>(s.begin()), s.size() * sizeof(capnp::word)});
   }
   return write_all(fd, parts.data(), static_cast<int>(parts.size())) ? "" : errno_text();
-}
-
-bool write_frame(int fd, const std::vector<char>& body) {
-  unsigned char header[8];
-  const uint64_t n = body.size();
-  for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(n >> (8 * i));
-  iovec parts[2] = {{header, sizeof header}, {const_cast<char*>(body.data()), body.size()}};
-  return write_all(fd, parts, body.empty() ? 1 : 2);
 }
 
 // A frame's buffer is allocated up to this much before its bytes arrive; past it, only once
@@ -279,17 +275,72 @@ caf::behavior channel_actor(caf::stateful_actor<ChannelState>* self, int fd, std
 
 }  // namespace
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kListenId = 0, kWakeId = 1;
+
+std::string peer_of(const sockaddr_in& from) {
+  char ip[INET_ADDRSTRLEN] = "?";
+  ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(ntohs(from.sin_port));
+}
+
+}  // namespace
+
+// A peer's connection, as the server's thread sees it.
+struct DataServer::Connection {
+  enum class Phase { kHello, kProof, kFrames };
+  uint64_t id = 0;
+  int fd = -1;
+  std::string peer;
+  Phase phase = Phase::kFrames;
+  std::string hello, answer, handshake;  // the job secret's exchange, as far as it went
+  // The frame being read: its header, then its body, whose buffer grows as the bytes come.
+  unsigned char header[8] = {};
+  size_t header_got = 0;
+  uint64_t size = 0, got = 0, capacity = 0;
+  std::shared_ptr<char[]> body;
+  bool at_shard = false;  // a call is at the shard: read nothing more until its reply is out
+  std::deque<std::vector<char>> out;  // to write, in order; the front from out_at on
+  size_t out_at = 0;
+  bool registered = false;     // with epoll
+  uint32_t watching = 0;       // the events registered
+  Clock::time_point deadline;  // the handshake's end, or the idle limit
+};
+
+// Replies the relay actor hands over, and the eventfd that wakes the server's thread for them.
+// Shared with the relay, which may outlive the server by a message or two.
+struct DataServer::Replies {
+  int wake_fd = -1;
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, std::optional<std::vector<char>>>> ready;  // nullopt: failed
+  void post(uint64_t id, std::optional<std::vector<char>> reply) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ready.emplace_back(id, std::move(reply));
+    }
+    const uint64_t one = 1;
+    if (::write(wake_fd, &one, sizeof one) != sizeof one) {
+      // The counter is full (it cannot be, at one a reply) or the server is gone: nothing to do.
+    }
+  }
+  ~Replies() {
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+};
+
 runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime,
                                                                 const std::string& host,
                                                                 uint16_t port,
                                                                 DataServerOptions options) {
   TROUPE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, port));
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return runtime::unavailable("data channel: socket: ", errno_text());
   const int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 16) != 0 ||
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 64) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     const std::string why = errno_text();
     ::close(fd);
@@ -298,136 +349,334 @@ runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime
   return std::unique_ptr<DataServer>(new DataServer(runtime, fd, ntohs(addr.sin_port), options));
 }
 
+DataServer::DataServer(Runtime& runtime, int listen_fd, uint16_t port, DataServerOptions options)
+    : runtime_(runtime), listen_fd_(listen_fd), port_(port), options_(options) {}
+
 Status DataServer::serve(caf::actor shard) {
-  shard_ = std::move(shard);
+  replies_ = std::make_shared<Replies>();
+  replies_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (replies_->wake_fd < 0 || epoll_fd_ < 0) {
+    return runtime::resource_exhausted("data channel: cannot wait on connections: ", errno_text());
+  }
+  epoll_event listen_event{EPOLLIN, {.u64 = kListenId}};
+  epoll_event wake_event{EPOLLIN, {.u64 = kWakeId}};
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &listen_event) != 0 ||
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, replies_->wake_fd, &wake_event) != 0) {
+    return runtime::resource_exhausted("data channel: epoll: ", errno_text());
+  }
+  relay_ = runtime_.system().spawn([shard = std::move(shard), replies = replies_](
+                                       caf::event_based_actor* self) -> caf::behavior {
+    return {
+        [=](uint64_t id, runtime::Bytes& call) {
+          self->request(shard, caf::infinite, call_atom::value, std::move(call))
+              .then([=](std::vector<char>& reply) { replies->post(id, std::move(reply)); },
+                    [=](caf::error&) { replies->post(id, std::nullopt); });
+        },
+    };
+  });
   try {
-    acceptor_ = std::thread([this] { accept_loop(); });
+    thread_ = std::thread([this] { run(); });
   } catch (const std::system_error& e) {
-    return runtime::resource_exhausted("data channel: cannot start its accepting thread: ",
-                                       e.what());
+    return runtime::resource_exhausted("data channel: cannot start its thread: ", e.what());
   }
   return runtime::ok_status();
 }
 
-int DataServer::connections() {
-  std::lock_guard<std::mutex> lock(mu_);
-  reap_finished();
-  return static_cast<int>(connections_.size());
-}
-
-void DataServer::accept_loop() {
-  auto backoff = std::chrono::milliseconds(10);
-  while (!stopping_) {
-    sockaddr_in from{};
-    socklen_t from_len = sizeof from;
-    const int fd =
-        ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (stopping_ || errno == EBADF || errno == EINVAL) return;  // shut down
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      // Out of descriptors or memory: the listener is fine and the shortage may pass.
-      runtime::log_warning("data channel on port ", port_, ": accept failed (", errno_text(),
-                           "); retrying in ", backoff.count(), " ms");
-      std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
-      continue;
-    }
-    backoff = std::chrono::milliseconds(10);
-    char ip[INET_ADDRSTRLEN] = "?";
-    ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof ip);
-    const std::string peer = std::string(ip) + ":" + std::to_string(ntohs(from.sin_port));
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
-      ::close(fd);
-      return;
-    }
-    admit(fd, peer);
-  }
-}
-
-void DataServer::admit(int fd, const std::string& peer) {
-  reap_finished();
-  if (static_cast<int>(connections_.size()) >= options_.max_connections) {
-    runtime::log_warning("data channel on port ", port_, ": refused ", peer, ": ",
-                         options_.max_connections, " connections open");
-    ::close(fd);
-    return;
-  }
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  set_timeout(fd, options_.idle_timeout);
-  auto done = std::make_shared<std::atomic<bool>>(false);
-  try {
-    connections_.push_back(Connection{fd, std::thread([this, fd, done, peer] {
-                                        serve_connection(fd, peer);
-                                        *done = true;
-                                      }),
-                                      done});
-  } catch (const std::system_error& e) {
-    runtime::log_warning("data channel on port ", port_, ": refused ", peer, ": no thread (",
-                         e.what(), ")");
-    ::close(fd);
-  }
-}
-
-// Sessions come and go (an Estimator restarting, an evaluator polling): their connections'
-// threads and descriptors go with them. Closed here, not by their threads, so that a number
-// the kernel hands out again is never shut down by mistake.
-void DataServer::reap_finished() {
-  auto finished = [](Connection& c) {
-    if (!*c.done) return false;
-    c.thread.join();
-    ::close(c.fd);
-    return true;
-  };
-  connections_.erase(std::remove_if(connections_.begin(), connections_.end(), finished),
-                     connections_.end());
-}
-
-// One call at a time: read it, let the shard run it, write its reply. Whatever a peer sends,
-// the worst it gets is a closed connection (the shard answers bad bytes with an error reply).
-void DataServer::serve_connection(int fd, const std::string& peer) {
-  if (const auto& secret = runtime_.secret()) {
-    const std::string refused = secret->check_member(fd);
-    if (!refused.empty()) {
-      runtime::log_warning("data channel on port ", port_, ": refused ", peer, ": ", refused);
-      ::shutdown(fd, SHUT_RDWR);
-      return;
-    }
-  }
-  caf::scoped_actor self{runtime_.system()};
-  while (!stopping_) {
-    runtime::Bytes call;
-    if (!read_frame(fd, options_.max_frame_bytes, &call).empty()) break;
-    std::vector<char> reply;
-    bool answered = false;
-    self->request(shard_, caf::infinite, call_atom::value, std::move(call))
-        .receive(
-            [&](std::vector<char>& r) {
-              reply = std::move(r);
-              answered = true;
-            },
-            [&](caf::error&) {});
-    if (!answered || !write_frame(fd, reply)) break;
-  }
-  ::shutdown(fd, SHUT_RDWR);
-}
-
 DataServer::~DataServer() {
   stopping_ = true;
-  ::shutdown(listen_fd_, SHUT_RDWR);
-  if (acceptor_.joinable()) acceptor_.join();
+  if (thread_.joinable()) {
+    replies_->post(0, std::nullopt);  // wakes the thread, which sees stopping_
+    thread_.join();
+  }
+  for (auto& [id, c] : connections_) ::close(c->fd);
+  connections_.clear();
+  if (relay_) caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
   ::close(listen_fd_);
-  std::vector<Connection> connections;
+}
+
+void DataServer::run() {
+  std::vector<epoll_event> events(64);
+  while (!stopping_) {
+    // Wake for the nearest deadline: a handshake's or an idle connection's end, or the next
+    // accept after a failed one.
+    auto next = Clock::now() + std::chrono::seconds(1);
+    for (const auto& [id, c] : connections_) {
+      if (!c->at_shard) next = std::min(next, c->deadline);
+    }
+    if (accept_again_ != Clock::time_point{}) next = std::min(next, accept_again_);
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                               static_cast<int>(std::max<int64_t>(0, wait.count()) + 1));
+    if (n < 0 && errno != EINTR) {
+      runtime::log_error("data channel on port ", port_, ": epoll_wait: ", errno_text());
+      return;
+    }
+    for (int i = 0; i < n && !stopping_; ++i) {
+      const uint64_t id = events[i].data.u64;
+      if (id == kListenId) {
+        accept_all();
+      } else if (id == kWakeId) {
+        take_replies();
+      } else if (auto it = connections_.find(id); it != connections_.end()) {
+        on_event(*it->second, events[i].events);
+      }
+    }
+    const auto now = Clock::now();
+    if (accept_again_ != Clock::time_point{} && now >= accept_again_) {
+      accept_again_ = {};
+      epoll_event listen_event{EPOLLIN, {.u64 = kListenId}};
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &listen_event);
+    }
+    std::vector<uint64_t> idle;
+    for (const auto& [id, c] : connections_) {
+      if (!c->at_shard && now >= c->deadline) idle.push_back(id);
+    }
+    for (uint64_t id : idle) {
+      close(id, connections_.at(id)->phase == Connection::Phase::kFrames
+                    ? ""
+                    : "no proof of membership in time");
+    }
+  }
+}
+
+void DataServer::accept_all() {
+  for (;;) {
+    sockaddr_in from{};
+    socklen_t from_len = sizeof from;
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len,
+                             SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      // Out of descriptors or memory: the listener is fine and the shortage may pass. It stays
+      // unwatched for a while, or its waiting connection would wake this thread at once again.
+      runtime::log_warning("data channel on port ", port_, ": accept failed (", errno_text(),
+                           "); retrying in ", backoff_.count(), " ms");
+      epoll_event none{0, {.u64 = kListenId}};
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &none);
+      accept_again_ = Clock::now() + backoff_;
+      backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(1000));
+      return;
+    }
+    backoff_ = std::chrono::milliseconds(10);
+    const std::string peer = peer_of(from);
+    if (static_cast<int>(connections_.size()) >= options_.max_connections) {
+      runtime::log_warning("data channel on port ", port_, ": refused ", peer, ": ",
+                           options_.max_connections, " connections already");
+      ::close(fd);
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto c = std::make_unique<Connection>();
+    c->id = next_id_++;
+    c->fd = fd;
+    c->peer = peer;
+    const bool members_only = runtime_.secret() != nullptr;
+    c->phase = members_only ? Connection::Phase::kHello : Connection::Phase::kFrames;
+    c->deadline =
+        Clock::now() +
+        (members_only
+             ? std::chrono::duration_cast<std::chrono::milliseconds>(JobSecret::kHandshakeTimeout)
+             : options_.idle_timeout);
+    Connection& added = *c;
+    connections_.emplace(c->id, std::move(c));
+    open_ = static_cast<int>(connections_.size());
+    watch(added);
+  }
+}
+
+void DataServer::watch(Connection& c) {
+  uint32_t want = 0;
+  if (!c.at_shard) want |= EPOLLIN;
+  if (!c.out.empty()) want |= EPOLLOUT;
+  if (c.registered && want == c.watching) return;
+  epoll_event e{want, {.u64 = c.id}};
+  ::epoll_ctl(epoll_fd_, c.registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c.fd, &e);
+  c.registered = true;
+  c.watching = want;
+}
+
+void DataServer::close(uint64_t id, const std::string& why) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  if (!why.empty()) {
+    runtime::log_warning("data channel on port ", port_, ": refused ", it->second->peer, ": ", why);
+  }
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second->fd, nullptr);
+  ::close(it->second->fd);
+  connections_.erase(it);
+  open_ = static_cast<int>(connections_.size());
+}
+
+void DataServer::on_event(Connection& c, uint32_t events) {
+  const uint64_t id = c.id;
+  // Reset or closed both ways: reported whatever is watched, so it must end the connection now
+  // (a call at the shard included: its reply has nowhere to go).
+  if (events & (EPOLLHUP | EPOLLERR)) return close(id);
+  if ((events & EPOLLOUT) && !write_out(c)) return close(id);
+  if (events & EPOLLIN) {
+    if (c.phase == Connection::Phase::kFrames) {
+      read_frames(c);
+    } else {
+      read_handshake(c);
+    }
+  }
+}
+
+void DataServer::read_handshake(Connection& c) {
+  const uint64_t id = c.id;
+  const size_t want =
+      c.phase == Connection::Phase::kHello ? JobSecret::kHelloBytes : JobSecret::kProofBytes;
+  char buf[64];
+  const ssize_t n = ::recv(c.fd, buf, want - c.handshake.size(), 0);
+  if (n == 0) return close(id, "gone during the handshake");
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    return close(id, "gone during the handshake");
+  }
+  c.handshake.append(buf, static_cast<size_t>(n));
+  if (c.handshake.size() < want) return;
+  const JobSecret& secret = *runtime_.secret();
+  if (c.phase == Connection::Phase::kHello) {
+    c.hello = std::move(c.handshake);
+    c.handshake.clear();
+    if (std::string why = secret.answer_hello(c.hello, &c.answer); !why.empty()) {
+      return close(id, why);
+    }
+    c.out.emplace_back(c.answer.begin(), c.answer.end());
+    c.phase = Connection::Phase::kProof;
+    if (!write_out(c)) return close(id, "gone during the handshake");
+    return watch(c);
+  }
+  if (std::string why = secret.check_proof(c.hello, c.answer, c.handshake); !why.empty()) {
+    return close(id, why);
+  }
+  c.phase = Connection::Phase::kFrames;
+  c.handshake.clear();
+  c.deadline = Clock::now() + options_.idle_timeout;
+  read_frames(c);  // a first frame may have come with the proof
+}
+
+// Reads what has come of the current frame; a whole one goes to the shard, and reading stops
+// until its reply is out.
+void DataServer::read_frames(Connection& c) {
+  const uint64_t id = c.id;
+  while (!c.at_shard) {
+    ssize_t n;
+    if (c.header_got < sizeof c.header) {
+      n = ::recv(c.fd, c.header + c.header_got, sizeof c.header - c.header_got, 0);
+    } else {
+      if (c.got == c.capacity) {
+        // The buffer grows as bytes arrive: up to kFirstFrameChunk at first, then to the size.
+        const uint64_t grown = c.capacity == 0 ? std::min(c.size, kFirstFrameChunk) : c.size;
+        std::shared_ptr<char[]> bigger(new (std::nothrow) char[std::max<uint64_t>(1, grown)]);
+        if (!bigger) return close(id);
+        if (c.got > 0) std::memcpy(bigger.get(), c.body.get(), c.got);
+        c.body = std::move(bigger);
+        c.capacity = grown;
+      }
+      n = c.size == 0 ? 0 : ::recv(c.fd, c.body.get() + c.got, c.capacity - c.got, 0);
+      if (c.size == 0) n = 1;  // an empty frame: nothing to read
+    }
+    if (n == 0) return close(id);  // the peer is gone
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EINTR) continue;
+      return close(id);
+    }
+    c.deadline = Clock::now() + options_.idle_timeout;
+    if (c.header_got < sizeof c.header) {
+      c.header_got += static_cast<size_t>(n);
+      if (c.header_got < sizeof c.header) continue;
+      c.size = 0;
+      for (int i = 0; i < 8; ++i) c.size |= uint64_t(c.header[i]) << (8 * i);
+      if (c.size > options_.max_frame_bytes) return close(id);
+      c.got = c.capacity = 0;
+      c.body.reset();
+      continue;
+    }
+    if (c.size > 0) c.got += static_cast<uint64_t>(n);
+    if (c.got < c.size) continue;
+    // A whole call: to the shard, through the relay.
+    runtime::Bytes call{c.body, c.body ? c.body.get() : nullptr, c.size};
+    c.header_got = 0;
+    c.body.reset();
+    c.got = c.capacity = c.size = 0;
+    c.at_shard = true;
+    caf::anon_send(relay_, id, std::move(call));
+  }
+  watch(c);
+}
+
+void DataServer::take_replies() {
+  uint64_t count = 0;
+  if (::read(replies_->wake_fd, &count, sizeof count) < 0) {
+    // Nothing to read: another event drained it first.
+  }
+  std::vector<std::pair<uint64_t, std::optional<std::vector<char>>>> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    connections = std::move(connections_);
+    std::lock_guard<std::mutex> lock(replies_->mu);
+    ready.swap(replies_->ready);
   }
-  for (Connection& c : connections) {
-    ::shutdown(c.fd, SHUT_RDWR);
-    c.thread.join();
-    ::close(c.fd);
+  for (auto& [id, reply] : ready) {
+    auto it = connections_.find(id);
+    if (it == connections_.end()) continue;  // the peer left meanwhile
+    Connection& c = *it->second;
+    if (!reply) {
+      close(id);  // the shard failed it: the stream cannot go on in step
+      continue;
+    }
+    std::vector<char> header(8);
+    const uint64_t n = reply->size();
+    for (int i = 0; i < 8; ++i) header[i] = static_cast<char>(n >> (8 * i));
+    c.out.push_back(std::move(header));
+    if (n > 0) c.out.push_back(std::move(*reply));
+    c.at_shard = false;
+    c.deadline = Clock::now() + options_.idle_timeout;
+    if (!write_out(c)) {
+      close(id);
+      continue;
+    }
+    read_frames(c);  // the next call may be here already
   }
+}
+
+bool DataServer::write_out(Connection& c) {
+  while (!c.out.empty()) {
+    iovec parts[8];
+    int count = 0;
+    size_t skip = c.out_at;
+    for (auto it = c.out.begin(); it != c.out.end() && count < 8; ++it, skip = 0) {
+      parts[count++] = {it->data() + skip, it->size() - skip};
+    }
+    msghdr msg{};
+    msg.msg_iov = parts;
+    msg.msg_iovlen = static_cast<size_t>(count);
+    const ssize_t n = ::sendmsg(c.fd, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return false;
+    }
+    c.deadline = Clock::now() + options_.idle_timeout;
+    size_t left = static_cast<size_t>(n);
+    while (left > 0 && !c.out.empty()) {
+      const size_t here = c.out.front().size() - c.out_at;
+      if (left < here) {
+        c.out_at += left;
+        left = 0;
+      } else {
+        left -= here;
+        c.out.pop_front();
+        c.out_at = 0;
+      }
+    }
+  }
+  watch(c);
+  return true;
 }
 
 runtime::Result<caf::actor> connect_data_channel(Runtime& runtime, const std::string& host,

@@ -24,11 +24,15 @@
 // HMAC-SHA256 challenge-response, job_secret.h); a peer that cannot is closed and logged with
 // its address, and nothing it sent reaches the shard.
 //
-// A server bounds what peers can take (DataServerOptions): connections (one thread each; one
-// over the limit is closed at once, with a log line naming its address), idle time, frame size,
-// and a frame's buffer grows only as its bytes arrive, so a header claiming gigabytes costs
-// nothing until they come. A failed accept (EMFILE, ENFILE, ENOMEM) is logged and retried with
-// a back-off; a thread that cannot be started closes its connection. The server goes on.
+// The server is event driven, as CAF's multiplexer: one thread waits on every connection
+// (epoll), reads frames as their bytes arrive, hands each call to the shard through an actor
+// and writes the reply when it comes; a connection's calls run one at a time, in order, and
+// while one is at the shard nothing more is read from that peer. It bounds what peers can take
+// (DataServerOptions): connections (one over the limit is closed at once, with a log line
+// naming its address), idle time (not counted while a call is at the shard), frame size, and a
+// frame's buffer grows only as its bytes arrive, so a header claiming gigabytes costs nothing
+// until they come. A failed accept (EMFILE, ENFILE, ENOMEM) is logged and retried with a
+// back-off. The server goes on.
 #pragma once
 
 #include <caf/all.hpp>
@@ -36,8 +40,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,8 +54,8 @@
 namespace troupe::actors {
 
 struct DataServerOptions {
-  int max_connections = 64;  // and so threads: one per connection, plus the acceptor
-  std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};  // per read or write
+  int max_connections = 64;
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};  // without a byte either way
   uint64_t max_frame_bytes = uint64_t(1) << 32;
 };
 
@@ -74,33 +78,39 @@ class DataServer {
 
   uint16_t port() const { return port_; }
   // Accepts connections from now on; each one's calls go to `shard`, one at a time. An error
-  // when the accepting thread cannot be started.
+  // when the server's thread cannot be started.
   runtime::Status serve(caf::actor shard);
   // Connections open now (for tests and monitoring).
-  int connections();
+  int connections() const { return open_; }
 
  private:
-  DataServer(Runtime& runtime, int fd, uint16_t port, DataServerOptions options)
-      : runtime_(runtime), listen_fd_(fd), port_(port), options_(options) {}
-  struct Connection {
-    int fd = -1;
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-  void accept_loop();
-  void admit(int fd, const std::string& peer);  // under mu_
-  void serve_connection(int fd, const std::string& peer);
-  void reap_finished();  // under mu_
+  struct Connection;
+  struct Replies;
+  DataServer(Runtime& runtime, int listen_fd, uint16_t port, DataServerOptions options);
+  void run();
+  void accept_all();
+  void on_event(Connection& c, uint32_t events);
+  void read_handshake(Connection& c);
+  void read_frames(Connection& c);
+  void take_replies();
+  bool write_out(Connection& c);  // false: the peer is gone
+  void watch(Connection& c);      // the events `c` waits for now
+  void close(uint64_t id, const std::string& why = "");
 
   Runtime& runtime_;
-  int listen_fd_;
-  uint16_t port_;
-  DataServerOptions options_;
-  caf::actor shard_;
+  const int listen_fd_;
+  const uint16_t port_;
+  const DataServerOptions options_;
+  int epoll_fd_ = -1;
+  std::shared_ptr<Replies> replies_;  // from the shard, via the relay actor; wakes the thread
+  caf::actor relay_;
   std::atomic<bool> stopping_{false};
-  std::thread acceptor_;
-  std::mutex mu_;
-  std::vector<Connection> connections_;  // a long-lived server reaps the finished ones
+  std::atomic<int> open_{0};
+  std::thread thread_;
+  std::map<uint64_t, std::unique_ptr<Connection>> connections_;  // the thread's alone
+  uint64_t next_id_ = 2;  // 0 and 1 name the listening socket and the wake-up in epoll
+  std::chrono::steady_clock::time_point accept_again_{};  // after a failed accept
+  std::chrono::milliseconds backoff_{10};
 };
 
 // A detached actor owning one connection to a DataServer: it writes each call as it comes and

@@ -103,23 +103,41 @@ std::string JobSecret::prove_member(int fd, std::chrono::milliseconds timeout) c
   return "";
 }
 
+std::string JobSecret::answer_hello(std::string_view hello, std::string* answer) const {
+  static_assert(kHelloBytes == sizeof kMagic + kNonce && kAnswerBytes == kNonce + sizeof(Mac) &&
+                kProofBytes == sizeof(Mac));
+  if (hello.size() != kHelloBytes || std::memcmp(hello.data(), kMagic, sizeof kMagic) != 0) {
+    return "not a troupe member's handshake";
+  }
+  answer->assign(kAnswerBytes, '\0');
+  RAND_bytes(reinterpret_cast<unsigned char*>(answer->data()), kNonce);
+  const Mac mac = sign(message("troupe server", hello.data() + sizeof kMagic, answer->data()));
+  std::memcpy(answer->data() + kNonce, mac.data(), mac.size());
+  return "";
+}
+
+std::string JobSecret::check_proof(std::string_view hello, std::string_view answer,
+                                   std::string_view proof) const {
+  Mac mac{};
+  if (proof.size() != mac.size()) return "no proof of membership";
+  std::memcpy(mac.data(), proof.data(), mac.size());
+  if (!verify(message("troupe client", answer.data(), hello.data() + sizeof kMagic), mac)) {
+    return "a wrong job secret";
+  }
+  return "";
+}
+
 std::string JobSecret::check_member(int fd, std::chrono::milliseconds timeout) const {
   const auto deadline = Clock::now() + timeout;
-  char hello[sizeof kMagic + kNonce];
-  if (!transfer(fd, hello, sizeof hello, false, deadline)) return "no handshake in time";
-  if (std::memcmp(hello, kMagic, sizeof kMagic) != 0) return "not a troupe member's handshake";
-  const char* theirs = hello + sizeof kMagic;
-  char answer[kNonce + sizeof(Mac)];
-  RAND_bytes(reinterpret_cast<unsigned char*>(answer), kNonce);
-  const Mac mac = sign(message("troupe server", theirs, answer));
-  std::memcpy(answer + kNonce, mac.data(), mac.size());
-  if (!transfer(fd, answer, sizeof answer, true, deadline)) return "gone during the handshake";
-  Mac proof{};
-  if (!transfer(fd, reinterpret_cast<char*>(proof.data()), proof.size(), false, deadline)) {
+  std::string hello(kHelloBytes, '\0'), answer, proof(kProofBytes, '\0');
+  if (!transfer(fd, hello.data(), hello.size(), false, deadline)) return "no handshake in time";
+  if (std::string why = answer_hello(hello, &answer); !why.empty()) return why;
+  if (!transfer(fd, answer.data(), answer.size(), true, deadline))
+    return "gone during the handshake";
+  if (!transfer(fd, proof.data(), proof.size(), false, deadline)) {
     return "no proof of membership in time";
   }
-  if (!verify(message("troupe client", answer, theirs), proof)) return "a wrong job secret";
-  return "";
+  return check_proof(hello, answer, proof);
 }
 
 Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string& path) {

@@ -37,6 +37,14 @@ class JobSecret {
   std::string check_member(int fd, std::chrono::milliseconds timeout = kHandshakeTimeout) const;
   static constexpr std::chrono::milliseconds kHandshakeTimeout{5000};
 
+  // check_member in steps, for a server that waits on many sockets at once: the client's hello
+  // (kHelloBytes) gets the answer to send (kAnswerBytes), then its proof (kProofBytes) is
+  // checked. Each returns "" or why the peer is refused.
+  static constexpr size_t kHelloBytes = 36, kAnswerBytes = 64, kProofBytes = 32;
+  std::string answer_hello(std::string_view hello, std::string* answer) const;
+  std::string check_proof(std::string_view hello, std::string_view answer,
+                          std::string_view proof) const;
+
  private:
   friend runtime::Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string&);
   std::string path_;
