@@ -9,8 +9,13 @@ int Graph::find(const std::string& name) const {
   return it == by_name_.end() ? -1 : it->second;
 }
 
+const Shape& Graph::shape(Output o) const {
+  static const Shape unknown = Shape::unknown();
+  return has(o) ? nodes_[o.node].output_shapes[o.index] : unknown;
+}
+
 std::string Graph::output_name(Output o) const {
-  if (!o.valid() || o.node >= num_nodes()) return "<invalid output>";
+  if (!has(o)) return "<invalid output>";
   return nodes_[o.node].name + ":" + std::to_string(o.index);
 }
 

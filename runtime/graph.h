@@ -64,8 +64,17 @@ class Graph {
   const std::deque<Node>& nodes() const { return nodes_; }
   // -1 when there is no node of that name.
   int find(const std::string& name) const;
-  DType dtype(Output o) const { return nodes_[o.node].output_dtypes[o.index]; }
-  const Shape& shape(Output o) const { return nodes_[o.node].output_shapes[o.index]; }
+  // Whether `o` is an output of a node of this graph.
+  bool has(Output o) const {
+    return o.node >= 0 && o.node < num_nodes() && o.index >= 0 &&
+           o.index < nodes_[o.node].num_outputs();
+  }
+  // kInvalid and an unknown shape for an output the graph does not have: a builder that failed
+  // hands out invalid Outputs, and its error, not a crash, must reach the user.
+  DType dtype(Output o) const {
+    return has(o) ? nodes_[o.node].output_dtypes[o.index] : DType::kInvalid;
+  }
+  const Shape& shape(Output o) const;
   std::string output_name(Output o) const;  // "dense/MatMul:0"
   // Parses "name" or "name:index"; an invalid Output when there is no such output.
   Output find_output(const std::string& name) const;

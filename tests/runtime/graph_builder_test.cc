@@ -34,6 +34,12 @@ TEST_CASE("shape errors are reported where the node is built, naming it") {
   CHECK_FALSE(ops::relu(b, y).valid());
   CHECK(g.num_nodes() == before);
   CHECK(b.status().message() == msg);
+  // What the failed node gave back can be asked about: nothing, rather than a crash.
+  CHECK(b.dtype(y) == DType::kInvalid);
+  CHECK_FALSE(b.shape(y).rank_known());
+  CHECK(g.output_name(y) == "<invalid output>");
+  CHECK(g.dtype(Output{a.node, 7}) == DType::kInvalid);
+  CHECK(g.dtype(Output{g.num_nodes(), 0}) == DType::kInvalid);
 }
 
 TEST_CASE("dtype mismatches, unknown ops, bad attributes and missing kernels are errors") {
