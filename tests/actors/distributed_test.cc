@@ -377,15 +377,16 @@ int listen_on(uint16_t* port) {
   return fd;
 }
 
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// A port bound and not listening (`fd` holds it): connections to it are refused, and no other
+// program can take it while it is held.
+uint16_t held_port(int* fd) {
+  *fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
   socklen_t len = sizeof addr;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd);
+  REQUIRE(::bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::getsockname(*fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   return ntohs(addr.sin_port);
 }
 }  // namespace
@@ -440,7 +441,9 @@ TEST_CASE("a data channel writes calls without waiting for replies; they come ba
 }
 
 TEST_CASE("a ps on a data port it is told, advertising another: peers are told the other") {
-  const uint16_t data_port = free_port(), advertised = free_port();
+  int free_fd = -1, refusing_fd = -1;
+  const uint16_t data_port = held_port(&free_fd), advertised = held_port(&refusing_fd);
+  ::close(free_fd);  // for the server to take
   actors::Runtime server_rt;
   actors::ServerOptions options;
   options.data_port = data_port;
@@ -479,6 +482,7 @@ TEST_CASE("a ps on a data port it is told, advertising another: peers are told t
   REQUIRE_FALSE(second.ok());
   CHECK(second.status().message().find("cannot listen on 127.0.0.1:" + std::to_string(data_port)) !=
         std::string::npos);
+  ::close(refusing_fd);
 }
 
 TEST_CASE("a ps client waits for its server, sends it a state and reads it back, slots included") {

@@ -107,15 +107,22 @@ TEST_CASE("the delay proxy passes bytes intact both ways, each way later by its 
 }
 
 TEST_CASE("the delay proxy closes its clients when nothing is behind it, or when it ends") {
-  uint16_t target = 0;
-  const int listener = listen_any(&target);
-  ::close(listener);  // the port is free again: nothing listens there
+  // A port bound and not listening: refused, and no other program can take it meanwhile.
+  const int bound = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  REQUIRE(::bind(bound, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::getsockname(bound, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const uint16_t target = ntohs(addr.sin_port);
   auto empty = DelayProxy::start("127.0.0.1", target, std::chrono::milliseconds(1));
   REQUIRE(empty.ok());
   const int refused = connect_to((*empty)->port());
   char c;
   CHECK(::read(refused, &c, 1) == 0);
   ::close(refused);
+  ::close(bound);
 
   uint16_t port = 0;
   const int live = listen_any(&port);
