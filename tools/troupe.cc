@@ -21,11 +21,12 @@
 //   troupe secret FILE
 //
 // DATA is fashion-mnist (Debian's dataset-fashion-mnist; train split for training, test split
-// otherwise), csv:PATH (a glob too) with --label COLUMN, or libsvm:PATH (svmlight files). train and evaluate end with one JSON
-// line of the evaluation metrics; predict writes a CSV of classes and probabilities. A bad flag
-// or bad data is one line on stderr and exit status 2 (usage) or 1 (data, model). Ctrl-C (or
-// SIGTERM) during training stops it gracefully: the running steps finish, the checkpoint is
-// saved, the model is evaluated and the JSON line printed; a second one exits at once.
+// otherwise), csv:PATH (a glob too) with --label COLUMN, or libsvm:PATH (svmlight files). train and
+// evaluate end with one JSON line of the evaluation metrics; predict writes a CSV of classes and
+// probabilities. A bad flag or bad data is one line on stderr and exit status 2 (usage) or 1 (data,
+// model). Ctrl-C (or SIGTERM) during training stops it gracefully: the running steps finish, the
+// checkpoint is saved, the model is evaluated and the JSON line printed; a second one exits at
+// once.
 #include <unistd.h>
 
 #include <cstdio>

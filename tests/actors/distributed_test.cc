@@ -364,19 +364,6 @@ TEST_CASE("the data channel bounds its peers: connections, idle time, frame size
 }
 
 namespace {
-int listen_on(uint16_t* port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  socklen_t len = sizeof addr;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(fd, 4) == 0);
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
-
 // A port bound and not listening (`fd` holds it): connections to it are refused, and no other
 // program can take it while it is held.
 uint16_t held_port(int* fd) {
@@ -388,6 +375,22 @@ uint16_t held_port(int* fd) {
   REQUIRE(::bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   REQUIRE(::getsockname(*fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   return ntohs(addr.sin_port);
+}
+
+int listen_on(uint16_t* port) {
+  int fd = -1;
+  *port = held_port(&fd);
+  REQUIRE(::listen(fd, 4) == 0);
+  return fd;
+}
+
+// The data port a server tells its peers; 0 when it does not answer.
+uint16_t data_port_told(actors::Runtime& rt, const caf::actor& server) {
+  uint16_t port = 0;
+  caf::scoped_actor self{rt.system()};
+  self->request(server, std::chrono::seconds(5), actors::data_port_atom::value)
+      .receive([&](uint16_t p) { port = p; }, [](caf::error&) {});
+  return port;
 }
 }  // namespace
 
@@ -458,11 +461,7 @@ TEST_CASE("a ps on a data port it is told, advertising another: peers are told t
   const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
   auto shard = actors::connect_server(rt, address);
   REQUIRE(shard.ok());
-  uint16_t told = 0;
-  caf::scoped_actor self{rt.system()};
-  self->request(*shard, std::chrono::seconds(5), actors::data_port_atom::value)
-      .receive([&](uint16_t p) { told = p; }, [](caf::error&) {});
-  CHECK(told == advertised);
+  CHECK(data_port_told(rt, *shard) == advertised);
 
   // Nothing listens at the advertised port: a session says so and its tensors take CAF's
   // connection; training works all the same.
@@ -681,10 +680,7 @@ TEST_CASE(
     // Its data channel: a member's works, one without the secret is refused.
     auto server = actors::connect_server(rt, address);
     REQUIRE(server.ok());
-    uint16_t data_port = 0;
-    caf::scoped_actor self{rt.system()};
-    self->request(*server, std::chrono::seconds(5), actors::data_port_atom::value)
-        .receive([&](uint16_t p) { data_port = p; }, [](caf::error&) {});
+    const uint16_t data_port = data_port_told(rt, *server);
     REQUIRE(data_port != 0);
     auto channel =
         actors::connect_data_channel(rt, "127.0.0.1", data_port, std::chrono::seconds(5));

@@ -17,16 +17,22 @@ namespace {
 
 using troupe::bench::DelayProxy;
 
-int listen_any(uint16_t* port) {
+// A socket bound to a free port of 127.0.0.1; not listening, connections to it are refused.
+int bind_any(uint16_t* port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
   REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(fd, 4) == 0);
   REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+int listen_any(uint16_t* port) {
+  const int fd = bind_any(port);
+  REQUIRE(::listen(fd, 4) == 0);
   return fd;
 }
 
@@ -108,14 +114,8 @@ TEST_CASE("the delay proxy passes bytes intact both ways, each way later by its 
 
 TEST_CASE("the delay proxy closes its clients when nothing is behind it, or when it ends") {
   // A port bound and not listening: refused, and no other program can take it meanwhile.
-  const int bound = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  REQUIRE(::bind(bound, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::getsockname(bound, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  const uint16_t target = ntohs(addr.sin_port);
+  uint16_t target = 0;
+  const int bound = bind_any(&target);
   auto empty = DelayProxy::start("127.0.0.1", target, std::chrono::milliseconds(1));
   REQUIRE(empty.ok());
   const int refused = connect_to((*empty)->port());
