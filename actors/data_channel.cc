@@ -248,17 +248,17 @@ caf::behavior channel_actor(caf::stateful_actor<ChannelState>* self, int fd, std
   return {
       [self](call_atom, ChannelCall& call) -> caf::result<runtime::Bytes> {
         ChannelState& st = self->state;
-        if (st.broken.empty()) {
-          std::string why = write_message_frame(st.fd, *call.message);
-          if (!why.empty()) break_channel(st, "sending: " + why);
-        }
         if (!st.broken.empty()) {
           return caf::make_error(caf::sec::runtime_error,
                                  "data channel to " + st.peer + ": " + st.broken);
         }
+        // Counted before it goes: its reply may come before the write returns.
         st.outstanding->fetch_add(1);
-        st.waiting.push_back(self->make_response_promise());
-        return st.waiting.back();
+        caf::response_promise promise = self->make_response_promise();
+        st.waiting.push_back(promise);
+        std::string why = write_message_frame(st.fd, *call.message);
+        if (!why.empty()) break_channel(st, "sending: " + why);  // answers this call too
+        return promise;
       },
       [self](channel_reply_atom, runtime::Bytes& reply) {
         ChannelState& st = self->state;
