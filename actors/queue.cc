@@ -155,7 +155,10 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
     const Tensor& first = rows[0].chunk->components[c];
     Shape shape = example_shape(first);
     bool varied = false;
+    const Chunk* checked = nullptr;  // rows of one chunk share its components' shapes
     for (const RowRef& r : rows) {
+      if (r.chunk.get() == checked) continue;
+      checked = r.chunk.get();
       if (r.chunk->components.size() != n_components) {
         return runtime::invalid_argument("examples have ", n_components, " and ",
                                          r.chunk->components.size(), " components");
@@ -209,16 +212,23 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
       // for every example beside training (small examples paid more for Shapes than bytes).
       const size_t bytes = static_cast<size_t>(slot) * dtype_size(first.dtype());
       char* dst = static_cast<char*>(batch.raw_data());
-      for (size_t i = 0; i < rows.size(); ++i) {
+      for (size_t i = 0; i < rows.size();) {
+        // Rows in order (a source read without shuffling) go in runs, one memcpy each.
+        size_t run = 1;
+        while (i + run < rows.size() && rows[i + run].chunk == rows[i].chunk &&
+               rows[i + run].row == rows[i].row + static_cast<int64_t>(run)) {
+          ++run;
+        }
         // Shuffled rows lie anywhere in memory: ask for the start of a later one early.
-        if (i + 2 < rows.size()) {
+        if (run == 1 && i + 2 < rows.size()) {
           const char* next = static_cast<const char*>(rows[i + 2].chunk->components[c].raw_data()) +
                              static_cast<size_t>(rows[i + 2].row) * bytes;
           for (size_t k = 0; k < bytes && k < 512; k += 64) __builtin_prefetch(next + k);
         }
         const char* src = static_cast<const char*>(rows[i].chunk->components[c].raw_data());
-        std::memcpy(dst + i * bytes, src + static_cast<size_t>(rows[i].row) * bytes, bytes);
-        if (background && i % 8 == 7) runtime::yield_to_parallel_sections();
+        std::memcpy(dst + i * bytes, src + static_cast<size_t>(rows[i].row) * bytes, run * bytes);
+        if (background && i / 8 != (i + run) / 8) runtime::yield_to_parallel_sections();
+        i += run;
       }
     } else {
       const size_t size = dtype_size(first.dtype());

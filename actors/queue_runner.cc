@@ -1,11 +1,9 @@
 #include "actors/queue_runner.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
-#include <numeric>
-#include <random>
 
+#include "actors/example_order.h"
 #include "actors/graph_core.h"
 #include "actors/messages.h"
 
@@ -22,13 +20,6 @@ struct DecodeUnit {
   int64_t unit = 0;
 };
 
-struct Decoded {
-  int64_t seq = 0;
-  Status status;
-  std::vector<Chunk> chunks;
-  int64_t skipped = 0;
-};
-
 }  // namespace
 }  // namespace troupe::actors
 
@@ -38,31 +29,10 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::Decoded)
 namespace troupe::actors {
 namespace {
 
-// Reads and maps one unit, in a reader or, for a source in memory without a map, the runner.
-Decoded decode(const Source& source, const std::function<Status(Chunk&)>& map,
-               const DecodeUnit& u) {
-  Decoded d;
-  d.seq = u.seq;
-  // User code (a source, a map) may throw: that fails the pipeline with what it said, instead
-  // of killing the reader.
-  try {
-    d.status = source.read(u.unit, &d.chunks, &d.skipped);
-    for (Chunk& c : d.chunks) {
-      if (!d.status.ok()) break;
-      if (map) d.status = map(c).with_context("map");
-      if (d.status.ok()) d.status = check_chunk(c);
-    }
-  } catch (const std::exception& e) {
-    d.status = runtime::internal_error("reading unit ", u.unit, " threw: ", e.what());
-  }
-  if (!d.status.ok()) d.status = d.status.with_context(source.name());
-  return d;
-}
-
 caf::behavior reader_actor(caf::event_based_actor*, std::shared_ptr<const Source> source,
                            std::function<Status(Chunk&)> map) {
   return {
-      [source, map](DecodeUnit& u) { return decode(*source, map, u); },
+      [source, map](DecodeUnit& u) { return decode_unit(*source, map, u.seq, u.unit); },
   };
 }
 
@@ -70,45 +40,18 @@ struct RunnerState {
   std::shared_ptr<const Source> source;
   caf::actor queue;
   RunnerOptions options;
+  std::unique_ptr<ExampleOrder> order;
   std::vector<caf::actor> readers;
-  int64_t units = 0;
   int64_t dispatched = 0;  // next sequence number to decode
-  int64_t taken = 0;       // next sequence number to hand to the queue
   std::map<int64_t, Decoded> ready;
-  std::map<int64_t, std::vector<int64_t>> orders;  // epoch -> unit order
-  std::vector<RowRef> buffer;                      // the shuffle buffer
-  std::deque<RowRef> pending;                      // examples not yet stacked into a batch
-  std::mt19937_64 rng;
   int enqueues_outstanding = 0;  // sent, not yet wholly taken by the queue
   int64_t enqueue_batches = 1;   // the most batches the next enqueue carries
   bool finished = false;
-  int64_t skip = 0;  // elements still to drop (RunnerOptions::skip)
-  RunnerStats stats;
+  RunnerStats stats;     // epochs and skipped come from the order
   GraphCore graph_core;  // kept for the runner's life (graph_core.h)
 };
 
 using RunnerActor = caf::stateful_actor<RunnerState>;
-
-int64_t total_units(const RunnerState& st) {
-  return st.options.num_epochs == 0 ? INT64_MAX : st.units * st.options.num_epochs;
-}
-
-int64_t unit_at(RunnerState& st, int64_t seq) {
-  const int64_t epoch = seq / st.units;
-  auto it = st.orders.find(epoch);
-  if (it == st.orders.end()) {
-    std::vector<int64_t> order(static_cast<size_t>(st.units));
-    std::iota(order.begin(), order.end(), 0);
-    if (st.options.shuffle) {
-      std::mt19937_64 g(st.options.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch));
-      std::shuffle(order.begin(), order.end(), g);
-    }
-    while (!st.orders.empty() && st.orders.begin()->first < epoch - 1)
-      st.orders.erase(st.orders.begin());
-    it = st.orders.emplace(epoch, std::move(order)).first;
-  }
-  return it->second[static_cast<size_t>(seq % st.units)];
-}
 
 void fail(RunnerActor* self, Status status) {
   RunnerState& st = self->state;
@@ -162,15 +105,10 @@ constexpr int kEnqueuesOutstanding = 2;
 
 // Whether the examples waiting fill the next enqueue (its batches, or its bytes).
 bool enqueue_full(const RunnerState& st) {
-  const int64_t rows = static_cast<int64_t>(st.pending.size());
+  const int64_t rows = st.order->waiting_examples();
   if (rows == 0) return false;
   if (rows >= st.enqueue_batches * st.options.batch_size) return true;
-  int64_t row_bytes = 0;
-  for (const runtime::Tensor& t : st.pending.front().chunk->components) {
-    row_bytes += t.num_elements() / std::max<int64_t>(1, t.dim(0)) *
-                 static_cast<int64_t>(runtime::dtype_size(t.dtype()));
-  }
-  return rows * row_bytes >= kEnqueueBytes;
+  return rows * st.order->example_bytes() >= kEnqueueBytes;
 }
 
 // Stacks the next batches of the examples waiting and hands them to the queue in one enqueue,
@@ -181,61 +119,32 @@ bool enqueue_full(const RunnerState& st) {
 // one batch, not a megabyte of them, and an epoch of small batches costs a few enqueues. Once the
 // input is done, the rest goes as a smaller batch unless drop_remainder. Returns whether batches
 // went out (or the runner failed).
-bool send_batches(RunnerActor* self, bool input_done) {
+bool send_batches(RunnerActor* self) {
   RunnerState& st = self->state;
-  const size_t batch = static_cast<size_t>(st.options.batch_size);
   std::vector<RowRef> batches;
   int64_t examples = 0, bytes = 0;
-  while (bytes < kEnqueueBytes && static_cast<int64_t>(batches.size()) < st.enqueue_batches &&
-         (st.pending.size() >= batch || (input_done && !st.pending.empty()))) {
-    const size_t take = std::min(st.pending.size(), batch);
-    if (take < batch && st.options.drop_remainder) {
-      st.pending.clear();
-      break;
-    }
-    auto end = st.pending.begin() + static_cast<std::ptrdiff_t>(take);
-    if (st.skip > 0) {
-      --st.skip;
-      st.pending.erase(st.pending.begin(), end);
-      continue;
-    }
-    std::vector<RowRef> part(std::make_move_iterator(st.pending.begin()),
-                             std::make_move_iterator(end));
-    st.pending.erase(st.pending.begin(), end);
-    auto stacked = stack_rows(part, st.options.pad, /*background=*/true, st.options.sparse);
-    if (!stacked.ok()) {
-      fail(self, stacked.status().with_context(st.source->name()));
+  while (bytes < kEnqueueBytes && static_cast<int64_t>(batches.size()) < st.enqueue_batches) {
+    std::vector<runtime::Tensor> stacked;
+    auto n = st.order->next_batch(&stacked, /*background=*/true);
+    if (!n.ok()) {
+      fail(self, n.status());
       return true;
     }
+    if (*n == 0) break;
     auto chunk = std::make_shared<Chunk>();
-    for (runtime::Tensor& t : *stacked) {
+    for (runtime::Tensor& t : stacked) {
       std::vector<int64_t> dims{1};
       dims.insert(dims.end(), t.shape().dims().begin(), t.shape().dims().end());
       bytes += static_cast<int64_t>(t.num_elements() * runtime::dtype_size(t.dtype()));
       chunk->components.push_back(t.reshaped(runtime::Shape(dims)));
     }
     batches.push_back(RowRef{std::move(chunk), 0});
-    examples += static_cast<int64_t>(take);
+    examples += *n;
   }
   if (batches.empty()) return false;
   st.enqueue_batches = std::min<int64_t>(st.enqueue_batches * 8, int64_t{1} << 20);
   send_rows(self, std::move(batches), examples);
   return true;
-}
-
-// Hands decoded examples on: to the queue as they are, or to the examples waiting to be
-// stacked into batches.
-void emit(RunnerActor* self, std::vector<RowRef> rows) {
-  RunnerState& st = self->state;
-  if (st.options.batch_size > 0) {
-    for (RowRef& r : rows) st.pending.push_back(std::move(r));
-    return;
-  }
-  const int64_t dropped = std::min<int64_t>(st.skip, static_cast<int64_t>(rows.size()));
-  rows.erase(rows.begin(), rows.begin() + dropped);
-  st.skip -= dropped;
-  const int64_t n = static_cast<int64_t>(rows.size());
-  if (n > 0) send_rows(self, std::move(rows), n);
 }
 
 // While fewer enqueues than kEnqueuesOutstanding are in flight: sends the next batches if whole
@@ -244,67 +153,43 @@ void emit(RunnerActor* self, std::vector<RowRef> rows) {
 void advance(RunnerActor* self) {
   RunnerState& st = self->state;
   if (st.finished) return;
-  const int64_t total = total_units(st);
+  ExampleOrder& order = *st.order;
   while (st.enqueues_outstanding < kEnqueuesOutstanding && !st.finished) {
     // Batches go out once they fill an enqueue, or when no unit is at hand to add to them: each
     // enqueue acknowledged wakes this thread. Sent a unit at a time (1024 rows of an in-memory
     // source), estimator_bench's 500 batches an epoch took 21 enqueues; filled and grown
     // eightfold, 4, and the pipeline's step went from 20.0 to 18.2 us.
     const bool unit_at_hand =
-        st.taken < total && (st.readers.empty() || st.ready.count(st.taken) > 0);
-    if (st.options.batch_size > 0 && (!unit_at_hand || enqueue_full(st)) &&
-        send_batches(self, st.taken == total)) {
+        !order.units_done() && (st.readers.empty() || st.ready.count(order.units_taken()) > 0);
+    if (st.options.batch_size > 0 && (!unit_at_hand || enqueue_full(st)) && send_batches(self)) {
       continue;
     }
-    if (st.taken == total) break;
-    auto it = st.ready.find(st.taken);
+    if (order.units_done()) break;
+    const int64_t seq = order.units_taken();
+    auto it = st.ready.find(seq);
     if (it == st.ready.end() && st.readers.empty()) {
-      it = st.ready
-               .emplace(st.taken, decode(*st.source, st.options.map,
-                                         DecodeUnit{st.taken, unit_at(st, st.taken)}))
+      it = st.ready.emplace(seq, decode_unit(*st.source, st.options.map, seq, order.unit_at(seq)))
                .first;
-      st.dispatched = st.taken + 1;
+      st.dispatched = seq + 1;
     }
     if (it == st.ready.end()) break;
     Decoded d = std::move(it->second);
     st.ready.erase(it);
-    ++st.taken;
-    if (!d.status.ok()) return fail(self, std::move(d.status));
-    st.stats.skipped += d.skipped;
-    std::vector<RowRef> out;
-    for (Chunk& c : d.chunks) {
-      auto chunk = std::make_shared<const Chunk>(std::move(c));
-      for (int64_t r = chunk->first(); r < chunk->last(); ++r) {
-        RowRef row{chunk, r};
-        if (!st.options.shuffle) {
-          out.push_back(std::move(row));
-        } else if (static_cast<int64_t>(st.buffer.size()) <
-                   std::max<int64_t>(1, st.options.shuffle_buffer)) {
-          st.buffer.push_back(std::move(row));
-        } else {
-          std::uniform_int_distribution<size_t> pick(0, st.buffer.size() - 1);
-          std::swap(st.buffer[pick(st.rng)], row);
-          out.push_back(std::move(row));
-        }
-      }
-    }
-    const bool epoch_end = st.taken % st.units == 0;
-    if (epoch_end) {
-      std::shuffle(st.buffer.begin(), st.buffer.end(), st.rng);
-      for (RowRef& r : st.buffer) out.push_back(std::move(r));
-      st.buffer.clear();
-      ++st.stats.epochs;
-    }
-    emit(self, std::move(out));
+    auto rows = order.take(std::move(d));
+    if (!rows.ok()) return fail(self, rows.status());
+    const int64_t n = static_cast<int64_t>(rows->size());
+    if (n > 0) send_rows(self, std::move(*rows), n);
   }
   if (st.finished) return;
+  const int64_t total = order.total_units();
   const int64_t window = st.options.units_in_flight > 0
                              ? st.options.units_in_flight
                              : 2 * static_cast<int64_t>(st.readers.size());
-  while (!st.readers.empty() && st.dispatched < total && st.dispatched - st.taken < window) {
+  while (!st.readers.empty() && st.dispatched < total &&
+         st.dispatched - order.units_taken() < window) {
     const int64_t seq = st.dispatched++;
     const caf::actor& reader = st.readers[static_cast<size_t>(seq) % st.readers.size()];
-    self->request(reader, caf::infinite, DecodeUnit{seq, unit_at(st, seq)})
+    self->request(reader, caf::infinite, DecodeUnit{seq, order.unit_at(seq)})
         .then(
             [self](Decoded& d) {
               self->state.ready.emplace(d.seq, std::move(d));
@@ -315,7 +200,7 @@ void advance(RunnerActor* self) {
                                                  ": a reader died: ", self->system().render(e)));
             });
   }
-  if (st.taken == total && st.enqueues_outstanding == 0 && st.pending.empty()) {
+  if (order.units_done() && st.enqueues_outstanding == 0 && order.waiting_examples() == 0) {
     st.finished = true;
     st.stats.done = true;
     if (st.options.close_queue_at_end) close_queue(self);
@@ -328,9 +213,7 @@ caf::behavior runner_actor(RunnerActor* self, std::shared_ptr<const Source> sour
   st.source = std::move(source);
   st.queue = std::move(queue);
   st.options = std::move(options);
-  st.units = st.source->num_units();
-  st.rng.seed(st.options.seed);
-  st.skip = std::max<int64_t>(0, st.options.skip);
+  st.order = std::make_unique<ExampleOrder>(st.source, st.options);
   self->set_default_handler(caf::print_and_drop);
   // Before the readers start: their threads leave the graph's core as they start.
   st.graph_core = GraphCore::reserve();
@@ -340,20 +223,15 @@ caf::behavior runner_actor(RunnerActor* self, std::shared_ptr<const Source> sour
     st.readers.push_back(
         self->spawn<caf::detached + caf::linked>(reader_actor, st.source, st.options.map));
   }
-  if (st.units == 0) {
-    st.options.num_epochs = 1;  // nothing to repeat: end at once
-  }
   self->send(self, start_atom::value);
   return {
-      [self](start_atom) {
-        if (self->state.units == 0) {
-          self->state.finished = self->state.stats.done = true;
-          if (self->state.options.close_queue_at_end) close_queue(self);
-          return;
-        }
-        advance(self);
+      [self](start_atom) { advance(self); },
+      [self](stats_atom) {
+        RunnerStats stats = self->state.stats;
+        stats.epochs = self->state.order->epochs();
+        stats.skipped = self->state.order->skipped();
+        return stats;
       },
-      [self](stats_atom) { return self->state.stats; },
   };
 }
 

@@ -2,7 +2,8 @@
 // threads did. A runner splits its source into units (a file, a range of rows, a record), hands
 // them to N reader actors that decode in parallel (or reads them itself when the source is in
 // memory and there is no map), and enqueues the decoded examples in unit order, so a seeded run
-// delivers the same examples in the same order however the readers race.
+// delivers the same examples in the same order however the readers race (that order, the
+// shuffle buffer and the batches are example_order.h's).
 // It holds at most a few units beyond what the queue accepted: a slow consumer stops the readers.
 // With a batch size it also stacks the batches, on its own thread, so that a training step
 // takes a ready batch from the queue: as the queue takes them, at most 1 MB of them at a time

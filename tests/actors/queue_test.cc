@@ -1,6 +1,7 @@
 // Queue and runner actors: FIFO, shuffle and padding semantics, close and OutOfRange, blocking
 // and back-pressure, exactly-once delivery across parallel readers, seeded reproducibility, a
-// failing source, and a session loop fed from a queue.
+// failing source, a session loop fed from a queue, and the runner's example order driven
+// without a runner (actors/example_order.h).
 #include "actors/queue.h"
 
 #include <doctest/doctest.h>
@@ -13,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "actors/example_order.h"
 #include "actors/graph_core.h"
 #include "actors/queue_runner.h"
 #include "actors/session.h"
@@ -399,6 +401,61 @@ TEST_CASE("runner: skipping k batches gives exactly the rest of the seeded seque
   // Without batching, examples are skipped.
   const auto single = run(0, 0);
   CHECK(run(150, 0) == std::vector<int64_t>(single.begin() + 150, single.end()));
+}
+
+TEST_CASE("example order: driven alone, it gives the runner's batches, skips and last one") {
+  actors::Runtime rt;
+  auto src = std::make_shared<CountingSource>(20, 10);
+  src->memory = true;
+  for (bool drop : {false, true}) {
+    for (int64_t skip : {0, 5}) {
+      CAPTURE(drop);
+      CAPTURE(skip);
+      actors::RunnerOptions o;
+      o.num_epochs = 2;
+      o.shuffle = true;
+      o.seed = 3;
+      o.shuffle_buffer = 30;
+      o.batch_size = 24;  // 400 examples: 16 batches and 16 left
+      o.drop_remainder = drop;
+      o.skip = skip;
+      Queue q = Queue::create(rt, {QueueKind::kFifo, 8});
+      auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), o);
+      const auto from_runner = drain(q, 1);
+      caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+      q.stop();
+
+      actors::ExampleOrder order(src, o);
+      std::vector<int64_t> alone, sizes;
+      for (;;) {
+        std::vector<Tensor> batch;
+        auto n = order.next_batch(&batch);
+        REQUIRE(n.ok());
+        if (*n > 0) {
+          auto v = batch[0].to_vector<int64_t>();
+          alone.insert(alone.end(), v.begin(), v.end());
+          sizes.push_back(*n);
+          continue;
+        }
+        if (order.units_done()) break;
+        const int64_t seq = order.units_taken();
+        REQUIRE(order.take(actors::decode_unit(*src, nullptr, seq, order.unit_at(seq))).ok());
+      }
+      CHECK(alone == from_runner);
+      CHECK(static_cast<int64_t>(sizes.size()) == 16 - skip + (drop ? 0 : 1));
+      CHECK(sizes.back() == (drop ? 24 : 16));
+      CHECK(order.epochs() == 2);
+    }
+  }
+  // A unit that does not decode is the order's error, naming the source.
+  src->fail_unit = 4;
+  actors::ExampleOrder order(src, {.batch_size = 8});
+  runtime::Status failed;
+  for (int64_t seq = 0; seq < 20 && failed.ok(); ++seq) {
+    failed = order.take(actors::decode_unit(*src, nullptr, seq, order.unit_at(seq))).status();
+  }
+  CHECK(failed.code() == runtime::Code::kDataLoss);
+  CHECK(failed.message().find("counting") != std::string::npos);
 }
 
 TEST_CASE("runner: a slow consumer back-pressures the readers; memory stays bounded") {
