@@ -140,7 +140,8 @@ struct LoopRequest {
   int64_t steps = 0;
   std::vector<runtime::Output> fetches;
   std::vector<int> targets;
-  // Feeds for step i, called inside the session actor; an error ends the loop.
+  // Feeds for step i, called inside the session actor; an error ends the loop, OutOfRange as
+  // the end of the data (a loop that reads its input itself, estimators/input/dataset.h).
   std::function<runtime::Status(int64_t i, runtime::FeedList* feeds)> feed;
   // Called with the fetched values of each step, in order; false stops the loop early.
   std::function<bool(int64_t i, const std::vector<runtime::Tensor>& values)> on_step;

@@ -61,7 +61,7 @@ struct Loop {
   Status error;
   bool stop = false;          // start no more steps
   bool halted = false;        // and report no more (an error, or on_step said stop)
-  bool end_of_input = false;  // the input queue ran dry: steps in flight still report
+  bool end_of_input = false;  // the input ran dry: steps in flight still report
   // A dequeue of ready batches is out: the next steps wait for what it brings, so that steps
   // take the queue's batches in its order.
   bool dequeuing = false;
@@ -352,6 +352,12 @@ void begin_loop_step(SessionActor* self, int64_t index, runtime::FeedList feeds)
   Loop& loop = *self->state.loop;
   if (loop.request.feed) {
     Status s = loop.request.feed(index, &feeds);
+    if (s.code() == runtime::Code::kOutOfRange) {
+      // The data's end, as a dry input queue: the steps in flight still report.
+      loop.end_of_input = loop.stop = true;
+      ++loop.finished;
+      return;
+    }
     if (!s.ok()) {
       loop.error = s.with_context("feeding step " + std::to_string(index));
       loop.stop = loop.halted = true;

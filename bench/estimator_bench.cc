@@ -161,8 +161,7 @@ double pipeline_step_seconds(const Tensor& x, const Tensor& y) {
     loop.steps = INT64_MAX;
     loop.fetches = {m.spec.loss};
     loop.targets = {m.spec.train_op};
-    loop.input = (*p)->queue_actor();
-    loop.input_feeds = {m.px, m.py};
+    (*p)->attach(&loop, {m.px, m.py});
     (void)m.session->run_loop(std::move(loop));
   };
   return bench::median_seconds(once, quick ? 3 : 7, quick ? 0.1 : 0.3) / (kRows / kBatch);

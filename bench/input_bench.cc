@@ -221,9 +221,7 @@ int main(int argc, char** argv) {
     actors::LoopRequest from_queue;
     from_queue.steps = window;
     from_queue.targets = {m.train};
-    from_queue.input = (*p)->queue_actor();
-    from_queue.input_feeds = {m.x, m.y};
-    from_queue.batch_size = 0;  // the pipeline's elements are whole batches
+    (*p)->attach(&from_queue, {m.x, m.y});
     check((*session)->run_loop(std::move(from_queue)));
     piped_s += seconds_since(start);
 

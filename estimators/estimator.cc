@@ -348,7 +348,8 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
   }
 
   EstimatorActorSpec spec;
-  spec.parts = {m->session->actor(), train_input_->queue_actor()};
+  spec.parts = {m->session->actor(), train_input_->queue_actor(),
+                train_input_->loop_feed(m->inputs)};
   spec.fetches = {m->spec.loss};
   spec.fetches.insert(spec.fetches.end(), setup.fetches().begin(), setup.fetches().end());
   spec.input_feeds = m->inputs;
@@ -375,7 +376,8 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
   spec.restart = [this, m, data](int64_t) -> Result<TrainingParts> {
     TROUPE_RETURN_IF_ERROR(restart_training(*m));
     TROUPE_RETURN_IF_ERROR(start_training_input(data));
-    return TrainingParts{m->session->actor(), train_input_->queue_actor()};
+    return TrainingParts{m->session->actor(), train_input_->queue_actor(),
+                         train_input_->loop_feed(m->inputs)};
   };
   spec.on_end_of_input = [this] { input_done_ = true; };
   spec.restart_point = [this] {

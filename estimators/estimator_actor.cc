@@ -90,7 +90,7 @@ std::string lost_part(const RunState& st) { return st.lost.empty() ? "" : " (" +
 void watch(RunActor* self) {
   RunState& st = self->state;
   self->monitor(st.spec.parts.session);
-  self->monitor(st.spec.parts.input);
+  if (st.spec.parts.input) self->monitor(st.spec.parts.input);
   st.hooks.clear();
   for (const HookActorSpec& h : st.spec.hooks) {
     caf::actor a = spawn_hook_actor(self->system(), h);
@@ -110,7 +110,7 @@ void watch(RunActor* self) {
 void unwatch(RunActor* self) {
   RunState& st = self->state;
   self->demonitor(st.spec.parts.session);
-  self->demonitor(st.spec.parts.input);
+  if (st.spec.parts.input) self->demonitor(st.spec.parts.input);
   for (const caf::actor& h : st.hooks) {
     self->demonitor(h);
     self->send_exit(h, caf::exit_reason::user_shutdown);
@@ -211,6 +211,15 @@ void end_run(RunActor* self) {
   call_hooks(self, HookPhase::kEnd, [self] { finish(self, runtime::ok_status()); });
 }
 
+// The loop's feed: the input's batch when the loop reads it itself, then the hooks' feeds.
+std::function<Status(int64_t, runtime::FeedList*)> loop_feed(const EstimatorActorSpec& spec) {
+  if (!spec.parts.read_input && !spec.feed) return nullptr;
+  return [read = spec.parts.read_input, feed = spec.feed](int64_t, runtime::FeedList* f) {
+    if (read) TROUPE_RETURN_IF_ERROR(read(f));
+    return feed ? feed(f) : runtime::ok_status();
+  };
+}
+
 // Runs the steps up to the next sync point (or the end) as one loop in the session actor.
 void segment(RunActor* self) {
   RunState& st = self->state;
@@ -244,9 +253,7 @@ void segment(RunActor* self) {
       if (!s.ok() && profile_error->ok()) *profile_error = s;
     };
   }
-  if (st.spec.feed) {
-    loop.feed = [feed = st.spec.feed](int64_t, runtime::FeedList* f) { return feed(f); };
-  }
+  loop.feed = loop_feed(st.spec);
   loop.on_step = [loss = st.loss](int64_t, const std::vector<runtime::Tensor>& v) {
     *loss = v[0].scalar_as_double();
     return true;
@@ -292,9 +299,7 @@ void consume_all(RunActor* self) {
     };
   }
   loop.observers.insert(loop.observers.end(), st.hooks.begin(), st.hooks.end());
-  if (st.spec.feed) {
-    loop.feed = [feed = st.spec.feed](int64_t, runtime::FeedList* f) { return feed(f); };
-  }
+  loop.feed = loop_feed(st.spec);
   self->request(st.spec.parts.session, caf::infinite, actors::loop_atom::value, std::move(loop))
       .then(
           [self](actors::LoopResult& r) {

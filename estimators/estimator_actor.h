@@ -36,10 +36,13 @@ namespace troupe::estimators {
 
 using start_run_atom = caf::atom_constant<caf::atom("start_run")>;
 
-// What a run trains with; a restart replaces both.
+// What a run trains with; a restart replaces them.
 struct TrainingParts {
   caf::actor session;
-  caf::actor input;  // the input pipeline's queue
+  caf::actor input;  // the input pipeline's queue; null when the loop reads the input itself
+  // The loop's reading of the input, when it reads it itself (input::Pipeline::loop_feed): the
+  // next batch, fed to the model's inputs; OutOfRange at the end.
+  std::function<runtime::Status(runtime::FeedList*)> read_input;
 };
 
 struct EstimatorActorSpec {

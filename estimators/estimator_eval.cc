@@ -20,7 +20,7 @@ EstimatorActorSpec Estimator::inference_spec(
     std::shared_ptr<std::unique_ptr<input::Pipeline>> input) {
   EstimatorActorSpec spec;
   spec.mode = mode;
-  spec.parts = {m->session->actor(), (*input)->queue_actor()};
+  spec.parts = {m->session->actor(), (*input)->queue_actor(), (*input)->loop_feed(m->inputs)};
   spec.input_feeds = m->inputs;
   spec.variables = store_;
   const int64_t step = global_step();
@@ -33,7 +33,8 @@ EstimatorActorSpec Estimator::inference_spec(
     m->session.reset();
     TROUPE_RETURN_IF_ERROR(open_sessions(*m, mode));
     TROUPE_ASSIGN_OR_RETURN(*input, input::Pipeline::start(*runtime_, data, consumed));
-    return TrainingParts{m->session->actor(), (*input)->queue_actor()};
+    return TrainingParts{m->session->actor(), (*input)->queue_actor(),
+                         (*input)->loop_feed(m->inputs)};
   };
   return spec;
 }

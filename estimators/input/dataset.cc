@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 #include <random>
 
+#include "actors/example_order.h"
 #include "actors/messages.h"
 #include "estimators/input/columns_source.h"
 #include "estimators/input/idx_file.h"
@@ -262,15 +264,80 @@ train_test_split(const std::vector<std::pair<std::string, Tensor>>& columns, dou
   return out;
 }
 
+// The reading side of a pipeline read in the loop. Its calls come from the session actor
+// (loop_feed) and from user threads (next, runner_stats), never at once, except stats asked
+// while a loop reads: hence the lock, which nothing else waits on.
+struct Pipeline::LoopReader {
+  std::mutex mu;
+  std::shared_ptr<const actors::Source> source;
+  actors::ExampleOrder order;
+  actors::RunnerStats stats;
+
+  LoopReader(std::shared_ptr<const actors::Source> s, const actors::RunnerOptions& options)
+      : source(s), order(std::move(s), options) {}
+
+  Result<std::vector<Tensor>> next() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!stats.status.ok()) return stats.status;
+    for (;;) {
+      std::vector<Tensor> batch;
+      auto n = order.next_batch(&batch);
+      if (n.ok() && *n > 0) {
+        stats.examples += *n;
+        return batch;
+      }
+      Status s = n.status();
+      if (s.ok() && order.units_done()) {
+        stats.done = true;
+        return runtime::out_of_range("the end of ", source->name());
+      }
+      if (s.ok()) {
+        const int64_t seq = order.units_taken();
+        s = order.take(actors::decode_unit(*source, nullptr, seq, order.unit_at(seq))).status();
+      }
+      if (!s.ok()) {
+        stats.status = s;
+        stats.done = true;
+        return s;
+      }
+    }
+  }
+};
+
+namespace {
+
+// Bytes of one example of every component of `source` (its first unit's first), or -1 when
+// its units do not say (none, or an error reading the first).
+int64_t example_bytes(const actors::Source& source) {
+  if (source.num_units() == 0) return -1;
+  std::vector<actors::Chunk> chunks;
+  int64_t skipped = 0;
+  if (!source.read(0, &chunks, &skipped).ok() || chunks.empty()) return -1;
+  int64_t bytes = 0;
+  for (const Tensor& t : chunks[0].components) {
+    if (t.dtype() == DType::kString || t.rank() == 0) return -1;
+    bytes += t.num_elements() / std::max<int64_t>(1, t.dim(0)) *
+             static_cast<int64_t>(runtime::dtype_size(t.dtype()));
+  }
+  return bytes;
+}
+
+bool read_in_loop(const Dataset& d) {
+  const DatasetOptions& o = d.options;
+  if (!d.source->in_memory() || o.map || o.map_example || d.pad || !d.sparse.empty() ||
+      o.batch_size <= 0) {
+    return false;
+  }
+  const int64_t bytes = example_bytes(*d.source);
+  return bytes >= 0 && bytes * o.batch_size <= Pipeline::kLoopBatchBytes;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime, const Dataset& dataset,
                                                   int64_t skip_batches) {
   if (!dataset.source) return runtime::invalid_argument("a dataset without a source");
   const DatasetOptions& o = dataset.options;
-  actors::QueueOptions q;
-  q.kind = actors::QueueKind::kFifo;
-  q.capacity = std::max<int64_t>(1, o.prefetch_batches);  // batches: the runner stacks them
-  q.name = "the input queue of " + dataset.source->name();
-  actors::Queue queue = actors::Queue::create(runtime, q);
   actors::RunnerOptions r;
   r.num_readers = std::max(1, o.num_readers);
   r.num_epochs = o.num_epochs;
@@ -289,6 +356,16 @@ Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime, cons
   }
   for (const std::string& c : names) r.sparse.push_back(dataset.is_sparse(c));
   r.skip = skip_batches;
+  if (read_in_loop(dataset)) {
+    auto reader = std::make_shared<LoopReader>(dataset.source, r);
+    return std::unique_ptr<Pipeline>(new Pipeline(runtime, dataset, actors::Queue(runtime, {}),
+                                                  caf::actor(), std::move(reader)));
+  }
+  actors::QueueOptions q;
+  q.kind = actors::QueueKind::kFifo;
+  q.capacity = std::max<int64_t>(1, o.prefetch_batches);  // batches: the runner stacks them
+  q.name = "the input queue of " + dataset.source->name();
+  actors::Queue queue = actors::Queue::create(runtime, q);
   auto map = o.map;
   auto map_example = o.map_example;
   if (map || map_example) {
@@ -312,15 +389,59 @@ Result<std::unique_ptr<Pipeline>> Pipeline::start(actors::Runtime& runtime, cons
       actors::spawn_queue_runner(runtime.system(), dataset.source, queue.actor(), std::move(r));
   queue.watch(runner, "the runner of " + dataset.source->name());
   return std::unique_ptr<Pipeline>(
-      new Pipeline(runtime, dataset, std::move(queue), std::move(runner)));
+      new Pipeline(runtime, dataset, std::move(queue), std::move(runner), nullptr));
 }
 
+Pipeline::Pipeline(actors::Runtime& runtime, Dataset dataset, actors::Queue queue,
+                   caf::actor runner, std::shared_ptr<LoopReader> reader)
+    : runtime_(runtime),
+      dataset_(std::move(dataset)),
+      queue_(std::move(queue)),
+      runner_(std::move(runner)),
+      reader_(std::move(reader)) {}
+
 Pipeline::~Pipeline() {
+  if (reader_) return;
   caf::anon_send_exit(runner_, caf::exit_reason::user_shutdown);
   queue_.stop();
 }
 
-Result<std::vector<Tensor>> Pipeline::next() { return queue_.dequeue(); }
+std::function<Status(runtime::FeedList*)> Pipeline::loop_feed(
+    std::vector<runtime::Output> inputs) const {
+  if (!reader_) return nullptr;
+  return [reader = reader_, inputs = std::move(inputs)](runtime::FeedList* feeds) -> Status {
+    TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> batch, reader->next());
+    if (batch.size() != inputs.size()) {
+      return runtime::invalid_argument(reader->source->name(), " gives ", batch.size(),
+                                       " components for ", inputs.size(), " inputs");
+    }
+    for (size_t k = 0; k < inputs.size(); ++k) feeds->push_back({inputs[k], std::move(batch[k])});
+    return runtime::ok_status();
+  };
+}
+
+void Pipeline::attach(actors::LoopRequest* loop, std::vector<runtime::Output> inputs) const {
+  if (!reader_) {
+    loop->input = queue_actor();
+    loop->input_feeds = std::move(inputs);
+    loop->batch_size = 0;
+    return;
+  }
+  auto read = loop_feed(std::move(inputs));
+  auto then = std::move(loop->feed);
+  loop->feed = [read, then](int64_t i, runtime::FeedList* feeds) -> Status {
+    TROUPE_RETURN_IF_ERROR(read(feeds));
+    return then ? then(i, feeds) : runtime::ok_status();
+  };
+}
+
+Result<std::vector<Tensor>> Pipeline::next() {
+  return reader_ ? reader_->next() : queue_.dequeue();
+}
+
+actors::QueueStats Pipeline::queue_stats() {
+  return reader_ ? actors::QueueStats{} : queue_.stats();
+}
 
 void Pipeline::log_skipped(const char* what) {
   const actors::RunnerStats stats = runner_stats();
@@ -331,6 +452,13 @@ void Pipeline::log_skipped(const char* what) {
 }
 
 actors::RunnerStats Pipeline::runner_stats() {
+  if (reader_) {
+    std::lock_guard<std::mutex> lock(reader_->mu);
+    actors::RunnerStats stats = reader_->stats;
+    stats.epochs = reader_->order.epochs();
+    stats.skipped = reader_->order.skipped();
+    return stats;
+  }
   caf::scoped_actor self{runtime_.system()};
   actors::RunnerStats result;
   self->request(runner_, caf::infinite, actors::stats_atom::value)

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/messages.h"
 #include "actors/queue.h"
 #include "actors/queue_runner.h"
 #include "estimators/input/csv_source.h"
@@ -100,8 +101,9 @@ runtime::Result<Dataset> shard(const Dataset& data, int num_shards, int index);
 runtime::Tensor gather_rows(const runtime::Tensor& t, const std::vector<int64_t>& rows);
 
 // A running dataset: a queue actor and a runner actor feeding it batches (each queue element
-// one batch). A session loop dequeues from queue_actor() with batch_size 0. Destroying the
-// pipeline stops both actors.
+// one batch), or, for a small dataset in memory, batches the training loop cuts itself
+// (reads_in_loop()). A session loop reads it through attach(). Destroying the pipeline stops
+// its actors.
 class Pipeline {
  public:
   // `skip_batches` batches are dropped from the start (a resumed training run reads on).
@@ -112,7 +114,25 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
+  // Whether the loop that reads this pipeline cuts its batches itself, in the session actor:
+  // for a dataset in memory, without a map, padding or sparse components, whose batches are at
+  // most kLoopBatchBytes. Copying such a batch's rows costs less than handing a batch from the
+  // runner's thread to the graph's (a message, a wake-up, memory allocated on one thread and
+  // freed on the other: 3-4 us a batch, bench/estimator_bench). The examples and their order are
+  // the runner's (actors/example_order.h).
+  bool reads_in_loop() const { return reader_ != nullptr; }
+  static constexpr int64_t kLoopBatchBytes = 32 << 10;
+  // The queue a session loop dequeues from (LoopRequest::input, batch_size 0); null when the
+  // loop reads the batches itself.
   const caf::actor& queue_actor() const { return queue_.actor(); }
+  // When the loop reads the batches itself: feeds the next batch's components to `inputs`, in
+  // order (LoopRequest::feed); OutOfRange after the last. Null otherwise.
+  std::function<runtime::Status(runtime::FeedList*)> loop_feed(
+      std::vector<runtime::Output> inputs) const;
+  // Points `loop` at this pipeline's batches, fed to `inputs` in order; a feed the loop already
+  // has runs after the batch's.
+  void attach(actors::LoopRequest* loop, std::vector<runtime::Output> inputs) const;
+
   const Dataset& dataset() const { return dataset_; }
   // The next batch, all components; OutOfRange after the last.
   runtime::Result<std::vector<runtime::Tensor>> next();
@@ -120,18 +140,18 @@ class Pipeline {
   // skip_bad_records counts what it skips; the user hears the count when the data ends: a
   // warning naming the source and `what` read it ("training"), when any were skipped.
   void log_skipped(const char* what);
-  actors::QueueStats queue_stats() { return queue_.stats(); }
+  // The queue's counts; a pipeline read in the loop has none to give (zeros).
+  actors::QueueStats queue_stats();
 
  private:
-  Pipeline(actors::Runtime& runtime, Dataset dataset, actors::Queue queue, caf::actor runner)
-      : runtime_(runtime),
-        dataset_(std::move(dataset)),
-        queue_(std::move(queue)),
-        runner_(std::move(runner)) {}
+  struct LoopReader;
+  Pipeline(actors::Runtime& runtime, Dataset dataset, actors::Queue queue, caf::actor runner,
+           std::shared_ptr<LoopReader> reader);
   actors::Runtime& runtime_;
   Dataset dataset_;
   actors::Queue queue_;
   caf::actor runner_;
+  std::shared_ptr<LoopReader> reader_;
 };
 
 }  // namespace troupe::estimators::input

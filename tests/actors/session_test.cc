@@ -288,6 +288,35 @@ TEST_CASE("a loop stops at the first failing step and says which") {
   CHECK(seen == 4);
 }
 
+TEST_CASE("a loop's feed ends it at the data's end with OutOfRange") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output a = ops::placeholder(b, DType::kInt32, Shape{}, "a");
+  Output twice = ops::add(b, a, a);
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  actors::LoopRequest loop;
+  loop.steps = 100;
+  loop.fetches = {twice};
+  loop.feed = [&](int64_t i, runtime::FeedList* f) {
+    if (i == 6) return runtime::out_of_range("no more data");
+    *f = {{a, Tensor::scalar<int32_t>(static_cast<int32_t>(i))}};
+    return runtime::ok_status();
+  };
+  std::vector<int32_t> seen;
+  loop.on_step = [&](int64_t, const std::vector<Tensor>& v) {
+    seen.push_back(v[0].data<int32_t>()[0]);
+    return true;
+  };
+  bool end = false;
+  auto done = (*s)->run_loop(loop, &end);
+  REQUIRE_MESSAGE(done.ok(), done.status().to_string());
+  CHECK(*done == 6);
+  CHECK(end);
+  CHECK(seen == std::vector<int32_t>{0, 2, 4, 6, 8, 10});
+}
+
 namespace {
 // A test op that records how far its producer ran ahead of it; slow on purpose.
 std::atomic<int> fast_fired{0}, slow_fired{0}, max_ahead{0};

@@ -147,6 +147,61 @@ TEST_CASE("arrays: seeded shuffle reproducible; map over batches and examples") 
   CHECK((*batch)[1].data<float>()[10] == 10.5f);
 }
 
+TEST_CASE("arrays: small batches are cut in the loop, the runner's batches in its order") {
+  std::vector<int64_t> v(1000);
+  std::vector<float> xs(3000);
+  for (int i = 0; i < 1000; ++i) {
+    v[i] = i;
+    for (int j = 0; j < 3; ++j) xs[i * 3 + j] = static_cast<float>(i * 3 + j);
+  }
+  Tensor k = Tensor::from_vector(Shape{1000}, v);
+  Tensor x = Tensor::from_vector(Shape{1000, 3}, xs);
+  DatasetOptions o{
+      .batch_size = 64, .num_epochs = 2, .shuffle = true, .seed = 5, .shuffle_buffer = 100};
+  auto small = arrays({{"x", x}, {"k", k}}, "k", o);
+  REQUIRE(small.ok());
+  // A map that changes nothing sends the same data through the runner.
+  DatasetOptions m = o;
+  m.map = [](std::vector<Tensor>&) { return runtime::ok_status(); };
+  auto mapped = arrays({{"x", x}, {"k", k}}, "k", m);
+  REQUIRE(mapped.ok());
+  {
+    actors::Runtime rt;
+    auto in_loop = Pipeline::start(rt, *small);
+    REQUIRE(in_loop.ok());
+    CHECK((*in_loop)->reads_in_loop());
+    CHECK_FALSE((*in_loop)->queue_actor());
+    auto through_runner = Pipeline::start(rt, *mapped);
+    REQUIRE(through_runner.ok());
+    CHECK_FALSE((*through_runner)->reads_in_loop());
+  }
+  const Drained a = drain(*small), b = drain(*mapped);
+  CHECK(a.numbers == b.numbers);
+  CHECK(a.batch_sizes == b.batch_sizes);
+  CHECK(a.end.code() == runtime::Code::kOutOfRange);
+  CHECK(a.stats.examples == 2000);
+  CHECK(a.stats.epochs == 2);
+  CHECK(a.stats.done);
+  CHECK(a.stats.status.ok());
+
+  // Resumed after 5 batches, it reads on with the sixth.
+  actors::Runtime rt;
+  auto resumed = Pipeline::start(rt, *small, 5);
+  REQUIRE(resumed.ok());
+  auto sixth = (*resumed)->next();
+  REQUIRE(sixth.ok());
+  const auto ks = (*sixth)[1].to_vector<int64_t>();
+  CHECK(std::vector<double>(ks.begin(), ks.end()) ==
+        std::vector<double>(a.numbers[1].begin() + 5 * 64, a.numbers[1].begin() + 6 * 64));
+
+  // Batches above kLoopBatchBytes go through the runner, beside training.
+  DatasetOptions big = o;
+  big.batch_size = Pipeline::kLoopBatchBytes / (3 * sizeof(float) + sizeof(int64_t)) + 1;
+  auto large = Pipeline::start(rt, *arrays({{"x", x}, {"k", k}}, "k", big));
+  REQUIRE(large.ok());
+  CHECK_FALSE((*large)->reads_in_loop());
+}
+
 TEST_CASE("csv: header, inferred and declared types, quotes, defaults, shards") {
   write("a-0.csv",
         "age,name,score,label\n"
