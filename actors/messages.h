@@ -170,6 +170,9 @@ struct LoopRequest {
   // finished, no step starts (those in flight still report).
   int step_number_fetch = -1;
   int64_t last_number = INT64_MAX;
+  // Set from any thread, it stops the loop as a stop message does, checked before each step:
+  // a stopper needs no message to an actor that may wait for its turn on a busy worker.
+  std::shared_ptr<const std::atomic<bool>> stop;
 };
 struct LoopResult {
   runtime::Status status;

@@ -446,6 +446,9 @@ void request_batch(SessionActor* self, int64_t index) {
 void pump_loop(SessionActor* self) {
   SessionState& st = self->state;
   Loop& loop = *st.loop;
+  if (loop.request.stop && !loop.stop && loop.request.stop->load(std::memory_order_relaxed)) {
+    loop.stop = loop.stop_requested = true;
+  }
   while (!loop.stop && loop.started < loop.request.steps &&
          loop.started - loop.finished < std::max(1, st.spec.pipeline_depth) &&
          loop.reported - loop.slowest_ack() < std::max<int64_t>(1, loop.request.observer_window)) {

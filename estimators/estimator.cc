@@ -312,7 +312,7 @@ Status Estimator::load_checkpoint(const Model& m, const std::string& path) {
 
 void Estimator::request_stop() {
   std::lock_guard<std::mutex> lock(running_mu_);
-  if (running_) caf::anon_send(running_, actors::stop_atom::value);
+  if (running_stop_) *running_stop_ = true;
 }
 
 Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, TrainOptions options) {
@@ -367,6 +367,7 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
   if (in_cluster()) {
     // Workers share the global step: every step fetches it, the run stops where it says.
     spec.global_step = [this] { return global_step(); };
+    spec.blocks = true;
     spec.fetches.push_back(m->global_step);
     spec.step_fetch = static_cast<int>(spec.fetches.size()) - 1;
   }
@@ -386,7 +387,9 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
     return latest.empty() ? std::string("the initial values") : latest;
   };
 
+  spec.stop = std::make_shared<std::atomic<bool>>(false);
   std::lock_guard<std::mutex> lock(running_mu_);
+  running_stop_ = spec.stop;
   running_ = spawn_estimator_actor(runtime_->system(), std::move(spec));
   return running_;
 }
@@ -395,6 +398,7 @@ Result<TrainResult> Estimator::finish_training(const RunOutcome& outcome) {
   {
     std::lock_guard<std::mutex> lock(running_mu_);
     running_ = nullptr;
+    running_stop_ = nullptr;
   }
   if (outcome.end_of_input && train_input_) {
     train_input_->log_skipped("training");

@@ -229,7 +229,8 @@ class Estimator {
   int recoveries_ = 0;  // of the cluster between training runs, counted in the next's restarts
   mutable std::atomic<int64_t> last_global_step_{0};  // from the ps, for when it is gone
   std::mutex running_mu_;
-  caf::actor running_;  // the EstimatorActor of the running train(), for request_stop
+  caf::actor running_;                               // the EstimatorActor of the running train()
+  std::shared_ptr<std::atomic<bool>> running_stop_;  // its stop flag, for request_stop
 };
 
 }  // namespace troupe::estimators

@@ -13,6 +13,22 @@ using runtime::Status;
 
 namespace {
 
+using restart_atom = caf::atom_constant<caf::atom("restart")>;
+
+// A restart's new parts, or why there are none.
+struct Restarted {
+  Status status;
+  TrainingParts parts;
+};
+
+}  // namespace
+}  // namespace troupe::estimators
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::estimators::Restarted)
+
+namespace troupe::estimators {
+namespace {
+
 // Failures of the machinery, not of the model or the data: worth a restart.
 bool retryable(const Status& s) {
   return s.code() == runtime::Code::kUnavailable || s.code() == runtime::Code::kAborted ||
@@ -71,6 +87,7 @@ struct RunState {
   RunOutcome outcome;
   bool stop = false;
   bool done = false;
+  bool restarting = false;  // the parts are being rebuilt: the old ones' failures are this one
   // Evaluation and prediction: what the consumer took, and the actor taking it.
   std::shared_ptr<Consumption> consumption;
   caf::actor consumer;
@@ -148,7 +165,7 @@ void run_steps(RunActor* self) {
 // A failure: restart from the latest checkpoint when the machinery failed and the budget allows.
 void fail(RunActor* self, Status why) {
   RunState& st = self->state;
-  if (st.done) return;
+  if (st.done || st.restarting) return;
   // The consumer's own error (a metric refusing a batch, the caller's function failing) ends
   // the run with that error, whatever the loop reported after it.
   if (st.consumption && st.consumption->failed) return finish(self, st.consumption->error);
@@ -172,12 +189,36 @@ void fail(RunActor* self, Status why) {
                            : "restarting, reading on " + where,
                        " (restart ", st.outcome.restarts, " of ", st.spec.max_restarts, ")");
   unwatch(self);
-  auto parts = st.spec.restart(st.outcome.consumed);
-  if (!parts.ok()) return finish(self, parts.status().with_context("restarting " + what));
-  st.spec.parts = *parts;
-  st.stop = st.outcome.stopped;
-  watch(self);
-  call_hooks(self, HookPhase::kAfterCreateSession, [self] { run_steps(self); });
+  // Rebuilding blocks on the new session, and this actor may share the graph's worker: a
+  // helper on a thread of its own does it.
+  st.restarting = true;
+  caf::actor helper = self->spawn<caf::detached>(
+      [restart = st.spec.restart](caf::event_based_actor* h) -> caf::behavior {
+        return {
+            [h, restart](restart_atom, int64_t consumed) {
+              auto parts = restart(consumed);
+              h->quit();
+              return parts.ok() ? Restarted{runtime::ok_status(), std::move(*parts)}
+                                : Restarted{parts.status(), {}};
+            },
+        };
+      });
+  self->request(helper, caf::infinite, restart_atom::value, st.outcome.consumed)
+      .then(
+          [self, what](Restarted& r) {
+            RunState& st = self->state;
+            st.restarting = false;
+            if (!r.status.ok()) return finish(self, r.status.with_context("restarting " + what));
+            st.spec.parts = std::move(r.parts);
+            st.stop = st.outcome.stopped;
+            watch(self);
+            call_hooks(self, HookPhase::kAfterCreateSession, [self] { run_steps(self); });
+          },
+          [self, what](caf::error& e) {
+            self->state.restarting = false;
+            finish(self,
+                   runtime::internal_error("restarting ", what, ": ", self->system().render(e)));
+          });
 }
 
 // Calls the hooks one after the other, in their order (TF's), then `next`. They all see the
@@ -223,6 +264,7 @@ std::function<Status(int64_t, runtime::FeedList*)> loop_feed(const EstimatorActo
 // Runs the steps up to the next sync point (or the end) as one loop in the session actor.
 void segment(RunActor* self) {
   RunState& st = self->state;
+  if (st.spec.stop && *st.spec.stop) st.stop = st.outcome.stopped = true;
   const int64_t at = global_step(st);
   int64_t stop_at = st.spec.last_step;
   for (const HookReply& w : st.wants) stop_at = std::min(stop_at, w.stop_step);
@@ -239,6 +281,7 @@ void segment(RunActor* self) {
   loop.batch_size = 0;
   loop.observers = st.hooks;
   loop.report_base = at + 1;
+  loop.stop = st.spec.stop;
   if (st.spec.step_fetch >= 0) {
     loop.step_number_fetch = st.spec.step_fetch;
     loop.last_number = stop_at;
@@ -345,6 +388,7 @@ caf::behavior estimator_actor(RunActor* self, EstimatorActorSpec spec) {
       [self](actors::stop_atom) {
         RunState& st = self->state;
         st.stop = st.outcome.stopped = true;
+        if (st.spec.stop) *st.spec.stop = true;
         self->send(st.spec.parts.session, actors::stop_atom::value);
       },
   };
@@ -353,7 +397,8 @@ caf::behavior estimator_actor(RunActor* self, EstimatorActorSpec spec) {
 }  // namespace
 
 caf::actor spawn_estimator_actor(caf::actor_system& system, EstimatorActorSpec spec) {
-  return system.spawn<caf::detached>(estimator_actor, std::move(spec));
+  if (spec.blocks) return system.spawn<caf::detached>(estimator_actor, std::move(spec));
+  return system.spawn(estimator_actor, std::move(spec));
 }
 
 }  // namespace troupe::estimators

@@ -307,13 +307,14 @@ caf::behavior Experiment::actor_behavior(ExperimentActor* self, Experiment* expe
                       "the training run stopped without an answer: ", self->system().render(e))});
                 });
       },
-      [self](actors::stop_atom) {
+      [self, experiment](actors::stop_atom) {
         ExperimentState& st = self->state;
         if (!st.stop) {
           runtime::log_info("stopping: the running steps finish, then a last evaluation");
         }
         st.stop = true;
-        if (st.run) self->send(st.run, actors::stop_atom::value);
+        // Through the Estimator's flag: the run's actor may wait for a worker the loop keeps busy.
+        if (st.run) experiment->estimator_.request_stop();
       },
   };
 }

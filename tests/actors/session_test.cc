@@ -288,7 +288,7 @@ TEST_CASE("a loop stops at the first failing step and says which") {
   CHECK(seen == 4);
 }
 
-TEST_CASE("a loop's feed ends it at the data's end with OutOfRange") {
+TEST_CASE("a loop's feed ends it at the data's end with OutOfRange; a flag stops it at once") {
   actors::Runtime rt;
   runtime::Graph g;
   runtime::GraphBuilder b(&g);
@@ -315,6 +315,29 @@ TEST_CASE("a loop's feed ends it at the data's end with OutOfRange") {
   CHECK(*done == 6);
   CHECK(end);
   CHECK(seen == std::vector<int32_t>{0, 2, 4, 6, 8, 10});
+
+  // The flag, set from another thread while the loop runs, ends it after the steps started.
+  auto stop = std::make_shared<std::atomic<bool>>(false);
+  loop.steps = INT64_MAX;
+  loop.stop = stop;
+  loop.feed = [&](int64_t, runtime::FeedList* f) {
+    *f = {{a, Tensor::scalar<int32_t>(1)}};
+    return runtime::ok_status();
+  };
+  std::atomic<int64_t> steps{0};
+  loop.on_step = [&](int64_t, const std::vector<Tensor>&) {
+    ++steps;
+    return true;
+  };
+  std::thread stopper([&] {
+    while (steps < 20) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    *stop = true;
+  });
+  done = (*s)->run_loop(loop, &end);
+  stopper.join();
+  REQUIRE(done.ok());
+  CHECK(*done >= 20);
+  CHECK_FALSE(end);
 }
 
 namespace {
