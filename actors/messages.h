@@ -157,13 +157,16 @@ struct LoopRequest {
   std::function<void(int64_t i, std::vector<NodeTiming> timings)> on_profile;
   int64_t batch_size = 0;
   bool allow_smaller_final_batch = true;
-  // Actors that watch every step (the Estimator's hook actors): each gets a StepReport per
-  // finished step and answers with a StepAck. The loop starts no step while an observer is
-  // more than `observer_window` reports behind, so a slow observer holds training back by a
-  // bounded amount instead of a round trip per step. The loop answers once every report is
-  // acknowledged; an observer that stops during the loop fails it (kUnavailable).
+  // Actors that watch every step (the Estimator's hook actors): each gets StepReports of the
+  // finished steps, in order, and answers each with a StepAck. The loop starts no step while an
+  // observer has more than `observer_window` steps unacknowledged, so a slow observer holds
+  // training back by a bounded amount instead of a round trip per step. A report carries up to
+  // half the window's steps (those finished so far when no step is in flight): a message each
+  // way per hook and step cost half a microsecond, a fifth of a step of a small model. The
+  // loop answers once every report is acknowledged; an observer that stops during the loop
+  // fails it (kUnavailable).
   std::vector<caf::actor> observers;
-  int64_t observer_window = 2;
+  int64_t observer_window = 8;
   int64_t report_base = 0;  // observers see loop step i as number report_base + i
   // Where workers share the step count: the fetch that reads it (an int64 scalar) at each step;
   // observers see that value plus one, and once a step numbered last_number or more has
@@ -182,18 +185,24 @@ struct LoopResult {
   bool sync_requested = false;  // an observer asked for a pause with no step in flight
 };
 
-// A finished loop step, for one observer: `values` are the loop's fetches, shared by all.
-struct StepReport {
+// A finished loop step: its number and the loop's fetches.
+struct ReportedStep {
   int64_t number = 0;
-  int32_t observer = 0;  // echoed in the ack
-  std::shared_ptr<const std::vector<runtime::Tensor>> values;
+  std::vector<runtime::Tensor> values;
 };
-// An observer is done with a report. An error ends the loop with it.
+// Finished loop steps, in order, for one observer; the steps are shared by all observers.
+struct StepReport {
+  int32_t observer = 0;  // echoed in the ack
+  std::shared_ptr<const std::vector<ReportedStep>> steps;
+};
+// An observer is done with a report (an observer that asks to stop or fails at one of its steps
+// still answers for all). An error ends the loop with it.
 struct StepAck {
   int32_t observer = 0;
   runtime::Status status;
   bool stop = false;
   bool sync = false;
+  int64_t steps = 1;  // the report's
 };
 
 }  // namespace troupe::actors

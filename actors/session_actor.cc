@@ -67,7 +67,8 @@ struct Loop {
   bool dequeuing = false;
   int64_t profiling = -1;      // the loop index of the step being profiled
   int64_t reported = 0;        // steps reported to the observers
-  std::vector<int64_t> acked;  // per observer: reports acknowledged (INT64_MAX once it is gone)
+  std::vector<int64_t> acked;  // per observer: steps acknowledged (INT64_MAX once it is gone)
+  std::shared_ptr<std::vector<ReportedStep>> unreported;  // finished, to report together
   bool stop_requested = false;
   bool sync_requested = false;
   int64_t slowest_ack() const {
@@ -283,6 +284,20 @@ int64_t step_number(const LoopRequest& r, int64_t index, const std::vector<Tenso
   return values[f].data<int64_t>()[0] + 1;
 }
 
+// Sends the observers the steps finished and not yet reported.
+void report(SessionActor* self) {
+  Loop& loop = *self->state.loop;
+  if (!loop.unreported) return;
+  std::shared_ptr<const std::vector<ReportedStep>> steps = std::move(loop.unreported);
+  loop.unreported = nullptr;
+  if (loop.halted) return;
+  const auto& observers = loop.request.observers;
+  for (size_t k = 0; k < observers.size(); ++k) {
+    self->send(observers[k], StepReport{static_cast<int32_t>(k), steps});
+  }
+  loop.reported += static_cast<int64_t>(steps->size());
+}
+
 void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
   Loop& loop = *self->state.loop;
   ++loop.finished;
@@ -305,12 +320,10 @@ void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
     if (number >= loop.request.last_number) loop.stop = true;
     // Steps that ran after an observer asked to stop are still reported: they changed the model.
     if (!loop.halted && !loop.request.observers.empty()) {
-      auto values = std::make_shared<const std::vector<Tensor>>(std::move(result.values));
-      const auto& observers = loop.request.observers;
-      for (size_t k = 0; k < observers.size(); ++k) {
-        self->send(observers[k], StepReport{number, static_cast<int32_t>(k), values});
-      }
-      ++loop.reported;
+      if (!loop.unreported) loop.unreported = std::make_shared<std::vector<ReportedStep>>();
+      loop.unreported->push_back({number, std::move(result.values)});
+      const int64_t per_report = std::max<int64_t>(1, loop.request.observer_window / 2);
+      if (static_cast<int64_t>(loop.unreported->size()) >= per_report) report(self);
     }
   }
   pump_loop(self);
@@ -320,7 +333,8 @@ void on_ack(SessionActor* self, const StepAck& ack) {
   if (!self->state.loop) return;
   Loop& loop = *self->state.loop;
   if (ack.observer < 0 || ack.observer >= static_cast<int32_t>(loop.acked.size())) return;
-  if (loop.acked[ack.observer] < INT64_MAX) ++loop.acked[ack.observer];
+  if (loop.acked[ack.observer] < INT64_MAX)
+    loop.acked[ack.observer] += std::max<int64_t>(0, ack.steps);
   if (!ack.status.ok()) {
     if (loop.error.ok()) loop.error = ack.status;
     loop.stop = loop.halted = true;
@@ -469,6 +483,8 @@ void pump_loop(SessionActor* self) {
     begin_loop_step(self, loop.started++, {});
     if (!st.loop) return;  // finished synchronously and answered already
   }
+  // With no step in flight nothing more joins the steps waiting to be reported.
+  if (loop.started == loop.finished) report(self);
   if (loop.started == loop.finished && (loop.stop || loop.started == loop.request.steps) &&
       loop.slowest_ack() >= loop.reported) {
     auto done = std::move(st.loop);

@@ -57,12 +57,22 @@ caf::behavior hook_actor(HookActor* self, HookActorSpec spec) {
   return {
       [self](actors::StepReport& r) {
         HookState& st = self->state;
-        StepContext sc(st.spec.fixed_step ? st.global_step : r.number, *r.values, st.spec.offset);
-        runtime::Status s = st.spec.hook->after_run(sc);
-        if (!s.ok()) s = s.with_context(st.spec.name);
-        self->send(
-            caf::actor_cast<caf::actor>(self->current_sender()),
-            actors::StepAck{r.observer, std::move(s), sc.stop_requested(), sc.sync_requested()});
+        actors::StepAck ack{r.observer};
+        ack.steps = static_cast<int64_t>(r.steps->size());
+        // Every step of the report, as TF calls after_run after each: a stop or sync asked at
+        // one still lets the hook see the steps that ran meanwhile; an error ends it there.
+        for (const actors::ReportedStep& step : *r.steps) {
+          StepContext sc(st.spec.fixed_step ? st.global_step : step.number, step.values,
+                         st.spec.offset);
+          ack.status = st.spec.hook->after_run(sc);
+          ack.stop = ack.stop || sc.stop_requested();
+          ack.sync = ack.sync || sc.sync_requested();
+          if (!ack.status.ok()) {
+            ack.status = ack.status.with_context(st.spec.name);
+            break;
+          }
+        }
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()), std::move(ack));
       },
       [self](hook_atom, HookCall& c) { return call(self, c); },
   };

@@ -497,6 +497,7 @@ struct WatchPlan {
 struct WatchLog {
   std::mutex mu;
   std::vector<int64_t> numbers;
+  int reports = 0;
 };
 using release_atom = caf::atom_constant<caf::atom("release")>;
 struct Held {
@@ -507,13 +508,19 @@ caf::behavior watcher(caf::stateful_actor<Held>* self, WatchPlan plan,
                       std::shared_ptr<WatchLog> log) {
   return {
       [=](actors::StepReport& r) {
-        {
-          std::lock_guard<std::mutex> lock(log->mu);
-          log->numbers.push_back(r.number);
+        actors::StepAck ack{r.observer, runtime::ok_status()};
+        ack.steps = static_cast<int64_t>(r.steps->size());
+        for (const actors::ReportedStep& step : *r.steps) {
+          {
+            std::lock_guard<std::mutex> lock(log->mu);
+            log->numbers.push_back(step.number);
+            log->reports += &step == &r.steps->front();
+          }
+          if (step.number == plan.die_at) return self->quit(caf::sec::runtime_error);
+          ack.stop = ack.stop || step.number == plan.stop_at;
+          if (step.number == plan.fail_at)
+            ack.status = runtime::data_loss("observer saw a bad step");
         }
-        if (r.number == plan.die_at) return self->quit(caf::sec::runtime_error);
-        actors::StepAck ack{r.observer, runtime::ok_status(), r.number == plan.stop_at};
-        if (r.number == plan.fail_at) ack.status = runtime::data_loss("observer saw a bad step");
         auto session = caf::actor_cast<caf::actor>(self->current_sender());
         if (plan.hold) {
           self->state.acks.push_back({session, ack});
@@ -583,6 +590,18 @@ TEST_CASE("loop observers see every step in order and answer without a round tri
   for (int64_t i = 0; i < 10; ++i) want.push_back(100 + i);
   CHECK(log_a->numbers == want);  // every report was acknowledged before the loop answered
   CHECK(log_b->numbers == want);
+  CHECK(log_a->reports == 10);  // a window of 2: a step a report
+
+  // A wider window: reports of up to half of it, every step still seen once, in order.
+  auto log_w = std::make_shared<WatchLog>();
+  auto w = rt.system().spawn(watcher, WatchPlan{}, log_w);
+  r = run_watched(rt, **s, d, 40, {w}, 8);
+  REQUIRE_MESSAGE(r.status.ok(), r.status.to_string());
+  want.clear();
+  for (int64_t i = 0; i < 40; ++i) want.push_back(100 + i);
+  CHECK(log_w->numbers == want);
+  CHECK(log_w->reports >= 10);
+  CHECK(log_w->reports <= 20);
 
   // An observer that holds its answers holds the loop to its window, then lets it finish.
   auto log_h = std::make_shared<WatchLog>();
