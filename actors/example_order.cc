@@ -1,7 +1,6 @@
 #include "actors/example_order.h"
 
 #include <algorithm>
-#include <iterator>
 #include <numeric>
 
 namespace troupe::actors {
@@ -34,6 +33,8 @@ ExampleOrder::ExampleOrder(std::shared_ptr<const Source> source, const RunnerOpt
   if (units_ == 0) options_.num_epochs = 1;  // nothing to repeat: end at once
   skip_ = std::max<int64_t>(0, options_.skip);
   rng_.seed(options_.seed);
+  slices_ = !options_.pad && std::find(options_.sparse.begin(), options_.sparse.end(), true) ==
+                                 options_.sparse.end();
 }
 
 int64_t ExampleOrder::total_units() const {
@@ -60,19 +61,21 @@ runtime::Result<std::vector<RowRef>> ExampleOrder::take(Decoded d) {
   ++taken_;
   if (!d.status.ok()) return d.status;
   skipped_ += d.skipped;
-  // Examples to stack go straight to those waiting, unless the shuffle buffer mixes them.
+  // Examples to stack go straight to those waiting, a chunk as one run, unless the shuffle
+  // buffer mixes them.
   const bool batching = options_.batch_size > 0;
   std::vector<RowRef> out;
   for (Chunk& c : d.chunks) {
     auto chunk = std::make_shared<const Chunk>(std::move(c));
+    if (batching && !options_.shuffle) {
+      waiting_ += chunk->last() - chunk->first();
+      pending_.push_back({chunk, chunk->first(), chunk->last()});
+      continue;
+    }
     for (int64_t r = chunk->first(); r < chunk->last(); ++r) {
       RowRef row{chunk, r};
       if (!options_.shuffle) {
-        if (batching) {
-          pending_.push_back(std::move(row));
-        } else {
-          out.push_back(std::move(row));
-        }
+        out.push_back(std::move(row));
       } else if (static_cast<int64_t>(buffer_.size()) <
                  std::max<int64_t>(1, options_.shuffle_buffer)) {
         buffer_.push_back(std::move(row));
@@ -90,7 +93,8 @@ runtime::Result<std::vector<RowRef>> ExampleOrder::take(Decoded d) {
     ++epochs_;
   }
   if (batching) {
-    for (RowRef& r : out) pending_.push_back(std::move(r));
+    for (RowRef& r : out) pending_.push_back({std::move(r.chunk), r.row, r.row + 1});
+    waiting_ += static_cast<int64_t>(out.size());
     return std::vector<RowRef>();
   }
   const int64_t dropped = std::min<int64_t>(skip_, static_cast<int64_t>(out.size()));
@@ -99,29 +103,52 @@ runtime::Result<std::vector<RowRef>> ExampleOrder::take(Decoded d) {
   return out;
 }
 
+void ExampleOrder::drop_waiting(int64_t n) {
+  waiting_ -= n;
+  while (n > 0) {
+    Run& run = pending_.front();
+    const int64_t k = std::min(n, run.last - run.first);
+    run.first += k;
+    n -= k;
+    if (run.first == run.last) pending_.pop_front();
+  }
+}
+
 runtime::Result<int64_t> ExampleOrder::next_batch(std::vector<runtime::Tensor>* batch,
                                                   bool background) {
-  const size_t size = static_cast<size_t>(std::max<int64_t>(1, options_.batch_size));
+  const int64_t size = std::max<int64_t>(1, options_.batch_size);
   for (;;) {
-    const size_t take = std::min(pending_.size(), size);
+    const int64_t take = std::min(waiting_, size);
     if (take == 0 || (take < size && !units_done())) return 0;
     if (take < size && options_.drop_remainder) {
-      pending_.clear();
+      drop_waiting(take);
       return 0;
     }
-    auto end = pending_.begin() + static_cast<std::ptrdiff_t>(take);
     if (skip_ > 0) {
       --skip_;
-      pending_.erase(pending_.begin(), end);
+      drop_waiting(take);
       continue;
     }
-    std::vector<RowRef> part(std::make_move_iterator(pending_.begin()),
-                             std::make_move_iterator(end));
-    pending_.erase(pending_.begin(), end);
-    auto stacked = stack_rows(part, options_.pad, background, options_.sparse);
+    const Run& front = pending_.front();
+    runtime::Result<std::vector<runtime::Tensor>> stacked =
+        runtime::internal_error("no rows stacked");
+    if (slices_ && front.last - front.first >= take) {
+      stacked = slice_rows(*front.chunk, front.first, take);
+    } else {
+      std::vector<RowRef> part;
+      part.reserve(static_cast<size_t>(take));
+      for (auto run = pending_.begin(); static_cast<int64_t>(part.size()) < take; ++run) {
+        for (int64_t r = run->first; r < run->last && static_cast<int64_t>(part.size()) < take;
+             ++r) {
+          part.push_back({run->chunk, r});
+        }
+      }
+      stacked = stack_rows(part, options_.pad, background, options_.sparse);
+    }
+    drop_waiting(take);
     if (!stacked.ok()) return stacked.status().with_context(source_->name());
     *batch = std::move(*stacked);
-    return static_cast<int64_t>(take);
+    return take;
   }
 }
 

@@ -69,7 +69,7 @@ class ExampleOrder {
   // Batches still to skip are dropped unstacked. `background`: stack_rows's (queue.h).
   runtime::Result<int64_t> next_batch(std::vector<runtime::Tensor>* batch, bool background = false);
 
-  int64_t waiting_examples() const { return static_cast<int64_t>(pending_.size()); }
+  int64_t waiting_examples() const { return waiting_; }
   // Bytes of the first example waiting (0 when none waits).
   int64_t example_bytes() const;
   int64_t epochs() const { return epochs_; }    // completed
@@ -85,8 +85,18 @@ class ExampleOrder {
   int64_t skipped_ = 0;
   std::map<int64_t, std::vector<int64_t>> orders_;  // epoch -> unit order
   std::vector<RowRef> buffer_;                      // the shuffle buffer
-  std::deque<RowRef> pending_;                      // examples not yet stacked into a batch
+  // Examples not yet stacked into a batch, as runs of rows of a chunk: a chunk read in order
+  // waits as one run and its batches are slices of it (slice_rows), with no reference per row.
+  struct Run {
+    std::shared_ptr<const Chunk> chunk;
+    int64_t first = 0, last = 0;  // rows [first, last)
+  };
+  std::deque<Run> pending_;
+  int64_t waiting_ = 0;  // rows in pending_
+  bool slices_ = false;  // batches of one run may be sliced: no padding, no sparse component
   std::mt19937_64 rng_;
+
+  void drop_waiting(int64_t n);  // the first n examples waiting
 };
 
 }  // namespace troupe::actors

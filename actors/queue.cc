@@ -247,6 +247,34 @@ Result<std::vector<Tensor>> stack_rows(const std::vector<RowRef>& rows, bool pad
   return out;
 }
 
+Result<std::vector<Tensor>> slice_rows(const Chunk& chunk, int64_t first, int64_t n) {
+  std::vector<Tensor> out;
+  out.reserve(chunk.components.size());
+  for (const Tensor& t : chunk.components) {
+    std::vector<int64_t> dims = t.shape().dims();
+    if (dims.empty() || first < 0 || n < 0 || first + n > dims[0]) {
+      return runtime::invalid_argument("rows [", first, ", ", first + n, ") of a component of ",
+                                       dims.empty() ? 0 : dims[0], " rows");
+    }
+    dims[0] = n;
+    const int64_t per = t.num_elements() / std::max<int64_t>(1, t.dim(0));
+    Tensor batch;
+    if (t.dtype() == runtime::DType::kString) {
+      batch = Tensor(t.dtype(), Shape(dims));
+      std::copy_n(t.data<std::string>() + first * per, n * per, batch.data<std::string>());
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(batch,
+                              Tensor::empty(t.dtype(), Shape(dims), runtime::cpu_allocator()));
+      const size_t size = dtype_size(t.dtype());
+      std::memcpy(batch.raw_data(),
+                  static_cast<const char*>(t.raw_data()) + static_cast<size_t>(first * per) * size,
+                  static_cast<size_t>(n * per) * size);
+    }
+    out.push_back(std::move(batch));
+  }
+  return out;
+}
+
 namespace {
 
 struct PendingEnqueue {

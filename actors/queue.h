@@ -74,6 +74,11 @@ runtime::Result<std::vector<runtime::Tensor>> stack_rows(const std::vector<RowRe
                                                          bool background = false,
                                                          const std::vector<bool>& sparse = {});
 
+// Rows [first, first + n) of every component of `chunk`, copied into one tensor each: the batch
+// stack_rows would make of those rows, one copy per component.
+runtime::Result<std::vector<runtime::Tensor>> slice_rows(const Chunk& chunk, int64_t first,
+                                                         int64_t n);
+
 enum class QueueKind { kFifo, kRandomShuffle, kPadding };
 
 struct QueueOptions {

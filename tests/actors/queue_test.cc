@@ -405,53 +405,56 @@ TEST_CASE("runner: skipping k batches gives exactly the rest of the seeded seque
 
 TEST_CASE("example order: driven alone, it gives the runner's batches, skips and last one") {
   actors::Runtime rt;
-  auto src = std::make_shared<CountingSource>(20, 10);
+  // Units of 50 in order: batches sliced from one unit and batches across two.
+  auto src = std::make_shared<CountingSource>(8, 50);
   src->memory = true;
-  for (bool drop : {false, true}) {
-    for (int64_t skip : {0, 5}) {
-      CAPTURE(drop);
-      CAPTURE(skip);
-      actors::RunnerOptions o;
-      o.num_epochs = 2;
-      o.shuffle = true;
-      o.seed = 3;
-      o.shuffle_buffer = 30;
-      o.batch_size = 24;  // 400 examples: 16 batches and 16 left
-      o.drop_remainder = drop;
-      o.skip = skip;
-      Queue q = Queue::create(rt, {QueueKind::kFifo, 8});
-      auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), o);
-      const auto from_runner = drain(q, 1);
-      caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
-      q.stop();
+  for (int variant = 0; variant < 8; ++variant) {
+    const bool shuffle = variant & 1, drop = variant & 2;
+    const int64_t skip = variant & 4 ? 5 : 0;
+    CAPTURE(shuffle);
+    CAPTURE(drop);
+    CAPTURE(skip);
+    actors::RunnerOptions o;
+    o.num_epochs = 2;
+    o.shuffle = shuffle;
+    o.seed = 3;
+    o.shuffle_buffer = 30;
+    o.batch_size = 24;  // 800 examples: 33 batches and 8 left
+    o.drop_remainder = drop;
+    o.skip = skip;
+    Queue q = Queue::create(rt, {QueueKind::kFifo, 8});
+    auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), o);
+    const auto from_runner = drain(q, 1);
+    caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+    q.stop();
 
-      actors::ExampleOrder order(src, o);
-      std::vector<int64_t> alone, sizes;
-      for (;;) {
-        std::vector<Tensor> batch;
-        auto n = order.next_batch(&batch);
-        REQUIRE(n.ok());
-        if (*n > 0) {
-          auto v = batch[0].to_vector<int64_t>();
-          alone.insert(alone.end(), v.begin(), v.end());
-          sizes.push_back(*n);
-          continue;
-        }
-        if (order.units_done()) break;
-        const int64_t seq = order.units_taken();
-        REQUIRE(order.take(actors::decode_unit(*src, nullptr, seq, order.unit_at(seq))).ok());
+    actors::ExampleOrder order(src, o);
+    std::vector<int64_t> alone, sizes;
+    for (;;) {
+      std::vector<Tensor> batch;
+      auto n = order.next_batch(&batch);
+      REQUIRE(n.ok());
+      if (*n > 0) {
+        auto v = batch[0].to_vector<int64_t>();
+        alone.insert(alone.end(), v.begin(), v.end());
+        sizes.push_back(*n);
+        continue;
       }
-      CHECK(alone == from_runner);
-      CHECK(static_cast<int64_t>(sizes.size()) == 16 - skip + (drop ? 0 : 1));
-      CHECK(sizes.back() == (drop ? 24 : 16));
-      CHECK(order.epochs() == 2);
+      if (order.units_done()) break;
+      const int64_t seq = order.units_taken();
+      REQUIRE(order.take(actors::decode_unit(*src, nullptr, seq, order.unit_at(seq))).ok());
     }
+    CHECK(alone == from_runner);
+    CHECK(alone.size() == from_runner.size());
+    CHECK(static_cast<int64_t>(sizes.size()) == 33 - skip + (drop ? 0 : 1));
+    CHECK(sizes.back() == (drop ? 24 : 8));
+    CHECK(order.epochs() == 2);
   }
   // A unit that does not decode is the order's error, naming the source.
   src->fail_unit = 4;
   actors::ExampleOrder order(src, {.batch_size = 8});
   runtime::Status failed;
-  for (int64_t seq = 0; seq < 20 && failed.ok(); ++seq) {
+  for (int64_t seq = 0; seq < 8 && failed.ok(); ++seq) {
     failed = order.take(actors::decode_unit(*src, nullptr, seq, order.unit_at(seq))).status();
   }
   CHECK(failed.code() == runtime::Code::kDataLoss);
