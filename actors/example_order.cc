@@ -140,7 +140,9 @@ runtime::Result<int64_t> ExampleOrder::next_batch(std::vector<runtime::Tensor>* 
       for (auto run = pending_.begin(); static_cast<int64_t>(part.size()) < take; ++run) {
         for (int64_t r = run->first; r < run->last && static_cast<int64_t>(part.size()) < take;
              ++r) {
-          part.push_back({run->chunk, r});
+          // A run's last row takes its reference (the run is dropped below): a shuffled
+          // example, a run of one, costs no count up and down.
+          part.push_back({r + 1 == run->last ? std::move(run->chunk) : run->chunk, r});
         }
       }
       stacked = stack_rows(part, options_.pad, background, options_.sparse);
