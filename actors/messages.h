@@ -11,6 +11,7 @@
 #include <caf/all.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -159,14 +160,18 @@ struct LoopRequest {
   bool allow_smaller_final_batch = true;
   // Actors that watch every step (the Estimator's hook actors): each gets StepReports of the
   // finished steps, in order, and answers each with a StepAck. The loop starts no step while an
-  // observer has more than `observer_window` steps unacknowledged, so a slow observer holds
-  // training back by a bounded amount instead of a round trip per step. A report carries up to
-  // half the window's steps (those finished so far when no step is in flight): a message each
-  // way per hook and step cost half a microsecond, a fifth of a step of a small model. The
-  // loop answers once every report is acknowledged; an observer that stops during the loop
-  // fails it (kUnavailable).
+  // observer is more than `observer_window` reports behind, so a slow observer holds training
+  // back by a bounded amount instead of a round trip per step. A step that finishes
+  // `report_interval` or more after the last report goes out at once, with any before it;
+  // faster steps gather, up to kStepsPerReport a report (and whatever has finished when no step
+  // is in flight): a report each way per hook and step cost half a microsecond, a fifth of a
+  // small model's step, and a loop of long steps still reports each as it ends. The loop
+  // answers once every report is acknowledged; an observer that stops during the loop fails it
+  // (kUnavailable).
   std::vector<caf::actor> observers;
-  int64_t observer_window = 8;
+  int64_t observer_window = 2;
+  std::chrono::microseconds report_interval{100};
+  static constexpr int64_t kStepsPerReport = 16;
   int64_t report_base = 0;  // observers see loop step i as number report_base + i
   // Where workers share the step count: the fetch that reads it (an int64 scalar) at each step;
   // observers see that value plus one, and once a step numbered last_number or more has
@@ -202,7 +207,6 @@ struct StepAck {
   runtime::Status status;
   bool stop = false;
   bool sync = false;
-  int64_t steps = 1;  // the report's
 };
 
 }  // namespace troupe::actors

@@ -66,9 +66,10 @@ struct Loop {
   // take the queue's batches in its order.
   bool dequeuing = false;
   int64_t profiling = -1;      // the loop index of the step being profiled
-  int64_t reported = 0;        // steps reported to the observers
-  std::vector<int64_t> acked;  // per observer: steps acknowledged (INT64_MAX once it is gone)
+  int64_t reported = 0;        // reports sent to the observers
+  std::vector<int64_t> acked;  // per observer: reports acknowledged (INT64_MAX once it is gone)
   std::shared_ptr<std::vector<ReportedStep>> unreported;  // finished, to report together
+  std::chrono::steady_clock::time_point last_report = std::chrono::steady_clock::now();
   bool stop_requested = false;
   bool sync_requested = false;
   int64_t slowest_ack() const {
@@ -295,7 +296,8 @@ void report(SessionActor* self) {
   for (size_t k = 0; k < observers.size(); ++k) {
     self->send(observers[k], StepReport{static_cast<int32_t>(k), steps});
   }
-  loop.reported += static_cast<int64_t>(steps->size());
+  ++loop.reported;
+  loop.last_report = std::chrono::steady_clock::now();
 }
 
 void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
@@ -322,8 +324,10 @@ void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
     if (!loop.halted && !loop.request.observers.empty()) {
       if (!loop.unreported) loop.unreported = std::make_shared<std::vector<ReportedStep>>();
       loop.unreported->push_back({number, std::move(result.values)});
-      const int64_t per_report = std::max<int64_t>(1, loop.request.observer_window / 2);
-      if (static_cast<int64_t>(loop.unreported->size()) >= per_report) report(self);
+      if (static_cast<int64_t>(loop.unreported->size()) >= LoopRequest::kStepsPerReport ||
+          std::chrono::steady_clock::now() - loop.last_report >= loop.request.report_interval) {
+        report(self);
+      }
     }
   }
   pump_loop(self);
@@ -333,8 +337,7 @@ void on_ack(SessionActor* self, const StepAck& ack) {
   if (!self->state.loop) return;
   Loop& loop = *self->state.loop;
   if (ack.observer < 0 || ack.observer >= static_cast<int32_t>(loop.acked.size())) return;
-  if (loop.acked[ack.observer] < INT64_MAX)
-    loop.acked[ack.observer] += std::max<int64_t>(0, ack.steps);
+  if (loop.acked[ack.observer] < INT64_MAX) ++loop.acked[ack.observer];
   if (!ack.status.ok()) {
     if (loop.error.ok()) loop.error = ack.status;
     loop.stop = loop.halted = true;

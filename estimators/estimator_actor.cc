@@ -74,7 +74,6 @@ caf::behavior consumer_actor(caf::event_based_actor* self, std::shared_ptr<Consu
         bool more = true;
         for (const actors::ReportedStep& step : *r.steps) more = take(*c, step.values) && more;
         actors::StepAck ack{r.observer, runtime::ok_status(), !more, false};
-        ack.steps = static_cast<int64_t>(r.steps->size());
         self->send(caf::actor_cast<caf::actor>(self->current_sender()), std::move(ack));
       },
   };

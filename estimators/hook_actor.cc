@@ -58,7 +58,6 @@ caf::behavior hook_actor(HookActor* self, HookActorSpec spec) {
       [self](actors::StepReport& r) {
         HookState& st = self->state;
         actors::StepAck ack{r.observer};
-        ack.steps = static_cast<int64_t>(r.steps->size());
         // Every step of the report, as TF calls after_run after each: a stop or sync asked at
         // one still lets the hook see the steps that ran meanwhile; an error ends it there.
         for (const actors::ReportedStep& step : *r.steps) {

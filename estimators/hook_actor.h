@@ -1,8 +1,9 @@
 // HookActor: one SessionRunHook in an actor of its own (DESIGN.md §3). The session loop sends it
-// StepReports of the finished steps, a few steps each, and it calls after_run for each step and
-// answers with a StepAck carrying the hook's stop and sync requests; the loop runs at most a few
-// steps ahead of its slowest hook (LoopRequest::observer_window), so a cheap per-step hook costs
-// a fraction of two messages a step and never a round trip. The phases with the model at rest
+// StepReports of the finished steps (each step as it ends, or a few together when steps are
+// short: LoopRequest::report_interval), and it calls after_run for each step and answers with
+// a StepAck carrying the hook's stop and sync requests; the loop runs at most two reports ahead
+// of its slowest hook, so a cheap per-step hook costs at most two messages a step and never a
+// round trip. The phases with the model at rest
 // (after_create_session, at_sync, end) are requests from the EstimatorActor.
 //
 //   caf::actor h = spawn_hook_actor(system, {hook, "CheckpointSaver", store, model_dir, 1});

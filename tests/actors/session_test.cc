@@ -509,7 +509,6 @@ caf::behavior watcher(caf::stateful_actor<Held>* self, WatchPlan plan,
   return {
       [=](actors::StepReport& r) {
         actors::StepAck ack{r.observer, runtime::ok_status()};
-        ack.steps = static_cast<int64_t>(r.steps->size());
         for (const actors::ReportedStep& step : *r.steps) {
           {
             std::lock_guard<std::mutex> lock(log->mu);
@@ -549,9 +548,11 @@ Doubler doubler() {
   return d;
 }
 
+// Reports each step alone unless given a report interval.
 actors::LoopResult run_watched(actors::Runtime& rt, actors::Session& s, const Doubler& d,
                                int64_t steps, std::vector<caf::actor> observers, int64_t window,
-                               std::atomic<int>* finished = nullptr) {
+                               std::atomic<int>* finished = nullptr,
+                               std::chrono::microseconds report_interval = {}) {
   actors::LoopRequest loop;
   loop.steps = steps;
   loop.fetches = {d.y};
@@ -565,6 +566,7 @@ actors::LoopResult run_watched(actors::Runtime& rt, actors::Session& s, const Do
   };
   loop.observers = std::move(observers);
   loop.observer_window = window;
+  loop.report_interval = report_interval;
   loop.report_base = 100;
   caf::scoped_actor self{rt.system()};
   actors::LoopResult result{runtime::internal_error("no answer"), 0};
@@ -590,17 +592,18 @@ TEST_CASE("loop observers see every step in order and answer without a round tri
   for (int64_t i = 0; i < 10; ++i) want.push_back(100 + i);
   CHECK(log_a->numbers == want);  // every report was acknowledged before the loop answered
   CHECK(log_b->numbers == want);
-  CHECK(log_a->reports == 10);  // a window of 2: a step a report
+  CHECK(log_a->reports == 10);  // each step finished after the report interval (0)
 
-  // A wider window: reports of up to half of it, every step still seen once, in order.
+  // Steps faster than the report interval gather, up to kStepsPerReport a report: every step is
+  // still seen once, in order.
   auto log_w = std::make_shared<WatchLog>();
   auto w = rt.system().spawn(watcher, WatchPlan{}, log_w);
-  r = run_watched(rt, **s, d, 40, {w}, 8);
+  r = run_watched(rt, **s, d, 40, {w}, 2, nullptr, std::chrono::hours(1));
   REQUIRE_MESSAGE(r.status.ok(), r.status.to_string());
   want.clear();
   for (int64_t i = 0; i < 40; ++i) want.push_back(100 + i);
   CHECK(log_w->numbers == want);
-  CHECK(log_w->reports >= 10);
+  CHECK(log_w->reports >= 40 / actors::LoopRequest::kStepsPerReport);
   CHECK(log_w->reports <= 20);
 
   // An observer that holds its answers holds the loop to its window, then lets it finish.
