@@ -103,6 +103,19 @@ runtime::Result<std::vector<RowRef>> ExampleOrder::take(Decoded d) {
   return out;
 }
 
+std::vector<RowRef> ExampleOrder::first_rows(int64_t n) {
+  std::vector<RowRef> rows;
+  rows.reserve(static_cast<size_t>(n));
+  for (auto run = pending_.begin(); static_cast<int64_t>(rows.size()) < n; ++run) {
+    for (int64_t r = run->first; r < run->last && static_cast<int64_t>(rows.size()) < n; ++r) {
+      // A run's last row takes its reference (the run is dropped next): a shuffled example, a
+      // run of one, costs no count up and down.
+      rows.push_back({r + 1 == run->last ? std::move(run->chunk) : run->chunk, r});
+    }
+  }
+  return rows;
+}
+
 void ExampleOrder::drop_waiting(int64_t n) {
   waiting_ -= n;
   while (n > 0) {
@@ -130,23 +143,9 @@ runtime::Result<int64_t> ExampleOrder::next_batch(std::vector<runtime::Tensor>* 
       continue;
     }
     const Run& front = pending_.front();
-    runtime::Result<std::vector<runtime::Tensor>> stacked =
-        runtime::internal_error("no rows stacked");
-    if (slices_ && front.last - front.first >= take) {
-      stacked = slice_rows(*front.chunk, front.first, take);
-    } else {
-      std::vector<RowRef> part;
-      part.reserve(static_cast<size_t>(take));
-      for (auto run = pending_.begin(); static_cast<int64_t>(part.size()) < take; ++run) {
-        for (int64_t r = run->first; r < run->last && static_cast<int64_t>(part.size()) < take;
-             ++r) {
-          // A run's last row takes its reference (the run is dropped below): a shuffled
-          // example, a run of one, costs no count up and down.
-          part.push_back({r + 1 == run->last ? std::move(run->chunk) : run->chunk, r});
-        }
-      }
-      stacked = stack_rows(part, options_.pad, background, options_.sparse);
-    }
+    auto stacked = slices_ && front.last - front.first >= take
+                       ? slice_rows(*front.chunk, front.first, take)
+                       : stack_rows(first_rows(take), options_.pad, background, options_.sparse);
     drop_waiting(take);
     if (!stacked.ok()) return stacked.status().with_context(source_->name());
     *batch = std::move(*stacked);

@@ -96,6 +96,8 @@ class ExampleOrder {
   bool slices_ = false;  // batches of one run may be sliced: no padding, no sparse component
   std::mt19937_64 rng_;
 
+  // References to the first n examples waiting, which drop_waiting(n) then drops.
+  std::vector<RowRef> first_rows(int64_t n);
   void drop_waiting(int64_t n);  // the first n examples waiting
 };
 
