@@ -28,15 +28,36 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T
     if (beta == T(0)) std::fill_n(c, m * n, T(0));
     return;
   }
+  // One row times a matrix is a matrix-vector product: GEMV reads the matrix once, where GEMM
+  // first copies it into packed panels (most of a one-example step's time in a DNN). A matrix
+  // up to 2 MiB is read on this thread (Eigen): OpenBLAS's GEMV splits it over its threads, and
+  // waking the other one costs more than it saves (784x256 floats: 8-9 us against 14-15 us on
+  // two threads; bench/serve_bench predictor_latency). A larger one streams from memory, where
+  // OpenBLAS's threads win (2048x2048: 181 us against 286-316 us on one).
+  const bool gemv = m == 1 && !ta && !std::is_integral_v<T>;
+  if (gemv && n * k * int64_t(sizeof(T)) <= (int64_t(2) << 20)) {
+    using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using Row = Eigen::Matrix<T, 1, Eigen::Dynamic>;
+    Eigen::Map<const Row> A(a, k);
+    Eigen::Map<Row> C(c, n);
+    if (beta == T(0)) {
+      C.setZero();
+    } else {
+      C *= beta;
+    }
+    if (tb) {
+      C.noalias() += A * Eigen::Map<const Mat>(b, n, k).transpose();
+    } else {
+      C.noalias() += A * Eigen::Map<const Mat>(b, k, n);
+    }
+    return;
+  }
   // OpenBLAS runs a GEMM of more than 2^18 multiply-adds on all its threads: background work
   // steps aside for it (runtime/parallel_section.h).
   std::optional<runtime::ParallelSection> busy;
   if (m * n * k > (int64_t(1) << 18) && !std::is_integral_v<T>) busy.emplace();
-  // One row times a matrix is a matrix-vector product: GEMV reads the matrix once, where GEMM
-  // first copies it into packed panels (most of a one-example step's time in a DNN; measured
-  // faster than Eigen's GEMV on this thread, bench/serve_bench predictor_latency).
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (m == 1 && !ta) {
+    if (gemv) {
       constexpr auto kRow = CblasRowMajor;
       // c = op(b)ᵀ a: b is stored [n, k] with tb, else [k, n].
       if constexpr (std::is_same_v<T, float>) {

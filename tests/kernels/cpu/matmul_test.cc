@@ -53,7 +53,14 @@ void check_matmul(int64_t m, int64_t k, int64_t n, double tol) {
 
 TEST_CASE("matmul matches a naive loop for every transpose, dtype and odd size") {
   for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{
-           {1, 1, 1}, {3, 5, 2}, {65, 130, 33}, {4, 0, 3}, {0, 3, 2}}) {
+           {1, 1, 1},
+           {3, 5, 2},
+           {65, 130, 33},
+           {4, 0, 3},
+           {0, 3, 2},
+           // one row: a GEMV on the calling thread, and one over OpenBLAS's (a 2.4 MB matrix)
+           {1, 37, 19},
+           {1, 1024, 600}}) {
     check_matmul<double>(m, k, n, 1e-12);
     check_matmul<float>(m, k, n, 1e-4);
     check_matmul<int32_t>(m, k, n, 0);
