@@ -1,5 +1,7 @@
 #include "actors/session.h"
 
+#include <atomic>
+
 #include "actors/data_channel.h"
 #include "actors/device_actor.h"
 #include "actors/parameter_shard.h"
@@ -10,6 +12,24 @@
 namespace troupe::actors {
 
 namespace {
+
+// Threads spinning in await_answer now.
+std::atomic<int> spinners{0};
+
+// Waits for a message in `self`'s mailbox, polling for up to `limit` first when no other caller
+// polls: a blocked caller is woken by a futex call and a parked CPU, 10-20 us here, which on a
+// one-off step of a small model is as long as the step. One caller at a time, so that polling
+// callers never crowd the worker that runs their steps off the cores.
+void await_answer(caf::blocking_actor* self, std::chrono::nanoseconds limit) {
+  if (limit.count() <= 0 || !self->mailbox().empty()) return;
+  if (spinners.fetch_add(1) == 0) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (self->mailbox().empty() && std::chrono::steady_clock::now() < until) {
+      for (int i = 0; i < 64; ++i) __builtin_ia32_pause();
+    }
+  }
+  spinners.fetch_sub(1);
+}
 
 // Channels per server: calls of different nodes to one server travel side by side.
 constexpr int kDataChannelsPerServer = 2;
@@ -79,6 +99,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
 }
 
 Session::~Session() {
+  callers_.clear();
   for (caf::actor* a : {&session_, &shard_, &device_}) {
     caf::anon_send_exit(*a, caf::exit_reason::user_shutdown);
     *a = nullptr;
@@ -87,28 +108,57 @@ Session::~Session() {
   channels_.clear();
 }
 
+std::unique_ptr<caf::scoped_actor> Session::borrow_caller() {
+  {
+    std::lock_guard<std::mutex> lock(callers_mu_);
+    if (!callers_.empty()) {
+      std::unique_ptr<caf::scoped_actor> caller = std::move(callers_.back());
+      callers_.pop_back();
+      return caller;
+    }
+  }
+  return std::make_unique<caf::scoped_actor>(runtime_.system());
+}
+
+void Session::give_back(std::unique_ptr<caf::scoped_actor> caller) {
+  std::lock_guard<std::mutex> lock(callers_mu_);
+  callers_.push_back(std::move(caller));
+}
+
 runtime::Result<std::vector<runtime::Tensor>> Session::run(
     const runtime::FeedList& feeds, const std::vector<runtime::Output>& fetches,
     const std::vector<int>& targets) {
-  caf::scoped_actor self{runtime_.system()};
+  std::unique_ptr<caf::scoped_actor> caller = borrow_caller();
+  caf::scoped_actor& self = *caller;
   RunResult result{runtime::internal_error("no answer from the session"), {}};
-  self->request(session_, caf::infinite, run_atom::value, RunRequest{feeds, fetches, targets})
-      .receive([&](RunResult& r) { result = std::move(r); },
-               [&](caf::error& e) {
-                 result.status = runtime::internal_error("session: ", runtime_.system().render(e));
-               });
+  const auto start = std::chrono::steady_clock::now();
+  auto answer =
+      self->request(session_, caf::infinite, run_atom::value, RunRequest{feeds, fetches, targets});
+  // Poll only while steps answer within the poll: a longer one would spend a core on waiting
+  // that its kernels' threads could use.
+  const bool poll = std::chrono::nanoseconds(last_answer_ns_.load()) <= kAnswerPoll;
+  await_answer(self.ptr(), poll ? kAnswerPoll : std::chrono::nanoseconds(0));
+  answer.receive([&](RunResult& r) { result = std::move(r); },
+                 [&](caf::error& e) {
+                   result.status =
+                       runtime::internal_error("session: ", runtime_.system().render(e));
+                 });
+  last_answer_ns_ = std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count();
+  give_back(std::move(caller));
   if (!result.status.ok()) return result.status;
   return std::move(result.values);
 }
 
 runtime::Result<int64_t> Session::run_loop(LoopRequest loop, bool* end_of_input) {
-  caf::scoped_actor self{runtime_.system()};
+  std::unique_ptr<caf::scoped_actor> caller = borrow_caller();
+  caf::scoped_actor& self = *caller;
   LoopResult result{runtime::internal_error("no answer from the session"), 0};
   self->request(session_, caf::infinite, loop_atom::value, std::move(loop))
       .receive([&](LoopResult& r) { result = std::move(r); },
                [&](caf::error& e) {
                  result.status = runtime::internal_error("session: ", runtime_.system().render(e));
                });
+  give_back(std::move(caller));
   if (end_of_input) *end_of_input = result.end_of_input;
   if (!result.status.ok()) return result.status;
   return result.steps_done;

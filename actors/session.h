@@ -22,10 +22,13 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "actors/messages.h"
 #include "actors/runtime_system.h"
@@ -89,6 +92,17 @@ class Session {
   caf::actor device_;
   caf::actor shard_;
   caf::actor session_;
+  // Blocking actors that run() and run_loop() wait in, each lent to one call at a time and kept
+  // for the Session's life: one made and destroyed per call wakes CAF's clock thread (its
+  // destructor cancels the actor's timeouts there), a context switch and a third thread on the
+  // cores on every call.
+  std::unique_ptr<caf::scoped_actor> borrow_caller();
+  void give_back(std::unique_ptr<caf::scoped_actor> caller);
+  std::mutex callers_mu_;
+  std::vector<std::unique_ptr<caf::scoped_actor>> callers_;
+  // run() polls for its answer this long before it blocks, while the last answer came sooner.
+  static constexpr std::chrono::nanoseconds kAnswerPoll = std::chrono::microseconds(200);
+  std::atomic<int64_t> last_answer_ns_{0};
   std::vector<caf::actor> channels_;  // data channels to servers (data_channel.h)
 };
 
