@@ -14,7 +14,7 @@ Runtime::Runtime(RuntimeOptions options) : config_(std::make_unique<caf::actor_s
     if (options.caf_worker_loop) {
       cfg.set("scheduler.policy", caf::atom("stealing"));
     } else {
-      install_quiet_scheduler(cfg);
+      install_quiet_scheduler(cfg, options.idle_spin);
     }
     cfg.set("scheduler.max-threads", options.worker_threads);
     cfg.set("work-stealing.aggressive-poll-attempts", size_t{1});

@@ -35,6 +35,11 @@ struct RuntimeOptions {
   // Tuned settings, but CAF's own worker loop with its per-job logging bookkeeping instead of
   // the quiet one (scheduler.h): for benchmarks that show what leaving it out buys.
   bool caf_worker_loop = false;
+  // How long an idle worker polls for its next job before it parks (scheduler.h). Servers of
+  // one-off steps set it: waking a parked worker adds 10-20 us to each step here, and the
+  // next request of a client often comes sooner than that after the answer. 0 for training,
+  // whose worker is seldom idle, and for the processes of a cluster that share cores.
+  std::chrono::microseconds idle_spin{0};
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds connection_timeout{5000};
   // A cluster's job secret: every connection, CAF's and the data channels', proves membership

@@ -7,6 +7,7 @@
 #include "actors/parameter_shard.h"
 #include "actors/server.h"
 #include "actors/session_actor.h"
+#include "runtime/cpu_relax.h"
 #include "runtime/log.h"
 
 namespace troupe::actors {
@@ -25,7 +26,7 @@ void await_answer(caf::blocking_actor* self, std::chrono::nanoseconds limit) {
   if (spinners.fetch_add(1) == 0) {
     const auto until = std::chrono::steady_clock::now() + limit;
     while (self->mailbox().empty() && std::chrono::steady_clock::now() < until) {
-      for (int i = 0; i < 64; ++i) __builtin_ia32_pause();
+      for (int i = 0; i < 64; ++i) runtime::cpu_relax();
     }
   }
   spinners.fetch_sub(1);

@@ -186,11 +186,12 @@ int main(int argc, char** argv) {
   const runtime::Tensor image =
       runtime::slice_rows(chunks[0].components[test->component("image")], chunks[0].first(), 1);
 
-  // In-process: the predictor against a bare session on the same graph and variables.
+  // In-process: the predictor against a bare session on the same graph and variables, in one
+  // runtime configured as a server's.
   {
-    auto p = serving::load(*dir);
+    actors::Runtime rt({.idle_spin = serving::kServingIdleSpin});
+    auto p = serving::load(*dir, {.runtime = &rt});
     const serving::SavedModel& m = (*p)->model();
-    actors::Runtime rt;
     auto store = std::make_shared<runtime::VariableStore>();
     runtime::load_into(m.variables, store.get());
     auto session = actors::Session::create(rt, m.graph, {.pipeline_depth = 1, .variables = store});

@@ -2,6 +2,7 @@
 // (tools/serve/), until Ctrl-C, which drains the requests in flight.
 #include <cstdio>
 
+#include "estimators/export/predictor.h"
 #include "runtime/log.h"
 #include "tools/cli.h"
 #include "tools/serve/http_server.h"
@@ -62,7 +63,7 @@ int serve(const std::vector<std::string>& args) {
                  .num_batch_threads = static_cast<int>(batch_threads),
                  .max_enqueued_batches = static_cast<int>(enqueued)};
   mo.sessions = static_cast<int>(io_threads);
-  actors::Runtime rt;
+  actors::Runtime rt({.idle_spin = serving::kServingIdleSpin});
   {
     serve::ModelManager models(mo, rt);
     models.poll();

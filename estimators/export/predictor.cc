@@ -16,7 +16,8 @@ Result<std::unique_ptr<Predictor>> Predictor::load(const std::string& dir,
   TROUPE_ASSIGN_OR_RETURN(p->model_, read_saved_model(dir));
   actors::Runtime* rt = options.runtime;
   if (!rt) {
-    p->own_runtime_ = std::make_unique<actors::Runtime>();
+    p->own_runtime_ =
+        std::make_unique<actors::Runtime>(actors::RuntimeOptions{.idle_spin = kServingIdleSpin});
     rt = p->own_runtime_.get();
   }
   if (options.batch_invariant) {

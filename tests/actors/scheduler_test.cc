@@ -1,5 +1,6 @@
 // The quiet scheduler: actors run on CAF's work-stealing workers with no per-job logger lookup,
-// messages all arrive across two workers, and the system shuts down with nothing left running.
+// messages all arrive across two workers, whether idle workers park at once or poll first, and
+// the system shuts down with nothing left running.
 #include "actors/scheduler.h"
 
 #include <doctest/doctest.h>
@@ -32,26 +33,8 @@ caf::behavior forwarder(caf::event_based_actor* self, caf::actor next, caf::acto
   return {[self, next, sink](int hops) { self->send(next ? next : sink, hops + 1); }};
 }
 
-}  // namespace
-
-TEST_CASE("a job runs on a worker whose logger pointer the quiet loop cleared") {
-  actors::Runtime rt;
-  caf::scoped_actor self{rt.system()};
-  // CAF's own worker loop sets the pointer when it starts; the spawn in each probe sets it again.
-  // A fresh prober per probe: a message to an actor still inside its job (it may take the next
-  // message in the same resume, under load) would find the pointer its own spawn had just set.
-  for (int i = 0; i < 3; ++i) {
-    caf::actor p = rt.system().spawn(prober);
-    bool quiet = false;
-    self->request(p, std::chrono::seconds(10), probe_atom::value)
-        .receive([&](bool q) { quiet = q; }, [](caf::error&) {});
-    CHECK(quiet);
-    self->send_exit(p, caf::exit_reason::user_shutdown);
-  }
-}
-
-TEST_CASE("chains of actors on two quiet workers deliver every message and shut down") {
-  actors::Runtime rt({.worker_threads = 2});
+void check_chains(actors::RuntimeOptions options) {
+  actors::Runtime rt(options);
   {
     caf::scoped_actor self{rt.system()};
     std::vector<caf::actor> heads;
@@ -71,4 +54,39 @@ TEST_CASE("chains of actors on two quiet workers deliver every message and shut 
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   CHECK(rt.running_actors() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a job runs on a worker whose logger pointer the quiet loop cleared") {
+  actors::Runtime rt;
+  caf::scoped_actor self{rt.system()};
+  // CAF's own worker loop sets the pointer when it starts; the spawn in each probe sets it again.
+  // A fresh prober per probe: a message to an actor still inside its job (it may take the next
+  // message in the same resume, under load) would find the pointer its own spawn had just set.
+  for (int i = 0; i < 3; ++i) {
+    caf::actor p = rt.system().spawn(prober);
+    bool quiet = false;
+    self->request(p, std::chrono::seconds(10), probe_atom::value)
+        .receive([&](bool q) { quiet = q; }, [](caf::error&) {});
+    CHECK(quiet);
+    self->send_exit(p, caf::exit_reason::user_shutdown);
+  }
+}
+
+TEST_CASE("chains of actors on two quiet workers deliver every message and shut down") {
+  // Workers that park at once, and workers that poll for their next job first (a server's).
+  for (const auto spin : {std::chrono::microseconds(0), std::chrono::microseconds(300)}) {
+    INFO("idle spin ", spin.count(), " us");
+    check_chains({.worker_threads = 2, .idle_spin = spin});
+  }
+}
+
+TEST_CASE("the idle spin a runtime is given reaches its workers' configuration") {
+  actors::Runtime rt({.idle_spin = std::chrono::microseconds(300)});
+  CHECK(caf::get_or(rt.system().config(), actors::kIdleSpinKey, caf::timespan{0}) ==
+        std::chrono::microseconds(300));
+  actors::Runtime plain;
+  CHECK(caf::get_or(plain.system().config(), actors::kIdleSpinKey, caf::timespan{1}) ==
+        caf::timespan{0});
 }
