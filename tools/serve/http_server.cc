@@ -6,7 +6,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <condition_variable>
@@ -32,12 +31,16 @@ struct HttpServer::Impl {
   std::atomic<bool> stopping{false};
   std::mutex mu;
   std::condition_variable idle;
-  // After the counters and the handler: pending connections die with the io_context, which
-  // stop() destroys (after the acceptor and the guard that live on it), closing their sockets.
-  std::unique_ptr<net::io_context> ioc = std::make_unique<net::io_context>();
-  // Keeps the threads running while replies are computed and no socket operation is pending.
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work{ioc->get_executor()};
-  std::optional<tcp::acceptor> acceptor{std::in_place, *ioc};
+  // After the counters and the handler: pending connections die with their io_context, which
+  // stop() destroys (after the acceptor and the guards that live on them), closing their
+  // sockets. One io_context per thread, as nginx has one event loop per worker: a connection
+  // lives on one thread, and a request never waits for a second thread to be woken to run its
+  // handler (with one context shared by two threads, 0.82 of the requests/s at 1 connection).
+  std::vector<std::unique_ptr<net::io_context>> iocs;
+  // Keep the threads running while replies are computed and no socket operation is pending.
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::optional<tcp::acceptor> acceptor;
+  std::atomic<size_t> next_context{0};
   std::vector<std::thread> threads;
   uint16_t port = 0;
   bool stopped = false;
@@ -52,16 +55,25 @@ struct HttpServer::Impl {
 
 namespace {
 
+// What one read of a connection takes in at most.
+constexpr size_t kReadBytes = 16 * 1024;
+
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(tcp::socket&& socket, HttpServer::Impl& server)
       : stream_(std::move(socket)), server_(server) {
     ++server_.connections;
+    // Beast reads max(512, free capacity) at a time, and the parser empties the buffer into the
+    // body as it goes, so an empty buffer reads a 5 KB predict request 512 bytes and a trip
+    // through the io_context at a time (11 reads instead of 1).
+    buffer_.reserve(kReadBytes);
+    deadline_ = idle_deadline();
   }
   ~Connection() { --server_.connections; }
 
   void start(bool reject) {
     net::dispatch(stream_.get_executor(), [self = shared_from_this(), reject] {
+      self->watch();
       if (reject) {
         self->respond({503, error_body("too many connections: try again"), {}}, false, false);
       } else {
@@ -71,27 +83,47 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  // A request must arrive whole within idle_timeout. The timer is ours, not the stream's (whose
-  // expiry closes the socket), so that a client that started a request and stalled gets its 408.
+  enum class Phase { kReading, kHandling, kWriting, kClosing };
+
+  // A request must arrive whole, and an answer be taken, within idle_timeout of its start. One
+  // timer per connection checks the deadline lazily, waking when the last deadline it knew of
+  // passes: a timer set and cancelled per request costs two timerfd_settime calls, 3-4% of a
+  // request's time at one connection. The timer is ours, not the stream's (whose expiry closes
+  // the socket), so that a client that started a request and stalled gets its 408.
+  void watch() {
+    watchdog_.expires_at(deadline_);
+    watchdog_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->phase_ == Phase::kClosing) return;
+      if (std::chrono::steady_clock::now() >= self->deadline_) {
+        // An answer being computed has no deadline here: the next phase sets one.
+        if (self->phase_ != Phase::kHandling) {
+          self->timed_out_ = self->phase_ == Phase::kReading;
+          beast::error_code ignored;
+          self->stream_.socket().cancel(ignored);
+        }
+        self->deadline_ = self->idle_deadline();
+      }
+      self->watch();
+    });
+  }
+
+  std::chrono::steady_clock::time_point idle_deadline() const {
+    return std::chrono::steady_clock::now() + server_.options.idle_timeout;
+  }
+
   void read() {
     parser_.emplace();
     parser_->body_limit(server_.options.body_limit);
     parser_->header_limit(64 * 1024);
-    stream_.expires_never();
+    phase_ = Phase::kReading;
     timed_out_ = false;
-    timer_.expires_after(server_.options.idle_timeout);
-    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec) return;  // cancelled: the request came in time
-      self->timed_out_ = true;
-      beast::error_code ignored;
-      self->stream_.socket().cancel(ignored);
-    });
+    deadline_ = idle_deadline();
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Connection::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, size_t) {
-    timer_.cancel();
+    phase_ = Phase::kHandling;
     if (timed_out_ && parser_->got_some()) {
       return respond({408,
                       error_body("the request did not arrive whole within " +
@@ -126,14 +158,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     HttpRequest r{std::string(req.method_string()), std::string(req.target()),
                   std::move(req.body())};
     // The reply may run on a batch runner's thread, and its closure die there later: the
-    // connection rides in the posted answer instead, so that it is always released on an io
-    // thread (or with the io_context), never after the io_context on another thread.
+    // connection rides in the dispatched answer instead, so that it is always released on an io
+    // thread (or with the io_context), never after the io_context on another thread. An answer
+    // given on the connection's own thread is written at once, without a trip through the
+    // io_context's queue.
     auto holder = std::make_shared<std::shared_ptr<Connection>>(shared_from_this());
     auto reply = [holder](HttpReply reply) {
       std::shared_ptr<Connection> self = std::move(*holder);
       if (!self) return;  // answered already
       auto executor = self->stream_.get_executor();
-      net::post(executor, [self = std::move(self), reply = std::move(reply)]() mutable {
+      net::dispatch(executor, [self = std::move(self), reply = std::move(reply)]() mutable {
         self->respond(std::move(reply), self->keep_alive_, true);
       });
     };
@@ -156,7 +190,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     res_.body() = std::move(reply.body);
     res_.prepare_payload();
     keep_ = std::move(reply.keep);
-    stream_.expires_after(server_.options.idle_timeout);
+    phase_ = Phase::kWriting;
+    deadline_ = idle_deadline();
     http::async_write(stream_, res_,
                       [self = shared_from_this(), counted](beast::error_code ec, size_t) {
                         self->keep_.reset();  // may unload a replaced version, here
@@ -169,6 +204,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Half-closes, then reads what the client still sends (a refused body) until it closes too,
   // so that it reads the answer instead of a reset.
   void close() {
+    phase_ = Phase::kClosing;
+    watchdog_.cancel();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return;
@@ -184,7 +221,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   beast::tcp_stream stream_;
-  net::steady_timer timer_{stream_.get_executor()};
+  net::steady_timer watchdog_{stream_.get_executor()};
+  Phase phase_ = Phase::kHandling;
+  std::chrono::steady_clock::time_point deadline_;
   bool timed_out_ = false;
   HttpServer::Impl& server_;
   beast::flat_buffer buffer_;
@@ -197,17 +236,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
 };
 
 void accept(HttpServer::Impl& s) {
-  s.acceptor->async_accept(
-      net::make_strand(*s.ioc), [&s](beast::error_code ec, tcp::socket socket) {
-        if (ec) {
-          if (ec == net::error::operation_aborted || s.stopping) return;
-          runtime::log_warning("accepting a connection failed: ", ec.message());
-        } else {
-          const bool reject = s.connections >= s.options.max_connections;
-          std::make_shared<Connection>(std::move(socket), s)->start(reject);
-        }
-        accept(s);
-      });
+  net::io_context& home = *s.iocs[s.next_context++ % s.iocs.size()];
+  s.acceptor->async_accept(home, [&s](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec == net::error::operation_aborted || s.stopping) return;
+      runtime::log_warning("accepting a connection failed: ", ec.message());
+    } else {
+      const bool reject = s.connections >= s.options.max_connections;
+      std::make_shared<Connection>(std::move(socket), s)->start(reject);
+    }
+    accept(s);
+  });
 }
 
 }  // namespace
@@ -222,6 +261,11 @@ runtime::Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpOptions optio
   impl->options = std::move(options);
   impl->handler = std::move(handler);
   if (impl->options.threads < 1) impl->options.threads = 1;
+  for (int i = 0; i < impl->options.threads; ++i) {
+    impl->iocs.push_back(std::make_unique<net::io_context>(1));
+    impl->work.push_back(net::make_work_guard(*impl->iocs.back()));
+  }
+  impl->acceptor.emplace(*impl->iocs[0]);
   const std::string where = impl->options.host + ":" + std::to_string(impl->options.port);
   beast::error_code ec;
   const net::ip::address address = net::ip::make_address(impl->options.host, ec);
@@ -235,8 +279,8 @@ runtime::Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpOptions optio
   if (ec) return runtime::unavailable("cannot listen on ", where, ": ", ec.message());
   impl->port = acceptor.local_endpoint().port();
   accept(*impl);
-  for (int i = 0; i < impl->options.threads; ++i) {
-    impl->threads.emplace_back([s = impl.get()] { s->ioc->run(); });
+  for (auto& ioc : impl->iocs) {
+    impl->threads.emplace_back([ioc = ioc.get()] { ioc->run(); });
   }
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
@@ -248,7 +292,7 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
   if (s.stopped) return;
   s.stopped = true;
   s.stopping = true;
-  net::post(*s.ioc, [&s] {
+  net::post(*s.iocs[0], [&s] {
     beast::error_code ec;
     s.acceptor->close(ec);
   });
@@ -259,11 +303,11 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
                            " ms: closing them");
     }
   }
-  s.work.reset();
-  s.ioc->stop();
+  s.work.clear();
+  for (auto& ioc : s.iocs) ioc->stop();
   for (std::thread& t : s.threads) t.join();
   s.acceptor.reset();
-  s.ioc.reset();
+  s.iocs.clear();
 }
 
 }  // namespace troupe::serve
