@@ -195,6 +195,9 @@ TEST_CASE("floats are written as the shortest decimal that reads back as the sam
         std::string::npos);
   CHECK(!tensor_from_json(parse(R"([{"b64": "***"}])"), DType::kString, "s").ok());
   CHECK(!tensor_from_json(parse("[300]"), DType::kUInt8, "u").ok());
+  const std::string ragged =
+      tensor_from_json(parse("[[1, 2], [3, [4]]]"), DType::kFloat32, "r").status().message();
+  CHECK_MESSAGE(ragged.find("ragged: a list at depth 2") != std::string::npos, ragged);
   auto deep = tensor_from_json(parse(std::string(40, '[') + "1" + std::string(40, ']')),
                                DType::kFloat32, "d");
   CHECK(deep.status().message().find("deeper") != std::string::npos);
