@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "runtime/op_registry.h"
+
 namespace troupe::runtime {
 
 int Graph::find(const std::string& name) const {
@@ -57,6 +59,26 @@ std::vector<int> Graph::variables(bool trainable_only) const {
     ids.push_back(n.id);
   }
   return ids;
+}
+
+Status Graph::freeze_variable(int id, const Tensor& value) {
+  if (id < 0 || id >= num_nodes() || nodes_[id].op != "Variable") {
+    return invalid_argument("node ", id, " is not a Variable");
+  }
+  Node& n = nodes_[id];
+  if (value.dtype() != n.output_dtypes[0] || !n.output_shapes[0].compatible_with(value.shape())) {
+    return invalid_argument("variable '", n.name, "' is ", dtype_name(n.output_dtypes[0]), " ",
+                            n.output_shapes[0].to_string(), ", not ", dtype_name(value.dtype()),
+                            " ", value.shape().to_string());
+  }
+  const OpDef* def = find_op("Const");
+  if (!def) return not_found("no Const op to freeze variable '", n.name, "' into");
+  n.op = "Const";
+  n.def = def;
+  n.attrs = {{"value", value}};
+  n.output_shapes[0] = value.shape();
+  n.kernel_dtype = value.dtype();
+  return ok_status();
 }
 
 int Graph::add(Node node) {

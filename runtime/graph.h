@@ -20,6 +20,8 @@
 #include "runtime/attr.h"
 #include "runtime/dtype.h"
 #include "runtime/shape.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
 
 namespace troupe::runtime {
 
@@ -104,6 +106,12 @@ class Graph {
   void set_attr(int id, const std::string& name, AttrValue value) {
     nodes_[id].attrs[name] = std::move(value);
   }
+  // Turns Variable node `id` into a Const holding `value`, as TF's
+  // convert_variables_to_constants does, before the graph is shared with sessions: a loaded
+  // export's weights, which nothing writes, then bind into their readers like any constant,
+  // with no node to run and no message per step. An error when the node is not a Variable or
+  // the value's dtype or shape is not the variable's.
+  Status freeze_variable(int id, const Tensor& value);
 
  private:
   friend class GraphBuilder;

@@ -27,6 +27,18 @@ Result<std::unique_ptr<Predictor>> Predictor::load(const std::string& dir,
       }
     }
   }
+  // Nothing writes an export's variables: they become constants of the graph, bound into the
+  // layers that read them, so that a step runs 7 nodes instead of 13 on the DNN (six Variable
+  // reads and their messages less; bench/serve_bench predictor_latency). Variables the export
+  // holds no value for stay variables.
+  for (int id : p->model_.graph.variables()) {
+    const runtime::Node& n = p->model_.graph.node(id);
+    auto value = p->model_.variables.tensors.find(n.attr<std::string>("var"));
+    if (value == p->model_.variables.tensors.end()) continue;
+    if (Status s = p->model_.graph.freeze_variable(id, value->second); !s.ok()) {
+      return runtime::make_error(s.code(), dir, ": ", s.message());
+    }
+  }
   auto store = std::make_shared<runtime::VariableStore>();
   runtime::load_into(p->model_.variables, store.get());
   for (int i = 0; i < options.sessions; ++i) {

@@ -1,5 +1,6 @@
 // A loaded export (saved_model.h) that answers predictions, as tf.contrib.predictor or a servable
-// of TF Serving: the signature's graph runs in sessions of node actors on the export's variables.
+// of TF Serving: the signature's graph runs in sessions of node actors on the export's variables,
+// frozen into constants of the graph (nothing writes them).
 //
 //   auto p = serving::load("exports/1733100000");          // Result<unique_ptr<Predictor>>
 //   if (!p.ok()) ...;                                      // names the file that is wrong

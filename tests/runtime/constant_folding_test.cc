@@ -1,5 +1,5 @@
 // Constant folding: what is fixed before a step folds to the values the step would compute;
-// what depends on data, state or chance does not.
+// what depends on data, state or chance does not, unless the state is a frozen variable.
 #include "runtime/constant_folding.h"
 
 #include <doctest/doctest.h>
@@ -42,4 +42,30 @@ TEST_CASE("constant folding: shapes known, pure ops fold; data, variables and ra
   // A fed output is never folded, even when it could be.
   std::vector<int> fed_order = runtime::prune_graph(g, {half}, {scaled}, {});
   CHECK(runtime::fold_constants(g, fed_order, {half}).count(half.node) == 0);
+}
+
+TEST_CASE(
+    "a frozen variable is a constant: what reads only it folds; a value that does not fit is "
+    "refused") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output w = ops::variable(b, "w", Shape{2, 3}, DType::kFloat32,
+                           ops::zeros(b, Shape{2, 3}, DType::kFloat32));
+  Output shifted = ops::add(b, w, ops::ones_like(b, w));
+  REQUIRE(b.ok());
+  const Tensor value = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  CHECK(!g.freeze_variable(shifted.node, value).ok());  // not a Variable
+  CHECK(!g.freeze_variable(w.node, Tensor(DType::kInt32, Shape{2, 3})).ok());
+  const runtime::Status wrong_shape =
+      g.freeze_variable(w.node, Tensor(DType::kFloat32, Shape{3, 2}));
+  CHECK(wrong_shape.message().find("'w'") != std::string::npos);
+  CHECK(g.node(w.node).op == "Variable");
+
+  REQUIRE(g.freeze_variable(w.node, value).ok());
+  CHECK(g.node(w.node).op == "Const");
+  CHECK(g.variables().empty());
+  std::vector<int> order = runtime::prune_graph(g, {}, {shifted}, {});
+  auto folded = runtime::fold_constants(g, order, {});
+  REQUIRE(folded.count(shifted.node) == 1);
+  CHECK(folded.at(shifted.node)[0].to_vector<float>() == std::vector<float>{2, 3, 4, 5, 6, 7});
 }
