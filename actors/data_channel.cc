@@ -54,32 +54,6 @@ runtime::Result<sockaddr_in> resolve(const std::string& host, uint16_t port) {
   return addr;
 }
 
-// Writes all of `parts`; false on an error or a timeout (errno says which). A peer that has
-// gone is an error here, never a SIGPIPE that ends the process.
-bool write_all(int fd, iovec* parts, int count) {
-  while (count > 0) {
-    msghdr msg{};
-    msg.msg_iov = parts;
-    msg.msg_iovlen = static_cast<size_t>(std::min(count, IOV_MAX));
-    const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    size_t left = static_cast<size_t>(n);
-    while (count > 0 && left >= parts->iov_len) {
-      left -= parts->iov_len;
-      ++parts;
-      --count;
-    }
-    if (count > 0) {
-      parts->iov_base = static_cast<char*>(parts->iov_base) + left;
-      parts->iov_len -= left;
-    }
-  }
-  return true;
-}
-
 // Reads exactly `size` bytes; false on an error, a timeout or the end of the stream (errno
 // says which).
 bool read_all(int fd, char* data, size_t size) {
@@ -97,30 +71,6 @@ bool read_all(int fd, char* data, size_t size) {
     done += static_cast<size_t>(n);
   }
   return true;
-}
-
-// The message's segments as they are, after their frame header.
-std::string write_message_frame(int fd, capnp::MessageBuilder& message) {
-  // Cap'n Proto's segment table: the segment count less one, each segment's size in words,
-  // padded to a whole word.
-  kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments = message.getSegmentsForOutput();
-  std::vector<uint32_t> table(segments.size() + 1 + (segments.size() % 2 == 0 ? 1 : 0), 0);
-  table[0] = static_cast<uint32_t>(segments.size() - 1);
-  uint64_t words = 0;
-  for (size_t i = 0; i < segments.size(); ++i) {
-    table[i + 1] = static_cast<uint32_t>(segments[i].size());
-    words += segments[i].size();
-  }
-  const uint64_t n = table.size() * sizeof(uint32_t) + words * sizeof(capnp::word);
-  unsigned char header[8];
-  for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(n >> (8 * i));
-  std::vector<iovec> parts;
-  parts.push_back({header, sizeof header});
-  parts.push_back({table.data(), table.size() * sizeof(uint32_t)});
-  for (const auto& s : segments) {
-    parts.push_back({const_cast<capnp::word*>(s.begin()), s.size() * sizeof(capnp::word)});
-  }
-  return write_all(fd, parts.data(), static_cast<int>(parts.size())) ? "" : errno_text();
 }
 
 // A frame's buffer is allocated up to this much before its bytes arrive; past it, only once
@@ -163,114 +113,6 @@ void set_timeout(int fd, std::chrono::milliseconds timeout) {
   tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
-// A reply read by a channel's reader thread, or why it could read none.
-using channel_reply_atom = caf::atom_constant<caf::atom("chreply")>;
-
-struct ChannelState {
-  int fd = -1;
-  std::string peer;
-  std::string broken;  // why the connection is unusable, once it is
-  // Calls sent and not yet answered, oldest first: the server answers a connection's calls in
-  // the order they came.
-  std::deque<caf::response_promise> waiting;
-  std::shared_ptr<std::atomic<int>> outstanding;  // waiting's size, for the reader
-};
-
-// Ends the channel: every call waiting gets the error, and no later call may use the stream
-// (a half-done exchange leaves it out of step).
-void break_channel(ChannelState& st, std::string why) {
-  if (st.broken.empty()) st.broken = std::move(why);
-  ::shutdown(st.fd, SHUT_RDWR);
-  for (caf::response_promise& p : st.waiting) {
-    p.deliver(
-        caf::make_error(caf::sec::runtime_error, "data channel to " + st.peer + ": " + st.broken));
-  }
-  st.waiting.clear();
-  st.outstanding->store(0);
-}
-
-// The reader thread: hands each reply to the channel actor as it comes, and the first error.
-// Waiting for a reply is bounded by `timeout`; an idle channel waits for calls as long as it
-// is idle.
-void read_replies(int fd, caf::weak_actor_ptr channel, std::chrono::milliseconds timeout,
-                  std::shared_ptr<std::atomic<int>> outstanding) {
-  auto hand_on = [&](auto&&... reply) {
-    caf::strong_actor_ptr strong = channel.lock();
-    if (!strong) return false;
-    caf::anon_send(caf::actor_cast<caf::actor>(strong), channel_reply_atom::value,
-                   std::forward<decltype(reply)>(reply)...);
-    return true;
-  };
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(timeout.count(), INT_MAX)));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) {
-      if (outstanding->load() == 0) continue;
-      hand_on(std::string("receiving: timed out"));
-      return;
-    }
-    runtime::Bytes reply;
-    std::string why =
-        ready < 0 ? errno_text() : read_frame(fd, DataServerOptions{}.max_frame_bytes, &reply);
-    if (!why.empty()) {
-      hand_on("receiving: " + why);
-      return;
-    }
-    outstanding->fetch_sub(1);
-    if (!hand_on(std::move(reply))) return;
-  }
-}
-
-// Calls are written as they come, without waiting for the replies of those before them (a
-// reader thread takes those): a step's reads of several variables cost one round trip, not
-// one each, where links are slow.
-caf::behavior channel_actor(caf::stateful_actor<ChannelState>* self, int fd, std::string peer,
-                            std::chrono::milliseconds timeout) {
-  ChannelState& st = self->state;
-  st.fd = fd;
-  st.peer = std::move(peer);
-  st.outstanding = std::make_shared<std::atomic<int>>(0);
-  auto reader = std::make_shared<std::thread>(read_replies, fd, caf::weak_actor_ptr(self->ctrl()),
-                                              timeout, st.outstanding);
-  self->attach_functor([fd, reader] {
-    ::shutdown(fd, SHUT_RDWR);  // ends the reader's wait
-    // Run by the reader itself when it dropped the actor's last reference.
-    if (reader->get_id() == std::this_thread::get_id()) {
-      reader->detach();
-    } else {
-      reader->join();
-    }
-    ::close(fd);
-  });
-  return {
-      [self](call_atom, ChannelCall& call) -> caf::result<runtime::Bytes> {
-        ChannelState& st = self->state;
-        if (!st.broken.empty()) {
-          return caf::make_error(caf::sec::runtime_error,
-                                 "data channel to " + st.peer + ": " + st.broken);
-        }
-        // Counted before it goes: its reply may come before the write returns.
-        st.outstanding->fetch_add(1);
-        caf::response_promise promise = self->make_response_promise();
-        st.waiting.push_back(promise);
-        std::string why = write_message_frame(st.fd, *call.message);
-        if (!why.empty()) break_channel(st, "sending: " + why);  // answers this call too
-        return promise;
-      },
-      [self](channel_reply_atom, runtime::Bytes& reply) {
-        ChannelState& st = self->state;
-        if (st.waiting.empty()) {
-          if (st.broken.empty()) break_channel(st, "a reply to no call");
-          return;
-        }
-        st.waiting.front().deliver(std::move(reply));
-        st.waiting.pop_front();
-      },
-      [self](channel_reply_atom, std::string& why) { break_channel(self->state, std::move(why)); },
-  };
 }
 
 }  // namespace
@@ -679,8 +521,39 @@ bool DataServer::write_out(Connection& c) {
   return true;
 }
 
-runtime::Result<caf::actor> connect_data_channel(Runtime& runtime, const std::string& host,
-                                                 uint16_t port, std::chrono::milliseconds timeout) {
+// A call to write: its frame header and Cap'n Proto segment table, then its segments where
+// they lie (the call keeps them alive); `next` is the first part not yet written in full.
+struct DataChannel::Out {
+  ChannelCall call;
+  unsigned char header[8] = {};
+  std::vector<uint32_t> table;
+  std::vector<iovec> parts;
+  size_t next = 0;
+
+  // Points `parts` at the frame's pieces; called where the Out stays (it points into itself).
+  void frame() {
+    kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments =
+        call.message->getSegmentsForOutput();
+    // The segment count less one, each segment's size in words, padded to a whole word.
+    table.assign(segments.size() + 1 + (segments.size() % 2 == 0 ? 1 : 0), 0);
+    table[0] = static_cast<uint32_t>(segments.size() - 1);
+    uint64_t words = 0;
+    for (size_t i = 0; i < segments.size(); ++i) {
+      table[i + 1] = static_cast<uint32_t>(segments[i].size());
+      words += segments[i].size();
+    }
+    const uint64_t n = table.size() * sizeof(uint32_t) + words * sizeof(capnp::word);
+    for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(n >> (8 * i));
+    parts.push_back({header, sizeof header});
+    parts.push_back({table.data(), table.size() * sizeof(uint32_t)});
+    for (const auto& seg : segments) {
+      parts.push_back({const_cast<capnp::word*>(seg.begin()), seg.size() * sizeof(capnp::word)});
+    }
+  }
+};
+
+runtime::Result<std::shared_ptr<DataChannel>> DataChannel::connect(
+    Runtime& runtime, const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
   const std::string peer = host + ":" + std::to_string(port);
   TROUPE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, port));
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -700,7 +573,159 @@ runtime::Result<caf::actor> connect_data_channel(Runtime& runtime, const std::st
       return runtime::unavailable("data channel to ", peer, ": ", refused);
     }
   }
-  return runtime.system().spawn<caf::detached>(channel_actor, fd, peer, timeout);
+  const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0) {
+    const std::string why = errno_text();
+    ::close(fd);
+    return runtime::unavailable("data channel to ", peer, ": ", why);
+  }
+  std::shared_ptr<DataChannel> channel(new DataChannel(fd, wake, peer, timeout));
+  try {
+    channel->thread_ = std::thread([c = channel.get()] { c->run(); });
+  } catch (const std::system_error& e) {
+    return runtime::unavailable("data channel to ", peer, ": no thread (", e.what(), ")");
+  }
+  return channel;
+}
+
+DataChannel::DataChannel(int fd, int wake_fd, std::string peer, std::chrono::milliseconds timeout)
+    : fd_(fd), wake_fd_(wake_fd), peer_(std::move(peer)), timeout_(timeout) {}
+
+DataChannel::~DataChannel() {
+  closing_.store(true);
+  ::shutdown(fd_, SHUT_RDWR);  // ends a read in progress
+  const uint64_t one = 1;
+  if (::write(wake_fd_, &one, sizeof one) != sizeof one) {
+    // Only a full counter refuses, and the thread reads it to zero at every wake-up.
+  }
+  if (thread_.joinable()) thread_.join();
+  ::close(fd_);
+  ::close(wake_fd_);
+}
+
+void DataChannel::call(ChannelCall call, const caf::actor& reply_to, uint64_t tag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!broken_.empty()) {
+    caf::anon_send(reply_to, channel_reply_atom::value, tag,
+                   "data channel to " + peer_ + ": " + broken_);
+    return;
+  }
+  // Queued before it goes: its reply may come before the write returns.
+  waiting_.push_back({caf::actor_cast<caf::weak_actor_ptr>(reply_to), tag, Clock::now()});
+  out_.emplace_back();
+  out_.back().call = std::move(call);
+  out_.back().frame();
+  if (out_.size() > 1) return;  // behind another call's bytes: the thread writes both
+  if (!write_pending()) return;
+  if (!out_.empty()) {
+    const uint64_t one = 1;  // the rest waits for room in the socket: the thread's to write
+    if (::write(wake_fd_, &one, sizeof one) != sizeof one) {
+      // Only a full counter refuses, and the thread reads it to zero at every wake-up.
+    }
+  }
+}
+
+bool DataChannel::write_pending() {
+  while (!out_.empty()) {
+    Out& o = out_.front();
+    while (o.next < o.parts.size()) {
+      msghdr msg{};
+      msg.msg_iov = o.parts.data() + o.next;
+      msg.msg_iovlen = std::min<size_t>(o.parts.size() - o.next, IOV_MAX);
+      const ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+        fail_locked("sending: " + errno_text());
+        return false;
+      }
+      size_t left = static_cast<size_t>(n);
+      while (o.next < o.parts.size() && left >= o.parts[o.next].iov_len) {
+        left -= o.parts[o.next].iov_len;
+        ++o.next;
+      }
+      if (o.next < o.parts.size()) {
+        o.parts[o.next].iov_base = static_cast<char*>(o.parts[o.next].iov_base) + left;
+        o.parts[o.next].iov_len -= left;
+      }
+    }
+    out_.pop_front();
+  }
+  return true;
+}
+
+void DataChannel::fail(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_locked(why);
+}
+
+// Every call waiting gets the error, and no later call may use the stream (a half-done
+// exchange leaves it out of step).
+void DataChannel::fail_locked(const std::string& why) {
+  if (broken_.empty()) broken_ = why;
+  ::shutdown(fd_, SHUT_RDWR);
+  const std::string message = "data channel to " + peer_ + ": " + broken_;
+  for (const Waiting& w : waiting_) {
+    if (caf::strong_actor_ptr to = w.to.lock()) {
+      caf::anon_send(caf::actor_cast<caf::actor>(to), channel_reply_atom::value, w.tag, message);
+    }
+  }
+  waiting_.clear();
+  out_.clear();
+}
+
+// The channel's thread: writes what calls left, reads the replies and hands each to its caller.
+// The oldest call waiting fails the channel when nothing comes for it for the timeout (the
+// time before counts from the reply before it); the thread looks at least once a second, so a
+// call made while it slept is bounded too without waking it.
+void DataChannel::run() {
+  for (;;) {
+    bool writing = false;
+    auto wait = std::chrono::milliseconds(std::min<int64_t>(timeout_.count(), 1000));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing = !out_.empty();
+      if (!waiting_.empty()) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            waiting_.front().since + timeout_ - Clock::now());
+        if (left.count() <= 0) return fail_locked("receiving: timed out");
+        wait = std::min(wait, left);
+      }
+    }
+    pollfd p[2] = {{fd_, static_cast<short>(POLLIN | (writing ? POLLOUT : 0)), 0},
+                   {wake_fd_, POLLIN, 0}};
+    const int ready = ::poll(p, 2, static_cast<int>(wait.count()) + 1);
+    if (closing_.load()) return;
+    if (ready == 0) continue;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return fail("waiting: " + errno_text());
+    if (p[1].revents) {
+      uint64_t count = 0;
+      if (::read(wake_fd_, &count, sizeof count) != sizeof count) {
+        // Nothing to read: another wake-up took it.
+      }
+    }
+    if (p[0].revents & POLLOUT) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!write_pending()) return;
+    }
+    if (!(p[0].revents & (POLLIN | POLLERR | POLLHUP))) continue;
+    runtime::Bytes reply;
+    const std::string why = read_frame(fd_, DataServerOptions{}.max_frame_bytes, &reply);
+    if (!why.empty()) return fail("receiving: " + why);
+    Waiting w;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (waiting_.empty()) return fail_locked("a reply to no call");
+      w = std::move(waiting_.front());
+      waiting_.pop_front();
+      if (!waiting_.empty()) waiting_.front().since = Clock::now();
+    }
+    if (caf::strong_actor_ptr to = w.to.lock()) {
+      caf::anon_send(caf::actor_cast<caf::actor>(to), channel_reply_atom::value, w.tag,
+                     std::move(reply));
+    }
+  }
 }
 
 }  // namespace troupe::actors

@@ -8,8 +8,9 @@
 //   caf::actor shard = spawn(parameter_shard, store, data->port());
 //   data->serve(shard);                                      // accepts, forwards calls to shard
 //
-//   auto ch = connect_data_channel(rt, "127.0.0.1", port, timeout);   // client: Result<actor>
-//   request(*ch, timeout, call_atom::value, ChannelCall{...}) -> runtime::Bytes reply
+//   auto ch = DataChannel::connect(rt, "127.0.0.1", port, timeout);  // client: shared_ptr
+//   (*ch)->call(ChannelCall{...}, self, tag);   // self receives (channel_reply_atom, tag, Bytes)
+//                                               // or (channel_reply_atom, tag, std::string why)
 //
 // Calls do not wait for the replies of those before them (pipelined, as HTTP/1.1's): where a
 // link is slow, a step's calls to one server cost about one round trip, not one each.
@@ -40,8 +41,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,12 +116,55 @@ class DataServer {
   std::chrono::milliseconds backoff_{10};
 };
 
-// A detached actor owning one connection to a DataServer: it writes each call as it comes and
-// a thread of its own reads the replies, which come in the calls' order; a reply is awaited
-// at most `timeout`, as is a write.
-runtime::Result<caf::actor> connect_data_channel(Runtime& runtime, const std::string& host,
-                                                 uint16_t port, std::chrono::milliseconds timeout);
+// A reply to a DataChannel call, sent to the actor that made it: (channel_reply_atom, tag,
+// runtime::Bytes) with the reply's frame, or (channel_reply_atom, tag, std::string) with why
+// there is none.
+using channel_reply_atom = caf::atom_constant<caf::atom("chreply")>;
+
+// One connection to a DataServer, shared by the node actors of a session. A call is written by
+// the calling thread as far as the socket takes it at once (usually all of it: no hand-over to
+// another thread); the channel's one thread writes what is left, reads the replies, which come
+// in the calls' order, and sends each to the actor that made the call. A reply is awaited at
+// most `timeout`, as is a write. The first error ends the channel: every call waiting and every
+// later one gets it. Thread-safe; the last owner's destructor closes the connection and joins
+// the thread.
+class DataChannel {
+ public:
+  static runtime::Result<std::shared_ptr<DataChannel>> connect(Runtime& runtime,
+                                                               const std::string& host,
+                                                               uint16_t port,
+                                                               std::chrono::milliseconds timeout);
+  ~DataChannel();
+  DataChannel(const DataChannel&) = delete;
+  DataChannel& operator=(const DataChannel&) = delete;
+
+  // Sends `call`; its reply goes to `reply_to`, tagged `tag`.
+  void call(ChannelCall call, const caf::actor& reply_to, uint64_t tag);
+  const std::string& peer() const { return peer_; }
+
+ private:
+  struct Out;
+  DataChannel(int fd, int wake_fd, std::string peer, std::chrono::milliseconds timeout);
+  void run();
+  bool write_pending();  // false on an error (the channel is then broken); mu_ held
+  void fail(const std::string& why);
+  void fail_locked(const std::string& why);
+
+  const int fd_;
+  const int wake_fd_;  // an eventfd: a call left bytes to write, or the channel closes
+  const std::string peer_;
+  const std::chrono::milliseconds timeout_;
+  std::mutex mu_;
+  struct Waiting {
+    caf::weak_actor_ptr to;
+    uint64_t tag = 0;
+    std::chrono::steady_clock::time_point since;  // sent, or the reply before it came
+  };
+  std::deque<Waiting> waiting_;  // sent and not yet answered, oldest first
+  std::deque<Out> out_;          // written in part or not at all, in order
+  std::string broken_;           // why the connection is unusable, once it is
+  std::atomic<bool> closing_{false};
+  std::thread thread_;
+};
 
 }  // namespace troupe::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::actors::ChannelCall)

@@ -57,8 +57,10 @@ struct NodeState {
     int32_t plan = 0;
     bool answered = false;
     bool discard = false;  // no outputs asked for: nothing consumes or fetches them
+    uint64_t tag = 0;      // what the data channel's reply names
   };
   std::shared_ptr<Call> call;
+  uint64_t calls = 0;
   runtime::Status remote_down;  // set when the server's process is gone
 };
 
@@ -180,6 +182,19 @@ Status check_remote_outputs(const runtime::Node& n, const std::vector<Tensor>& o
   return runtime::ok_status();
 }
 
+// Ends the call in flight with the server's reply, checked against the graph.
+void answer_remote(NodeActor* self, std::shared_ptr<NodeState::Call> call,
+                   runtime::Result<std::vector<Tensor>> r) {
+  const runtime::Node& n = *self->state.node;
+  if (r.ok() && call->discard && r->empty()) {
+    r->resize(static_cast<size_t>(n.num_outputs()));  // never read: nothing consumes them
+  } else if (r.ok()) {
+    if (Status s = check_remote_outputs(n, *r); !s.ok()) r = s;
+  }
+  if (!r.ok()) r = r.status().with_context(n.op + " '" + n.name + "' on " + n.device);
+  answer(self, call, std::move(r));
+}
+
 void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   NodeState& st = self->state;
   if (!st.remote_down.ok()) return fail(self, pd, plan, st.remote_down);
@@ -203,31 +218,22 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   call->plan = plan.plan;
   call->discard = discard;
   st.call = call;
-  auto on_reply = [self, call](runtime::Result<std::vector<Tensor>> r) {
-    const runtime::Node& n = *self->state.node;
-    if (r.ok() && call->discard && r->empty()) {
-      r->resize(static_cast<size_t>(n.num_outputs()));  // never read: nothing consumes them
-    } else if (r.ok()) {
-      if (Status s = check_remote_outputs(n, *r); !s.ok()) r = s;
-    }
-    if (!r.ok()) r = r.status().with_context(n.op + " '" + n.name + "' on " + n.device);
-    answer(self, call, std::move(r));
-  };
-  auto on_error = [self, call](caf::error& err) {
-    answer(self, call, unreachable(self, self->system().render(err)));
-  };
   if (st.spec.channel) {
-    self->request(st.spec.channel, st.spec.remote_timeout, call_atom::value, std::move(message))
-        .then([on_reply](runtime::Bytes& reply) { on_reply(decode_shard_reply(reply)); }, on_error);
-  } else {
-    self->request(st.spec.remote, st.spec.remote_timeout, call_atom::value, std::move(blob))
-        .then(
-            [on_reply](std::vector<char>& reply) {
-              on_reply(
-                  decode_shard_reply(std::make_shared<const std::vector<char>>(std::move(reply))));
-            },
-            on_error);
+    // The reply comes as a channel_reply_atom message; the channel bounds the wait itself.
+    call->tag = ++st.calls;
+    st.spec.channel->call(std::move(message), caf::actor_cast<caf::actor>(self), call->tag);
+    return;
   }
+  self->request(st.spec.remote, st.spec.remote_timeout, call_atom::value, std::move(blob))
+      .then(
+          [self, call](std::vector<char>& reply) {
+            answer_remote(
+                self, call,
+                decode_shard_reply(std::make_shared<const std::vector<char>>(std::move(reply))));
+          },
+          [self, call](caf::error& err) {
+            answer(self, call, unreachable(self, self->system().render(err)));
+          });
 }
 
 void try_fire(NodeActor* self) {
@@ -328,6 +334,16 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
         p.exec = p.plan.fused ? &p.fused : &st.own;
       },
       [self](Resume) { try_fire(self); },
+      // A data channel's reply: to the call in flight unless that was answered otherwise (the
+      // server's death) and a later one has taken its place.
+      [self](channel_reply_atom, uint64_t tag, runtime::Bytes& reply) {
+        NodeState& st = self->state;
+        if (st.call && st.call->tag == tag) answer_remote(self, st.call, decode_shard_reply(reply));
+      },
+      [self](channel_reply_atom, uint64_t tag, std::string& why) {
+        NodeState& st = self->state;
+        if (st.call && st.call->tag == tag) answer(self, st.call, unreachable(self, why));
+      },
   };
 }
 

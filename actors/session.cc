@@ -83,7 +83,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
     // Tensors go over the server's data channel when it has one; CAF's connection otherwise.
     const uint16_t data_port = data_port_of(rt, server);
     for (int i = 0; data_port != 0 && i < kDataChannelsPerServer; ++i) {
-      auto channel = connect_data_channel(rt, address.substr(0, address.rfind(':')), data_port,
+      auto channel = DataChannel::connect(rt, address.substr(0, address.rfind(':')), data_port,
                                           options.remote_timeout);
       if (!channel.ok()) {
         // Slower, still correct; a wrong --advertise-data-port or a closed port shows here.
@@ -92,7 +92,6 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
         break;
       }
       spec.remote_channels[key].push_back(*channel);
-      s->channels_.push_back(*channel);
     }
   }
   s->session_ = spawn_session(rt.system(), std::move(spec));
@@ -105,8 +104,6 @@ Session::~Session() {
     caf::anon_send_exit(*a, caf::exit_reason::user_shutdown);
     *a = nullptr;
   }
-  for (caf::actor& c : channels_) caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
-  channels_.clear();
 }
 
 std::unique_ptr<caf::scoped_actor> Session::borrow_caller() {

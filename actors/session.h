@@ -103,7 +103,6 @@ class Session {
   // run() polls for its answer this long before it blocks, while the last answer came sooner.
   static constexpr std::chrono::nanoseconds kAnswerPoll = std::chrono::microseconds(200);
   std::atomic<int64_t> last_answer_ns_{0};
-  std::vector<caf::actor> channels_;  // data channels to servers (data_channel.h)
 };
 
 }  // namespace troupe::actors

@@ -114,9 +114,9 @@ caf::actor remote_for(const SessionState& st, const runtime::Node& node) {
   return task.empty() ? caf::actor() : st.spec.remote_tasks.at(task);
 }
 
-caf::actor channel_for(const SessionState& st, const runtime::Node& node) {
+std::shared_ptr<DataChannel> channel_for(const SessionState& st, const runtime::Node& node) {
   auto it = st.spec.remote_channels.find(remote_task(st, node));
-  if (it == st.spec.remote_channels.end() || it->second.empty()) return caf::actor();
+  if (it == st.spec.remote_channels.end() || it->second.empty()) return nullptr;
   return it->second[static_cast<size_t>(node.id) % it->second.size()];
 }
 

@@ -26,6 +26,8 @@
 
 namespace troupe::actors {
 
+class DataChannel;  // data_channel.h
+
 struct SessionSpec {
   std::shared_ptr<const runtime::Graph> graph;
   int pipeline_depth = 2;  // slots per edge; steps in flight in a loop
@@ -34,7 +36,7 @@ struct SessionSpec {
   // Servers of other processes by task ("/job:ps/task:0"); nodes placed there run there.
   std::map<std::string, caf::actor> remote_tasks;
   // Their data channels (data_channel.h), if they have them; a node uses one by its id.
-  std::map<std::string, std::vector<caf::actor>> remote_channels;
+  std::map<std::string, std::vector<std::shared_ptr<DataChannel>>> remote_channels;
   caf::duration remote_timeout;
   std::shared_ptr<StepProfiler> profiler;
   bool fuse_ops = true;  // MatMul/Conv2D -> BiasAdd (-> Relu) as one node (runtime/remapper.h)

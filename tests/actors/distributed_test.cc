@@ -415,7 +415,7 @@ TEST_CASE("a data channel writes calls without waiting for replies; they come ba
     ::close(fd);  // a third call finds the connection gone
   });
   actors::Runtime rt;
-  auto channel = actors::connect_data_channel(rt, "127.0.0.1", port, std::chrono::seconds(10));
+  auto channel = actors::DataChannel::connect(rt, "127.0.0.1", port, std::chrono::seconds(10));
   REQUIRE(channel.ok());
   auto call = [] {
     auto message = std::make_shared<capnp::MallocMessageBuilder>();
@@ -423,23 +423,56 @@ TEST_CASE("a data channel writes calls without waiting for replies; they come ba
     return actors::ChannelCall{message, {}};
   };
   caf::scoped_actor self{rt.system()};
-  auto first = self->request(*channel, std::chrono::seconds(10), actors::call_atom::value, call());
-  auto second = self->request(*channel, std::chrono::seconds(10), actors::call_atom::value, call());
-  std::vector<std::string> replies;
-  for (auto* reply : {&first, &second}) {
-    reply->receive([&](runtime::Bytes& r) { replies.emplace_back(r.data, r.size); },
-                   [&](caf::error& e) { replies.push_back(rt.system().render(e)); });
-  }
-  REQUIRE(replies.size() == 2);
-  CHECK(replies[0] == "first");
-  CHECK(replies[1] == "second");
+  // Each reply as "<tag>:<bytes>", an error as "<tag>!<why>".
+  auto next_reply = [&] {
+    std::string got = "none";
+    self->receive(
+        [&](actors::channel_reply_atom, uint64_t tag, runtime::Bytes& r) {
+          got = std::to_string(tag) + ":" + std::string(r.data, r.size);
+        },
+        [&](actors::channel_reply_atom, uint64_t tag, std::string& why) {
+          got = std::to_string(tag) + "!" + why;
+        },
+        caf::after(std::chrono::seconds(10)) >> [] {});
+    return got;
+  };
+  (*channel)->call(call(), self, 7);
+  (*channel)->call(call(), self, 8);
+  CHECK(next_reply() == "7:first");
+  CHECK(next_reply() == "8:second");
   server.join();
+  // The server has closed the connection: a third call gets the error, naming the peer.
+  (*channel)->call(call(), self, 9);
+  const std::string error = next_reply();
+  CHECK_MESSAGE(error.rfind("9!data channel to 127.0.0.1:" + std::to_string(port), 0) == 0, error);
+  ::close(listener);
+}
+
+TEST_CASE("a data channel fails a call that gets no reply within its timeout, naming the peer") {
+  uint16_t port = 0;
+  const int listener = listen_on(&port);
+  int accepted = -1;
+  std::thread server([&] { accepted = ::accept(listener, nullptr, nullptr); });  // never answers
+  actors::Runtime rt;
+  auto channel =
+      actors::DataChannel::connect(rt, "127.0.0.1", port, std::chrono::milliseconds(300));
+  REQUIRE(channel.ok());
+  server.join();
+  auto message = std::make_shared<capnp::MallocMessageBuilder>();
+  message->initRoot<capnp::AnyPointer>();
+  caf::scoped_actor self{rt.system()};
+  const auto sent = std::chrono::steady_clock::now();
+  (*channel)->call(actors::ChannelCall{message, {}}, self, 1);
   std::string error;
-  self->request(*channel, std::chrono::seconds(10), actors::call_atom::value, call())
-      .receive([](runtime::Bytes&) {}, [&](caf::error& e) { error = rt.system().render(e); });
-  CHECK_MESSAGE(
-      error.find("data channel to 127.0.0.1:" + std::to_string(port)) != std::string::npos, error);
-  caf::anon_send_exit(*channel, caf::exit_reason::user_shutdown);
+  self->receive([&](actors::channel_reply_atom, uint64_t, runtime::Bytes&) { error = "a reply"; },
+                [&](actors::channel_reply_atom, uint64_t, std::string& why) { error = why; },
+                caf::after(std::chrono::seconds(10)) >> [] {});
+  const auto waited = std::chrono::steady_clock::now() - sent;
+  CHECK_MESSAGE(error.find("data channel to 127.0.0.1:" + std::to_string(port)) == 0, error);
+  CHECK_MESSAGE(error.find("timed out") != std::string::npos, error);
+  CHECK(waited >= std::chrono::milliseconds(300));
+  CHECK(waited < std::chrono::seconds(5));
+  ::close(accepted);
   ::close(listener);
 }
 
@@ -683,13 +716,12 @@ TEST_CASE(
     const uint16_t data_port = data_port_told(rt, *server);
     REQUIRE(data_port != 0);
     auto channel =
-        actors::connect_data_channel(rt, "127.0.0.1", data_port, std::chrono::seconds(5));
+        actors::DataChannel::connect(rt, "127.0.0.1", data_port, std::chrono::seconds(5));
     CHECK(channel.ok());
     actors::Runtime stranger(actors::RuntimeOptions{.secret = *other});
     auto refused =
-        actors::connect_data_channel(stranger, "127.0.0.1", data_port, std::chrono::seconds(5));
+        actors::DataChannel::connect(stranger, "127.0.0.1", data_port, std::chrono::seconds(5));
     REQUIRE_FALSE(refused.ok());
-    if (channel.ok()) caf::anon_send_exit(*channel, caf::exit_reason::user_shutdown);
   }
   stop_server(child, keep_alive);
   std::ifstream in(log);
