@@ -176,8 +176,8 @@ Status Estimator::ensure_variables(Model& m, Mode mode) {
 Status Estimator::restore_latest(Model& m) {
   const std::vector<runtime::VariableSpec> expected = variable_specs(m.graph);
   TROUPE_ASSIGN_OR_RETURN(
-      auto restored,
-      checkpoints_->restore_latest(store_.get(), [&](const runtime::CheckpointData& d) {
+      auto restored, checkpoints_->restore_latest(store_.get(), [&](runtime::CheckpointData& d) {
+        TROUPE_RETURN_IF_ERROR(runtime::fit_partitions(&d, expected));
         return runtime::check_restore(d, expected, config_.partial_restore);
       }));
   if (!in_cluster()) resume_input_ = restored.input;
@@ -303,9 +303,10 @@ RunOutcome Estimator::await_run(const caf::actor& run, const char* what) {
 
 Status Estimator::load_checkpoint(const Model& m, const std::string& path) {
   TROUPE_ASSIGN_OR_RETURN(runtime::CheckpointData ckpt, runtime::read_checkpoint(path));
+  const std::vector<runtime::VariableSpec> expected = variable_specs(m.graph);
+  TROUPE_RETURN_IF_ERROR(runtime::fit_partitions(&ckpt, expected).with_context(path));
   TROUPE_RETURN_IF_ERROR(
-      runtime::check_restore(ckpt, variable_specs(m.graph), config_.partial_restore)
-          .with_context(path));
+      runtime::check_restore(ckpt, expected, config_.partial_restore).with_context(path));
   runtime::load_into(ckpt, store_.get());
   return runtime::ok_status();
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "runtime/crc32c.h"
@@ -87,7 +88,139 @@ std::vector<std::pair<double, std::string>> read_best_index(const std::string& p
   return kept;
 }
 
+// "<base>/part_<i>" as {base, i}; {"", -1} for any other name.
+std::pair<std::string, int> part_of(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  if (slash == std::string::npos || name.compare(slash + 1, 5, "part_") != 0) return {"", -1};
+  const std::string digits = name.substr(slash + 6);
+  if (digits.empty() || digits.size() > 6 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return {"", -1};
+  }
+  return {name.substr(0, slash), std::stoi(digits)};
+}
+
+// The slots of variable `var` in `data`: "<var>/<slot>", the slot without '/' and not a part.
+std::vector<std::string> slots_of(const CheckpointData& data, const std::string& var) {
+  std::vector<std::string> slots;
+  const std::string prefix = var + "/";
+  for (auto it = data.tensors.lower_bound(prefix);
+       it != data.tensors.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    const std::string slot = it->first.substr(prefix.size());
+    if (slot.find('/') == std::string::npos && part_of(it->first).second < 0) {
+      slots.push_back(slot);
+    }
+  }
+  return slots;
+}
+
+// Where the checkpoint holds variable `base`: its own name, or its parts 0..k-1; none: empty.
+std::vector<std::string> sources_of(const CheckpointData& data, const std::string& base) {
+  if (data.tensors.count(base)) return {base};
+  std::vector<std::string> parts;
+  while (data.tensors.count(base + "/part_" + std::to_string(parts.size()))) {
+    parts.push_back(base + "/part_" + std::to_string(parts.size()));
+  }
+  return parts;
+}
+
+// The tensors "<source><suffix>" as one: their rows stacked, or the first of scalars (a slot
+// such as an optimizer's step count is the same in every part). Null when one is missing or
+// they do not stack.
+Tensor whole(const CheckpointData& data, const std::vector<std::string>& sources,
+             const std::string& suffix) {
+  std::vector<Tensor> parts;
+  for (const std::string& source : sources) {
+    auto it = data.tensors.find(source + suffix);
+    if (it == data.tensors.end()) return Tensor();
+    parts.push_back(it->second);
+  }
+  if (parts.empty()) return Tensor();
+  const Shape& first = parts[0].shape();
+  if (parts.size() == 1 || first.rank() == 0) return parts[0];
+  for (const Tensor& p : parts) {
+    if (p.dtype() != parts[0].dtype() || p.shape().rank() != first.rank()) return Tensor();
+    for (int d = 1; d < first.rank(); ++d) {
+      if (p.shape().dim(d) != first.dim(d)) return Tensor();
+    }
+  }
+  return concat_rows(parts);
+}
+
 }  // namespace
+
+Status fit_partitions(CheckpointData* data, const std::vector<VariableSpec>& expected) {
+  std::set<std::string> known;
+  // The graph's partitioned variables: base -> its parts by index.
+  std::map<std::string, std::vector<const VariableSpec*>> partitioned;
+  for (const VariableSpec& v : expected) {
+    known.insert(v.name);
+    const auto [base, i] = part_of(v.name);
+    if (i < 0) continue;
+    auto& parts = partitioned[base];
+    if (parts.size() <= static_cast<size_t>(i)) parts.resize(static_cast<size_t>(i) + 1, nullptr);
+    parts[static_cast<size_t>(i)] = &v;
+  }
+  // Each graph variable the checkpoint lacks by name, as the blocks of rows it wants (one, for a
+  // variable the graph keeps whole).
+  struct Target {
+    std::string base;
+    std::vector<const VariableSpec*> blocks;
+  };
+  std::vector<Target> targets;
+  for (const VariableSpec& v : expected) {
+    if (!data->tensors.count(v.name) && part_of(v.name).second < 0)
+      targets.push_back({v.name, {&v}});
+  }
+  for (const auto& [base, parts] : partitioned) {
+    bool layout = true, same = !data->tensors.count(base + "/part_" + std::to_string(parts.size()));
+    for (const VariableSpec* p : parts) {
+      layout = layout && p != nullptr && p->shape.rank() >= 1;
+      if (!layout) break;
+      auto it = data->tensors.find(p->name);
+      same = same && it != data->tensors.end() && it->second.shape() == p->shape;
+    }
+    if (layout && !same) targets.push_back({base, parts});
+  }
+  std::set<std::string> taken;
+  std::map<std::string, Tensor> fitted;
+  for (const Target& t : targets) {
+    const std::vector<std::string> sources = sources_of(*data, t.base);
+    if (sources.empty() || (sources.size() == 1 && sources[0] == t.blocks[0]->name)) continue;
+    const Tensor value = whole(*data, sources, "");
+    if (!value.valid() || value.shape().rank() < 1) continue;
+    int64_t rows = 0;
+    for (const VariableSpec* b : t.blocks) rows += b->shape.dim(0);
+    if (value.dim(0) != rows) {
+      return failed_precondition("variable '", t.base, "' has ", value.dim(0),
+                                 " rows in the checkpoint but ", rows, " in the graph");
+    }
+    std::vector<std::pair<std::string, Tensor>> slots;
+    for (const std::string& slot : slots_of(*data, sources[0])) {
+      Tensor s = whole(*data, sources, "/" + slot);
+      if (s.valid() && (s.shape().rank() == 0 || s.dim(0) == rows)) slots.emplace_back(slot, s);
+    }
+    for (const std::string& source : sources) {
+      taken.insert(source);
+      for (const std::string& slot : slots_of(*data, source)) taken.insert(source + "/" + slot);
+    }
+    int64_t first = 0;
+    for (const VariableSpec* b : t.blocks) {
+      const int64_t n = b->shape.dim(0);
+      const bool all = t.blocks.size() == 1;
+      fitted[b->name] = all ? value : slice_rows(value, first, n);
+      for (const auto& [slot, s] : slots) {
+        fitted[b->name + "/" + slot] = all || s.shape().rank() == 0 ? s : slice_rows(s, first, n);
+      }
+      first += n;
+    }
+  }
+  for (const std::string& name : taken) {
+    if (!known.count(name)) data->tensors.erase(name);
+  }
+  for (auto& [name, t] : fitted) data->tensors[name] = std::move(t);
+  return ok_status();
+}
 
 bool is_plain_file_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." &&

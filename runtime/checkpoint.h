@@ -67,6 +67,18 @@ struct VariableSpec {
 Status check_restore(const CheckpointData& data, const std::vector<VariableSpec>& expected,
                      bool partial);
 
+// Fits the checkpoint's partitioned variables to the graph's partitions, so that a model saved
+// with its big variables in k parts (ops::partitioned_variable: "<name>/part_<i>", blocks of
+// rows in order) restores into a graph that splits them in any other number, or not at all,
+// and the other way round; their slots ("<var>/<slot>") with them, a scalar slot taken as it is.
+// The tensors taken apart that the graph does not name are dropped. A variable the graph
+// already finds by its own name is left alone; one whose rows differ is FailedPrecondition
+// naming it. Run before check_restore.
+//
+//   TROUPE_RETURN_IF_ERROR(fit_partitions(&data, graph_variables));
+//   TROUPE_RETURN_IF_ERROR(check_restore(data, graph_variables, /*partial=*/false));
+Status fit_partitions(CheckpointData* data, const std::vector<VariableSpec>& expected);
+
 // A plain file name, as an index may name (no '/', not "." or "..", no NUL).
 bool is_plain_file_name(const std::string& name);
 
@@ -100,8 +112,9 @@ class CheckpointManager {
   };
   // Loads the newest readable checkpoint into `store`; NotFound when there is none. A `check`
   // that refuses the newest readable one ends the restore with its error, naming the file, and
-  // leaves `store` as it was (an older checkpoint of the same directory would not fit either).
-  using RestoreCheck = std::function<Status(const CheckpointData&)>;
+  // leaves `store` as it was (an older checkpoint of the same directory would not fit either);
+  // it may fit what it accepts to the graph first (fit_partitions).
+  using RestoreCheck = std::function<Status(CheckpointData&)>;
   Result<Restored> restore_latest(VariableStore* store, const RestoreCheck& check = nullptr) const;
   // Paths in the index, oldest first, and the latest (empty if none).
   std::vector<std::string> all() const;

@@ -237,7 +237,8 @@ int train(const std::vector<std::string>& args) {
   const std::string label =
       flag("label", flags.count("data") && flag("data", "").rfind("csv:", 0) == 0 ? "" : "label");
   TextParams flagged = spec.params;
-  // Big kernels spread over a cluster's ps tasks; evaluate and predict read the same parts.
+  // Big kernels spread over a cluster's ps tasks. Checkpoints restore into any number of parts
+  // (runtime::fit_partitions): a cluster may resume with more or fewer ps tasks, or one process.
   if (spec.model == "dnn") {
     flagged["partitions"] = std::to_string(std::max(1, cluster->num_ps_replicas));
   }
@@ -438,9 +439,7 @@ int train(const std::vector<std::string>& args) {
           "): pass another --model-dir");
     }
     for (const std::string& key : shape_params(spec.model, spec.task)) {
-      // A model saved before partitions were recorded has one.
-      const std::string missing = key == "partitions" ? "1" : "";
-      const std::string was = earlier->params.count(key) ? earlier->params.at(key) : missing;
+      const std::string was = earlier->params.count(key) ? earlier->params.at(key) : "";
       if (was != spec.params[key]) {
         return usage_error(config.model_dir + " holds a model with " + key + " " + was + ", not " +
                            spec.params[key] + ": pass the same or another --model-dir");

@@ -150,7 +150,7 @@ std::vector<std::string> shape_params(const std::string& model, Task task) {
   if (model == "kmeans") return {"n_clusters"};
   std::vector<std::string> names = {task == Task::kClassifier ? "n_classes" : "label_dimension"};
   if (model == "dnn") {
-    names.insert(names.end(), {"hidden_units", "activation", "partitions"});
+    names.insert(names.end(), {"hidden_units", "activation"});
   } else if (model == "wide_deep") {
     names.insert(names.end(), {"dnn_hidden_units", "dnn_activation"});
   } else if (model == "boosted_trees") {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "harness/temp_dir.h"
@@ -244,4 +245,93 @@ TEST_CASE("checkpoint: a best-k save of a step already listed keeps its file") {
   REQUIRE(m.best().size() == 1);
   CHECK(std::filesystem::exists(m.best()[0]));
   CHECK(read_checkpoint(m.best()[0]).ok());
+}
+
+namespace {
+// A 7x2 float matrix whose row r holds {r, 10 + r}, or rows [first, first + n) of it.
+Tensor rows_of(int64_t first, int64_t n, float plus = 0) {
+  std::vector<float> v;
+  for (int64_t r = first; r < first + n; ++r) {
+    v.push_back(static_cast<float>(r) + plus);
+    v.push_back(static_cast<float>(10 + r) + plus);
+  }
+  return Tensor::from_vector<float>(Shape{n, 2}, v);
+}
+
+// A checkpoint of "w" (7x2) in `blocks` parts of those rows, each with an Adam-like slot "m"
+// (the rows plus 100) and a scalar slot "t", and an unpartitioned "b".
+CheckpointData saved_in(const std::vector<int64_t>& blocks) {
+  CheckpointData d;
+  d.global_step = 9;
+  d.tensors["b"] = Tensor::from_vector<float>(Shape{2}, {1, 2});
+  int64_t first = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const std::string name = blocks.size() == 1 ? std::string("w") : "w/part_" + std::to_string(i);
+    d.tensors[name] = rows_of(first, blocks[i]);
+    d.tensors[name + "/m"] = rows_of(first, blocks[i], 100);
+    d.tensors[name + "/t"] = Tensor::scalar<float>(0.5f);
+    first += blocks[i];
+  }
+  return d;
+}
+
+// The graph's variables: "w" in `blocks` parts (one: whole), and "b".
+std::vector<VariableSpec> graph_in(const std::vector<int64_t>& blocks) {
+  std::vector<VariableSpec> specs = {{"b", DType::kFloat32, Shape{2}}};
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const std::string name = blocks.size() == 1 ? std::string("w") : "w/part_" + std::to_string(i);
+    specs.push_back({name, DType::kFloat32, Shape{blocks[i], 2}});
+  }
+  return specs;
+}
+}  // namespace
+
+TEST_CASE("checkpoint: partitioned variables restore into any number of parts, slots with them") {
+  const std::vector<std::vector<int64_t>> layouts = {{7}, {4, 3}, {3, 2, 2}, {2, 2, 2, 1}};
+  for (const auto& saved : layouts) {
+    for (const auto& wanted : layouts) {
+      CAPTURE(saved.size());
+      CAPTURE(wanted.size());
+      CheckpointData d = saved_in(saved);
+      const std::vector<VariableSpec> graph = graph_in(wanted);
+      REQUIRE(fit_partitions(&d, graph).ok());
+      REQUIRE(check_restore(d, graph, false).ok());
+      // Exactly the graph's parts and their slots are left, with the right rows.
+      std::set<std::string> names;
+      for (const auto& [name, t] : d.tensors) names.insert(name);
+      std::set<std::string> want = {"b"};
+      int64_t first = 0;
+      for (const VariableSpec& v : graph) {
+        if (v.name == "b") continue;
+        want.insert({v.name, v.name + "/m", v.name + "/t"});
+        const int64_t n = v.shape.dim(0);
+        CHECK(d.tensors.at(v.name).to_vector<float>() == rows_of(first, n).to_vector<float>());
+        CHECK(d.tensors.at(v.name + "/m").to_vector<float>() ==
+              rows_of(first, n, 100).to_vector<float>());
+        CHECK(d.tensors.at(v.name + "/t").to_vector<float>() == std::vector<float>{0.5f});
+        first += n;
+      }
+      CHECK(names == want);
+      CHECK(d.tensors.at("b").to_vector<float>() == std::vector<float>{1, 2});
+    }
+  }
+}
+
+TEST_CASE("checkpoint: a partitioned variable with other rows than the graph's is named") {
+  CheckpointData d = saved_in({4, 3});
+  const std::vector<VariableSpec> graph = {{"w/part_0", DType::kFloat32, Shape{4, 2}},
+                                           {"w/part_1", DType::kFloat32, Shape{4, 2}}};
+  const Status st = fit_partitions(&d, graph);
+  CHECK(st.code() == Code::kFailedPrecondition);
+  CHECK_MESSAGE(
+      st.message().find("variable 'w' has 7 rows in the checkpoint but 8") != std::string::npos,
+      st.message());
+  // A variable the checkpoint lacks altogether is left for check_restore to name.
+  CheckpointData other = saved_in({7});
+  REQUIRE(fit_partitions(&other, {{"v/part_0", DType::kFloat32, Shape{4, 2}},
+                                  {"v/part_1", DType::kFloat32, Shape{3, 2}}})
+              .ok());
+  CHECK(other.tensors.count("w"));
+  CHECK(check_restore(other, {{"v/part_0", DType::kFloat32, Shape{4, 2}}}, false).code() ==
+        Code::kFailedPrecondition);
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -12,6 +13,7 @@
 
 #include "estimators/canned/test_data.h"
 #include "estimators/experiment.h"
+#include "harness/temp_dir.h"
 #include "runtime/checkpoint.h"
 
 using namespace troupe;
@@ -96,4 +98,42 @@ TEST_CASE("DNN with batch normalization: learns, moves its averages, predicts by
   REQUIRE(all.ok());
   REQUIRE(one.ok());
   CHECK(one->data<float>()[0] == doctest::Approx(all->data<float>()[10]));
+}
+
+TEST_CASE("a DNN saved with its kernel in 3 parts restores and trains on in 1 or 2") {
+  // 784 x 256 floats: 784 KB, three parts of at least DNNOptions::kPartitionBytes.
+  const std::string dir = troupe::testing::temp_dir("partitions");
+  Tensor x, y;
+  test::blobs(96, 3, 784, 7, &x, &y);
+  auto options = [](int parts) {
+    return DNNOptions{.hidden_units = {256},
+                      .n_classes = 3,
+                      .optimizer = ops::Optimizer::adam(0.01),
+                      .partitions = parts,
+                      .fit = {.batch_size = 32, .epochs = 2}};
+  };
+  DNNClassifier three(options(3), quiet(dir));
+  REQUIRE(three.fit(x, y).ok());
+  auto names = three.estimator().get_variable_names();
+  CHECK(std::count(names.begin(), names.end(), "dnn/hiddenlayer_0/kernel/part_2") == 1);
+  auto predict = [&](DNNClassifier& m) {
+    auto p = m.estimator().predict_batches(
+        *input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 96}));
+    REQUIRE_MESSAGE(p.ok(), p.status().to_string());
+    return p->at(0).at("probabilities").to_vector<float>();
+  };
+  const std::vector<float> before = predict(three);
+  for (int parts : {1, 2}) {
+    CAPTURE(parts);
+    DNNClassifier other(options(parts), quiet(dir));
+    CHECK(predict(other) == before);
+  }
+  // Training goes on in 2 parts from the 3-part checkpoint, Adam's slots included.
+  DNNClassifier two(options(2), quiet(dir));
+  auto d = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 32, .num_epochs = 1});
+  REQUIRE(two.estimator().train(*d).ok());
+  CHECK(two.estimator().global_step() == 6 + 3);
+  DNNClassifier one(options(1), quiet(dir));
+  CHECK(predict(one) == predict(two));
+  std::filesystem::remove_all(dir);
 }
