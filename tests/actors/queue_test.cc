@@ -567,19 +567,26 @@ TEST_CASE("runner: a source in memory is read by the runner itself, a file by re
     return std::distance(std::filesystem::directory_iterator("/proc/self/task"),
                          std::filesystem::directory_iterator());
   };
-  const auto idle = threads();
-  for (bool memory : {true, false}) {
-    // The last round's runner and readers end on their own time.
-    for (int i = 0; i < 1000 && threads() > idle; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // The count once it has not moved for 100 ms: threads of earlier tests and the last round's
+  // runner and readers end on their own time, and one ending mid-count would miscount.
+  auto settled = [&] {
+    auto n = threads();
+    for (int same = 0, i = 0; same < 10 && i < 1000; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      const auto now = threads();
+      same = now == n ? same + 1 : 0;
+      n = now;
     }
+    return n;
+  };
+  for (bool memory : {true, false}) {
     auto src = std::make_shared<CountingSource>(4, 10);
     src->memory = memory;
     Queue q = Queue::create(rt, {QueueKind::kFifo, 1});
     actors::RunnerOptions o;
     o.num_readers = 2;
     o.batch_size = 5;
-    const auto before = threads();
+    const auto before = settled();
     auto runner = actors::spawn_queue_runner(rt.system(), src, q.actor(), o);
     for (int i = 0; i < 1000 && q.size() < 1; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
