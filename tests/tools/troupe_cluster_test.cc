@@ -336,6 +336,50 @@ TEST_CASE("the chief killed and started again trains on from the model the ps ta
   std::filesystem::remove_all(d.dir);
 }
 
+namespace {
+// The text of the model directory's newest checkpoint file (variable names are in it as text).
+std::string newest_checkpoint(const std::string& model) {
+  long best = -1;
+  std::string path;
+  for (const auto& e : std::filesystem::directory_iterator(model)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("model.ckpt-", 0) != 0 || name.find('.', 11) != std::string::npos) continue;
+    const long step = std::atol(name.c_str() + 11);
+    if (step > best) best = step, path = e.path().string();
+  }
+  return path.empty() ? "" : slurp(path);
+}
+}  // namespace
+
+TEST_CASE("a cluster resumes with another number of ps tasks; one process evaluates the model") {
+  const Data d = make_data("troupe_cluster_parts");
+  const std::string model = (d.dir / "model").string();
+  // The second layer's 256 x 512 kernel (512 KB) is big enough to split over two ps tasks.
+  const std::string flags = " --data csv:" + d.train + " --label label --eval-data csv:" + d.test +
+                            " --model-dir " + model +
+                            " --hidden 256,512 --batch-size 32 --learning-rate 0.01 --seed 3" +
+                            " --eval-every 100";
+  Run two = shell(kTroupe + " cluster --ps 2 --workers 1 -- train" + flags + " --steps 150");
+  REQUIRE_MESSAGE(two.status == 0, two.err);
+  const std::string parts = newest_checkpoint(model);
+  CHECK(parts.find("dnn/hiddenlayer_1/kernel/part_1") != std::string::npos);
+  // One ps now: the kernel whole, trained on from the two parts, Adam's slots with them.
+  Run one = shell(kTroupe + " cluster --ps 1 --workers 1 -- train" + flags + " --steps 300");
+  REQUIRE_MESSAGE(one.status == 0, one.err);
+  CHECK(one.err.find("[chief 0] INFO: restored") != std::string::npos);
+  CHECK(number_after(one.out, "global_step") >= 300);
+  CHECK(number_after(one.out, "accuracy") > 0.9);
+  const std::string whole = newest_checkpoint(model);
+  CHECK(whole.find("dnn/hiddenlayer_1/kernel") != std::string::npos);
+  CHECK(whole.find("dnn/hiddenlayer_1/kernel/part_") == std::string::npos);
+  Run alone = shell(kTroupe + " evaluate --model-dir " + model + " --data csv:" + d.test +
+                    " --label label");
+  REQUIRE_MESSAGE(alone.status == 0, alone.err);
+  CHECK(number_after(alone.out, "accuracy") == doctest::Approx(number_after(one.out, "accuracy")));
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
 TEST_CASE("troupe server and cluster: unsafe or unclear starts are one line and exit 2") {
   const Data d = make_data("troupe_cluster_flags");
   const std::string spec = (d.dir / "cluster.json").string();
