@@ -5,6 +5,10 @@
 //                  (bar >= 0.9)
 //   sync_scaling   the same with --sync (bar >= 0.8)
 //   cluster_1_vs_process  1 replica + 1 ps against one process alone: the cost of the network
+//   cpu_per_example_1|2  CPU seconds (user + system, every process of the job) per example
+//                  trained, 1 or 2 replicas, against one process alone: what going distributed
+//                  costs in work rather than time, which this machine's noise moves far less
+//                  (the jobs' loading and final evaluation are in both)
 //   bytes_per_step loopback bytes per global step against the floor, one gradient up and one
 //                  value down per variable (2 x the model's bytes)
 //   ps_restart     seconds from a killed ps task's restart to the chief's first step logged
@@ -23,6 +27,7 @@
 //
 //   cluster_bench [--quick] [--json FILE]
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,7 +60,15 @@ struct Run {
   double steps_per_sec = 0;  // median of the logged rates
   double loopback_bytes = 0;
   double global_step = 0;
+  double cpu_seconds = 0;  // user + system of every process the command ran
 };
+
+double children_cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_CHILDREN, &u);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
 
 double loopback_bytes() {
   std::ifstream in("/proc/net/dev");
@@ -82,9 +95,10 @@ Run run(const std::string& args) {
   const std::string cmd = "OPENBLAS_NUM_THREADS=1 " + std::string(TROUPE_CLI) + " " + args +
                           " --model-dir " + dir + " >" + out + " 2>" + err;
   Run r;
-  const double before = loopback_bytes();
+  const double before = loopback_bytes(), cpu_before = children_cpu_seconds();
   r.status = std::system(cmd.c_str());
   r.loopback_bytes = loopback_bytes() - before;
+  r.cpu_seconds = children_cpu_seconds() - cpu_before;
   std::ifstream e(err), o(out);
   r.err.assign(std::istreambuf_iterator<char>(e), {});
   const std::string json((std::istreambuf_iterator<char>(o)), std::istreambuf_iterator<char>());
@@ -275,6 +289,11 @@ int main(int argc, char** argv) {
   bars.add("sync_scaling", sync2, "examples/s", "2x_one_replica", 2 * sync1, sync2 / (2 * sync1));
   bars.add("cluster_1_vs_process", async1, "examples/s", "one_process", examples(alone, 1),
            async1 / examples(alone, 1));
+  auto cpu_us = [](const Run& r) { return 1e6 * r.cpu_seconds / (r.global_step * kBatch); };
+  bars.add("cpu_per_example_1", cpu_us(one), "us", "one_process", cpu_us(alone),
+           cpu_us(one) / cpu_us(alone));
+  bars.add("cpu_per_example_2", cpu_us(two), "us", "one_process", cpu_us(alone),
+           cpu_us(two) / cpu_us(alone));
   const double per_step = two.loopback_bytes / std::max(1.0, two.global_step);
   bars.add("bytes_per_step", per_step, "bytes", "two_x_model", 2 * kModelBytes,
            per_step / (2 * kModelBytes));
