@@ -12,10 +12,12 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "actors/data_channel.h"
 #include "actors/ps_client.h"
 #include "actors/server.h"
 #include "actors/session.h"
@@ -445,6 +447,66 @@ TEST_CASE("a data channel writes calls without waiting for replies; they come ba
   (*channel)->call(call(), self, 9);
   const std::string error = next_reply();
   CHECK_MESSAGE(error.rfind("9!data channel to 127.0.0.1:" + std::to_string(port), 0) == 0, error);
+  ::close(listener);
+}
+
+TEST_CASE("a data channel's call bigger than the socket takes at once arrives whole, in order") {
+  // A server that reads nothing for a while: the first call's 16 MB cannot all go at once, so
+  // the channel's thread writes the rest when there is room, and the second call waits its turn.
+  uint16_t port = 0;
+  const int listener = listen_on(&port);
+  std::vector<uint64_t> sizes;
+  std::vector<std::string> tails;
+  std::thread server([&] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int i = 0; i < 2; ++i) {
+      char header[8];
+      if (::recv(fd, header, 8, MSG_WAITALL) != 8) break;
+      uint64_t n = 0;
+      for (int k = 0; k < 8; ++k) n |= uint64_t(static_cast<unsigned char>(header[k])) << (8 * k);
+      std::string body(n, '\0');
+      if (::recv(fd, body.data(), n, MSG_WAITALL) != static_cast<ssize_t>(n)) break;
+      sizes.push_back(n);
+      tails.push_back(body.substr(n - 8));  // the blob's last bytes
+    }
+    const std::string replies = frame_header(3) + "one" + frame_header(3) + "two";
+    ::send(fd, replies.data(), replies.size(), MSG_NOSIGNAL);
+    ::close(fd);
+  });
+  actors::Runtime rt;
+  auto channel = actors::DataChannel::connect(rt, "127.0.0.1", port, std::chrono::seconds(10));
+  REQUIRE(channel.ok());
+  // A message whose root is a blob of `n` bytes ending in `last`.
+  auto call = [](size_t n, char last) {
+    auto message = std::make_shared<capnp::MallocMessageBuilder>();
+    capnp::Data::Builder blob = message->initRoot<capnp::AnyPointer>().initAs<capnp::Data>(n);
+    std::memset(blob.begin(), 'x', n);
+    blob[n - 1] = static_cast<kj::byte>(last);
+    return actors::ChannelCall{message, {}};
+  };
+  caf::scoped_actor self{rt.system()};
+  (*channel)->call(call(16 << 20, 'A'), self, 1);
+  (*channel)->call(call(1000, 'B'), self, 2);
+  std::vector<std::string> replies;
+  for (int i = 0; i < 2; ++i) {
+    self->receive(
+        [&](actors::channel_reply_atom, uint64_t tag, runtime::Bytes& r) {
+          replies.push_back(std::to_string(tag) + ":" + std::string(r.data, r.size));
+        },
+        [&](actors::channel_reply_atom, uint64_t tag, std::string& why) {
+          replies.push_back(std::to_string(tag) + "!" + why);
+        },
+        caf::after(std::chrono::seconds(10)) >> [] {});
+  }
+  server.join();
+  CHECK(replies == std::vector<std::string>{"1:one", "2:two"});
+  REQUIRE(sizes.size() == 2);
+  CHECK(sizes[0] > (16u << 20));
+  CHECK(sizes[1] < 2000u);
+  // Cap'n Proto pads a blob to whole words: its last byte sits just before the padding.
+  CHECK(tails[0].find('A') != std::string::npos);
+  CHECK(tails[1].find('B') != std::string::npos);
   ::close(listener);
 }
 
