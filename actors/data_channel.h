@@ -140,7 +140,6 @@ class DataChannel {
 
   // Sends `call`; its reply goes to `reply_to`, tagged `tag`.
   void call(ChannelCall call, const caf::actor& reply_to, uint64_t tag);
-  const std::string& peer() const { return peer_; }
 
  private:
   struct Out;

@@ -186,7 +186,7 @@ Status fit_partitions(CheckpointData* data, const std::vector<VariableSpec>& exp
   std::map<std::string, Tensor> fitted;
   for (const Target& t : targets) {
     const std::vector<std::string> sources = sources_of(*data, t.base);
-    if (sources.empty() || (sources.size() == 1 && sources[0] == t.blocks[0]->name)) continue;
+    if (sources.empty()) continue;  // not in the checkpoint: check_restore names it
     const Tensor value = whole(*data, sources, "");
     if (!value.valid() || value.shape().rank() < 1) continue;
     int64_t rows = 0;
