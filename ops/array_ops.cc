@@ -397,6 +397,98 @@ TROUPE_REGISTER_OP(GatherGrad)
         "zeros shaped like params with dy added at the gathered positions (second "
         "derivatives are not supported)");
 
+namespace {
+
+// A graph from a file or a peer may ask for any number of outputs.
+constexpr int64_t kMaxPartitions = 1 << 16;
+
+// The static shape of DynamicPartition's outputs and DynamicStitch's: an unknown count of rows,
+// each shaped like data's dims after the indices' (or partitions') own.
+runtime::Result<Shape> rows_shape(const InferenceContext& c, const Shape& data,
+                                  const Shape& indices, const char* what) {
+  if (!data.rank_known() || !indices.rank_known()) return Shape::unknown();
+  bool prefix = indices.rank() <= data.rank();
+  for (int i = 0; prefix && i < indices.rank(); ++i) {
+    prefix = data.dim(i) < 0 || indices.dim(i) < 0 || data.dim(i) == indices.dim(i);
+  }
+  if (!prefix) return c.error(what, " ", indices, " are not a prefix of data ", data);
+  std::vector<int64_t> dims{-1};
+  dims.insert(dims.end(), data.dims().begin() + indices.rank(), data.dims().end());
+  return Shape(dims);
+}
+
+Status expect_indices(const InferenceContext& c, int i) {
+  const DType t = c.input_dtype(i);
+  if (t == DType::kInt32 || t == DType::kInt64) return runtime::ok_status();
+  return c.error("input ", i, " must be int32 or int64, got ", runtime::dtype_name(t));
+}
+
+}  // namespace
+
+// outputs[i] = data's rows (the entries of its leading dims) whose partition is i, in order.
+TROUPE_REGISTER_OP(DynamicPartition)
+    .input("data")
+    .input("partitions")
+    .output("outputs")
+    .attr("num_partitions", int64_t{1})
+    .kernel_dtype_from_input(0)
+    .shape_fn([](InferenceContext& c) {
+      const int64_t num = c.attr<int64_t>("num_partitions");
+      if (num < 1 || num > kMaxPartitions) {
+        return c.error("num_partitions ", num, " is not in [1, ", kMaxPartitions, "]");
+      }
+      TROUPE_RETURN_IF_ERROR(expect_indices(c, 1));
+      TROUPE_ASSIGN_OR_RETURN(Shape rows,
+                              rows_shape(c, c.input_shape(0), c.input_shape(1), "partitions"));
+      for (int64_t i = 0; i < num; ++i) c.set_output(static_cast<int>(i), c.input_dtype(0), rows);
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      // Each part's gradient goes back to the rows it came from, as TF's.
+      Output positions = range_like(b, n.inputs[1]);
+      std::vector<Output> where =
+          dynamic_partition(b, positions, n.inputs[1], n.attr<int64_t>("num_partitions"));
+      return Grads{reshape_like(b, dynamic_stitch(b, where, dy), n.inputs[0]), Output{}};
+    })
+    .doc(
+        "outputs[i] = the rows of data (indexed by partitions' dims) whose partition is i; a "
+        "partition outside [0, num_partitions) is an error");
+
+// merged[indices[m][k]] = data[m][k]; inputs are the N indices, then the N data.
+TROUPE_REGISTER_OP(DynamicStitch)
+    .variadic_input("indices_then_data", 2)
+    .output("merged")
+    .attr("N", int64_t{1})
+    .shape_fn([](InferenceContext& c) {
+      const int64_t n = c.attr<int64_t>("N");
+      if (n < 1 || 2 * n != c.num_inputs()) {
+        return c.error("N ", n, " with ", c.num_inputs(), " inputs (N indices, then N data)");
+      }
+      const int m = static_cast<int>(n);
+      Shape out = Shape::unknown();
+      for (int i = 0; i < m; ++i) {
+        TROUPE_RETURN_IF_ERROR(expect_indices(c, i));
+        TROUPE_RETURN_IF_ERROR(c.expect_same_dtype(m, m + i));
+        TROUPE_ASSIGN_OR_RETURN(Shape rows,
+                                rows_shape(c, c.input_shape(m + i), c.input_shape(i), "indices"));
+        if (!rows.compatible_with(out) && out.rank_known()) {
+          return c.error("data ", m + i, " has rows ", rows, ", data ", m, " has ", out);
+        }
+        if (!out.rank_known()) out = rows;
+      }
+      c.set_output(0, c.input_dtype(m), out);
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      const size_t m = n.inputs.size() / 2;
+      Grads g(n.inputs.size());
+      for (size_t i = 0; i < m; ++i) g[m + i] = gather(b, dy[0], n.inputs[i]);
+      return g;
+    })
+    .doc(
+        "merged[indices[m][k]] = data[m][k], rows as many as the largest index + 1 (rows no "
+        "index names are zero); a negative index is an error");
+
 TROUPE_REGISTER_OP(Tile)
     .input("x")
     .output("y")
@@ -534,6 +626,21 @@ TROUPE_REGISTER_OP(OnesLike)
     .shape_fn(shape_fns::unchanged)
     .no_gradient()
     .doc("y = 1 with x's shape and dtype");
+
+TROUPE_REGISTER_OP(RangeLike)
+    .input("x")
+    .output("y")
+    .attr("dtype", DType::kInt64)
+    .shape_fn([](InferenceContext& c) {
+      const DType t = c.attr<DType>("dtype");
+      if (t != DType::kInt32 && t != DType::kInt64) {
+        return c.error("dtype must be int32 or int64, got ", runtime::dtype_name(t));
+      }
+      c.set_output(0, t, c.input_shape(0));
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc("y = 0, 1, 2, ... in x's shape, row-major (tf.reshape(tf.range(tf.size(x)), x.shape))");
 
 TROUPE_REGISTER_OP(Range)
     .output("y")
@@ -772,6 +879,25 @@ Output range(GraphBuilder& b, double start, double limit, double delta, DType dt
              const std::string& name) {
   return b.add("Range", {},
                {{"start", start}, {"limit", limit}, {"delta", delta}, {"dtype", dtype}}, name);
+}
+Output range_like(GraphBuilder& b, Output x, DType dtype) {
+  return b.add("RangeLike", {x}, {{"dtype", dtype}});
+}
+std::vector<Output> dynamic_partition(GraphBuilder& b, Output data, Output partitions,
+                                      int64_t num_partitions, const std::string& name) {
+  return b.add_node("DynamicPartition", {data, partitions}, {{"num_partitions", num_partitions}},
+                    name);
+}
+Output dynamic_stitch(GraphBuilder& b, const std::vector<Output>& indices,
+                      const std::vector<Output>& data, const std::string& name) {
+  if (indices.size() != data.size()) {
+    b.record_error(runtime::invalid_argument("dynamic_stitch: ", indices.size(), " indices for ",
+                                             data.size(), " data"));
+    return Output{};
+  }
+  std::vector<Output> inputs = indices;
+  inputs.insert(inputs.end(), data.begin(), data.end());
+  return b.add("DynamicStitch", inputs, {{"N", static_cast<int64_t>(indices.size())}}, name);
 }
 Output broadcast_to(GraphBuilder& b, Output x, const Shape& shape, const std::string& name) {
   return b.add("BroadcastTo", {x}, {{"shape", shape}}, name);

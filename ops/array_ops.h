@@ -61,6 +61,14 @@ std::vector<Output> split_like(GraphBuilder& b, Output x, const std::vector<Outp
 // params gathered along `axis` at `indices` (int32 or int64; out of range is an error).
 Output gather(GraphBuilder& b, Output params, Output indices, int64_t axis = 0,
               const std::string& name = "");
+// The rows of `data` (indexed by partitions' dims, int32 or int64) split by partition:
+// `num_partitions` outputs, each holding its rows in their order (tf.dynamic_partition).
+std::vector<Output> dynamic_partition(GraphBuilder& b, Output data, Output partitions,
+                                      int64_t num_partitions, const std::string& name = "");
+// merged[indices[m][k]] = data[m][k] (tf.dynamic_stitch): dynamic_partition's inverse when
+// `indices` are the partitioned positions (range_like of the partitions).
+Output dynamic_stitch(GraphBuilder& b, const std::vector<Output>& indices,
+                      const std::vector<Output>& data, const std::string& name = "");
 Output tile(GraphBuilder& b, Output x, const std::vector<int64_t>& multiples,
             const std::string& name = "");
 // Pads each dim with (before, after) copies of `value`.
@@ -78,6 +86,8 @@ Output ones_like(GraphBuilder& b, Output x);
 // [start, start + delta, ...) up to `limit`, as np.arange.
 Output range(GraphBuilder& b, double start, double limit, double delta = 1,
              DType dtype = DType::kInt32, const std::string& name = "");
+// 0, 1, 2, ... in x's (run-time) shape: the positions of x's elements.
+Output range_like(GraphBuilder& b, Output x, DType dtype = DType::kInt64);
 Output broadcast_to(GraphBuilder& b, Output x, const Shape& shape, const std::string& name = "");
 Output broadcast_to_shape_of(GraphBuilder& b, Output x, Output ref);
 // Sums x over the axes along which ref was broadcast to x's shape: the gradient of broadcasting.

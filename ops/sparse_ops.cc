@@ -1,6 +1,9 @@
 #include "ops/sparse_ops.h"
 
+#include <algorithm>
+
 #include "ops/array_ops.h"
+#include "ops/feature_ops.h"
 #include "ops/math_ops.h"
 #include "ops/strided_slice.h"
 #include "runtime/op_registry.h"
@@ -139,16 +142,72 @@ Output sum_by_row(GraphBuilder& b, Output values, const SparseOutput& sp) {
   return unsorted_segment_sum(b, values, rows, batch);
 }
 
+Output embedding_lookup(GraphBuilder& b, const std::vector<Output>& parts, Output ids,
+                        const std::string& name) {
+  if (!b.ok()) return {};
+  if (parts.size() == 1) return gather(b, parts[0], ids, 0, name);
+  if (parts.empty() || !ids.valid()) {
+    b.record_error(runtime::invalid_argument("embedding_lookup: no parts or no ids"));
+    return {};
+  }
+  // Part i holds rows [starts[i], starts[i + 1]): an id's part is the number of later starts at
+  // or below it, its row there the id less that part's start.
+  std::vector<int64_t> starts;
+  std::vector<double> boundaries;
+  int64_t rows = 0;
+  const Shape row_shape = b.shape(parts[0]);
+  for (const Output& p : parts) {
+    const Shape& s = b.shape(p);
+    if (!s.rank_known() || s.rank() < 1 || s.dim(0) < 0 || s.rank() != row_shape.rank()) {
+      b.record_error(runtime::invalid_argument("embedding_lookup: part ", starts.size(),
+                                               " has shape ", s, ", not a block of rows"));
+      return {};
+    }
+    if (!starts.empty()) boundaries.push_back(static_cast<double>(rows));
+    starts.push_back(rows);
+    rows += s.dim(0);
+  }
+  auto scope = b.name_scope(name.empty() ? "embedding_lookup" : name);
+  const int64_t n = static_cast<int64_t>(parts.size());
+  Output flat = reshape(b, ids, {-1});
+  if (b.ok() && b.dtype(flat) != DType::kInt64) flat = cast(b, flat, DType::kInt64);
+  Output part = bucketize(b, flat, boundaries);
+  Output local = sub(b, flat, gather(b, constant(b, Tensor::from_vector(Shape{n}, starts)), part));
+  std::vector<Output> part_ids = dynamic_partition(b, local, part, n);
+  std::vector<Output> positions = dynamic_partition(b, range_like(b, flat), part, n);
+  if (!b.ok()) return {};
+  std::vector<Output> found;
+  for (int64_t i = 0; i < n; ++i) found.push_back(gather(b, parts[i], part_ids[i]));
+  Output stitched = dynamic_stitch(b, positions, found);
+  // Back to ids' shape: its dims, then a row's.
+  const Shape& id_shape = b.shape(ids);
+  if (id_shape.rank_known() && id_shape.rank() == 1) return stitched;
+  std::vector<int64_t> dims = id_shape.rank_known() ? id_shape.dims() : std::vector<int64_t>{};
+  if (!id_shape.rank_known() || std::count(dims.begin(), dims.end(), -1) > 1) {
+    b.record_error(runtime::invalid_argument("embedding_lookup: ids of shape ", id_shape,
+                                             " (at most one unknown dim)"));
+    return {};
+  }
+  dims.insert(dims.end(), row_shape.dims().begin() + 1, row_shape.dims().end());
+  return reshape(b, stitched, dims);
+}
+
 Output embedding_lookup_sparse(GraphBuilder& b, Output params, const SparseOutput& sp_ids,
                                Output weights, const std::string& combiner,
                                const std::string& name) {
+  return embedding_lookup_sparse(b, std::vector<Output>{params}, sp_ids, weights, combiner, name);
+}
+
+Output embedding_lookup_sparse(GraphBuilder& b, const std::vector<Output>& parts,
+                               const SparseOutput& sp_ids, Output weights,
+                               const std::string& combiner, const std::string& name) {
   if (combiner != "sum" && combiner != "mean" && combiner != "sqrtn") {
     b.record_error(runtime::invalid_argument("embedding_lookup_sparse: combiner '", combiner,
                                              "' is not sum, mean or sqrtn"));
     return {};
   }
   auto scope = b.name_scope(name.empty() ? "embedding_lookup_sparse" : name);
-  Output found = gather(b, params, sp_ids.values);
+  Output found = embedding_lookup(b, parts, sp_ids.values);
   if (!b.ok()) return {};  // shape() of an invalid output reads nothing
   const int rank = b.shape(found).rank();
   if (weights.valid()) {

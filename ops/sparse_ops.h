@@ -10,13 +10,15 @@
 //   runtime::FeedList feeds;
 //   feed_sparse(&feeds, tags, SparseTensor::from_rows<std::string>({{"a", "b"}, {}, {"c"}}));
 //
-// Rows without entries combine to zeros (as tf.nn.safe_embedding_lookup_sparse). The gradient
+// Rows without entries combine to zeros (as tf.nn.safe_embedding_lookup_sparse). A table may be
+// held in parts (ops::variable_parts), each gathering its own rows. The gradient
 // of embedding_lookup_sparse for `params` is a Gather's, which optimizers apply to the rows
 // looked up only (ops/training_ops.h IndexedSlices).
 #pragma once
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "runtime/executor.h"
 #include "runtime/graph_builder.h"
@@ -72,5 +74,15 @@ Output sum_by_row(GraphBuilder& b, Output values, const SparseOutput& sp);
 Output embedding_lookup_sparse(GraphBuilder& b, Output params, const SparseOutput& sp_ids,
                                Output weights, const std::string& combiner,
                                const std::string& name = "");
+// The same over a table held in blocks of rows (`parts`, in order: ops::variable_parts).
+Output embedding_lookup_sparse(GraphBuilder& b, const std::vector<Output>& parts,
+                               const SparseOutput& sp_ids, Output weights,
+                               const std::string& combiner, const std::string& name = "");
+// The rows at `ids` (int32 or int64, any shape) of a table held in blocks of rows: [ids..., row
+// dims]. Each part gathers its own ids, so that a part on a parameter server sends only those
+// rows (the plan runs such a gather there) and its gradient updates only them, as TF's
+// embedding_lookup with partition_strategy "div". One part is a plain gather.
+Output embedding_lookup(GraphBuilder& b, const std::vector<Output>& parts, Output ids,
+                        const std::string& name = "");
 
 }  // namespace troupe::ops

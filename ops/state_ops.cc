@@ -72,6 +72,39 @@ TROUPE_REGISTER_OP(Variable)
     .no_gradient()
     .doc("value = the variable's current value in the store (a source: gradients stop here)");
 
+// What a Gather of a Variable read becomes where the read runs on another task (the plan
+// compiler makes it: actors/step_plan.h): the rows are gathered where the variable lives and only
+// they travel, as TF colocates embedding_lookup's gathers with their params.
+TROUPE_REGISTER_OP(VariableGather)
+    .input("indices")
+    .output("rows")
+    .attrs(kAssignDefaults)
+    .reads_variable()
+    .shape_fn([](InferenceContext& c) {
+      const Shape& s = c.attr<Shape>("shape");
+      const DType t = c.input_dtype(0);
+      if (t != DType::kInt32 && t != DType::kInt64) {
+        return c.error("indices must be int32 or int64, got ", runtime::dtype_name(t));
+      }
+      if (!s.fully_defined() || s.rank() < 1) {
+        return c.error("variable shape ", s, " must be fully defined, with rows");
+      }
+      if (c.attr<std::string>("var").empty()) return c.error("variable has no name");
+      const Shape& i = c.input_shape(0);
+      Shape out = Shape::unknown();
+      if (i.rank_known()) {
+        std::vector<int64_t> dims = i.dims();
+        dims.insert(dims.end(), s.dims().begin() + 1, s.dims().end());
+        out = Shape(dims);
+      }
+      c.set_output(0, c.attr<DType>("dtype"), out);
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc(
+        "rows = the variable's rows at `indices` (a Gather of its read, run where it lives; its "
+        "gradient was taken on the Gather); an index out of range is an error");
+
 TROUPE_REGISTER_OP(Assign)
     .input("value")
     .output("new_value")
@@ -121,16 +154,16 @@ Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DT
   return v;
 }
 
-Output partitioned_variable(GraphBuilder& b, const std::string& name, const Shape& shape,
-                            DType dtype, Output initial_value, int parts, bool trainable) {
+std::vector<Output> variable_parts(GraphBuilder& b, const std::string& name, const Shape& shape,
+                                   DType dtype, Output initial_value, int parts, bool trainable) {
   if (shape.rank() < 1 || !shape.fully_defined() || parts < 1) {
     b.record_error(runtime::invalid_argument("partitioned variable '", name, "': shape ", shape,
                                              " in ", parts, " parts"));
-    return Output{};
+    return {};
   }
   const int64_t rows = shape.dim(0);
   const int64_t n = std::min<int64_t>(parts, std::max<int64_t>(rows, 1));
-  if (n == 1) return variable(b, name, shape, dtype, initial_value, trainable);
+  if (n == 1) return {variable(b, name, shape, dtype, initial_value, trainable)};
   std::vector<Output> pieces;
   auto scope = b.name_scope(name);
   int64_t begin = 0;
@@ -144,7 +177,15 @@ Output partitioned_variable(GraphBuilder& b, const std::string& name, const Shap
     pieces.push_back(variable(b, "part_" + std::to_string(i), Shape(dims), dtype, init, trainable));
     begin += size;
   }
-  return concat(b, pieces, 0);
+  return pieces;
+}
+
+Output partitioned_variable(GraphBuilder& b, const std::string& name, const Shape& shape,
+                            DType dtype, Output initial_value, int parts, bool trainable) {
+  std::vector<Output> pieces =
+      variable_parts(b, name, shape, dtype, initial_value, parts, trainable);
+  if (pieces.empty()) return Output{};
+  return pieces.size() == 1 ? pieces[0] : concat(b, pieces, 0);
 }
 
 const std::string& variable_name(const Node& n) { return n.attr<std::string>("var"); }

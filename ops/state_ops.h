@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/graph_builder.h"
 
@@ -31,6 +32,11 @@ Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DT
 // part's update is applied where it lives.
 Output partitioned_variable(GraphBuilder& b, const std::string& name, const Shape& shape,
                             DType dtype, Output initial_value, int parts, bool trainable = true);
+// partitioned_variable's parts themselves (one: the variable `name`), for reads that gather rows
+// from each where it lives (ops::embedding_lookup).
+std::vector<Output> variable_parts(GraphBuilder& b, const std::string& name, const Shape& shape,
+                                   DType dtype, Output initial_value, int parts,
+                                   bool trainable = true);
 // The node's variable name: the name its value has in the store.
 const std::string& variable_name(const runtime::Node& variable_node);
 // Writes `value` into the variable read by `var` (a Variable output); returns the new value.

@@ -2,12 +2,15 @@
 // split, slices, gather, tile, pad, one_hot, fill, range, broadcast and its reverse.
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <numeric>
 #include <string>
 
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/eigen_util.h"
 #include "ops/strided_slice.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/variable_store.h"
 
 namespace troupe::kernels::cpu {
 
@@ -324,6 +327,11 @@ struct StridedSliceGradKernel {
   static Status compute(KernelContext& ctx) { return strided_slice<T, true>(ctx); }
 };
 
+// Element j of an int32 or int64 tensor (indices: the shape functions checked the dtype).
+int64_t int_at(const Tensor& t, int64_t j) {
+  return t.dtype() == DType::kInt32 ? t.data<int32_t>()[j] : t.data<int64_t>()[j];
+}
+
 template <class I>
 Status check_index(I i, int64_t n, int64_t position) {
   if (i < 0 || i >= n) {
@@ -335,21 +343,16 @@ Status check_index(I i, int64_t n, int64_t position) {
 
 // Gather: y[o, i, k] = params[o, indices[i], k] viewing params as [outer, n, inner].
 template <class T, bool kScatter>
-Status gather(KernelContext& ctx) {
-  const Tensor& params = ctx.input(0);
-  const Tensor& indices = ctx.input(1);
+Status gather(KernelContext& ctx, const Tensor& params, const Tensor& indices, int64_t axis_attr) {
   int axis;
-  if (!params.shape().canonical_axis(ctx.attr<int64_t>("axis"), &axis)) {
+  if (!params.shape().canonical_axis(axis_attr, &axis)) {
     return runtime::invalid_argument("axis out of range for ", params.shape());
   }
   const int64_t outer = outer_size(params.shape(), axis);
   const int64_t inner = inner_size(params.shape(), axis);
   const int64_t n = params.dim(axis);
   const int64_t k = indices.num_elements();
-  auto index_at = [&](int64_t j) -> int64_t {
-    return indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[j]
-                                            : indices.data<int64_t>()[j];
-  };
+  auto index_at = [&](int64_t j) { return int_at(indices, j); };
   for (int64_t j = 0; j < k; ++j) TROUPE_RETURN_IF_ERROR(check_index(index_at(j), n, j));
   Tensor* y;
   if constexpr (kScatter) {
@@ -386,11 +389,141 @@ Status gather(KernelContext& ctx) {
 
 template <class T>
 struct GatherKernel {
-  static Status compute(KernelContext& ctx) { return gather<T, false>(ctx); }
+  static Status compute(KernelContext& ctx) {
+    return gather<T, false>(ctx, ctx.input(0), ctx.input(1), ctx.attr<int64_t>("axis"));
+  }
 };
 template <class T>
 struct GatherGradKernel {
-  static Status compute(KernelContext& ctx) { return gather<T, true>(ctx); }
+  static Status compute(KernelContext& ctx) {
+    return gather<T, true>(ctx, ctx.input(0), ctx.input(1), ctx.attr<int64_t>("axis"));
+  }
+};
+// A Gather of a variable's read, run where the variable lives (ops/state_ops.cc).
+template <class T>
+struct VariableGatherKernel {
+  static Status compute(KernelContext& ctx) {
+    runtime::VariableStore* store = ctx.variables();
+    if (!store) return runtime::failed_precondition("this executor has no variable store");
+    const auto& name = ctx.attr<std::string>("var");
+    TROUPE_ASSIGN_OR_RETURN(Tensor value, store->read(name));
+    if (value.dtype() != runtime::dtype_of<T>() || value.shape() != ctx.attr<Shape>("shape")) {
+      return runtime::failed_precondition(
+          "variable '", name, "' holds ", runtime::dtype_name(value.dtype()), value.shape(),
+          ", the graph declares ", runtime::dtype_name(runtime::dtype_of<T>()),
+          ctx.attr<Shape>("shape"));
+    }
+    return gather<T, false>(ctx, value, ctx.input(0), 0);
+  }
+};
+
+// Whether `shape` starts with `prefix`; `rest` gets the dims after it.
+bool split_prefix(const Shape& shape, const Shape& prefix, std::vector<int64_t>* rest) {
+  if (prefix.rank() > shape.rank()) return false;
+  for (int i = 0; i < prefix.rank(); ++i) {
+    if (shape.dim(i) != prefix.dim(i)) return false;
+  }
+  rest->assign(shape.dims().begin() + prefix.rank(), shape.dims().end());
+  return true;
+}
+
+template <class T>
+struct DynamicPartitionKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& data = ctx.input(0);
+    const Tensor& partitions = ctx.input(1);
+    const int64_t num = ctx.attr<int64_t>("num_partitions");
+    std::vector<int64_t> row_dims;
+    if (!split_prefix(data.shape(), partitions.shape(), &row_dims)) {
+      return runtime::invalid_argument("partitions ", partitions.shape(),
+                                       " are not a prefix of data ", data.shape());
+    }
+    const int64_t n = partitions.num_elements();
+    std::vector<int64_t> count(static_cast<size_t>(num), 0);
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t p = int_at(partitions, j);
+      if (p < 0 || p >= num) {
+        return runtime::invalid_argument("partition ", p, " at position ", j, " is not in [0, ",
+                                         num, ")");
+      }
+      ++count[p];
+    }
+    int64_t row = 1;
+    for (int64_t d : row_dims) row *= d;
+    std::vector<T*> out(static_cast<size_t>(num));
+    for (int64_t i = 0; i < num; ++i) {
+      std::vector<int64_t> dims{count[i]};
+      dims.insert(dims.end(), row_dims.begin(), row_dims.end());
+      Tensor* y;
+      TROUPE_RETURN_IF_ERROR(ctx.allocate_output(static_cast<int>(i), Shape(dims), &y));
+      out[i] = y->data<T>();
+    }
+    const T* in = data.data<T>();
+    for (int64_t j = 0; j < n; ++j) {
+      T*& to = out[int_at(partitions, j)];
+      copy_elems(in + j * row, to, row);
+      to += row;
+    }
+    return runtime::ok_status();
+  }
+};
+
+template <class T>
+struct DynamicStitchKernel {
+  static Status compute(KernelContext& ctx) {
+    const int m = ctx.num_inputs() / 2;
+    std::vector<int64_t> row_dims;
+    int64_t rows = 0;
+    for (int i = 0; i < m; ++i) {
+      const Tensor& indices = ctx.input(i);
+      std::vector<int64_t> rest;
+      if (!split_prefix(ctx.input(m + i).shape(), indices.shape(), &rest) ||
+          (i > 0 && rest != row_dims)) {
+        return runtime::invalid_argument("data ", i, " ", ctx.input(m + i).shape(),
+                                         " is not indices ", indices.shape(), " by rows ",
+                                         i > 0 ? Shape(row_dims) : Shape(rest));
+      }
+      row_dims = std::move(rest);
+      for (int64_t j = 0; j < indices.num_elements(); ++j) {
+        const int64_t k = int_at(indices, j);
+        if (k < 0 || k == std::numeric_limits<int64_t>::max()) {
+          return runtime::invalid_argument("index ", k, " at position ", j, " of indices ", i,
+                                           " is out of range");
+        }
+        rows = std::max(rows, k + 1);
+      }
+    }
+    std::vector<int64_t> dims{rows};
+    dims.insert(dims.end(), row_dims.begin(), row_dims.end());
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape(dims), &y));
+    T* out = y->data<T>();
+    std::fill_n(out, y->num_elements(), T());
+    const int64_t row = rows == 0 ? 0 : y->num_elements() / rows;
+    for (int i = 0; i < m; ++i) {
+      const Tensor& indices = ctx.input(i);
+      const T* in = ctx.input(m + i).data<T>();
+      for (int64_t j = 0; j < indices.num_elements(); ++j) {
+        copy_elems(in + j * row, out + int_at(indices, j) * row, row);
+      }
+    }
+    return runtime::ok_status();
+  }
+};
+
+template <class T>
+struct RangeLikeKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    if (x.num_elements() > std::numeric_limits<T>::max()) {
+      return runtime::invalid_argument(x.num_elements(), " positions do not fit ",
+                                       runtime::dtype_name(runtime::dtype_of<T>()));
+    }
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
+    std::iota(y->data<T>(), y->data<T>() + y->num_elements(), T(0));
+    return runtime::ok_status();
+  }
 };
 
 // Tile: out index (i_d) reads x at (i_d mod x.dim(d)); TileGrad sums back the other way.
@@ -670,6 +803,13 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
   registry.add_typed<GatherKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
       "Gather", kCpu);
   registry.add_typed<GatherGradKernel, float, double>("GatherGrad", kCpu);
+  registry.add_typed<DynamicPartitionKernel, float, double, int32_t, int64_t, uint8_t, bool,
+                     std::string>("DynamicPartition", kCpu);
+  registry
+      .add_typed<DynamicStitchKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
+          "DynamicStitch", kCpu);
+  registry.add_typed<RangeLikeKernel, int32_t, int64_t>("RangeLike", kCpu);
+  registry.add_typed<VariableGatherKernel, float, double, int32_t, int64_t>("VariableGather", kCpu);
   registry.add_typed<TileKernel, float, double, int32_t, int64_t, uint8_t, bool>("Tile", kCpu);
   registry.add_typed<TileGradKernel, float, double>("TileGrad", kCpu);
   registry.add_typed<PadKernel, float, double, int32_t, int64_t>("Pad", kCpu);

@@ -146,6 +146,74 @@ TEST_CASE("gather along axes; an index out of range is an error naming it") {
         std::string::npos);
 }
 
+TEST_CASE("dynamic_partition splits rows by partition; dynamic_stitch puts them back") {
+  OpTest t;
+  Output data = t.feed(iota(Shape{5, 2}));
+  Output parts = t.feed(Tensor::from_vector<int32_t>(Shape{5}, {1, 0, 2, 1, 1}));
+  std::vector<Output> out = ops::dynamic_partition(t.b, data, parts, 3);
+  REQUIRE(out.size() == 3);
+  CHECK(t.b.shape(out[0]) == Shape{-1, 2});
+  auto got = t.run(out);
+  REQUIRE(got.ok());
+  CHECK((*got)[0].shape() == Shape{1, 2});
+  CHECK(floats((*got)[0]) == std::vector<float>{2, 3});
+  CHECK(floats((*got)[1]) == std::vector<float>{0, 1, 6, 7, 8, 9});
+  CHECK(floats((*got)[2]) == std::vector<float>{4, 5});
+  // The partitioned positions put every row back where it was, and rows no index names are 0.
+  std::vector<Output> where = ops::dynamic_partition(t.b, ops::range_like(t.b, parts), parts, 3);
+  Tensor back = t.eval(ops::dynamic_stitch(t.b, where, out));
+  CHECK(back.shape() == Shape{5, 2});
+  CHECK(floats(back) == floats(iota(Shape{5, 2})));
+  Output gaps = ops::dynamic_stitch(t.b, {t.feed(Tensor::from_vector<int64_t>(Shape{2}, {3, 0}))},
+                                    {t.feed(Tensor::from_vector<float>(Shape{2}, {7, 8}))});
+  CHECK(floats(t.eval(gaps)) == std::vector<float>{8, 0, 0, 7});
+  // Partitions of more dims than one: the rows are data's entries after them.
+  Output grid = t.feed(Tensor::from_vector<int64_t>(Shape{2, 2}, {0, 1, 1, 0}));
+  std::vector<Output> cells = ops::dynamic_partition(t.b, t.feed(iota(Shape{2, 2, 3})), grid, 2);
+  Tensor first = t.eval(cells[0]);
+  CHECK(first.shape() == Shape{2, 3});
+  CHECK(floats(first) == std::vector<float>{0, 1, 2, 9, 10, 11});
+  CHECK(t.eval(ops::range_like(t.b, grid)).to_vector<int64_t>() ==
+        std::vector<int64_t>{0, 1, 2, 3});
+}
+
+TEST_CASE("dynamic_partition and dynamic_stitch refuse bad partitions and indices, naming them") {
+  OpTest t;
+  Output data = t.feed(iota(Shape{3}));
+  auto out = t.run(ops::dynamic_partition(
+      t.b, data, t.feed(Tensor::from_vector<int32_t>(Shape{3}, {0, 2, 1})), 2));
+  CHECK(out.status().message().find("partition 2 at position 1 is not in [0, 2)") !=
+        std::string::npos);
+  // Shapes known only when run: the kernel checks what the shape function could not.
+  Output unknown = ops::placeholder(t.b, DType::kInt32, Shape{-1});
+  t.feeds.push_back({unknown, Tensor::from_vector<int32_t>(Shape{2}, {0, 1})});
+  auto prefix = t.run(ops::dynamic_partition(t.b, data, unknown, 2));
+  CHECK(prefix.status().message().find("partitions [2] are not a prefix of data [3]") !=
+        std::string::npos);
+  auto negative = t.run({ops::dynamic_stitch(
+      t.b, {t.feed(Tensor::from_vector<int32_t>(Shape{2}, {1, -4}))}, {t.feed(iota(Shape{2}))})});
+  CHECK(negative.status().message().find("index -4 at position 1") != std::string::npos);
+  OpTest rows;
+  ops::dynamic_stitch(rows.b,
+                      {rows.feed(Tensor::from_vector<int32_t>(Shape{1}, {0})),
+                       rows.feed(Tensor::scalar<int32_t>(1))},
+                      {rows.feed(iota(Shape{1, 2})), rows.feed(iota(Shape{3}))});
+  CHECK(rows.b.status().message().find("data 3 has rows [?,3]") != std::string::npos);
+  OpTest static_prefix;
+  ops::dynamic_partition(static_prefix.b, static_prefix.feed(iota(Shape{3})),
+                         static_prefix.feed(Tensor::from_vector<int32_t>(Shape{2}, {0, 1})), 2);
+  CHECK(static_prefix.b.status().message().find("partitions [2] are not a prefix of data [3]") !=
+        std::string::npos);
+  OpTest floats_as_partitions;
+  ops::dynamic_partition(floats_as_partitions.b, floats_as_partitions.feed(iota(Shape{3})),
+                         floats_as_partitions.feed(iota(Shape{3})), 2);
+  CHECK(floats_as_partitions.b.status().message().find("int32 or int64") != std::string::npos);
+  OpTest many;
+  ops::dynamic_partition(many.b, many.feed(iota(Shape{3})),
+                         many.feed(Tensor::from_vector<int32_t>(Shape{3}, {0, 1, 0})), 1 << 20);
+  CHECK(many.b.status().message().find("num_partitions 1048576") != std::string::npos);
+}
+
 TEST_CASE("tile, pad, one_hot, fill, range, zeros_like, ones_like, size, add_n") {
   OpTest t;
   Output x = t.feed(Tensor::from_vector<float>(Shape{1, 2}, {1, 2}));

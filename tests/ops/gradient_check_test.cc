@@ -115,6 +115,19 @@ std::vector<GradCase> cases() {
       {"Gather",
        [](GraphBuilder& b, const In& x) { return ops::gather(b, x[0], x[1], 1); },
        {rnd({2, 3}), Tensor::from_vector<int64_t>(Shape{4}, {2, 0, 2, 1})}},
+      {"DynamicPartition",
+       [](GraphBuilder& b, const In& x) {
+         auto p = ops::dynamic_partition(b, x[0], x[1], 3);
+         return ops::add_n(b, {ops::reduce_sum(b, ops::square(b, p[0])),
+                               ops::reduce_sum(b, ops::mul(b, p[2], 3.0))});
+       },
+       {rnd({4, 2}), Tensor::from_vector<int32_t>(Shape{4}, {2, 0, 1, 2})}},
+      {"DynamicStitch",
+       [](GraphBuilder& b, const In& x) {
+         return ops::square(b, ops::dynamic_stitch(b, {x[0], x[1]}, {x[2], x[3]}));
+       },
+       {Tensor::from_vector<int64_t>(Shape{2}, {3, 0}),
+        Tensor::from_vector<int64_t>(Shape{2}, {1, 2}), rnd({2, 2}), rnd({2, 2})}},
       {"UnsortedSegmentSum",
        [](GraphBuilder& b, const In& x) { return ops::unsorted_segment_sum(b, x[0], x[1], x[2]); },
        {rnd({4, 3}), Tensor::from_vector<int64_t>(Shape{4}, {2, 0, 2, 1}),
@@ -197,9 +210,7 @@ std::vector<GradCase> cases() {
        [](GraphBuilder& b, const In& x) { return ops::reduce_sum(b, x[0], {1}); },
        {rnd({2, 3, 2})}},
       {"Mean",
-       [](GraphBuilder& b, const In& x) {
-         return ops::reduce_mean(b, x[0], {0, 2}, true);
-       },
+       [](GraphBuilder& b, const In& x) { return ops::reduce_mean(b, x[0], {0, 2}, true); },
        {rnd({2, 3, 2})}},
       {"Max",
        [](GraphBuilder& b, const In& x) { return ops::reduce_max(b, x[0], {1}); },

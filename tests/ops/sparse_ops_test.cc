@@ -178,3 +178,65 @@ TEST_CASE("training through embedding_lookup_sparse updates the rows looked up o
     }
   }
 }
+
+TEST_CASE("embedding_lookup over a table in parts gives the whole table's rows, in any shape") {
+  std::mt19937_64 rng(7);
+  Tensor whole = testing::random_tensor<float>(Shape{10, 3}, rng);
+  Tensor ids = Tensor::from_vector<int32_t>(Shape{2, 4}, {9, 0, 3, 3, 4, 7, 1, 9});
+  for (int n = 1; n <= 4; ++n) {
+    INFO(n, " parts");
+    OpTest t;
+    std::vector<Output> parts = ops::variable_parts(t.b, "emb", Shape{10, 3}, DType::kFloat32,
+                                                    ops::constant(t.b, whole), n);
+    REQUIRE(parts.size() == static_cast<size_t>(n));
+    Output found = ops::embedding_lookup(t.b, parts, t.feed(ids));
+    Output expected = ops::gather(t.b, ops::constant(t.b, whole), t.feed(ids));
+    REQUIRE(t.run({}, {ops::global_variables_initializer(t.b)}).ok());
+    auto got = t.run({found, expected});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    CHECK((*got)[0].shape() == Shape{2, 4, 3});
+    CHECK(floats((*got)[0]) == floats((*got)[1]));
+  }
+  OpTest t;
+  auto parts =
+      ops::variable_parts(t.b, "emb", Shape{10, 3}, DType::kFloat32, ops::constant(t.b, whole), 3);
+  REQUIRE(t.run({}, {ops::global_variables_initializer(t.b)}).ok());
+  auto beyond = t.run(
+      {ops::embedding_lookup(t.b, parts, t.feed(Tensor::from_vector<int64_t>(Shape{2}, {2, 10})))});
+  CHECK(beyond.status().message().find("index 3 at position 0 is out of range [0, 3)") !=
+        std::string::npos);
+}
+
+TEST_CASE("training through a lookup in parts updates each part's rows looked up only") {
+  // The same model and step as above's, over a table of 6 rows in 4 parts (2, 2, 1, 1 rows).
+  OpTest t;
+  std::vector<float> start;
+  for (int r = 0; r < 6; ++r) start.insert(start.end(), {float(r), float(r) + 0.5f});
+  std::vector<Output> parts =
+      ops::variable_parts(t.b, "emb", Shape{6, 2}, DType::kFloat32,
+                          ops::constant(t.b, Tensor::from_vector<float>(Shape{6, 2}, start)), 4);
+  ops::SparseOutput ids = ops::sparse_placeholder(t.b, DType::kInt64, "ids");
+  ops::feed_sparse(&t.feeds, ids, SparseTensor::from_rows<int64_t>({{1, 4}, {4}}));
+  Output x = ops::embedding_lookup_sparse(t.b, parts, ids, Output{}, "mean");
+  int train = ops::minimize(t.b, ops::reduce_sum(t.b, x), ops::Optimizer::sgd(1.0));
+  int init = ops::global_variables_initializer(t.b);
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  int sparse_updates = 0;
+  for (int n = 0; n < t.g.num_nodes(); ++n)
+    sparse_updates += t.g.node(n).op == "SparseApplyGradientDescent";
+  CHECK(sparse_updates == 4);
+  REQUIRE(t.run({}, {init}).ok());
+  REQUIRE(t.run({}, {train}).ok());
+  std::vector<float> after;
+  for (int p = 0; p < 4; ++p) {
+    auto part = t.vars.read("emb/part_" + std::to_string(p)).value().to_vector<float>();
+    after.insert(after.end(), part.begin(), part.end());
+  }
+  REQUIRE(after.size() == 12);
+  for (int r = 0; r < 6; ++r) {
+    for (int c = 0; c < 2; ++c) {
+      const float step = r == 1 ? 0.5f : r == 4 ? 1.5f : 0.0f;
+      CHECK(after[r * 2 + c] == doctest::Approx(start[r * 2 + c] - step));
+    }
+  }
+}
