@@ -529,6 +529,7 @@ struct DataChannel::Out {
   std::vector<uint32_t> table;
   std::vector<iovec> parts;
   size_t next = 0;
+  uint64_t bytes = 0;  // the whole frame's
 
   // Points `parts` at the frame's pieces; called where the Out stays (it points into itself).
   void frame() {
@@ -544,6 +545,7 @@ struct DataChannel::Out {
     }
     const uint64_t n = table.size() * sizeof(uint32_t) + words * sizeof(capnp::word);
     for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(n >> (8 * i));
+    bytes = sizeof header + n;
     parts.push_back({header, sizeof header});
     parts.push_back({table.data(), table.size() * sizeof(uint32_t)});
     for (const auto& seg : segments) {
@@ -615,6 +617,8 @@ void DataChannel::call(ChannelCall call, const caf::actor& reply_to, uint64_t ta
   out_.emplace_back();
   out_.back().call = std::move(call);
   out_.back().frame();
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  sent_.fetch_add(out_.back().bytes, std::memory_order_relaxed);
   if (out_.size() > 1) return;  // behind another call's bytes: the thread writes both
   if (!write_pending()) return;
   if (!out_.empty()) {
@@ -713,6 +717,7 @@ void DataChannel::run() {
     runtime::Bytes reply;
     const std::string why = read_frame(fd_, DataServerOptions{}.max_frame_bytes, &reply);
     if (!why.empty()) return fail("receiving: " + why);
+    received_.fetch_add(8 + reply.size, std::memory_order_relaxed);
     Waiting w;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -140,6 +140,14 @@ class DataChannel {
 
   // Sends `call`; its reply goes to `reply_to`, tagged `tag`.
   void call(ChannelCall call, const caf::actor& reply_to, uint64_t tag);
+  // What the channel carried since it opened: calls made, and the frames' bytes each way
+  // (headers included), as the benchmarks' bytes-per-step and the tests read them.
+  struct Traffic {
+    uint64_t calls = 0;
+    uint64_t bytes_sent = 0;
+    uint64_t bytes_received = 0;
+  };
+  Traffic traffic() const { return {calls_.load(), sent_.load(), received_.load()}; }
 
  private:
   struct Out;
@@ -163,6 +171,7 @@ class DataChannel {
   std::deque<Out> out_;          // written in part or not at all, in order
   std::string broken_;           // why the connection is unusable, once it is
   std::atomic<bool> closing_{false};
+  std::atomic<uint64_t> calls_{0}, sent_{0}, received_{0};
   std::thread thread_;
 };
 

@@ -98,7 +98,7 @@ struct NodePlan {
     bool last_use = true;  // no later edge sends this output: the handle moves, not copies
   };
   int32_t plan = 0;
-  int32_t expected = 0;  // packets per step (data and control inputs in the plan)
+  int32_t expected = 0;  // messages per step: inputs in the plan, and a RunStep (step_plan.h)
   std::vector<Out> outs;
   // Per input slot: the credit to return and the producer to wake (null for fed inputs).
   std::vector<std::shared_ptr<EdgeCredit>> in_credits;

@@ -197,6 +197,7 @@ void answer_remote(NodeActor* self, std::shared_ptr<NodeState::Call> call,
 
 void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   NodeState& st = self->state;
+  const runtime::Node& node = *pd.plan->exec->node;
   if (!st.remote_down.ok()) return fail(self, pd, plan, st.remote_down);
   // An update ordered only by control edges needs no value back: the reply then carries none.
   bool discard = plan.fetched_outputs.empty();
@@ -205,11 +206,11 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   ChannelCall message;
   std::vector<char> blob;
   if (st.spec.channel) {
-    auto built = build_shard_call(*st.spec.graph, *st.node, pd.inputs, st.spec.sync, discard);
+    auto built = build_shard_call(*st.spec.graph, node, pd.inputs, st.spec.sync, discard);
     if (!built.ok()) return fail(self, pd, plan, built.status());
     message = ChannelCall{std::move(*built), pd.inputs};
   } else {
-    Status s = encode_shard_call(*st.spec.graph, *st.node, pd.inputs, &blob, st.spec.sync, discard);
+    Status s = encode_shard_call(*st.spec.graph, node, pd.inputs, &blob, st.spec.sync, discard);
     if (!s.ok()) return fail(self, pd, plan, s);
   }
   st.busy = true;
@@ -323,14 +324,18 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
         try_fire(self);
       },
       [self](RunStep r) {
-        pending_for(self->state, r.step, r.plan);
+        ++pending_for(self->state, r.step, r.plan).received;
         try_fire(self);
       },
       [self](NodePlan& plan) {
         NodeState& st = self->state;
         PlanState& p = st.plans[plan.plan];
         p.plan = std::move(plan);
-        if (p.plan.fused) p.fused = make_exec(st, *p.plan.fused);
+        // A remote node's plan may run a node of its own there (a VariableGather): no kernel here.
+        if (p.plan.fused) {
+          p.fused = st.spec.remote ? Exec{p.plan.fused.get(), nullptr, nullptr}
+                                   : make_exec(st, *p.plan.fused);
+        }
         p.exec = p.plan.fused ? &p.fused : &st.own;
       },
       [self](Resume) { try_fire(self); },

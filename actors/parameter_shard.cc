@@ -12,6 +12,7 @@
 #include "runtime/denormal.h"
 #include "runtime/graph_builder.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/op_registry.h"
 
 namespace troupe::actors {
 
@@ -151,7 +152,10 @@ caf::result<std::vector<char>> handle(caf::stateful_actor<ShardState>* self,
     schedule_tick(self);
     return promise;
   }
-  if (call.op == "Variable" && name != nullptr) st.sync->note_read(call.sync.replica, *name);
+  const runtime::OpDef* def = runtime::find_op(call.op);
+  if (def && def->variable_access == runtime::VariableAccess::kRead && name != nullptr) {
+    st.sync->note_read(call.sync.replica, *name);
+  }
   if (call.sync.aggregate > 0 && name != nullptr) {
     auto reply = st.sync->contribute(std::move(call), *st.calls, now);
     schedule_tick(self);

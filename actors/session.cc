@@ -92,10 +92,22 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
         break;
       }
       spec.remote_channels[key].push_back(*channel);
+      s->channels_.push_back(*channel);
     }
   }
   s->session_ = spawn_session(rt.system(), std::move(spec));
   return s;
+}
+
+Session::Traffic Session::traffic() const {
+  Traffic sum;
+  for (const auto& c : channels_) {
+    const DataChannel::Traffic t = c->traffic();
+    sum.calls += t.calls;
+    sum.bytes_sent += t.bytes_sent;
+    sum.bytes_received += t.bytes_received;
+  }
+  return sum;
 }
 
 Session::~Session() {

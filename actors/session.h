@@ -4,9 +4,9 @@
 // a parameter shard, in this process by default or on the server of the task they are placed on.
 //
 //   actors::Runtime rt;
-//   auto session = actors::Session::create(rt, graph, {.cluster = {{"/job:ps/task:0",
-//   "127.0.0.1:4242"}}}); if (!session.ok()) ...;                                       // says
-//   which server is unreachable
+//   auto session = actors::Session::create(
+//       rt, graph, {.cluster = {{"/job:ps/task:0", "127.0.0.1:4242"}}});
+//   if (!session.ok()) ...;  // says which server is unreachable
 //   (*session)->run({}, {}, {init});
 //   auto out = (*session)->run({{x, batch}}, {loss}, {train});   // Result<vector<Tensor>>
 //
@@ -37,6 +37,8 @@
 #include "runtime/variable_store.h"
 
 namespace troupe::actors {
+
+class DataChannel;
 
 struct SessionOptions {
   int pipeline_depth = 2;          // slots per edge; loop steps in flight
@@ -76,6 +78,15 @@ class Session {
   // queue, `end_of_input` says whether the loop ended because the queue ran dry.
   runtime::Result<int64_t> run_loop(LoopRequest loop, bool* end_of_input = nullptr);
 
+  // What went to and came from other tasks over data channels since the session began:
+  // calls, and bytes each way (frames, headers included).
+  struct Traffic {
+    uint64_t calls = 0;
+    uint64_t bytes_sent = 0;
+    uint64_t bytes_received = 0;
+  };
+  Traffic traffic() const;
+
   // The in-process shard's variables (checkpoints read and write them).
   runtime::VariableStore& variables() { return *variables_; }
   runtime::AllocatorStats memory_stats() const { return allocator_->stats(); }
@@ -92,6 +103,7 @@ class Session {
   caf::actor device_;
   caf::actor shard_;
   caf::actor session_;
+  std::vector<std::shared_ptr<DataChannel>> channels_;  // the session actor's nodes share them
   // Blocking actors that run() and run_loop() wait in, each lent to one call at a time and kept
   // for the Session's life: one made and destroyed per call wakes CAF's clock thread (its
   // destructor cancels the actor's timeouts there), a context switch and a third thread on the

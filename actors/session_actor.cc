@@ -99,10 +99,14 @@ struct SessionState {
 
 using SessionActor = caf::stateful_actor<SessionState>;
 
-// The task of another process a node is placed on ("/job:ps/task:0"), or "".
+// The task of another process a node is placed on ("/job:ps/task:0"), or "". A gather of a
+// variable's rows runs where the variable lives (step_plan.h).
 std::string remote_task(const SessionState& st, const runtime::Node& node) {
-  if (node.device.empty() || st.spec.remote_tasks.empty()) return "";
-  auto spec = runtime::DeviceSpec::parse(node.device);
+  if (st.spec.remote_tasks.empty()) return "";
+  const int gathered = gathered_variable(*st.spec.graph, node);
+  const std::string& device = gathered >= 0 ? st.spec.graph->node(gathered).device : node.device;
+  if (device.empty()) return "";
+  auto spec = runtime::DeviceSpec::parse(device);
   if (!spec.ok() || spec->job.empty()) return "";
   std::string task =
       "/job:" + spec->job + "/task:" + std::to_string(spec->task < 0 ? 0 : spec->task);

@@ -14,6 +14,41 @@ using runtime::Graph;
 using runtime::Output;
 using runtime::Tensor;
 
+int gathered_variable(const Graph& g, const runtime::Node& n) {
+  if (n.op != "Gather" || !n.device.empty() || n.inputs.size() != 2 ||
+      n.attr<int64_t>("axis") != 0) {
+    return -1;
+  }
+  const runtime::Node& v = g.node(n.inputs[0].node);
+  return v.op == "Variable" ? v.id : -1;
+}
+
+namespace {
+
+// The VariableGather that runs `gather` of `variable`'s rows where the variable lives.
+std::shared_ptr<const runtime::Node> variable_gather(const runtime::Node& gather,
+                                                     const runtime::Node& variable) {
+  auto node = std::make_shared<runtime::Node>();
+  node->id = gather.id;
+  node->name = gather.name;
+  node->op = "VariableGather";
+  node->def = runtime::find_op(node->op);
+  node->inputs = {gather.inputs[1]};
+  node->control_inputs = gather.control_inputs;
+  for (int c : variable.control_inputs) {
+    auto& cs = node->control_inputs;
+    if (std::find(cs.begin(), cs.end(), c) == cs.end()) cs.push_back(c);
+  }
+  for (const char* a : {"var", "shape", "dtype"}) node->attrs[a] = variable.attrs.at(a);
+  node->device = variable.device;
+  node->output_dtypes = gather.output_dtypes;
+  node->output_shapes = gather.output_shapes;
+  node->kernel_dtype = gather.output_dtypes[0];
+  return node;
+}
+
+}  // namespace
+
 runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignature& signature,
                                        const CompileOptions& options) {
   TROUPE_RETURN_IF_ERROR(signature.check(g));
@@ -53,6 +88,23 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
       fused[f.root] = std::move(f.node);
     }
   }
+  // Gathers of remote variables' rows run where the variables live; a variable nothing else
+  // reads (and nobody fetches) then has no node of its own.
+  std::vector<bool> reads_whole(g.num_nodes(), false);
+  for (const Output& o : fetches) reads_whole[o.node] = true;
+  for (int t : targets) reads_whole[t] = true;
+  for (int id : order) {
+    const runtime::Node& n = g.node(id);
+    const int v = bound[id] ? -1 : gathered_variable(g, n);
+    const bool rows =
+        v >= 0 && remote(g.node(v)) && std::find(fed.begin(), fed.end(), n.inputs[0]) == fed.end();
+    if (rows) fused[id] = variable_gather(n, g.node(v));
+    for (size_t i = rows ? 1 : 0; i < n.inputs.size(); ++i) reads_whole[n.inputs[i].node] = true;
+    for (int c : n.control_inputs) reads_whole[c] = true;
+  }
+  for (int id : order) {
+    if (g.node(id).op == "Variable" && !reads_whole[id]) absorbed[id] = true;
+  }
   for (int id : order) {
     if (!bound[id] && !absorbed[id]) plan.nodes[id];
   }
@@ -91,11 +143,14 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
         connect(n.control_inputs[k], -1, static_cast<int32_t>(n.inputs.size() + k));
       }
     }
+    // A read also waits for its gate to open (the session's RunStep), a source for its start.
     c.expected = waits;
     if (n.def->variable_access == runtime::VariableAccess::kRead) {
       plan.gated_reads.push_back({id, n.attr<std::string>("var")});
+      ++c.expected;
     } else if (waits == 0) {
       plan.sources.push_back(id);
+      ++c.expected;
     }
     if (n.def->variable_access == runtime::VariableAccess::kWrite) {
       plan.writers[id] = n.attr<std::string>("var");

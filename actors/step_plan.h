@@ -1,6 +1,7 @@
 // The plan compiler: what each node of a graph does in the steps of one signature (its feeds,
 // fetches and targets): the pruned subgraph, constants and pre-step values folded into their
-// consumers, MatMul/Conv2D chains fused (runtime/remapper.h), the edges between the nodes that
+// consumers, MatMul/Conv2D chains fused (runtime/remapper.h), gathers of a remote variable's rows
+// run where it lives, the edges between the nodes that
 // remain, which nodes start a step, which wait on a variable's earlier writes, and where each
 // fetch comes from. Nodes that run on another task (a parameter server) get no local kernel and
 // no fusion. It sends nothing and spawns nothing: the session actor turns a StepPlan into one
@@ -40,8 +41,10 @@ struct NodeStep {
     int32_t output = -1;   // which output of this node (-1: a control edge)
     bool last_use = true;  // no later edge sends this output: the handle moves, not copies
   };
-  int32_t slots = 0;     // input slots: data inputs, then control inputs
-  int32_t expected = 0;  // packets per step: the slots not bound to constants
+  int32_t slots = 0;  // input slots: data inputs, then control inputs
+  // Messages per step: the slots not bound to constants, and the session's RunStep for a source
+  // or a variable's read (sent when its gate opens).
+  int32_t expected = 0;
   std::vector<Edge> outs;
   std::vector<std::pair<int32_t, runtime::Tensor>> bound_inputs;  // constants, by slot
   std::vector<int32_t> fetched_outputs;        // reported to the session, in the fetches' order
@@ -66,6 +69,12 @@ struct StepPlan {
   std::vector<FetchSource> fetches;
   int reporters = 0;
 };
+
+// The Variable node whose rows `n` gathers (a Gather along dim 0 of its read, `n` placed by no
+// one), or -1. Where that variable lives on another task, the gather runs there too, as a
+// VariableGather (the plan makes it), so that only the rows travel: TF colocates
+// embedding_lookup's gathers with their params the same way.
+int gathered_variable(const runtime::Graph& graph, const runtime::Node& n);
 
 // An error names what does not fit: a fetch or feed not in the graph, a node with no kernel.
 runtime::Result<StepPlan> compile_plan(const runtime::Graph& graph,

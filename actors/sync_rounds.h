@@ -12,7 +12,7 @@
 // the round's result.
 //
 //   SyncRounds sync(store);
-//   sync.note_read(replica, "w");                    // a Variable call of that replica
+//   sync.note_read(replica, "w");                    // a read of w (Variable, VariableGather)
 //   Reply now = sync.contribute(std::move(call), calls, Clock::now());
 //   sync.wait(barrier_call, [promise](Reply r) mutable { promise.deliver(std::move(r)); });
 //   sync.expire(Clock::now(), calls);                // at next_deadline()

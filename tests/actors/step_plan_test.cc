@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
@@ -103,6 +105,81 @@ TEST_CASE("nodes on another task are neither fused nor looked up here") {
   REQUIRE(plan.ok());
   CHECK(plan->nodes.count(m->relu.node) == 1);
   CHECK(plan->nodes.at(m->relu.node).fused == nullptr);  // its MatMul runs elsewhere
+}
+
+TEST_CASE("a gather of a remote variable's rows runs there; a read waits for its gate too") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output ids = ops::placeholder(b, DType::kInt64, Shape{-1}, "ids");
+  Output emb, table;
+  {
+    auto on_ps = b.device("/job:ps/task:0");
+    emb = ops::variable(b, "emb", Shape{100, 4}, DType::kFloat32,
+                        ops::zeros(b, Shape{100, 4}, DType::kFloat32));
+    table = ops::variable(b, "table", Shape{100, 4}, DType::kFloat32,
+                          ops::zeros(b, Shape{100, 4}, DType::kFloat32));
+  }
+  Output rows = ops::gather(b, emb, ids);
+  Output more = ops::gather(b, table, ids);
+  Output whole = ops::reduce_sum(b, table);  // reads all of `table`
+  REQUIRE(b.ok());
+  CHECK(actors::gathered_variable(g, node(g, rows.node)) == emb.node);
+  CHECK(actors::gathered_variable(g, node(g, whole.node)) == -1);
+  actors::CompileOptions o;
+  o.remote = [](const runtime::Node& n) { return n.device.rfind("/job:ps", 0) == 0; };
+  auto plan = compile_plan(g, {{ids}, {rows, more, whole}, {}}, o);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  // Only the ids go to the gather, which reads emb's rows on the ps: emb has no node here.
+  const actors::NodeStep& gather = plan->nodes.at(rows.node);
+  REQUIRE(gather.fused != nullptr);
+  CHECK(gather.fused->op == "VariableGather");
+  CHECK(gather.fused->device == "/job:ps/task:0");
+  CHECK(gather.fused->attr<std::string>("var") == "emb");
+  CHECK(gather.fused->inputs == std::vector<Output>{ids});
+  CHECK(gather.slots == 1);
+  CHECK(gather.expected == 2);  // the ids and the gate of emb
+  CHECK(plan->nodes.count(emb.node) == 0);
+  // `table` is read whole as well: its read stays, and its gather still goes to the ps.
+  CHECK(plan->nodes.count(table.node) == 1);
+  CHECK(plan->nodes.at(more.node).fused != nullptr);
+  std::vector<std::pair<int, std::string>> gated(plan->gated_reads);
+  std::sort(gated.begin(), gated.end());
+  std::vector<std::pair<int, std::string>> expected{
+      {table.node, "table"}, {rows.node, "emb"}, {more.node, "table"}};
+  std::sort(expected.begin(), expected.end());
+  CHECK(gated == expected);
+  CHECK(plan->nodes.at(table.node).expected == 1);  // its gate
+
+  // Fed, the read is not the store's: the gather takes the fed value where it runs.
+  auto fed = compile_plan(g, {{ids, emb}, {rows}, {}}, o);
+  REQUIRE(fed.ok());
+  CHECK(fed->nodes.at(rows.node).fused == nullptr);
+  // In one process nothing changes: the gather reads the variable's value here.
+  auto local = compile_plan(g, {{ids}, {rows}, {}});
+  REQUIRE(local.ok());
+  CHECK(local->nodes.at(rows.node).fused == nullptr);
+  CHECK(local->nodes.count(emb.node) == 1);
+}
+
+TEST_CASE("a variable's read under a control dependency still waits for its gate") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  Output first = ops::square(b, x);
+  Output v;
+  {
+    auto deps = b.control_dependencies({first.node});
+    v = ops::variable(b, "v", Shape{}, DType::kFloat32, ops::zeros(b, Shape{}, DType::kFloat32));
+  }
+  REQUIRE(b.ok());
+  REQUIRE(node(g, v.node).control_inputs == std::vector<int>{first.node});
+  auto plan = compile_plan(g, {{x}, {v}, {}});
+  REQUIRE(plan.ok());
+  // The control packet and the gate's RunStep: a read never fires on the packet alone, before
+  // an earlier step's write of v is done.
+  CHECK(plan->nodes.at(v.node).expected == 2);
+  REQUIRE(plan->gated_reads.size() == 1);
+  CHECK(plan->sources.empty());
 }
 
 TEST_CASE("a plan refuses a fetch that is not in the graph") {
