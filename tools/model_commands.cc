@@ -237,9 +237,11 @@ int train(const std::vector<std::string>& args) {
   const std::string label =
       flag("label", flags.count("data") && flag("data", "").rfind("csv:", 0) == 0 ? "" : "label");
   TextParams flagged = spec.params;
-  // Big kernels spread over a cluster's ps tasks. Checkpoints restore into any number of parts
-  // (runtime::fit_partitions): a cluster may resume with more or fewer ps tasks, or one process.
-  if (spec.model == "dnn") {
+  // Big kernels, embeddings and linear weights spread over a cluster's ps tasks. Checkpoints
+  // restore into any number of parts (runtime::fit_partitions): a cluster may resume with more
+  // or fewer ps tasks, or one process.
+  if (spec.model == "dnn" || spec.model == "linear" || spec.model == "svm" ||
+      spec.model == "wide_deep") {
     flagged["partitions"] = std::to_string(std::max(1, cluster->num_ps_replicas));
   }
   // In a cluster every replica reads its part round and round and all stop at one global step:

@@ -27,12 +27,9 @@ Output activate(runtime::GraphBuilder& b, const std::string& name, Output x) {
 Output dense(runtime::GraphBuilder& b, const std::string& scope, Output x, int64_t in, int64_t out,
              int partitions) {
   auto guard = b.name_scope(scope);
-  const int64_t bytes = in * out * 4;
-  const int64_t parts =
-      std::min<int64_t>(partitions, std::max<int64_t>(1, bytes / DNNOptions::kPartitionBytes));
-  Output w =
-      ops::partitioned_variable(b, "kernel", Shape{in, out}, DType::kFloat32,
-                                ops::glorot_uniform(b, Shape{in, out}), static_cast<int>(parts));
+  Output w = ops::partitioned_variable(b, "kernel", Shape{in, out}, DType::kFloat32,
+                                       ops::glorot_uniform(b, Shape{in, out}),
+                                       variable_partitions(in * out * 4, partitions));
   Output bias = ops::variable(b, "bias", Shape{out}, DType::kFloat32,
                               ops::zeros(b, Shape{out}, DType::kFloat32));
   return ops::bias_add(b, ops::matmul(b, x, w), bias);
@@ -105,7 +102,7 @@ Result<Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units,
     TROUPE_ASSIGN_OR_RETURN(
         h, dense_input_layer(in, o.feature_keys, o.standardize, &width, o.head.weight_column));
   } else {
-    TROUPE_ASSIGN_OR_RETURN(h, input_layer(in, o.feature_columns, &width));
+    TROUPE_ASSIGN_OR_RETURN(h, input_layer(in, o.feature_columns, &width, o.partitions));
   }
   for (size_t i = 0; i < o.hidden_units.size(); ++i) {
     const std::string scope = "dnn/hiddenlayer_" + std::to_string(i);

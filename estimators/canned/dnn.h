@@ -39,15 +39,14 @@ struct DNNOptions {
   // How the network reads its features (feature_column.h); when given, it replaces
   // feature_keys and standardize. Part of the model's shape, not a param.
   std::vector<FeatureColumn> feature_columns;
-  // Kernels of kPartitionBytes or more split along dimension 0 into up to this many parts (a
-  // cluster's ps tasks), each at least that big, as TF's min_max_variable_partitioner.
+  // Kernels and embeddings split along dimension 0 into up to this many parts (a cluster's ps
+  // tasks), each at least kMinSliceBytes (feature_column.h), as TF's input_layer_partitioner.
   int partitions = 1;
   HeadOptions head;  // label vocabulary, class weights, multi-label, weight column (head.h)
   FitParams fit;
   // Numeric features standardized with these statistics (input_layer.h); data, not a param.
   Standardization standardize;
   FeatureStats standardize_label;  // a regressor's target (head.h)
-  static constexpr int64_t kPartitionBytes = 256 << 10;
   static constexpr const char* kClassifierName = "DNNClassifier";
   static constexpr const char* kRegressorName = "DNNRegressor";
 

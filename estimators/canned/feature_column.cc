@@ -1,5 +1,6 @@
 #include "estimators/canned/feature_column.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -462,15 +463,24 @@ Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureColumn& c) 
 
 namespace {
 
-Result<Output> embedding(ModelInputs& in, const FeatureColumn& c) {
+// A [rows, width] float32 variable in blocks of rows (one, when small or not asked to split).
+std::vector<Output> blocks(runtime::GraphBuilder& b, const std::string& name, const Shape& shape,
+                           Output initial_value, int partitions) {
+  const int parts = variable_partitions(shape.num_elements() * 4, partitions);
+  return ops::variable_parts(b, name, shape, DType::kFloat32, initial_value, parts);
+}
+
+Result<Output> embedding(ModelInputs& in, const FeatureColumn& c, int partitions) {
   runtime::GraphBuilder& b = in.b;
   TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
   auto scope = b.name_scope("input_layer/" + c.name());
   const Shape shape{c.sources[0].id_count(), c.dimension};
   // TF's default: truncated normal with stddev 1/sqrt(dimension).
-  Output table = ops::variable(
-      b, "embedding_weights", shape, DType::kFloat32,
-      ops::truncated_normal(b, shape, 0, 1.0 / std::sqrt(static_cast<double>(c.dimension))));
+  std::vector<Output> table =
+      blocks(b, "embedding_weights", shape,
+             ops::truncated_normal(b, shape, 0, 1.0 / std::sqrt(static_cast<double>(c.dimension))),
+             partitions);
+  if (!b.ok()) return b.status();
   return ops::embedding_lookup_sparse(b, table, ids.ids, ids.weights, c.combiner);
 }
 
@@ -484,8 +494,13 @@ Result<Output> indicator(ModelInputs& in, const FeatureColumn& c) {
 
 }  // namespace
 
+int variable_partitions(int64_t bytes, int max_parts) {
+  return static_cast<int>(
+      std::clamp<int64_t>(bytes / kMinSliceBytes, 1, std::max<int64_t>(max_parts, 1)));
+}
+
 Result<Output> input_layer(ModelInputs& in, const std::vector<FeatureColumn>& columns,
-                           int64_t* width) {
+                           int64_t* width, int partitions) {
   TROUPE_RETURN_IF_ERROR(validate_columns(columns, /*for_linear=*/false));
   runtime::GraphBuilder& b = in.b;
   std::vector<Output> parts;
@@ -507,7 +522,7 @@ Result<Output> input_layer(ModelInputs& in, const std::vector<FeatureColumn>& co
         break;
       }
       case Kind::kEmbedding: {
-        TROUPE_ASSIGN_OR_RETURN(part, embedding(in, c));
+        TROUPE_ASSIGN_OR_RETURN(part, embedding(in, c, partitions));
         *width += c.dimension;
         break;
       }
@@ -524,7 +539,7 @@ Result<Output> input_layer(ModelInputs& in, const std::vector<FeatureColumn>& co
 
 Result<Output> linear_model(ModelInputs& in, const std::vector<FeatureColumn>& columns,
                             int64_t units, std::vector<Output>* weights,
-                            const std::string& scope_name) {
+                            const std::string& scope_name, int partitions) {
   TROUPE_RETURN_IF_ERROR(validate_columns(columns, /*for_linear=*/true));
   runtime::GraphBuilder& b = in.b;
   std::vector<Output> terms;
@@ -539,11 +554,12 @@ Result<Output> linear_model(ModelInputs& in, const std::vector<FeatureColumn>& c
     }
     auto scope = b.name_scope(scope_name + "/" + c.name());
     const Shape shape{numeric ? c.width : c.id_count(), units};
-    Output w =
-        ops::variable(b, "weights", shape, DType::kFloat32, ops::zeros(b, shape, DType::kFloat32));
-    if (weights) weights->push_back(w);
+    std::vector<Output> w =
+        blocks(b, "weights", shape, ops::zeros(b, shape, DType::kFloat32), partitions);
+    if (!b.ok()) return b.status();
+    if (weights) weights->insert(weights->end(), w.begin(), w.end());
     // Categorical: a Gather of the rows of its ids, so that training updates only those rows.
-    terms.push_back(numeric ? ops::matmul(b, x, w)
+    terms.push_back(numeric ? ops::matmul(b, x, w.size() == 1 ? w[0] : ops::concat(b, w, 0))
                             : ops::embedding_lookup_sparse(b, w, ids.ids, ids.weights, "sum"));
   }
   Output bias;

@@ -114,20 +114,29 @@ struct CategoricalIds {
 };
 runtime::Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureColumn& column);
 
+// How many blocks of rows a variable of `bytes` is split into, over up to `max_parts` ps tasks:
+// as many as hold kMinSliceBytes each, as TF's min_max_variable_partitioner (whose 64 MB
+// default suits models far bigger than a ps's share here). Each block may live on another task;
+// a lookup gathers from each where it lives (ops::embedding_lookup).
+constexpr int64_t kMinSliceBytes = 256 << 10;
+int variable_partitions(int64_t bytes, int max_parts);
+
 // The DNN's input: every column as float32 values, concatenated in the given order, [batch,
-// width].
+// width]. Embeddings are split into up to `partitions` blocks (variable_partitions).
 runtime::Result<runtime::Output> input_layer(ModelInputs& in,
                                              const std::vector<FeatureColumn>& columns,
-                                             int64_t* width);
+                                             int64_t* width, int partitions = 1);
 
 // A linear model's logits [batch, units]: the sum of each column's weighted values (numeric)
 // or of the weight rows of its ids (categorical), plus a bias, its variables under `scope`
-// (<scope>/<column>/weights, <scope>/bias_weights). `weights` gets each weight variable (for
+// (<scope>/<column>/weights, <scope>/bias_weights), the weights split into up to `partitions`
+// blocks (variable_partitions). `weights` gets each weight variable, or each block (for
 // regularization).
 runtime::Result<runtime::Output> linear_model(ModelInputs& in,
                                               const std::vector<FeatureColumn>& columns,
                                               int64_t units,
                                               std::vector<runtime::Output>* weights = nullptr,
-                                              const std::string& scope = "linear_model");
+                                              const std::string& scope = "linear_model",
+                                              int partitions = 1);
 
 }  // namespace troupe::estimators

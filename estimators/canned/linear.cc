@@ -28,6 +28,7 @@ Status LinearOptions::validate(Task task) const {
   TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
   if (!(l1 >= 0)) return param_error(model, "l1", "negative");
   if (!(l2 >= 0)) return param_error(model, "l2", "negative");
+  if (partitions < 1) return param_error(model, "partitions", "below 1");
   if (!feature_columns.empty()) {
     TROUPE_RETURN_IF_ERROR(validate_columns(feature_columns, /*for_linear=*/true));
   }
@@ -41,7 +42,7 @@ Result<Output> linear_logits(ModelInputs& in, const LinearOptions& o, int64_t un
     TROUPE_ASSIGN_OR_RETURN(
         columns, numeric_columns(in, o.feature_keys, o.standardize, o.head.weight_column));
   }
-  return linear_model(in, columns, units, weights, "linear/linear_model");
+  return linear_model(in, columns, units, weights, "linear/linear_model", o.partitions);
 }
 
 ModelFn LinearOptions::model_fn(Task task) const {

@@ -35,6 +35,9 @@ struct LinearOptions {
   // Numeric and categorical columns (feature_column.h), each with weights of its own; when
   // given, they replace feature_keys and standardize. Part of the model's shape, not a param.
   std::vector<FeatureColumn> feature_columns;
+  // Weights split along dimension 0 into up to this many parts (a cluster's ps tasks), each at
+  // least kMinSliceBytes (feature_column.h), as TF's LinearClassifier partitioner.
+  int partitions = 1;
   HeadOptions head;  // label vocabulary, class weights, multi-label, weight column (head.h)
   FitParams fit;
   // Numeric features standardized with these statistics (input_layer.h); data, not a param.
@@ -58,6 +61,7 @@ struct LinearOptions {
     f("l1", o.l1);
     f("l2", o.l2);
     f("feature_keys", o.feature_keys);
+    f("partitions", o.partitions);
     HeadOptions::fields(o.head, task, f);
     FitParams::fields(o.fit, f);
   }

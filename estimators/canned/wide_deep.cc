@@ -25,6 +25,7 @@ DNNOptions deep_part(const DNNLinearCombinedOptions& o) {
   d.batch_norm = o.dnn_batch_norm;
   d.optimizer = o.dnn_optimizer;
   d.feature_columns = o.dnn_feature_columns;
+  d.partitions = o.partitions;
   return d;
 }
 
@@ -34,6 +35,7 @@ LinearOptions wide_part(const DNNLinearCombinedOptions& o) {
   l.label_dimension = o.label_dimension;
   l.optimizer = o.linear_optimizer;
   l.feature_columns = o.linear_feature_columns;
+  l.partitions = o.partitions;
   return l;
 }
 
@@ -62,6 +64,7 @@ Status DNNLinearCombinedOptions::validate(Task task) const {
   }
   // Its message names the head option that is wrong (class_weights, label_vocabulary, ...).
   TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
+  if (partitions < 1) return param_error(model, "partitions", "below 1");
   if (!linear_feature_columns.empty()) {
     TROUPE_RETURN_IF_ERROR(validate_columns(linear_feature_columns, /*for_linear=*/true));
     TROUPE_RETURN_IF_ERROR(check_optimizer(model, linear_optimizer));

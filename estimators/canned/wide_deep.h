@@ -39,6 +39,9 @@ struct DNNLinearCombinedOptions {
   double dnn_dropout = 0;
   bool dnn_batch_norm = false;
   ops::Optimizer dnn_optimizer = ops::Optimizer::adagrad(0.05);
+  // Both parts' big variables (embeddings, linear weights, kernels) split along dimension 0
+  // into up to this many parts (a cluster's ps tasks), as TF's input_layer_partitioner.
+  int partitions = 1;
   HeadOptions head;  // label vocabulary, class weights, multi-label, weight column (head.h)
   FitParams fit;
   FeatureStats standardize_label;  // a regressor's target (head.h)
@@ -61,6 +64,7 @@ struct DNNLinearCombinedOptions {
     f("dnn_optimizer", o.dnn_optimizer);
     f("dnn_learning_rate", o.dnn_optimizer.learning_rate);
     f("clip_norm", o.dnn_optimizer.clip_norm);
+    f("partitions", o.partitions);
     HeadOptions::fields(o.head, task, f);
     FitParams::fields(o.fit, f);
   }

@@ -101,7 +101,7 @@ TEST_CASE("DNN with batch normalization: learns, moves its averages, predicts by
 }
 
 TEST_CASE("a DNN saved with its kernel in 3 parts restores and trains on in 1 or 2") {
-  // 784 x 256 floats: 784 KB, three parts of at least DNNOptions::kPartitionBytes.
+  // 784 x 256 floats: 784 KB, three parts of at least kMinSliceBytes.
   const std::string dir = troupe::testing::temp_dir("partitions");
   Tensor x, y;
   test::blobs(96, 3, 784, 7, &x, &y);
