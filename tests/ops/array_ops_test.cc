@@ -193,6 +193,15 @@ TEST_CASE("dynamic_partition and dynamic_stitch refuse bad partitions and indice
   auto negative = t.run({ops::dynamic_stitch(
       t.b, {t.feed(Tensor::from_vector<int32_t>(Shape{2}, {1, -4}))}, {t.feed(iota(Shape{2}))})});
   CHECK(negative.status().message().find("index -4 at position 1") != std::string::npos);
+  // A peer's index far past any memory is refused, not allocated.
+  auto huge = t.run({ops::dynamic_stitch(
+      t.b, {t.feed(Tensor::from_vector<int64_t>(Shape{1}, {int64_t{1} << 60}))},
+      {t.feed(iota(Shape{1, 8}))})});
+  CHECK_FALSE(huge.ok());
+  auto last =
+      t.run({ops::dynamic_stitch(t.b, {t.feed(Tensor::from_vector<int64_t>(Shape{1}, {INT64_MAX}))},
+                                 {t.feed(iota(Shape{1}))})});
+  CHECK(last.status().message().find("out of range") != std::string::npos);
   OpTest rows;
   ops::dynamic_stitch(rows.b,
                       {rows.feed(Tensor::from_vector<int32_t>(Shape{1}, {0})),
