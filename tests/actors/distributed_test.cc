@@ -84,6 +84,54 @@ void stop_server(pid_t child, int keep_alive_fd) {
   waitpid(child, &status, 0);
 }
 
+// A ps server process per task, on 127.0.0.1; all stopped and reaped when it goes.
+struct PsTasks {
+  std::vector<pid_t> children;
+  std::vector<int> keep_alive;
+  std::map<std::string, std::string> cluster;  // task -> address
+
+  explicit PsTasks(const std::vector<std::string>& tasks) {
+    for (const std::string& task : tasks) {
+      uint16_t port = 0;
+      int fd = -1;
+      children.push_back(start_server(&port, &fd));
+      REQUIRE(port != 0);
+      keep_alive.push_back(fd);
+      cluster[task] = "127.0.0.1:" + std::to_string(port);
+    }
+  }
+  ~PsTasks() {
+    // Every pipe closed before any reaping: a later child holds copies of the earlier ones'.
+    for (int fd : keep_alive) close(fd);
+    for (pid_t c : children) waitpid(c, nullptr, 0);
+  }
+};
+
+// Each step's loss in one process, from `init`: what a cluster's steps must give.
+std::vector<float> losses_in_one_process(const runtime::Graph& g, int init, int train, Output loss,
+                                         const std::vector<runtime::FeedList>& batches,
+                                         runtime::VariableStore* store) {
+  runtime::Executor exec(g, {.variables = store});
+  REQUIRE(exec.run({}, {}, {init}).ok());
+  std::vector<float> losses;
+  for (const auto& f : batches) {
+    auto got = exec.run(f, {loss}, {train});
+    REQUIRE(got.ok());
+    losses.push_back((*got)[0].data<float>()[0]);
+  }
+  return losses;
+}
+
+// Runs the same steps in `session`, each loss as `want` has it.
+void check_losses(actors::Session& session, int train, Output loss,
+                  const std::vector<runtime::FeedList>& batches, const std::vector<float>& want) {
+  for (size_t i = 0; i < batches.size(); ++i) {
+    auto got = session.run(batches[i], {loss}, {train});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    CHECK((*got)[0].data<float>()[0] == doctest::Approx(want[i]).epsilon(1e-5));
+  }
+}
+
 struct Model {
   runtime::Graph g;
   Output x, y, loss, w;
@@ -919,36 +967,20 @@ TEST_CASE("a variable partitioned over 3 ps processes: a part on each, training 
     batches.push_back({{x, xs}, {y, ys}});
   }
   runtime::VariableStore alone;
-  runtime::Executor exec(g, {.variables = &alone});
-  REQUIRE(exec.run({}, {}, {init}).ok());
-  std::vector<float> want;
-  for (const auto& f : batches) want.push_back((*exec.run(f, {loss}, {train}))[0].data<float>()[0]);
+  const std::vector<float> want = losses_in_one_process(g, init, train, loss, batches, &alone);
 
-  std::vector<pid_t> children;
-  std::vector<int> keep_alive;
-  std::map<std::string, std::string> cluster;
-  for (const std::string& task : tasks) {
-    uint16_t port = 0;
-    int fd = -1;
-    children.push_back(start_server(&port, &fd));
-    REQUIRE(port != 0);
-    keep_alive.push_back(fd);
-    cluster[task] = "127.0.0.1:" + std::to_string(port);
-  }
+  PsTasks ps(tasks);
+  const std::map<std::string, std::string>& cluster = ps.cluster;
   {
     actors::Runtime rt;
     auto s = actors::Session::create(rt, g, {.cluster = cluster});
     REQUIRE_MESSAGE(s.ok(), s.status().to_string());
     REQUIRE((*s)->run({}, {}, {init}).ok());
-    for (size_t i = 0; i < batches.size(); ++i) {
-      auto got = (*s)->run(batches[i], {loss}, {train});
-      REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-      CHECK((*got)[0].data<float>()[0] == doctest::Approx(want[i]).epsilon(1e-5));
-    }
+    check_losses(**s, train, loss, batches, want);
     // Each ps holds its part, with its Adam slots, and nothing of the others.
     for (int i = 0; i < 3; ++i) {
       runtime::VariableStore held;
-      auto one = actors::PsClient::connect(rt, {{tasks[i], cluster[tasks[i]]}}, {});
+      auto one = actors::PsClient::connect(rt, {{tasks[i], cluster.at(tasks[i])}}, {});
       REQUIRE(one.ok());
       REQUIRE((*one)->pull(&held).ok());
       const std::string part = "w/part_" + std::to_string(i);
@@ -960,9 +992,6 @@ TEST_CASE("a variable partitioned over 3 ps processes: a part on each, training 
       }
     }
   }
-  // Every pipe closed before any reaping: a later child holds copies of the earlier ones' pipes.
-  for (int fd : keep_alive) close(fd);
-  for (pid_t c : children) waitpid(c, nullptr, 0);
 }
 
 TEST_CASE("an embedding on a ps trains by sparse updates there, as in one process") {
@@ -1055,33 +1084,17 @@ TEST_CASE("an embedding in 3 parts on 3 ps processes: each part's rows are gathe
     batches.push_back(std::move(f));
   }
   runtime::VariableStore alone;
-  runtime::Executor exec(g, {.variables = &alone});
-  REQUIRE(exec.run({}, {}, {init}).ok());
-  std::vector<float> want;
-  for (const auto& f : batches) want.push_back((*exec.run(f, {loss}, {train}))[0].data<float>()[0]);
+  const std::vector<float> want = losses_in_one_process(g, init, train, loss, batches, &alone);
 
-  std::vector<pid_t> children;
-  std::vector<int> keep_alive;
-  std::map<std::string, std::string> cluster;
-  for (const std::string& task : tasks) {
-    uint16_t port = 0;
-    int fd = -1;
-    children.push_back(start_server(&port, &fd));
-    REQUIRE(port != 0);
-    keep_alive.push_back(fd);
-    cluster[task] = "127.0.0.1:" + std::to_string(port);
-  }
+  PsTasks ps(tasks);
+  const std::map<std::string, std::string>& cluster = ps.cluster;
   {
     actors::Runtime rt;
     auto s = actors::Session::create(rt, g, {.cluster = cluster});
     REQUIRE_MESSAGE(s.ok(), s.status().to_string());
     REQUIRE((*s)->run({}, {}, {init}).ok());
     const auto before = (*s)->traffic();
-    for (size_t i = 0; i < batches.size(); ++i) {
-      auto got = (*s)->run(batches[i], {loss}, {train});
-      REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-      CHECK((*got)[0].data<float>()[0] == doctest::Approx(want[i]).epsilon(1e-5));
-    }
+    check_losses(**s, train, loss, batches, want);
     const auto after = (*s)->traffic();
     const double per_step = double(after.bytes_sent + after.bytes_received - before.bytes_sent -
                                    before.bytes_received) /
@@ -1094,7 +1107,7 @@ TEST_CASE("an embedding in 3 parts on 3 ps processes: each part's rows are gathe
     // Each part trained on its ps as in one process.
     for (int i = 0; i < 3; ++i) {
       runtime::VariableStore held;
-      auto one = actors::PsClient::connect(rt, {{tasks[i], cluster[tasks[i]]}}, {});
+      auto one = actors::PsClient::connect(rt, {{tasks[i], cluster.at(tasks[i])}}, {});
       REQUIRE(one.ok());
       REQUIRE((*one)->pull(&held).ok());
       const std::string part = "emb/part_" + std::to_string(i);
@@ -1102,6 +1115,4 @@ TEST_CASE("an embedding in 3 parts on 3 ps processes: each part's rows are gathe
       CHECK(testing::max_error(*held.read(part), *alone.read(part)) < 1e-5);
     }
   }
-  for (int fd : keep_alive) close(fd);
-  for (pid_t c : children) waitpid(c, nullptr, 0);
 }
