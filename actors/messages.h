@@ -109,6 +109,9 @@ struct NodePlan {
   // In this plan the node runs this fused node (runtime/remapper.h) instead of its own: same
   // id and outputs, the inputs of the chain it stands for.
   std::shared_ptr<const runtime::Node> fused;
+  // Other variables' reads this (remote) read makes in its call; their values are its further
+  // outputs (step_plan.h).
+  std::vector<int> reads;
 };
 
 // A reporting node finished a step (dead: it did not run because the step failed).

@@ -30,7 +30,15 @@ struct PlanState {
   NodePlan plan;
   Exec fused;            // for a plan with a fused node
   Exec* exec = nullptr;  // what this plan runs: &fused or NodeState::own
+  // Whose outputs a step gives, in order: what it runs, then the reads its call makes too.
+  std::vector<const runtime::Node*> yields;
 };
+
+size_t num_outputs(const PlanState& p) {
+  size_t n = 0;
+  for (const runtime::Node* y : p.yields) n += static_cast<size_t>(y->num_outputs());
+  return n;
+}
 
 struct Pending {
   uint64_t step = 0;
@@ -150,10 +158,11 @@ void answer(NodeActor* self, std::shared_ptr<NodeState::Call> call,
   call->answered = true;
   st.busy = false;
   st.call.reset();
-  const NodePlan& plan = st.plans.at(call->plan).plan;
+  const PlanState& p = st.plans.at(call->plan);
+  const NodePlan& plan = p.plan;
   if (!outputs.ok()) {
     fail(self, call->pending, plan, outputs.status());
-  } else if (outputs->size() != static_cast<size_t>(st.node->num_outputs())) {
+  } else if (outputs->size() != num_outputs(p)) {
     fail(self, call->pending, plan,
          runtime::internal_error("server returned ", outputs->size(), " outputs for ",
                                  st.node->name));
@@ -165,18 +174,21 @@ void answer(NodeActor* self, std::shared_ptr<NodeState::Call> call,
 
 // A peer's reply is trusted no more than a feed: local kernels read these outputs by the
 // dtype and shape the graph declares.
-Status check_remote_outputs(const runtime::Node& n, const std::vector<Tensor>& outputs) {
-  if (static_cast<int>(outputs.size()) != n.num_outputs()) {
-    return runtime::data_loss("the reply holds ", outputs.size(), " outputs for ", n.num_outputs());
+Status check_remote_outputs(const PlanState& p, const std::vector<Tensor>& outputs) {
+  if (outputs.size() != num_outputs(p)) {
+    return runtime::data_loss("the reply holds ", outputs.size(), " outputs for ", num_outputs(p));
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const Tensor& t = outputs[i];
-    if (!t.valid() || t.dtype() != n.output_dtypes[i] ||
-        !t.shape().compatible_with(n.output_shapes[i])) {
-      return runtime::data_loss("the reply's output ", i, " is ",
-                                t.valid() ? runtime::dtype_name(t.dtype()) : "null", t.shape(),
-                                ", the graph declares ", runtime::dtype_name(n.output_dtypes[i]),
-                                n.output_shapes[i]);
+  size_t i = 0;
+  for (const runtime::Node* n : p.yields) {
+    for (int k = 0; k < n->num_outputs(); ++k, ++i) {
+      const Tensor& t = outputs[i];
+      if (!t.valid() || t.dtype() != n->output_dtypes[k] ||
+          !t.shape().compatible_with(n->output_shapes[k])) {
+        return runtime::data_loss("the reply's output ", i, " is ",
+                                  t.valid() ? runtime::dtype_name(t.dtype()) : "null", t.shape(),
+                                  ", the graph declares ", runtime::dtype_name(n->output_dtypes[k]),
+                                  n->output_shapes[k], " for ", n->name);
+      }
     }
   }
   return runtime::ok_status();
@@ -186,10 +198,11 @@ Status check_remote_outputs(const runtime::Node& n, const std::vector<Tensor>& o
 void answer_remote(NodeActor* self, std::shared_ptr<NodeState::Call> call,
                    runtime::Result<std::vector<Tensor>> r) {
   const runtime::Node& n = *self->state.node;
+  const PlanState& p = self->state.plans.at(call->plan);
   if (r.ok() && call->discard && r->empty()) {
-    r->resize(static_cast<size_t>(n.num_outputs()));  // never read: nothing consumes them
+    r->resize(num_outputs(p));  // never read: nothing consumes them
   } else if (r.ok()) {
-    if (Status s = check_remote_outputs(n, *r); !s.ok()) r = s;
+    if (Status s = check_remote_outputs(p, *r); !s.ok()) r = s;
   }
   if (!r.ok()) r = r.status().with_context(n.op + " '" + n.name + "' on " + n.device);
   answer(self, call, std::move(r));
@@ -205,12 +218,14 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   // Over the data channel the call's segments go out as they are; over CAF, as one blob.
   ChannelCall message;
   std::vector<char> blob;
+  ShardCallExtras extras{st.spec.sync, discard, {}};
+  extras.reads.assign(pd.plan->yields.begin() + 1, pd.plan->yields.end());
   if (st.spec.channel) {
-    auto built = build_shard_call(*st.spec.graph, node, pd.inputs, st.spec.sync, discard);
+    auto built = build_shard_call(*st.spec.graph, node, pd.inputs, extras);
     if (!built.ok()) return fail(self, pd, plan, built.status());
     message = ChannelCall{std::move(*built), pd.inputs};
   } else {
-    Status s = encode_shard_call(*st.spec.graph, node, pd.inputs, &blob, st.spec.sync, discard);
+    Status s = encode_shard_call(*st.spec.graph, node, pd.inputs, &blob, extras);
     if (!s.ok()) return fail(self, pd, plan, s);
   }
   st.busy = true;
@@ -337,6 +352,8 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
                                    : make_exec(st, *p.plan.fused);
         }
         p.exec = p.plan.fused ? &p.fused : &st.own;
+        p.yields = {p.exec->node};
+        for (int r : p.plan.reads) p.yields.push_back(&st.spec.graph->node(r));
       },
       [self](Resume) { try_fire(self); },
       // A data channel's reply: to the call in flight unless that was answered otherwise (the

@@ -78,21 +78,34 @@ Result<ShardCalls::Node*> ShardCalls::node_for(const ShardCall& call) {
   return it->second.get();
 }
 
+Status ShardCalls::run_one(ShardCall& call, std::vector<Tensor>* outputs) {
+  TROUPE_ASSIGN_OR_RETURN(Node * node, node_for(call));
+  node->ctx->inputs() = std::move(call.inputs);
+  node->ctx->set_invocation(node->invocations++);
+  runtime::ScopedFlushDenormal flush;
+  Status s = runtime::run_kernel(node->kernel, *node->ctx);
+  node->ctx->inputs().clear();
+  if (!s.ok()) return s;
+  for (Tensor& t : node->ctx->outputs()) outputs->push_back(std::move(t));
+  return runtime::ok_status();
+}
+
 std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
   std::vector<Tensor> outputs;
   bool discard = false;
   Status status = [&]() -> Status {
     TROUPE_ASSIGN_OR_RETURN(ShardCall call, std::move(decoded));
     discard = call.discard_outputs;
-    TROUPE_ASSIGN_OR_RETURN(Node * node, node_for(call));
-    node->ctx->inputs() = std::move(call.inputs);
-    node->ctx->set_invocation(node->invocations++);
-    runtime::ScopedFlushDenormal flush;
-    Status s = runtime::run_kernel(node->kernel, *node->ctx);
-    node->ctx->inputs().clear();
-    if (!s.ok()) return s;
-    outputs = std::move(node->ctx->outputs());
-    node->ctx->outputs().assign(outputs.size(), Tensor());
+    TROUPE_RETURN_IF_ERROR(run_one(call, &outputs));
+    for (ShardCall& read : call.reads) {
+      // Only reads ride along: anything else would run without its inputs or its ordering.
+      const runtime::OpDef* def = runtime::find_op(read.op);
+      if (!def || def->variable_access != runtime::VariableAccess::kRead || !def->inputs.empty()) {
+        return runtime::invalid_argument("shard call: '", read.node_name, "' (", read.op,
+                                         ") is not a variable read without inputs");
+      }
+      TROUPE_RETURN_IF_ERROR(run_one(read, &outputs).with_context(read.node_name));
+    }
     return runtime::ok_status();
   }();
   if (discard) outputs.clear();
@@ -134,6 +147,18 @@ void schedule_tick(caf::stateful_actor<ShardState>* self) {
   self->delayed_send(self, in, sync_tick_atom::value);
 }
 
+// Which value of a variable a replica's read saw, so that its gradients can be told stale.
+void note_read(SyncRounds& sync, const ShardCall& call) {
+  const runtime::OpDef* def = runtime::find_op(call.op);
+  auto var = call.attrs.find("var");
+  if (!def || def->variable_access != runtime::VariableAccess::kRead || var == call.attrs.end()) {
+    return;
+  }
+  if (const auto* name = std::get_if<std::string>(&var->second)) {
+    sync.note_read(call.sync.replica, *name);
+  }
+}
+
 // A call from a worker: run at once, or, from a replica of synchronous training, accumulated
 // (updates) or held until its round has closed (the barrier).
 caf::result<std::vector<char>> handle(caf::stateful_actor<ShardState>* self,
@@ -152,10 +177,8 @@ caf::result<std::vector<char>> handle(caf::stateful_actor<ShardState>* self,
     schedule_tick(self);
     return promise;
   }
-  const runtime::OpDef* def = runtime::find_op(call.op);
-  if (def && def->variable_access == runtime::VariableAccess::kRead && name != nullptr) {
-    st.sync->note_read(call.sync.replica, *name);
-  }
+  note_read(*st.sync, call);
+  for (const ShardCall& read : call.reads) note_read(*st.sync, read);
   if (call.sync.aggregate > 0 && name != nullptr) {
     auto reply = st.sync->contribute(std::move(call), *st.calls, now);
     schedule_tick(self);

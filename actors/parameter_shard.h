@@ -40,7 +40,8 @@ class ShardCalls {
   ShardCalls(const ShardCalls&) = delete;
   ShardCalls& operator=(const ShardCalls&) = delete;
 
-  // The reply's bytes: the outputs, or the error (a call that does not decode included).
+  // The reply's bytes: the outputs (the node's, then each read's), or the error (a call that
+  // does not decode included).
   std::vector<char> run(runtime::Result<ShardCall> call);
   size_t cached_nodes() const { return nodes_.size(); }
 
@@ -48,6 +49,8 @@ class ShardCalls {
 
  private:
   runtime::Result<Node*> node_for(const ShardCall& call);
+  // Runs one node of a call, appending its outputs.
+  runtime::Status run_one(ShardCall& call, std::vector<runtime::Tensor>* outputs);
   std::shared_ptr<runtime::VariableStore> store_;
   std::map<std::string, std::shared_ptr<Node>> nodes_;
   uint64_t calls_ = 0;

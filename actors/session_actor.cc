@@ -195,6 +195,7 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
     p.fetched_outputs = std::move(step.fetched_outputs);
     p.report = step.report;
     p.fused = std::move(step.fused);
+    p.reads = std::move(step.reads);
   }
   const uint64_t slots = static_cast<uint64_t>(std::max(1, st.spec.pipeline_depth));
   for (const auto& [id, step] : compiled.nodes) {

@@ -12,14 +12,21 @@ using runtime::Tensor;
 
 Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
     const runtime::Graph& graph, const runtime::Node& node, const std::vector<Tensor>& inputs,
-    const SyncTag& sync, bool discard_outputs) {
+    const ShardCallExtras& extras) {
   auto builder = std::make_unique<capnp::MallocMessageBuilder>();
   auto msg = builder->initRoot<schema::ShardCall>();
-  msg.setDiscardOutputs(discard_outputs);
-  msg.setReplica(sync.replica);
-  msg.setAggregate(sync.aggregate);
-  msg.setAggregateTimeoutMs(sync.aggregate_timeout_ms);
+  msg.setDiscardOutputs(extras.discard_outputs);
+  msg.setReplica(extras.sync.replica);
+  msg.setAggregate(extras.sync.aggregate);
+  msg.setAggregateTimeoutMs(extras.sync.aggregate_timeout_ms);
   TROUPE_RETURN_IF_ERROR(runtime::write_node(graph, node, msg.initNode(), builder->getOrphanage()));
+  if (!extras.reads.empty()) {
+    auto reads = msg.initReads(static_cast<unsigned>(extras.reads.size()));
+    for (size_t i = 0; i < extras.reads.size(); ++i) {
+      TROUPE_RETURN_IF_ERROR(
+          runtime::write_node(graph, *extras.reads[i], reads[i], builder->getOrphanage()));
+    }
+  }
   auto list = msg.initInputs(static_cast<unsigned>(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     TROUPE_RETURN_IF_ERROR(runtime::write_tensor(inputs[i], list[i], builder->getOrphanage()));
@@ -29,9 +36,8 @@ Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
 
 Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
                          const std::vector<Tensor>& inputs, std::vector<char>* out,
-                         const SyncTag& sync, bool discard_outputs) {
-  TROUPE_ASSIGN_OR_RETURN(auto builder,
-                          build_shard_call(graph, node, inputs, sync, discard_outputs));
+                         const ShardCallExtras& extras) {
+  TROUPE_ASSIGN_OR_RETURN(auto builder, build_shard_call(graph, node, inputs, extras));
   size_t bytes = 0;
   for (const Tensor& t : inputs) bytes += t.byte_size();
   return runtime::write_message(*builder, out, bytes);
@@ -57,6 +63,13 @@ Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes) {
         for (auto t : msg.getInputs()) {
           TROUPE_ASSIGN_OR_RETURN(Tensor v, runtime::read_tensor(t, keep));
           call.inputs.push_back(std::move(v));
+        }
+        for (auto n : msg.getReads()) {
+          ShardCall& read = call.reads.emplace_back();
+          read.node_name = n.getName().cStr();
+          read.op = n.getOp().cStr();
+          read.sync.replica = call.sync.replica;
+          TROUPE_RETURN_IF_ERROR(runtime::read_attrs(n.getAttrs(), keep, &read.attrs));
         }
         return runtime::ok_status();
       });

@@ -36,18 +36,26 @@ struct ShardCall {
   std::vector<runtime::Tensor> inputs;
   SyncTag sync;
   bool discard_outputs = false;  // the caller needs none: the reply carries none
+  // Further variable reads run after the node, their outputs after its own (no inputs; the
+  // shard refuses any other op there).
+  std::vector<ShardCall> reads;
+};
+
+// The call's optional parts.
+struct ShardCallExtras {
+  SyncTag sync;
+  bool discard_outputs = false;
+  std::vector<const runtime::Node*> reads;  // Variable nodes of the graph, read after `node`
 };
 
 runtime::Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
                                   const std::vector<runtime::Tensor>& inputs,
-                                  std::vector<char>* out, const SyncTag& sync = {},
-                                  bool discard_outputs = false);
+                                  std::vector<char>* out, const ShardCallExtras& extras = {});
 // The call as a message that references the inputs' data (they must outlive it), for writers
 // that send its segments as they are (data_channel.h).
 runtime::Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
     const runtime::Graph& graph, const runtime::Node& node,
-    const std::vector<runtime::Tensor>& inputs, const SyncTag& sync = {},
-    bool discard_outputs = false);
+    const std::vector<runtime::Tensor>& inputs, const ShardCallExtras& extras = {});
 runtime::Result<ShardCall> decode_shard_call(std::shared_ptr<const std::vector<char>> bytes);
 runtime::Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes);
 

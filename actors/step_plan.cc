@@ -105,6 +105,32 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
   for (int id : order) {
     if (g.node(id).op == "Variable" && !reads_whole[id]) absorbed[id] = true;
   }
+  // A step's reads of the variables on one task are one call, made by the first of them; the
+  // others' consumers take their values from its further outputs. Reads that report (fetches)
+  // or wait on control edges keep their own calls.
+  std::vector<bool> reported(g.num_nodes(), false);
+  for (const Output& o : fetches) reported[o.node] = true;
+  for (int t : targets) reported[t] = true;
+  std::map<std::string, int> reader_on;  // task -> the read that makes the call
+  std::map<int, std::vector<int>> reads_of;
+  std::map<int, Output> moved;  // a read made by another -> the output its value comes from
+  for (int id : order) {
+    const runtime::Node& n = g.node(id);
+    if (n.op != "Variable" || bound[id] || absorbed[id] || reported[id] || !remote(n) ||
+        !n.control_inputs.empty()) {
+      continue;
+    }
+    auto [reader, first] = reader_on.emplace(n.device, id);
+    if (first) continue;
+    std::vector<int>& reads = reads_of[reader->second];
+    reads.push_back(id);
+    absorbed[id] = true;
+    moved[id] = Output{reader->second, static_cast<int>(reads.size())};
+  }
+  auto source_of = [&](Output o) {
+    auto it = moved.find(o.node);
+    return it == moved.end() ? o : it->second;
+  };
   for (int id : order) {
     if (!bound[id] && !absorbed[id]) plan.nodes[id];
   }
@@ -133,14 +159,16 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
         c.bound_inputs.push_back({static_cast<int32_t>(i), bound_value(n.inputs[i])});
         --waits;
       } else {
-        connect(n.inputs[i].node, n.inputs[i].index, static_cast<int32_t>(i));
+        const Output from = source_of(n.inputs[i]);
+        connect(from.node, from.index, static_cast<int32_t>(i));
       }
     }
     for (size_t k = 0; k < n.control_inputs.size(); ++k) {
       if (bound[n.control_inputs[k]]) {
         --waits;  // a constant is always ready
       } else {
-        connect(n.control_inputs[k], -1, static_cast<int32_t>(n.inputs.size() + k));
+        const int from = source_of(Output{n.control_inputs[k], 0}).node;
+        connect(from, -1, static_cast<int32_t>(n.inputs.size() + k));
       }
     }
     // A read also waits for its gate to open (the session's RunStep), a source for its start.
@@ -148,6 +176,14 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
     if (n.def->variable_access == runtime::VariableAccess::kRead) {
       plan.gated_reads.push_back({id, n.attr<std::string>("var")});
       ++c.expected;
+      auto reads = reads_of.find(id);
+      if (reads != reads_of.end()) {
+        for (int r : reads->second) {
+          plan.gated_reads.push_back({id, g.node(r).attr<std::string>("var")});
+          ++c.expected;
+        }
+        c.reads = std::move(reads->second);
+      }
     } else if (waits == 0) {
       plan.sources.push_back(id);
       ++c.expected;

@@ -1,7 +1,8 @@
 // The plan compiler: what each node of a graph does in the steps of one signature (its feeds,
 // fetches and targets): the pruned subgraph, constants and pre-step values folded into their
 // consumers, MatMul/Conv2D chains fused (runtime/remapper.h), gathers of a remote variable's rows
-// run where it lives, the edges between the nodes that
+// run where it lives, a step's reads of one task's variables made in one call, the edges between
+// the nodes that
 // remain, which nodes start a step, which wait on a variable's earlier writes, and where each
 // fetch comes from. Nodes that run on another task (a parameter server) get no local kernel and
 // no fusion. It sends nothing and spawns nothing: the session actor turns a StepPlan into one
@@ -50,6 +51,9 @@ struct NodeStep {
   std::vector<int32_t> fetched_outputs;        // reported to the session, in the fetches' order
   bool report = false;                         // a fetch or a target: the session hears when done
   std::shared_ptr<const runtime::Node> fused;  // the chain it runs instead of its own node
+  // Variables on the same task whose reads this node's call makes too (it is a read there):
+  // their values are its further outputs, 1, 2, ...
+  std::vector<int> reads;
 };
 
 // Where a fetch comes from: a fed value, or output `position` of a reporting node's report.

@@ -66,6 +66,9 @@ struct ShardCall {
   # The caller needs no outputs (an update only ordered by control edges): the reply carries
   # none, so that a step moves each variable down once, not twice.
   discardOutputs @5 :Bool = false;
+  # Reads of further variables on this shard (nodes without inputs), run after `node`: their
+  # outputs follow its own in the reply, so that a step's reads of one task are one call.
+  reads @6 :List(NodeDef);
 }
 
 struct ShardReply {

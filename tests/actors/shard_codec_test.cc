@@ -161,10 +161,51 @@ TEST_CASE("a call whose outputs nobody needs is run and answered without them") 
   const int node = ops::fill(b, Shape{1000}, 1, DType::kFloat32, "ones").node;
   for (bool discard : {false, true}) {
     std::vector<char> blob;
-    REQUIRE(actors::encode_shard_call(g, g.node(node), {}, &blob, {}, discard).ok());
+    REQUIRE(
+        actors::encode_shard_call(g, g.node(node), {}, &blob, {.discard_outputs = discard}).ok());
     auto reply = actors::decode_shard_reply(std::make_shared<const std::vector<char>>(
         calls.run(actors::decode_shard_call(std::make_shared<const std::vector<char>>(blob)))));
     REQUIRE(reply.ok());
     CHECK(reply->size() == (discard ? 0u : 1u));
   }
+}
+
+TEST_CASE("a call reads further variables after its node; only reads may ride along") {
+  auto store = std::make_shared<runtime::VariableStore>();
+  store->assign("a", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  store->assign("b", Tensor::from_vector<float>(Shape{1}, {3}));
+  store->assign("c", Tensor::scalar<int64_t>(4));
+  actors::ShardCalls calls(store);
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto a =
+      ops::variable(b, "a", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
+  auto v =
+      ops::variable(b, "b", Shape{1}, DType::kFloat32, ops::zeros(b, Shape{1}, DType::kFloat32));
+  auto c = ops::variable(b, "c", Shape{}, DType::kInt64, ops::zeros(b, Shape{}, DType::kInt64));
+  auto bump = ops::assign_add(b, c, ops::placeholder(b, DType::kInt64, Shape{}, "one"));
+  REQUIRE(b.ok());
+  auto run = [&](const runtime::Node& node, std::vector<Tensor> inputs,
+                 std::vector<const runtime::Node*> reads) {
+    std::vector<char> blob;
+    REQUIRE(actors::encode_shard_call(g, node, inputs, &blob, {.reads = reads}).ok());
+    auto call = actors::decode_shard_call(std::make_shared<const std::vector<char>>(blob));
+    REQUIRE(call.ok());
+    CHECK(call->reads.size() == reads.size());
+    return actors::decode_shard_reply(
+        std::make_shared<const std::vector<char>>(calls.run(std::move(call))));
+  };
+  // The node's outputs first, then each read's, in order.
+  auto got =
+      run(g.node(bump.node), {Tensor::scalar<int64_t>(1)}, {&g.node(v.node), &g.node(a.node)});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  REQUIRE(got->size() == 3);
+  CHECK((*got)[0].data<int64_t>()[0] == 5);
+  CHECK((*got)[1].to_vector<float>() == std::vector<float>{3});
+  CHECK((*got)[2].to_vector<float>() == std::vector<float>{1, 2});
+  // A write smuggled in as a read is refused, naming it, and runs not.
+  auto smuggled = run(g.node(a.node), {}, {&g.node(bump.node)});
+  CHECK(smuggled.status().message().find("is not a variable read without inputs") !=
+        std::string::npos);
+  CHECK(store->read("c")->data<int64_t>()[0] == 5);
 }

@@ -161,6 +161,50 @@ TEST_CASE("a gather of a remote variable's rows runs there; a read waits for its
   CHECK(local->nodes.count(emb.node) == 1);
 }
 
+TEST_CASE("a step's reads of one task's variables are one call, made by the first of them") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto var = [&](const char* name, const char* device) {
+    auto on = b.device(device);
+    return ops::variable(b, name, Shape{2}, DType::kFloat32,
+                         ops::zeros(b, Shape{2}, DType::kFloat32));
+  };
+  Output a = var("a", "/job:ps/task:0"), c = var("c", "/job:ps/task:1");
+  Output d = var("d", "/job:ps/task:0"), e = var("e", "");
+  Output sum = ops::add_n(b, {a, c, d, e});
+  Output twice = ops::mul(b, d, 2.0);
+  REQUIRE(b.ok());
+  actors::CompileOptions o;
+  o.remote = [](const runtime::Node& n) { return n.device.rfind("/job:ps", 0) == 0; };
+  auto plan = compile_plan(g, {{}, {sum, twice}, {}}, o);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  // a reads d too: d has no node, and its consumers take a's output 1.
+  REQUIRE(plan->nodes.count(a.node) == 1);
+  CHECK(plan->nodes.count(d.node) == 0);
+  const actors::NodeStep& reader = plan->nodes.at(a.node);
+  CHECK(reader.reads == std::vector<int>{d.node});
+  CHECK(reader.expected == 2);  // both gates
+  int to_sum = 0, to_twice = 0;
+  for (const auto& edge : reader.outs) {
+    to_sum += edge.consumer == sum.node &&
+              ((edge.output == 0 && edge.input == 0) || (edge.output == 1 && edge.input == 2));
+    to_twice += edge.consumer == twice.node && edge.output == 1 && edge.input == 0;
+  }
+  CHECK(to_sum == 2);
+  CHECK(to_twice == 1);
+  // c is alone on its task, e is here: each keeps its own read.
+  CHECK(plan->nodes.at(c.node).reads.empty());
+  CHECK(plan->nodes.at(e.node).reads.empty());
+  int gates_of_a = 0;
+  for (const auto& [id, v] : plan->gated_reads) gates_of_a += id == a.node;
+  CHECK(gates_of_a == 2);
+  // A read that is fetched keeps its own call.
+  auto fetched = compile_plan(g, {{}, {sum, d}, {}}, o);
+  REQUIRE(fetched.ok());
+  CHECK(fetched->nodes.count(d.node) == 1);
+  CHECK(fetched->nodes.at(a.node).reads.empty());
+}
+
 TEST_CASE("a variable's read under a control dependency still waits for its gate") {
   runtime::Graph g;
   runtime::GraphBuilder b(&g);
