@@ -47,6 +47,53 @@ std::shared_ptr<const runtime::Node> variable_gather(const runtime::Node& gather
   return node;
 }
 
+// Gathers of remote variables' rows run where the variables live; a variable nothing else
+// reads (and nobody fetches) then has no node of its own.
+template <class Remote>
+void gather_where_variables_live(const Graph& g, const std::vector<int>& order,
+                                 const std::vector<bool>& bound, const std::vector<bool>& reported,
+                                 const std::vector<Output>& fed, const Remote& remote,
+                                 std::map<int, std::shared_ptr<const runtime::Node>>* fused,
+                                 std::vector<bool>* absorbed) {
+  std::vector<bool> reads_whole = reported;
+  for (int id : order) {
+    const runtime::Node& n = g.node(id);
+    const int v = bound[id] ? -1 : gathered_variable(g, n);
+    const bool rows =
+        v >= 0 && remote(g.node(v)) && std::find(fed.begin(), fed.end(), n.inputs[0]) == fed.end();
+    if (rows) (*fused)[id] = variable_gather(n, g.node(v));
+    for (size_t i = rows ? 1 : 0; i < n.inputs.size(); ++i) reads_whole[n.inputs[i].node] = true;
+    for (int c : n.control_inputs) reads_whole[c] = true;
+  }
+  for (int id : order) {
+    if (g.node(id).op == "Variable" && !reads_whole[id]) (*absorbed)[id] = true;
+  }
+}
+
+// A step's reads of the variables on one task are one call, made by the first of them; the
+// others' consumers take their values from its further outputs (`moved`). Reads that report
+// (fetches) or wait on control edges keep their own calls.
+template <class Remote>
+void batch_reads(const Graph& g, const std::vector<int>& order, const std::vector<bool>& bound,
+                 const std::vector<bool>& reported, const Remote& remote,
+                 std::vector<bool>* absorbed, std::map<int, std::vector<int>>* reads_of,
+                 std::map<int, Output>* moved) {
+  std::map<std::string, int> reader_on;  // task -> the read that makes the call
+  for (int id : order) {
+    const runtime::Node& n = g.node(id);
+    if (n.op != "Variable" || bound[id] || (*absorbed)[id] || reported[id] || !remote(n) ||
+        !n.control_inputs.empty()) {
+      continue;
+    }
+    auto [reader, first] = reader_on.emplace(n.device, id);
+    if (first) continue;
+    std::vector<int>& reads = (*reads_of)[reader->second];
+    reads.push_back(id);
+    (*absorbed)[id] = true;
+    (*moved)[id] = Output{reader->second, static_cast<int>(reads.size())};
+  }
+}
+
 }  // namespace
 
 runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignature& signature,
@@ -88,45 +135,13 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
       fused[f.root] = std::move(f.node);
     }
   }
-  // Gathers of remote variables' rows run where the variables live; a variable nothing else
-  // reads (and nobody fetches) then has no node of its own.
-  std::vector<bool> reads_whole(g.num_nodes(), false);
-  for (const Output& o : fetches) reads_whole[o.node] = true;
-  for (int t : targets) reads_whole[t] = true;
-  for (int id : order) {
-    const runtime::Node& n = g.node(id);
-    const int v = bound[id] ? -1 : gathered_variable(g, n);
-    const bool rows =
-        v >= 0 && remote(g.node(v)) && std::find(fed.begin(), fed.end(), n.inputs[0]) == fed.end();
-    if (rows) fused[id] = variable_gather(n, g.node(v));
-    for (size_t i = rows ? 1 : 0; i < n.inputs.size(); ++i) reads_whole[n.inputs[i].node] = true;
-    for (int c : n.control_inputs) reads_whole[c] = true;
-  }
-  for (int id : order) {
-    if (g.node(id).op == "Variable" && !reads_whole[id]) absorbed[id] = true;
-  }
-  // A step's reads of the variables on one task are one call, made by the first of them; the
-  // others' consumers take their values from its further outputs. Reads that report (fetches)
-  // or wait on control edges keep their own calls.
   std::vector<bool> reported(g.num_nodes(), false);
   for (const Output& o : fetches) reported[o.node] = true;
   for (int t : targets) reported[t] = true;
-  std::map<std::string, int> reader_on;  // task -> the read that makes the call
+  gather_where_variables_live(g, order, bound, reported, fed, remote, &fused, &absorbed);
   std::map<int, std::vector<int>> reads_of;
   std::map<int, Output> moved;  // a read made by another -> the output its value comes from
-  for (int id : order) {
-    const runtime::Node& n = g.node(id);
-    if (n.op != "Variable" || bound[id] || absorbed[id] || reported[id] || !remote(n) ||
-        !n.control_inputs.empty()) {
-      continue;
-    }
-    auto [reader, first] = reader_on.emplace(n.device, id);
-    if (first) continue;
-    std::vector<int>& reads = reads_of[reader->second];
-    reads.push_back(id);
-    absorbed[id] = true;
-    moved[id] = Output{reader->second, static_cast<int>(reads.size())};
-  }
+  batch_reads(g, order, bound, reported, remote, &absorbed, &reads_of, &moved);
   auto source_of = [&](Output o) {
     auto it = moved.find(o.node);
     return it == moved.end() ? o : it->second;
