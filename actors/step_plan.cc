@@ -70,9 +70,12 @@ void gather_where_variables_live(const Graph& g, const std::vector<int>& order,
   }
 }
 
-// A step's reads of the variables on one task are one call, made by the first of them; the
-// others' consumers take their values from its further outputs (`moved`). Reads that report
-// (fetches) or wait on control edges keep their own calls.
+// A step's reads of the trainable variables on one task are one call, made by the first of
+// them; the others' consumers take their values from its further outputs (`moved`). The
+// optimizer updates those in parallel, so their gates open together. The rest keep calls of
+// their own: the global step (its write waits for every update, and a step that waited for it
+// too would add a round trip) and other counters, reads that report (fetches) or wait on
+// control edges.
 template <class Remote>
 void batch_reads(const Graph& g, const std::vector<int>& order, const std::vector<bool>& bound,
                  const std::vector<bool>& reported, const Remote& remote,
@@ -81,8 +84,8 @@ void batch_reads(const Graph& g, const std::vector<int>& order, const std::vecto
   std::map<std::string, int> reader_on;  // task -> the read that makes the call
   for (int id : order) {
     const runtime::Node& n = g.node(id);
-    if (n.op != "Variable" || bound[id] || (*absorbed)[id] || reported[id] || !remote(n) ||
-        !n.control_inputs.empty()) {
+    if (n.op != "Variable" || !n.attr<bool>("trainable") || bound[id] || (*absorbed)[id] ||
+        reported[id] || !remote(n) || !n.control_inputs.empty()) {
       continue;
     }
     auto [reader, first] = reader_on.emplace(n.device, id);

@@ -173,10 +173,16 @@ TEST_CASE("a step's reads of one task's variables are one call, made by the firs
   Output d = var("d", "/job:ps/task:0"), e = var("e", "");
   Output sum = ops::add_n(b, {a, c, d, e});
   Output twice = ops::mul(b, d, 2.0);
+  Output step;
+  {
+    auto on = b.device("/job:ps/task:0");
+    step = ops::global_step(b);
+  }
+  Output steps = ops::cast(b, step, DType::kFloat32);
   REQUIRE(b.ok());
   actors::CompileOptions o;
   o.remote = [](const runtime::Node& n) { return n.device.rfind("/job:ps", 0) == 0; };
-  auto plan = compile_plan(g, {{}, {sum, twice}, {}}, o);
+  auto plan = compile_plan(g, {{}, {sum, twice, steps}, {}}, o);
   REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
   // a reads d too: d has no node, and its consumers take a's output 1.
   REQUIRE(plan->nodes.count(a.node) == 1);
@@ -192,6 +198,10 @@ TEST_CASE("a step's reads of one task's variables are one call, made by the firs
   }
   CHECK(to_sum == 2);
   CHECK(to_twice == 1);
+  // The global step's write waits for every update: a read of it keeps its own call, so that
+  // the others do not wait for that write too.
+  REQUIRE(plan->nodes.count(step.node) == 1);
+  CHECK(plan->nodes.at(step.node).reads.empty());
   // c is alone on its task, e is here: each keeps its own read.
   CHECK(plan->nodes.at(c.node).reads.empty());
   CHECK(plan->nodes.at(e.node).reads.empty());
