@@ -103,6 +103,16 @@ void graphs_and_shard_calls() {
       inputs.push_back(random_like(g.dtype(in), g.shape(in), rng));
     if (actors::encode_shard_call(g, node, inputs, &blob).ok()) put("shard_call", n++, blob);
   }
+  // A read carrying the others (a step's reads of one task in one call).
+  std::vector<const runtime::Node*> reads;
+  for (int id : g.variables()) reads.push_back(&g.node(id));
+  if (reads.size() > 1) {
+    const runtime::Node& first = *reads.front();
+    reads.erase(reads.begin());
+    if (actors::encode_shard_call(g, first, {}, &blob, {.reads = reads}).ok()) {
+      put("shard_call", n++, blob);
+    }
+  }
 }
 
 void checkpoints(const std::string& scratch) {
