@@ -138,6 +138,32 @@ TEST_CASE("troupe cluster: 2 ps and 2 workers train async to the accuracy of one
   std::filesystem::remove_all(d.dir);
 }
 
+TEST_CASE("troupe cluster: wide & deep over text columns, their lookups run on the ps tasks") {
+  // label = (color is red or blue) xor (shape is a star), or size > 8: the text columns'
+  // weights and embeddings live on the ps tasks, where each step's gathers of them run.
+  const Data d = make_data("troupe_cluster_wide_deep");
+  std::mt19937 rng(5);
+  const char* colors[] = {"red", "green", "blue", "black"};
+  const char* shapes[] = {"circle", "square", "star"};
+  for (const std::string& path : {d.train, d.test}) {
+    std::ofstream f(path);
+    f << "color,shape,size,label\n";
+    for (int i = 0; i < 1500; ++i) {
+      const std::string color = colors[rng() % 4], shape = shapes[rng() % 3];
+      const double size = (rng() % 1000) / 100.0;
+      const bool y = ((color == "red" || color == "blue") != (shape == "star")) || size > 8;
+      f << color << "," << shape << "," << size << "," << y << "\n";
+    }
+  }
+  Run job = shell(kTroupe + " cluster --ps 2 --workers 2 -- train --model wide_deep --data csv:" +
+                  d.train + " --label label --eval-data csv:" + d.test + " --model-dir " +
+                  (d.dir / "model").string() + " --epochs 4 --seed 3");
+  REQUIRE_MESSAGE(job.status == 0, job.err);
+  CHECK(number_after(job.out, "accuracy") > 0.95);
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
 TEST_CASE("troupe cluster --sync --pin: one global step a round of both replicas, as accurate") {
   const Data d = make_data("troupe_cluster_sync");
   Run job = shell(kTroupe + " cluster --ps 2 --workers 2 --pin -- train" +
