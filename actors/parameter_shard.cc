@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "actors/data_channel.h"
 #include "actors/messages.h"
@@ -97,14 +98,23 @@ std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
     TROUPE_ASSIGN_OR_RETURN(ShardCall call, std::move(decoded));
     discard = call.discard_outputs;
     TROUPE_RETURN_IF_ERROR(run_one(call, &outputs));
-    for (ShardCall& read : call.reads) {
+    // Each variable once: a peer's list naming one many times would make a reply of any size.
+    std::set<std::string> read;
+    for (ShardCall& r : call.reads) {
       // Only reads ride along: anything else would run without its inputs or its ordering.
-      const runtime::OpDef* def = runtime::find_op(read.op);
+      const runtime::OpDef* def = runtime::find_op(r.op);
       if (!def || def->variable_access != runtime::VariableAccess::kRead || !def->inputs.empty()) {
-        return runtime::invalid_argument("shard call: '", read.node_name, "' (", read.op,
+        return runtime::invalid_argument("shard call: '", r.node_name, "' (", r.op,
                                          ") is not a variable read without inputs");
       }
-      TROUPE_RETURN_IF_ERROR(run_one(read, &outputs).with_context(read.node_name));
+      auto var = r.attrs.find("var");
+      const std::string* name =
+          var == r.attrs.end() ? nullptr : std::get_if<std::string>(&var->second);
+      if (name == nullptr || !read.insert(*name).second) {
+        return runtime::invalid_argument("shard call: '", r.node_name,
+                                         "' reads a variable the call reads already, or none");
+      }
+      TROUPE_RETURN_IF_ERROR(run_one(r, &outputs).with_context(r.node_name));
     }
     return runtime::ok_status();
   }();

@@ -208,4 +208,8 @@ TEST_CASE("a call reads further variables after its node; only reads may ride al
   CHECK(smuggled.status().message().find("is not a variable read without inputs") !=
         std::string::npos);
   CHECK(store->read("c")->data<int64_t>()[0] == 5);
+  // One variable named over and over would make a reply of any size: refused.
+  auto twice = run(g.node(c.node), {}, {&g.node(a.node), &g.node(v.node), &g.node(a.node)});
+  CHECK(twice.status().message().find("reads a variable the call reads already") !=
+        std::string::npos);
 }
