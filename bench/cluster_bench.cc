@@ -11,6 +11,9 @@
 //                  (the jobs' loading and final evaluation are in both)
 //   bytes_per_step loopback bytes per global step against the floor, one gradient up and one
 //                  value down per variable (2 x the model's bytes)
+//   sparse_bytes_per_step  a 16 MB embedding in two parts on two ps tasks: bytes per step on
+//                  the data channels against the floor, the ids and rows a step gathers and
+//                  updates (the gathers run on the ps tasks: the table never travels)
 //   ps_restart     seconds from a killed ps task's restart to the chief's first step logged
 //                  after it (steps are logged every 100, a few tenths of a second here: an upper
 //                  bound), against 2 s plus the restore (the restore: until the chief has sent
@@ -38,14 +41,24 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "actors/job_secret.h"
+#include "actors/session.h"
 #include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "bench/delay_proxy.h"
+#include "ops/math_ops.h"
+#include "ops/random_ops.h"
+#include "ops/sparse_ops.h"
+#include "ops/state_ops.h"
+#include "ops/training_ops.h"
+#include "runtime/placement.h"
 
 namespace {
 
@@ -252,6 +265,106 @@ Run proxied(const std::string& model, std::chrono::microseconds delay) {
   return r;
 }
 
+// A sparse model on two `troupe server` ps tasks: a 262144 x 16 embedding (16 MB) in two parts,
+// batches of 128 examples of 4 ids, Adagrad. Bytes on the data channels per step, both ways
+// (Session::traffic), against the floor: the ids and rows a step gathers, and the rows and ids
+// of its sparse update. -1 on failure.
+struct SparseTraffic {
+  double per_step = -1, floor = 0;
+};
+
+SparseTraffic embedding_traffic() {
+  namespace ops = troupe::ops;
+  using troupe::runtime::DType;
+  using troupe::runtime::Shape;
+  using troupe::runtime::Tensor;
+  constexpr int64_t kRows = 262144, kDim = 16, kExamples = 128, kIds = 4;
+  const std::string dir = std::filesystem::temp_directory_path().string() +
+                          "/cluster_bench_sparse_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SparseTraffic result;
+  const std::string cli = std::string(TROUPE_CLI);
+  const std::string secret_file = dir + "/job.secret", spec = dir + "/cluster.json";
+  if (std::system((cli + " secret " + secret_file + " 2>/dev/null").c_str()) != 0) return result;
+  const int base = 45000 + (::getpid() % 1000) * 3;
+  std::map<std::string, std::string> cluster;
+  std::vector<std::string> tasks;
+  for (int i = 0; i < 2; ++i) {
+    tasks.push_back("/job:ps/task:" + std::to_string(i));
+    cluster[tasks.back()] = "127.0.0.1:" + std::to_string(base + i);
+  }
+  // The chief's entry only completes the spec: this process plays it, with a Session of its own.
+  std::ofstream(spec) << "{\"chief\": [\"127.0.0.1:" << base + 2 << "\"], \"ps\": [\""
+                      << cluster[tasks[0]] << "\", \"" << cluster[tasks[1]] << "\"]}";
+  std::vector<pid_t> servers;
+  std::vector<std::string> logs;
+  for (int i = 0; i < 2; ++i) {
+    logs.push_back(dir + "/ps" + std::to_string(i) + ".log");
+    servers.push_back(start(cli + " server --job ps --task " + std::to_string(i) + " --cluster " +
+                                spec + " --secret " + secret_file,
+                            logs.back()));
+  }
+  const bool up = wait_for(
+      [&] { return count_in(logs[0], "serving") > 0 && count_in(logs[1], "serving") > 0; }, 30);
+  auto secret = troupe::actors::load_job_secret(secret_file);
+  if (!up || !secret.ok()) {
+    std::ifstream in(logs[0]);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::fprintf(stderr, "cluster_bench: the sparse model's ps tasks did not start: %s\n%s\n",
+                 secret.ok() ? "" : secret.status().to_string().c_str(), text.c_str());
+  } else {
+    troupe::runtime::Graph g;
+    troupe::runtime::GraphBuilder b(&g);
+    ops::SparseOutput ids = ops::sparse_placeholder(b, DType::kInt64, "ids");
+    auto parts = ops::variable_parts(b, "emb", Shape{kRows, kDim}, DType::kFloat32,
+                                     ops::truncated_normal(b, Shape{kRows, kDim}, 0, 0.25), 2);
+    auto x = ops::embedding_lookup_sparse(b, parts, ids, {}, "mean");
+    const int train =
+        ops::minimize(b, ops::reduce_sum(b, ops::square(b, x)), ops::Optimizer::adagrad(0.1));
+    const int init = ops::global_variables_initializer(b);
+    troupe::actors::Runtime rt(troupe::actors::RuntimeOptions{.secret = *secret});
+    auto placed =
+        troupe::runtime::place_variables(&g, tasks, troupe::runtime::PsStrategy::kRoundRobin);
+    auto session = b.ok() && placed.ok()
+                       ? troupe::actors::Session::create(rt, g, {.cluster = cluster})
+                       : troupe::runtime::Result<std::unique_ptr<troupe::actors::Session>>(
+                             b.ok() ? placed.status() : b.status());
+    std::mt19937_64 rng(1);
+    auto batch = [&] {
+      std::vector<std::vector<int64_t>> rows(kExamples);
+      for (auto& r : rows) {
+        for (int k = 0; k < kIds; ++k) r.push_back(static_cast<int64_t>(rng() % kRows));
+      }
+      troupe::runtime::FeedList f;
+      ops::feed_sparse(&f, ids, troupe::runtime::SparseTensor::from_rows<int64_t>(rows));
+      return f;
+    };
+    bool ran = session.ok() && (*session)->run({}, {}, {init}).ok();
+    for (int i = 0; ran && i < 5; ++i) ran = (*session)->run(batch(), {}, {train}).ok();
+    if (ran) {
+      const auto before = (*session)->traffic();
+      const int steps = quick ? 50 : 200;
+      for (int i = 0; ran && i < steps; ++i) ran = (*session)->run(batch(), {}, {train}).ok();
+      const auto after = (*session)->traffic();
+      if (ran) {
+        result.per_step = double(after.bytes_sent + after.bytes_received - before.bytes_sent -
+                                 before.bytes_received) /
+                          steps;
+        result.floor = 2.0 * kExamples * kIds * (8 + 4 * kDim);
+      }
+    }
+    if (!ran) {
+      std::fprintf(stderr, "cluster_bench: the sparse model failed: %s\n",
+                   session.ok() ? "a step failed" : session.status().to_string().c_str());
+    }
+  }
+  for (pid_t p : servers) ::kill(p, SIGKILL);
+  for (pid_t p : servers) ::waitpid(p, nullptr, 0);
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
 bool ok(const Run& r, const char* what) {
   if (r.status == 0 && r.steps_per_sec > 0) return true;
   std::fprintf(stderr, "cluster_bench: %s failed (status %d):\n%s\n", what, r.status,
@@ -297,6 +410,10 @@ int main(int argc, char** argv) {
   const double per_step = two.loopback_bytes / std::max(1.0, two.global_step);
   bars.add("bytes_per_step", per_step, "bytes", "two_x_model", 2 * kModelBytes,
            per_step / (2 * kModelBytes));
+  const SparseTraffic sparse = embedding_traffic();
+  if (sparse.per_step < 0) return 1;
+  bars.add("sparse_bytes_per_step", sparse.per_step, "bytes", "rows_floor", sparse.floor,
+           sparse.per_step / sparse.floor);
   const auto [back, restored] = ps_restart();
   if (back < 0) {
     std::fprintf(stderr, "cluster_bench: the ps restart run failed\n");
