@@ -19,7 +19,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/server.h"
@@ -141,28 +143,50 @@ void on_launcher_signal(int sig) {
   if (::write(signal_pipe[1], &byte, 1) != 1) ::_exit(128 + sig);
 }
 
+// The kernel's range of ports for outgoing connections' local ends ([32768, 60999] by default).
+std::pair<int, int> ephemeral_ports() {
+  int lo = 32768, hi = 60999;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &lo, &hi) != 2) lo = 32768, hi = 60999;
+    std::fclose(f);
+  }
+  return {lo, hi};
+}
+
 // Free ports on `host`: bound at once so that no two tasks get the same, released together just
-// before the tasks start (a task binds its own right away).
+// before the tasks start (a task binds its own right away). Outside the kernel's ephemeral
+// range: a port from it, released, may become the local end of any process's outgoing
+// connection before the task binds it (seen with a ps that then could not serve).
 runtime::Result<std::vector<uint16_t>> free_ports(const std::string& host, size_t n) {
+  const auto [lo, hi] = ephemeral_ports();
+  // The wider of the ranges below and above the ephemeral one, ports under 1024 left out.
+  const bool below = lo - 1024 >= 65535 - hi;
+  const int first = below ? 1024 : hi + 1, last = below ? lo - 1 : 65535;
   std::vector<int> fds;
   std::vector<uint16_t> ports;
-  for (size_t i = 0; i < n; ++i) {
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(first, std::max(first, last));
+  for (int tries = 0; ports.size() < n && tries < 1000; ++tries) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = 0;
-    socklen_t len = sizeof addr;
-    if (fd < 0 || ::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1 ||
-        ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    addr.sin_port = htons(static_cast<uint16_t>(pick(rng)));
+    if (fd < 0 || ::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
       if (fd >= 0) ::close(fd);
       for (int f : fds) ::close(f);
       return runtime::unavailable("no free port on ", host, ": ", std::strerror(errno));
+    }
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);  // taken: try another
+      continue;
     }
     fds.push_back(fd);
     ports.push_back(ntohs(addr.sin_port));
   }
   for (int f : fds) ::close(f);
+  if (ports.size() < n) {
+    return runtime::unavailable("no ", n, " free ports on ", host, " in [", first, ", ", last, "]");
+  }
   return ports;
 }
 
