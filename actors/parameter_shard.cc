@@ -79,6 +79,20 @@ Result<ShardCalls::Node*> ShardCalls::node_for(const ShardCall& call) {
   return it->second.get();
 }
 
+namespace {
+
+// The variable a call reads (a Variable's or a VariableGather's), or null for any other call.
+const std::string* variable_read(const ShardCall& call) {
+  const runtime::OpDef* def = runtime::find_op(call.op);
+  auto var = call.attrs.find("var");
+  if (!def || def->variable_access != runtime::VariableAccess::kRead || var == call.attrs.end()) {
+    return nullptr;
+  }
+  return std::get_if<std::string>(&var->second);
+}
+
+}  // namespace
+
 Status ShardCalls::run_one(ShardCall& call, std::vector<Tensor>* outputs) {
   TROUPE_ASSIGN_OR_RETURN(Node * node, node_for(call));
   node->ctx->inputs() = std::move(call.inputs);
@@ -102,17 +116,14 @@ std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
     std::set<std::string> read;
     for (ShardCall& r : call.reads) {
       // Only reads ride along: anything else would run without its inputs or its ordering.
-      const runtime::OpDef* def = runtime::find_op(r.op);
-      if (!def || def->variable_access != runtime::VariableAccess::kRead || !def->inputs.empty()) {
+      const std::string* name = variable_read(r);
+      if (name == nullptr || !runtime::find_op(r.op)->inputs.empty()) {
         return runtime::invalid_argument("shard call: '", r.node_name, "' (", r.op,
                                          ") is not a variable read without inputs");
       }
-      auto var = r.attrs.find("var");
-      const std::string* name =
-          var == r.attrs.end() ? nullptr : std::get_if<std::string>(&var->second);
-      if (name == nullptr || !read.insert(*name).second) {
+      if (!read.insert(*name).second) {
         return runtime::invalid_argument("shard call: '", r.node_name,
-                                         "' reads a variable the call reads already, or none");
+                                         "' reads a variable the call reads already");
       }
       TROUPE_RETURN_IF_ERROR(run_one(r, &outputs).with_context(r.node_name));
     }
@@ -159,14 +170,7 @@ void schedule_tick(caf::stateful_actor<ShardState>* self) {
 
 // Which value of a variable a replica's read saw, so that its gradients can be told stale.
 void note_read(SyncRounds& sync, const ShardCall& call) {
-  const runtime::OpDef* def = runtime::find_op(call.op);
-  auto var = call.attrs.find("var");
-  if (!def || def->variable_access != runtime::VariableAccess::kRead || var == call.attrs.end()) {
-    return;
-  }
-  if (const auto* name = std::get_if<std::string>(&var->second)) {
-    sync.note_read(call.sync.replica, *name);
-  }
+  if (const std::string* name = variable_read(call)) sync.note_read(call.sync.replica, *name);
 }
 
 // A call from a worker: run at once, or, from a replica of synchronous training, accumulated

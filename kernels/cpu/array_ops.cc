@@ -8,9 +8,9 @@
 
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/eigen_util.h"
+#include "kernels/cpu/variable_read.h"
 #include "ops/strided_slice.h"
 #include "runtime/kernel_registry.h"
-#include "runtime/variable_store.h"
 
 namespace troupe::kernels::cpu {
 
@@ -403,16 +403,7 @@ struct GatherGradKernel {
 template <class T>
 struct VariableGatherKernel {
   static Status compute(KernelContext& ctx) {
-    runtime::VariableStore* store = ctx.variables();
-    if (!store) return runtime::failed_precondition("this executor has no variable store");
-    const auto& name = ctx.attr<std::string>("var");
-    TROUPE_ASSIGN_OR_RETURN(Tensor value, store->read(name));
-    if (value.dtype() != runtime::dtype_of<T>() || value.shape() != ctx.attr<Shape>("shape")) {
-      return runtime::failed_precondition(
-          "variable '", name, "' holds ", runtime::dtype_name(value.dtype()), value.shape(),
-          ", the graph declares ", runtime::dtype_name(runtime::dtype_of<T>()),
-          ctx.attr<Shape>("shape"));
-    }
+    TROUPE_ASSIGN_OR_RETURN(Tensor value, read_declared_variable(ctx));
     return gather<T, false>(ctx, value, ctx.input(0), 0);
   }
 };

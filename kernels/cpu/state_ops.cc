@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernels/cpu/eigen_util.h"
+#include "kernels/cpu/variable_read.h"
 #include "runtime/kernel_registry.h"
 
 namespace troupe::kernels::cpu {
@@ -31,15 +32,7 @@ const std::string& var_name(const KernelContext& ctx) { return ctx.attr<std::str
 template <class T>
 struct VariableKernel {
   static Status compute(KernelContext& ctx) {
-    VariableStore* store;
-    TROUPE_RETURN_IF_ERROR(store_of(ctx, &store));
-    TROUPE_ASSIGN_OR_RETURN(Tensor value, store->read(var_name(ctx)));
-    if (value.dtype() != ctx.node().output_dtypes[0] || value.shape() != ctx.attr<Shape>("shape")) {
-      return runtime::failed_precondition(
-          "variable '", var_name(ctx), "' holds ", runtime::dtype_name(value.dtype()),
-          value.shape(), ", the graph declares ", runtime::dtype_name(ctx.node().output_dtypes[0]),
-          ctx.attr<Shape>("shape"));
-    }
+    TROUPE_ASSIGN_OR_RETURN(Tensor value, read_declared_variable(ctx));
     ctx.set_output(0, value);
     return runtime::ok_status();
   }
@@ -347,6 +340,20 @@ struct PassStepKernel {
 };
 
 }  // namespace
+
+runtime::Result<Tensor> read_declared_variable(const KernelContext& ctx) {
+  VariableStore* store;
+  TROUPE_RETURN_IF_ERROR(store_of(ctx, &store));
+  TROUPE_ASSIGN_OR_RETURN(Tensor value, store->read(var_name(ctx)));
+  const DType dtype = ctx.attr<DType>("dtype");
+  const Shape& shape = ctx.attr<Shape>("shape");
+  if (value.dtype() != dtype || value.shape() != shape) {
+    return runtime::failed_precondition("variable '", var_name(ctx), "' holds ",
+                                        runtime::dtype_name(value.dtype()), value.shape(),
+                                        ", the graph declares ", runtime::dtype_name(dtype), shape);
+  }
+  return value;
+}
 
 TROUPE_REGISTER_KERNELS(state_cpu) {
   constexpr DeviceType kCpu = DeviceType::kCpu;
