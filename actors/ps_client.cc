@@ -14,6 +14,12 @@ using runtime::Result;
 using runtime::Status;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+bool stopped(const WaitOptions& wait) { return wait.stop != nullptr && wait.stop->load(); }
+
+}  // namespace
+
 Result<caf::actor> wait_for_server(Runtime& rt, const std::string& task, const std::string& address,
                                    const WaitOptions& wait) {
   const auto start = Clock::now();
@@ -21,6 +27,10 @@ Result<caf::actor> wait_for_server(Runtime& rt, const std::string& task, const s
   for (;;) {
     Result<caf::actor> server = connect_server(rt, address);
     if (server.ok() || server.status().code() == runtime::Code::kInvalidArgument) return server;
+    if (stopped(wait)) {
+      return runtime::make_error(runtime::Code::kCancelled, "stopped while waiting for ", task,
+                                 " at ", address);
+    }
     const auto now = Clock::now();
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
     if (waited >= wait.deadline) {
@@ -51,7 +61,7 @@ Result<std::unique_ptr<PsClient>> PsClient::connect(Runtime& rt,
       auto alive = c->ask<std::vector<std::string>>(
           task, std::min(c->question_timeout_, wait.deadline), varnames_atom::value);
       if (alive.ok()) break;
-      if (Clock::now() - start >= wait.deadline) return alive.status();
+      if (Clock::now() - start >= wait.deadline || stopped(wait)) return alive.status();
       std::this_thread::sleep_for(wait.poll);
     }
   }
@@ -103,6 +113,11 @@ Status PsClient::wait_for_variables(const Placement& where, const WaitOptions& w
   for (;;) {
     TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> absent, missing(where));
     if (absent.empty()) return runtime::ok_status();
+    if (stopped(wait)) {
+      return runtime::make_error(runtime::Code::kCancelled,
+                                 "stopped while waiting for the chief to initialise ",
+                                 absent.size(), " variables");
+    }
     const auto now = Clock::now();
     if (now - start >= wait.deadline) {
       return runtime::make_error(runtime::Code::kUnavailable, "the chief did not initialise ",

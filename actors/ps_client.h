@@ -13,6 +13,7 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -29,6 +30,8 @@ struct WaitOptions {
   std::chrono::milliseconds poll{200};
   std::chrono::milliseconds deadline{60000};
   std::chrono::milliseconds log_every{5000};  // a line naming whom it still waits for
+  // Set (a graceful stop from a signal, say): the wait ends at its next poll, Cancelled.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Connects to "host:port", retrying until the deadline: members of a cluster start in any order.

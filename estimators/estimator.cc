@@ -188,12 +188,17 @@ Status Estimator::restore_latest(Model& m) {
   return runtime::ok_status();
 }
 
-Status Estimator::connect_cluster() {
-  if (ps_) return runtime::ok_status();
+actors::WaitOptions Estimator::cluster_wait() const {
   actors::WaitOptions wait;
   wait.poll = std::chrono::milliseconds(config_.cluster_poll_ms);
   wait.deadline = std::chrono::milliseconds(config_.cluster_deadline_ms);
-  TROUPE_ASSIGN_OR_RETURN(ps_, actors::PsClient::connect(*runtime_, ps_tasks_, wait));
+  wait.stop = &stop_requested_;
+  return wait;
+}
+
+Status Estimator::connect_cluster() {
+  if (ps_) return runtime::ok_status();
+  TROUPE_ASSIGN_OR_RETURN(ps_, actors::PsClient::connect(*runtime_, ps_tasks_, cluster_wait()));
   return runtime::ok_status();
 }
 
@@ -213,10 +218,7 @@ Status Estimator::ensure_cluster_variables(Model& m) {
   TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> absent, ps_->missing(placement_));
   if (!config_.cluster.is_chief) {
     if (absent.empty()) return runtime::ok_status();
-    actors::WaitOptions wait;
-    wait.poll = std::chrono::milliseconds(config_.cluster_poll_ms);
-    wait.deadline = std::chrono::milliseconds(config_.cluster_deadline_ms);
-    return ps_->wait_for_variables(placement_, wait);
+    return ps_->wait_for_variables(placement_, cluster_wait());
   }
   if (absent.empty()) {
     TROUPE_RETURN_IF_ERROR(ps_->pull(store_.get()));
@@ -312,11 +314,13 @@ Status Estimator::load_checkpoint(const Model& m, const std::string& path) {
 }
 
 void Estimator::request_stop() {
+  stop_requested_ = true;
   std::lock_guard<std::mutex> lock(running_mu_);
   if (running_stop_) *running_stop_ = true;
 }
 
 Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, TrainOptions options) {
+  stop_requested_ = false;  // a request between two runs ends neither
   TROUPE_RETURN_IF_ERROR(config_.validate());
   if (options.steps < 0 || options.max_steps < 0) {
     return runtime::invalid_argument("train: steps and max_steps must be >= 0");

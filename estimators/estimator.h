@@ -117,7 +117,8 @@ class Estimator {
   runtime::Result<TrainResult> train(const input::Dataset& data, TrainOptions options = {});
   // Ends the running train() after the steps already started, as if its data had ended: the
   // hooks' end() runs and the final checkpoint is saved. From any thread (a signal handler's
-  // thread, say); nothing happens when no training runs.
+  // thread, say); nothing happens when no training runs. A run still waiting for its cluster
+  // (ps tasks not up, or the chief not done initialising) ends at once, Cancelled.
   void request_stop();
   // train() in two halves, for supervisors that drive runs as actors (the ExperimentActor):
   // the EstimatorActor of one run, not yet started (send it train_atom; null when there is
@@ -185,6 +186,7 @@ class Estimator {
   runtime::Status open_sessions(Model& m, Mode mode);
   // A cluster's training (RunConfig::cluster with ps tasks), for the chief and the workers.
   bool in_cluster() const { return !ps_tasks_.empty(); }
+  actors::WaitOptions cluster_wait() const;  // RunConfig's poll and deadline, and our stop
   runtime::Status connect_cluster();
   runtime::Status place_on_cluster(Model& m);
   runtime::Status ensure_cluster_variables(Model& m);
@@ -231,6 +233,7 @@ class Estimator {
   std::mutex running_mu_;
   caf::actor running_;                               // the EstimatorActor of the running train()
   std::shared_ptr<std::atomic<bool>> running_stop_;  // its stop flag, for request_stop
+  std::atomic<bool> stop_requested_{false};          // since this run began: ends cluster waits
 };
 
 }  // namespace troupe::estimators

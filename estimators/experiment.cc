@@ -346,7 +346,11 @@ Result<ExperimentReport> Experiment::train_and_evaluate() {
 
 void Experiment::request_stop() {
   std::lock_guard<std::mutex> lock(actor_mu_);
-  if (actor_) caf::anon_send(actor_, actors::stop_atom::value);
+  if (!actor_) return;
+  caf::anon_send(actor_, actors::stop_atom::value);
+  // Directly too: the actor reads its mailbox only once the round it is starting has started,
+  // and starting it may mean waiting for the cluster.
+  estimator_.request_stop();
 }
 
 Result<std::vector<std::pair<int64_t, Metrics>>> Experiment::continuous_eval(int64_t last_step,

@@ -406,6 +406,42 @@ TEST_CASE("a cluster resumes with another number of ps tasks; one process evalua
   std::filesystem::remove_all(d.dir);
 }
 
+TEST_CASE("a chief waiting for its ps, a worker for its chief: the first SIGTERM ends each wait") {
+  const Data d = make_data("troupe_cluster_wait_stop");
+  const std::string model = (d.dir / "model").string();
+  const std::string secret = (d.dir / "job.secret").string();
+  const std::string spec = write_job(d, 23000, secret);
+  auto task = [&](const std::string& job) {
+    const std::string what = job == "ps" ? " server" : " train" + train_flags(d, model);
+    return kTroupe + what + " --cluster " + spec + " --job " + job + " --task 0 --secret " +
+           secret + (job == "ps" ? "" : " --cluster-deadline 120");
+  };
+  // Each waiter is terminated once it says whom it waits for (logged every 5 s); it must end
+  // within seconds of the signal, not at its deadline of two minutes.
+  auto stopped_within = [&](const std::string& line, const std::string& log, const char* says) {
+    const auto start = std::chrono::steady_clock::now();
+    Run r = shell(line + " 2>" + log + " & p=$!; until grep -q 'waiting for' " + log +
+                  " || ! kill -0 $p 2>/dev/null; do sleep 0.05; done; kill -TERM $p; wait $p");
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string err = slurp(log);
+    CHECK_MESSAGE(r.status != 0, err);
+    CHECK_MESSAGE(err.find(says) != std::string::npos, err);
+    CHECK_MESSAGE(secs < 30, secs, " s: ", err);
+  };
+  stopped_within(task("chief"), (d.dir / "chief.log").string(),
+                 "stopped while waiting for /job:ps/task:0 at 127.0.0.1:");
+  Run ps = shell(task("ps") + " 2>/dev/null & echo $!");
+  stopped_within(task("worker"), (d.dir / "worker.log").string(),
+                 "stopped while waiting for the chief to initialise");
+  kill(std::atoi(ps.out.c_str()), SIGTERM);
+  for (int i = 0; i < 200 && processes_with(d.dir.string()) > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
 TEST_CASE("troupe server and cluster: unsafe or unclear starts are one line and exit 2") {
   const Data d = make_data("troupe_cluster_flags");
   const std::string spec = (d.dir / "cluster.json").string();
