@@ -1,7 +1,9 @@
 #include "runtime/parallel_section.h"
 
 #include <sched.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
@@ -11,9 +13,22 @@ namespace {
 std::atomic<int> open_sections{0};
 }  // namespace
 
-ParallelSection::ParallelSection() { open_sections.fetch_add(1, std::memory_order_relaxed); }
+int available_cores() {
+  // The main thread's CPUs, not the caller's: a GEMM runs on the graph's worker, which is
+  // pinned to one core while training (actors/graph_core.h). A syscall, beside a GEMM of 2^18
+  // multiply-adds or more.
+  cpu_set_t set;
+  if (sched_getaffinity(getpid(), sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
 
-ParallelSection::~ParallelSection() { open_sections.fetch_sub(1, std::memory_order_relaxed); }
+ParallelSection::ParallelSection(int threads) : open_(threads >= available_cores()) {
+  if (open_) open_sections.fetch_add(1, std::memory_order_relaxed);
+}
+
+ParallelSection::~ParallelSection() {
+  if (open_) open_sections.fetch_sub(1, std::memory_order_relaxed);
+}
 
 void yield_to_parallel_sections(int max_wait_us) {
   if (open_sections.load(std::memory_order_relaxed) == 0) return;

@@ -53,9 +53,11 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T
     return;
   }
   // OpenBLAS runs a GEMM of more than 2^18 multiply-adds on all its threads: background work
-  // steps aside for it (runtime/parallel_section.h).
+  // steps aside for it when they take every core (runtime/parallel_section.h).
   std::optional<runtime::ParallelSection> busy;
-  if (m * n * k > (int64_t(1) << 18) && !std::is_integral_v<T>) busy.emplace();
+  if (m * n * k > (int64_t(1) << 18) && !std::is_integral_v<T>) {
+    busy.emplace(openblas_get_num_threads());
+  }
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (gemv) {
       constexpr auto kRow = CblasRowMajor;

@@ -1,8 +1,10 @@
 // Parallel sections: background work waits while one is open, for no longer than it is told,
-// and not at all when none is.
+// and not at all when none is, or when the kernel leaves a core free.
 #include "runtime/parallel_section.h"
 
 #include <doctest/doctest.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,12 +23,12 @@ double ms_yielding(int max_wait_us) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Opens a section on another thread and closes it when told.
+// Opens a section of `threads` on another thread and closes it when told.
 class OpenElsewhere {
  public:
-  OpenElsewhere() {
-    thread_ = std::thread([this] {
-      runtime::ParallelSection busy;
+  explicit OpenElsewhere(int threads = runtime::available_cores()) {
+    thread_ = std::thread([this, threads] {
+      runtime::ParallelSection busy(threads);
       opened_ = true;
       while (!close_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     });
@@ -74,6 +76,30 @@ TEST_CASE("overlapping sections: the wait lasts until the last one closes") {
   closer.join();
   CHECK(waited >= 50);
   CHECK(waited < 4000);
+}
+
+TEST_CASE("a kernel on fewer threads than this process's cores holds no background work") {
+  cpu_set_t set;
+  REQUIRE(sched_getaffinity(getpid(), sizeof(set), &set) == 0);
+  CHECK(runtime::available_cores() == CPU_COUNT(&set));
+  if (runtime::available_cores() == 1) return;  // one thread takes every core there is
+  OpenElsewhere section(runtime::available_cores() - 1);
+  CHECK(ms_yielding(/*max_wait_us=*/3000000) < 1000);
+  // Counted for the process from a thread pinned to one core, as the graph's worker is while
+  // training: the cores it may not use are still free for background work.
+  std::thread pinned([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) {
+        CPU_SET(c, &one);
+        break;
+      }
+    }
+    CHECK(sched_setaffinity(0, sizeof(one), &one) == 0);
+    CHECK(runtime::available_cores() == CPU_COUNT(&set));
+  });
+  pinned.join();
 }
 
 TEST_CASE("a section that stays open delays background work by at most the limit") {
