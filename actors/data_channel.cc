@@ -1,10 +1,10 @@
 #include "actors/data_channel.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -54,58 +54,9 @@ runtime::Result<sockaddr_in> resolve(const std::string& host, uint16_t port) {
   return addr;
 }
 
-// Reads exactly `size` bytes; false on an error, a timeout or the end of the stream (errno
-// says which).
-bool read_all(int fd, char* data, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::recv(fd, data + done, size - done, 0);
-    if (n == 0) {
-      errno = ECONNRESET;
-      return false;
-    }
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // A frame's buffer is allocated up to this much before its bytes arrive; past it, only once
 // they have: a header is a claim, not a promise.
 constexpr uint64_t kFirstFrameChunk = uint64_t(16) << 20;
-
-std::string read_error() {
-  return errno == EAGAIN || errno == EWOULDBLOCK ? "timed out" : errno_text();
-}
-
-// Reads one frame into a buffer of its own (not zeroed first: every byte is read over); an
-// error message, empty on success.
-std::string read_frame(int fd, uint64_t max_bytes, runtime::Bytes* body) {
-  unsigned char header[8];
-  if (!read_all(fd, reinterpret_cast<char*>(header), sizeof header)) return read_error();
-  uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= uint64_t(header[i]) << (8 * i);
-  if (n > max_bytes) {
-    return "a frame of " + std::to_string(n) + " bytes is longer than the limit of " +
-           std::to_string(max_bytes);
-  }
-  const uint64_t first = std::min(n, kFirstFrameChunk);
-  std::shared_ptr<char[]> buffer(new (std::nothrow) char[first]);
-  if (!buffer && first > 0) return "no memory for a frame of " + std::to_string(n) + " bytes";
-  if (!read_all(fd, buffer.get(), first)) return read_error();
-  if (n > first) {
-    std::shared_ptr<char[]> whole(new (std::nothrow) char[n]);
-    if (!whole) return "no memory for a frame of " + std::to_string(n) + " bytes";
-    std::memcpy(whole.get(), buffer.get(), first);
-    buffer = std::move(whole);
-    if (!read_all(fd, buffer.get() + first, n - first)) return read_error();
-  }
-  *body = runtime::Bytes{buffer, buffer.get(), n};
-  return "";
-}
 
 void set_timeout(int fd, std::chrono::milliseconds timeout) {
   timeval tv{};
@@ -116,6 +67,64 @@ void set_timeout(int fd, std::chrono::milliseconds timeout) {
 }
 
 }  // namespace
+
+FrameReader::Got FrameReader::read(int fd, uint64_t max_bytes, runtime::Bytes* frame) {
+  for (;;) {
+    if (header_got_ == sizeof header_ && got_ == size_) {
+      *frame = runtime::Bytes{body_, body_ ? body_.get() : nullptr, size_};
+      header_got_ = 0;
+      body_.reset();
+      got_ = capacity_ = size_ = 0;
+      return Got::kFrame;
+    }
+    char* into;
+    size_t room;
+    if (header_got_ < sizeof header_) {
+      into = reinterpret_cast<char*>(header_) + header_got_;
+      room = sizeof header_ - header_got_;
+    } else {
+      if (got_ == capacity_) {
+        // Not zeroed: every byte is read over.
+        const uint64_t grown = capacity_ == 0 ? std::min(size_, kFirstFrameChunk) : size_;
+        std::shared_ptr<char[]> bigger(new (std::nothrow) char[grown]);
+        if (!bigger) {
+          why_ = "no memory for a frame of " + std::to_string(size_) + " bytes";
+          return Got::kEnd;
+        }
+        if (got_ > 0) std::memcpy(bigger.get(), body_.get(), got_);
+        body_ = std::move(bigger);
+        capacity_ = grown;
+      }
+      into = body_.get() + got_;
+      room = capacity_ - got_;
+    }
+    const ssize_t n = ::recv(fd, into, room, 0);
+    if (n == 0) {
+      why_ = "the connection was closed";
+      return Got::kEnd;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return Got::kAgain;
+      why_ = errno_text();
+      return Got::kEnd;
+    }
+    received_ += static_cast<uint64_t>(n);
+    if (header_got_ == sizeof header_) {
+      got_ += static_cast<uint64_t>(n);
+      continue;
+    }
+    header_got_ += static_cast<size_t>(n);
+    if (header_got_ < sizeof header_) continue;
+    size_ = 0;
+    for (int i = 0; i < 8; ++i) size_ |= uint64_t(header_[i]) << (8 * i);
+    if (size_ > max_bytes) {
+      why_ = "a frame of " + std::to_string(size_) + " bytes is longer than the limit of " +
+             std::to_string(max_bytes);
+      return Got::kEnd;
+    }
+  }
+}
 
 namespace {
 
@@ -138,11 +147,7 @@ struct DataServer::Connection {
   std::string peer;
   Phase phase = Phase::kFrames;
   std::string hello, answer, handshake;  // the job secret's exchange, as far as it went
-  // The frame being read: its header, then its body, whose buffer grows as the bytes come.
-  unsigned char header[8] = {};
-  size_t header_got = 0;
-  uint64_t size = 0, got = 0, capacity = 0;
-  std::shared_ptr<char[]> body;
+  FrameReader reader;
   bool at_shard = false;  // a call is at the shard: read nothing more until its reply is out
   std::deque<std::vector<char>> out;  // to write, in order; the front from out_at on
   size_t out_at = 0;
@@ -407,47 +412,13 @@ void DataServer::read_handshake(Connection& c) {
 void DataServer::read_frames(Connection& c) {
   const uint64_t id = c.id;
   while (!c.at_shard) {
-    ssize_t n;
-    if (c.header_got < sizeof c.header) {
-      n = ::recv(c.fd, c.header + c.header_got, sizeof c.header - c.header_got, 0);
-    } else {
-      if (c.got == c.capacity) {
-        // The buffer grows as bytes arrive: up to kFirstFrameChunk at first, then to the size.
-        const uint64_t grown = c.capacity == 0 ? std::min(c.size, kFirstFrameChunk) : c.size;
-        std::shared_ptr<char[]> bigger(new (std::nothrow) char[std::max<uint64_t>(1, grown)]);
-        if (!bigger) return close(id);
-        if (c.got > 0) std::memcpy(bigger.get(), c.body.get(), c.got);
-        c.body = std::move(bigger);
-        c.capacity = grown;
-      }
-      n = c.size == 0 ? 0 : ::recv(c.fd, c.body.get() + c.got, c.capacity - c.got, 0);
-      if (c.size == 0) n = 1;  // an empty frame: nothing to read
-    }
-    if (n == 0) return close(id);  // the peer is gone
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      if (errno == EINTR) continue;
-      return close(id);
-    }
-    c.deadline = Clock::now() + options_.idle_timeout;
-    if (c.header_got < sizeof c.header) {
-      c.header_got += static_cast<size_t>(n);
-      if (c.header_got < sizeof c.header) continue;
-      c.size = 0;
-      for (int i = 0; i < 8; ++i) c.size |= uint64_t(c.header[i]) << (8 * i);
-      if (c.size > options_.max_frame_bytes) return close(id);
-      c.got = c.capacity = 0;
-      c.body.reset();
-      continue;
-    }
-    if (c.size > 0) c.got += static_cast<uint64_t>(n);
-    if (c.got < c.size) continue;
-    // A whole call: to the shard, through the relay.
-    runtime::Bytes call{c.body, c.body ? c.body.get() : nullptr, c.size};
-    c.header_got = 0;
-    c.body.reset();
-    c.got = c.capacity = c.size = 0;
-    c.at_shard = true;
+    const uint64_t before = c.reader.received();
+    runtime::Bytes call;
+    const FrameReader::Got got = c.reader.read(c.fd, options_.max_frame_bytes, &call);
+    if (c.reader.received() != before) c.deadline = Clock::now() + options_.idle_timeout;
+    if (got == FrameReader::Got::kEnd) return close(id);
+    if (got == FrameReader::Got::kAgain) break;
+    c.at_shard = true;  // to the shard, through the relay
     caf::anon_send(relay_, id, std::move(call));
   }
   watch(c);
@@ -558,6 +529,7 @@ runtime::Result<std::shared_ptr<DataChannel>> DataChannel::connect(
     Runtime& runtime, const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
   const std::string peer = host + ":" + std::to_string(port);
   TROUPE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, port));
+  TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<ChannelPoller> poller, runtime.channel_poller());
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return runtime::unavailable("data channel to ", peer, ": ", errno_text());
   set_timeout(fd, timeout);
@@ -575,34 +547,26 @@ runtime::Result<std::shared_ptr<DataChannel>> DataChannel::connect(
       return runtime::unavailable("data channel to ", peer, ": ", refused);
     }
   }
-  const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake < 0) {
+  // From here on the poller's thread reads as bytes come, and a call writes what the socket
+  // takes at once.
+  if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
     const std::string why = errno_text();
     ::close(fd);
     return runtime::unavailable("data channel to ", peer, ": ", why);
   }
-  std::shared_ptr<DataChannel> channel(new DataChannel(fd, wake, peer, timeout));
-  try {
-    channel->thread_ = std::thread([c = channel.get()] { c->run(); });
-  } catch (const std::system_error& e) {
-    return runtime::unavailable("data channel to ", peer, ": no thread (", e.what(), ")");
-  }
+  std::shared_ptr<DataChannel> channel(new DataChannel(fd, poller, peer, timeout));
+  Status added = poller->add(channel.get(), fd);
+  if (!added.ok()) return added.with_context("data channel to " + peer);
   return channel;
 }
 
-DataChannel::DataChannel(int fd, int wake_fd, std::string peer, std::chrono::milliseconds timeout)
-    : fd_(fd), wake_fd_(wake_fd), peer_(std::move(peer)), timeout_(timeout) {}
+DataChannel::DataChannel(int fd, std::shared_ptr<ChannelPoller> poller, std::string peer,
+                         std::chrono::milliseconds timeout)
+    : fd_(fd), poller_(std::move(poller)), peer_(std::move(peer)), timeout_(timeout) {}
 
 DataChannel::~DataChannel() {
-  closing_.store(true);
-  ::shutdown(fd_, SHUT_RDWR);  // ends a read in progress
-  const uint64_t one = 1;
-  if (::write(wake_fd_, &one, sizeof one) != sizeof one) {
-    // Only a full counter refuses, and the thread reads it to zero at every wake-up.
-  }
-  if (thread_.joinable()) thread_.join();
+  poller_->remove(id_, fd_);
   ::close(fd_);
-  ::close(wake_fd_);
 }
 
 void DataChannel::call(ChannelCall call, const caf::actor& reply_to, uint64_t tag) {
@@ -619,14 +583,9 @@ void DataChannel::call(ChannelCall call, const caf::actor& reply_to, uint64_t ta
   out_.back().frame();
   calls_.fetch_add(1, std::memory_order_relaxed);
   sent_.fetch_add(out_.back().bytes, std::memory_order_relaxed);
-  if (out_.size() > 1) return;  // behind another call's bytes: the thread writes both
+  if (out_.size() > 1) return;  // behind another call's bytes: the poller writes both
   if (!write_pending()) return;
-  if (!out_.empty()) {
-    const uint64_t one = 1;  // the rest waits for room in the socket: the thread's to write
-    if (::write(wake_fd_, &one, sizeof one) != sizeof one) {
-      // Only a full counter refuses, and the thread reads it to zero at every wake-up.
-    }
-  }
+  watch_locked();  // the rest, if any, waits for room in the socket: the poller's to write
 }
 
 bool DataChannel::write_pending() {
@@ -676,47 +635,34 @@ void DataChannel::fail_locked(const std::string& why) {
   }
   waiting_.clear();
   out_.clear();
+  watch_locked();  // nothing more: a shut socket would report itself for ever
 }
 
-// The channel's thread: writes what calls left, reads the replies and hands each to its caller.
-// The oldest call waiting fails the channel when nothing comes for it for the timeout (the
-// time before counts from the reply before it); the thread looks at least once a second, so a
-// call made while it slept is bounded too without waking it.
-void DataChannel::run() {
+void DataChannel::watch_locked() {
+  const uint32_t want = !broken_.empty() ? 0 : out_.empty() ? EPOLLIN : EPOLLIN | EPOLLOUT;
+  if (want == watching_) return;
+  watching_ = want;
+  poller_->watch(id_, fd_, want);
+}
+
+std::chrono::steady_clock::time_point DataChannel::deadline() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return (waiting_.empty() ? Clock::now() : waiting_.front().since) + timeout_;
+}
+
+// Writes what calls left, reads the replies and hands each to its caller.
+void DataChannel::on_events(uint32_t events) {
+  if (events & EPOLLOUT) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!write_pending()) return;
+    watch_locked();
+  }
+  if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP))) return;
   for (;;) {
-    bool writing = false;
-    auto wait = std::chrono::milliseconds(std::min<int64_t>(timeout_.count(), 1000));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      writing = !out_.empty();
-      if (!waiting_.empty()) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            waiting_.front().since + timeout_ - Clock::now());
-        if (left.count() <= 0) return fail_locked("receiving: timed out");
-        wait = std::min(wait, left);
-      }
-    }
-    pollfd p[2] = {{fd_, static_cast<short>(POLLIN | (writing ? POLLOUT : 0)), 0},
-                   {wake_fd_, POLLIN, 0}};
-    const int ready = ::poll(p, 2, static_cast<int>(wait.count()) + 1);
-    if (closing_.load()) return;
-    if (ready == 0) continue;
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) return fail("waiting: " + errno_text());
-    if (p[1].revents) {
-      uint64_t count = 0;
-      if (::read(wake_fd_, &count, sizeof count) != sizeof count) {
-        // Nothing to read: another wake-up took it.
-      }
-    }
-    if (p[0].revents & POLLOUT) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!write_pending()) return;
-    }
-    if (!(p[0].revents & (POLLIN | POLLERR | POLLHUP))) continue;
     runtime::Bytes reply;
-    const std::string why = read_frame(fd_, DataServerOptions{}.max_frame_bytes, &reply);
-    if (!why.empty()) return fail("receiving: " + why);
+    const FrameReader::Got got = reader_.read(fd_, DataServerOptions{}.max_frame_bytes, &reply);
+    if (got == FrameReader::Got::kAgain) return;
+    if (got == FrameReader::Got::kEnd) return fail("receiving: " + reader_.why());
     received_.fetch_add(8 + reply.size, std::memory_order_relaxed);
     Waiting w;
     {
@@ -729,6 +675,103 @@ void DataChannel::run() {
     if (caf::strong_actor_ptr to = w.to.lock()) {
       caf::anon_send(caf::actor_cast<caf::actor>(to), channel_reply_atom::value, w.tag,
                      std::move(reply));
+    }
+  }
+}
+
+runtime::Result<std::shared_ptr<ChannelPoller>> ChannelPoller::start() {
+  const int epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  const std::string why = errno_text();
+  if (epoll_fd < 0 || wake < 0) {
+    if (epoll_fd >= 0) ::close(epoll_fd);
+    if (wake >= 0) ::close(wake);
+    return runtime::resource_exhausted("data channels: cannot wait on connections: ", why);
+  }
+  std::shared_ptr<ChannelPoller> poller(new ChannelPoller(epoll_fd, wake));
+  epoll_event wake_event{EPOLLIN, {.u64 = 0}};
+  if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, wake, &wake_event) != 0) {
+    return runtime::resource_exhausted("data channels: epoll: ", errno_text());
+  }
+  try {
+    poller->thread_ = std::thread([p = poller.get()] { p->run(); });
+  } catch (const std::system_error& e) {
+    return runtime::resource_exhausted("data channels: cannot start their thread: ", e.what());
+  }
+  return poller;
+}
+
+ChannelPoller::~ChannelPoller() {
+  stopping_ = true;
+  const uint64_t one = 1;
+  if (::write(wake_fd_, &one, sizeof one) != sizeof one) {
+    // Only a full counter refuses, and the thread reads it to zero at every wake-up.
+  }
+  if (thread_.joinable()) thread_.join();
+  ::close(epoll_fd_);
+  ::close(wake_fd_);
+}
+
+Status ChannelPoller::add(DataChannel* channel, int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t id = next_id_++;
+  channel->id_ = id;
+  channel->watching_ = EPOLLIN;
+  epoll_event e{EPOLLIN, {.u64 = id}};
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &e) != 0) {
+    return runtime::resource_exhausted("epoll: ", errno_text());
+  }
+  channels_.emplace(id, channel);
+  return runtime::ok_status();
+}
+
+void ChannelPoller::remove(uint64_t id, int fd) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (channels_.erase(id) > 0) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+}
+
+void ChannelPoller::watch(uint64_t id, int fd, uint32_t events) {
+  if (events == 0) {
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+    return;
+  }
+  epoll_event e{events, {.u64 = id}};
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &e);
+}
+
+// Between events it looks at least once a second: a call made while it waited is bounded too.
+void ChannelPoller::run() {
+  std::vector<epoll_event> events(64);
+  auto next = Clock::now() + std::chrono::seconds(1);
+  while (!stopping_) {
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                               static_cast<int>(std::max<int64_t>(0, wait.count()) + 1));
+    if (n < 0 && errno != EINTR) {
+      runtime::log_error("data channels: epoll_wait: ", errno_text());
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int i = 0; i < n && !stopping_; ++i) {
+      const uint64_t id = events[i].data.u64;
+      if (id == 0) {
+        uint64_t count = 0;
+        if (::read(wake_fd_, &count, sizeof count) != sizeof count) {
+          // Nothing to read: another wake-up took it.
+        }
+      } else if (auto it = channels_.find(id); it != channels_.end()) {
+        it->second->on_events(events[i].events);
+      }
+    }
+    const auto now = Clock::now();
+    next = now + std::chrono::seconds(1);
+    for (const auto& [id, channel] : channels_) {
+      const auto due = channel->deadline();
+      if (due <= now) {
+        channel->fail("receiving: timed out");
+      } else {
+        next = std::min(next, due);
+      }
     }
   }
 }

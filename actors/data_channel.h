@@ -121,13 +121,34 @@ class DataServer {
 // there is none.
 using channel_reply_atom = caf::atom_constant<caf::atom("chreply")>;
 
+// Reads length-prefixed frames from a non-blocking socket as their bytes come: the header, then
+// a body whose buffer grows as the bytes arrive (a header is a claim, not a promise). The
+// server's thread and the channels' poller each keep one per connection.
+class FrameReader {
+ public:
+  enum class Got { kFrame, kAgain, kEnd };  // kEnd: closed, failed or refused; why() says
+  // Reads until a whole frame is in `frame` or the socket has nothing more for now.
+  Got read(int fd, uint64_t max_bytes, runtime::Bytes* frame);
+  const std::string& why() const { return why_; }
+  uint64_t received() const { return received_; }  // bytes so far, headers included
+
+ private:
+  unsigned char header_[8] = {};
+  size_t header_got_ = 0;
+  uint64_t size_ = 0, got_ = 0, capacity_ = 0, received_ = 0;
+  std::shared_ptr<char[]> body_;
+  std::string why_;
+};
+
+class ChannelPoller;
+
 // One connection to a DataServer, shared by the node actors of a session. A call is written by
 // the calling thread as far as the socket takes it at once (usually all of it: no hand-over to
-// another thread); the channel's one thread writes what is left, reads the replies, which come
-// in the calls' order, and sends each to the actor that made the call. A reply is awaited at
-// most `timeout`, as is a write. The first error ends the channel: every call waiting and every
-// later one gets it. Thread-safe; the last owner's destructor closes the connection and joins
-// the thread.
+// another thread); the Runtime's one channel thread (ChannelPoller, below) writes what is left,
+// reads the replies, which come in the calls' order, and sends each to the actor that made the
+// call. A reply is awaited at most `timeout`, as is a write. The first error ends the channel:
+// every call waiting and every later one gets it. Thread-safe; the last owner's destructor
+// closes the connection.
 class DataChannel {
  public:
   static runtime::Result<std::shared_ptr<DataChannel>> connect(Runtime& runtime,
@@ -150,17 +171,26 @@ class DataChannel {
   Traffic traffic() const { return {calls_.load(), sent_.load(), received_.load()}; }
 
  private:
+  friend class ChannelPoller;
   struct Out;
-  DataChannel(int fd, int wake_fd, std::string peer, std::chrono::milliseconds timeout);
-  void run();
+  DataChannel(int fd, std::shared_ptr<ChannelPoller> poller, std::string peer,
+              std::chrono::milliseconds timeout);
+  // On the poller's thread:
+  void on_events(uint32_t events);
+  // When the oldest call waiting fails unanswered; with none waiting, a timeout from now (a
+  // call may come meanwhile): when the poller must look again.
+  std::chrono::steady_clock::time_point deadline();
   bool write_pending();  // false on an error (the channel is then broken); mu_ held
+  void watch_locked();   // the poller waits for what the channel needs now; mu_ held
   void fail(const std::string& why);
   void fail_locked(const std::string& why);
 
   const int fd_;
-  const int wake_fd_;  // an eventfd: a call left bytes to write, or the channel closes
+  const std::shared_ptr<ChannelPoller> poller_;
+  uint64_t id_ = 0;  // the poller's name for it
   const std::string peer_;
   const std::chrono::milliseconds timeout_;
+  FrameReader reader_;  // the poller's thread's alone
   std::mutex mu_;
   struct Waiting {
     caf::weak_actor_ptr to;
@@ -170,8 +200,40 @@ class DataChannel {
   std::deque<Waiting> waiting_;  // sent and not yet answered, oldest first
   std::deque<Out> out_;          // written in part or not at all, in order
   std::string broken_;           // why the connection is unusable, once it is
-  std::atomic<bool> closing_{false};
+  uint32_t watching_ = 0;        // the events the poller waits for
   std::atomic<uint64_t> calls_{0}, sent_{0}, received_{0};
+};
+
+// The one thread of a Runtime that waits on every DataChannel's socket (epoll), as a
+// DataServer's thread waits on its peers: a process's channels to its ps tasks cost one thread,
+// however many tasks there are. It reads replies and hands them to their callers, writes what
+// calls left unwritten, and fails a channel whose oldest call waits past its timeout (it looks
+// at least once a second and once a timeout). Runtime::channel_poller() starts it on first use;
+// the channels share it, so it outlives the last of them.
+class ChannelPoller {
+ public:
+  static runtime::Result<std::shared_ptr<ChannelPoller>> start();
+  ~ChannelPoller();
+  ChannelPoller(const ChannelPoller&) = delete;
+  ChannelPoller& operator=(const ChannelPoller&) = delete;
+
+  // Watches `channel`'s socket `fd` from now on, for replies.
+  runtime::Status add(DataChannel* channel, int fd);
+  // After it returns, the thread no longer calls the channel.
+  void remove(uint64_t id, int fd);
+  // What the thread waits for on `fd` (0: nothing, as for a broken channel). Any thread.
+  void watch(uint64_t id, int fd, uint32_t events);
+
+ private:
+  ChannelPoller(int epoll_fd, int wake_fd) : epoll_fd_(epoll_fd), wake_fd_(wake_fd) {}
+  void run();
+
+  const int epoll_fd_;
+  const int wake_fd_;  // an eventfd: stop
+  std::atomic<bool> stopping_{false};
+  std::mutex mu_;  // held while the thread calls a channel: remove() waits for it
+  std::map<uint64_t, DataChannel*> channels_;
+  uint64_t next_id_ = 1;  // 0 names the wake-up
   std::thread thread_;
 };
 

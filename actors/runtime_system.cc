@@ -2,6 +2,7 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/data_channel.h"
 #include "actors/graph_core.h"
 #include "actors/member_middleman.h"
 #include "actors/scheduler.h"
@@ -90,5 +91,13 @@ Runtime::~Runtime() {
 }
 
 size_t Runtime::running_actors() const { return system_->registry().running(); }
+
+runtime::Result<std::shared_ptr<ChannelPoller>> Runtime::channel_poller() {
+  std::lock_guard<std::mutex> lock(poller_mu_);
+  if (!poller_) {
+    TROUPE_ASSIGN_OR_RETURN(poller_, ChannelPoller::start());
+  }
+  return poller_;
+}
 
 }  // namespace troupe::actors

@@ -17,11 +17,14 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 
 #include "actors/job_secret.h"
 #include "runtime/status.h"
 
 namespace troupe::actors {
+
+class ChannelPoller;
 
 struct RuntimeOptions {
   // CAF workers. One runs the whole graph: with a second one, even parked, it sometimes steals
@@ -63,12 +66,17 @@ class Runtime {
   runtime::Result<caf::actor> remote_actor(const std::string& host, uint16_t port);
   // Actors still running; 0 after every session and server is gone.
   size_t running_actors() const;
+  // The one thread that serves this runtime's data channels (data_channel.h), started on the
+  // first call.
+  runtime::Result<std::shared_ptr<ChannelPoller>> channel_poller();
 
  private:
   std::unique_ptr<caf::actor_system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
   std::shared_ptr<const JobSecret> secret_;
   caf::actor member_middleman_;
+  std::mutex poller_mu_;
+  std::shared_ptr<ChannelPoller> poller_;
 };
 
 }  // namespace troupe::actors

@@ -500,6 +500,71 @@ TEST_CASE("a data channel writes calls without waiting for replies; they come ba
   ::close(listener);
 }
 
+TEST_CASE("a runtime's data channels share one thread, which puts replies together as they come") {
+  // Three servers, each answering one call with a reply sent in pieces: the header split, the
+  // body in three parts, a pause between each.
+  constexpr int kServers = 3;
+  uint16_t ports[kServers] = {};
+  int listeners[kServers] = {};
+  std::vector<std::thread> servers;
+  for (int i = 0; i < kServers; ++i) {
+    listeners[i] = listen_on(&ports[i]);
+    servers.emplace_back([listener = listeners[i], i] {
+      const int fd = ::accept(listener, nullptr, nullptr);
+      char header[8];
+      bool ok = ::recv(fd, header, 8, MSG_WAITALL) == 8;
+      uint64_t n = 0;
+      for (int k = 0; k < 8; ++k) n |= uint64_t(static_cast<unsigned char>(header[k])) << (8 * k);
+      std::string body(ok ? n : 0, '\0');
+      ok = ok && ::recv(fd, body.data(), n, MSG_WAITALL) == static_cast<ssize_t>(n);
+      const std::string reply = std::string(3000 * (i + 1), static_cast<char>('a' + i));
+      const std::string frame = frame_header(reply.size()) + reply;
+      const size_t cuts[] = {0, 3, 8, 1000, 2500, frame.size()};
+      for (size_t k = 0; ok && k + 1 < std::size(cuts); ++k) {
+        const size_t piece = cuts[k + 1] - cuts[k];
+        ok = ::send(fd, frame.data() + cuts[k], piece, MSG_NOSIGNAL) == ssize_t(piece);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      ::close(fd);
+    });
+  }
+  auto threads = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                         std::filesystem::directory_iterator{});
+  };
+  actors::Runtime rt;
+  const auto before = threads();
+  std::vector<std::shared_ptr<actors::DataChannel>> channels;
+  for (int i = 0; i < kServers; ++i) {
+    auto channel =
+        actors::DataChannel::connect(rt, "127.0.0.1", ports[i], std::chrono::seconds(10));
+    REQUIRE_MESSAGE(channel.ok(), channel.status().to_string());
+    channels.push_back(*channel);
+  }
+  CHECK(threads() == before + 1);
+  caf::scoped_actor self{rt.system()};
+  for (int i = 0; i < kServers; ++i) {
+    auto message = std::make_shared<capnp::MallocMessageBuilder>();
+    message->initRoot<capnp::AnyPointer>();
+    channels[i]->call(actors::ChannelCall{message, {}}, self, static_cast<uint64_t>(i));
+  }
+  std::map<uint64_t, std::string> replies;
+  for (int i = 0; i < kServers; ++i) {
+    self->receive(
+        [&](actors::channel_reply_atom, uint64_t tag, runtime::Bytes& r) {
+          replies[tag] = std::string(r.data, r.size);
+        },
+        [&](actors::channel_reply_atom, uint64_t tag, std::string& why) { replies[tag] = why; },
+        caf::after(std::chrono::seconds(10)) >> [] {});
+  }
+  for (int i = 0; i < kServers; ++i) {
+    CHECK(replies[i] == std::string(3000 * (i + 1), static_cast<char>('a' + i)));
+    CHECK(channels[i]->traffic().bytes_received == 8 + 3000 * (i + 1));
+  }
+  for (auto& t : servers) t.join();
+  for (int fd : listeners) ::close(fd);
+}
+
 TEST_CASE("a data channel's call bigger than the socket takes at once arrives whole, in order") {
   // A server that reads nothing for a while: the first call's 16 MB cannot all go at once, so
   // the channel's thread writes the rest when there is room, and the second call waits its turn.
