@@ -287,7 +287,7 @@ Result<input::Dataset> Estimator::worker_part(const input::Dataset& data) {
 
 Result<TrainResult> Estimator::train(const input::Dataset& data, TrainOptions options) {
   TROUPE_ASSIGN_OR_RETURN(caf::actor run, spawn_training(data, std::move(options)));
-  if (!run) return finish_training(RunOutcome{runtime::ok_status(), global_step()});
+  if (!run) return finish_training(RunOutcome{runtime::ok_status()});
   return finish_training(await_run(run, "training"));
 }
 
@@ -413,7 +413,7 @@ Result<TrainResult> Estimator::finish_training(const RunOutcome& outcome) {
   if (train_events_) TROUPE_RETURN_IF_ERROR(train_events_->flush());
   TrainResult result;
   result.global_step = global_step();
-  result.steps = result.global_step - outcome.first_step;
+  result.steps = outcome.steps;
   result.loss = outcome.loss;
   result.end_of_input = outcome.end_of_input;
   result.stopped = outcome.stopped;

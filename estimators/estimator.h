@@ -58,7 +58,7 @@ struct TrainOptions {
 
 struct TrainResult {
   int64_t global_step = 0;
-  int64_t steps = 0;  // run by this call
+  int64_t steps = 0;  // run by this call (a cluster's replica: its own, not the others')
   double loss = 0;    // of the last step
   bool end_of_input = false;
   bool stopped = false;  // by request_stop()

@@ -306,6 +306,7 @@ void segment(RunActor* self) {
       .then(
           [self, profile_error](actors::LoopResult& r) {
             RunState& st = self->state;
+            st.outcome.steps += r.steps_done;
             if (!r.status.ok()) return fail(self, r.status);
             if (!profile_error->ok()) return fail(self, *profile_error);
             if (r.end_of_input) {
@@ -376,7 +377,6 @@ caf::behavior estimator_actor(RunActor* self, EstimatorActorSpec spec) {
       [self](start_run_atom) -> caf::typed_response_promise<RunOutcome> {
         RunState& st = self->state;
         st.promise = self->make_response_promise<RunOutcome>();
-        st.outcome.first_step = global_step(st);
         if (st.spec.mode != Mode::kTrain) {
           st.consumption = std::make_shared<Consumption>();
           st.consumption->consume = st.spec.consume;

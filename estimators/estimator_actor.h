@@ -93,9 +93,9 @@ struct EstimatorActorSpec {
 
 struct RunOutcome {
   runtime::Status status;
-  int64_t first_step = 0;  // the global step the run started at
-  double loss = 0;         // training: of the last step
-  int64_t consumed = 0;    // evaluation and prediction: batches handed to the consumer
+  int64_t steps = 0;     // training: the steps this run ran (a cluster's replica: its own)
+  double loss = 0;       // training: of the last step
+  int64_t consumed = 0;  // evaluation and prediction: batches handed to the consumer
   bool end_of_input = false;
   bool stopped = false;  // by a stop message
   int restarts = 0;

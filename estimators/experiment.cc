@@ -293,7 +293,7 @@ caf::behavior Experiment::actor_behavior(ExperimentActor* self, Experiment* expe
         Experiment& e = *st.experiment;
         auto run = e.estimator_.spawn_training(e.train_, e.round_options());
         if (!run.ok()) return deliver(run.status());
-        if (!*run) return trained(RunOutcome{runtime::ok_status(), e.estimator_.global_step()});
+        if (!*run) return trained(RunOutcome{runtime::ok_status()});
         st.run = *run;
         self->request(st.run, caf::infinite, start_run_atom::value)
             .then(

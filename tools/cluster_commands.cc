@@ -394,9 +394,9 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
   for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
 
   runtime::set_log_task("cluster");
-  runtime::log_info("job of ", ps, " ps, 1 chief, ", workers - 1, " workers",
-                    evaluator ? ", 1 evaluator" : "", flags.count("pin") ? ", pinned" : "", ": ",
-                    spec);
+  runtime::log_info("job of ", ps, " ps, 1 chief, ", workers - 1,
+                    workers == 2 ? " worker" : " workers", evaluator ? ", 1 evaluator" : "",
+                    flags.count("pin") ? ", pinned" : "", ": ", spec);
   Pinning pins;
   if (flags.count("pin")) {
     auto p = pinning(static_cast<size_t>(workers));
