@@ -38,9 +38,7 @@ Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
                          const std::vector<Tensor>& inputs, std::vector<char>* out,
                          const ShardCallExtras& extras) {
   TROUPE_ASSIGN_OR_RETURN(auto builder, build_shard_call(graph, node, inputs, extras));
-  size_t bytes = 0;
-  for (const Tensor& t : inputs) bytes += t.byte_size();
-  return runtime::write_message(*builder, out, bytes);
+  return runtime::write_message(*builder, out);
 }
 
 Result<ShardCall> decode_shard_call(std::shared_ptr<const std::vector<char>> bytes) {
@@ -81,17 +79,15 @@ Status encode_shard_reply(const Status& status, const std::vector<Tensor>& outpu
                           std::vector<char>* out) {
   capnp::MallocMessageBuilder builder;
   auto msg = builder.initRoot<schema::ShardReply>();
-  size_t bytes = 0;
   if (!status.ok()) {
     msg.setError(status.to_string());
   } else {
     auto list = msg.initOutputs(static_cast<unsigned>(outputs.size()));
     for (size_t i = 0; i < outputs.size(); ++i) {
       TROUPE_RETURN_IF_ERROR(runtime::write_tensor(outputs[i], list[i], builder.getOrphanage()));
-      bytes += outputs[i].byte_size();
     }
   }
-  return runtime::write_message(builder, out, bytes);
+  return runtime::write_message(builder, out);
 }
 
 Result<std::vector<Tensor>> decode_shard_reply(std::shared_ptr<const std::vector<char>> bytes) {

@@ -266,13 +266,12 @@ Result<std::string> encode_checkpoint(const CheckpointData& data) {
   auto root = m.initRoot<schema::Checkpoint>();
   root.setGlobalStep(data.global_step);
   auto entries = root.initEntries(static_cast<unsigned>(data.tensors.size()));
-  size_t bytes = 0, i = 0;
+  size_t i = 0;
   for (const auto& [name, t] : data.tensors) {
     auto e = entries[static_cast<unsigned>(i++)];
     e.setName(name);
     e.setCrc32c(tensor_crc(t));
     TROUPE_RETURN_IF_ERROR(write_tensor(t, e.initTensor(), m.getOrphanage()));
-    bytes += t.byte_size();
   }
   auto names = root.initMetricNames(static_cast<unsigned>(data.metrics.size()));
   auto values = root.initMetricValues(static_cast<unsigned>(data.metrics.size()));
@@ -284,7 +283,7 @@ Result<std::string> encode_checkpoint(const CheckpointData& data) {
   root.setInputBatches(data.input.batches);
   root.setInputFingerprint(data.input.fingerprint);
   std::vector<char> blob;
-  TROUPE_RETURN_IF_ERROR(write_message(m, &blob, bytes));
+  TROUPE_RETURN_IF_ERROR(write_message(m, &blob));
   std::string file(kMagic, sizeof kMagic);
   append_record_frame(blob.data(), blob.size(), &file);
   return file;

@@ -144,7 +144,7 @@ Status encode_graph(const Graph& graph, std::vector<char>* out) {
     auto names = collections[i].initNodes(static_cast<unsigned>(ids.size()));
     for (size_t j = 0; j < ids.size(); ++j) names.set(j, graph.node(ids[j]).name);
   }
-  return write_message(builder, out, 4096);
+  return write_message(builder, out);
 }
 
 Status decode_graph(std::shared_ptr<const std::vector<char>> bytes, Graph* out) {

@@ -154,9 +154,12 @@ Status write_tensor(const Tensor& t, schema::Tensor::Builder msg, capnp::Orphana
   return ok_status();
 }
 
-Status write_message(capnp::MessageBuilder& builder, std::vector<char>* out, size_t size_hint) {
+Status write_message(capnp::MessageBuilder& builder, std::vector<char>* out) {
+  // Sized exactly, so that the bytes are copied once: a reserve of the tensors' bytes plus a
+  // margin fell short of a ps reply's header (six tensors: some 400 bytes), and the vector's
+  // last growth copied the whole reply again, as much work on the ps as the optimizer's.
   out->clear();
-  out->reserve(size_hint + 256);
+  out->reserve(capnp::computeSerializedSizeInWords(builder) * sizeof(capnp::word));
   VectorOutput stream(out);
   kj::Maybe<kj::Exception> failure =
       kj::runCatchingExceptions([&]() { capnp::writeMessage(stream, builder); });
@@ -212,7 +215,7 @@ Status encode_tensor(const Tensor& t, std::vector<char>* out) {
   capnp::MallocMessageBuilder builder;
   TROUPE_RETURN_IF_ERROR(
       write_tensor(t, builder.initRoot<schema::Tensor>(), builder.getOrphanage()));
-  return write_message(builder, out, t.byte_size());
+  return write_message(builder, out);
 }
 
 Result<Tensor> decode_tensor(std::shared_ptr<const std::vector<char>> bytes) {

@@ -5,7 +5,7 @@
 //   capnp::MallocMessageBuilder m;
 //   auto call = m.initRoot<schema::ShardCall>();
 //   TROUPE_RETURN_IF_ERROR(write_tensor(t, call.initInputs(1)[0], m.getOrphanage()));
-//   TROUPE_RETURN_IF_ERROR(write_message(m, &blob, t.byte_size()));
+//   TROUPE_RETURN_IF_ERROR(write_message(m, &blob));
 //
 // Thread-safe: no shared state.
 #pragma once
@@ -31,7 +31,7 @@ Status write_tensor(const Tensor& t, schema::Tensor::Builder msg, capnp::Orphana
 // Validates and reads; with `keep_alive`, the tensor borrows the message's data in place.
 Result<Tensor> read_tensor(schema::Tensor::Reader msg, std::shared_ptr<const void> keep_alive);
 // Writes a whole message (flat, with its segment table) into `out`.
-Status write_message(capnp::MessageBuilder& builder, std::vector<char>* out, size_t size_hint);
+Status write_message(capnp::MessageBuilder& builder, std::vector<char>* out);
 // Bytes that something keeps alive: a frame read from a socket into a buffer of its own.
 struct Bytes {
   std::shared_ptr<const void> owner;

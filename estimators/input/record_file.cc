@@ -57,14 +57,12 @@ Status write_record_file(const actors::Source& source, const std::string& path) 
       auto n = rec.initNames(static_cast<unsigned>(names.size()));
       for (size_t i = 0; i < names.size(); ++i) n.set(static_cast<unsigned>(i), names[i]);
       auto ts = rec.initTensors(static_cast<unsigned>(rows.size()));
-      size_t bytes = 0;
       for (size_t i = 0; i < rows.size(); ++i) {
         TROUPE_RETURN_IF_ERROR(
             runtime::write_tensor(rows[i], ts[static_cast<unsigned>(i)], m.getOrphanage()));
-        bytes += rows[i].byte_size();
       }
       std::vector<char> blob;
-      TROUPE_RETURN_IF_ERROR(runtime::write_message(m, &blob, bytes));
+      TROUPE_RETURN_IF_ERROR(runtime::write_message(m, &blob));
       TROUPE_RETURN_IF_ERROR(w.write(blob.data(), blob.size()));
     }
   }
