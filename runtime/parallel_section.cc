@@ -15,11 +15,13 @@ std::atomic<int> open_sections{0};
 
 int available_cores() {
   // The main thread's CPUs, not the caller's: a GEMM runs on the graph's worker, which is
-  // pinned to one core while training (actors/graph_core.h). A syscall, beside a GEMM of 2^18
-  // multiply-adds or more.
-  cpu_set_t set;
-  if (sched_getaffinity(getpid(), sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
+  // pinned to one core while training (actors/graph_core.h). Read once, off the GEMMs' path.
+  static const int cores = [] {
+    cpu_set_t set;
+    if (sched_getaffinity(getpid(), sizeof(set), &set) != 0) return 1;
+    return std::max(1, CPU_COUNT(&set));
+  }();
+  return cores;
 }
 
 ParallelSection::ParallelSection(int threads) : open_(threads >= available_cores()) {

@@ -27,7 +27,8 @@ class ParallelSection {
   bool open_;
 };
 
-// The cores this process may run on: its main thread's CPU affinity, as taskset sets it.
+// The cores this process may run on: its main thread's CPU affinity when first asked, as
+// taskset sets it.
 int available_cores();
 
 // Gives the CPU up while a parallel section is open, for at most `max_wait_us` in all, so that
