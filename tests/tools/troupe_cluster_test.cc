@@ -108,6 +108,14 @@ std::string train_flags(const Data& d, const std::string& model) {
          model + " --hidden 16 --batch-size 32 --learning-rate 0.01 --seed 3";
 }
 
+// One task of the job `spec` (write_job) as started by hand: `troupe server` for the ps,
+// `troupe train` with `train_args` for the chief and the workers.
+std::string task_command(const std::string& spec, const std::string& secret, const std::string& job,
+                         const std::string& train_args) {
+  const std::string what = job == "ps" ? " server" : " train" + train_args;
+  return kTroupe + what + " --cluster " + spec + " --job " + job + " --task 0 --secret " + secret;
+}
+
 }  // namespace
 
 TEST_CASE("troupe cluster: 2 ps and 2 workers train async to the accuracy of one process") {
@@ -255,10 +263,8 @@ TEST_CASE(
   const std::string secret = (d.dir / "job.secret").string();
   const std::string spec = write_job(d, 21000, secret);
   auto task = [&](const std::string& job, int steps) {
-    const std::string what =
-        job == "ps" ? " server"
-                    : " train" + train_flags(d, model) + " --steps " + std::to_string(steps);
-    return kTroupe + what + " --cluster " + spec + " --job " + job + " --task 0 --secret " + secret;
+    return task_command(spec, secret, job,
+                        train_flags(d, model) + " --steps " + std::to_string(steps));
   };
   const std::string log = (d.dir / "worker.log").string();
   // The ps and a worker in the background, the worker killed once it has logged a step, the
@@ -284,10 +290,8 @@ TEST_CASE("sync: a worker killed mid-training costs the chief one round's timeou
   const std::string secret = (d.dir / "job.secret").string();
   const std::string spec = write_job(d, 29000, secret);
   auto task = [&](const std::string& job) {
-    const std::string what =
-        job == "ps" ? " server"
-                    : " train" + train_flags(d, model) + " --steps 600 --sync --sync-timeout 1";
-    return kTroupe + what + " --cluster " + spec + " --job " + job + " --task 0 --secret " + secret;
+    return task_command(spec, secret, job,
+                        train_flags(d, model) + " --steps 600 --sync --sync-timeout 1");
   };
   const std::string log = (d.dir / "worker.log").string(), ps_log = (d.dir / "ps.log").string();
   const auto t0 = std::chrono::steady_clock::now();
@@ -414,9 +418,7 @@ TEST_CASE("a chief waiting for its ps, a worker for its chief: the first SIGTERM
   const std::string secret = (d.dir / "job.secret").string();
   const std::string spec = write_job(d, 23000, secret);
   auto task = [&](const std::string& job) {
-    const std::string what = job == "ps" ? " server" : " train" + train_flags(d, model);
-    return kTroupe + what + " --cluster " + spec + " --job " + job + " --task 0 --secret " +
-           secret + (job == "ps" ? "" : " --cluster-deadline 120");
+    return task_command(spec, secret, job, train_flags(d, model) + " --cluster-deadline 120");
   };
   // Each waiter is terminated once it says whom it waits for (logged every 5 s); it must end
   // within seconds of the signal, not at its deadline of two minutes.
