@@ -2,8 +2,8 @@
 // canned model's params, by cross-validation on a dataset, printing the results table and the
 // best params.
 //
-//   troupe search --model dnn --data csv:wine.csv --label class \
-//                 --grid "hidden=64,128;256,128 learning_rate=0.001,0.003" --cv 3
+//   troupe search --model dnn --data csv:wine.csv --label class --cv 3
+//                 --grid "hidden=64,128;256,128 learning_rate=0.001,0.003"
 //
 // --grid holds NAME=VALUES items separated by spaces; a name is a param (learning_rate) or its
 // train flag (hidden, learning-rate); values are separated by ';', or by ',' for a param that is
