@@ -116,6 +116,13 @@ std::string task_command(const std::string& spec, const std::string& secret, con
   return kTroupe + what + " --cluster " + spec + " --job " + job + " --task 0 --secret " + secret;
 }
 
+// A shell loop that waits until `condition` holds, for a minute at most, and no longer than
+// process `pid` lives: a task that fails early must not leave the test's loop running.
+std::string wait_until(const std::string& condition, const std::string& pid) {
+  return "for i in $(seq 1200); do " + condition + " && break; kill -0 " + pid +
+         " 2>/dev/null || break; sleep 0.05; done";
+}
+
 }  // namespace
 
 TEST_CASE("troupe cluster: 2 ps and 2 workers train async to the accuracy of one process") {
@@ -244,9 +251,9 @@ TEST_CASE("troupe cluster: Ctrl-C stops the chief gracefully and leaves no proce
   const std::string launch = kTroupe + " cluster --ps 1 --workers 2 --evaluator -- train" +
                              train_flags(d, model) + " --epochs 100000";
   // Interrupt once the chief trains (its event file exists), as a user at a terminal would.
-  Run r = shell(launch + " & pid=$!; for i in $(seq 600); do ls " + model +
-                "/events.out.tfevents.* >/dev/null 2>&1 && break; sleep 0.05; done; sleep 0.5; "
-                "kill -INT $pid; wait $pid");
+  Run r = shell(launch + " & pid=$!; " +
+                wait_until("ls " + model + "/events.out.tfevents.* >/dev/null 2>&1", "$pid") +
+                "; sleep 0.5; kill -INT $pid; wait $pid");
   REQUIRE_MESSAGE(r.status == 0, r.err);
   CHECK(r.err.find("interrupted: stopping the chief") != std::string::npos);
   REQUIRE(count(r.out, "\n") == 1);
@@ -269,12 +276,11 @@ TEST_CASE(
   const std::string log = (d.dir / "worker.log").string();
   // The ps and a worker in the background, the worker killed once it has logged a step, the
   // chief in the foreground; then the worker again, which must find the model where it is.
-  Run r = shell(task("ps", 0) + " 2>" + (d.dir / "ps.log").string() + " & ps=$!; " +
-                task("worker", 3000) + " >/dev/null 2>" + log + " & w=$!; " +
-                "(until grep -q 'step = ' " + log + "; do sleep 0.05; done; kill -KILL $w) & " +
-                task("chief", 3000) + "; status=$?; " + task("worker", 3100) + " >" +
-                (d.dir / "again.json").string() + " 2>>" + log +
-                "; kill -TERM $ps; wait $ps; exit $status");
+  Run r = shell(
+      task("ps", 0) + " 2>" + (d.dir / "ps.log").string() + " & ps=$!; " + task("worker", 3000) +
+      " >/dev/null 2>" + log + " & w=$!; " + "(" + wait_until("grep -q 'step = ' " + log, "$w") +
+      "; kill -KILL $w) & " + task("chief", 3000) + "; status=$?; " + task("worker", 3100) + " >" +
+      (d.dir / "again.json").string() + " 2>>" + log + "; kill -TERM $ps; wait $ps; exit $status");
   REQUIRE_MESSAGE(r.status == 0, r.err, "\n", slurp(log));
   CHECK(number_after(r.out, "global_step") >= 3000);
   const std::string again = slurp((d.dir / "again.json").string());
@@ -295,10 +301,10 @@ TEST_CASE("sync: a worker killed mid-training costs the chief one round's timeou
   };
   const std::string log = (d.dir / "worker.log").string(), ps_log = (d.dir / "ps.log").string();
   const auto t0 = std::chrono::steady_clock::now();
-  Run r = shell(task("ps") + " 2>" + ps_log + " & ps=$!; " + task("worker") + " >/dev/null 2>" +
-                log + " & w=$!; " + "(until grep -q 'step = ' " + log +
-                "; do sleep 0.05; done; kill -KILL $w) & " + task("chief") +
-                "; status=$?; kill -TERM $ps; wait $ps; exit $status");
+  Run r =
+      shell(task("ps") + " 2>" + ps_log + " & ps=$!; " + task("worker") + " >/dev/null 2>" + log +
+            " & w=$!; (" + wait_until("grep -q 'step = ' " + log, "$w") + "; kill -KILL $w) & " +
+            task("chief") + "; status=$?; kill -TERM $ps; wait $ps; exit $status");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::string ps = slurp(ps_log);
@@ -326,10 +332,11 @@ TEST_CASE("a ps killed and started again: the chief restores it from its checkpo
   // The ps dies (SIGKILL) once the chief has saved a checkpoint, and comes back a little later.
   Run r =
       shell(ps + " & p=$!; " + train + " --job worker" + common + " >" +
-            (d.dir / "worker.json").string() + " & w=$!; (until ls " + model +
-            "/model.ckpt-* >/dev/null 2>&1; do sleep 0.05; done; kill -KILL $p; sleep 0.8; " + ps +
-            " & echo $! >" + (d.dir / "ps2.pid").string() + ") & " + train + " --job chief" +
-            common + "; status=$?; wait $w; p2=$(cat " + (d.dir / "ps2.pid").string() +
+            (d.dir / "worker.json").string() + " & w=$!; (" +
+            wait_until("ls " + model + "/model.ckpt-* >/dev/null 2>&1", "$p") +
+            "; kill -KILL $p; sleep 0.8; " + ps + " & echo $! >" + (d.dir / "ps2.pid").string() +
+            ") & " + train + " --job chief" + common + "; status=$?; wait $w; p2=$(cat " +
+            (d.dir / "ps2.pid").string() +
             "); kill -TERM $p2; while kill -0 $p2 2>/dev/null; do sleep 0.05; done; exit $status");
   const std::string log = slurp((d.dir / "log").string());
   REQUIRE_MESSAGE(r.status == 0, log);
@@ -356,8 +363,8 @@ TEST_CASE("the chief killed and started again trains on from the model the ps ta
   // The chief dies (SIGKILL) after its first checkpoint; the same command again goes on.
   Run r = shell(kTroupe + " server --job ps" + common + " & p=$!; " + train + " --job worker" +
                 common + " >/dev/null & w=$!; " + train + " --job chief" + common + " & c=$!; " +
-                "until ls " + model + "/model.ckpt-* >/dev/null 2>&1; do sleep 0.05; done; " +
-                "kill -KILL $c; wait $c; " + train + " --job chief" + common +
+                wait_until("ls " + model + "/model.ckpt-* >/dev/null 2>&1", "$c") +
+                "; kill -KILL $c; wait $c; " + train + " --job chief" + common +
                 "; status=$?; wait $w; kill -TERM $p; wait $p; exit $status");
   const std::string logged = slurp(log);
   REQUIRE_MESSAGE(r.status == 0, logged);
@@ -424,8 +431,8 @@ TEST_CASE("a chief waiting for its ps, a worker for its chief: the first SIGTERM
   // within seconds of the signal, not at its deadline of two minutes.
   auto stopped_within = [&](const std::string& line, const std::string& log, const char* says) {
     const auto start = std::chrono::steady_clock::now();
-    Run r = shell(line + " 2>" + log + " & p=$!; until grep -q 'waiting for' " + log +
-                  " || ! kill -0 $p 2>/dev/null; do sleep 0.05; done; kill -TERM $p; wait $p");
+    Run r = shell(line + " 2>" + log + " & p=$!; " +
+                  wait_until("grep -q 'waiting for' " + log, "$p") + "; kill -TERM $p; wait $p");
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string err = slurp(log);
