@@ -268,7 +268,7 @@ TEST_CASE("clipping by global norm counts rows by their values") {
 TEST_CASE("a sparse update refuses rows outside the variable and values of the wrong size") {
   OpTest t;
   const Shape s{4, 2};
-  Output w = ops::variable(t.b, "w", s, DType::kFloat64, ops::zeros(t.b, s, DType::kFloat64));
+  ops::variable(t.b, "w", s, DType::kFloat64, ops::zeros(t.b, s, DType::kFloat64));
   Output values = t.feed(Tensor::from_vector<double>(Shape{1, 2}, {1, 1}));
   Output indices = t.feed(Tensor::from_vector<int64_t>(Shape{1}, {7}));
   Output lr = ops::scalar(t.b, 0.1, DType::kFloat64);
