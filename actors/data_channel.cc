@@ -199,7 +199,8 @@ runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime
 DataServer::DataServer(Runtime& runtime, int listen_fd, uint16_t port, DataServerOptions options)
     : runtime_(runtime), listen_fd_(listen_fd), port_(port), options_(options) {}
 
-Status DataServer::serve(caf::actor shard) {
+Status DataServer::serve(caf::actor shard, RunHere run_here) {
+  run_here_ = std::move(run_here);
   replies_ = std::make_shared<Replies>();
   replies_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
@@ -337,7 +338,7 @@ void DataServer::accept_all() {
 
 void DataServer::watch(Connection& c) {
   uint32_t want = 0;
-  if (!c.at_shard) want |= EPOLLIN;
+  if (!c.at_shard && c.out.empty()) want |= EPOLLIN;
   if (!c.out.empty()) want |= EPOLLOUT;
   if (c.registered && want == c.watching) return;
   epoll_event e{want, {.u64 = c.id}};
@@ -407,21 +408,46 @@ void DataServer::read_handshake(Connection& c) {
   read_frames(c);  // a first frame may have come with the proof
 }
 
-// Reads what has come of the current frame; a whole one goes to the shard, and reading stops
-// until its reply is out.
+// Reads what has come of the current frame; a whole one runs here or goes to the shard, and
+// reading stops until its reply is out: a peer that does not read its replies is not read
+// either, and holds one reply at most.
 void DataServer::read_frames(Connection& c) {
   const uint64_t id = c.id;
-  while (!c.at_shard) {
+  while (!c.at_shard && c.out.empty()) {
     const uint64_t before = c.reader.received();
     runtime::Bytes call;
     const FrameReader::Got got = c.reader.read(c.fd, options_.max_frame_bytes, &call);
     if (c.reader.received() != before) c.deadline = Clock::now() + options_.idle_timeout;
     if (got == FrameReader::Got::kEnd) return close(id);
     if (got == FrameReader::Got::kAgain) break;
+    if (run_here_) {
+      std::optional<std::vector<char>> reply;
+      try {
+        reply = run_here_(call);
+      } catch (const std::exception& e) {  // out of memory in a kernel, say: this call's end
+        runtime::log_warning("data channel on port ", port_, ": a call from ", c.peer,
+                             " failed: ", e.what());
+        return close(id);
+      }
+      if (reply) {
+        queue_reply(c, std::move(*reply));
+        if (!write_out(c)) return close(id);
+        continue;
+      }
+    }
     c.at_shard = true;  // to the shard, through the relay
     caf::anon_send(relay_, id, std::move(call));
   }
   watch(c);
+}
+
+void DataServer::queue_reply(Connection& c, std::vector<char> reply) {
+  std::vector<char> header(8);
+  const uint64_t n = reply.size();
+  for (int i = 0; i < 8; ++i) header[i] = static_cast<char>(n >> (8 * i));
+  c.out.push_back(std::move(header));
+  if (n > 0) c.out.push_back(std::move(reply));
+  c.deadline = Clock::now() + options_.idle_timeout;
 }
 
 void DataServer::take_replies() {
@@ -442,13 +468,8 @@ void DataServer::take_replies() {
       close(id);  // the shard failed it: the stream cannot go on in step
       continue;
     }
-    std::vector<char> header(8);
-    const uint64_t n = reply->size();
-    for (int i = 0; i < 8; ++i) header[i] = static_cast<char>(n >> (8 * i));
-    c.out.push_back(std::move(header));
-    if (n > 0) c.out.push_back(std::move(*reply));
+    queue_reply(c, std::move(*reply));
     c.at_shard = false;
-    c.deadline = Clock::now() + options_.idle_timeout;
     if (!write_out(c)) {
       close(id);
       continue;

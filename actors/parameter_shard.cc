@@ -105,7 +105,25 @@ Status ShardCalls::run_one(ShardCall& call, std::vector<Tensor>* outputs) {
   return runtime::ok_status();
 }
 
+void ShardCalls::between_calls(const std::function<void()>& f) {
+  std::lock_guard<std::mutex> lock(mu_);
+  f();
+}
+
+size_t ShardCalls::cached_nodes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return nodes_.size();
+}
+
+std::optional<std::vector<char>> ShardCalls::run_here(const runtime::Bytes& frame) {
+  Result<ShardCall> decoded = decode_shard_call(frame);
+  // The actor decodes a replica's call again: a few microseconds, in synchronous training only.
+  if (decoded.ok() && decoded->sync.replica >= 0) return std::nullopt;
+  return run(std::move(decoded));
+}
+
 std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<Tensor> outputs;
   bool discard = false;
   Status status = [&]() -> Status {
@@ -202,8 +220,9 @@ caf::result<std::vector<char>> handle(caf::stateful_actor<ShardState>* self,
 }
 
 caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
-                              std::shared_ptr<runtime::VariableStore> store, uint16_t data_port) {
-  self->state.calls = std::make_shared<ShardCalls>(store);
+                              std::shared_ptr<ShardCalls> calls, uint16_t data_port) {
+  std::shared_ptr<runtime::VariableStore> store = calls->store();
+  self->state.calls = std::move(calls);
   self->state.sync = std::make_unique<SyncRounds>(store);
   return {
       [=](call_atom, std::vector<char>& blob) {
@@ -218,7 +237,8 @@ caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
       [data_port](data_port_atom) { return data_port; },
       [=](varnames_atom) { return store->names(); },
       [=](snapshot_atom, const std::vector<std::string>& names) -> caf::result<std::vector<char>> {
-        auto bytes = snapshot(*store, names);
+        runtime::Result<std::string> bytes = runtime::internal_error("no snapshot");
+        self->state.calls->between_calls([&] { bytes = snapshot(*store, names); });
         if (!bytes.ok())
           return caf::make_error(caf::sec::runtime_error, bytes.status().to_string());
         return std::vector<char>(bytes->begin(), bytes->end());
@@ -227,7 +247,7 @@ caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
         auto data = runtime::parse_checkpoint(std::string_view(file.data(), file.size()),
                                               "the state sent to this shard");
         if (!data.ok()) return data.status().to_string();
-        runtime::load_into(*data, store.get());
+        self->state.calls->between_calls([&] { runtime::load_into(*data, store.get()); });
         return std::string();
       },
       [=](sync_tick_atom) {
@@ -241,10 +261,9 @@ caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
 
 }  // namespace
 
-caf::actor spawn_parameter_shard(caf::actor_system& system,
-                                 std::shared_ptr<runtime::VariableStore> store,
+caf::actor spawn_parameter_shard(caf::actor_system& system, std::shared_ptr<ShardCalls> calls,
                                  uint16_t data_port) {
-  return system.spawn(parameter_shard, std::move(store), data_port);
+  return system.spawn(parameter_shard, std::move(calls), data_port);
 }
 
 }  // namespace troupe::actors

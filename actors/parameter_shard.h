@@ -3,8 +3,9 @@
 // per variable op); workers in other processes send it shard calls, which it runs against the
 // store, so that updates are applied where the variables live, as TF applies them on the ps.
 //
-//   auto store = std::make_shared<runtime::VariableStore>();
-//   caf::actor shard = spawn_parameter_shard(system, store, data_port);   // 0: no data channel
+//   auto calls = std::make_shared<ShardCalls>(store);    // store: a runtime::VariableStore
+//   caf::actor shard = spawn_parameter_shard(system, calls, data_port);   // 0: no data channel
+//   data->serve(shard, [calls](const runtime::Bytes& f) { return calls->run_here(f); });
 //   // remote: (call_atom, std::vector<char> shard_call) -> std::vector<char> shard_reply
 //   //         (data_port_atom) -> uint16_t, where its data channel listens (data_channel.h)
 //   // state:  (varnames_atom) -> vector<string>, the variables and slots it holds
@@ -12,14 +13,21 @@
 //   //         of those entries (none named: all), for the chief's checkpoints
 //   //         (load_atom, vector<char> checkpoint) -> string, "" once its entries are stored
 //
-// The store is thread-safe; the actor serialises remote calls. ShardCalls is what the actor
-// runs each call with, usable without actors (the fuzzer drives it directly).
+// The store is thread-safe. ShardCalls runs the calls, one at a time whoever runs them: the
+// actor, or its process's data server, which runs a call on its own thread unless the call is
+// a replica's of synchronous training (the actor keeps the rounds). A call handed from the
+// server's thread to a worker of CAF and its reply handed back cost two thread wake-ups each,
+// a fifth of a ps's CPU for a DNN's eight calls a step. Usable without actors (the fuzzer
+// drives it directly).
 #pragma once
 
 #include <caf/all.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +51,13 @@ class ShardCalls {
   // The reply's bytes: the outputs (the node's, then each read's), or the error (a call that
   // does not decode included).
   std::vector<char> run(runtime::Result<ShardCall> call);
-  size_t cached_nodes() const { return nodes_.size(); }
+  // The reply to a call as a data server read it, when the call may run on the server's
+  // thread; nothing when it is a replica's of synchronous training, for the shard actor.
+  std::optional<std::vector<char>> run_here(const runtime::Bytes& frame);
+  // Runs `f` while no call runs: a checkpoint's snapshot or restore sees no update half done.
+  void between_calls(const std::function<void()>& f);
+  size_t cached_nodes() const;
+  const std::shared_ptr<runtime::VariableStore>& store() const { return store_; }
 
   struct Node;  // a built node with its kernel and context (parameter_shard.cc)
 
@@ -52,6 +66,7 @@ class ShardCalls {
   // Runs one node of a call, appending its outputs.
   runtime::Status run_one(ShardCall& call, std::vector<runtime::Tensor>* outputs);
   std::shared_ptr<runtime::VariableStore> store_;
+  mutable std::mutex mu_;  // held by run(): the store takes one writer per variable at a time
   std::map<std::string, std::shared_ptr<Node>> nodes_;
   uint64_t calls_ = 0;
 };
@@ -67,7 +82,7 @@ runtime::Result<std::string> snapshot(const runtime::VariableStore& store,
 
 // The shard actor (its calls from replicas of synchronous training go through SyncRounds,
 // actors/sync_rounds.h).
-caf::actor spawn_parameter_shard(caf::actor_system& system,
-                                 std::shared_ptr<runtime::VariableStore> store, uint16_t data_port);
+caf::actor spawn_parameter_shard(caf::actor_system& system, std::shared_ptr<ShardCalls> calls,
+                                 uint16_t data_port);
 
 }  // namespace troupe::actors

@@ -15,9 +15,10 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
                           DataServer::listen(rt, options.host, options.data_port, options.data));
   server->advertised_data_port_ =
       options.advertised_data_port != 0 ? options.advertised_data_port : server->data_->port();
-  server->shard_ =
-      spawn_parameter_shard(rt.system(), server->variables_, server->advertised_data_port_);
-  if (runtime::Status s = server->data_->serve(server->shard_); !s.ok()) {
+  auto calls = std::make_shared<ShardCalls>(server->variables_);
+  server->shard_ = spawn_parameter_shard(rt.system(), calls, server->advertised_data_port_);
+  auto run_here = [calls](const runtime::Bytes& frame) { return calls->run_here(frame); };
+  if (runtime::Status s = server->data_->serve(server->shard_, run_here); !s.ok()) {
     server->data_.reset();
     caf::anon_send_exit(server->shard_, caf::exit_reason::user_shutdown);
     server->shard_ = nullptr;

@@ -55,7 +55,8 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   Device device = spawn_device(rt.system(), {options.memory_limit_bytes});
   s->device_ = device.actor;
   s->allocator_ = device.allocator;
-  s->shard_ = spawn_parameter_shard(rt.system(), s->variables_, uint16_t{0});
+  s->shard_ =
+      spawn_parameter_shard(rt.system(), std::make_shared<ShardCalls>(s->variables_), uint16_t{0});
 
   SessionSpec spec;
   spec.graph = s->graph_;

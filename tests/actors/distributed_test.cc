@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "actors/data_channel.h"
+#include "actors/parameter_shard.h"
 #include "actors/ps_client.h"
 #include "actors/server.h"
 #include "actors/session.h"
@@ -623,6 +624,57 @@ TEST_CASE("a data channel's call bigger than the socket takes at once arrives wh
   CHECK(tails[0].find('A') != std::string::npos);
   CHECK(tails[1].find('B') != std::string::npos);
   ::close(listener);
+}
+
+TEST_CASE("a ps's data server runs a worker's call itself; a sync replica's goes to the actor") {
+  actors::Runtime rt;
+  auto store = std::make_shared<runtime::VariableStore>();
+  store->assign("w", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  auto calls = std::make_shared<actors::ShardCalls>(store);
+  // A stand-in for the shard actor that answers every call with an error of its own.
+  caf::actor shard = rt.system().spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](actors::call_atom, const runtime::Bytes&) {
+      std::vector<char> reply;
+      actors::encode_shard_reply(runtime::internal_error("from the actor"), {}, &reply);
+      return reply;
+    }};
+  });
+  auto data = actors::DataServer::listen(rt, "127.0.0.1", 0);
+  REQUIRE(data.ok());
+  REQUIRE(
+      (*data)->serve(shard, [calls](const runtime::Bytes& f) { return calls->run_here(f); }).ok());
+  auto channel =
+      actors::DataChannel::connect(rt, "127.0.0.1", (*data)->port(), std::chrono::seconds(10));
+  REQUIRE(channel.ok());
+
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto v =
+      ops::variable(b, "w", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
+  auto add = ops::assign_add(b, v, ops::placeholder(b, DType::kFloat32, Shape{2}));
+  REQUIRE(b.ok());
+  caf::scoped_actor self{rt.system()};
+  auto call = [&](actors::SyncTag sync) {
+    std::vector<Tensor> inputs{Tensor::from_vector<float>(Shape{2}, {10, 20})};
+    auto message = actors::build_shard_call(g, g.node(add.node), inputs, {.sync = sync});
+    REQUIRE(message.ok());
+    (*channel)->call(actors::ChannelCall{std::move(*message), inputs}, self, 1);
+    runtime::Result<std::vector<Tensor>> out = runtime::internal_error("no reply");
+    self->receive([&](actors::channel_reply_atom, uint64_t,
+                      runtime::Bytes& r) { out = actors::decode_shard_reply(r); },
+                  [&](actors::channel_reply_atom, uint64_t, std::string& why) {
+                    out = runtime::unavailable(why);
+                  },
+                  caf::after(std::chrono::seconds(10)) >> [] {});
+    return out;
+  };
+  auto async = call({});
+  REQUIRE_MESSAGE(async.ok(), async.status().to_string());
+  CHECK((*async)[0].to_vector<float>() == std::vector<float>{11, 22});
+  auto synced = call({.replica = 1, .aggregate = 2, .aggregate_timeout_ms = 1000});
+  CHECK(synced.status().message().find("from the actor") != std::string::npos);
+  CHECK(store->read("w")->to_vector<float>() == std::vector<float>{11, 22});
+  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("a data channel fails a call that gets no reply within its timeout, naming the peer") {

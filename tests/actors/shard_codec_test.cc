@@ -62,7 +62,8 @@ TEST_CASE(
     "a shard answers garbage, truncated calls and unknown ops with errors and keeps serving") {
   actors::Runtime rt;
   auto store = std::make_shared<runtime::VariableStore>();
-  caf::actor shard = actors::spawn_parameter_shard(rt.system(), store, uint16_t{0});
+  caf::actor shard = actors::spawn_parameter_shard(
+      rt.system(), std::make_shared<actors::ShardCalls>(store), uint16_t{0});
   caf::scoped_actor self{rt.system()};
   auto call = [&](std::vector<char> blob) {
     runtime::Status status;
@@ -111,7 +112,8 @@ TEST_CASE(
 TEST_CASE("a shard's cached node is rebuilt when a call's attributes differ; updates are checked") {
   actors::Runtime rt;
   auto store = std::make_shared<runtime::VariableStore>();
-  caf::actor shard = actors::spawn_parameter_shard(rt.system(), store, uint16_t{0});
+  caf::actor shard = actors::spawn_parameter_shard(
+      rt.system(), std::make_shared<actors::ShardCalls>(store), uint16_t{0});
   caf::scoped_actor self{rt.system()};
   auto call = [&](const runtime::Graph& g, int node, std::vector<Tensor> inputs) {
     std::vector<char> blob;
