@@ -42,11 +42,17 @@ using runtime::Tensor;
 
 namespace {
 
-// Forks a child that serves a parameter shard until its stdin pipe closes; returns its port.
-// With a secret, it speaks only to members of that job.
-pid_t start_server(uint16_t* port, int* keep_alive_fd,
-                   std::shared_ptr<const actors::JobSecret> secret = nullptr,
-                   const std::string& log = "", uint16_t at_port = 0) {
+// A child forked to serve a parameter shard once told to (run_server), until its pipe from the
+// parent closes. A test whose process runs threads forks its servers before they start: a
+// child forked then is beyond ThreadSanitizer.
+struct ForkedServer {
+  pid_t pid = -1;
+  int up = -1, down = -1;
+};
+
+// With a secret, the server speaks only to members of that job.
+ForkedServer fork_server(std::shared_ptr<const actors::JobSecret> secret = nullptr,
+                         const std::string& log = "", uint16_t at_port = 0) {
   int up[2], down[2];
   REQUIRE(pipe(up) == 0);
   REQUIRE(pipe(down) == 0);
@@ -55,6 +61,8 @@ pid_t start_server(uint16_t* port, int* keep_alive_fd,
   if (pid == 0) {
     close(up[0]);
     close(down[1]);
+    char c;
+    if (read(down[0], &c, 1) != 1) _exit(0);  // never told to start
     if (!log.empty()) {
       const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       if (fd >= 0) dup2(fd, STDERR_FILENO);
@@ -64,7 +72,6 @@ pid_t start_server(uint16_t* port, int* keep_alive_fd,
       auto server = actors::Server::start(rt, {.port = at_port});
       uint16_t p = server.ok() ? (*server)->port() : 0;
       if (write(up[1], &p, sizeof(p)) != sizeof(p)) _exit(1);
-      char c;
       while (read(down[0], &c, 1) > 0) {
       }
     }
@@ -72,10 +79,23 @@ pid_t start_server(uint16_t* port, int* keep_alive_fd,
   }
   close(up[1]);
   close(down[0]);
-  REQUIRE(read(up[0], port, sizeof(*port)) == sizeof(*port));
-  close(up[0]);
-  *keep_alive_fd = down[1];
-  return pid;
+  return {pid, up[0], down[1]};
+}
+
+// Starts a forked server; returns its pid, with its port and the pipe that keeps it alive.
+pid_t run_server(ForkedServer server, uint16_t* port, int* keep_alive_fd) {
+  REQUIRE(write(server.down, "g", 1) == 1);
+  REQUIRE(read(server.up, port, sizeof(*port)) == sizeof(*port));
+  close(server.up);
+  *keep_alive_fd = server.down;
+  return server.pid;
+}
+
+// Forks a child that serves a parameter shard until its stdin pipe closes; returns its port.
+pid_t start_server(uint16_t* port, int* keep_alive_fd,
+                   std::shared_ptr<const actors::JobSecret> secret = nullptr,
+                   const std::string& log = "", uint16_t at_port = 0) {
+  return run_server(fork_server(std::move(secret), log, at_port), port, keep_alive_fd);
 }
 
 // Ends a server start_server forked: its stdin pipe closes, it exits, it is reaped.
@@ -791,6 +811,7 @@ TEST_CASE("a ps killed and started again at its address: connecting anew reaches
     int keep_alive = -1, keep_alive2 = -1;
     pid_t child = start_server(&port, &keep_alive);
     REQUIRE(port != 0);
+    ForkedServer later = fork_server(nullptr, "", port);  // before this process has threads
     actors::Runtime rt;
     const std::string address = "127.0.0.1:" + std::to_string(port);
     const actors::PsClient::Placement where = {{"w", task}};
@@ -812,7 +833,7 @@ TEST_CASE("a ps killed and started again at its address: connecting anew reaches
         CHECK_MESSAGE(asked.ok(), asked.status().to_string());
       }
     }
-    pid_t second = start_server(&again, &keep_alive2, nullptr, "", port);
+    pid_t second = run_server(later, &again, &keep_alive2);
     REQUIRE(again == port);
     actors::WaitOptions wait;
     wait.poll = std::chrono::milliseconds(20);
