@@ -24,7 +24,7 @@
 #include <optional>
 #include <system_error>
 
-#include "actors/messages.h"
+#include "actors/messages.h"  // Bytes as a message
 #include "runtime/log.h"
 
 namespace troupe::actors {
@@ -148,7 +148,7 @@ struct DataServer::Connection {
   Phase phase = Phase::kFrames;
   std::string hello, answer, handshake;  // the job secret's exchange, as far as it went
   FrameReader reader;
-  bool at_shard = false;  // a call is at the shard: read nothing more until its reply is out
+  bool waiting = false;               // for a call's reply: read nothing more until it is out
   std::deque<std::vector<char>> out;  // to write, in order; the front from out_at on
   size_t out_at = 0;
   bool registered = false;     // with epoll
@@ -156,13 +156,13 @@ struct DataServer::Connection {
   Clock::time_point deadline;  // the handshake's end, or the idle limit
 };
 
-// Replies the relay actor hands over, and the eventfd that wakes the server's thread for them.
-// Shared with the relay, which may outlive the server by a message or two.
+// Replies the handler gives later, and the eventfd that wakes the server's thread for them.
+// Shared with the handler's `later`s, which may outlive the server.
 struct DataServer::Replies {
   int wake_fd = -1;
   std::mutex mu;
-  std::vector<std::pair<uint64_t, std::optional<std::vector<char>>>> ready;  // nullopt: failed
-  void post(uint64_t id, std::optional<std::vector<char>> reply) {
+  std::vector<std::pair<uint64_t, std::vector<char>>> ready;  // by connection
+  void post(uint64_t id, std::vector<char> reply) {
     {
       std::lock_guard<std::mutex> lock(mu);
       ready.emplace_back(id, std::move(reply));
@@ -199,8 +199,8 @@ runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime
 DataServer::DataServer(Runtime& runtime, int listen_fd, uint16_t port, DataServerOptions options)
     : runtime_(runtime), listen_fd_(listen_fd), port_(port), options_(options) {}
 
-Status DataServer::serve(caf::actor shard, RunHere run_here) {
-  run_here_ = std::move(run_here);
+Status DataServer::serve(Handler handler) {
+  handler_ = std::move(handler);
   replies_ = std::make_shared<Replies>();
   replies_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
@@ -213,16 +213,6 @@ Status DataServer::serve(caf::actor shard, RunHere run_here) {
       ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, replies_->wake_fd, &wake_event) != 0) {
     return runtime::resource_exhausted("data channel: epoll: ", errno_text());
   }
-  relay_ = runtime_.system().spawn([shard = std::move(shard), replies = replies_](
-                                       caf::event_based_actor* self) -> caf::behavior {
-    return {
-        [=](uint64_t id, runtime::Bytes& call) {
-          self->request(shard, caf::infinite, call_atom::value, std::move(call))
-              .then([=](std::vector<char>& reply) { replies->post(id, std::move(reply)); },
-                    [=](caf::error&) { replies->post(id, std::nullopt); });
-        },
-    };
-  });
   try {
     thread_ = std::thread([this] { run(); });
   } catch (const std::system_error& e) {
@@ -234,12 +224,11 @@ Status DataServer::serve(caf::actor shard, RunHere run_here) {
 DataServer::~DataServer() {
   stopping_ = true;
   if (thread_.joinable()) {
-    replies_->post(0, std::nullopt);  // wakes the thread, which sees stopping_
+    replies_->post(0, {});  // wakes the thread, which sees stopping_ (0 names no connection)
     thread_.join();
   }
   for (auto& [id, c] : connections_) ::close(c->fd);
   connections_.clear();
-  if (relay_) caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
   ::close(listen_fd_);
 }
@@ -251,7 +240,7 @@ void DataServer::run() {
     // accept after a failed one.
     auto next = Clock::now() + std::chrono::seconds(1);
     for (const auto& [id, c] : connections_) {
-      if (!c->at_shard) next = std::min(next, c->deadline);
+      if (!c->waiting) next = std::min(next, c->deadline);
     }
     if (accept_again_ != Clock::time_point{}) next = std::min(next, accept_again_);
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
@@ -279,7 +268,7 @@ void DataServer::run() {
     }
     std::vector<uint64_t> idle;
     for (const auto& [id, c] : connections_) {
-      if (!c->at_shard && now >= c->deadline) idle.push_back(id);
+      if (!c->waiting && now >= c->deadline) idle.push_back(id);
     }
     for (uint64_t id : idle) {
       close(id, connections_.at(id)->phase == Connection::Phase::kFrames
@@ -338,7 +327,7 @@ void DataServer::accept_all() {
 
 void DataServer::watch(Connection& c) {
   uint32_t want = 0;
-  if (!c.at_shard && c.out.empty()) want |= EPOLLIN;
+  if (!c.waiting && c.out.empty()) want |= EPOLLIN;
   if (!c.out.empty()) want |= EPOLLOUT;
   if (c.registered && want == c.watching) return;
   epoll_event e{want, {.u64 = c.id}};
@@ -362,7 +351,7 @@ void DataServer::close(uint64_t id, const std::string& why) {
 void DataServer::on_event(Connection& c, uint32_t events) {
   const uint64_t id = c.id;
   // Reset or closed both ways: reported whatever is watched, so it must end the connection now
-  // (a call at the shard included: its reply has nowhere to go).
+  // (a call awaiting its reply included: the reply has nowhere to go).
   if (events & (EPOLLHUP | EPOLLERR)) return close(id);
   if ((events & EPOLLOUT) && !write_out(c)) return close(id);
   if (events & EPOLLIN) {
@@ -408,35 +397,33 @@ void DataServer::read_handshake(Connection& c) {
   read_frames(c);  // a first frame may have come with the proof
 }
 
-// Reads what has come of the current frame; a whole one runs here or goes to the shard, and
-// reading stops until its reply is out: a peer that does not read its replies is not read
-// either, and holds one reply at most.
+// Reads what has come of the current frame; a whole one runs, and reading stops until its reply
+// is out: a peer that does not read its replies is not read either, and holds one reply at
+// most.
 void DataServer::read_frames(Connection& c) {
   const uint64_t id = c.id;
-  while (!c.at_shard && c.out.empty()) {
+  while (!c.waiting && c.out.empty()) {
     const uint64_t before = c.reader.received();
     runtime::Bytes call;
     const FrameReader::Got got = c.reader.read(c.fd, options_.max_frame_bytes, &call);
     if (c.reader.received() != before) c.deadline = Clock::now() + options_.idle_timeout;
     if (got == FrameReader::Got::kEnd) return close(id);
     if (got == FrameReader::Got::kAgain) break;
-    if (run_here_) {
-      std::optional<std::vector<char>> reply;
-      try {
-        reply = run_here_(call);
-      } catch (const std::exception& e) {  // out of memory in a kernel, say: this call's end
-        runtime::log_warning("data channel on port ", port_, ": a call from ", c.peer,
-                             " failed: ", e.what());
-        return close(id);
-      }
-      if (reply) {
-        queue_reply(c, std::move(*reply));
-        if (!write_out(c)) return close(id);
-        continue;
-      }
+    std::optional<std::vector<char>> reply;
+    try {
+      reply = handler_(
+          call, [replies = replies_, id](std::vector<char> r) { replies->post(id, std::move(r)); });
+    } catch (const std::exception& e) {  // out of memory in a kernel, say: this call's end
+      runtime::log_warning("data channel on port ", port_, ": a call from ", c.peer,
+                           " failed: ", e.what());
+      return close(id);
     }
-    c.at_shard = true;  // to the shard, through the relay
-    caf::anon_send(relay_, id, std::move(call));
+    if (!reply) {
+      c.waiting = true;
+      break;
+    }
+    queue_reply(c, std::move(*reply));
+    if (!write_out(c)) return close(id);
   }
   watch(c);
 }
@@ -455,21 +442,17 @@ void DataServer::take_replies() {
   if (::read(replies_->wake_fd, &count, sizeof count) < 0) {
     // Nothing to read: another event drained it first.
   }
-  std::vector<std::pair<uint64_t, std::optional<std::vector<char>>>> ready;
+  std::vector<std::pair<uint64_t, std::vector<char>>> ready;
   {
     std::lock_guard<std::mutex> lock(replies_->mu);
     ready.swap(replies_->ready);
   }
   for (auto& [id, reply] : ready) {
     auto it = connections_.find(id);
-    if (it == connections_.end()) continue;  // the peer left meanwhile
+    if (it == connections_.end() || !it->second->waiting) continue;  // the peer left meanwhile
     Connection& c = *it->second;
-    if (!reply) {
-      close(id);  // the shard failed it: the stream cannot go on in step
-      continue;
-    }
-    queue_reply(c, std::move(*reply));
-    c.at_shard = false;
+    queue_reply(c, std::move(reply));
+    c.waiting = false;
     if (!write_out(c)) {
       close(id);
       continue;

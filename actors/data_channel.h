@@ -5,8 +5,9 @@
 // tensor_loopback). CAF's connection stays for monitoring and heartbeats.
 //
 //   auto data = DataServer::listen(rt, "127.0.0.1", 0);     // server (0: any free port)
-//   caf::actor shard = spawn_parameter_shard(system, calls, data->port());
-//   data->serve(shard, run_here);   // accepts; runs calls with run_here or forwards them to shard
+//   data->serve([calls](const runtime::Bytes& call, DataServer::Later later) {
+//     return calls->call(call, std::move(later));   // accepts; runs each call with the handler
+//   });
 //
 //   auto ch = DataChannel::connect(rt, "127.0.0.1", port, timeout);  // client: shared_ptr
 //   (*ch)->call(ChannelCall{...}, self, tag);   // self receives (channel_reply_atom, tag, Bytes)
@@ -26,14 +27,15 @@
 // its address, and nothing it sent reaches the shard.
 //
 // The server is event driven, as CAF's multiplexer: one thread waits on every connection
-// (epoll), reads frames as their bytes arrive, runs each call itself where it can (`run_here`)
-// or hands it to the shard through an actor, and writes the reply; a connection's calls run one
-// at a time, in order, and while one is at the shard or its reply is being written nothing more
-// is read from that peer. It bounds what peers can take (DataServerOptions): connections (one
-// over the limit is closed at once, with a log line naming its address), idle time (not counted
-// while a call is at the shard), frame size, and a frame's buffer grows only as its bytes
-// arrive, so a header claiming gigabytes costs nothing until they come. A failed accept
-// (EMFILE, ENFILE, ENOMEM) is logged and retried with a back-off. The server goes on.
+// (epoll), reads frames as their bytes arrive, runs each call itself (the handler: ShardCalls),
+// and writes the reply, or the reply the handler gives later (a synchronous replica's barrier,
+// answered when the other replicas have sent their updates); a connection's calls run one at a
+// time, in order, and while a reply is awaited or being written nothing more is read from that
+// peer. It bounds what peers can take (DataServerOptions): connections (one over the limit is
+// closed at once, with a log line naming its address), idle time (not counted while a reply is
+// awaited), frame size, and a frame's buffer grows only as its bytes arrive, so a header
+// claiming gigabytes costs nothing until they come. A failed accept (EMFILE, ENFILE, ENOMEM) is
+// logged and retried with a back-off. The server goes on.
 #pragma once
 
 #include <caf/all.hpp>
@@ -81,14 +83,16 @@ class DataServer {
   DataServer(const DataServer&) = delete;
   DataServer& operator=(const DataServer&) = delete;
 
-  // A call's frame run on the server's thread: its reply, or nothing for a call that must go to
-  // the shard actor.
-  using RunHere = std::function<std::optional<std::vector<char>>(const runtime::Bytes& frame)>;
+  // A reply the handler gives after it has returned; from any thread.
+  using Later = std::function<void(std::vector<char>)>;
+  // Runs a call's frame on the server's thread: its reply, or nothing when `later` gets it.
+  using Handler =
+      std::function<std::optional<std::vector<char>>(const runtime::Bytes& frame, Later later)>;
 
   uint16_t port() const { return port_; }
-  // Accepts connections from now on; each one's calls run with `run_here` (when given) or go
-  // to `shard`, one at a time. An error when the server's thread cannot be started.
-  runtime::Status serve(caf::actor shard, RunHere run_here = nullptr);
+  // Accepts connections from now on; each one's calls run with `handler`, one at a time. An
+  // error when the server's thread cannot be started.
+  runtime::Status serve(Handler handler);
   // Connections open now (for tests and monitoring).
   int connections() const { return open_; }
 
@@ -112,9 +116,8 @@ class DataServer {
   const uint16_t port_;
   const DataServerOptions options_;
   int epoll_fd_ = -1;
-  std::shared_ptr<Replies> replies_;  // from the shard, via the relay actor; wakes the thread
-  caf::actor relay_;
-  RunHere run_here_;
+  std::shared_ptr<Replies> replies_;  // given later; they wake the thread
+  Handler handler_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_{0};
   std::thread thread_;

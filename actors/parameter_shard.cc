@@ -32,6 +32,10 @@ struct ShardCalls::Node {
   uint64_t invocations = 0;
 };
 
+ShardCalls::ShardCalls(std::shared_ptr<runtime::VariableStore> store)
+    : store_(std::move(store)),
+      sync_(store_, [this](ShardCall call) { return run_locked(std::move(call)); }) {}
+
 ShardCalls::~ShardCalls() = default;
 
 namespace {
@@ -115,15 +119,17 @@ size_t ShardCalls::cached_nodes() const {
   return nodes_.size();
 }
 
-std::optional<std::vector<char>> ShardCalls::run_here(const runtime::Bytes& frame) {
-  Result<ShardCall> decoded = decode_shard_call(frame);
-  // The actor decodes a replica's call again: a few microseconds, in synchronous training only.
-  if (decoded.ok() && decoded->sync.replica >= 0) return std::nullopt;
-  return run(std::move(decoded));
+int64_t ShardCalls::dropped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sync_.dropped();
 }
 
 std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
   std::lock_guard<std::mutex> lock(mu_);
+  return run_locked(std::move(decoded));
+}
+
+std::vector<char> ShardCalls::run_locked(Result<ShardCall> decoded) {
   std::vector<Tensor> outputs;
   bool discard = false;
   Status status = [&]() -> Status {
@@ -166,72 +172,105 @@ runtime::Result<std::string> snapshot(const runtime::VariableStore& store,
 
 namespace {
 
-using sync_tick_atom = caf::atom_constant<caf::atom("synctick")>;
-
-// Sync rounds have deadlines: a tick when the next is due (one pending at a time).
-struct ShardState {
-  std::shared_ptr<ShardCalls> calls;
-  std::unique_ptr<SyncRounds> sync;
-  SyncRounds::Clock::time_point tick_at = SyncRounds::Clock::time_point::max();
-};
-
-void schedule_tick(caf::stateful_actor<ShardState>* self) {
-  ShardState& st = self->state;
-  const auto next = st.sync->next_deadline();
-  if (next == SyncRounds::Clock::time_point::max() || next >= st.tick_at) return;
-  st.tick_at = next;
-  const auto in = std::max(
-      std::chrono::milliseconds(1),
-      std::chrono::duration_cast<std::chrono::milliseconds>(next - SyncRounds::Clock::now()));
-  self->delayed_send(self, in, sync_tick_atom::value);
-}
-
 // Which value of a variable a replica's read saw, so that its gradients can be told stale.
 void note_read(SyncRounds& sync, const ShardCall& call) {
   if (const std::string* name = variable_read(call)) sync.note_read(call.sync.replica, *name);
 }
 
-// A call from a worker: run at once, or, from a replica of synchronous training, accumulated
-// (updates) or held until its round has closed (the barrier).
+}  // namespace
+
+std::optional<std::vector<char>> ShardCalls::call(Result<ShardCall> decoded, Later later) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!decoded.ok() || decoded->sync.replica < 0) return run_locked(std::move(decoded));
+  ShardCall& call = *decoded;
+  const auto now = Clock::now();
+  std::optional<std::vector<char>> reply;
+  if (call.op == "SyncReplicasBarrier") {
+    reply = sync_.wait(call, std::move(later), now);
+  } else {
+    note_read(sync_, call);
+    for (const ShardCall& read : call.reads) note_read(sync_, read);
+    const auto var = call.attrs.find("var");
+    const bool update = call.sync.aggregate > 0 && var != call.attrs.end() &&
+                        std::holds_alternative<std::string>(var->second);
+    reply = update ? sync_.contribute(std::move(call), now) : run_locked(std::move(decoded));
+  }
+  if (const auto next = sync_.next_deadline(); next < tick_at_) {
+    tick_at_ = next;
+    if (on_deadline_) on_deadline_(next);
+  }
+  return reply;
+}
+
+std::optional<std::vector<char>> ShardCalls::call(const runtime::Bytes& frame, Later later) {
+  return call(decode_shard_call(frame), std::move(later));
+}
+
+ShardCalls::Clock::time_point ShardCalls::expire(Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sync_.expire(now);
+  tick_at_ = sync_.next_deadline();
+  return tick_at_;
+}
+
+namespace {
+
+using sync_tick_atom = caf::atom_constant<caf::atom("synctick")>;
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+using waited_atom = caf::atom_constant<caf::atom("waited")>;
+
+// The replies to calls that wait (a synchronous replica's barrier), by key, and the tick that
+// expires the rounds (one pending at a time, at the earliest deadline it was told).
+struct ShardState {
+  std::shared_ptr<ShardCalls> calls;
+  std::map<uint64_t, caf::response_promise> waiting;
+  uint64_t next_key = 0;
+  ShardCalls::Clock::time_point tick_at = ShardCalls::Clock::time_point::max();
+};
+
+void schedule_tick(caf::stateful_actor<ShardState>* self, ShardCalls::Clock::time_point at) {
+  ShardState& st = self->state;
+  if (at == ShardCalls::Clock::time_point::max() || at >= st.tick_at) return;
+  st.tick_at = at;
+  const auto in = std::max(std::chrono::milliseconds(1),
+                           std::chrono::duration_cast<std::chrono::milliseconds>(
+                               at - ShardCalls::Clock::now() + std::chrono::microseconds(999)));
+  self->delayed_send(self, in, sync_tick_atom::value);
+}
+
+// A call over CAF's connection. A reply that comes later comes from whichever thread closes the
+// round: it is sent here as a message, as a promise is delivered on its actor's thread only.
 caf::result<std::vector<char>> handle(caf::stateful_actor<ShardState>* self,
                                       runtime::Result<ShardCall> decoded) {
   ShardState& st = self->state;
-  if (!decoded.ok() || decoded->sync.replica < 0) return st.calls->run(std::move(decoded));
-  ShardCall& call = *decoded;
-  const auto now = SyncRounds::Clock::now();
-  auto var = call.attrs.find("var");
-  const std::string* name =
-      var == call.attrs.end() ? nullptr : std::get_if<std::string>(&var->second);
-  if (call.op == "SyncReplicasBarrier") {
-    auto promise = self->make_response_promise<std::vector<char>>();
-    st.sync->wait(
-        call, [promise](SyncRounds::Reply r) mutable { promise.deliver(std::move(r)); }, now);
-    schedule_tick(self);
-    return promise;
-  }
-  note_read(*st.sync, call);
-  for (const ShardCall& read : call.reads) note_read(*st.sync, read);
-  if (call.sync.aggregate > 0 && name != nullptr) {
-    auto reply = st.sync->contribute(std::move(call), *st.calls, now);
-    schedule_tick(self);
-    return reply;
-  }
-  return st.calls->run(std::move(decoded));
+  const uint64_t key = ++st.next_key;
+  auto me = caf::actor_cast<caf::weak_actor_ptr>(self);
+  auto reply = st.calls->call(std::move(decoded), [me, key](std::vector<char> r) {
+    if (auto actor = caf::actor_cast<caf::actor>(me)) {
+      caf::anon_send(actor, waited_atom::value, key, std::move(r));
+    }
+  });
+  if (reply) return std::move(*reply);
+  auto promise = self->make_response_promise<std::vector<char>>();
+  st.waiting.emplace(key, promise);
+  return promise;
 }
 
 caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
                               std::shared_ptr<ShardCalls> calls, uint16_t data_port) {
   std::shared_ptr<runtime::VariableStore> store = calls->store();
+  auto me = caf::actor_cast<caf::weak_actor_ptr>(self);
+  calls->on_deadline([me](ShardCalls::Clock::time_point at) {
+    const caf::timespan since_epoch = at.time_since_epoch();
+    if (auto actor = caf::actor_cast<caf::actor>(me)) {
+      caf::anon_send(actor, deadline_atom::value, since_epoch);
+    }
+  });
   self->state.calls = std::move(calls);
-  self->state.sync = std::make_unique<SyncRounds>(store);
   return {
       [=](call_atom, std::vector<char>& blob) {
         auto bytes = std::make_shared<const std::vector<char>>(std::move(blob));
         return handle(self, decode_shard_call(std::move(bytes)));
-      },
-      // From this process's data server: a frame as read from its socket, decoded in place.
-      [=](call_atom, const runtime::Bytes& frame) {
-        return handle(self, decode_shard_call(frame));
       },
       [](ping_atom) { return ping_atom::value; },
       [data_port](data_port_atom) { return data_port; },
@@ -250,11 +289,21 @@ caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
         self->state.calls->between_calls([&] { runtime::load_into(*data, store.get()); });
         return std::string();
       },
+      [=](waited_atom, uint64_t key, std::vector<char>& reply) {
+        auto it = self->state.waiting.find(key);
+        if (it == self->state.waiting.end()) return;
+        it->second.deliver(std::move(reply));
+        self->state.waiting.erase(it);
+      },
+      [=](deadline_atom, caf::timespan since_epoch) {
+        schedule_tick(self,
+                      ShardCalls::Clock::time_point(
+                          std::chrono::duration_cast<ShardCalls::Clock::duration>(since_epoch)));
+      },
       [=](sync_tick_atom) {
         ShardState& st = self->state;
-        st.tick_at = SyncRounds::Clock::time_point::max();
-        st.sync->expire(SyncRounds::Clock::now(), *st.calls);
-        schedule_tick(self);
+        st.tick_at = ShardCalls::Clock::time_point::max();
+        schedule_tick(self, st.calls->expire(ShardCalls::Clock::now()));
       },
   };
 }

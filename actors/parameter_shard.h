@@ -5,7 +5,9 @@
 //
 //   auto calls = std::make_shared<ShardCalls>(store);    // store: a runtime::VariableStore
 //   caf::actor shard = spawn_parameter_shard(system, calls, data_port);   // 0: no data channel
-//   data->serve(shard, [calls](const runtime::Bytes& f) { return calls->run_here(f); });
+//   data->serve([calls](const runtime::Bytes& f, ShardCalls::Later later) {
+//     return calls->call(f, std::move(later));
+//   });
 //   // remote: (call_atom, std::vector<char> shard_call) -> std::vector<char> shard_reply
 //   //         (data_port_atom) -> uint16_t, where its data channel listens (data_channel.h)
 //   // state:  (varnames_atom) -> vector<string>, the variables and slots it holds
@@ -14,15 +16,17 @@
 //   //         (load_atom, vector<char> checkpoint) -> string, "" once its entries are stored
 //
 // The store is thread-safe. ShardCalls runs the calls, one at a time whoever runs them: the
-// actor, or its process's data server, which runs a call on its own thread unless the call is
-// a replica's of synchronous training (the actor keeps the rounds). A call handed from the
-// server's thread to a worker of CAF and its reply handed back cost two thread wake-ups each,
-// a fifth of a ps's CPU for a DNN's eight calls a step. Usable without actors (the fuzzer
-// drives it directly).
+// actor (calls over CAF's connection) or its process's data server, which runs every call on
+// its own thread, a synchronous replica's too: a call handed from that thread to a worker of
+// CAF and its reply handed back cost two thread wake-ups each, a fifth of a ps's CPU for a
+// DNN's eight calls a step. The rounds of synchronous training (SyncRounds) are ShardCalls'
+// too, so that calls from both ways meet in them. Usable without actors (the fuzzer drives it
+// directly).
 #pragma once
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -32,6 +36,7 @@
 #include <vector>
 
 #include "actors/shard_codec.h"
+#include "actors/sync_rounds.h"
 #include "runtime/variable_store.h"
 
 namespace troupe::actors {
@@ -39,36 +44,56 @@ namespace troupe::actors {
 // Runs shard calls against a store: each call's node is built as a user's node is (its input
 // placeholders shaped as the call's inputs, so the op's shape function checks them before the
 // kernel sees them), cached by name, op and inputs' dtypes and shapes, rebuilt when the
-// attributes differ, and at most kMaxNodes are kept (least recently used dropped).
+// attributes differ, and at most kMaxNodes are kept (least recently used dropped). A call from
+// a replica of synchronous training goes through SyncRounds: an update is accumulated, the
+// barrier waits for its round. Thread-safe.
 class ShardCalls {
  public:
   static constexpr size_t kMaxNodes = 4096;
-  explicit ShardCalls(std::shared_ptr<runtime::VariableStore> store) : store_(std::move(store)) {}
+  using Clock = SyncRounds::Clock;
+  using Later = std::function<void(std::vector<char>)>;  // a reply that could not be given at once
+
+  explicit ShardCalls(std::shared_ptr<runtime::VariableStore> store);
   ~ShardCalls();
   ShardCalls(const ShardCalls&) = delete;
   ShardCalls& operator=(const ShardCalls&) = delete;
 
   // The reply's bytes: the outputs (the node's, then each read's), or the error (a call that
-  // does not decode included).
+  // does not decode included). Not for a synchronous replica's calls, which call() takes.
   std::vector<char> run(runtime::Result<ShardCall> call);
-  // The reply to a call as a data server read it, when the call may run on the server's
-  // thread; nothing when it is a replica's of synchronous training, for the shard actor.
-  std::optional<std::vector<char>> run_here(const runtime::Bytes& frame);
+  // A call as a peer sent it: the reply now, or nothing when `later` gets it (a synchronous
+  // replica's barrier, once its round has closed or its time is up; on the thread that closes
+  // it, under this object's lock: `later` must only hand the reply on).
+  std::optional<std::vector<char>> call(runtime::Result<ShardCall> call, Later later);
+  // The same for a call's frame as a data server read it.
+  std::optional<std::vector<char>> call(const runtime::Bytes& frame, Later later);
+  // Closes the synchronous rounds due at `now` and fails the waits past their time. Returns the
+  // next deadline (max: none), at which the caller promises to call again; a call that makes
+  // an earlier one tells `on_deadline` (set once, before the first call).
+  Clock::time_point expire(Clock::time_point now);
+  void on_deadline(std::function<void(Clock::time_point)> f) { on_deadline_ = std::move(f); }
   // Runs `f` while no call runs: a checkpoint's snapshot or restore sees no update half done.
   void between_calls(const std::function<void()>& f);
   size_t cached_nodes() const;
+  int64_t dropped() const;  // synchronous updates dropped as stale or repeated
   const std::shared_ptr<runtime::VariableStore>& store() const { return store_; }
 
   struct Node;  // a built node with its kernel and context (parameter_shard.cc)
 
  private:
+  std::vector<char> run_locked(runtime::Result<ShardCall> call);
   runtime::Result<Node*> node_for(const ShardCall& call);
   // Runs one node of a call, appending its outputs.
   runtime::Status run_one(ShardCall& call, std::vector<runtime::Tensor>* outputs);
   std::shared_ptr<runtime::VariableStore> store_;
-  mutable std::mutex mu_;  // held by run(): the store takes one writer per variable at a time
+  // Held by every call: the store takes one writer per variable at a time, and the rounds are
+  // one object.
+  mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Node>> nodes_;
   uint64_t calls_ = 0;
+  SyncRounds sync_;
+  Clock::time_point tick_at_ = Clock::time_point::max();  // the earliest expire() promised
+  std::function<void(Clock::time_point)> on_deadline_;
 };
 
 using varnames_atom = caf::atom_constant<caf::atom("varnames")>;
@@ -80,8 +105,7 @@ using load_atom = caf::atom_constant<caf::atom("load")>;
 runtime::Result<std::string> snapshot(const runtime::VariableStore& store,
                                       const std::vector<std::string>& names);
 
-// The shard actor (its calls from replicas of synchronous training go through SyncRounds,
-// actors/sync_rounds.h).
+// The shard actor: runs calls through `calls`, and expires their synchronous rounds on time.
 caf::actor spawn_parameter_shard(caf::actor_system& system, std::shared_ptr<ShardCalls> calls,
                                  uint16_t data_port);
 

@@ -82,9 +82,9 @@ SyncRounds::Reply SyncRounds::current_value(const std::string& var) const {
   return value.ok() ? value_reply(*value) : error_reply(value.status());
 }
 
-SyncRounds::Reply SyncRounds::contribute(ShardCall call, ShardCalls& calls, Clock::time_point now) {
+SyncRounds::Reply SyncRounds::contribute(ShardCall call, Clock::time_point now) {
   const std::string* name = var_of(call);
-  if (name == nullptr) return calls.run(std::move(call));
+  if (name == nullptr) return apply_(std::move(call));
   const std::string var = *name;
   const int replica = call.sync.replica;
   const bool discard = call.discard_outputs;
@@ -121,12 +121,12 @@ SyncRounds::Reply SyncRounds::contribute(ShardCall call, ShardCalls& calls, Cloc
   open->second.replicas.insert(replica);
   seen_.insert(replica);
   if (open->second.replicas.size() >= needed(open->second.call.sync.aggregate)) {
-    return close(var, calls);
+    return close(var);
   }
   return as_is();
 }
 
-SyncRounds::Reply SyncRounds::close(const std::string& var, ShardCalls& calls) {
+SyncRounds::Reply SyncRounds::close(const std::string& var) {
   auto open = open_.find(var);
   Accumulator acc = std::move(open->second);
   open_.erase(open);
@@ -138,7 +138,7 @@ SyncRounds::Reply SyncRounds::close(const std::string& var, ShardCalls& calls) {
   }
   // An increment of the global step is one per round, not one per replica.
   acc.call.sync = SyncTag{};
-  Reply applied = calls.run(std::move(acc.call));
+  Reply applied = apply_(std::move(acc.call));
   ++rounds_[var];
   if (var == "global_step") release();
   return applied;
@@ -155,24 +155,26 @@ void SyncRounds::release() {
   waiters_.erase(std::remove_if(waiters_.begin(), waiters_.end(), done), waiters_.end());
 }
 
-void SyncRounds::wait(const ShardCall& call, std::function<void(Reply)> reply,
-                      Clock::time_point now) {
+std::optional<SyncRounds::Reply> SyncRounds::wait(const ShardCall& call,
+                                                  std::function<void(Reply)> later,
+                                                  Clock::time_point now) {
   if (call.inputs.size() != 1 || call.inputs[0].dtype() != DType::kInt64 ||
       call.inputs[0].num_elements() != 1) {
-    return reply(error_reply(runtime::invalid_argument("sync barrier: the step is no int64")));
+    return error_reply(runtime::invalid_argument("sync barrier: the step is no int64"));
   }
   const auto step = store_->read_int64_scalar("global_step");
   if (!step) {
-    return reply(error_reply(runtime::failed_precondition(
-        "sync barrier: this ps holds no global_step (place the barrier beside it)")));
+    return error_reply(runtime::failed_precondition(
+        "sync barrier: this ps holds no global_step (place the barrier beside it)"));
   }
   const int64_t stamp = call.inputs[0].data<int64_t>()[0];
-  if (*step > stamp) return reply(value_reply(Tensor::scalar<int64_t>(*step)));
+  if (*step > stamp) return value_reply(Tensor::scalar<int64_t>(*step));
   const auto timeout = std::chrono::milliseconds(call.sync.aggregate_timeout_ms);
-  waiters_.push_back(Waiter{stamp, std::move(reply), now + timeout});
+  waiters_.push_back(Waiter{stamp, std::move(later), now + timeout});
+  return std::nullopt;
 }
 
-void SyncRounds::expire(Clock::time_point now, ShardCalls& calls) {
+void SyncRounds::expire(Clock::time_point now) {
   std::vector<std::string> due;
   for (const auto& [var, acc] : open_) {
     if (now >= acc.opened + std::chrono::milliseconds(acc.call.sync.aggregate_timeout_ms)) {
@@ -196,7 +198,7 @@ void SyncRounds::expire(Clock::time_point now, ShardCalls& calls) {
                          "); missing: ", missing.empty() ? "none seen" : names(missing),
                          " (replica 0 is the chief, replica i worker i - 1)",
                          newly_gone.empty() ? "" : "; rounds go on without them until they read");
-    close(var, calls);
+    close(var);
   }
   auto late = [&](Waiter& w) {
     if (now < w.deadline) return false;

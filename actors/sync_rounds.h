@@ -11,25 +11,25 @@
 // step) answers a replica once the global step has passed the one it read, so its next step reads
 // the round's result.
 //
-//   SyncRounds sync(store);
+//   SyncRounds sync(store, apply);                   // apply: runs a round's mean update
 //   sync.note_read(replica, "w");                    // a read of w (Variable, VariableGather)
-//   Reply now = sync.contribute(std::move(call), calls, Clock::now());
-//   sync.wait(barrier_call, [promise](Reply r) mutable { promise.deliver(std::move(r)); });
-//   sync.expire(Clock::now(), calls);                // at next_deadline()
+//   Reply now = sync.contribute(std::move(call), Clock::now());
+//   std::optional<Reply> r = sync.wait(barrier_call, later, Clock::now());  // or later(reply)
+//   sync.expire(Clock::now());                       // at next_deadline()
 //
-// Not thread-safe: the parameter shard actor owns it.
+// Not thread-safe: ShardCalls owns it and calls it under its lock (parameter_shard.h).
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "actors/parameter_shard.h"
 #include "actors/shard_codec.h"
 #include "runtime/variable_store.h"
 
@@ -39,17 +39,22 @@ class SyncRounds {
  public:
   using Clock = std::chrono::steady_clock;
   using Reply = std::vector<char>;  // a shard reply's bytes
+  // Runs a closed round's update, the mean of its replicas' inputs, against the store.
+  using Apply = std::function<Reply(ShardCall)>;
 
-  explicit SyncRounds(std::shared_ptr<runtime::VariableStore> store) : store_(std::move(store)) {}
+  SyncRounds(std::shared_ptr<runtime::VariableStore> store, Apply apply)
+      : store_(std::move(store)), apply_(std::move(apply)) {}
 
   void note_read(int replica, const std::string& var);
   // The reply for the caller now: the variable as it is (accumulated or dropped), or the
   // round's applied result when this call closed it.
-  Reply contribute(ShardCall call, ShardCalls& calls, Clock::time_point now);
-  // The barrier: `reply` runs now or once the global step has passed the call's input.
-  void wait(const ShardCall& call, std::function<void(Reply)> reply, Clock::time_point now);
+  Reply contribute(ShardCall call, Clock::time_point now);
+  // The barrier: the reply now when the global step has passed the call's input; else nothing,
+  // and `later` gets it once the step passes or the wait's time is up.
+  std::optional<Reply> wait(const ShardCall& call, std::function<void(Reply)> later,
+                            Clock::time_point now);
   // Closes rounds and fails waits past their time.
-  void expire(Clock::time_point now, ShardCalls& calls);
+  void expire(Clock::time_point now);
   Clock::time_point next_deadline() const;
 
   int64_t round(const std::string& var) const;
@@ -66,11 +71,12 @@ class SyncRounds {
     std::function<void(Reply)> reply;
     Clock::time_point deadline;
   };
-  Reply close(const std::string& var, ShardCalls& calls);
+  Reply close(const std::string& var);
   void release();
   Reply current_value(const std::string& var) const;
 
   std::shared_ptr<runtime::VariableStore> store_;
+  Apply apply_;
   std::map<std::string, int64_t> rounds_;
   std::map<std::pair<int, std::string>, int64_t> read_round_;
   std::map<std::string, Accumulator> open_;

@@ -646,23 +646,21 @@ TEST_CASE("a data channel's call bigger than the socket takes at once arrives wh
   ::close(listener);
 }
 
-TEST_CASE("a ps's data server runs a worker's call itself; a sync replica's goes to the actor") {
+TEST_CASE(
+    "a ps's data server runs sync replicas' calls itself; their rounds are the shard actor's too") {
   actors::Runtime rt;
   auto store = std::make_shared<runtime::VariableStore>();
   store->assign("w", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  store->assign("global_step", Tensor::scalar<int64_t>(0));
   auto calls = std::make_shared<actors::ShardCalls>(store);
-  // A stand-in for the shard actor that answers every call with an error of its own.
-  caf::actor shard = rt.system().spawn([](caf::event_based_actor*) -> caf::behavior {
-    return {[](actors::call_atom, const runtime::Bytes&) {
-      std::vector<char> reply;
-      actors::encode_shard_reply(runtime::internal_error("from the actor"), {}, &reply);
-      return reply;
-    }};
-  });
+  caf::actor shard = actors::spawn_parameter_shard(rt.system(), calls, uint16_t{0});
   auto data = actors::DataServer::listen(rt, "127.0.0.1", 0);
   REQUIRE(data.ok());
-  REQUIRE(
-      (*data)->serve(shard, [calls](const runtime::Bytes& f) { return calls->run_here(f); }).ok());
+  REQUIRE((*data)
+              ->serve([calls](const runtime::Bytes& f, actors::DataServer::Later later) {
+                return calls->call(f, std::move(later));
+              })
+              .ok());
   auto channel =
       actors::DataChannel::connect(rt, "127.0.0.1", (*data)->port(), std::chrono::seconds(10));
   REQUIRE(channel.ok());
@@ -672,28 +670,76 @@ TEST_CASE("a ps's data server runs a worker's call itself; a sync replica's goes
   auto v =
       ops::variable(b, "w", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
   auto add = ops::assign_add(b, v, ops::placeholder(b, DType::kFloat32, Shape{2}));
+  Output step = ops::global_step(b);
+  auto increment = ops::assign_add(b, step, ops::placeholder(b, DType::kInt64, Shape{}));
+  const int barrier = ops::sync_replicas_barrier(b, step, add.node);
   REQUIRE(b.ok());
   caf::scoped_actor self{rt.system()};
-  auto call = [&](actors::SyncTag sync) {
-    std::vector<Tensor> inputs{Tensor::from_vector<float>(Shape{2}, {10, 20})};
-    auto message = actors::build_shard_call(g, g.node(add.node), inputs, {.sync = sync});
+  using Reply = runtime::Result<std::vector<Tensor>>;
+  // Replica 1 calls through the data channel; `wait` is how long its reply may take.
+  auto send = [&](int node, std::vector<Tensor> inputs, actors::SyncTag sync) {
+    auto message = actors::build_shard_call(g, g.node(node), inputs, {.sync = sync});
     REQUIRE(message.ok());
     (*channel)->call(actors::ChannelCall{std::move(*message), inputs}, self, 1);
-    runtime::Result<std::vector<Tensor>> out = runtime::internal_error("no reply");
+  };
+  auto receive = [&](std::chrono::milliseconds wait) -> std::optional<Reply> {
+    std::optional<Reply> out;
     self->receive([&](actors::channel_reply_atom, uint64_t,
                       runtime::Bytes& r) { out = actors::decode_shard_reply(r); },
                   [&](actors::channel_reply_atom, uint64_t, std::string& why) {
                     out = runtime::unavailable(why);
                   },
-                  caf::after(std::chrono::seconds(10)) >> [] {});
+                  caf::after(wait) >> [] {});
     return out;
   };
-  auto async = call({});
-  REQUIRE_MESSAGE(async.ok(), async.status().to_string());
-  CHECK((*async)[0].to_vector<float>() == std::vector<float>{11, 22});
-  auto synced = call({.replica = 1, .aggregate = 2, .aggregate_timeout_ms = 1000});
-  CHECK(synced.status().message().find("from the actor") != std::string::npos);
-  CHECK(store->read("w")->to_vector<float>() == std::vector<float>{11, 22});
+  // Replica 2 calls the shard actor over CAF.
+  auto request = [&](int node, std::vector<Tensor> inputs, actors::SyncTag sync) {
+    std::vector<char> blob;
+    REQUIRE(actors::encode_shard_call(g, g.node(node), inputs, &blob, {.sync = sync}).ok());
+    Reply out = runtime::internal_error("no reply");
+    self->request(shard, std::chrono::seconds(10), actors::call_atom::value, std::move(blob))
+        .receive(
+            [&](std::vector<char>& r) {
+              out = actors::decode_shard_reply(std::make_shared<const std::vector<char>>(r));
+            },
+            [&](caf::error& e) { out = runtime::internal_error(rt.system().render(e)); });
+    return out;
+  };
+  const actors::SyncTag one{1, 2, 5000}, two{2, 2, 5000};
+  const std::chrono::seconds plenty(10);
+
+  send(add.node, {Tensor::from_vector<float>(Shape{2}, {10, 20})}, one);
+  auto held = receive(plenty);
+  REQUIRE(held);
+  REQUIRE_MESSAGE(held->ok(), held->status().to_string());
+  CHECK((**held)[0].to_vector<float>() == std::vector<float>{1, 2});  // accumulated, not applied
+  send(increment.node, {Tensor::scalar<int64_t>(1)}, one);
+  REQUIRE(receive(plenty));
+  send(barrier, {Tensor::scalar<int64_t>(0)}, one);
+  CHECK_FALSE(receive(std::chrono::milliseconds(300)));  // the round waits for replica 2
+
+  auto applied = request(add.node, {Tensor::from_vector<float>(Shape{2}, {30, 40})}, two);
+  REQUIRE_MESSAGE(applied.ok(), applied.status().to_string());
+  CHECK((*applied)[0].to_vector<float>() == std::vector<float>{21, 32});  // 1 + mean(10, 30)
+  REQUIRE(request(increment.node, {Tensor::scalar<int64_t>(1)}, two).ok());
+  auto passed = receive(plenty);  // the round closed on the actor's thread, for the channel
+  REQUIRE(passed);
+  REQUIRE_MESSAGE(passed->ok(), passed->status().to_string());
+  CHECK((**passed)[0].data<int64_t>()[0] == 1);
+  CHECK(store->read_int64_scalar("global_step").value() == 1);
+
+  // A barrier nobody passes fails at its timeout: the actor's tick expires the server's wait.
+  send(barrier, {Tensor::scalar<int64_t>(1)}, actors::SyncTag{1, 2, 200});
+  auto late = receive(plenty);
+  REQUIRE(late);
+  REQUIRE_FALSE(late->ok());
+  CHECK(late->status().message().find("global step 1 was not passed") != std::string::npos);
+  // The connection goes on; a call of no replica runs at once.
+  send(add.node, {Tensor::from_vector<float>(Shape{2}, {1, 1})}, {});
+  auto async = receive(plenty);
+  REQUIRE(async);
+  REQUIRE_MESSAGE(async->ok(), async->status().to_string());
+  CHECK((**async)[0].to_vector<float>() == std::vector<float>{22, 33});
   caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }
 

@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include "actors/parameter_shard.h"
+
 using namespace troupe;
 using actors::ShardCall;
 using actors::SyncRounds;
@@ -50,7 +52,7 @@ std::vector<float> w(const runtime::VariableStore& store) {
 struct Fixture {
   std::shared_ptr<runtime::VariableStore> store = std::make_shared<runtime::VariableStore>();
   actors::ShardCalls calls{store};
-  SyncRounds sync{store};
+  SyncRounds sync{store, [this](ShardCall c) { return calls.run(std::move(c)); }};
   SyncRounds::Clock::time_point t0 = SyncRounds::Clock::now();
   Fixture() {
     store->assign("w", Tensor::from_vector<float>(Shape{2}, {10, 20}));
@@ -64,15 +66,15 @@ TEST_CASE("a round applies the mean of its replicas' gradients once") {
   Fixture f;
   f.sync.note_read(0, "w");
   f.sync.note_read(1, "w");
-  f.sync.contribute(sgd(0, {2, 4}), f.calls, f.t0);
+  f.sync.contribute(sgd(0, {2, 4}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{10, 20});  // waiting for the other replica
   CHECK(f.sync.round("w") == 0);
-  f.sync.contribute(sgd(1, {4, 8}), f.calls, f.t0);
+  f.sync.contribute(sgd(1, {4, 8}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{7, 14});  // w -= 1 * mean
   CHECK(f.sync.round("w") == 1);
   // The global step: one increment per round, whatever each replica sent.
-  f.sync.contribute(increment(0), f.calls, f.t0);
-  f.sync.contribute(increment(1), f.calls, f.t0);
+  f.sync.contribute(increment(0), f.t0);
+  f.sync.contribute(increment(1), f.t0);
   CHECK(f.store->read_int64_scalar("global_step").value() == 1);
 }
 
@@ -81,11 +83,11 @@ TEST_CASE("an update computed before the last round closed is dropped, and so is
   f.sync.note_read(0, "w");
   f.sync.note_read(1, "w");
   f.sync.note_read(2, "w");  // a backup worker
-  f.sync.contribute(sgd(0, {2, 2}), f.calls, f.t0);
-  f.sync.contribute(sgd(0, {100, 100}), f.calls, f.t0);  // the same replica again: dropped
-  f.sync.contribute(sgd(1, {4, 4}), f.calls, f.t0);
+  f.sync.contribute(sgd(0, {2, 2}), f.t0);
+  f.sync.contribute(sgd(0, {100, 100}), f.t0);  // the same replica again: dropped
+  f.sync.contribute(sgd(1, {4, 4}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{7, 17});
-  f.sync.contribute(sgd(2, {1000, 1000}), f.calls, f.t0);  // read the old w: stale
+  f.sync.contribute(sgd(2, {1000, 1000}), f.t0);  // read the old w: stale
   CHECK(f.sync.dropped() == 2);
   CHECK(w(*f.store) == std::vector<float>{7, 17});
 }
@@ -95,21 +97,25 @@ TEST_CASE("a round short of replicas closes at its timeout; the barrier waits fo
   std::vector<std::vector<char>> answers;
   auto answered = [&](std::vector<char> r) { answers.push_back(std::move(r)); };
   f.sync.note_read(0, "global_step");
-  f.sync.contribute(increment(0), f.calls, f.t0);
-  f.sync.wait(barrier(0), answered, f.t0);
+  f.sync.contribute(increment(0), f.t0);
+  CHECK_FALSE(f.sync.wait(barrier(0), answered, f.t0).has_value());
   CHECK(answers.empty());
   CHECK(f.sync.next_deadline() == f.t0 + std::chrono::milliseconds(1000));
-  f.sync.expire(f.t0 + std::chrono::milliseconds(999), f.calls);
+  f.sync.expire(f.t0 + std::chrono::milliseconds(999));
   CHECK(answers.empty());
-  f.sync.expire(f.t0 + std::chrono::milliseconds(1000), f.calls);  // replica 1 never came
+  f.sync.expire(f.t0 + std::chrono::milliseconds(1000));  // replica 1 never came
   CHECK(f.store->read_int64_scalar("global_step").value() == 1);
   REQUIRE(answers.size() == 1);
   auto step = actors::decode_shard_reply(std::make_shared<std::vector<char>>(answers[0]));
   REQUIRE(step.ok());
   CHECK((*step)[0].data<int64_t>()[0] == 1);
+  // A barrier on a step passed already is answered at once.
+  auto now = f.sync.wait(barrier(0), answered, f.t0);
+  REQUIRE(now.has_value());
+  CHECK(answers.size() == 1);
   // Waiting on a step nobody moves: an error at the deadline, naming it.
-  f.sync.wait(barrier(1), answered, f.t0);
-  f.sync.expire(f.t0 + std::chrono::seconds(2), f.calls);
+  CHECK_FALSE(f.sync.wait(barrier(1), answered, f.t0).has_value());
+  f.sync.expire(f.t0 + std::chrono::seconds(2));
   REQUIRE(answers.size() == 2);
   auto failed = actors::decode_shard_reply(std::make_shared<std::vector<char>>(answers[1]));
   REQUIRE_FALSE(failed.ok());
@@ -120,24 +126,24 @@ TEST_CASE("a replica a round missed at its timeout is not waited for until it re
   Fixture f;
   f.sync.note_read(0, "w");
   f.sync.note_read(1, "w");
-  f.sync.contribute(sgd(0, {1, 1}), f.calls, f.t0);
-  f.sync.contribute(sgd(1, {3, 3}), f.calls, f.t0);
+  f.sync.contribute(sgd(0, {1, 1}), f.t0);
+  f.sync.contribute(sgd(1, {3, 3}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{8, 18});  // both: the mean, 2
   // Replica 1 dies: the next round waits its timeout once, then closes with replica 0.
   f.sync.note_read(0, "w");
-  f.sync.contribute(sgd(0, {1, 1}), f.calls, f.t0);
+  f.sync.contribute(sgd(0, {1, 1}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{8, 18});
-  f.sync.expire(f.t0 + std::chrono::milliseconds(1000), f.calls);
+  f.sync.expire(f.t0 + std::chrono::milliseconds(1000));
   CHECK(w(*f.store) == std::vector<float>{7, 17});
   // The rounds after it close with replica 0 alone, at once.
   f.sync.note_read(0, "w");
-  f.sync.contribute(sgd(0, {1, 1}), f.calls, f.t0);
+  f.sync.contribute(sgd(0, {1, 1}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{6, 16});
   // Replica 1 comes back: it reads, and rounds need both again.
   f.sync.note_read(0, "w");
   f.sync.note_read(1, "w");
-  f.sync.contribute(sgd(0, {2, 2}), f.calls, f.t0);
+  f.sync.contribute(sgd(0, {2, 2}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{6, 16});
-  f.sync.contribute(sgd(1, {4, 4}), f.calls, f.t0);
+  f.sync.contribute(sgd(1, {4, 4}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{3, 13});
 }
