@@ -3,6 +3,7 @@
 // reaches; Ctrl-C ending every process; a worker killed and started again; servers that refuse
 // to start unsafe or unsure of their task. Every process started here is ended here.
 #include <doctest/doctest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -203,6 +204,11 @@ TEST_CASE("troupe cluster --sync --pin: one global step a round of both replicas
   };
   CHECK(core_of("chief 0") != core_of("worker 0"));
   CHECK(job.err.find("INFO: [cluster] ps 1 runs on core") != std::string::npos);
+  // Replicas that fill the cores yield them to the ps tasks, which every replica waits for.
+  cpu_set_t cores;
+  REQUIRE(::sched_getaffinity(0, sizeof cores, &cores) == 0);
+  const bool crowded = CPU_COUNT(&cores) <= 2;
+  CHECK((job.err.find("they run at nice 10") != std::string::npos) == crowded);
   CHECK(processes_with(d.dir.string()) == 0);
   std::filesystem::remove_all(d.dir);
 }
