@@ -24,7 +24,9 @@
 //   link_delay_added  the time that adds to a step against two round trips (4 ms: a step's
 //                  reads, then its updates, one after the other): below 1, communication
 //                  overlaps computation or other communication
-// The replicas of the launched jobs are pinned to cores of their own (troupe cluster --pin).
+// The replicas of the launched jobs are pinned to cores of their own (troupe cluster --pin); where
+// they fill the machine's cores (2 on 2), the launcher runs them at nice 10 so that the ps,
+// which every replica waits for, runs when a call comes.
 // Rates are the medians of the chief's global_step/sec log lines (each over 100 steps); the
 // machine's other load shows in them, so compare ratios from one run.
 //
