@@ -119,11 +119,6 @@ size_t ShardCalls::cached_nodes() const {
   return nodes_.size();
 }
 
-int64_t ShardCalls::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return sync_.dropped();
-}
-
 std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
   std::lock_guard<std::mutex> lock(mu_);
   return run_locked(std::move(decoded));
@@ -190,10 +185,9 @@ std::optional<std::vector<char>> ShardCalls::call(Result<ShardCall> decoded, Lat
   } else {
     note_read(sync_, call);
     for (const ShardCall& read : call.reads) note_read(sync_, read);
-    const auto var = call.attrs.find("var");
-    const bool update = call.sync.aggregate > 0 && var != call.attrs.end() &&
-                        std::holds_alternative<std::string>(var->second);
-    reply = update ? sync_.contribute(std::move(call), now) : run_locked(std::move(decoded));
+    // An update waits for its round; a read, or an assignment, runs now.
+    reply = call.sync.aggregate > 0 ? sync_.contribute(std::move(call), now)
+                                    : run_locked(std::move(decoded));
   }
   if (const auto next = sync_.next_deadline(); next < tick_at_) {
     tick_at_ = next;
@@ -204,6 +198,12 @@ std::optional<std::vector<char>> ShardCalls::call(Result<ShardCall> decoded, Lat
 
 std::optional<std::vector<char>> ShardCalls::call(const runtime::Bytes& frame, Later later) {
   return call(decode_shard_call(frame), std::move(later));
+}
+
+void ShardCalls::on_deadline(std::function<void(Clock::time_point)> f) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_deadline_ = std::move(f);
+  if (tick_at_ != Clock::time_point::max()) on_deadline_(tick_at_);
 }
 
 ShardCalls::Clock::time_point ShardCalls::expire(Clock::time_point now) {

@@ -69,13 +69,12 @@ class ShardCalls {
   std::optional<std::vector<char>> call(const runtime::Bytes& frame, Later later);
   // Closes the synchronous rounds due at `now` and fails the waits past their time. Returns the
   // next deadline (max: none), at which the caller promises to call again; a call that makes
-  // an earlier one tells `on_deadline` (set once, before the first call).
+  // an earlier one tells `on_deadline` (set once; told at once of a deadline made before).
   Clock::time_point expire(Clock::time_point now);
-  void on_deadline(std::function<void(Clock::time_point)> f) { on_deadline_ = std::move(f); }
+  void on_deadline(std::function<void(Clock::time_point)> f);
   // Runs `f` while no call runs: a checkpoint's snapshot or restore sees no update half done.
   void between_calls(const std::function<void()>& f);
   size_t cached_nodes() const;
-  int64_t dropped() const;  // synchronous updates dropped as stale or repeated
   const std::shared_ptr<runtime::VariableStore>& store() const { return store_; }
 
   struct Node;  // a built node with its kernel and context (parameter_shard.cc)
