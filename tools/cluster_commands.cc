@@ -324,9 +324,8 @@ runtime::Result<Pinning> pinning(size_t replicas) {
 
 // Every replica waits for the ps tasks' replies, each step. Where the replicas fill the cores, a
 // ps woken by a call waits for a time slice of a core that computes, and every replica with it;
-// the training tasks take this niceness instead, so that the ps runs when a call comes
-// (bench/cluster_bench: 2 sync replicas on 2 cores, 170-195 global steps/s at nice 0 beside
-// 220-270 at nice 10).
+// the training tasks take this niceness instead, so that the ps runs when a call comes (2 sync
+// replicas on 2 cores, alternated runs: 170-195 global steps/s at nice 0, 220-270 at nice 10).
 constexpr int kCrowdedNice = 10;
 
 void signal_all(std::vector<Task>& tasks, int sig, bool ps_too = true) {
