@@ -2,8 +2,14 @@
 // troupe command as a user would: the Fashion-MNIST DNN (256-128, batch 128, Adam), OpenBLAS at
 // one thread in every process, one ps task.
 //   async_scaling  cluster-wide examples/s with 2 training replicas against 2 x the rate with 1
-//                  (bar >= 0.9)
+//                  (bar >= 0.9), each replica with a core of its own and the ps beside them as
+//                  both runs can have it: on a machine with a core beyond the replicas' (3 or
+//                  more), on cores of its own in both runs; with fewer, on the replicas' cores
+//                  in both (the 1-replica run confined to one core with taskset, as a ps in the
+//                  workers' processes would be), so that 2 replicas have twice the cores of 1
 //   sync_scaling   the same with --sync (bar >= 0.8)
+//   async|sync_scaling_spare_core  on fewer than 3 cores, the same against a 1-replica run
+//                  whose ps has the second core to itself, which the 2-replica run cannot have
 //   cluster_1_vs_process  1 replica + 1 ps against one process alone: the cost of the network
 //   cpu_per_example_1|2  CPU seconds (user + system, every process of the job) per example
 //                  trained, 1 or 2 replicas, against one process alone: what going distributed
@@ -31,6 +37,7 @@
 // machine's other load shows in them, so compare ratios from one run.
 //
 //   cluster_bench [--quick] [--json FILE]
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -78,6 +85,18 @@ struct Run {
   double cpu_seconds = 0;  // user + system of every process the command ran
 };
 
+// The cores this process may run on, as taskset numbers them.
+std::vector<int> own_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cores;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cores.push_back(cpu);
+  }
+  return cores;
+}
+
 double children_cpu_seconds() {
   rusage u{};
   ::getrusage(RUSAGE_CHILDREN, &u);
@@ -102,13 +121,15 @@ double loopback_bytes() {
   return 0;
 }
 
-Run run(const std::string& args) {
+// `cores`: a taskset core list for the job, or "" for the bench's own.
+Run run(const std::string& args, const std::string& cores = "") {
   const std::string dir = std::filesystem::temp_directory_path().string() + "/cluster_bench_" +
                           std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   const std::string err = dir + ".err", out = dir + ".out";
-  const std::string cmd = "OPENBLAS_NUM_THREADS=1 " + std::string(TROUPE_CLI) + " " + args +
-                          " --model-dir " + dir + " >" + out + " 2>" + err;
+  const std::string cmd =
+      "OPENBLAS_NUM_THREADS=1 " + (cores.empty() ? "" : "taskset -c " + cores + " ") +
+      std::string(TROUPE_CLI) + " " + args + " --model-dir " + dir + " >" + out + " 2>" + err;
   Run r;
   const double before = loopback_bytes(), cpu_before = children_cpu_seconds();
   r.status = std::system(cmd.c_str());
@@ -387,21 +408,43 @@ int main(int argc, char** argv) {
       steps;
   troupe::bench::Bars bars("cluster");
 
+  const std::vector<int> cores = own_cores();
+  if (cores.size() < 2) {
+    std::fprintf(stderr, "cluster_bench: 2 replicas need 2 cores; this process has %zu\n",
+                 cores.size());
+    return 1;
+  }
+  // The ps shares the replicas' cores in both runs where it cannot have one of its own in both.
+  const bool shared = cores.size() < 3;
+  const std::string one_core = shared ? std::to_string(cores[0]) : "";
   Run alone = run("train" + model);
   Run one = run("cluster --pin --ps 1 --workers 1 -- train" + model);
   Run two = run("cluster --pin --ps 1 --workers 2 -- train" + model);
   Run one_sync = run("cluster --pin --ps 1 --workers 1 -- train --sync" + model);
   Run two_sync = run("cluster --pin --ps 1 --workers 2 -- train --sync" + model);
+  Run one_shared =
+      shared ? run("cluster --pin --ps 1 --workers 1 -- train" + model, one_core) : one;
+  Run one_sync_shared =
+      shared ? run("cluster --pin --ps 1 --workers 1 -- train --sync" + model, one_core) : one_sync;
   if (!ok(alone, "one process") || !ok(one, "1 replica") || !ok(two, "2 replicas") ||
-      !ok(one_sync, "1 sync replica") || !ok(two_sync, "2 sync replicas")) {
+      !ok(one_sync, "1 sync replica") || !ok(two_sync, "2 sync replicas") ||
+      !ok(one_shared, "1 replica on one core") ||
+      !ok(one_sync_shared, "1 sync replica on one core")) {
     return 1;
   }
   auto examples = [](const Run& r, double per_step) { return r.steps_per_sec * kBatch * per_step; };
-  const double async1 = examples(one, 1), async2 = examples(two, 1);
-  const double sync1 = examples(one_sync, 1), sync2 = examples(two_sync, 2);
+  const double async1 = examples(one_shared, 1), async2 = examples(two, 1);
+  const double sync1 = examples(one_sync_shared, 1), sync2 = examples(two_sync, 2);
   bars.add("async_scaling", async2, "examples/s", "2x_one_replica", 2 * async1,
            async2 / (2 * async1));
   bars.add("sync_scaling", sync2, "examples/s", "2x_one_replica", 2 * sync1, sync2 / (2 * sync1));
+  if (shared) {
+    const double spare1 = examples(one, 1), spare_sync1 = examples(one_sync, 1);
+    bars.add("async_scaling_spare_core", async2, "examples/s", "2x_one_replica_own_ps_core",
+             2 * spare1, async2 / (2 * spare1));
+    bars.add("sync_scaling_spare_core", sync2, "examples/s", "2x_one_replica_own_ps_core",
+             2 * spare_sync1, sync2 / (2 * spare_sync1));
+  }
   bars.add("cluster_1_vs_process", async1, "examples/s", "one_process", examples(alone, 1),
            async1 / examples(alone, 1));
   auto cpu_us = [](const Run& r) { return 1e6 * r.cpu_seconds / (r.global_step * kBatch); };
