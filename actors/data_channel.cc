@@ -139,6 +139,73 @@ std::string peer_of(const sockaddr_in& from) {
 
 }  // namespace
 
+// A frame to write: its 8-byte length, then a Cap'n Proto message's segment table and its
+// segments where they lie (the frame holds the message and the tensors it points into: a call's
+// inputs, a reply's outputs), or bytes of its own sent as they are (the handshake's). `next` is
+// the first part not yet written in full. It points into itself, so it stays where it was framed
+// (an element of a deque).
+struct OutFrame {
+  std::shared_ptr<capnp::MallocMessageBuilder> message;
+  std::vector<runtime::Tensor> tensors;
+  std::string raw;
+  unsigned char header[8] = {};
+  std::vector<uint32_t> table;
+  std::vector<iovec> parts;
+  size_t next = 0;
+  uint64_t bytes = 0;  // the whole frame's
+
+  void frame() {
+    kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments = message->getSegmentsForOutput();
+    // The segment count less one, each segment's size in words, padded to a whole word.
+    table.assign(segments.size() + 1 + (segments.size() % 2 == 0 ? 1 : 0), 0);
+    table[0] = static_cast<uint32_t>(segments.size() - 1);
+    uint64_t words = 0;
+    for (size_t i = 0; i < segments.size(); ++i) {
+      table[i + 1] = static_cast<uint32_t>(segments[i].size());
+      words += segments[i].size();
+    }
+    const uint64_t n = table.size() * sizeof(uint32_t) + words * sizeof(capnp::word);
+    for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(n >> (8 * i));
+    bytes = sizeof header + n;
+    parts.push_back({header, sizeof header});
+    parts.push_back({table.data(), table.size() * sizeof(uint32_t)});
+    for (const auto& seg : segments) {
+      parts.push_back({const_cast<capnp::word*>(seg.begin()), seg.size() * sizeof(capnp::word)});
+    }
+  }
+  void frame_raw() {
+    bytes = raw.size();
+    parts.push_back({raw.data(), raw.size()});
+  }
+  bool done() const { return next >= parts.size(); }
+  // Writes what the socket takes now: the bytes written, or -1 on an error (errno says).
+  ssize_t write(int fd) {
+    ssize_t written = 0;
+    while (!done()) {
+      msghdr msg{};
+      msg.msg_iov = parts.data() + next;
+      msg.msg_iovlen = std::min<size_t>(parts.size() - next, IOV_MAX);
+      const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        return -1;
+      }
+      written += n;
+      size_t left = static_cast<size_t>(n);
+      while (!done() && left >= parts[next].iov_len) {
+        left -= parts[next].iov_len;
+        ++next;
+      }
+      if (!done()) {
+        parts[next].iov_base = static_cast<char*>(parts[next].iov_base) + left;
+        parts[next].iov_len -= left;
+      }
+    }
+    return written;
+  }
+};
+
 // A peer's connection, as the server's thread sees it.
 struct DataServer::Connection {
   enum class Phase { kHello, kProof, kFrames };
@@ -148,9 +215,8 @@ struct DataServer::Connection {
   Phase phase = Phase::kFrames;
   std::string hello, answer, handshake;  // the job secret's exchange, as far as it went
   FrameReader reader;
-  bool waiting = false;               // for a call's reply: read nothing more until it is out
-  std::deque<std::vector<char>> out;  // to write, in order; the front from out_at on
-  size_t out_at = 0;
+  bool waiting = false;        // for a call's reply: read nothing more until it is out
+  std::deque<OutFrame> out;    // to write, in order
   bool registered = false;     // with epoll
   uint32_t watching = 0;       // the events registered
   Clock::time_point deadline;  // the handshake's end, or the idle limit
@@ -161,8 +227,8 @@ struct DataServer::Connection {
 struct DataServer::Replies {
   int wake_fd = -1;
   std::mutex mu;
-  std::vector<std::pair<uint64_t, std::vector<char>>> ready;  // by connection
-  void post(uint64_t id, std::vector<char> reply) {
+  std::vector<std::pair<uint64_t, ShardReply>> ready;  // by connection
+  void post(uint64_t id, ShardReply reply) {
     {
       std::lock_guard<std::mutex> lock(mu);
       ready.emplace_back(id, std::move(reply));
@@ -383,7 +449,9 @@ void DataServer::read_handshake(Connection& c) {
     if (std::string why = secret.answer_hello(c.hello, &c.answer); !why.empty()) {
       return close(id, why);
     }
-    c.out.emplace_back(c.answer.begin(), c.answer.end());
+    c.out.emplace_back();
+    c.out.back().raw = c.answer;
+    c.out.back().frame_raw();
     c.phase = Connection::Phase::kProof;
     if (!write_out(c)) return close(id, "gone during the handshake");
     return watch(c);
@@ -409,10 +477,10 @@ void DataServer::read_frames(Connection& c) {
     if (c.reader.received() != before) c.deadline = Clock::now() + options_.idle_timeout;
     if (got == FrameReader::Got::kEnd) return close(id);
     if (got == FrameReader::Got::kAgain) break;
-    std::optional<std::vector<char>> reply;
+    std::optional<ShardReply> reply;
     try {
-      reply = handler_(
-          call, [replies = replies_, id](std::vector<char> r) { replies->post(id, std::move(r)); });
+      reply = handler_(call,
+                       [replies = replies_, id](ShardReply r) { replies->post(id, std::move(r)); });
     } catch (const std::exception& e) {  // out of memory in a kernel, say: this call's end
       runtime::log_warning("data channel on port ", port_, ": a call from ", c.peer,
                            " failed: ", e.what());
@@ -428,12 +496,11 @@ void DataServer::read_frames(Connection& c) {
   watch(c);
 }
 
-void DataServer::queue_reply(Connection& c, std::vector<char> reply) {
-  std::vector<char> header(8);
-  const uint64_t n = reply.size();
-  for (int i = 0; i < 8; ++i) header[i] = static_cast<char>(n >> (8 * i));
-  c.out.push_back(std::move(header));
-  if (n > 0) c.out.push_back(std::move(reply));
+void DataServer::queue_reply(Connection& c, ShardReply reply) {
+  c.out.emplace_back();
+  c.out.back().message = std::move(reply.message);
+  c.out.back().tensors = std::move(reply.outputs);
+  c.out.back().frame();
   c.deadline = Clock::now() + options_.idle_timeout;
 }
 
@@ -442,7 +509,7 @@ void DataServer::take_replies() {
   if (::read(replies_->wake_fd, &count, sizeof count) < 0) {
     // Nothing to read: another event drained it first.
   }
-  std::vector<std::pair<uint64_t, std::vector<char>>> ready;
+  std::vector<std::pair<uint64_t, ShardReply>> ready;
   {
     std::lock_guard<std::mutex> lock(replies_->mu);
     ready.swap(replies_->ready);
@@ -463,71 +530,15 @@ void DataServer::take_replies() {
 
 bool DataServer::write_out(Connection& c) {
   while (!c.out.empty()) {
-    iovec parts[8];
-    int count = 0;
-    size_t skip = c.out_at;
-    for (auto it = c.out.begin(); it != c.out.end() && count < 8; ++it, skip = 0) {
-      parts[count++] = {it->data() + skip, it->size() - skip};
-    }
-    msghdr msg{};
-    msg.msg_iov = parts;
-    msg.msg_iovlen = static_cast<size_t>(count);
-    const ssize_t n = ::sendmsg(c.fd, &msg, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      return false;
-    }
-    c.deadline = Clock::now() + options_.idle_timeout;
-    size_t left = static_cast<size_t>(n);
-    while (left > 0 && !c.out.empty()) {
-      const size_t here = c.out.front().size() - c.out_at;
-      if (left < here) {
-        c.out_at += left;
-        left = 0;
-      } else {
-        left -= here;
-        c.out.pop_front();
-        c.out_at = 0;
-      }
-    }
+    const ssize_t n = c.out.front().write(c.fd);
+    if (n < 0) return false;
+    if (n > 0) c.deadline = Clock::now() + options_.idle_timeout;
+    if (!c.out.front().done()) break;
+    c.out.pop_front();
   }
   watch(c);
   return true;
 }
-
-// A call to write: its frame header and Cap'n Proto segment table, then its segments where
-// they lie (the call keeps them alive); `next` is the first part not yet written in full.
-struct DataChannel::Out {
-  ChannelCall call;
-  unsigned char header[8] = {};
-  std::vector<uint32_t> table;
-  std::vector<iovec> parts;
-  size_t next = 0;
-  uint64_t bytes = 0;  // the whole frame's
-
-  // Points `parts` at the frame's pieces; called where the Out stays (it points into itself).
-  void frame() {
-    kj::ArrayPtr<const kj::ArrayPtr<const capnp::word>> segments =
-        call.message->getSegmentsForOutput();
-    // The segment count less one, each segment's size in words, padded to a whole word.
-    table.assign(segments.size() + 1 + (segments.size() % 2 == 0 ? 1 : 0), 0);
-    table[0] = static_cast<uint32_t>(segments.size() - 1);
-    uint64_t words = 0;
-    for (size_t i = 0; i < segments.size(); ++i) {
-      table[i + 1] = static_cast<uint32_t>(segments[i].size());
-      words += segments[i].size();
-    }
-    const uint64_t n = table.size() * sizeof(uint32_t) + words * sizeof(capnp::word);
-    for (int i = 0; i < 8; ++i) header[i] = static_cast<unsigned char>(n >> (8 * i));
-    bytes = sizeof header + n;
-    parts.push_back({header, sizeof header});
-    parts.push_back({table.data(), table.size() * sizeof(uint32_t)});
-    for (const auto& seg : segments) {
-      parts.push_back({const_cast<capnp::word*>(seg.begin()), seg.size() * sizeof(capnp::word)});
-    }
-  }
-};
 
 runtime::Result<std::shared_ptr<DataChannel>> DataChannel::connect(
     Runtime& runtime, const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
@@ -583,7 +594,8 @@ void DataChannel::call(ChannelCall call, const caf::actor& reply_to, uint64_t ta
   // Queued before it goes: its reply may come before the write returns.
   waiting_.push_back({caf::actor_cast<caf::weak_actor_ptr>(reply_to), tag, Clock::now()});
   out_.emplace_back();
-  out_.back().call = std::move(call);
+  out_.back().message = std::move(call.message);
+  out_.back().tensors = std::move(call.inputs);
   out_.back().frame();
   calls_.fetch_add(1, std::memory_order_relaxed);
   sent_.fetch_add(out_.back().bytes, std::memory_order_relaxed);
@@ -594,28 +606,11 @@ void DataChannel::call(ChannelCall call, const caf::actor& reply_to, uint64_t ta
 
 bool DataChannel::write_pending() {
   while (!out_.empty()) {
-    Out& o = out_.front();
-    while (o.next < o.parts.size()) {
-      msghdr msg{};
-      msg.msg_iov = o.parts.data() + o.next;
-      msg.msg_iovlen = std::min<size_t>(o.parts.size() - o.next, IOV_MAX);
-      const ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
-        fail_locked("sending: " + errno_text());
-        return false;
-      }
-      size_t left = static_cast<size_t>(n);
-      while (o.next < o.parts.size() && left >= o.parts[o.next].iov_len) {
-        left -= o.parts[o.next].iov_len;
-        ++o.next;
-      }
-      if (o.next < o.parts.size()) {
-        o.parts[o.next].iov_base = static_cast<char*>(o.parts[o.next].iov_base) + left;
-        o.parts[o.next].iov_len -= left;
-      }
+    if (out_.front().write(fd_) < 0) {
+      fail_locked("sending: " + errno_text());
+      return false;
     }
+    if (!out_.front().done()) return true;
     out_.pop_front();
   }
   return true;

@@ -17,9 +17,10 @@
 // link is slow, a step's calls to one server cost about one round trip, not one each.
 //
 // A frame is an 8-byte little-endian length and that many bytes (a shard call or reply,
-// shard_codec.h). A call's segments are written as they are (the inputs' data from where it
-// lies) and a frame is read into a buffer of its own, decoded in place: each side's kernel
-// copies the bytes once, nothing else does. A frame longer than the limit, a short read or a
+// shard_codec.h). A call's and a reply's segments are written as they are (the inputs' or the
+// outputs' data from where it lies: a variable's value from the ps's store) and a frame is read
+// into a buffer of its own, decoded in place: each side's kernel copies the bytes once, nothing
+// else does. A frame longer than the limit, a short read or a
 // timeout ends the connection with an error naming the peer; the call fails, nothing crashes.
 //
 // With a job secret in the Runtime, both sides prove membership before the first frame (an
@@ -54,6 +55,7 @@
 #include <vector>
 
 #include "actors/runtime_system.h"
+#include "actors/shard_codec.h"
 #include "runtime/status.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_wire.h"
@@ -74,6 +76,8 @@ struct ChannelCall {
 
 using data_port_atom = caf::atom_constant<caf::atom("dataport")>;
 
+struct OutFrame;  // a frame being written (data_channel.cc)
+
 class DataServer {
  public:
   static runtime::Result<std::unique_ptr<DataServer>> listen(Runtime& runtime,
@@ -84,10 +88,10 @@ class DataServer {
   DataServer& operator=(const DataServer&) = delete;
 
   // A reply the handler gives after it has returned; from any thread.
-  using Later = std::function<void(std::vector<char>)>;
+  using Later = std::function<void(ShardReply)>;
   // Runs a call's frame on the server's thread: its reply, or nothing when `later` gets it.
   using Handler =
-      std::function<std::optional<std::vector<char>>(const runtime::Bytes& frame, Later later)>;
+      std::function<std::optional<ShardReply>(const runtime::Bytes& frame, Later later)>;
 
   uint16_t port() const { return port_; }
   // Accepts connections from now on; each one's calls run with `handler`, one at a time. An
@@ -106,7 +110,7 @@ class DataServer {
   void read_handshake(Connection& c);
   void read_frames(Connection& c);
   void take_replies();
-  void queue_reply(Connection& c, std::vector<char> reply);
+  void queue_reply(Connection& c, ShardReply reply);
   bool write_out(Connection& c);  // false: the peer is gone
   void watch(Connection& c);      // the events `c` waits for now
   void close(uint64_t id, const std::string& why = "");
@@ -183,7 +187,6 @@ class DataChannel {
 
  private:
   friend class ChannelPoller;
-  struct Out;
   DataChannel(int fd, std::shared_ptr<ChannelPoller> poller, std::string peer,
               std::chrono::milliseconds timeout);
   // On the poller's thread:
@@ -209,7 +212,7 @@ class DataChannel {
     std::chrono::steady_clock::time_point since;  // sent, or the reply before it came
   };
   std::deque<Waiting> waiting_;  // sent and not yet answered, oldest first
-  std::deque<Out> out_;          // written in part or not at all, in order
+  std::deque<OutFrame> out_;     // written in part or not at all, in order
   std::string broken_;           // why the connection is unusable, once it is
   uint32_t watching_ = 0;        // the events the poller waits for
   std::atomic<uint64_t> calls_{0}, sent_{0}, received_{0};

@@ -119,12 +119,12 @@ size_t ShardCalls::cached_nodes() const {
   return nodes_.size();
 }
 
-std::vector<char> ShardCalls::run(Result<ShardCall> decoded) {
+ShardReply ShardCalls::run(Result<ShardCall> decoded) {
   std::lock_guard<std::mutex> lock(mu_);
   return run_locked(std::move(decoded));
 }
 
-std::vector<char> ShardCalls::run_locked(Result<ShardCall> decoded) {
+ShardReply ShardCalls::run_locked(Result<ShardCall> decoded) {
   std::vector<Tensor> outputs;
   bool discard = false;
   Status status = [&]() -> Status {
@@ -149,10 +149,7 @@ std::vector<char> ShardCalls::run_locked(Result<ShardCall> decoded) {
     return runtime::ok_status();
   }();
   if (discard) outputs.clear();
-  std::vector<char> reply;
-  Status encoded = encode_shard_reply(status, outputs, &reply);
-  if (!encoded.ok()) encode_shard_reply(encoded, {}, &reply);
-  return reply;
+  return make_shard_reply(status, std::move(outputs));
 }
 
 runtime::Result<std::string> snapshot(const runtime::VariableStore& store,
@@ -174,12 +171,12 @@ void note_read(SyncRounds& sync, const ShardCall& call) {
 
 }  // namespace
 
-std::optional<std::vector<char>> ShardCalls::call(Result<ShardCall> decoded, Later later) {
+std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, Later later) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!decoded.ok() || decoded->sync.replica < 0) return run_locked(std::move(decoded));
   ShardCall& call = *decoded;
   const auto now = Clock::now();
-  std::optional<std::vector<char>> reply;
+  std::optional<ShardReply> reply;
   if (call.op == "SyncReplicasBarrier") {
     reply = sync_.wait(call, std::move(later), now);
   } else {
@@ -196,7 +193,7 @@ std::optional<std::vector<char>> ShardCalls::call(Result<ShardCall> decoded, Lat
   return reply;
 }
 
-std::optional<std::vector<char>> ShardCalls::call(const runtime::Bytes& frame, Later later) {
+std::optional<ShardReply> ShardCalls::call(const runtime::Bytes& frame, Later later) {
   return call(decode_shard_call(frame), std::move(later));
 }
 
@@ -245,12 +242,12 @@ caf::result<std::vector<char>> handle(caf::stateful_actor<ShardState>* self,
   ShardState& st = self->state;
   const uint64_t key = ++st.next_key;
   auto me = caf::actor_cast<caf::weak_actor_ptr>(self);
-  auto reply = st.calls->call(std::move(decoded), [me, key](std::vector<char> r) {
+  auto reply = st.calls->call(std::move(decoded), [me, key](ShardReply r) {
     if (auto actor = caf::actor_cast<caf::actor>(me)) {
-      caf::anon_send(actor, waited_atom::value, key, std::move(r));
+      caf::anon_send(actor, waited_atom::value, key, r.flat());
     }
   });
-  if (reply) return std::move(*reply);
+  if (reply) return reply->flat();
   auto promise = self->make_response_promise<std::vector<char>>();
   st.waiting.emplace(key, promise);
   return promise;

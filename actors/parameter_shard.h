@@ -51,7 +51,7 @@ class ShardCalls {
  public:
   static constexpr size_t kMaxNodes = 4096;
   using Clock = SyncRounds::Clock;
-  using Later = std::function<void(std::vector<char>)>;  // a reply that could not be given at once
+  using Later = std::function<void(ShardReply)>;  // a reply that could not be given at once
 
   explicit ShardCalls(std::shared_ptr<runtime::VariableStore> store);
   ~ShardCalls();
@@ -60,13 +60,13 @@ class ShardCalls {
 
   // The reply's bytes: the outputs (the node's, then each read's), or the error (a call that
   // does not decode included). Not for a synchronous replica's calls, which call() takes.
-  std::vector<char> run(runtime::Result<ShardCall> call);
+  ShardReply run(runtime::Result<ShardCall> call);
   // A call as a peer sent it: the reply now, or nothing when `later` gets it (a synchronous
   // replica's barrier, once its round has closed or its time is up; on the thread that closes
   // it, under this object's lock: `later` must only hand the reply on).
-  std::optional<std::vector<char>> call(runtime::Result<ShardCall> call, Later later);
+  std::optional<ShardReply> call(runtime::Result<ShardCall> call, Later later);
   // The same for a call's frame as a data server read it.
-  std::optional<std::vector<char>> call(const runtime::Bytes& frame, Later later);
+  std::optional<ShardReply> call(const runtime::Bytes& frame, Later later);
   // Closes the synchronous rounds due at `now` and fails the waits past their time. Returns the
   // next deadline (max: none), at which the caller promises to call again; a call that makes
   // an earlier one tells `on_deadline` (set once; told at once of a deadline made before).
@@ -80,7 +80,7 @@ class ShardCalls {
   struct Node;  // a built node with its kernel and context (parameter_shard.cc)
 
  private:
-  std::vector<char> run_locked(runtime::Result<ShardCall> call);
+  ShardReply run_locked(runtime::Result<ShardCall> call);
   runtime::Result<Node*> node_for(const ShardCall& call);
   // Runs one node of a call, appending its outputs.
   runtime::Status run_one(ShardCall& call, std::vector<runtime::Tensor>* outputs);

@@ -75,19 +75,39 @@ Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes) {
   return call;
 }
 
-Status encode_shard_reply(const Status& status, const std::vector<Tensor>& outputs,
-                          std::vector<char>* out) {
-  capnp::MallocMessageBuilder builder;
+namespace {
+
+Status fill_reply(capnp::MallocMessageBuilder& builder, const Status& status,
+                  const std::vector<Tensor>& outputs) {
   auto msg = builder.initRoot<schema::ShardReply>();
   if (!status.ok()) {
     msg.setError(status.to_string());
-  } else {
-    auto list = msg.initOutputs(static_cast<unsigned>(outputs.size()));
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      TROUPE_RETURN_IF_ERROR(runtime::write_tensor(outputs[i], list[i], builder.getOrphanage()));
-    }
+    return runtime::ok_status();
   }
-  return runtime::write_message(builder, out);
+  auto list = msg.initOutputs(static_cast<unsigned>(outputs.size()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    TROUPE_RETURN_IF_ERROR(runtime::write_tensor(outputs[i], list[i], builder.getOrphanage()));
+  }
+  return runtime::ok_status();
+}
+
+}  // namespace
+
+ShardReply make_shard_reply(const Status& status, std::vector<Tensor> outputs) {
+  ShardReply reply{std::make_shared<capnp::MallocMessageBuilder>(), std::move(outputs)};
+  if (Status s = fill_reply(*reply.message, status, reply.outputs); !s.ok()) {
+    reply = ShardReply{std::make_shared<capnp::MallocMessageBuilder>(), {}};
+    fill_reply(*reply.message, s, {});
+  }
+  return reply;
+}
+
+std::vector<char> ShardReply::flat() const {
+  std::vector<char> bytes;
+  if (Status s = runtime::write_message(*message, &bytes); !s.ok()) {
+    runtime::write_message(*make_shard_reply(s, {}).message, &bytes);
+  }
+  return bytes;
 }
 
 Result<std::vector<Tensor>> decode_shard_reply(std::shared_ptr<const std::vector<char>> bytes) {

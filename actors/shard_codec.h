@@ -5,6 +5,7 @@
 //   std::vector<char> blob;
 //   TROUPE_RETURN_IF_ERROR(encode_shard_call(graph, node, inputs, &blob));
 //   Result<ShardCall> call = decode_shard_call(std::make_shared<const std::vector<char>>(blob));
+//   ShardReply reply = make_shard_reply(ok_status(), outputs);   // reply.flat(): its bytes
 //
 // Every malformed input is an error that says what is wrong; nothing a peer sends can crash the
 // reader. Thread-safe: no shared state.
@@ -59,9 +60,16 @@ runtime::Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
 runtime::Result<ShardCall> decode_shard_call(std::shared_ptr<const std::vector<char>> bytes);
 runtime::Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes);
 
-runtime::Status encode_shard_reply(const runtime::Status& status,
-                                   const std::vector<runtime::Tensor>& outputs,
-                                   std::vector<char>* out);
+// A shard's reply as a message that references its outputs' data (held here, so the message
+// stays valid as long as this does), for writers that send its segments as they are
+// (data_channel.h); flat() is the bytes, for CAF's connection and tests.
+struct ShardReply {
+  std::shared_ptr<capnp::MallocMessageBuilder> message;
+  std::vector<runtime::Tensor> outputs;
+  std::vector<char> flat() const;
+};
+// The outputs, or the error: `status`'s, or why an output cannot be written.
+ShardReply make_shard_reply(const runtime::Status& status, std::vector<runtime::Tensor> outputs);
 // The outputs, or the error the shard reported (or found in the bytes).
 runtime::Result<std::vector<runtime::Tensor>> decode_shard_reply(
     std::shared_ptr<const std::vector<char>> bytes);

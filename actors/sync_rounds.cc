@@ -12,23 +12,13 @@ using runtime::Tensor;
 
 namespace {
 
-SyncRounds::Reply error_reply(const Status& s) {
-  SyncRounds::Reply bytes;
-  encode_shard_reply(s, {}, &bytes);
-  return bytes;
-}
+SyncRounds::Reply error_reply(const Status& s) { return make_shard_reply(s, {}); }
 
 SyncRounds::Reply value_reply(const Tensor& t) {
-  SyncRounds::Reply bytes;
-  Status s = encode_shard_reply(runtime::ok_status(), {t}, &bytes);
-  return s.ok() ? bytes : error_reply(s);
+  return make_shard_reply(runtime::ok_status(), {t});
 }
 
-SyncRounds::Reply value_reply_none() {
-  SyncRounds::Reply bytes;
-  encode_shard_reply(runtime::ok_status(), {}, &bytes);
-  return bytes;
-}
+SyncRounds::Reply value_reply_none() { return make_shard_reply(runtime::ok_status(), {}); }
 
 const std::string* var_of(const ShardCall& call) {
   auto it = call.attrs.find("var");

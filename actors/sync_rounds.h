@@ -38,7 +38,7 @@ namespace troupe::actors {
 class SyncRounds {
  public:
   using Clock = std::chrono::steady_clock;
-  using Reply = std::vector<char>;  // a shard reply's bytes
+  using Reply = ShardReply;
   // Runs a closed round's update, the mean of its replicas' inputs, against the store.
   using Apply = std::function<Reply(ShardCall)>;
 

@@ -32,16 +32,16 @@ TEST_CASE("shard calls and replies round-trip") {
   CHECK(runtime::attr_get<std::string>(call->attrs, "var") == "w");
   CHECK(call->inputs[0].to_vector<float>() == std::vector<float>{1, 2});
 
-  REQUIRE(actors::encode_shard_reply(runtime::ok_status(), {delta}, &blob).ok());
+  blob = actors::make_shard_reply(runtime::ok_status(), {delta}).flat();
   auto reply = actors::decode_shard_reply(std::make_shared<const std::vector<char>>(blob));
   REQUIRE(reply.ok());
   CHECK((*reply)[0].to_vector<float>() == std::vector<float>{1, 2});
-  REQUIRE(actors::encode_shard_reply(runtime::invalid_argument("bad"), {}, &blob).ok());
+  blob = actors::make_shard_reply(runtime::invalid_argument("bad"), {}).flat();
   reply = actors::decode_shard_reply(std::make_shared<const std::vector<char>>(blob));
   CHECK(reply.status().message() == "invalid argument: bad");
 }
 
-TEST_CASE("a reply's bytes are copied once: its blob is sized exactly before they go in") {
+TEST_CASE("a reply references its outputs' data; flattened, its blob is sized exactly first") {
   // A DNN's read of six variables: the message's header is some hundreds of bytes, which a
   // blob reserved for the tensors' bytes alone overflowed, copying them all again.
   std::vector<Tensor> outputs;
@@ -49,8 +49,14 @@ TEST_CASE("a reply's bytes are copied once: its blob is sized exactly before the
     outputs.push_back(
         Tensor::from_vector<float>(Shape{rows, 10}, std::vector<float>(rows * 10, 1)));
   }
-  std::vector<char> blob;
-  REQUIRE(actors::encode_shard_reply(runtime::ok_status(), outputs, &blob).ok());
+  actors::ShardReply made = actors::make_shard_reply(runtime::ok_status(), outputs);
+  // A data server writes the segments as they are: the biggest output's is its own buffer.
+  bool referenced = false;
+  for (const auto& segment : made.message->getSegmentsForOutput()) {
+    referenced |= static_cast<const void*>(segment.begin()) == outputs[0].data<float>();
+  }
+  CHECK(referenced);
+  std::vector<char> blob = made.flat();
   CHECK(blob.capacity() == blob.size());
   auto reply = actors::decode_shard_reply(std::make_shared<const std::vector<char>>(blob));
   REQUIRE(reply.ok());
@@ -183,7 +189,8 @@ TEST_CASE("a call whose outputs nobody needs is run and answered without them") 
     REQUIRE(
         actors::encode_shard_call(g, g.node(node), {}, &blob, {.discard_outputs = discard}).ok());
     auto reply = actors::decode_shard_reply(std::make_shared<const std::vector<char>>(
-        calls.run(actors::decode_shard_call(std::make_shared<const std::vector<char>>(blob)))));
+        calls.run(actors::decode_shard_call(std::make_shared<const std::vector<char>>(blob)))
+            .flat()));
     REQUIRE(reply.ok());
     CHECK(reply->size() == (discard ? 0u : 1u));
   }
@@ -212,7 +219,7 @@ TEST_CASE("a call reads further variables after its node; only reads may ride al
     REQUIRE(call.ok());
     CHECK(call->reads.size() == reads.size());
     return actors::decode_shard_reply(
-        std::make_shared<const std::vector<char>>(calls.run(std::move(call))));
+        std::make_shared<const std::vector<char>>(calls.run(std::move(call)).flat()));
   };
   // The node's outputs first, then each read's, in order.
   auto got =

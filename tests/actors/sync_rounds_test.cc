@@ -95,7 +95,7 @@ TEST_CASE("an update computed before the last round closed is dropped, and so is
 TEST_CASE("a round short of replicas closes at its timeout; the barrier waits for the step") {
   Fixture f;
   std::vector<std::vector<char>> answers;
-  auto answered = [&](std::vector<char> r) { answers.push_back(std::move(r)); };
+  auto answered = [&](actors::ShardReply r) { answers.push_back(r.flat()); };
   f.sync.note_read(0, "global_step");
   f.sync.contribute(increment(0), f.t0);
   CHECK_FALSE(f.sync.wait(barrier(0), answered, f.t0).has_value());

@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   store->assign("global_step", Tensor::scalar<int64_t>(7));
   actors::ShardCalls calls(store);
   auto bytes = std::make_shared<const std::vector<char>>(data, data + size);
-  std::vector<char> reply = calls.run(actors::decode_shard_call(bytes));
+  std::vector<char> reply = calls.run(actors::decode_shard_call(bytes)).flat();
   if (reply.empty()) __builtin_trap();
   return 0;
 }
