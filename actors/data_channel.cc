@@ -220,6 +220,7 @@ struct DataServer::Connection {
   bool registered = false;     // with epoll
   uint32_t watching = 0;       // the events registered
   Clock::time_point deadline;  // the handshake's end, or the idle limit
+  Later later;                 // how a reply given later reaches it
 };
 
 // Replies the handler gives later, and the eventfd that wakes the server's thread for them.
@@ -377,6 +378,7 @@ void DataServer::accept_all() {
     c->id = next_id_++;
     c->fd = fd;
     c->peer = peer;
+    c->later = [replies = replies_, id = c->id](ShardReply r) { replies->post(id, std::move(r)); };
     const bool members_only = runtime_.secret() != nullptr;
     c->phase = members_only ? Connection::Phase::kHello : Connection::Phase::kFrames;
     c->deadline =
@@ -479,8 +481,7 @@ void DataServer::read_frames(Connection& c) {
     if (got == FrameReader::Got::kAgain) break;
     std::optional<ShardReply> reply;
     try {
-      reply = handler_(call,
-                       [replies = replies_, id](ShardReply r) { replies->post(id, std::move(r)); });
+      reply = handler_(call, c.later);
     } catch (const std::exception& e) {  // out of memory in a kernel, say: this call's end
       runtime::log_warning("data channel on port ", port_, ": a call from ", c.peer,
                            " failed: ", e.what());

@@ -5,8 +5,8 @@
 // tensor_loopback). CAF's connection stays for monitoring and heartbeats.
 //
 //   auto data = DataServer::listen(rt, "127.0.0.1", 0);     // server (0: any free port)
-//   data->serve([calls](const runtime::Bytes& call, DataServer::Later later) {
-//     return calls->call(call, std::move(later));   // accepts; runs each call with the handler
+//   data->serve([calls](const runtime::Bytes& call, const DataServer::Later& later) {
+//     return calls->call(call, later);   // accepts; runs each call with the handler
 //   });
 //
 //   auto ch = DataChannel::connect(rt, "127.0.0.1", port, timeout);  // client: shared_ptr
@@ -20,8 +20,8 @@
 // shard_codec.h). A call's and a reply's segments are written as they are (the inputs' or the
 // outputs' data from where it lies: a variable's value from the ps's store) and a frame is read
 // into a buffer of its own, decoded in place: each side's kernel copies the bytes once, nothing
-// else does. A frame longer than the limit, a short read or a
-// timeout ends the connection with an error naming the peer; the call fails, nothing crashes.
+// else does. A frame longer than the limit, a short read or a timeout ends the connection with
+// an error naming the peer; the call fails, nothing crashes.
 //
 // With a job secret in the Runtime, both sides prove membership before the first frame (an
 // HMAC-SHA256 challenge-response, job_secret.h); a peer that cannot is closed and logged with
@@ -89,9 +89,10 @@ class DataServer {
 
   // A reply the handler gives after it has returned; from any thread.
   using Later = std::function<void(ShardReply)>;
-  // Runs a call's frame on the server's thread: its reply, or nothing when `later` gets it.
+  // Runs a call's frame on the server's thread: its reply, or nothing when `later` (the
+  // connection's, made once) gets it; the handler copies `later` only then.
   using Handler =
-      std::function<std::optional<ShardReply>(const runtime::Bytes& frame, Later later)>;
+      std::function<std::optional<ShardReply>(const runtime::Bytes& frame, const Later& later)>;
 
   uint16_t port() const { return port_; }
   // Accepts connections from now on; each one's calls run with `handler`, one at a time. An

@@ -171,14 +171,14 @@ void note_read(SyncRounds& sync, const ShardCall& call) {
 
 }  // namespace
 
-std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, Later later) {
+std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, const Later& later) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!decoded.ok() || decoded->sync.replica < 0) return run_locked(std::move(decoded));
   ShardCall& call = *decoded;
   const auto now = Clock::now();
   std::optional<ShardReply> reply;
   if (call.op == "SyncReplicasBarrier") {
-    reply = sync_.wait(call, std::move(later), now);
+    reply = sync_.wait(call, later, now);
   } else {
     note_read(sync_, call);
     for (const ShardCall& read : call.reads) note_read(sync_, read);
@@ -193,8 +193,8 @@ std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, Later late
   return reply;
 }
 
-std::optional<ShardReply> ShardCalls::call(const runtime::Bytes& frame, Later later) {
-  return call(decode_shard_call(frame), std::move(later));
+std::optional<ShardReply> ShardCalls::call(const runtime::Bytes& frame, const Later& later) {
+  return call(decode_shard_call(frame), later);
 }
 
 void ShardCalls::on_deadline(std::function<void(Clock::time_point)> f) {

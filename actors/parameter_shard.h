@@ -5,8 +5,8 @@
 //
 //   auto calls = std::make_shared<ShardCalls>(store);    // store: a runtime::VariableStore
 //   caf::actor shard = spawn_parameter_shard(system, calls, data_port);   // 0: no data channel
-//   data->serve([calls](const runtime::Bytes& f, ShardCalls::Later later) {
-//     return calls->call(f, std::move(later));
+//   data->serve([calls](const runtime::Bytes& f, const ShardCalls::Later& later) {
+//     return calls->call(f, later);
 //   });
 //   // remote: (call_atom, std::vector<char> shard_call) -> std::vector<char> shard_reply
 //   //         (data_port_atom) -> uint16_t, where its data channel listens (data_channel.h)
@@ -63,10 +63,10 @@ class ShardCalls {
   ShardReply run(runtime::Result<ShardCall> call);
   // A call as a peer sent it: the reply now, or nothing when `later` gets it (a synchronous
   // replica's barrier, once its round has closed or its time is up; on the thread that closes
-  // it, under this object's lock: `later` must only hand the reply on).
-  std::optional<ShardReply> call(runtime::Result<ShardCall> call, Later later);
+  // it, under this object's lock: `later` must only hand the reply on; it is copied only then).
+  std::optional<ShardReply> call(runtime::Result<ShardCall> call, const Later& later);
   // The same for a call's frame as a data server read it.
-  std::optional<ShardReply> call(const runtime::Bytes& frame, Later later);
+  std::optional<ShardReply> call(const runtime::Bytes& frame, const Later& later);
   // Closes the synchronous rounds due at `now` and fails the waits past their time. Returns the
   // next deadline (max: none), at which the caller promises to call again; a call that makes
   // an earlier one tells `on_deadline` (set once; told at once of a deadline made before).

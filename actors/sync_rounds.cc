@@ -146,7 +146,7 @@ void SyncRounds::release() {
 }
 
 std::optional<SyncRounds::Reply> SyncRounds::wait(const ShardCall& call,
-                                                  std::function<void(Reply)> later,
+                                                  const std::function<void(Reply)>& later,
                                                   Clock::time_point now) {
   if (call.inputs.size() != 1 || call.inputs[0].dtype() != DType::kInt64 ||
       call.inputs[0].num_elements() != 1) {
@@ -160,7 +160,7 @@ std::optional<SyncRounds::Reply> SyncRounds::wait(const ShardCall& call,
   const int64_t stamp = call.inputs[0].data<int64_t>()[0];
   if (*step > stamp) return value_reply(Tensor::scalar<int64_t>(*step));
   const auto timeout = std::chrono::milliseconds(call.sync.aggregate_timeout_ms);
-  waiters_.push_back(Waiter{stamp, std::move(later), now + timeout});
+  waiters_.push_back(Waiter{stamp, later, now + timeout});
   return std::nullopt;
 }
 

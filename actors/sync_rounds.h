@@ -51,7 +51,7 @@ class SyncRounds {
   Reply contribute(ShardCall call, Clock::time_point now);
   // The barrier: the reply now when the global step has passed the call's input; else nothing,
   // and `later` gets it once the step passes or the wait's time is up.
-  std::optional<Reply> wait(const ShardCall& call, std::function<void(Reply)> later,
+  std::optional<Reply> wait(const ShardCall& call, const std::function<void(Reply)>& later,
                             Clock::time_point now);
   // Closes rounds and fails waits past their time.
   void expire(Clock::time_point now);

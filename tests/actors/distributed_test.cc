@@ -657,8 +657,8 @@ TEST_CASE(
   auto data = actors::DataServer::listen(rt, "127.0.0.1", 0);
   REQUIRE(data.ok());
   REQUIRE((*data)
-              ->serve([calls](const runtime::Bytes& f, actors::DataServer::Later later) {
-                return calls->call(f, std::move(later));
+              ->serve([calls](const runtime::Bytes& f, const actors::DataServer::Later& later) {
+                return calls->call(f, later);
               })
               .ok());
   auto channel =
