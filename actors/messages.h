@@ -112,6 +112,9 @@ struct NodePlan {
   // Other variables' reads this (remote) read makes in its call; their values are its further
   // outputs (step_plan.h).
   std::vector<int> reads;
+  // Updates of other variables this (remote) update makes in its call, after its own; their
+  // inputs are its further inputs (step_plan.h).
+  std::vector<int> updates;
 };
 
 // A reporting node finished a step (dead: it did not run because the step failed).

@@ -32,6 +32,10 @@ struct PlanState {
   Exec* exec = nullptr;  // what this plan runs: &fused or NodeState::own
   // Whose outputs a step gives, in order: what it runs, then the reads its call makes too.
   std::vector<const runtime::Node*> yields;
+  // The updates its call makes too, and its input slots: what it runs takes the first, each
+  // update the next as many as it has inputs.
+  std::vector<const runtime::Node*> updates;
+  size_t num_inputs = 0;
 };
 
 size_t num_outputs(const PlanState& p) {
@@ -101,7 +105,7 @@ Pending& pending_for(NodeState& st, uint64_t step, int32_t plan) {
     st.spare_inputs.pop_back();
   }
   PlanState& p = st.plans.at(plan);
-  inputs.resize(p.exec->node->inputs.size());
+  inputs.resize(p.num_inputs);
   for (const auto& [slot, value] : p.plan.bound_inputs) inputs[slot] = value;
   st.queue.push_back(Pending{step, &p, 0, std::move(inputs), false});
   return st.queue.back();
@@ -218,7 +222,7 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   // Over the data channel the call's segments go out as they are; over CAF, as one blob.
   ChannelCall message;
   std::vector<char> blob;
-  ShardCallExtras extras{st.spec.sync, discard, {}};
+  ShardCallExtras extras{st.spec.sync, discard, {}, pd.plan->updates};
   extras.reads.assign(pd.plan->yields.begin() + 1, pd.plan->yields.end());
   if (st.spec.channel) {
     auto built = build_shard_call(*st.spec.graph, node, pd.inputs, extras);
@@ -354,6 +358,12 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
         p.exec = p.plan.fused ? &p.fused : &st.own;
         p.yields = {p.exec->node};
         for (int r : p.plan.reads) p.yields.push_back(&st.spec.graph->node(r));
+        p.num_inputs = p.exec->node->inputs.size();
+        p.updates.clear();
+        for (int u : p.plan.updates) {
+          p.updates.push_back(&st.spec.graph->node(u));
+          p.num_inputs += p.updates.back()->inputs.size();
+        }
       },
       [self](Resume) { try_fire(self); },
       // A data channel's reply: to the call in flight unless that was answered otherwise (the

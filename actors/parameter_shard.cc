@@ -95,6 +95,24 @@ const std::string* variable_read(const ShardCall& call) {
   return std::get_if<std::string>(&var->second);
 }
 
+// Updates ride along only on a call that needs no outputs, and only updates: a read there
+// would return nothing, and a step waits for an update's call as a whole.
+Status check_updates(const ShardCall& call) {
+  if (call.updates.empty()) return runtime::ok_status();
+  if (!call.discard_outputs) {
+    return runtime::invalid_argument("shard call: '", call.node_name,
+                                     "' carries updates but asks for its outputs");
+  }
+  for (const ShardCall& u : call.updates) {
+    const runtime::OpDef* def = runtime::find_op(u.op);
+    if (def == nullptr || def->variable_access != runtime::VariableAccess::kWrite) {
+      return runtime::invalid_argument("shard call: '", u.node_name, "' (", u.op,
+                                       ") is not a variable update");
+    }
+  }
+  return runtime::ok_status();
+}
+
 }  // namespace
 
 Status ShardCalls::run_one(ShardCall& call, std::vector<Tensor>* outputs) {
@@ -130,7 +148,11 @@ ShardReply ShardCalls::run_locked(Result<ShardCall> decoded) {
   Status status = [&]() -> Status {
     TROUPE_ASSIGN_OR_RETURN(ShardCall call, std::move(decoded));
     discard = call.discard_outputs;
+    TROUPE_RETURN_IF_ERROR(check_updates(call));
     TROUPE_RETURN_IF_ERROR(run_one(call, &outputs));
+    for (ShardCall& u : call.updates) {
+      TROUPE_RETURN_IF_ERROR(run_one(u, &outputs).with_context(u.node_name));
+    }
     // Each variable once: a peer's list naming one many times would make a reply of any size.
     std::set<std::string> read;
     for (ShardCall& r : call.reads) {
@@ -183,12 +205,25 @@ std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, const Late
     note_read(sync_, call);
     for (const ShardCall& read : call.reads) note_read(sync_, read);
     // An update waits for its round; a read, or an assignment, runs now.
-    reply = call.sync.aggregate > 0 ? sync_.contribute(std::move(call), now)
-                                    : run_locked(std::move(decoded));
+    reply =
+        call.sync.aggregate > 0 ? contribute(std::move(call), now) : run_locked(std::move(decoded));
   }
   if (const auto next = sync_.next_deadline(); next < tick_at_) {
     tick_at_ = next;
     if (on_deadline_) on_deadline_(next);
+  }
+  return reply;
+}
+
+// Each update of the call contributes to its own variable's round, in order.
+ShardReply ShardCalls::contribute(ShardCall call, Clock::time_point now) {
+  if (Status s = check_updates(call); !s.ok()) return make_shard_reply(s, {});
+  std::vector<ShardCall> updates = std::move(call.updates);
+  call.updates.clear();
+  ShardReply reply = sync_.contribute(std::move(call), now);
+  for (ShardCall& u : updates) {
+    if (!reply.status.ok()) break;
+    reply = sync_.contribute(std::move(u), now);
   }
   return reply;
 }

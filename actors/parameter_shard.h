@@ -19,7 +19,7 @@
 // actor (calls over CAF's connection) or its process's data server, which runs every call on
 // its own thread, a synchronous replica's too: a call handed from that thread to a worker of
 // CAF and its reply handed back cost two thread wake-ups each, a fifth of a ps's CPU for a
-// DNN's eight calls a step. The rounds of synchronous training (SyncRounds) are ShardCalls'
+// DNN's calls a step. The rounds of synchronous training (SyncRounds) are ShardCalls'
 // too, so that calls from both ways meet in them. Usable without actors (the fuzzer drives it
 // directly).
 #pragma once
@@ -81,6 +81,7 @@ class ShardCalls {
 
  private:
   ShardReply run_locked(runtime::Result<ShardCall> call);
+  ShardReply contribute(ShardCall call, Clock::time_point now);
   runtime::Result<Node*> node_for(const ShardCall& call);
   // Runs one node of a call, appending its outputs.
   runtime::Status run_one(ShardCall& call, std::vector<runtime::Tensor>* outputs);

@@ -37,7 +37,7 @@ struct Plan {
   // rather than by name at every step.
   std::vector<std::pair<int, VarGate*>> gated_reads;  // (Variable node, its variable's gate)
   std::map<VarGate*, int> writes;                     // gate -> writer nodes in the plan
-  std::map<int, VarGate*> writer_gate;
+  std::map<int, std::vector<VarGate*>> writer_gates;  // a writer may write several
   std::vector<std::vector<std::pair<int, int32_t>>> feed_routes;  // per feed: (node, slot)
   std::vector<int> sources;  // nodes with no packets to wait for
   std::vector<FetchSource> fetches;
@@ -179,10 +179,12 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
   plan.reporters = compiled.reporters;
   for (const auto& [id, var] : compiled.gated_reads)
     plan.gated_reads.push_back({id, &st.gates[var]});
-  for (const auto& [id, var] : compiled.writers) {
-    VarGate* gate = &st.gates[var];
-    ++plan.writes[gate];
-    plan.writer_gate[id] = gate;
+  for (const auto& [id, vars] : compiled.writers) {
+    for (const std::string& var : vars) {
+      VarGate* gate = &st.gates[var];
+      ++plan.writes[gate];
+      plan.writer_gates[id].push_back(gate);
+    }
   }
   std::map<int, NodePlan> specs;
   for (auto& [id, step] : compiled.nodes) {
@@ -196,6 +198,7 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
     p.report = step.report;
     p.fused = std::move(step.fused);
     p.reads = std::move(step.reads);
+    p.updates = std::move(step.updates);
   }
   const uint64_t slots = static_cast<uint64_t>(std::max(1, st.spec.pipeline_depth));
   for (const auto& [id, step] : compiled.nodes) {
@@ -516,8 +519,10 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
         if (it == st.steps.end()) return;
         Step& s = it->second;
         const Plan& plan = st.plans[s.plan];
-        auto writer = plan.writer_gate.find(d.node);
-        if (writer != plan.writer_gate.end()) release_reads(self, *writer->second, d.step);
+        auto writer = plan.writer_gates.find(d.node);
+        if (writer != plan.writer_gates.end()) {
+          for (VarGate* gate : writer->second) release_reads(self, *gate, d.step);
+        }
         if (!d.dead) {
           for (size_t i = 0; i < plan.fetches.size(); ++i) {
             const FetchSource& f = plan.fetches[i];

@@ -27,9 +27,32 @@ Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
           runtime::write_node(graph, *extras.reads[i], reads[i], builder->getOrphanage()));
     }
   }
-  auto list = msg.initInputs(static_cast<unsigned>(inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    TROUPE_RETURN_IF_ERROR(runtime::write_tensor(inputs[i], list[i], builder->getOrphanage()));
+  auto write_inputs = [&](capnp::List<schema::Tensor>::Builder list, size_t from) -> Status {
+    for (unsigned i = 0; i < list.size(); ++i) {
+      TROUPE_RETURN_IF_ERROR(
+          runtime::write_tensor(inputs[from + i], list[i], builder->getOrphanage()));
+    }
+    return runtime::ok_status();
+  };
+  // Without updates the node takes every input; with them, `inputs` holds the node's, then
+  // each update's, as many as each node has.
+  size_t needed = extras.updates.empty() ? inputs.size() : node.inputs.size();
+  for (const runtime::Node* u : extras.updates) needed += u->inputs.size();
+  if (needed != inputs.size()) {
+    return runtime::invalid_argument("shard call: ", inputs.size(), " inputs for ", needed, " of ",
+                                     node.name, " and the updates after it");
+  }
+  size_t at = extras.updates.empty() ? inputs.size() : node.inputs.size();
+  TROUPE_RETURN_IF_ERROR(write_inputs(msg.initInputs(static_cast<unsigned>(at)), 0));
+  if (extras.updates.empty()) return builder;
+  auto updates = msg.initUpdates(static_cast<unsigned>(extras.updates.size()));
+  for (size_t u = 0; u < extras.updates.size(); ++u) {
+    const runtime::Node& n = *extras.updates[u];
+    TROUPE_RETURN_IF_ERROR(
+        runtime::write_node(graph, n, updates[u].initNode(), builder->getOrphanage()));
+    TROUPE_RETURN_IF_ERROR(
+        write_inputs(updates[u].initInputs(static_cast<unsigned>(n.inputs.size())), at));
+    at += n.inputs.size();
   }
   return builder;
 }
@@ -69,6 +92,19 @@ Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes) {
           read.sync.replica = call.sync.replica;
           TROUPE_RETURN_IF_ERROR(runtime::read_attrs(n.getAttrs(), keep, &read.attrs));
         }
+        for (auto u : msg.getUpdates()) {
+          // Each update is a call of its own at the shard: the same replica and round size.
+          ShardCall& update = call.updates.emplace_back();
+          update.node_name = u.getNode().getName().cStr();
+          update.op = u.getNode().getOp().cStr();
+          update.sync = call.sync;
+          update.discard_outputs = true;
+          TROUPE_RETURN_IF_ERROR(runtime::read_attrs(u.getNode().getAttrs(), keep, &update.attrs));
+          for (auto t : u.getInputs()) {
+            TROUPE_ASSIGN_OR_RETURN(Tensor v, runtime::read_tensor(t, keep));
+            update.inputs.push_back(std::move(v));
+          }
+        }
         return runtime::ok_status();
       });
   if (!s.ok()) return s.with_context("shard call");
@@ -94,9 +130,9 @@ Status fill_reply(capnp::MallocMessageBuilder& builder, const Status& status,
 }  // namespace
 
 ShardReply make_shard_reply(const Status& status, std::vector<Tensor> outputs) {
-  ShardReply reply{std::make_shared<capnp::MallocMessageBuilder>(), std::move(outputs)};
+  ShardReply reply{std::make_shared<capnp::MallocMessageBuilder>(), std::move(outputs), status};
   if (Status s = fill_reply(*reply.message, status, reply.outputs); !s.ok()) {
-    reply = ShardReply{std::make_shared<capnp::MallocMessageBuilder>(), {}};
+    reply = ShardReply{std::make_shared<capnp::MallocMessageBuilder>(), {}, s};
     fill_reply(*reply.message, s, {});
   }
   return reply;

@@ -1,5 +1,6 @@
 // The bytes of a call from a worker to a parameter shard in another process: one node (op,
-// attributes) and its input values; and of the shard's reply. Cap'n Proto, carried by CAF as one
+// attributes) and its input values, and the reads or updates that ride along; and of the
+// shard's reply. Cap'n Proto, carried by CAF as one
 // std::vector<char>, decoded in place.
 //
 //   std::vector<char> blob;
@@ -40,6 +41,9 @@ struct ShardCall {
   // Further variable reads run after the node, their outputs after its own (no inputs; the
   // shard refuses any other op there).
   std::vector<ShardCall> reads;
+  // Further updates run after the node, each with its own inputs, in a call that discards its
+  // outputs (a step's updates of one task in one call).
+  std::vector<ShardCall> updates;
 };
 
 // The call's optional parts.
@@ -47,6 +51,8 @@ struct ShardCallExtras {
   SyncTag sync;
   bool discard_outputs = false;
   std::vector<const runtime::Node*> reads;  // Variable nodes of the graph, read after `node`
+  // Update nodes of the graph run after `node`, their inputs after its own in `inputs`.
+  std::vector<const runtime::Node*> updates;
 };
 
 runtime::Status encode_shard_call(const runtime::Graph& graph, const runtime::Node& node,
@@ -66,6 +72,7 @@ runtime::Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes);
 struct ShardReply {
   std::shared_ptr<capnp::MallocMessageBuilder> message;
   std::vector<runtime::Tensor> outputs;
+  runtime::Status status;  // the error the message carries, or ok
   std::vector<char> flat() const;
 };
 // The outputs, or the error: `status`'s, or why an output cannot be written.

@@ -97,6 +97,74 @@ void batch_reads(const Graph& g, const std::vector<int>& order, const std::vecto
   }
 }
 
+// A step's updates of the variables on one task are one call too, made by the last of them
+// (in the graph's order): the others' inputs become its further inputs, and whatever waited
+// on them waits on it. An update joins when nothing takes its outputs (it is ordered by
+// control edges only, fetched by no one) and it waits on nothing that waits on the call: on
+// no other task's update (which would hold this task's call back), on nothing computed from
+// an update that joined. The next step's reads wait for every update anyway (their gates).
+// Assignments keep calls of their own (they carry no round of synchronous replication).
+template <class Remote>
+void batch_updates(const Graph& g, const std::vector<int>& order, const std::vector<bool>& bound,
+                   const std::vector<bool>& reported, const Remote& remote,
+                   std::vector<bool>* absorbed, std::map<int, std::vector<int>>* updates_of,
+                   std::map<int, Output>* moved) {
+  auto is_update = [&](const runtime::Node& n) {
+    return n.def->variable_access == runtime::VariableAccess::kWrite && n.op != "Assign" &&
+           !bound[n.id] && remote(n);
+  };
+  std::vector<bool> consumed(g.num_nodes(), false);
+  for (int id : order) {
+    for (const Output& in : g.node(id).inputs) consumed[in.node] = true;
+  }
+  std::map<std::string, std::vector<int>> members;  // task -> its updates that joined
+  std::vector<std::string> joined(g.num_nodes());   // the task whose call a node joined
+  // The tasks whose calls a node waits on, through any path.
+  std::vector<std::vector<std::string>> after(g.num_nodes());
+  auto waits_on = [&](int id, const std::string& task) {
+    const auto& a = after[id];
+    return joined[id] == task || std::find(a.begin(), a.end(), task) != a.end();
+  };
+  for (int id : order) {
+    const runtime::Node& n = g.node(id);
+    // A bound input (a constant, made under the updates' control dependencies, say) is there
+    // before the step: it waits on nothing.
+    std::vector<int> deps;
+    bool free = true;  // waits on no other task's update, and on no joined update's result
+    for (const Output& in : n.inputs) {
+      if (bound[in.node]) continue;
+      deps.push_back(in.node);
+      free = free && !waits_on(in.node, n.device);
+    }
+    for (int c : n.control_inputs) {
+      if (bound[c]) continue;
+      deps.push_back(c);
+      const bool internal = joined[c] == n.device;
+      free = free && (internal || (!waits_on(c, n.device) && !is_update(g.node(c))));
+    }
+    if (is_update(n) && !consumed[id] && !reported[id] && free) {
+      members[n.device].push_back(id);
+      joined[id] = n.device;
+    }
+    for (int d : deps) {
+      if (!joined[d].empty() && !waits_on(id, joined[d])) after[id].push_back(joined[d]);
+      for (const std::string& t : after[d]) {
+        if (!waits_on(id, t)) after[id].push_back(t);
+      }
+    }
+  }
+  for (auto& [task, ids] : members) {
+    if (ids.size() < 2) continue;
+    const int caller = ids.back();
+    ids.pop_back();
+    for (int id : ids) {
+      (*absorbed)[id] = true;
+      (*moved)[id] = Output{caller, 0};
+    }
+    (*updates_of)[caller] = std::move(ids);
+  }
+}
+
 }  // namespace
 
 runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignature& signature,
@@ -145,6 +213,8 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
   std::map<int, std::vector<int>> reads_of;
   std::map<int, Output> moved;  // a read made by another -> the output its value comes from
   batch_reads(g, order, bound, reported, remote, &absorbed, &reads_of, &moved);
+  std::map<int, std::vector<int>> updates_of;
+  batch_updates(g, order, bound, reported, remote, &absorbed, &updates_of, &moved);
   auto source_of = [&](Output o) {
     auto it = moved.find(o.node);
     return it == moved.end() ? o : it->second;
@@ -164,29 +234,47 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
     auto fusion = fused.find(id);
     if (fusion != fused.end()) c.fused = fusion->second;
     const runtime::Node& n = c.fused ? *c.fused : g.node(id);
-    c.slots = static_cast<int32_t>(n.inputs.size() + n.control_inputs.size());
+    // A call that makes other updates too waits for their inputs after its own, and for their
+    // control inputs less the updates it makes.
+    std::vector<Output> inputs = n.inputs;
+    std::vector<int> controls = n.control_inputs;
+    if (auto batch = updates_of.find(id); batch != updates_of.end()) {
+      c.updates = batch->second;
+      for (int u : c.updates) {
+        const runtime::Node& un = g.node(u);
+        inputs.insert(inputs.end(), un.inputs.begin(), un.inputs.end());
+        controls.insert(controls.end(), un.control_inputs.begin(), un.control_inputs.end());
+      }
+      std::vector<int> kept;
+      for (int x : controls) {
+        const bool made_here = std::find(c.updates.begin(), c.updates.end(), x) != c.updates.end();
+        if (!made_here && std::find(kept.begin(), kept.end(), x) == kept.end()) kept.push_back(x);
+      }
+      controls = std::move(kept);
+    }
+    c.slots = static_cast<int32_t>(inputs.size() + controls.size());
     int32_t waits = c.slots;
     auto connect = [&](int producer, int32_t output, int32_t slot) {
       plan.nodes[producer].outs.push_back(NodeStep::Edge{id, slot, output});
     };
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      const int f = feed_index(n.inputs[i]);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int f = feed_index(inputs[i]);
       if (f >= 0) {
         plan.feed_routes[f].push_back({id, static_cast<int32_t>(i)});
-      } else if (bound[n.inputs[i].node]) {
-        c.bound_inputs.push_back({static_cast<int32_t>(i), bound_value(n.inputs[i])});
+      } else if (bound[inputs[i].node]) {
+        c.bound_inputs.push_back({static_cast<int32_t>(i), bound_value(inputs[i])});
         --waits;
       } else {
-        const Output from = source_of(n.inputs[i]);
+        const Output from = source_of(inputs[i]);
         connect(from.node, from.index, static_cast<int32_t>(i));
       }
     }
-    for (size_t k = 0; k < n.control_inputs.size(); ++k) {
-      if (bound[n.control_inputs[k]]) {
+    for (size_t k = 0; k < controls.size(); ++k) {
+      if (bound[controls[k]]) {
         --waits;  // a constant is always ready
       } else {
-        const int from = source_of(Output{n.control_inputs[k], 0}).node;
-        connect(from, -1, static_cast<int32_t>(n.inputs.size() + k));
+        const int from = source_of(Output{controls[k], 0}).node;
+        connect(from, -1, static_cast<int32_t>(inputs.size() + k));
       }
     }
     // A read also waits for its gate to open (the session's RunStep), a source for its start.
@@ -207,8 +295,9 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
       ++c.expected;
     }
     if (n.def->variable_access == runtime::VariableAccess::kWrite) {
-      plan.writers[id] = n.attr<std::string>("var");
-      c.report = true;  // the session must know when the write is done
+      plan.writers[id].push_back(n.attr<std::string>("var"));
+      for (int u : c.updates) plan.writers[id].push_back(g.node(u).attr<std::string>("var"));
+      c.report = true;  // the session must know when the writes are done
     }
   }
   for (const Output& o : fetches) {

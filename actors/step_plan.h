@@ -1,12 +1,12 @@
 // The plan compiler: what each node of a graph does in the steps of one signature (its feeds,
 // fetches and targets): the pruned subgraph, constants and pre-step values folded into their
 // consumers, MatMul/Conv2D chains fused (runtime/remapper.h), gathers of a remote variable's rows
-// run where it lives, a step's reads of one task's variables made in one call, the edges between
-// the nodes that
-// remain, which nodes start a step, which wait on a variable's earlier writes, and where each
-// fetch comes from. Nodes that run on another task (a parameter server) get no local kernel and
-// no fusion. It sends nothing and spawns nothing: the session actor turns a StepPlan into one
-// NodePlan message per node, credits and actor handles included.
+// run where it lives, a step's reads of one task's variables made in one call and its updates
+// in another, the edges between the nodes that remain, which nodes start a step, which wait on
+// a variable's earlier writes, and where each fetch comes from. Nodes that run on another task
+// (a parameter server) get no local kernel and no fusion. It sends nothing and spawns nothing:
+// the session actor turns a StepPlan into one NodePlan message per node, credits and actor
+// handles included.
 //
 //   CompileOptions o{.fuse_ops = true, .remote = [&](const Node& n) { return on_ps(n); }};
 //   Result<StepPlan> plan = compile_plan(graph, {fed, fetches, targets}, o);
@@ -54,6 +54,9 @@ struct NodeStep {
   // Variables on the same task whose reads this node's call makes too (it is a read there):
   // their values are its further outputs, 1, 2, ...
   std::vector<int> reads;
+  // Updates on the same task this node's call makes too, after its own (it is an update
+  // there): their inputs are its further inputs, after its own, in this order.
+  std::vector<int> updates;
 };
 
 // Where a fetch comes from: a fed value, or output `position` of a reporting node's report.
@@ -69,7 +72,7 @@ struct StepPlan {
   std::vector<int> sources;                                       // nodes with nothing to wait for
   // Reads of a variable wait for its writes of every earlier step (no stale weights).
   std::vector<std::pair<int, std::string>> gated_reads;  // (Variable node, variable)
-  std::map<int, std::string> writers;                    // writer node -> variable
+  std::map<int, std::vector<std::string>> writers;       // writer node -> the variables
   std::vector<FetchSource> fetches;
   int reporters = 0;
 };

@@ -69,6 +69,15 @@ struct ShardCall {
   # Reads of further variables on this shard (nodes without inputs), run after `node`: their
   # outputs follow its own in the reply, so that a step's reads of one task are one call.
   reads @6 :List(NodeDef);
+  # Updates of further variables on this shard, each with its inputs, run in order after `node`
+  # (itself an update) by a call that discards its outputs: a step's updates of one task are
+  # one call.
+  updates @7 :List(ShardUpdate);
+}
+
+struct ShardUpdate {
+  node @0 :NodeDef;
+  inputs @1 :List(Tensor);
 }
 
 struct ShardReply {

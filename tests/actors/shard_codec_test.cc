@@ -239,3 +239,53 @@ TEST_CASE("a call reads further variables after its node; only reads may ride al
   CHECK(twice.status().message().find("reads a variable the call reads already") !=
         std::string::npos);
 }
+
+TEST_CASE("a call makes further updates after its node, each with its inputs; only updates") {
+  auto store = std::make_shared<runtime::VariableStore>();
+  store->assign("a", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  store->assign("c", Tensor::scalar<int64_t>(4));
+  actors::ShardCalls calls(store);
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto a =
+      ops::variable(b, "a", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
+  auto c = ops::variable(b, "c", Shape{}, DType::kInt64, ops::zeros(b, Shape{}, DType::kInt64));
+  auto sub = ops::assign_sub(b, a, ops::placeholder(b, DType::kFloat32, Shape{2}, "delta"));
+  auto bump = ops::assign_add(b, c, ops::placeholder(b, DType::kInt64, Shape{}, "one"));
+  REQUIRE(b.ok());
+  auto run = [&](const runtime::Node& node, std::vector<Tensor> inputs,
+                 std::vector<const runtime::Node*> updates, bool discard) {
+    std::vector<char> blob;
+    REQUIRE(actors::encode_shard_call(g, node, inputs, &blob,
+                                      {.discard_outputs = discard, .updates = updates})
+                .ok());
+    auto call = actors::decode_shard_call(std::make_shared<const std::vector<char>>(blob));
+    REQUIRE(call.ok());
+    REQUIRE(call->updates.size() == updates.size());
+    return actors::decode_shard_reply(
+        std::make_shared<const std::vector<char>>(calls.run(std::move(call)).flat()));
+  };
+  const std::vector<Tensor> inputs{Tensor::from_vector<float>(Shape{2}, {0.5f, 1}),
+                                   Tensor::scalar<int64_t>(3)};
+  // The node takes its one input, the update the next: both applied, nothing sent back.
+  auto got = run(g.node(sub.node), inputs, {&g.node(bump.node)}, true);
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  CHECK(got->empty());
+  CHECK(store->read("a")->to_vector<float>() == std::vector<float>{0.5f, 1});
+  CHECK(store->read("c")->data<int64_t>()[0] == 7);
+  // Inputs that do not add up to the nodes' are refused before anything is sent.
+  std::vector<char> blob;
+  CHECK(actors::encode_shard_call(g, g.node(sub.node), {inputs[0]}, &blob,
+                                  {.discard_outputs = true, .updates = {&g.node(bump.node)}})
+            .message()
+            .find("1 inputs for 2") != std::string::npos);
+  // A call that wants its outputs back, or a read riding as an update, is refused whole: nothing
+  // is applied, not even the node's own update.
+  auto wants = run(g.node(sub.node), inputs, {&g.node(bump.node)}, false);
+  CHECK(wants.status().message().find("carries updates but asks for its outputs") !=
+        std::string::npos);
+  auto read = run(g.node(bump.node), {Tensor::scalar<int64_t>(1)}, {&g.node(a.node)}, true);
+  CHECK(read.status().message().find("is not a variable update") != std::string::npos);
+  CHECK(store->read("a")->to_vector<float>() == std::vector<float>{0.5f, 1});
+  CHECK(store->read("c")->data<int64_t>()[0] == 7);
+}

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
@@ -83,8 +84,9 @@ TEST_CASE("a fetch of a fed value comes from the feed; writers are known by thei
   CHECK(plan->fetches[0].feed == 0);
   CHECK(plan->fetches[1].node == m->loss.node);
   bool writes_w = false;
-  for (const auto& [id, var] : plan->writers) {
-    writes_w |= var == "w" && node(m->g, id).op == "ApplyGradientDescent";
+  for (const auto& [id, vars] : plan->writers) {
+    writes_w |=
+        vars == std::vector<std::string>{"w"} && node(m->g, id).op == "ApplyGradientDescent";
     CHECK(plan->nodes.at(id).report);  // the session must hear when a write is done
   }
   CHECK(writes_w);
@@ -213,6 +215,130 @@ TEST_CASE("a step's reads of one task's variables are one call, made by the firs
   REQUIRE(fetched.ok());
   CHECK(fetched->nodes.count(d.node) == 1);
   CHECK(fetched->nodes.at(a.node).reads.empty());
+}
+
+namespace {
+
+// Trains sum((a + c + d) * x) by SGD, a and c on ps task 0, d on `d_task`, the global step on
+// task 0; each update where its variable lives.
+struct Placed {
+  runtime::Graph g;
+  Output x, loss;
+  int train = -1, step = -1;
+  std::map<std::string, int> update;  // variable -> its update node
+};
+
+std::unique_ptr<Placed> placed(const char* d_task) {
+  auto m = std::make_unique<Placed>();
+  runtime::GraphBuilder b(&m->g);
+  auto var = [&](const char* name, const char* device) {
+    auto on = b.device(device);
+    return ops::variable(b, name, Shape{2}, DType::kFloat32,
+                         ops::zeros(b, Shape{2}, DType::kFloat32));
+  };
+  Output a = var("a", "/job:ps/task:0"), c = var("c", "/job:ps/task:0"), d = var("d", d_task);
+  {
+    auto on = b.device("/job:ps/task:0");
+    ops::global_step(b);
+  }
+  m->x = ops::placeholder(b, DType::kFloat32, Shape{2}, "x");
+  m->loss = ops::reduce_sum(b, ops::mul(b, ops::add_n(b, {a, c, d}), m->x));
+  m->train = ops::minimize(b, m->loss, ops::Optimizer::sgd(0.1));
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  std::map<std::string, std::string> where{{"a", "/job:ps/task:0"},
+                                           {"c", "/job:ps/task:0"},
+                                           {"d", d_task},
+                                           {"global_step", "/job:ps/task:0"}};
+  for (int id = 0; id < m->g.num_nodes(); ++id) {
+    const runtime::Node& n = m->g.node(id);
+    if (n.def->variable_access != runtime::VariableAccess::kWrite || n.op == "Assign") continue;
+    const std::string v = n.attr<std::string>("var");
+    m->g.set_device(id, where.at(v));
+    if (v == "global_step") {
+      m->step = id;
+    } else {
+      m->update[v] = id;
+    }
+  }
+  REQUIRE(m->step >= 0);
+  REQUIRE(m->update.size() == 3);
+  return m;
+}
+
+actors::CompileOptions on_ps() {
+  actors::CompileOptions o;
+  o.remote = [](const runtime::Node& n) { return n.device.rfind("/job:ps", 0) == 0; };
+  return o;
+}
+
+bool has_edge(const StepPlan& plan, int from, int to) {
+  for (const auto& e : plan.nodes.at(from).outs) {
+    if (e.consumer == to) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a step's updates of one task's variables are one call, made by the last of them") {
+  auto m = placed("/job:ps/task:0");
+  auto plan = compile_plan(m->g, {{m->x}, {m->loss}, {m->train}}, on_ps());
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  // The global step's increment comes last and makes the call: every update rides on it.
+  for (const auto& [v, id] : m->update) CHECK(plan->nodes.count(id) == 0);
+  REQUIRE(plan->nodes.count(m->step) == 1);
+  const actors::NodeStep& caller = plan->nodes.at(m->step);
+  std::vector<int> made = caller.updates;
+  std::sort(made.begin(), made.end());
+  CHECK(made == std::vector<int>{m->update["a"], m->update["c"], m->update["d"]});
+  std::vector<std::string> written = plan->writers.at(m->step);
+  std::sort(written.begin(), written.end());
+  CHECK(written == std::vector<std::string>{"a", "c", "d", "global_step"});
+  CHECK(plan->writers.size() == 1);
+  // Its slots: each update's inputs after its own one; no control slot for the updates it
+  // makes (it would wait for itself); the train op waits for it.
+  int32_t inputs = static_cast<int32_t>(m->g.node(m->step).inputs.size());
+  for (int u : caller.updates) inputs += static_cast<int32_t>(m->g.node(u).inputs.size());
+  CHECK(caller.slots == inputs);
+  CHECK(has_edge(*plan, m->step, m->train));
+  for (const auto& [id, step] : plan->nodes) {
+    for (const auto& e : step.outs) CHECK(e.input < plan->nodes.at(e.consumer).slots);
+  }
+
+  // A fetched update keeps its own call: its value goes back. The increment, which waits for
+  // that call, keeps its own too; c and d go together.
+  auto fetched = compile_plan(m->g, {{m->x}, {Output{m->update["a"], 0}}, {m->train}}, on_ps());
+  REQUIRE(fetched.ok());
+  CHECK(fetched->nodes.at(m->update["a"]).updates.empty());
+  CHECK(fetched->nodes.at(m->step).updates.empty());
+  const int first = std::min(m->update["c"], m->update["d"]);
+  const int last = std::max(m->update["c"], m->update["d"]);
+  CHECK(fetched->nodes.count(first) == 0);
+  CHECK(fetched->nodes.at(last).updates == std::vector<int>{first});
+}
+
+TEST_CASE("an update that waits on another task's keeps its own call") {
+  auto m = placed("/job:ps/task:1");
+  auto plan = compile_plan(m->g, {{m->x}, {m->loss}, {m->train}}, on_ps());
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  // The increment waits for d's update on task 1: joining a and c's call, it would hold their
+  // call back until task 1 answered. The later of a and c makes theirs; d is alone.
+  const int first = std::min(m->update["a"], m->update["c"]);
+  const int last = std::max(m->update["a"], m->update["c"]);
+  CHECK(plan->nodes.count(first) == 0);
+  REQUIRE(plan->nodes.count(last) == 1);
+  CHECK(plan->nodes.at(last).updates == std::vector<int>{first});
+  CHECK(plan->nodes.at(m->update["d"]).updates.empty());
+  CHECK(plan->nodes.at(m->step).updates.empty());
+  CHECK(has_edge(*plan, last, m->step));
+  CHECK(has_edge(*plan, m->update["d"], m->step));
+  std::vector<std::string> written = plan->writers.at(last);
+  std::sort(written.begin(), written.end());
+  CHECK(written == std::vector<std::string>{"a", "c"});
+  // In one process nothing is batched.
+  auto local = compile_plan(m->g, {{m->x}, {m->loss}, {m->train}});
+  REQUIRE(local.ok());
+  for (const auto& [id, step] : local->nodes) CHECK(step.updates.empty());
 }
 
 TEST_CASE("a variable's read under a control dependency still waits for its gate") {
