@@ -20,6 +20,7 @@
 #include "ops/training_ops.h"
 #include "runtime/checkpoint.h"
 #include "runtime/graph_codec.h"
+#include "runtime/op_registry.h"
 #include "runtime/tensor_codec.h"
 
 using namespace troupe;
@@ -110,6 +111,27 @@ void graphs_and_shard_calls() {
     const runtime::Node& first = *reads.front();
     reads.erase(reads.begin());
     if (actors::encode_shard_call(g, first, {}, &blob, {.reads = reads}).ok()) {
+      put("shard_call", n++, blob);
+    }
+  }
+  // An update carrying the others (a step's updates of one task in one call), as a replica of
+  // synchronous training sends it.
+  std::vector<const runtime::Node*> updates;
+  std::vector<Tensor> inputs;
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    const runtime::Node& node = g.node(id);
+    if (node.def->variable_access != runtime::VariableAccess::kWrite || node.op == "Assign") {
+      continue;
+    }
+    updates.push_back(&node);
+    for (const Output& in : node.inputs)
+      inputs.push_back(random_like(g.dtype(in), g.shape(in), rng));
+  }
+  if (updates.size() > 1) {
+    const runtime::Node& first = *updates.front();
+    updates.erase(updates.begin());
+    actors::ShardCallExtras extras{{0, 1, 100}, true, {}, updates};
+    if (actors::encode_shard_call(g, first, inputs, &blob, extras).ok()) {
       put("shard_call", n++, blob);
     }
   }

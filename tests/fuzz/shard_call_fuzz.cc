@@ -1,5 +1,6 @@
 // Fuzz target: a shard call from a peer, decoded and run against a parameter shard's store,
-// kernels included, as the ps task runs it. Every input gets a reply; none ends the process.
+// kernels and synchronous rounds included, as the ps task runs it. Every input gets a reply; none
+// ends the process.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -19,7 +20,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   store->assign("global_step", Tensor::scalar<int64_t>(7));
   actors::ShardCalls calls(store);
   auto bytes = std::make_shared<const std::vector<char>>(data, data + size);
-  std::vector<char> reply = calls.run(actors::decode_shard_call(bytes)).flat();
+  // As a peer's call comes: a replica's through its synchronous rounds. A reply that waits
+  // (a barrier) comes when its time is up.
+  std::vector<char> reply;
+  auto now = calls.call(actors::decode_shard_call(bytes),
+                        [&](const actors::ShardReply& r) { reply = r.flat(); });
+  if (now) {
+    reply = now->flat();
+  } else {
+    calls.expire(actors::ShardCalls::Clock::time_point::max());
+  }
   if (reply.empty()) __builtin_trap();
   return 0;
 }
