@@ -1,6 +1,7 @@
 #include "actors/step_plan.h"
 
 #include <algorithm>
+#include <set>
 
 #include "runtime/constant_folding.h"
 #include "runtime/device.h"
@@ -70,22 +71,26 @@ void gather_where_variables_live(const Graph& g, const std::vector<int>& order,
   }
 }
 
-// A step's reads of the trainable variables on one task are one call, made by the first of
-// them; the others' consumers take their values from its further outputs (`moved`). The
-// optimizer updates those in parallel, so their gates open together. The rest keep calls of
-// their own: the global step (its write waits for every update, and a step that waited for it
-// too would add a round trip) and other counters, reads that report (fetches) or wait on
-// control edges.
+// A step's reads of the variables on one task are one call, made by the first of them; the
+// others' consumers and fetches take their values from its further outputs (`moved`). A read
+// joins when its variable's gate opens with the others': a trainable variable (the optimizer
+// updates them together), or one every write of which rides on the task's update call (the
+// global step's increment, where it can). The rest keep calls of their own: the global step
+// whose increment waits for other tasks' updates (a step that waited for it too would add a
+// round trip), other counters, reads that are targets or wait on control edges.
 template <class Remote>
 void batch_reads(const Graph& g, const std::vector<int>& order, const std::vector<bool>& bound,
-                 const std::vector<bool>& reported, const Remote& remote,
-                 std::vector<bool>* absorbed, std::map<int, std::vector<int>>* reads_of,
-                 std::map<int, Output>* moved) {
+                 const std::vector<bool>& targeted, const Remote& remote,
+                 const std::set<std::string>& written_in_call, std::vector<bool>* absorbed,
+                 std::map<int, std::vector<int>>* reads_of, std::map<int, Output>* moved) {
   std::map<std::string, int> reader_on;  // task -> the read that makes the call
   for (int id : order) {
     const runtime::Node& n = g.node(id);
-    if (n.op != "Variable" || !n.attr<bool>("trainable") || bound[id] || (*absorbed)[id] ||
-        reported[id] || !remote(n) || !n.control_inputs.empty()) {
+    if (n.op != "Variable" || bound[id] || (*absorbed)[id] || targeted[id] || !remote(n) ||
+        !n.control_inputs.empty()) {
+      continue;
+    }
+    if (!n.attr<bool>("trainable") && written_in_call.count(n.attr<std::string>("var")) == 0) {
       continue;
     }
     auto [reader, first] = reader_on.emplace(n.device, id);
@@ -108,7 +113,7 @@ template <class Remote>
 void batch_updates(const Graph& g, const std::vector<int>& order, const std::vector<bool>& bound,
                    const std::vector<bool>& reported, const Remote& remote,
                    std::vector<bool>* absorbed, std::map<int, std::vector<int>>* updates_of,
-                   std::map<int, Output>* moved) {
+                   std::map<int, Output>* moved, std::set<std::string>* written_in_call) {
   auto is_update = [&](const runtime::Node& n) {
     return n.def->variable_access == runtime::VariableAccess::kWrite && n.op != "Assign" &&
            !bound[n.id] && remote(n);
@@ -152,6 +157,18 @@ void batch_updates(const Graph& g, const std::vector<int>& order, const std::vec
         if (!waits_on(id, t)) after[id].push_back(t);
       }
     }
+  }
+  // The variables every write of which in the plan rides on an update call.
+  std::map<std::string, bool> in_call;
+  for (int id : order) {
+    const runtime::Node& n = g.node(id);
+    if (n.def->variable_access != runtime::VariableAccess::kWrite || bound[id]) continue;
+    const bool joins = !joined[id].empty() && members[joined[id]].size() >= 2;
+    auto [it, first] = in_call.emplace(n.attr<std::string>("var"), joins);
+    it->second = it->second && joins;
+  }
+  for (const auto& [var, all] : in_call) {
+    if (all) written_in_call->insert(var);
   }
   for (auto& [task, ids] : members) {
     if (ids.size() < 2) continue;
@@ -210,11 +227,15 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
   for (const Output& o : fetches) reported[o.node] = true;
   for (int t : targets) reported[t] = true;
   gather_where_variables_live(g, order, bound, reported, fed, remote, &fused, &absorbed);
-  std::map<int, std::vector<int>> reads_of;
-  std::map<int, Output> moved;  // a read made by another -> the output its value comes from
-  batch_reads(g, order, bound, reported, remote, &absorbed, &reads_of, &moved);
+  std::map<int, Output> moved;  // a read or update made by another -> where its output comes from
   std::map<int, std::vector<int>> updates_of;
-  batch_updates(g, order, bound, reported, remote, &absorbed, &updates_of, &moved);
+  std::set<std::string> written_in_call;
+  batch_updates(g, order, bound, reported, remote, &absorbed, &updates_of, &moved,
+                &written_in_call);
+  std::vector<bool> targeted(g.num_nodes(), false);
+  for (int t : targets) targeted[t] = true;
+  std::map<int, std::vector<int>> reads_of;
+  batch_reads(g, order, bound, targeted, remote, written_in_call, &absorbed, &reads_of, &moved);
   auto source_of = [&](Output o) {
     auto it = moved.find(o.node);
     return it == moved.end() ? o : it->second;
@@ -304,10 +325,11 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
     FetchSource src;
     src.feed = feed_index(o);
     if (src.feed < 0) {
-      NodeStep& p = plan.nodes[o.node];
-      src.node = o.node;
+      const Output from = source_of(o);  // a read another makes: that one's output
+      NodeStep& p = plan.nodes[from.node];
+      src.node = from.node;
       src.position = static_cast<int>(p.fetched_outputs.size());
-      p.fetched_outputs.push_back(o.index);
+      p.fetched_outputs.push_back(from.index);
       p.report = true;
     }
     plan.fetches.push_back(src);

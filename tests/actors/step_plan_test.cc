@@ -210,11 +210,19 @@ TEST_CASE("a step's reads of one task's variables are one call, made by the firs
   int gates_of_a = 0;
   for (const auto& [id, v] : plan->gated_reads) gates_of_a += id == a.node;
   CHECK(gates_of_a == 2);
-  // A read that is fetched keeps its own call.
+  // A fetched read rides along too: its value is fetched from a's output 1.
   auto fetched = compile_plan(g, {{}, {sum, d}, {}}, o);
   REQUIRE(fetched.ok());
-  CHECK(fetched->nodes.count(d.node) == 1);
-  CHECK(fetched->nodes.at(a.node).reads.empty());
+  CHECK(fetched->nodes.count(d.node) == 0);
+  CHECK(fetched->nodes.at(a.node).reads == std::vector<int>{d.node});
+  CHECK(fetched->fetches[1].node == a.node);
+  CHECK(fetched->nodes.at(a.node).report);
+  CHECK(fetched->nodes.at(a.node).fetched_outputs[fetched->fetches[1].position] == 1);
+  // A read that is a target keeps its own call.
+  auto targeted = compile_plan(g, {{}, {sum}, {d.node}}, o);
+  REQUIRE(targeted.ok());
+  CHECK(targeted->nodes.count(d.node) == 1);
+  CHECK(targeted->nodes.at(a.node).reads.empty());
 }
 
 namespace {
@@ -223,7 +231,7 @@ namespace {
 // task 0; each update where its variable lives.
 struct Placed {
   runtime::Graph g;
-  Output x, loss;
+  Output x, loss, step_value;
   int train = -1, step = -1;
   std::map<std::string, int> update;  // variable -> its update node
 };
@@ -239,7 +247,7 @@ std::unique_ptr<Placed> placed(const char* d_task) {
   Output a = var("a", "/job:ps/task:0"), c = var("c", "/job:ps/task:0"), d = var("d", d_task);
   {
     auto on = b.device("/job:ps/task:0");
-    ops::global_step(b);
+    m->step_value = ops::global_step(b);
   }
   m->x = ops::placeholder(b, DType::kFloat32, Shape{2}, "x");
   m->loss = ops::reduce_sum(b, ops::mul(b, ops::add_n(b, {a, c, d}), m->x));
@@ -315,6 +323,32 @@ TEST_CASE("a step's updates of one task's variables are one call, made by the la
   const int last = std::max(m->update["c"], m->update["d"]);
   CHECK(fetched->nodes.count(first) == 0);
   CHECK(fetched->nodes.at(last).updates == std::vector<int>{first});
+}
+
+TEST_CASE("the global step's read joins the step's read call when its increment rides along") {
+  auto together = placed("/job:ps/task:0");
+  auto plan = compile_plan(
+      together->g, {{together->x}, {together->loss, together->step_value}, {together->train}},
+      on_ps());
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  // Its gate opens with the others' (the same call writes them all): one read call a step,
+  // which the fetch of the global step takes its value from.
+  CHECK(plan->nodes.count(together->step_value.node) == 0);
+  const actors::FetchSource& from = plan->fetches[1];
+  REQUIRE(plan->nodes.count(from.node) == 1);
+  const actors::NodeStep& reader = plan->nodes.at(from.node);
+  CHECK(std::count(reader.reads.begin(), reader.reads.end(), together->step_value.node) == 1);
+  CHECK(reader.fetched_outputs[from.position] >= 1);
+  // With d on task 1 the increment waits for d's call and has one of its own: the read too.
+  auto apart = placed("/job:ps/task:1");
+  auto split = compile_plan(
+      apart->g, {{apart->x}, {apart->loss, apart->step_value}, {apart->train}}, on_ps());
+  REQUIRE(split.ok());
+  REQUIRE(split->nodes.count(apart->step_value.node) == 1);
+  CHECK(split->fetches[1].node == apart->step_value.node);
+  for (const auto& [id, step] : split->nodes) {
+    CHECK(std::count(step.reads.begin(), step.reads.end(), apart->step_value.node) == 0);
+  }
 }
 
 TEST_CASE("an update that waits on another task's keeps its own call") {
