@@ -196,96 +196,87 @@ TEST_CASE("a call whose outputs nobody needs is run and answered without them") 
   }
 }
 
-TEST_CASE("a call reads further variables after its node; only reads may ride along") {
-  auto store = std::make_shared<runtime::VariableStore>();
-  store->assign("a", Tensor::from_vector<float>(Shape{2}, {1, 2}));
-  store->assign("b", Tensor::from_vector<float>(Shape{1}, {3}));
-  store->assign("c", Tensor::scalar<int64_t>(4));
-  actors::ShardCalls calls(store);
+namespace {
+
+// A shard holding a (float[2]), b (float[1]) and c (int64), and a graph of the nodes that read
+// and write them, whose calls run() sends through the codec as a peer's come.
+struct RideAlong {
+  std::shared_ptr<runtime::VariableStore> store = std::make_shared<runtime::VariableStore>();
+  actors::ShardCalls calls{store};
   runtime::Graph g;
-  runtime::GraphBuilder b(&g);
-  auto a =
-      ops::variable(b, "a", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
-  auto v =
-      ops::variable(b, "b", Shape{1}, DType::kFloat32, ops::zeros(b, Shape{1}, DType::kFloat32));
-  auto c = ops::variable(b, "c", Shape{}, DType::kInt64, ops::zeros(b, Shape{}, DType::kInt64));
-  auto bump = ops::assign_add(b, c, ops::placeholder(b, DType::kInt64, Shape{}, "one"));
-  REQUIRE(b.ok());
-  auto run = [&](const runtime::Node& node, std::vector<Tensor> inputs,
-                 std::vector<const runtime::Node*> reads) {
+  runtime::Output a, v, c, bump, sub;
+  RideAlong() {
+    store->assign("a", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+    store->assign("b", Tensor::from_vector<float>(Shape{1}, {3}));
+    store->assign("c", Tensor::scalar<int64_t>(4));
+    runtime::GraphBuilder b(&g);
+    a = ops::variable(b, "a", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
+    v = ops::variable(b, "b", Shape{1}, DType::kFloat32, ops::zeros(b, Shape{1}, DType::kFloat32));
+    c = ops::variable(b, "c", Shape{}, DType::kInt64, ops::zeros(b, Shape{}, DType::kInt64));
+    bump = ops::assign_add(b, c, ops::placeholder(b, DType::kInt64, Shape{}, "one"));
+    sub = ops::assign_sub(b, a, ops::placeholder(b, DType::kFloat32, Shape{2}, "delta"));
+    REQUIRE(b.ok());
+  }
+  const runtime::Node* node(runtime::Output o) const { return &g.node(o.node); }
+  runtime::Result<std::vector<Tensor>> run(runtime::Output o, std::vector<Tensor> inputs,
+                                           const actors::ShardCallExtras& extras) {
     std::vector<char> blob;
-    REQUIRE(actors::encode_shard_call(g, node, inputs, &blob, {.reads = reads}).ok());
+    REQUIRE(actors::encode_shard_call(g, *node(o), inputs, &blob, extras).ok());
     auto call = actors::decode_shard_call(std::make_shared<const std::vector<char>>(blob));
     REQUIRE(call.ok());
-    CHECK(call->reads.size() == reads.size());
+    CHECK(call->reads.size() == extras.reads.size());
+    CHECK(call->updates.size() == extras.updates.size());
     return actors::decode_shard_reply(
         std::make_shared<const std::vector<char>>(calls.run(std::move(call)).flat()));
-  };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a call reads further variables after its node; only reads may ride along") {
+  RideAlong s;
   // The node's outputs first, then each read's, in order.
-  auto got =
-      run(g.node(bump.node), {Tensor::scalar<int64_t>(1)}, {&g.node(v.node), &g.node(a.node)});
+  auto got = s.run(s.bump, {Tensor::scalar<int64_t>(1)}, {.reads = {s.node(s.v), s.node(s.a)}});
   REQUIRE_MESSAGE(got.ok(), got.status().to_string());
   REQUIRE(got->size() == 3);
   CHECK((*got)[0].data<int64_t>()[0] == 5);
   CHECK((*got)[1].to_vector<float>() == std::vector<float>{3});
   CHECK((*got)[2].to_vector<float>() == std::vector<float>{1, 2});
   // A write smuggled in as a read is refused, naming it, and runs not.
-  auto smuggled = run(g.node(a.node), {}, {&g.node(bump.node)});
+  auto smuggled = s.run(s.a, {}, {.reads = {s.node(s.bump)}});
   CHECK(smuggled.status().message().find("is not a variable read without inputs") !=
         std::string::npos);
-  CHECK(store->read("c")->data<int64_t>()[0] == 5);
+  CHECK(s.store->read("c")->data<int64_t>()[0] == 5);
   // One variable named over and over would make a reply of any size: refused.
-  auto twice = run(g.node(c.node), {}, {&g.node(a.node), &g.node(v.node), &g.node(a.node)});
+  auto twice = s.run(s.c, {}, {.reads = {s.node(s.a), s.node(s.v), s.node(s.a)}});
   CHECK(twice.status().message().find("reads a variable the call reads already") !=
         std::string::npos);
 }
 
 TEST_CASE("a call makes further updates after its node, each with its inputs; only updates") {
-  auto store = std::make_shared<runtime::VariableStore>();
-  store->assign("a", Tensor::from_vector<float>(Shape{2}, {1, 2}));
-  store->assign("c", Tensor::scalar<int64_t>(4));
-  actors::ShardCalls calls(store);
-  runtime::Graph g;
-  runtime::GraphBuilder b(&g);
-  auto a =
-      ops::variable(b, "a", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
-  auto c = ops::variable(b, "c", Shape{}, DType::kInt64, ops::zeros(b, Shape{}, DType::kInt64));
-  auto sub = ops::assign_sub(b, a, ops::placeholder(b, DType::kFloat32, Shape{2}, "delta"));
-  auto bump = ops::assign_add(b, c, ops::placeholder(b, DType::kInt64, Shape{}, "one"));
-  REQUIRE(b.ok());
-  auto run = [&](const runtime::Node& node, std::vector<Tensor> inputs,
-                 std::vector<const runtime::Node*> updates, bool discard) {
-    std::vector<char> blob;
-    REQUIRE(actors::encode_shard_call(g, node, inputs, &blob,
-                                      {.discard_outputs = discard, .updates = updates})
-                .ok());
-    auto call = actors::decode_shard_call(std::make_shared<const std::vector<char>>(blob));
-    REQUIRE(call.ok());
-    REQUIRE(call->updates.size() == updates.size());
-    return actors::decode_shard_reply(
-        std::make_shared<const std::vector<char>>(calls.run(std::move(call)).flat()));
-  };
+  RideAlong s;
   const std::vector<Tensor> inputs{Tensor::from_vector<float>(Shape{2}, {0.5f, 1}),
                                    Tensor::scalar<int64_t>(3)};
   // The node takes its one input, the update the next: both applied, nothing sent back.
-  auto got = run(g.node(sub.node), inputs, {&g.node(bump.node)}, true);
+  auto got = s.run(s.sub, inputs, {.discard_outputs = true, .updates = {s.node(s.bump)}});
   REQUIRE_MESSAGE(got.ok(), got.status().to_string());
   CHECK(got->empty());
-  CHECK(store->read("a")->to_vector<float>() == std::vector<float>{0.5f, 1});
-  CHECK(store->read("c")->data<int64_t>()[0] == 7);
+  CHECK(s.store->read("a")->to_vector<float>() == std::vector<float>{0.5f, 1});
+  CHECK(s.store->read("c")->data<int64_t>()[0] == 7);
   // Inputs that do not add up to the nodes' are refused before anything is sent.
   std::vector<char> blob;
-  CHECK(actors::encode_shard_call(g, g.node(sub.node), {inputs[0]}, &blob,
-                                  {.discard_outputs = true, .updates = {&g.node(bump.node)}})
+  CHECK(actors::encode_shard_call(s.g, *s.node(s.sub), {inputs[0]}, &blob,
+                                  {.discard_outputs = true, .updates = {s.node(s.bump)}})
             .message()
             .find("1 inputs for 2") != std::string::npos);
   // A call that wants its outputs back, or a read riding as an update, is refused whole: nothing
   // is applied, not even the node's own update.
-  auto wants = run(g.node(sub.node), inputs, {&g.node(bump.node)}, false);
+  auto wants = s.run(s.sub, inputs, {.updates = {s.node(s.bump)}});
   CHECK(wants.status().message().find("carries updates but asks for its outputs") !=
         std::string::npos);
-  auto read = run(g.node(bump.node), {Tensor::scalar<int64_t>(1)}, {&g.node(a.node)}, true);
+  auto read = s.run(s.bump, {Tensor::scalar<int64_t>(1)},
+                    {.discard_outputs = true, .updates = {s.node(s.a)}});
   CHECK(read.status().message().find("is not a variable update") != std::string::npos);
-  CHECK(store->read("a")->to_vector<float>() == std::vector<float>{0.5f, 1});
-  CHECK(store->read("c")->data<int64_t>()[0] == 7);
+  CHECK(s.store->read("a")->to_vector<float>() == std::vector<float>{0.5f, 1});
+  CHECK(s.store->read("c")->data<int64_t>()[0] == 7);
 }
