@@ -32,9 +32,10 @@ struct PlanState {
   Exec* exec = nullptr;  // what this plan runs: &fused or NodeState::own
   // Whose outputs a step gives, in order: what it runs, then the reads its call makes too.
   std::vector<const runtime::Node*> yields;
-  // The updates its call makes too, and its input slots: what it runs takes the first, each
-  // update the next as many as it has inputs.
-  std::vector<const runtime::Node*> updates;
+  // A remote node's call but for its inputs, the same every step: its reads and updates, and
+  // whether it wants outputs back.
+  ShardCallExtras call;
+  // Its input slots: what it runs takes the first, each update the next as many as it has.
   size_t num_inputs = 0;
 };
 
@@ -216,14 +217,11 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   NodeState& st = self->state;
   const runtime::Node& node = *pd.plan->exec->node;
   if (!st.remote_down.ok()) return fail(self, pd, plan, st.remote_down);
-  // An update ordered only by control edges needs no value back: the reply then carries none.
-  bool discard = plan.fetched_outputs.empty();
-  for (const NodePlan::Out& out : plan.outs) discard = discard && out.output < 0;
+  const ShardCallExtras& extras = pd.plan->call;
+  const bool discard = extras.discard_outputs;
   // Over the data channel the call's segments go out as they are; over CAF, as one blob.
   ChannelCall message;
   std::vector<char> blob;
-  ShardCallExtras extras{st.spec.sync, discard, {}, pd.plan->updates};
-  extras.reads.assign(pd.plan->yields.begin() + 1, pd.plan->yields.end());
   if (st.spec.channel) {
     auto built = build_shard_call(*st.spec.graph, node, pd.inputs, extras);
     if (!built.ok()) return fail(self, pd, plan, built.status());
@@ -359,10 +357,14 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
         p.yields = {p.exec->node};
         for (int r : p.plan.reads) p.yields.push_back(&st.spec.graph->node(r));
         p.num_inputs = p.exec->node->inputs.size();
-        p.updates.clear();
+        // An update ordered only by control edges needs no value back: the reply carries none.
+        bool discard = p.plan.fetched_outputs.empty();
+        for (const NodePlan::Out& out : p.plan.outs) discard = discard && out.output < 0;
+        p.call = ShardCallExtras{st.spec.sync, discard, {}, {}};
+        p.call.reads.assign(p.yields.begin() + 1, p.yields.end());
         for (int u : p.plan.updates) {
-          p.updates.push_back(&st.spec.graph->node(u));
-          p.num_inputs += p.updates.back()->inputs.size();
+          p.call.updates.push_back(&st.spec.graph->node(u));
+          p.num_inputs += p.call.updates.back()->inputs.size();
         }
       },
       [self](Resume) { try_fire(self); },

@@ -36,14 +36,15 @@ Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
   };
   // Without updates the node takes every input; with them, `inputs` holds the node's, then
   // each update's, as many as each node has.
-  size_t needed = extras.updates.empty() ? inputs.size() : node.inputs.size();
+  const size_t own = extras.updates.empty() ? inputs.size() : node.inputs.size();
+  size_t needed = own;
   for (const runtime::Node* u : extras.updates) needed += u->inputs.size();
   if (needed != inputs.size()) {
     return runtime::invalid_argument("shard call: ", inputs.size(), " inputs for ", needed, " of ",
                                      node.name, " and the updates after it");
   }
-  size_t at = extras.updates.empty() ? inputs.size() : node.inputs.size();
-  TROUPE_RETURN_IF_ERROR(write_inputs(msg.initInputs(static_cast<unsigned>(at)), 0));
+  TROUPE_RETURN_IF_ERROR(write_inputs(msg.initInputs(static_cast<unsigned>(own)), 0));
+  size_t at = own;
   if (extras.updates.empty()) return builder;
   auto updates = msg.initUpdates(static_cast<unsigned>(extras.updates.size()));
   for (size_t u = 0; u < extras.updates.size(); ++u) {
