@@ -63,7 +63,11 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   spec.pipeline_depth = options.pipeline_depth;
   spec.allocator = s->allocator_;
   spec.variables = s->variables_;
-  spec.remote_timeout = caf::duration(options.remote_timeout);
+  // A barrier's reply waits at the ps for its round, up to sync_timeout, before it travels.
+  const std::chrono::milliseconds call_timeout =
+      options.remote_timeout +
+      (options.replicas_to_aggregate > 0 ? options.sync_timeout : std::chrono::milliseconds(0));
+  spec.remote_timeout = caf::duration(call_timeout);
   spec.profiler = std::make_shared<StepProfiler>();
   spec.fuse_ops = options.fuse_ops;
   if (options.replica >= 0) {
@@ -84,8 +88,8 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
     // Tensors go over the server's data channel when it has one; CAF's connection otherwise.
     const uint16_t data_port = data_port_of(rt, server);
     for (int i = 0; data_port != 0 && i < kDataChannelsPerServer; ++i) {
-      auto channel = DataChannel::connect(rt, address.substr(0, address.rfind(':')), data_port,
-                                          options.remote_timeout);
+      auto channel =
+          DataChannel::connect(rt, address.substr(0, address.rfind(':')), data_port, call_timeout);
       if (!channel.ok()) {
         // Slower, still correct; a wrong --advertise-data-port or a closed port shows here.
         runtime::log_warning("no data channel to ", key, " (", channel.status().message(),

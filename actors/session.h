@@ -45,6 +45,8 @@ struct SessionOptions {
   int64_t memory_limit_bytes = 0;  // the device's cap (0: none)
   // Task -> "host:port" of the Server that holds it; nodes placed on the task run there.
   std::map<std::string, std::string> cluster = {};
+  // How long a call to another task waits for its reply; a synchronous replica's waits
+  // sync_timeout more, for its round.
   std::chrono::milliseconds remote_timeout{30000};
   // The store the in-process shard serves; sessions of one model (its training, evaluation
   // and prediction graphs) share one, so each sees the others' variables without a copy.

@@ -1120,6 +1120,67 @@ TEST_CASE("sync replicas: 2 workers of batch 8 give the weights of one process o
   stop_server(child, keep_alive);
 }
 
+// Replica 0 of 2 synchronous replicas, alone against a ps process: its rounds never fill, and
+// each goes on with its one replica after the round's timeout.
+struct LoneReplica {
+  runtime::Graph g;
+  Output w, step;
+  int synced = -1;
+  runtime::FeedList batch;
+  uint16_t port = 0;
+  int keep_alive = -1;
+  pid_t child = -1;
+  actors::Runtime rt;
+  std::unique_ptr<actors::Session> session;
+
+  LoneReplica(std::chrono::milliseconds sync_timeout, std::chrono::milliseconds remote_timeout) {
+    runtime::GraphBuilder b(&g);
+    Output x = ops::placeholder(b, DType::kFloat32, Shape{-1, 6}, "x");
+    Output y = ops::placeholder(b, DType::kInt32, Shape{-1}, "y");
+    w = ops::variable(b, "w", Shape{6, 3}, DType::kFloat32,
+                      ops::zeros(b, Shape{6, 3}, DType::kFloat32));
+    Output loss = ops::reduce_mean(
+        b, ops::sparse_softmax_cross_entropy_with_logits(b, y, ops::matmul(b, x, w)));
+    step = ops::global_step(b);
+    synced = ops::sync_replicas_barrier(b, step, ops::minimize(b, loss, ops::Optimizer::sgd(0.5)));
+    const int init = ops::global_variables_initializer(b);
+    REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+    const std::string task = "/job:ps/task:0";
+    REQUIRE(runtime::place_variables(&g, {task}, runtime::PsStrategy::kRoundRobin).ok());
+    g.set_device(synced, task);
+    std::mt19937_64 rng(4);
+    batch = {{x, testing::random_tensor<float>(Shape{8, 6}, rng)},
+             {y, Tensor(DType::kInt32, Shape{8})}};
+    child = start_server(&port, &keep_alive);
+    REQUIRE(port != 0);
+    actors::SessionOptions o;
+    o.cluster = {{task, "127.0.0.1:" + std::to_string(port)}};
+    o.replica = 0;
+    o.replicas_to_aggregate = 2;
+    o.sync_timeout = sync_timeout;
+    o.remote_timeout = remote_timeout;
+    auto s = actors::Session::create(rt, g, o);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    session = std::move(*s);
+    REQUIRE(session->run({}, {}, {init}).ok());
+  }
+  ~LoneReplica() {
+    session.reset();
+    if (child > 0) stop_server(child, keep_alive);
+  }
+};
+
+TEST_CASE("a sync replica's barrier waits for its round longer than a call's timeout") {
+  using std::chrono::seconds;
+  LoneReplica r(seconds(2), seconds(1));
+  // The round waits 2 s for the missing replica, then goes on with this one's update.
+  auto done = r.session->run(r.batch, {}, {r.synced});
+  REQUIRE_MESSAGE(done.ok(), done.status().to_string());
+  auto read = r.session->run({}, {r.step});
+  REQUIRE_MESSAGE(read.ok(), read.status().to_string());
+  CHECK(read->at(0).data<int64_t>()[0] == 1);
+}
+
 TEST_CASE("a variable partitioned over 3 ps processes: a part on each, training as in one") {
   runtime::Graph g;
   g.set_seed(21);
