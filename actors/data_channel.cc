@@ -587,9 +587,9 @@ DataChannel::~DataChannel() {
 
 void DataChannel::call(ChannelCall call, const caf::actor& reply_to, uint64_t tag) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!broken_.empty()) {
+  if (!broken_.empty() || !abandoned_.empty()) {
     caf::anon_send(reply_to, channel_reply_atom::value, tag,
-                   "data channel to " + peer_ + ": " + broken_);
+                   "data channel to " + peer_ + ": " + (broken_.empty() ? abandoned_ : broken_));
     return;
   }
   // Queued before it goes: its reply may come before the write returns.
@@ -615,6 +615,23 @@ bool DataChannel::write_pending() {
     out_.pop_front();
   }
   return true;
+}
+
+void DataChannel::abandon(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  abandoned_ = why;
+  for (Waiting& w : waiting_) {
+    if (caf::strong_actor_ptr to = w.to.lock()) {
+      caf::anon_send(caf::actor_cast<caf::actor>(to), channel_reply_atom::value, w.tag,
+                     "data channel to " + peer_ + ": " + why);
+    }
+    w.to.reset();
+  }
+}
+
+void DataChannel::resume() {
+  std::lock_guard<std::mutex> lock(mu_);
+  abandoned_.clear();
 }
 
 void DataChannel::fail(const std::string& why) {

@@ -177,6 +177,12 @@ class DataChannel {
 
   // Sends `call`; its reply goes to `reply_to`, tagged `tag`.
   void call(ChannelCall call, const caf::actor& reply_to, uint64_t tag);
+  // Until resume(), every call waiting and every call made fails at once with `why`; the
+  // replies of those that were waiting, when they come, go to no one. A replica that stops need
+  // not wait out a synchronous round it has sent its part to. The stream stays in step: after
+  // resume(), calls are sent again, their replies behind the abandoned ones'.
+  void abandon(const std::string& why);
+  void resume();
   // What the channel carried since it opened: calls made, and the frames' bytes each way
   // (headers included), as the benchmarks' bytes-per-step and the tests read them.
   struct Traffic {
@@ -215,6 +221,7 @@ class DataChannel {
   std::deque<Waiting> waiting_;  // sent and not yet answered, oldest first
   std::deque<OutFrame> out_;     // written in part or not at all, in order
   std::string broken_;           // why the connection is unusable, once it is
+  std::string abandoned_;        // why calls fail at once, until resume()
   uint32_t watching_ = 0;        // the events the poller waits for
   std::atomic<uint64_t> calls_{0}, sent_{0}, received_{0};
 };

@@ -32,6 +32,12 @@ using call_atom = caf::atom_constant<caf::atom("call")>;
 using ping_atom = caf::atom_constant<caf::atom("ping")>;
 // Ends the running loop after the steps already started, as if an observer had asked.
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
+// With stop_atom: the steps already started do not wait for other tasks either; their calls to
+// them, waiting or to come, fail at once until the loop ends (DataChannel::abandon), and the
+// steps that fail so end the loop as stopped, not failed. A synchronous replica that stops has sent
+// its round its gradients: the barrier would only wait, up to the round's timeout, for replicas
+// that may be gone.
+using abandon_atom = caf::atom_constant<caf::atom("abandon")>;
 
 // The credit state of one edge of one plan, shared by its producer and consumer (both in this
 // process). The producer may run ahead of its consumer by at most `slots` steps; a consumer that

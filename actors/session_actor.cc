@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 
+#include "actors/data_channel.h"
 #include "actors/messages.h"
 #include "actors/node_actor.h"
 #include "actors/queue.h"
@@ -72,6 +73,7 @@ struct Loop {
   std::chrono::steady_clock::time_point last_report = std::chrono::steady_clock::now();
   bool stop_requested = false;
   bool sync_requested = false;
+  bool abandoning = false;  // stopped with abandon_atom: the steps' failures are its doing
   int64_t slowest_ack() const {
     int64_t m = reported;
     for (int64_t a : acked) m = std::min(m, a);
@@ -319,7 +321,9 @@ void finish_loop_step(SessionActor* self, int64_t index, RunResult result) {
     }
   }
   if (!result.status.ok()) {
-    if (loop.error.ok()) loop.error = result.status.with_context("step " + std::to_string(index));
+    if (loop.error.ok() && !loop.abandoning) {
+      loop.error = result.status.with_context("step " + std::to_string(index));
+    }
     loop.stop = loop.halted = true;
   } else {
     ++loop.succeeded;
@@ -500,6 +504,12 @@ void pump_loop(SessionActor* self) {
       loop.slowest_ack() >= loop.reported) {
     auto done = std::move(st.loop);
     for (const caf::actor& o : done->request.observers) self->demonitor(o);
+    if (done->abandoning) {
+      // Its steps are over: the next loop's calls are sent again.
+      for (const auto& [task, channels] : st.spec.remote_channels) {
+        for (const auto& channel : channels) channel->resume();
+      }
+    }
     // The queue ran dry, but batches taken before the stop still wait for the next loop.
     const bool more = st.leftover_input == done->request.input && !st.leftover.empty();
     done->promise.deliver(LoopResult{done->error, done->succeeded, done->end_of_input && !more,
@@ -571,6 +581,15 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
       [self](stop_atom) {
         if (!self->state.loop) return;
         self->state.loop->stop = self->state.loop->stop_requested = true;
+        pump_loop(self);
+      },
+      [self](stop_atom, abandon_atom) {
+        SessionState& st = self->state;
+        if (!st.loop) return;
+        st.loop->stop = st.loop->stop_requested = st.loop->abandoning = true;
+        for (const auto& [task, channels] : st.spec.remote_channels) {
+          for (const auto& channel : channels) channel->abandon("the loop stopped waiting");
+        }
         pump_loop(self);
       },
       [self](StepError& e) {

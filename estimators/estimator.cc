@@ -317,6 +317,14 @@ void Estimator::request_stop() {
   stop_requested_ = true;
   std::lock_guard<std::mutex> lock(running_mu_);
   if (running_stop_) *running_stop_ = true;
+  // The flag waits for the step in flight; a replica that abandons it needs the message.
+  if (running_ && abandons_on_stop()) caf::anon_send(running_, actors::stop_atom::value);
+}
+
+// A synchronous replica other than the chief: its steps end in a barrier, and what it trained
+// is on the ps tasks once it has sent its update, so a stop need not wait for the round.
+bool Estimator::abandons_on_stop() const {
+  return in_cluster() && !config_.cluster.is_chief && config_.replicas_to_aggregate > 0;
 }
 
 Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, TrainOptions options) {
@@ -393,6 +401,7 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
   };
 
   spec.stop = std::make_shared<std::atomic<bool>>(false);
+  spec.abandon_on_stop = abandons_on_stop();
   std::lock_guard<std::mutex> lock(running_mu_);
   running_stop_ = spec.stop;
   running_ = spawn_estimator_actor(runtime_->system(), std::move(spec));

@@ -194,6 +194,7 @@ class Estimator {
   runtime::Status recover_cluster(const runtime::Status& why);
   runtime::Result<input::Dataset> worker_part(const input::Dataset& data);
   int replica_index() const;
+  bool abandons_on_stop() const;
   void cluster_session_options(actors::SessionOptions* so) const;
   runtime::Status start_training_input(const input::Dataset& data);
   // An evaluation's or prediction's run (`mode`) on m's session and `data`, whose input is

@@ -390,7 +390,11 @@ caf::behavior estimator_actor(RunActor* self, EstimatorActorSpec spec) {
         RunState& st = self->state;
         st.stop = st.outcome.stopped = true;
         if (st.spec.stop) *st.spec.stop = true;
-        self->send(st.spec.parts.session, actors::stop_atom::value);
+        if (st.spec.abandon_on_stop) {
+          self->send(st.spec.parts.session, actors::stop_atom::value, actors::abandon_atom::value);
+        } else {
+          self->send(st.spec.parts.session, actors::stop_atom::value);
+        }
       },
   };
 }

@@ -82,6 +82,9 @@ struct EstimatorActorSpec {
   // Training: set from any thread, it stops the run as a stop message does, without waiting for
   // this actor's turn on a worker busy with the loop (the loop checks it before each step).
   std::shared_ptr<std::atomic<bool>> stop;
+  // A stop message abandons the steps waiting on other tasks (abandon_atom): a synchronous
+  // replica that is not the chief has nothing to save, and its round may wait for a chief gone.
+  bool abandon_on_stop = false;
   // Rebuilds the session and the input; blocks. Training: with the variables of the latest
   // checkpoint. Evaluation and prediction: an input that reads on after the `consumed` batches.
   std::function<runtime::Result<TrainingParts>(int64_t consumed)> restart;

@@ -269,6 +269,27 @@ TEST_CASE("troupe cluster: Ctrl-C stops the chief gracefully and leaves no proce
   std::filesystem::remove_all(d.dir);
 }
 
+TEST_CASE("troupe cluster --sync: Ctrl-C ends the worker too, which does not wait for its round") {
+  const Data d = make_data("troupe_cluster_sync_int");
+  const std::string model = (d.dir / "model").string();
+  // The worker's last round never fills once the chief has stopped; waiting it out (60 s)
+  // would outlast the launcher's grace (10 s), which kills what is still running.
+  const std::string launch = kTroupe + " cluster --ps 1 --workers 2 --grace 10 -- train" +
+                             train_flags(d, model) + " --epochs 100000 --sync --sync-timeout 60";
+  Run r = shell(launch + " & pid=$!; " +
+                wait_until("ls " + model + "/events.out.tfevents.* >/dev/null 2>&1", "$pid") +
+                "; sleep 0.5; kill -INT $pid; wait $pid");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(number_after(r.out, "global_step") > 0);
+  // It ended as asked: no failed step, no restart, no kill.
+  CHECK_MESSAGE(r.err.find("[worker 0] {\"global_step\"") != std::string::npos, r.err);
+  CHECK(r.err.find("\"restarts\": 0}") != std::string::npos);
+  CHECK(r.err.find("WARNING") == std::string::npos);
+  CHECK(r.err.find("killing them") == std::string::npos);
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
 TEST_CASE(
     "a worker killed with SIGKILL: the chief trains on, and the worker started again rejoins") {
   const Data d = make_data("troupe_cluster_kill");
