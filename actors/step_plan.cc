@@ -74,14 +74,15 @@ void gather_where_variables_live(const Graph& g, const std::vector<int>& order,
 // A step's reads of the variables on one task are one call, made by the first of them; the
 // others' consumers and fetches take their values from its further outputs (`moved`). A read
 // joins when its variable's gate opens with the others': a trainable variable (the optimizer
-// updates them together), or one every write of which rides on the task's update call (the
-// global step's increment, where it can). The rest keep calls of their own: the global step
-// whose increment waits for other tasks' updates (a step that waited for it too would add a
-// round trip), other counters, reads that are targets or wait on control edges.
+// updates them together), or one no write of which in the plan has a call of its own (the
+// global step's increment riding on the task's update call; a learning rate or moving average
+// the step does not write). The rest keep calls of their own: the global step whose increment
+// waits for other tasks' updates (a step that waited for it too would add a round trip),
+// variables assigned, reads that are targets or wait on control edges.
 template <class Remote>
 void batch_reads(const Graph& g, const std::vector<int>& order, const std::vector<bool>& bound,
                  const std::vector<bool>& targeted, const Remote& remote,
-                 const std::set<std::string>& written_in_call, std::vector<bool>* absorbed,
+                 const std::set<std::string>& written_apart, std::vector<bool>* absorbed,
                  std::map<int, std::vector<int>>* reads_of, std::map<int, Output>* moved) {
   std::map<std::string, int> reader_on;  // task -> the read that makes the call
   for (int id : order) {
@@ -90,7 +91,7 @@ void batch_reads(const Graph& g, const std::vector<int>& order, const std::vecto
         !n.control_inputs.empty()) {
       continue;
     }
-    if (!n.attr<bool>("trainable") && written_in_call.count(n.attr<std::string>("var")) == 0) {
+    if (!n.attr<bool>("trainable") && written_apart.count(n.attr<std::string>("var")) != 0) {
       continue;
     }
     auto [reader, first] = reader_on.emplace(n.device, id);
@@ -113,7 +114,7 @@ template <class Remote>
 void batch_updates(const Graph& g, const std::vector<int>& order, const std::vector<bool>& bound,
                    const std::vector<bool>& reported, const Remote& remote,
                    std::vector<bool>* absorbed, std::map<int, std::vector<int>>* updates_of,
-                   std::map<int, Output>* moved, std::set<std::string>* written_in_call) {
+                   std::map<int, Output>* moved, std::set<std::string>* written_apart) {
   auto is_update = [&](const runtime::Node& n) {
     return n.def->variable_access == runtime::VariableAccess::kWrite && n.op != "Assign" &&
            !bound[n.id] && remote(n);
@@ -158,17 +159,13 @@ void batch_updates(const Graph& g, const std::vector<int>& order, const std::vec
       }
     }
   }
-  // The variables every write of which in the plan rides on an update call.
-  std::map<std::string, bool> in_call;
+  // The variables some write of which in the plan does not ride on an update call.
   for (int id : order) {
     const runtime::Node& n = g.node(id);
     if (n.def->variable_access != runtime::VariableAccess::kWrite || bound[id]) continue;
-    const bool joins = !joined[id].empty() && members[joined[id]].size() >= 2;
-    auto [it, first] = in_call.emplace(n.attr<std::string>("var"), joins);
-    it->second = it->second && joins;
-  }
-  for (const auto& [var, all] : in_call) {
-    if (all) written_in_call->insert(var);
+    if (joined[id].empty() || members[joined[id]].size() < 2) {
+      written_apart->insert(n.attr<std::string>("var"));
+    }
   }
   for (auto& [task, ids] : members) {
     if (ids.size() < 2) continue;
@@ -229,13 +226,12 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
   gather_where_variables_live(g, order, bound, reported, fed, remote, &fused, &absorbed);
   std::map<int, Output> moved;  // a read or update made by another -> where its output comes from
   std::map<int, std::vector<int>> updates_of;
-  std::set<std::string> written_in_call;
-  batch_updates(g, order, bound, reported, remote, &absorbed, &updates_of, &moved,
-                &written_in_call);
+  std::set<std::string> written_apart;
+  batch_updates(g, order, bound, reported, remote, &absorbed, &updates_of, &moved, &written_apart);
   std::vector<bool> targeted(g.num_nodes(), false);
   for (int t : targets) targeted[t] = true;
   std::map<int, std::vector<int>> reads_of;
-  batch_reads(g, order, bound, targeted, remote, written_in_call, &absorbed, &reads_of, &moved);
+  batch_reads(g, order, bound, targeted, remote, written_apart, &absorbed, &reads_of, &moved);
   auto source_of = [&](Output o) {
     auto it = moved.find(o.node);
     return it == moved.end() ? o : it->second;

@@ -186,30 +186,31 @@ TEST_CASE("a step's reads of one task's variables are one call, made by the firs
   o.remote = [](const runtime::Node& n) { return n.device.rfind("/job:ps", 0) == 0; };
   auto plan = compile_plan(g, {{}, {sum, twice, steps}, {}}, o);
   REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
-  // a reads d too: d has no node, and its consumers take a's output 1.
+  // a reads d too: d has no node, and its consumers take a's output 1. The global step rides
+  // along as well, trainable or not: nothing in this plan writes it, so its gate opens with
+  // the others' (a learning rate, a moving average in evaluation); its cast takes output 2.
   REQUIRE(plan->nodes.count(a.node) == 1);
   CHECK(plan->nodes.count(d.node) == 0);
+  CHECK(plan->nodes.count(step.node) == 0);
   const actors::NodeStep& reader = plan->nodes.at(a.node);
-  CHECK(reader.reads == std::vector<int>{d.node});
-  CHECK(reader.expected == 2);  // both gates
-  int to_sum = 0, to_twice = 0;
+  CHECK(reader.reads == std::vector<int>{d.node, step.node});
+  CHECK(reader.expected == 3);  // the three gates
+  int to_sum = 0, to_twice = 0, to_steps = 0;
   for (const auto& edge : reader.outs) {
     to_sum += edge.consumer == sum.node &&
               ((edge.output == 0 && edge.input == 0) || (edge.output == 1 && edge.input == 2));
     to_twice += edge.consumer == twice.node && edge.output == 1 && edge.input == 0;
+    to_steps += edge.consumer == steps.node && edge.output == 2 && edge.input == 0;
   }
   CHECK(to_sum == 2);
   CHECK(to_twice == 1);
-  // The global step's write waits for every update: a read of it keeps its own call, so that
-  // the others do not wait for that write too.
-  REQUIRE(plan->nodes.count(step.node) == 1);
-  CHECK(plan->nodes.at(step.node).reads.empty());
+  CHECK(to_steps == 1);
   // c is alone on its task, e is here: each keeps its own read.
   CHECK(plan->nodes.at(c.node).reads.empty());
   CHECK(plan->nodes.at(e.node).reads.empty());
   int gates_of_a = 0;
   for (const auto& [id, v] : plan->gated_reads) gates_of_a += id == a.node;
-  CHECK(gates_of_a == 2);
+  CHECK(gates_of_a == 3);
   // A fetched read rides along too: its value is fetched from a's output 1.
   auto fetched = compile_plan(g, {{}, {sum, d}, {}}, o);
   REQUIRE(fetched.ok());
