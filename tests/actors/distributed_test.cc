@@ -1130,7 +1130,7 @@ struct LoneReplica {
   uint16_t port = 0;
   int keep_alive = -1;
   pid_t child = -1;
-  actors::Runtime rt;
+  std::unique_ptr<actors::Runtime> rt;  // after the fork: a child of a threaded process may hang
   std::unique_ptr<actors::Session> session;
 
   LoneReplica(std::chrono::milliseconds sync_timeout, std::chrono::milliseconds remote_timeout) {
@@ -1153,19 +1153,21 @@ struct LoneReplica {
              {y, Tensor(DType::kInt32, Shape{8})}};
     child = start_server(&port, &keep_alive);
     REQUIRE(port != 0);
+    rt = std::make_unique<actors::Runtime>();
     actors::SessionOptions o;
     o.cluster = {{task, "127.0.0.1:" + std::to_string(port)}};
     o.replica = 0;
     o.replicas_to_aggregate = 2;
     o.sync_timeout = sync_timeout;
     o.remote_timeout = remote_timeout;
-    auto s = actors::Session::create(rt, g, o);
+    auto s = actors::Session::create(*rt, g, o);
     REQUIRE_MESSAGE(s.ok(), s.status().to_string());
     session = std::move(*s);
     REQUIRE(session->run({}, {}, {init}).ok());
   }
   ~LoneReplica() {
     session.reset();
+    rt.reset();
     if (child > 0) stop_server(child, keep_alive);
   }
 };

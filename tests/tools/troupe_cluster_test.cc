@@ -124,6 +124,14 @@ std::string wait_until(const std::string& condition, const std::string& pid) {
          " 2>/dev/null || break; sleep 0.05; done";
 }
 
+// Runs `launch`, a troupe cluster line, and interrupts it once the chief trains (its event file
+// in `model` exists), as a user at a terminal would.
+Run interrupted(const std::string& launch, const std::string& model) {
+  return shell(launch + " & pid=$!; " +
+               wait_until("ls " + model + "/events.out.tfevents.* >/dev/null 2>&1", "$pid") +
+               "; sleep 0.5; kill -INT $pid; wait $pid");
+}
+
 }  // namespace
 
 TEST_CASE("troupe cluster: 2 ps and 2 workers train async to the accuracy of one process") {
@@ -256,10 +264,7 @@ TEST_CASE("troupe cluster: Ctrl-C stops the chief gracefully and leaves no proce
   const std::string model = (d.dir / "model").string();
   const std::string launch = kTroupe + " cluster --ps 1 --workers 2 --evaluator -- train" +
                              train_flags(d, model) + " --epochs 100000";
-  // Interrupt once the chief trains (its event file exists), as a user at a terminal would.
-  Run r = shell(launch + " & pid=$!; " +
-                wait_until("ls " + model + "/events.out.tfevents.* >/dev/null 2>&1", "$pid") +
-                "; sleep 0.5; kill -INT $pid; wait $pid");
+  Run r = interrupted(launch, model);
   REQUIRE_MESSAGE(r.status == 0, r.err);
   CHECK(r.err.find("interrupted: stopping the chief") != std::string::npos);
   REQUIRE(count(r.out, "\n") == 1);
@@ -276,9 +281,7 @@ TEST_CASE("troupe cluster --sync: Ctrl-C ends the worker too, which does not wai
   // would outlast the launcher's grace (10 s), which kills what is still running.
   const std::string launch = kTroupe + " cluster --ps 1 --workers 2 --grace 10 -- train" +
                              train_flags(d, model) + " --epochs 100000 --sync --sync-timeout 60";
-  Run r = shell(launch + " & pid=$!; " +
-                wait_until("ls " + model + "/events.out.tfevents.* >/dev/null 2>&1", "$pid") +
-                "; sleep 0.5; kill -INT $pid; wait $pid");
+  Run r = interrupted(launch, model);
   REQUIRE_MESSAGE(r.status == 0, r.err);
   CHECK(number_after(r.out, "global_step") > 0);
   // It ended as asked: no failed step, no restart, no kill.
