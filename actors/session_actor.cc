@@ -120,6 +120,14 @@ caf::actor remote_for(const SessionState& st, const runtime::Node& node) {
   return task.empty() ? caf::actor() : st.spec.remote_tasks.at(task);
 }
 
+// Applies `f` to each data channel the session's nodes call other tasks over.
+template <class F>
+void for_each_channel(const SessionState& st, F f) {
+  for (const auto& [task, channels] : st.spec.remote_channels) {
+    for (const auto& channel : channels) f(*channel);
+  }
+}
+
 std::shared_ptr<DataChannel> channel_for(const SessionState& st, const runtime::Node& node) {
   auto it = st.spec.remote_channels.find(remote_task(st, node));
   if (it == st.spec.remote_channels.end() || it->second.empty()) return nullptr;
@@ -504,12 +512,8 @@ void pump_loop(SessionActor* self) {
       loop.slowest_ack() >= loop.reported) {
     auto done = std::move(st.loop);
     for (const caf::actor& o : done->request.observers) self->demonitor(o);
-    if (done->abandoning) {
-      // Its steps are over: the next loop's calls are sent again.
-      for (const auto& [task, channels] : st.spec.remote_channels) {
-        for (const auto& channel : channels) channel->resume();
-      }
-    }
+    // Its steps are over: the next loop's calls are sent again.
+    if (done->abandoning) for_each_channel(st, [](DataChannel& c) { c.resume(); });
     // The queue ran dry, but batches taken before the stop still wait for the next loop.
     const bool more = st.leftover_input == done->request.input && !st.leftover.empty();
     done->promise.deliver(LoopResult{done->error, done->succeeded, done->end_of_input && !more,
@@ -587,9 +591,7 @@ caf::behavior session_actor(SessionActor* self, SessionSpec spec) {
         SessionState& st = self->state;
         if (!st.loop) return;
         st.loop->stop = st.loop->stop_requested = st.loop->abandoning = true;
-        for (const auto& [task, channels] : st.spec.remote_channels) {
-          for (const auto& channel : channels) channel->abandon("the loop stopped waiting");
-        }
+        for_each_channel(st, [](DataChannel& c) { c.abandon("the loop stopped waiting"); });
         pump_loop(self);
       },
       [self](StepError& e) {
