@@ -85,6 +85,9 @@ struct RunState {
   std::vector<caf::actor> hooks;
   std::vector<HookReply> wants;  // per hook, from its last reply
   std::shared_ptr<double> loss = std::make_shared<double>(0);
+  // Training in a cluster: the global step after the last step, as its fetch read it. A failure
+  // names it without asking the ps tasks, which may be what failed.
+  std::shared_ptr<int64_t> step = std::make_shared<int64_t>(0);
   RunOutcome outcome;
   bool stop = false;
   bool done = false;
@@ -180,9 +183,10 @@ void fail(RunActor* self, Status why) {
   const std::string what = st.spec.mode == Mode::kTrain  ? "training"
                            : st.spec.mode == Mode::kEval ? "evaluation"
                                                          : "prediction";
-  const std::string where = st.spec.mode == Mode::kTrain
-                                ? "at step " + std::to_string(global_step(st))
-                                : "after " + std::to_string(st.outcome.consumed) + " batches";
+  const std::string where =
+      st.spec.mode == Mode::kTrain
+          ? "at step " + std::to_string(st.spec.step_fetch >= 0 ? *st.step : global_step(st))
+          : "after " + std::to_string(st.outcome.consumed) + " batches";
   runtime::log_warning(what, " failed ", where, ": ", why.to_string());
   runtime::log_warning(st.spec.mode == Mode::kTrain
                            ? "restarting from " + (st.spec.restart_point ? st.spec.restart_point()
@@ -298,8 +302,11 @@ void segment(RunActor* self) {
     };
   }
   loop.feed = loop_feed(st.spec);
-  loop.on_step = [loss = st.loss](int64_t, const std::vector<runtime::Tensor>& v) {
+  *st.step = at;
+  loop.on_step = [loss = st.loss, step = st.step, fetch = st.spec.step_fetch](
+                     int64_t, const std::vector<runtime::Tensor>& v) {
     *loss = v[0].scalar_as_double();
+    if (fetch >= 0) *step = static_cast<int64_t>(v[fetch].scalar_as_double()) + 1;
     return true;
   };
   self->request(st.spec.parts.session, caf::infinite, actors::loop_atom::value, std::move(loop))

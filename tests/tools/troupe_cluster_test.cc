@@ -134,6 +134,15 @@ bool logged(const std::string& log, const std::string& start, const std::string&
   return false;
 }
 
+// The number after `start` on the first line of `log` that starts with it; -1 without one.
+long long number_on_line(const std::string& log, const std::string& start) {
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(start, 0) == 0) return std::atoll(line.c_str() + start.size());
+  }
+  return -1;
+}
+
 // Runs `launch`, a troupe cluster line, and interrupts it once the chief trains (its event file
 // in `model` exists), as a user at a terminal would.
 Run interrupted(const std::string& launch, const std::string& model) {
@@ -388,6 +397,12 @@ TEST_CASE("a ps killed and started again: the chief restores it from its checkpo
   // two runs (its evaluations), its link gone. (The worker may say nothing: here the chief's
   // first 500 steps take milliseconds, and the worker may join only once the ps is back.)
   CHECK_MESSAGE(logged(log, "WARNING: [chief 0]", "/job:ps/task:0"), log);
+  // A replica whose run failed with it names the step it had reached (it named 0 when it had
+  // not asked the ps since it began: the step counts came with its steps' fetches).
+  for (const std::string who : {"[chief 0]", "[worker 0]"}) {
+    const long long at = number_on_line(log, "WARNING: " + who + " training failed at step ");
+    CHECK_MESSAGE(at != 0, log);
+  }
   const std::string worker = slurp((d.dir / "worker.json").string());
   CHECK_MESSAGE(number_after(worker, "global_step") >= 4000, worker);
   CHECK(processes_with(d.dir.string()) == 0);
