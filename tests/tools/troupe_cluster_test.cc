@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -125,22 +126,27 @@ std::string wait_until(const std::string& condition, const std::string& pid) {
          " 2>/dev/null || break; sleep 0.05; done";
 }
 
-// Whether a line of `log` starts with `start` and holds `what`.
-bool logged(const std::string& log, const std::string& start, const std::string& what) {
+// The lines of `log` that start with `start`, in order.
+std::vector<std::string> lines_starting(const std::string& log, const std::string& start) {
+  std::vector<std::string> found;
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(start, 0) == 0 && line.find(what) != std::string::npos) return true;
+    if (line.rfind(start, 0) == 0) found.push_back(line);
   }
-  return false;
+  return found;
+}
+
+// Whether a line of `log` starts with `start` and holds `what`.
+bool logged(const std::string& log, const std::string& start, const std::string& what) {
+  const std::vector<std::string> lines = lines_starting(log, start);
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(what) != std::string::npos; });
 }
 
 // The number after `start` on the first line of `log` that starts with it; -1 without one.
 long long number_on_line(const std::string& log, const std::string& start) {
-  std::istringstream lines(log);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(start, 0) == 0) return std::atoll(line.c_str() + start.size());
-  }
-  return -1;
+  const std::vector<std::string> lines = lines_starting(log, start);
+  return lines.empty() ? -1 : std::atoll(lines.front().c_str() + start.size());
 }
 
 // Runs `launch`, a troupe cluster line, and interrupts it once the chief trains (its event file
