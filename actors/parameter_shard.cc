@@ -30,11 +30,14 @@ struct ShardCalls::Node {
   runtime::KernelFn kernel = nullptr;
   std::unique_ptr<runtime::KernelContext> ctx;
   uint64_t invocations = 0;
+  std::mutex mu;              // held while it runs: its context is one
+  std::mutex* var = nullptr;  // its variable's lock, when it has a variable
 };
 
 ShardCalls::ShardCalls(std::shared_ptr<runtime::VariableStore> store)
     : store_(std::move(store)),
-      sync_(store_, [this](ShardCall call) { return run_locked(std::move(call)); }) {}
+      sync_([this](const std::string& var) { return read_var(var); },
+            [this](ShardCall call) { return execute(std::move(call)); }) {}
 
 ShardCalls::~ShardCalls() = default;
 
@@ -58,16 +61,30 @@ Result<std::unique_ptr<ShardCalls::Node>> build(const ShardCall& call,
 
 }  // namespace
 
+std::mutex& ShardCalls::var_lock(const std::string& var) {
+  return var_locks_[std::hash<std::string>{}(var) % var_locks_.size()];
+}
+
+Result<Tensor> ShardCalls::read_var(const std::string& var) {
+  std::lock_guard<std::mutex> lock(var_lock(var));
+  return store_->read(var);
+}
+
 // Workers call the same few nodes every step with the same shapes; a peer that names a new
-// node in every call must not grow the shard without bound.
-Result<ShardCalls::Node*> ShardCalls::node_for(const ShardCall& call) {
+// node in every call must not grow the shard without bound. A node rebuilt or dropped here
+// lives on while a call runs it.
+Result<std::shared_ptr<ShardCalls::Node>> ShardCalls::node_for(const ShardCall& call) {
   std::string key = call.node_name + "/" + call.op;
   for (const Tensor& t : call.inputs) {
     key += "/" + std::string(runtime::dtype_name(t.dtype())) + t.shape().to_string();
   }
+  std::lock_guard<std::mutex> lock(nodes_mu_);
   auto it = nodes_.find(key);
   if (it == nodes_.end() || !runtime::attrs_equal(it->second->attrs, call.attrs)) {
-    TROUPE_ASSIGN_OR_RETURN(auto rn, build(call, store_.get()));
+    TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<Node> rn, build(call, store_.get()));
+    if (auto var = call.attrs.find("var"); var != call.attrs.end()) {
+      if (const auto* name = std::get_if<std::string>(&var->second)) rn->var = &var_lock(*name);
+    }
     if (it != nodes_.end()) {
       it->second = std::move(rn);
     } else {
@@ -80,7 +97,7 @@ Result<ShardCalls::Node*> ShardCalls::node_for(const ShardCall& call) {
     }
   }
   it->second->last_used = ++calls_;
-  return it->second.get();
+  return it->second;
 }
 
 namespace {
@@ -116,7 +133,10 @@ Status check_updates(const ShardCall& call) {
 }  // namespace
 
 Status ShardCalls::run_one(ShardCall& call, std::vector<Tensor>* outputs) {
-  TROUPE_ASSIGN_OR_RETURN(Node * node, node_for(call));
+  TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<Node> node, node_for(call));
+  std::lock_guard<std::mutex> node_lock(node->mu);
+  std::unique_lock<std::mutex> var_lock;
+  if (node->var) var_lock = std::unique_lock<std::mutex>(*node->var);
   node->ctx->inputs() = std::move(call.inputs);
   node->ctx->set_invocation(node->invocations++);
   runtime::ScopedFlushDenormal flush;
@@ -128,21 +148,32 @@ Status ShardCalls::run_one(ShardCall& call, std::vector<Tensor>* outputs) {
 }
 
 void ShardCalls::between_calls(const std::function<void()>& f) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> waiting(turnstile_);
+  std::unique_lock<std::shared_mutex> alone(gate_);
   f();
 }
 
 size_t ShardCalls::cached_nodes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(nodes_mu_);
   return nodes_.size();
 }
 
-ShardReply ShardCalls::run(Result<ShardCall> decoded) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return run_locked(std::move(decoded));
+namespace {
+
+// A call's hold on the gate, taken behind any between_calls() waiting.
+std::shared_lock<std::shared_mutex> enter(std::mutex& turnstile, std::shared_mutex& gate) {
+  { std::lock_guard<std::mutex> behind(turnstile); }
+  return std::shared_lock<std::shared_mutex>(gate);
 }
 
-ShardReply ShardCalls::run_locked(Result<ShardCall> decoded) {
+}  // namespace
+
+ShardReply ShardCalls::run(Result<ShardCall> decoded) {
+  auto calling = enter(turnstile_, gate_);
+  return execute(std::move(decoded));
+}
+
+ShardReply ShardCalls::execute(Result<ShardCall> decoded) {
   std::vector<Tensor> outputs;
   bool discard = false;
   Status status = [&]() -> Status {
@@ -194,8 +225,9 @@ void note_read(SyncRounds& sync, const ShardCall& call) {
 }  // namespace
 
 std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, const Later& later) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!decoded.ok() || decoded->sync.replica < 0) return run_locked(std::move(decoded));
+  auto calling = enter(turnstile_, gate_);
+  if (!decoded.ok() || decoded->sync.replica < 0) return execute(std::move(decoded));
+  std::lock_guard<std::mutex> lock(sync_mu_);
   ShardCall& call = *decoded;
   const auto now = Clock::now();
   std::optional<ShardReply> reply;
@@ -206,7 +238,7 @@ std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, const Late
     for (const ShardCall& read : call.reads) note_read(sync_, read);
     // An update waits for its round; a read, or an assignment, runs now.
     reply =
-        call.sync.aggregate > 0 ? contribute(std::move(call), now) : run_locked(std::move(decoded));
+        call.sync.aggregate > 0 ? contribute(std::move(call), now) : execute(std::move(decoded));
   }
   if (const auto next = sync_.next_deadline(); next < tick_at_) {
     tick_at_ = next;
@@ -233,13 +265,14 @@ std::optional<ShardReply> ShardCalls::call(const runtime::Bytes& frame, const La
 }
 
 void ShardCalls::on_deadline(std::function<void(Clock::time_point)> f) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(sync_mu_);
   on_deadline_ = std::move(f);
   if (tick_at_ != Clock::time_point::max()) on_deadline_(tick_at_);
 }
 
 ShardCalls::Clock::time_point ShardCalls::expire(Clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  auto calling = enter(turnstile_, gate_);
+  std::lock_guard<std::mutex> lock(sync_mu_);
   sync_.expire(now);
   tick_at_ = sync_.next_deadline();
   return tick_at_;

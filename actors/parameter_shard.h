@@ -15,23 +15,25 @@
 //   //         of those entries (none named: all), for the chief's checkpoints
 //   //         (load_atom, vector<char> checkpoint) -> string, "" once its entries are stored
 //
-// The store is thread-safe. ShardCalls runs the calls, one at a time whoever runs them: the
-// actor (calls over CAF's connection) or its process's data server, which runs every call on
-// its own thread, a synchronous replica's too: a call handed from that thread to a worker of
-// CAF and its reply handed back cost two thread wake-ups each, a fifth of a ps's CPU for a
-// DNN's calls a step. The rounds of synchronous training (SyncRounds) are ShardCalls'
-// too, so that calls from both ways meet in them. Usable without actors (the fuzzer drives it
-// directly).
+// The store is thread-safe. ShardCalls runs calls from any number of threads, as TF's ps runs
+// its ops on a pool: those of the actor (calls over CAF's connection) and those of its
+// process's data server, whose threads each run their connections' calls themselves, a
+// synchronous replica's too (a call handed from that thread to a worker of CAF and its reply
+// handed back cost two thread wake-ups each, a fifth of a ps's CPU for a DNN's calls a step).
+// The rounds of synchronous training (SyncRounds) are ShardCalls' too, so that calls from both
+// ways meet in them. Usable without actors (the fuzzer drives it directly).
 #pragma once
 
 #include <caf/all.hpp>
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -46,7 +48,9 @@ namespace troupe::actors {
 // kernel sees them), cached by name, op and inputs' dtypes and shapes, rebuilt when the
 // attributes differ, and at most kMaxNodes are kept (least recently used dropped). A call from
 // a replica of synchronous training goes through SyncRounds: an update is accumulated, the
-// barrier waits for its round. Thread-safe.
+// barrier waits for its round. Thread-safe: calls run side by side, each node under its
+// variable's lock (one writer at a time, and no read of a value half written in place), a
+// synchronous replica's calls one at a time (its rounds are one object).
 class ShardCalls {
  public:
   static constexpr size_t kMaxNodes = 4096;
@@ -80,17 +84,26 @@ class ShardCalls {
   struct Node;  // a built node with its kernel and context (parameter_shard.cc)
 
  private:
-  ShardReply run_locked(runtime::Result<ShardCall> call);
+  // Runs a call's nodes, each under its node's and its variable's lock; gate_ held.
+  ShardReply execute(runtime::Result<ShardCall> call);
   ShardReply contribute(ShardCall call, Clock::time_point now);
-  runtime::Result<Node*> node_for(const ShardCall& call);
+  runtime::Result<std::shared_ptr<Node>> node_for(const ShardCall& call);
   // Runs one node of a call, appending its outputs.
   runtime::Status run_one(ShardCall& call, std::vector<runtime::Tensor>* outputs);
+  std::mutex& var_lock(const std::string& var);
+  runtime::Result<runtime::Tensor> read_var(const std::string& var);
+
   std::shared_ptr<runtime::VariableStore> store_;
-  // Held by every call: the store takes one writer per variable at a time, and the rounds are
-  // one object.
-  mutable std::mutex mu_;
+  // Every call holds gate_ shared, between_calls() alone; a caller of between_calls() holds
+  // turnstile_ while it waits, so that calls coming meanwhile wait behind it.
+  std::shared_mutex gate_;
+  std::mutex turnstile_;
+  mutable std::mutex nodes_mu_;  // nodes_, calls_
   std::map<std::string, std::shared_ptr<Node>> nodes_;
   uint64_t calls_ = 0;
+  // A fixed number, striped by the variable's name: a peer naming new variables cannot grow them.
+  std::array<std::mutex, 64> var_locks_;
+  std::mutex sync_mu_;  // sync_, tick_at_, on_deadline_
   SyncRounds sync_;
   Clock::time_point tick_at_ = Clock::time_point::max();  // the earliest expire() promised
   std::function<void(Clock::time_point)> on_deadline_;

@@ -67,8 +67,14 @@ int64_t SyncRounds::round(const std::string& var) const {
   return it == rounds_.end() ? 0 : it->second;
 }
 
+std::optional<int64_t> SyncRounds::global_step() const {
+  auto t = read_("global_step");
+  if (!t.ok() || t->dtype() != DType::kInt64 || t->num_elements() != 1) return std::nullopt;
+  return t->data<int64_t>()[0];
+}
+
 SyncRounds::Reply SyncRounds::current_value(const std::string& var) const {
-  auto value = store_->read(var);
+  auto value = read_(var);
   return value.ok() ? value_reply(*value) : error_reply(value.status());
 }
 
@@ -135,7 +141,7 @@ SyncRounds::Reply SyncRounds::close(const std::string& var) {
 }
 
 void SyncRounds::release() {
-  const auto step = store_->read_int64_scalar("global_step");
+  const auto step = global_step();
   if (!step) return;
   auto done = [&](Waiter& w) {
     if (w.stamp >= *step) return false;
@@ -152,7 +158,7 @@ std::optional<SyncRounds::Reply> SyncRounds::wait(const ShardCall& call,
       call.inputs[0].num_elements() != 1) {
     return error_reply(runtime::invalid_argument("sync barrier: the step is no int64"));
   }
-  const auto step = store_->read_int64_scalar("global_step");
+  const auto step = global_step();
   if (!step) {
     return error_reply(runtime::failed_precondition(
         "sync barrier: this ps holds no global_step (place the barrier beside it)"));

@@ -11,7 +11,7 @@
 // step) answers a replica once the global step has passed the one it read, so its next step reads
 // the round's result.
 //
-//   SyncRounds sync(store, apply);                   // apply: runs a round's mean update
+//   SyncRounds sync(read, apply);   // read: a variable's value; apply: runs a round's mean update
 //   sync.note_read(replica, "w");                    // a read of w (Variable, VariableGather)
 //   Reply now = sync.contribute(std::move(call), Clock::now());
 //   std::optional<Reply> r = sync.wait(barrier_call, later, Clock::now());  // or later(reply)
@@ -31,7 +31,8 @@
 #include <vector>
 
 #include "actors/shard_codec.h"
-#include "runtime/variable_store.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
 
 namespace troupe::actors {
 
@@ -39,11 +40,12 @@ class SyncRounds {
  public:
   using Clock = std::chrono::steady_clock;
   using Reply = ShardReply;
+  // A variable's value, as the store holds it between updates.
+  using Read = std::function<runtime::Result<runtime::Tensor>(const std::string& var)>;
   // Runs a closed round's update, the mean of its replicas' inputs, against the store.
   using Apply = std::function<Reply(ShardCall)>;
 
-  SyncRounds(std::shared_ptr<runtime::VariableStore> store, Apply apply)
-      : store_(std::move(store)), apply_(std::move(apply)) {}
+  SyncRounds(Read read, Apply apply) : read_(std::move(read)), apply_(std::move(apply)) {}
 
   void note_read(int replica, const std::string& var);
   // The reply for the caller now: the variable as it is (accumulated or dropped), or the
@@ -75,7 +77,9 @@ class SyncRounds {
   void release();
   Reply current_value(const std::string& var) const;
 
-  std::shared_ptr<runtime::VariableStore> store_;
+  std::optional<int64_t> global_step() const;
+
+  Read read_;
   Apply apply_;
   std::map<std::string, int64_t> rounds_;
   std::map<std::pair<int, std::string>, int64_t> read_round_;

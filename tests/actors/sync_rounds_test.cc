@@ -52,7 +52,8 @@ std::vector<float> w(const runtime::VariableStore& store) {
 struct Fixture {
   std::shared_ptr<runtime::VariableStore> store = std::make_shared<runtime::VariableStore>();
   actors::ShardCalls calls{store};
-  SyncRounds sync{store, [this](ShardCall c) { return calls.run(std::move(c)); }};
+  SyncRounds sync{[this](const std::string& var) { return store->read(var); },
+                  [this](ShardCall c) { return calls.run(std::move(c)); }};
   SyncRounds::Clock::time_point t0 = SyncRounds::Clock::now();
   Fixture() {
     store->assign("w", Tensor::from_vector<float>(Shape{2}, {10, 20}));
