@@ -206,7 +206,7 @@ struct OutFrame {
   }
 };
 
-// A peer's connection, as the server's thread sees it.
+// A peer's connection, as its server thread sees it.
 struct DataServer::Connection {
   enum class Phase { kHello, kProof, kFrames };
   uint64_t id = 0;
@@ -223,25 +223,72 @@ struct DataServer::Connection {
   Later later;                 // how a reply given later reaches it
 };
 
-// Replies the handler gives later, and the eventfd that wakes the server's thread for them.
-// Shared with the handler's `later`s, which may outlive the server.
+// What other threads hand a server thread: replies the handler gives later, connections
+// accepted for it, and the eventfd that wakes it for them. Shared with the handler's `later`s,
+// which may outlive the server.
 struct DataServer::Replies {
   int wake_fd = -1;
   std::mutex mu;
   std::vector<std::pair<uint64_t, ShardReply>> ready;  // by connection
-  void post(uint64_t id, ShardReply reply) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      ready.emplace_back(id, std::move(reply));
-    }
+  std::vector<std::unique_ptr<Connection>> arriving;
+  void wake() {
     const uint64_t one = 1;
     if (::write(wake_fd, &one, sizeof one) != sizeof one) {
       // The counter is full (it cannot be, at one a reply) or the server is gone: nothing to do.
     }
   }
+  void post(uint64_t id, ShardReply reply) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ready.emplace_back(id, std::move(reply));
+    }
+    wake();
+  }
   ~Replies() {
     if (wake_fd >= 0) ::close(wake_fd);
   }
+};
+
+// One of the server's threads and the connections it serves.
+class DataServer::Loop {
+ public:
+  explicit Loop(DataServer& server) : server_(server) {}
+  ~Loop() {
+    for (auto& [id, c] : connections_) ::close(c->fd);
+    for (auto& c : replies_->arriving) ::close(c->fd);
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  }
+  // `accepts`: it also watches the listening socket.
+  Status start(bool accepts);
+  void stop() {
+    if (!thread_.joinable()) return;
+    replies_->wake();  // the thread sees stopping_
+    thread_.join();
+  }
+  // Serves `c` from now on; from any thread. How many it serves counts `c` at once.
+  void adopt(std::unique_ptr<Connection> c, Loop& caller);
+  int load() const { return load_; }
+  int epoll_fd() const { return epoll_fd_; }
+
+ private:
+  void run();
+  void add(std::unique_ptr<Connection> c);
+  void on_event(Connection& c, uint32_t events);
+  void read_handshake(Connection& c);
+  void read_frames(Connection& c);
+  void take_replies();
+  void queue_reply(Connection& c, ShardReply reply);
+  bool write_out(Connection& c);  // false: the peer is gone
+  void watch(Connection& c);      // the events `c` waits for now
+  void close(uint64_t id, const std::string& why = "");
+
+  DataServer& server_;
+  bool accepts_ = false;
+  int epoll_fd_ = -1;
+  std::shared_ptr<Replies> replies_ = std::make_shared<Replies>();
+  std::map<uint64_t, std::unique_ptr<Connection>> connections_;  // the thread's alone
+  std::atomic<int> load_{0};  // connections served and handed over
+  std::thread thread_;
 };
 
 runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime,
@@ -268,7 +315,30 @@ DataServer::DataServer(Runtime& runtime, int listen_fd, uint16_t port, DataServe
 
 Status DataServer::serve(Handler handler) {
   handler_ = std::move(handler);
-  replies_ = std::make_shared<Replies>();
+  acceptor_ = std::make_unique<Loop>(*this);
+  return acceptor_->start(true);
+}
+
+// The thread for a new connection: one with none, else a new one while there may be more, else
+// the one serving the fewest. The accepting thread serves none: a call it ran would hold up
+// the peers connecting meanwhile.
+DataServer::Loop& DataServer::loop_for_next() {
+  const auto fewest =
+      std::min_element(loops_.begin(), loops_.end(),
+                       [](const auto& a, const auto& b) { return a->load() < b->load(); });
+  const bool room = static_cast<int>(loops_.size()) < options_.threads;
+  if (fewest != loops_.end() && ((*fewest)->load() == 0 || !room)) return **fewest;
+  auto loop = std::make_unique<Loop>(*this);
+  if (Status s = loop->start(false); !s.ok()) {
+    runtime::log_warning("data channel on port ", port_, ": ", s.message(), "; connections share");
+    return fewest != loops_.end() ? **fewest : *acceptor_;
+  }
+  loops_.push_back(std::move(loop));
+  return *loops_.back();
+}
+
+Status DataServer::Loop::start(bool accepts) {
+  accepts_ = accepts;
   replies_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (replies_->wake_fd < 0 || epoll_fd_ < 0) {
@@ -276,7 +346,7 @@ Status DataServer::serve(Handler handler) {
   }
   epoll_event listen_event{EPOLLIN, {.u64 = kListenId}};
   epoll_event wake_event{EPOLLIN, {.u64 = kWakeId}};
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &listen_event) != 0 ||
+  if ((accepts && ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, server_.listen_fd_, &listen_event) != 0) ||
       ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, replies_->wake_fd, &wake_event) != 0) {
     return runtime::resource_exhausted("data channel: epoll: ", errno_text());
   }
@@ -290,37 +360,38 @@ Status DataServer::serve(Handler handler) {
 
 DataServer::~DataServer() {
   stopping_ = true;
-  if (thread_.joinable()) {
-    replies_->post(0, {});  // wakes the thread, which sees stopping_ (0 names no connection)
-    thread_.join();
-  }
-  for (auto& [id, c] : connections_) ::close(c->fd);
-  connections_.clear();
-  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+  // The accepting thread first: until it has ended, it may add threads.
+  if (acceptor_) acceptor_->stop();
+  for (auto& loop : loops_) loop->stop();
+  loops_.clear();
+  acceptor_.reset();
   ::close(listen_fd_);
 }
 
-void DataServer::run() {
+void DataServer::Loop::run() {
   std::vector<epoll_event> events(64);
-  while (!stopping_) {
+  const bool accepts = accepts_;
+  while (!server_.stopping_) {
     // Wake for the nearest deadline: a handshake's or an idle connection's end, or the next
     // accept after a failed one.
     auto next = Clock::now() + std::chrono::seconds(1);
     for (const auto& [id, c] : connections_) {
       if (!c->waiting) next = std::min(next, c->deadline);
     }
-    if (accept_again_ != Clock::time_point{}) next = std::min(next, accept_again_);
+    if (accepts && server_.accept_again_ != Clock::time_point{}) {
+      next = std::min(next, server_.accept_again_);
+    }
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
     const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
                                static_cast<int>(std::max<int64_t>(0, wait.count()) + 1));
     if (n < 0 && errno != EINTR) {
-      runtime::log_error("data channel on port ", port_, ": epoll_wait: ", errno_text());
+      runtime::log_error("data channel on port ", server_.port_, ": epoll_wait: ", errno_text());
       return;
     }
-    for (int i = 0; i < n && !stopping_; ++i) {
+    for (int i = 0; i < n && !server_.stopping_; ++i) {
       const uint64_t id = events[i].data.u64;
       if (id == kListenId) {
-        accept_all();
+        server_.accept_all(*this);
       } else if (id == kWakeId) {
         take_replies();
       } else if (auto it = connections_.find(id); it != connections_.end()) {
@@ -328,10 +399,10 @@ void DataServer::run() {
       }
     }
     const auto now = Clock::now();
-    if (accept_again_ != Clock::time_point{} && now >= accept_again_) {
-      accept_again_ = {};
+    if (accepts && server_.accept_again_ != Clock::time_point{} && now >= server_.accept_again_) {
+      server_.accept_again_ = {};
       epoll_event listen_event{EPOLLIN, {.u64 = kListenId}};
-      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &listen_event);
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, server_.listen_fd_, &listen_event);
     }
     std::vector<uint64_t> idle;
     for (const auto& [id, c] : connections_) {
@@ -345,7 +416,7 @@ void DataServer::run() {
   }
 }
 
-void DataServer::accept_all() {
+void DataServer::accept_all(Loop& acceptor) {
   for (;;) {
     sockaddr_in from{};
     socklen_t from_len = sizeof from;
@@ -359,14 +430,14 @@ void DataServer::accept_all() {
       runtime::log_warning("data channel on port ", port_, ": accept failed (", errno_text(),
                            "); retrying in ", backoff_.count(), " ms");
       epoll_event none{0, {.u64 = kListenId}};
-      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &none);
+      ::epoll_ctl(acceptor.epoll_fd(), EPOLL_CTL_MOD, listen_fd_, &none);
       accept_again_ = Clock::now() + backoff_;
       backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(1000));
       return;
     }
     backoff_ = std::chrono::milliseconds(10);
     const std::string peer = peer_of(from);
-    if (static_cast<int>(connections_.size()) >= options_.max_connections) {
+    if (open_ >= options_.max_connections) {
       runtime::log_warning("data channel on port ", port_, ": refused ", peer, ": ",
                            options_.max_connections, " connections already");
       ::close(fd);
@@ -378,7 +449,6 @@ void DataServer::accept_all() {
     c->id = next_id_++;
     c->fd = fd;
     c->peer = peer;
-    c->later = [replies = replies_, id = c->id](ShardReply r) { replies->post(id, std::move(r)); };
     const bool members_only = runtime_.secret() != nullptr;
     c->phase = members_only ? Connection::Phase::kHello : Connection::Phase::kFrames;
     c->deadline =
@@ -386,14 +456,30 @@ void DataServer::accept_all() {
         (members_only
              ? std::chrono::duration_cast<std::chrono::milliseconds>(JobSecret::kHandshakeTimeout)
              : options_.idle_timeout);
-    Connection& added = *c;
-    connections_.emplace(c->id, std::move(c));
-    open_ = static_cast<int>(connections_.size());
-    watch(added);
+    ++open_;
+    Loop& to = loop_for_next();
+    to.adopt(std::move(c), acceptor);
   }
 }
 
-void DataServer::watch(Connection& c) {
+void DataServer::Loop::adopt(std::unique_ptr<Connection> c, Loop& caller) {
+  ++load_;
+  c->later = [replies = replies_, id = c->id](ShardReply r) { replies->post(id, std::move(r)); };
+  if (&caller == this) return add(std::move(c));
+  {
+    std::lock_guard<std::mutex> lock(replies_->mu);
+    replies_->arriving.push_back(std::move(c));
+  }
+  replies_->wake();
+}
+
+void DataServer::Loop::add(std::unique_ptr<Connection> c) {
+  Connection& added = *c;
+  connections_.emplace(c->id, std::move(c));
+  watch(added);
+}
+
+void DataServer::Loop::watch(Connection& c) {
   uint32_t want = 0;
   if (!c.waiting && c.out.empty()) want |= EPOLLIN;
   if (!c.out.empty()) want |= EPOLLOUT;
@@ -404,19 +490,21 @@ void DataServer::watch(Connection& c) {
   c.watching = want;
 }
 
-void DataServer::close(uint64_t id, const std::string& why) {
+void DataServer::Loop::close(uint64_t id, const std::string& why) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
   if (!why.empty()) {
-    runtime::log_warning("data channel on port ", port_, ": refused ", it->second->peer, ": ", why);
+    runtime::log_warning("data channel on port ", server_.port_, ": refused ", it->second->peer,
+                         ": ", why);
   }
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second->fd, nullptr);
   ::close(it->second->fd);
   connections_.erase(it);
-  open_ = static_cast<int>(connections_.size());
+  --load_;
+  --server_.open_;
 }
 
-void DataServer::on_event(Connection& c, uint32_t events) {
+void DataServer::Loop::on_event(Connection& c, uint32_t events) {
   const uint64_t id = c.id;
   // Reset or closed both ways: reported whatever is watched, so it must end the connection now
   // (a call awaiting its reply included: the reply has nowhere to go).
@@ -431,7 +519,7 @@ void DataServer::on_event(Connection& c, uint32_t events) {
   }
 }
 
-void DataServer::read_handshake(Connection& c) {
+void DataServer::Loop::read_handshake(Connection& c) {
   const uint64_t id = c.id;
   const size_t want =
       c.phase == Connection::Phase::kHello ? JobSecret::kHelloBytes : JobSecret::kProofBytes;
@@ -444,7 +532,7 @@ void DataServer::read_handshake(Connection& c) {
   }
   c.handshake.append(buf, static_cast<size_t>(n));
   if (c.handshake.size() < want) return;
-  const JobSecret& secret = *runtime_.secret();
+  const JobSecret& secret = *server_.runtime_.secret();
   if (c.phase == Connection::Phase::kHello) {
     c.hello = std::move(c.handshake);
     c.handshake.clear();
@@ -463,27 +551,28 @@ void DataServer::read_handshake(Connection& c) {
   }
   c.phase = Connection::Phase::kFrames;
   c.handshake.clear();
-  c.deadline = Clock::now() + options_.idle_timeout;
+  c.deadline = Clock::now() + server_.options_.idle_timeout;
   read_frames(c);  // a first frame may have come with the proof
 }
 
 // Reads what has come of the current frame; a whole one runs, and reading stops until its reply
 // is out: a peer that does not read its replies is not read either, and holds one reply at
 // most.
-void DataServer::read_frames(Connection& c) {
+void DataServer::Loop::read_frames(Connection& c) {
   const uint64_t id = c.id;
+  const DataServerOptions& options = server_.options_;
   while (!c.waiting && c.out.empty()) {
     const uint64_t before = c.reader.received();
     runtime::Bytes call;
-    const FrameReader::Got got = c.reader.read(c.fd, options_.max_frame_bytes, &call);
-    if (c.reader.received() != before) c.deadline = Clock::now() + options_.idle_timeout;
+    const FrameReader::Got got = c.reader.read(c.fd, options.max_frame_bytes, &call);
+    if (c.reader.received() != before) c.deadline = Clock::now() + options.idle_timeout;
     if (got == FrameReader::Got::kEnd) return close(id);
     if (got == FrameReader::Got::kAgain) break;
     std::optional<ShardReply> reply;
     try {
-      reply = handler_(call, c.later);
+      reply = server_.handler_(call, c.later);
     } catch (const std::exception& e) {  // out of memory in a kernel, say: this call's end
-      runtime::log_warning("data channel on port ", port_, ": a call from ", c.peer,
+      runtime::log_warning("data channel on port ", server_.port_, ": a call from ", c.peer,
                            " failed: ", e.what());
       return close(id);
     }
@@ -497,24 +586,27 @@ void DataServer::read_frames(Connection& c) {
   watch(c);
 }
 
-void DataServer::queue_reply(Connection& c, ShardReply reply) {
+void DataServer::Loop::queue_reply(Connection& c, ShardReply reply) {
   c.out.emplace_back();
   c.out.back().message = std::move(reply.message);
   c.out.back().tensors = std::move(reply.outputs);
   c.out.back().frame();
-  c.deadline = Clock::now() + options_.idle_timeout;
+  c.deadline = Clock::now() + server_.options_.idle_timeout;
 }
 
-void DataServer::take_replies() {
+void DataServer::Loop::take_replies() {
   uint64_t count = 0;
   if (::read(replies_->wake_fd, &count, sizeof count) < 0) {
     // Nothing to read: another event drained it first.
   }
   std::vector<std::pair<uint64_t, ShardReply>> ready;
+  std::vector<std::unique_ptr<Connection>> arriving;
   {
     std::lock_guard<std::mutex> lock(replies_->mu);
     ready.swap(replies_->ready);
+    arriving.swap(replies_->arriving);
   }
+  for (auto& c : arriving) add(std::move(c));
   for (auto& [id, reply] : ready) {
     auto it = connections_.find(id);
     if (it == connections_.end() || !it->second->waiting) continue;  // the peer left meanwhile
@@ -529,11 +621,11 @@ void DataServer::take_replies() {
   }
 }
 
-bool DataServer::write_out(Connection& c) {
+bool DataServer::Loop::write_out(Connection& c) {
   while (!c.out.empty()) {
     const ssize_t n = c.out.front().write(c.fd);
     if (n < 0) return false;
-    if (n > 0) c.deadline = Clock::now() + options_.idle_timeout;
+    if (n > 0) c.deadline = Clock::now() + server_.options_.idle_timeout;
     if (!c.out.front().done()) break;
     c.out.pop_front();
   }

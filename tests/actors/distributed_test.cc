@@ -12,9 +12,11 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "actors/data_channel.h"
@@ -644,6 +646,61 @@ TEST_CASE("a data channel's call bigger than the socket takes at once arrives wh
   CHECK(tails[0].find('A') != std::string::npos);
   CHECK(tails[1].find('B') != std::string::npos);
   ::close(listener);
+}
+
+TEST_CASE(
+    "a data server runs its peers' calls side by side, each connection on a thread of its own") {
+  // The first call to come waits for the second, which a server running one call at a time
+  // reads only once the first has given up.
+  auto meet_with = [](int threads, std::chrono::milliseconds patience) {
+    actors::Runtime rt;
+    auto data = actors::DataServer::listen(rt, "127.0.0.1", 0, {.threads = threads});
+    REQUIRE(data.ok());
+    struct Meeting {
+      std::mutex mu;
+      std::condition_variable cv;
+      int came = 0;
+    };
+    auto meeting = std::make_shared<Meeting>();
+    REQUIRE(
+        (*data)
+            ->serve([meeting, patience](const runtime::Bytes&, const actors::DataServer::Later&) {
+              std::unique_lock<std::mutex> lock(meeting->mu);
+              ++meeting->came;
+              meeting->cv.notify_all();
+              const bool met =
+                  meeting->cv.wait_for(lock, patience, [&] { return meeting->came >= 2; });
+              return std::optional<actors::ShardReply>(actors::make_shard_reply(
+                  runtime::ok_status(), {Tensor::scalar<int32_t>(met ? 1 : 0)}));
+            })
+            .ok());
+    caf::scoped_actor self{rt.system()};
+    std::vector<std::shared_ptr<actors::DataChannel>> peers;
+    for (uint64_t tag = 0; tag < 2; ++tag) {
+      auto channel =
+          actors::DataChannel::connect(rt, "127.0.0.1", (*data)->port(), std::chrono::seconds(10));
+      REQUIRE(channel.ok());
+      peers.push_back(*channel);
+      auto message = std::make_shared<capnp::MallocMessageBuilder>();
+      message->initRoot<capnp::AnyPointer>();
+      (*channel)->call(actors::ChannelCall{message, {}}, self, tag);
+    }
+    int met = 0;
+    for (int i = 0; i < 2; ++i) {
+      self->receive(
+          [&](actors::channel_reply_atom, uint64_t, runtime::Bytes& r) {
+            auto outputs = actors::decode_shard_reply(r);
+            REQUIRE(outputs.ok());
+            met += (*outputs)[0].data<int32_t>()[0];
+          },
+          [&](actors::channel_reply_atom, uint64_t, std::string& why) { FAIL(why); },
+          caf::after(std::chrono::seconds(20)) >> [] { FAIL("no reply"); });
+    }
+    return met;
+  };
+  CHECK(meet_with(16, std::chrono::seconds(10)) == 2);
+  // One thread for both: the first call waits alone, and only the second finds the first.
+  CHECK(meet_with(1, std::chrono::milliseconds(300)) == 1);
 }
 
 TEST_CASE(
