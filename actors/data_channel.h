@@ -31,7 +31,7 @@
 // waits on the connections it was given (epoll; a new connection has a thread of its own, up to
 // a limit, then goes to the thread serving the fewest), reads frames as their bytes arrive,
 // runs each call itself (the handler: ShardCalls, thread-safe), and writes the reply, or the
-// reply the handler gives later (a synchronous replica's barrier, answered when the other
+// reply the handler gives later (a synchronous replica's update, answered when the other
 // replicas have sent their updates). Replicas' calls so run side by side, each on the core its
 // bytes woke, as TF's ps runs its ops on a pool: with one thread for all, a replica whose call
 // came while another's ran waited, and its core idled (2 replicas on 2 cores: 9% idle, 2-4%

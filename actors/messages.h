@@ -35,7 +35,7 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 // With stop_atom: the steps already started do not wait for other tasks either; their calls to
 // them, waiting or to come, fail at once until the loop ends (DataChannel::abandon), and the
 // steps that fail so end the loop as stopped, not failed. A synchronous replica that stops has sent
-// its round its gradients: the barrier would only wait, up to the round's timeout, for replicas
+// its round its gradients: their reply would only wait, up to the round's timeout, for replicas
 // that may be gone.
 using abandon_atom = caf::atom_constant<caf::atom("abandon")>;
 

@@ -237,8 +237,11 @@ std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, const Late
     note_read(sync_, call);
     for (const ShardCall& read : call.reads) note_read(sync_, read);
     // An update waits for its round; a read, or an assignment, runs now.
-    reply =
-        call.sync.aggregate > 0 ? contribute(std::move(call), now) : execute(std::move(decoded));
+    if (call.sync.aggregate > 0) {
+      reply = contribute(std::move(call), now, later);
+    } else {
+      reply = execute(std::move(decoded));
+    }
   }
   if (const auto next = sync_.next_deadline(); next < tick_at_) {
     tick_at_ = next;
@@ -247,17 +250,38 @@ std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, const Late
   return reply;
 }
 
-// Each update of the call contributes to its own variable's round, in order.
-ShardReply ShardCalls::contribute(ShardCall call, Clock::time_point now) {
+// Each update of the call contributes to its own variable's round, in order, and the call is
+// answered once each has been: with the first error, else the last reply. What they share is
+// touched under sync_mu_ alone, as SyncRounds answers under it.
+std::optional<ShardReply> ShardCalls::contribute(ShardCall call, Clock::time_point now,
+                                                 const Later& later) {
   if (Status s = check_updates(call); !s.ok()) return make_shard_reply(s, {});
-  std::vector<ShardCall> updates = std::move(call.updates);
+  std::vector<ShardCall> parts = std::move(call.updates);
   call.updates.clear();
-  ShardReply reply = sync_.contribute(std::move(call), now);
-  for (ShardCall& u : updates) {
-    if (!reply.status.ok()) break;
-    reply = sync_.contribute(std::move(u), now);
+  parts.insert(parts.begin(), std::move(call));
+  struct Joint {
+    size_t pending = 0;
+    std::optional<ShardReply> reply;
+    Later later;  // once the call has returned without its reply
+    void take(ShardReply r) {
+      if (!reply || reply->status.ok()) reply = std::move(r);
+      if (--pending == 0 && later) later(std::move(*reply));
+    }
+  };
+  auto joint = std::make_shared<Joint>();
+  joint->pending = parts.size();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (joint->reply && !joint->reply->status.ok()) {
+      joint->pending -= parts.size() - i;  // an error ends the call: the rest contribute nothing
+      break;
+    }
+    auto now_reply = sync_.contribute(
+        std::move(parts[i]), [joint](ShardReply r) { joint->take(std::move(r)); }, now);
+    if (now_reply) joint->take(std::move(*now_reply));
   }
-  return reply;
+  if (joint->pending == 0) return std::move(*joint->reply);
+  joint->later = later;
+  return std::nullopt;
 }
 
 std::optional<ShardReply> ShardCalls::call(const runtime::Bytes& frame, const Later& later) {

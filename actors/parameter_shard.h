@@ -47,10 +47,10 @@ namespace troupe::actors {
 // placeholders shaped as the call's inputs, so the op's shape function checks them before the
 // kernel sees them), cached by name, op and inputs' dtypes and shapes, rebuilt when the
 // attributes differ, and at most kMaxNodes are kept (least recently used dropped). A call from
-// a replica of synchronous training goes through SyncRounds: an update is accumulated, the
-// barrier waits for its round. Thread-safe: calls run side by side, each node under its
-// variable's lock (one writer at a time, and no read of a value half written in place), a
-// synchronous replica's calls one at a time (its rounds are one object).
+// a replica of synchronous training goes through SyncRounds: an update is accumulated and
+// answered when its round closes, the barrier waits for the global step. Thread-safe: calls run
+// side by side, each node under its variable's lock (one writer at a time, and no read of a value
+// half written in place), a synchronous replica's calls one at a time (its rounds are one object).
 class ShardCalls {
  public:
   static constexpr size_t kMaxNodes = 4096;
@@ -66,8 +66,9 @@ class ShardCalls {
   // does not decode included). Not for a synchronous replica's calls, which call() takes.
   ShardReply run(runtime::Result<ShardCall> call);
   // A call as a peer sent it: the reply now, or nothing when `later` gets it (a synchronous
-  // replica's barrier, once its round has closed or its time is up; on the thread that closes
-  // it, under this object's lock: `later` must only hand the reply on; it is copied only then).
+  // replica's update or barrier, once its round has closed or its time is up; on the thread
+  // that closes it, under this object's lock: `later` must only hand the reply on; it is copied
+  // only then).
   std::optional<ShardReply> call(runtime::Result<ShardCall> call, const Later& later);
   // The same for a call's frame as a data server read it.
   std::optional<ShardReply> call(const runtime::Bytes& frame, const Later& later);
@@ -86,7 +87,7 @@ class ShardCalls {
  private:
   // Runs a call's nodes, each under its node's and its variable's lock; gate_ held.
   ShardReply execute(runtime::Result<ShardCall> call);
-  ShardReply contribute(ShardCall call, Clock::time_point now);
+  std::optional<ShardReply> contribute(ShardCall call, Clock::time_point now, const Later& later);
   runtime::Result<std::shared_ptr<Node>> node_for(const ShardCall& call);
   // Runs one node of a call, appending its outputs.
   runtime::Status run_one(ShardCall& call, std::vector<runtime::Tensor>* outputs);

@@ -63,7 +63,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   spec.pipeline_depth = options.pipeline_depth;
   spec.allocator = s->allocator_;
   spec.variables = s->variables_;
-  // A barrier's reply waits at the ps for its round, up to sync_timeout, before it travels.
+  // An update's reply waits at the ps for its round, up to sync_timeout, before it travels.
   const std::chrono::milliseconds call_timeout =
       options.remote_timeout +
       (options.replicas_to_aggregate > 0 ? options.sync_timeout : std::chrono::milliseconds(0));

@@ -78,7 +78,9 @@ SyncRounds::Reply SyncRounds::current_value(const std::string& var) const {
   return value.ok() ? value_reply(*value) : error_reply(value.status());
 }
 
-SyncRounds::Reply SyncRounds::contribute(ShardCall call, Clock::time_point now) {
+std::optional<SyncRounds::Reply> SyncRounds::contribute(ShardCall call,
+                                                        const std::function<void(Reply)>& later,
+                                                        Clock::time_point now) {
   const std::string* name = var_of(call);
   if (name == nullptr) return apply_(std::move(call));
   const std::string var = *name;
@@ -114,12 +116,15 @@ SyncRounds::Reply SyncRounds::contribute(ShardCall call, Clock::time_point now) 
       }
     }
   }
-  open->second.replicas.insert(replica);
+  Accumulator& acc = open->second;
+  acc.replicas.insert(replica);
   seen_.insert(replica);
-  if (open->second.replicas.size() >= needed(open->second.call.sync.aggregate)) {
-    return close(var);
+  if (acc.replicas.size() >= needed(acc.call.sync.aggregate)) {
+    Reply applied = close(var);
+    return discard && applied.status.ok() ? value_reply_none() : applied;
   }
-  return as_is();
+  acc.waiting.emplace_back(later, discard);
+  return std::nullopt;
 }
 
 SyncRounds::Reply SyncRounds::close(const std::string& var) {
@@ -136,6 +141,9 @@ SyncRounds::Reply SyncRounds::close(const std::string& var) {
   acc.call.sync = SyncTag{};
   Reply applied = apply_(std::move(acc.call));
   ++rounds_[var];
+  for (auto& [reply, discard] : acc.waiting) {
+    reply(discard && applied.status.ok() ? value_reply_none() : applied);
+  }
   if (var == "global_step") release();
   return applied;
 }

@@ -7,13 +7,15 @@
 // dropped. A round still short of replicas after its timeout closes with those it has, logged
 // with who took part; the replicas it missed count as gone (a killed worker) and the rounds
 // after it need only the others, until a gone replica reads a variable again: one timeout
-// for a lost worker, not one a step. The barrier (op SyncReplicasBarrier, on the ps of the global
-// step) answers a replica once the global step has passed the one it read, so its next step reads
-// the round's result.
+// for a lost worker, not one a step. An update is answered when its round closes, with the
+// round's result, so that a replica whose updates have all been answered reads what its round
+// wrote (TF's token queue, without a call of its own). The barrier (op SyncReplicasBarrier, on
+// the ps of the global step) answers a replica once the global step has passed the one it read,
+// for a step that must wait for the round without an update there.
 //
 //   SyncRounds sync(read, apply);   // read: a variable's value; apply: runs a round's mean update
 //   sync.note_read(replica, "w");                    // a read of w (Variable, VariableGather)
-//   Reply now = sync.contribute(std::move(call), Clock::now());
+//   std::optional<Reply> r = sync.contribute(std::move(call), later, Clock::now());  // or later
 //   std::optional<Reply> r = sync.wait(barrier_call, later, Clock::now());  // or later(reply)
 //   sync.expire(Clock::now());                       // at next_deadline()
 //
@@ -48,9 +50,12 @@ class SyncRounds {
   SyncRounds(Read read, Apply apply) : read_(std::move(read)), apply_(std::move(apply)) {}
 
   void note_read(int replica, const std::string& var);
-  // The reply for the caller now: the variable as it is (accumulated or dropped), or the
-  // round's applied result when this call closed it.
-  Reply contribute(ShardCall call, Clock::time_point now);
+  // The reply once the update's round has closed: now when this call closed it or was dropped
+  // (the variable as it is), else nothing, and `later` gets it when the round closes (the
+  // others' updates came, or its time is up). A replica whose update has been answered reads
+  // the round's result: it needs no barrier after its updates.
+  std::optional<Reply> contribute(ShardCall call, const std::function<void(Reply)>& later,
+                                  Clock::time_point now);
   // The barrier: the reply now when the global step has passed the call's input; else nothing,
   // and `later` gets it once the step passes or the wait's time is up.
   std::optional<Reply> wait(const ShardCall& call, const std::function<void(Reply)>& later,
@@ -67,6 +72,8 @@ class SyncRounds {
     ShardCall call;  // the first contribution, its inputs replaced by their running sum
     std::set<int> replicas;
     Clock::time_point opened;
+    // The contributions answered when the round closes, and whether each wants the value.
+    std::vector<std::pair<std::function<void(Reply)>, bool>> waiting;
   };
   struct Waiter {
     int64_t stamp = 0;

@@ -55,6 +55,12 @@ struct Fixture {
   SyncRounds sync{[this](const std::string& var) { return store->read(var); },
                   [this](ShardCall c) { return calls.run(std::move(c)); }};
   SyncRounds::Clock::time_point t0 = SyncRounds::Clock::now();
+  std::vector<actors::ShardReply> answered;  // updates answered when their round closed
+  // Whether the update is answered at once.
+  bool contribute(ShardCall c, SyncRounds::Clock::time_point at) {
+    auto later = [this](actors::ShardReply r) { answered.push_back(std::move(r)); };
+    return sync.contribute(std::move(c), later, at).has_value();
+  }
   Fixture() {
     store->assign("w", Tensor::from_vector<float>(Shape{2}, {10, 20}));
     store->assign("global_step", Tensor::scalar<int64_t>(0));
@@ -67,15 +73,21 @@ TEST_CASE("a round applies the mean of its replicas' gradients once") {
   Fixture f;
   f.sync.note_read(0, "w");
   f.sync.note_read(1, "w");
-  f.sync.contribute(sgd(0, {2, 4}), f.t0);
+  CHECK_FALSE(f.contribute(sgd(0, {2, 4}), f.t0));   // answered when the round closes
   CHECK(w(*f.store) == std::vector<float>{10, 20});  // waiting for the other replica
   CHECK(f.sync.round("w") == 0);
-  f.sync.contribute(sgd(1, {4, 8}), f.t0);
+  CHECK(f.answered.empty());
+  CHECK(f.contribute(sgd(1, {4, 8}), f.t0));        // it closes the round: answered at once
   CHECK(w(*f.store) == std::vector<float>{7, 14});  // w -= 1 * mean
   CHECK(f.sync.round("w") == 1);
+  // Replica 0's update is answered now, with the round's result: its next step reads that.
+  REQUIRE(f.answered.size() == 1);
+  REQUIRE(f.answered[0].status.ok());
+  REQUIRE(f.answered[0].outputs.size() == 1);
+  CHECK(f.answered[0].outputs[0].to_vector<float>() == std::vector<float>{7, 14});
   // The global step: one increment per round, whatever each replica sent.
-  f.sync.contribute(increment(0), f.t0);
-  f.sync.contribute(increment(1), f.t0);
+  f.contribute(increment(0), f.t0);
+  f.contribute(increment(1), f.t0);
   CHECK(f.store->read_int64_scalar("global_step").value() == 1);
 }
 
@@ -84,11 +96,11 @@ TEST_CASE("an update computed before the last round closed is dropped, and so is
   f.sync.note_read(0, "w");
   f.sync.note_read(1, "w");
   f.sync.note_read(2, "w");  // a backup worker
-  f.sync.contribute(sgd(0, {2, 2}), f.t0);
-  f.sync.contribute(sgd(0, {100, 100}), f.t0);  // the same replica again: dropped
-  f.sync.contribute(sgd(1, {4, 4}), f.t0);
+  f.contribute(sgd(0, {2, 2}), f.t0);
+  CHECK(f.contribute(sgd(0, {100, 100}), f.t0));  // the same replica again: dropped at once
+  f.contribute(sgd(1, {4, 4}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{7, 17});
-  f.sync.contribute(sgd(2, {1000, 1000}), f.t0);  // read the old w: stale
+  CHECK(f.contribute(sgd(2, {1000, 1000}), f.t0));  // read the old w: stale, dropped at once
   CHECK(f.sync.dropped() == 2);
   CHECK(w(*f.store) == std::vector<float>{7, 17});
 }
@@ -98,14 +110,16 @@ TEST_CASE("a round short of replicas closes at its timeout; the barrier waits fo
   std::vector<std::vector<char>> answers;
   auto answered = [&](actors::ShardReply r) { answers.push_back(r.flat()); };
   f.sync.note_read(0, "global_step");
-  f.sync.contribute(increment(0), f.t0);
+  f.contribute(increment(0), f.t0);
   CHECK_FALSE(f.sync.wait(barrier(0), answered, f.t0).has_value());
   CHECK(answers.empty());
   CHECK(f.sync.next_deadline() == f.t0 + std::chrono::milliseconds(1000));
   f.sync.expire(f.t0 + std::chrono::milliseconds(999));
   CHECK(answers.empty());
+  CHECK(f.answered.empty());
   f.sync.expire(f.t0 + std::chrono::milliseconds(1000));  // replica 1 never came
   CHECK(f.store->read_int64_scalar("global_step").value() == 1);
+  CHECK(f.answered.size() == 1);  // the increment, with the round it took part in
   REQUIRE(answers.size() == 1);
   auto step = actors::decode_shard_reply(std::make_shared<std::vector<char>>(answers[0]));
   REQUIRE(step.ok());
@@ -127,24 +141,24 @@ TEST_CASE("a replica a round missed at its timeout is not waited for until it re
   Fixture f;
   f.sync.note_read(0, "w");
   f.sync.note_read(1, "w");
-  f.sync.contribute(sgd(0, {1, 1}), f.t0);
-  f.sync.contribute(sgd(1, {3, 3}), f.t0);
+  f.contribute(sgd(0, {1, 1}), f.t0);
+  f.contribute(sgd(1, {3, 3}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{8, 18});  // both: the mean, 2
   // Replica 1 dies: the next round waits its timeout once, then closes with replica 0.
   f.sync.note_read(0, "w");
-  f.sync.contribute(sgd(0, {1, 1}), f.t0);
+  f.contribute(sgd(0, {1, 1}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{8, 18});
   f.sync.expire(f.t0 + std::chrono::milliseconds(1000));
   CHECK(w(*f.store) == std::vector<float>{7, 17});
   // The rounds after it close with replica 0 alone, at once.
   f.sync.note_read(0, "w");
-  f.sync.contribute(sgd(0, {1, 1}), f.t0);
+  f.contribute(sgd(0, {1, 1}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{6, 16});
   // Replica 1 comes back: it reads, and rounds need both again.
   f.sync.note_read(0, "w");
   f.sync.note_read(1, "w");
-  f.sync.contribute(sgd(0, {2, 2}), f.t0);
+  f.contribute(sgd(0, {2, 2}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{6, 16});
-  f.sync.contribute(sgd(1, {4, 4}), f.t0);
+  f.contribute(sgd(1, {4, 4}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{3, 13});
 }
