@@ -135,17 +135,7 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
   m->source = data.source;
   TROUPE_RETURN_IF_ERROR(
       build_model_graph(model_fn_, mode, data, components, params_, config_, m.get()));
-  const bool sync = mode == Mode::kTrain && in_cluster() && config_.replicas_to_aggregate > 0;
-  if (sync) {
-    runtime::GraphBuilder b(&m->graph);
-    m->spec.train_op = ops::sync_replicas_barrier(b, m->global_step, m->spec.train_op);
-    if (!b.ok()) return b.status().with_context("the replicas' barrier");
-  }
-  if (mode == Mode::kTrain && in_cluster()) {
-    TROUPE_RETURN_IF_ERROR(place_on_cluster(*m));
-    // The barrier waits beside the global step, whose rounds it watches.
-    if (sync) m->graph.set_device(m->spec.train_op, placement_.at("global_step"));
-  }
+  if (mode == Mode::kTrain && in_cluster()) TROUPE_RETURN_IF_ERROR(place_on_cluster(*m));
   TROUPE_RETURN_IF_ERROR(open_sessions(*m, mode));
   last_components_.clear();
   for (const InputComponent& c : components) {
@@ -321,8 +311,8 @@ void Estimator::request_stop() {
   if (running_ && abandons_on_stop()) caf::anon_send(running_, actors::stop_atom::value);
 }
 
-// A synchronous replica other than the chief: its steps end in a barrier, and what it trained
-// is on the ps tasks once it has sent its update, so a stop need not wait for the round.
+// A synchronous replica other than the chief: its steps end waiting for their rounds, and what
+// it trained is on the ps tasks once it has sent its update, so a stop need not wait for them.
 bool Estimator::abandons_on_stop() const {
   return in_cluster() && !config_.cluster.is_chief && config_.replicas_to_aggregate > 0;
 }

@@ -74,8 +74,10 @@ int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std
                     const Optimizer& opt);
 
 // Synchronous replicas (TF's SyncReplicasOptimizer): a target that runs after `train_op` and,
-// on a cluster's ps, waits until the round of updates this step took part in is applied.
-// `global_step` is its read at the start of the step. Returns the node to run as train op.
+// on a cluster's ps, waits until the global step has passed `global_step`, its read at the
+// start of the step. A replica's updates wait for their rounds already (the Estimator's steps
+// need no barrier); this is for a step that makes none beside the global step. Returns the node
+// to run as train op.
 int sync_replicas_barrier(GraphBuilder& b, Output global_step, int train_op);
 
 // t_i * clip_norm / max(global_norm, clip_norm), with global_norm = sqrt(sum ||t_i||^2).
