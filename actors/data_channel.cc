@@ -370,7 +370,6 @@ DataServer::~DataServer() {
 
 void DataServer::Loop::run() {
   std::vector<epoll_event> events(64);
-  const bool accepts = accepts_;
   while (!server_.stopping_) {
     // Wake for the nearest deadline: a handshake's or an idle connection's end, or the next
     // accept after a failed one.
@@ -378,7 +377,7 @@ void DataServer::Loop::run() {
     for (const auto& [id, c] : connections_) {
       if (!c->waiting) next = std::min(next, c->deadline);
     }
-    if (accepts && server_.accept_again_ != Clock::time_point{}) {
+    if (accepts_ && server_.accept_again_ != Clock::time_point{}) {
       next = std::min(next, server_.accept_again_);
     }
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
@@ -399,7 +398,7 @@ void DataServer::Loop::run() {
       }
     }
     const auto now = Clock::now();
-    if (accepts && server_.accept_again_ != Clock::time_point{} && now >= server_.accept_again_) {
+    if (accepts_ && server_.accept_again_ != Clock::time_point{} && now >= server_.accept_again_) {
       server_.accept_again_ = {};
       epoll_event listen_event{EPOLLIN, {.u64 = kListenId}};
       ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, server_.listen_fd_, &listen_event);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/log.h"
+#include "runtime/variable_store.h"
 
 namespace troupe::actors {
 
@@ -68,9 +69,7 @@ int64_t SyncRounds::round(const std::string& var) const {
 }
 
 std::optional<int64_t> SyncRounds::global_step() const {
-  auto t = read_("global_step");
-  if (!t.ok() || t->dtype() != DType::kInt64 || t->num_elements() != 1) return std::nullopt;
-  return t->data<int64_t>()[0];
+  return runtime::int64_scalar(read_("global_step"));
 }
 
 SyncRounds::Reply SyncRounds::current_value(const std::string& var) const {

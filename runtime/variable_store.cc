@@ -12,10 +12,13 @@ Result<Tensor> VariableStore::read(const std::string& name) const {
   return it->second;
 }
 
-std::optional<int64_t> VariableStore::read_int64_scalar(const std::string& name) const {
-  Result<Tensor> t = read(name);
+std::optional<int64_t> int64_scalar(const Result<Tensor>& t) {
   if (!t.ok() || t->dtype() != DType::kInt64 || t->num_elements() != 1) return std::nullopt;
   return t->data<int64_t>()[0];
+}
+
+std::optional<int64_t> VariableStore::read_int64_scalar(const std::string& name) const {
+  return int64_scalar(read(name));
 }
 
 bool VariableStore::contains(const std::string& name) const {

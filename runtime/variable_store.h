@@ -22,6 +22,10 @@
 
 namespace troupe::runtime {
 
+// The value of an int64 scalar (the global step as read), or nothing for an error or another
+// dtype or shape.
+std::optional<int64_t> int64_scalar(const Result<Tensor>& t);
+
 class VariableStore {
  public:
   Result<Tensor> read(const std::string& name) const;
