@@ -13,7 +13,6 @@
 #include "ops/array_ops.h"
 #include "ops/sparse_ops.h"
 #include "ops/state_ops.h"
-#include "ops/training_ops.h"
 #include "runtime/crc32c.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/log.h"
