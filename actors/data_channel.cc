@@ -281,6 +281,7 @@ class DataServer::Loop {
   bool write_out(Connection& c);  // false: the peer is gone
   void watch(Connection& c);      // the events `c` waits for now
   void close(uint64_t id, const std::string& why = "");
+  void follow(const Connection& c);
 
   DataServer& server_;
   bool accepts_ = false;
@@ -289,6 +290,7 @@ class DataServer::Loop {
   std::map<uint64_t, std::unique_ptr<Connection>> connections_;  // the thread's alone
   std::atomic<int> load_{0};  // connections served and handed over
   std::thread thread_;
+  int on_cpu_ = -1;  // the core it follows, or -1: the process's
 };
 
 runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime,
@@ -311,7 +313,9 @@ runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime
 }
 
 DataServer::DataServer(Runtime& runtime, int listen_fd, uint16_t port, DataServerOptions options)
-    : runtime_(runtime), listen_fd_(listen_fd), port_(port), options_(options) {}
+    : runtime_(runtime), listen_fd_(listen_fd), port_(port), options_(options) {
+  if (::sched_getaffinity(0, sizeof cores_, &cores_) != 0) CPU_ZERO(&cores_);
+}
 
 Status DataServer::serve(Handler handler) {
   handler_ = std::move(handler);
@@ -567,6 +571,7 @@ void DataServer::Loop::read_frames(Connection& c) {
     if (c.reader.received() != before) c.deadline = Clock::now() + options.idle_timeout;
     if (got == FrameReader::Got::kEnd) return close(id);
     if (got == FrameReader::Got::kAgain) break;
+    if (options.follow_incoming_cpu) follow(c);
     std::optional<ShardReply> reply;
     try {
       reply = server_.handler_(call, c.later);
@@ -583,6 +588,27 @@ void DataServer::Loop::read_frames(Connection& c) {
     if (!write_out(c)) return close(id);
   }
   watch(c);
+}
+
+// DataServerOptions::follow_incoming_cpu. Asked each call (a system call; calls are
+// milliseconds apart), so the thread moves when the peer does, and back to every core while it
+// serves more than one connection, whose packets may come to different ones.
+void DataServer::Loop::follow(const Connection& c) {
+  if (CPU_COUNT(&server_.cores_) < 2) return;
+  int cpu = -1;
+  socklen_t len = sizeof cpu;
+  if (connections_.size() != 1 ||
+      ::getsockopt(c.fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0 || cpu < 0 ||
+      cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &server_.cores_)) {
+    cpu = -1;
+  }
+  if (cpu == on_cpu_) return;
+  cpu_set_t set = server_.cores_;
+  if (cpu >= 0) {
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+  }
+  if (::sched_setaffinity(0, sizeof set, &set) == 0) on_cpu_ = cpu;
 }
 
 void DataServer::Loop::queue_reply(Connection& c, ShardReply reply) {

@@ -35,14 +35,17 @@
 // replicas have sent their updates). Replicas' calls so run side by side, each on the core its
 // bytes woke, as TF's ps runs its ops on a pool: with one thread for all, a replica whose call
 // came while another's ran waited, and its core idled (2 replicas on 2 cores: 9% idle, 2-4%
-// now). A connection's calls run one at a time, in order, and while a reply is awaited or being
-// written nothing more is read from that peer. It bounds what peers can take
-// (DataServerOptions): connections (one over the limit is closed at once, with a log line
-// naming its address), idle time (not counted while a reply is awaited), frame size, and a
-// frame's buffer grows only as its bytes arrive, so a header claiming gigabytes costs nothing
-// until they come. A failed accept (EMFILE, ENFILE, ENOMEM) is logged and retried with a
-// back-off. The server goes on.
+// now). Told to follow its peers, a thread serving one connection runs on the core that
+// connection's packets arrive on (DataServerOptions::follow_incoming_cpu). A connection's calls run
+// one at a time, in order, and while a reply is awaited or being written nothing more is read from
+// that peer. It bounds what peers can take (DataServerOptions): connections (one over the limit is
+// closed at once, with a log line naming its address), idle time (not counted while a reply is
+// awaited), frame size, and a frame's buffer grows only as its bytes arrive, so a header claiming
+// gigabytes costs nothing until they come. A failed accept (EMFILE, ENFILE, ENOMEM) is logged and
+// retried with a back-off. The server goes on.
 #pragma once
+
+#include <sched.h>
 
 #include <caf/all.hpp>
 
@@ -73,6 +76,12 @@ struct DataServerOptions {
   uint64_t max_frame_bytes = uint64_t(1) << 32;
   // Each connection has a thread of its own until this many serve them; then they share.
   int threads = 16;
+  // A thread serving one connection runs on the core that connection's packets arrive on
+  // (SO_INCOMING_CPU), where its cache holds them. On one machine that is the calling replica's
+  // core, idle while it waits for the reply: with replicas pinned to cores of their own, their
+  // calls run as if the shard lived in their process (troupe server --pin). Off, the scheduler
+  // places the threads, and may queue two replicas' calls on one core while the other idles.
+  bool follow_incoming_cpu = false;
 };
 
 // A shard call to send: its message references `inputs`, which it keeps alive.
@@ -129,6 +138,7 @@ class DataServer {
   uint64_t next_id_ = 2;  // 0 and 1 name the listening socket and the wake-up in epoll
   std::chrono::steady_clock::time_point accept_again_{};  // after a failed accept
   std::chrono::milliseconds backoff_{10};
+  cpu_set_t cores_{};  // where the process may run, as it started: a thread following none
 };
 
 // A reply to a DataChannel call, sent to the actor that made it: (channel_reply_atom, tag,

@@ -50,7 +50,7 @@ runtime::Result<std::pair<std::string, uint16_t>> split_address(const std::strin
 int server(const std::vector<std::string>& args) {
   auto parsed = parse_flags(
       args, {"cluster", "job", "task", "secret", "bind", "data-port", "advertise-data-port"},
-      {"insecure"});
+      {"insecure", "pin"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
   auto cluster = cluster_of(flags);
@@ -99,6 +99,7 @@ int server(const std::vector<std::string>& args) {
     so.port = where->second;
     so.data_port = static_cast<uint16_t>(ports[0]);
     so.advertised_data_port = static_cast<uint16_t>(ports[1]);
+    so.data.follow_incoming_cpu = flags.count("pin") > 0;
     auto s = actors::Server::start(rt, so);
     if (!s.ok()) return fail(s.status().with_context("ps " + std::to_string(cluster->task_index)));
     const std::string dialed = (*s)->advertised_data_port() != (*s)->data_port()
@@ -106,7 +107,8 @@ int server(const std::vector<std::string>& args) {
                                    : "";
     runtime::log_info("serving /job:ps/task:", cluster->task_index, " on ", bind, ":", (*s)->port(),
                       " (data port ", (*s)->data_port(), dialed, ", ",
-                      *secret ? "job secret required" : "no job secret", ")");
+                      *secret ? "job secret required" : "no job secret",
+                      so.data.follow_incoming_cpu ? ", calls on their peers' cores" : "", ")");
     graceful.wait();
   }
   graceful.finish();
@@ -443,7 +445,10 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
     return runtime::ok_status();
   };
   runtime::Status started = runtime::ok_status();
-  for (int i = 0; i < ps && started.ok(); ++i) started = start("ps", i, {"server"});
+  // Pinned replicas' calls run on their own cores (DataServerOptions::follow_incoming_cpu).
+  const std::vector<std::string> server =
+      pin ? std::vector<std::string>{"server", "--pin"} : std::vector<std::string>{"server"};
+  for (int i = 0; i < ps && started.ok(); ++i) started = start("ps", i, server);
   for (int i = 0; i + 1 < workers && started.ok(); ++i) started = start("worker", i, command);
   if (started.ok()) started = start("chief", 0, command);
   if (started.ok() && evaluator) started = start("evaluator", 0, command);

@@ -2,6 +2,7 @@
 // single-process run, and a dead server fails the next step cleanly, within seconds.
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -701,6 +702,96 @@ TEST_CASE(
   CHECK(meet_with(16, std::chrono::seconds(10)) == 2);
   // One thread for both: the first call waits alone, and only the second finds the first.
   CHECK(meet_with(1, std::chrono::milliseconds(300)) == 1);
+}
+
+TEST_CASE(
+    "a data server told to follow its peers runs each one's calls on the core it sends from") {
+  cpu_set_t mine;
+  REQUIRE(::sched_getaffinity(0, sizeof mine, &mine) == 0);
+  std::vector<int> cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &mine)) cores.push_back(cpu);
+  }
+  if (cores.size() < 2) {
+    MESSAGE("skipped: one core, nothing to follow");
+    return;
+  }
+  // Where each call ran, and on how many cores its thread might have.
+  struct Ran {
+    int cpu, may_use;
+  };
+  auto serve = [](actors::Runtime& rt, int threads, std::mutex& mu, std::vector<Ran>& ran) {
+    auto data = actors::DataServer::listen(rt, "127.0.0.1", 0,
+                                           {.threads = threads, .follow_incoming_cpu = true});
+    REQUIRE(data.ok());
+    REQUIRE((*data)
+                ->serve([&](const runtime::Bytes&, const actors::DataServer::Later&) {
+                  cpu_set_t set;
+                  ::sched_getaffinity(0, sizeof set, &set);
+                  std::lock_guard<std::mutex> lock(mu);
+                  ran.push_back({::sched_getcpu(), CPU_COUNT(&set)});
+                  return std::optional<actors::ShardReply>(
+                      actors::make_shard_reply(runtime::ok_status(), {}));
+                })
+                .ok());
+    return std::move(*data);
+  };
+  // A call on `fd` from `core` (this thread, moved there for it), and its reply.
+  auto call_from = [&mine](int core, int fd) {
+    cpu_set_t there;
+    CPU_ZERO(&there);
+    CPU_SET(core, &there);
+    REQUIRE(::sched_setaffinity(0, sizeof there, &there) == 0);
+    send_all(fd, frame_header(4) + "call");
+    char header[8];
+    const bool replied = ::recv(fd, header, 8, MSG_WAITALL) == 8;
+    uint64_t n = 0;
+    for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(header[i])) << (8 * i);
+    std::string body(replied ? n : 0, '\0');
+    const bool whole = ::recv(fd, body.data(), body.size(), MSG_WAITALL) == ssize_t(body.size());
+    REQUIRE(::sched_setaffinity(0, sizeof mine, &mine) == 0);
+    REQUIRE(replied);
+    REQUIRE(whole);
+  };
+  const int first = cores[0], second = cores[1];
+  {
+    // A thread for each peer: each runs on its peer's core, and moves when the peer does.
+    actors::Runtime rt;
+    std::mutex mu;
+    std::vector<Ran> ran;
+    auto data = serve(rt, 16, mu, ran);
+    const int a = connect_to(data->port()), b = connect_to(data->port());
+    call_from(first, a);
+    call_from(second, b);
+    call_from(second, a);
+    std::lock_guard<std::mutex> lock(mu);
+    REQUIRE(ran.size() == 3);
+    CHECK(ran[0].cpu == first);
+    CHECK(ran[1].cpu == second);
+    CHECK(ran[2].cpu == second);
+    for (const Ran& r : ran) CHECK(r.may_use == 1);
+    ::close(a);
+    ::close(b);
+  }
+  {
+    // One thread for two peers: it follows neither.
+    actors::Runtime rt;
+    std::mutex mu;
+    std::vector<Ran> ran;
+    auto data = serve(rt, 1, mu, ran);
+    const int a = connect_to(data->port());
+    call_from(first, a);
+    const int b = connect_to(data->port());
+    call_from(second, b);
+    call_from(second, a);
+    std::lock_guard<std::mutex> lock(mu);
+    REQUIRE(ran.size() == 3);
+    CHECK(ran[0].may_use == 1);
+    CHECK(ran[1].may_use == static_cast<int>(cores.size()));
+    CHECK(ran[2].may_use == static_cast<int>(cores.size()));
+    ::close(a);
+    ::close(b);
+  }
 }
 
 TEST_CASE(

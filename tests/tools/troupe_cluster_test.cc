@@ -237,6 +237,9 @@ TEST_CASE("troupe cluster --sync --pin: one global step a round of both replicas
   };
   CHECK(core_of("chief 0") != core_of("worker 0"));
   CHECK(job.err.find("INFO: [cluster] ps 1 runs on core") != std::string::npos);
+  // And the ps tasks run each replica's calls on that replica's core.
+  CHECK(job.err.find("[ps 1] INFO: serving /job:ps/task:1") != std::string::npos);
+  CHECK(job.err.find("calls on their peers' cores)") != std::string::npos);
   // Replicas that fill the cores yield them to the ps tasks, which every replica waits for.
   cpu_set_t cores;
   REQUIRE(::sched_getaffinity(0, sizeof cores, &cores) == 0);
