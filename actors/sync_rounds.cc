@@ -28,17 +28,19 @@ const std::string* var_of(const ShardCall& call) {
 
 bool floating(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
 
+// out = (a + b) * by, elementwise, in one pass; `out` may be `a`.
 template <class T>
-void add_into(Tensor& sum, const Tensor& x) {
-  T* s = sum.data<T>();
-  const T* v = x.data<T>();
-  for (int64_t i = 0; i < sum.num_elements(); ++i) s[i] += v[i];
+void add_scaled(const Tensor& a, const Tensor& b, T by, Tensor& out) {
+  const T* x = a.data<T>();
+  const T* y = b.data<T>();
+  T* o = out.data<T>();
+  for (int64_t i = 0; i < out.num_elements(); ++i) o[i] = (x[i] + y[i]) * by;
 }
 
 template <class T>
-void scale(Tensor& sum, double by) {
+void scale(Tensor& sum, T by) {
   T* s = sum.data<T>();
-  for (int64_t i = 0; i < sum.num_elements(); ++i) s[i] = static_cast<T>(s[i] * by);
+  for (int64_t i = 0; i < sum.num_elements(); ++i) s[i] *= by;
 }
 
 std::string names(const std::set<int>& replicas) {
@@ -97,23 +99,13 @@ std::optional<SyncRounds::Reply> SyncRounds::contribute(ShardCall call,
     return as_is();
   }
   if (open == open_.end()) {
-    // The sum starts as a copy: the inputs point into the frame the call came in.
-    for (Tensor& t : call.inputs) t = t.clone();
-    open = open_.emplace(var, Accumulator{std::move(call), {}, now}).first;
-  } else {
-    Accumulator& acc = open->second;
-    for (size_t i = 0; i < acc.call.inputs.size() && i < call.inputs.size(); ++i) {
-      Tensor& sum = acc.call.inputs[i];
-      const Tensor& x = call.inputs[i];
-      if (!floating(sum.dtype()) || x.dtype() != sum.dtype() || x.shape() != sum.shape()) {
-        continue;  // not averaged: the first contribution's value stands
-      }
-      if (sum.dtype() == DType::kFloat32) {
-        add_into<float>(sum, x);
-      } else {
-        add_into<double>(sum, x);
-      }
-    }
+    // The first contribution stands as it came, its inputs still in the frame they came in (which
+    // they keep alive): when it is the round, nothing is copied; else the second makes the sum.
+    open = open_.emplace(var, Accumulator{std::move(call), false, {}, now}).first;
+  } else if (Status s = add(open->second, call); !s.ok()) {
+    runtime::log_warning("sync: refused replica ", replica, "'s update of ", var, ": ",
+                         s.message());
+    return error_reply(s);
   }
   Accumulator& acc = open->second;
   acc.replicas.insert(replica);
@@ -126,14 +118,58 @@ std::optional<SyncRounds::Reply> SyncRounds::contribute(ShardCall call,
   return std::nullopt;
 }
 
+// Adds `call`'s floating inputs (the gradients; the learning rates, equal, too) to the round's;
+// the others (the global step's increment) stay the first's. The sum has a buffer of its own:
+// the first contribution's lies in its frame, never written. The contribution that completes
+// the round divides by the count in the same pass.
+Status SyncRounds::add(Accumulator& acc, const ShardCall& call) {
+  if (call.inputs.size() != acc.call.inputs.size()) {
+    return runtime::invalid_argument(call.inputs.size(), " inputs, the round's first update had ",
+                                     acc.call.inputs.size());
+  }
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const Tensor& sum = acc.call.inputs[i];
+    const Tensor& x = call.inputs[i];
+    if (floating(sum.dtype()) && (x.dtype() != sum.dtype() || x.shape() != sum.shape())) {
+      return runtime::invalid_argument("input ", i, " is ", runtime::dtype_name(x.dtype()),
+                                       x.shape(), ", the round's first update's ",
+                                       runtime::dtype_name(sum.dtype()), sum.shape());
+    }
+  }
+  const size_t n = acc.replicas.size() + 1;
+  acc.mean = n >= needed(acc.call.sync.aggregate);
+  const double by = acc.mean ? 1.0 / double(n) : 1.0;
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    Tensor& sum = acc.call.inputs[i];
+    const Tensor& x = call.inputs[i];
+    if (!floating(sum.dtype())) continue;
+    Tensor out;
+    if (sum.exclusively_owned()) {
+      out = sum;
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(out,
+                              Tensor::empty(sum.dtype(), sum.shape(), runtime::cpu_allocator()));
+    }
+    if (sum.dtype() == DType::kFloat32) {
+      add_scaled<float>(sum, x, static_cast<float>(by), out);
+    } else {
+      add_scaled<double>(sum, x, by, out);
+    }
+    sum = std::move(out);
+  }
+  return runtime::ok_status();
+}
+
 SyncRounds::Reply SyncRounds::close(const std::string& var) {
   auto open = open_.find(var);
   Accumulator acc = std::move(open->second);
   open_.erase(open);
   const size_t n = acc.replicas.size();
+  // A round its time closed short of replicas still holds their sum (of its own, with two or
+  // more; one stands as it is).
   for (Tensor& sum : acc.call.inputs) {
-    // The mean of every floating input (the gradients; the learning rates, equal, stay).
-    if (sum.dtype() == DType::kFloat32) scale<float>(sum, 1.0 / double(n));
+    if (acc.mean || n < 2) break;
+    if (sum.dtype() == DType::kFloat32) scale<float>(sum, 1.0f / float(n));
     if (sum.dtype() == DType::kFloat64) scale<double>(sum, 1.0 / double(n));
   }
   // An increment of the global step is one per round, not one per replica.

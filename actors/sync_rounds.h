@@ -69,7 +69,8 @@ class SyncRounds {
 
  private:
   struct Accumulator {
-    ShardCall call;  // the first contribution, its inputs replaced by their running sum
+    ShardCall call;     // the first contribution, its inputs replaced by their running sum
+    bool mean = false;  // the sum divided by its count already
     std::set<int> replicas;
     Clock::time_point opened;
     // The contributions answered when the round closes, and whether each wants the value.
@@ -80,6 +81,7 @@ class SyncRounds {
     std::function<void(Reply)> reply;
     Clock::time_point deadline;
   };
+  runtime::Status add(Accumulator& acc, const ShardCall& call);
   Reply close(const std::string& var);
   void release();
   Reply current_value(const std::string& var) const;

@@ -91,6 +91,41 @@ TEST_CASE("a round applies the mean of its replicas' gradients once") {
   CHECK(f.store->read_int64_scalar("global_step").value() == 1);
 }
 
+TEST_CASE("a round reads its updates where they came and never writes there; a misfit is refused") {
+  Fixture f;
+  f.sync.note_read(0, "w");
+  f.sync.note_read(1, "w");
+  // The first gradient as a frame holds it: borrowed bytes, which the round keeps alive.
+  auto frame = std::make_shared<std::vector<float>>(std::vector<float>{2, 4});
+  ShardCall first = sgd(0, {0, 0});
+  first.inputs[0] =
+      Tensor::borrowed(DType::kFloat32, Shape{2}, runtime::Buffer::borrow(frame->data(), 8, frame));
+  CHECK_FALSE(f.contribute(std::move(first), f.t0));
+  // A gradient shaped unlike the round's: an error naming both, and the round still waits.
+  ShardCall misfit = sgd(1, {0, 0});
+  misfit.inputs[0] = Tensor::from_vector<float>(Shape{3}, {1, 1, 1});
+  auto refused = f.sync.contribute(
+      std::move(misfit), [](actors::ShardReply) {}, f.t0);
+  REQUIRE(refused.has_value());
+  CHECK_FALSE(refused->status.ok());
+  CHECK(refused->status.message().find("input 0 is float32[3]") != std::string::npos);
+  CHECK(refused->status.message().find("float32[2]") != std::string::npos);
+  CHECK(f.sync.round("w") == 0);
+  CHECK(f.contribute(sgd(1, {4, 8}), f.t0));
+  CHECK(w(*f.store) == std::vector<float>{7, 14});
+  CHECK(*frame == std::vector<float>{2, 4});
+
+  // A round of one: its update applied as it came.
+  auto alone = std::make_shared<std::vector<float>>(std::vector<float>{1, 2});
+  ShardCall one = sgd(0, {0, 0}, 1);
+  one.inputs[0] =
+      Tensor::borrowed(DType::kFloat32, Shape{2}, runtime::Buffer::borrow(alone->data(), 8, alone));
+  f.sync.note_read(0, "w");
+  CHECK(f.contribute(std::move(one), f.t0));
+  CHECK(w(*f.store) == std::vector<float>{6, 12});
+  CHECK(*alone == std::vector<float>{1, 2});
+}
+
 TEST_CASE("an update computed before the last round closed is dropped, and so is a second one") {
   Fixture f;
   f.sync.note_read(0, "w");
@@ -135,6 +170,17 @@ TEST_CASE("a round short of replicas closes at its timeout; the barrier waits fo
   auto failed = actors::decode_shard_reply(std::make_shared<std::vector<char>>(answers[1]));
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.status().message().find("global step 1 was not passed") != std::string::npos);
+}
+
+TEST_CASE("a round its timeout closes with two replicas of three applies their mean") {
+  Fixture f;
+  for (int r = 0; r < 3; ++r) f.sync.note_read(r, "w");
+  f.contribute(sgd(0, {2, 4}, 3), f.t0);
+  f.contribute(sgd(1, {4, 8}, 3), f.t0);
+  CHECK(w(*f.store) == std::vector<float>{10, 20});
+  f.sync.expire(f.t0 + std::chrono::milliseconds(1000));
+  CHECK(w(*f.store) == std::vector<float>{7, 14});
+  CHECK(f.answered.size() == 2);
 }
 
 TEST_CASE("a replica a round missed at its timeout is not waited for until it reads again") {
