@@ -183,10 +183,14 @@ void fail(RunActor* self, Status why) {
   const std::string what = st.spec.mode == Mode::kTrain  ? "training"
                            : st.spec.mode == Mode::kEval ? "evaluation"
                                                          : "prediction";
-  const std::string where =
-      st.spec.mode == Mode::kTrain
-          ? "at step " + std::to_string(st.spec.step_fetch >= 0 ? *st.step : global_step(st))
-          : "after " + std::to_string(st.outcome.consumed) + " batches";
+  std::string where = "after " + std::to_string(st.outcome.consumed) + " batches";
+  if (st.spec.mode == Mode::kTrain) {
+    // A replica that joined as its ps died has done no step, and may never have read one.
+    const int64_t step = st.spec.step_fetch >= 0 ? *st.step : global_step(st);
+    where = st.outcome.steps > 0 ? "at step " + std::to_string(step)
+            : step > 0 ? "before its first step (global step " + std::to_string(step) + ")"
+                       : "before its first step";
+  }
   runtime::log_warning(what, " failed ", where, ": ", why.to_string());
   runtime::log_warning(st.spec.mode == Mode::kTrain
                            ? "restarting from " + (st.spec.restart_point ? st.spec.restart_point()

@@ -407,7 +407,8 @@ TEST_CASE("a ps killed and started again: the chief restores it from its checkpo
   // first 500 steps take milliseconds, and the worker may join only once the ps is back.)
   CHECK_MESSAGE(logged(log, "WARNING: [chief 0]", "/job:ps/task:0"), log);
   // A replica whose run failed with it names the step it had reached (it named 0 when it had
-  // not asked the ps since it began: the step counts came with its steps' fetches).
+  // not asked the ps since it began: the step counts came with its steps' fetches), or says it
+  // had done none (a worker that joined as the ps died: "at step 0" before, one run in ~20).
   for (const std::string who : {"[chief 0]", "[worker 0]"}) {
     const long long at = number_on_line(log, "WARNING: " + who + " training failed at step ");
     CHECK_MESSAGE(at != 0, log);
