@@ -167,10 +167,11 @@ SyncRounds::Reply SyncRounds::close(const std::string& var) {
   const size_t n = acc.replicas.size();
   // A round its time closed short of replicas still holds their sum (of its own, with two or
   // more; one stands as it is).
-  for (Tensor& sum : acc.call.inputs) {
-    if (acc.mean || n < 2) break;
-    if (sum.dtype() == DType::kFloat32) scale<float>(sum, 1.0f / float(n));
-    if (sum.dtype() == DType::kFloat64) scale<double>(sum, 1.0 / double(n));
+  if (!acc.mean && n >= 2) {
+    for (Tensor& sum : acc.call.inputs) {
+      if (sum.dtype() == DType::kFloat32) scale<float>(sum, 1.0f / float(n));
+      if (sum.dtype() == DType::kFloat64) scale<double>(sum, 1.0 / double(n));
+    }
   }
   // An increment of the global step is one per round, not one per replica.
   acc.call.sync = SyncTag{};
