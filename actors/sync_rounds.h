@@ -53,7 +53,8 @@ class SyncRounds {
   // The reply once the update's round has closed: now when this call closed it or was dropped
   // (the variable as it is), else nothing, and `later` gets it when the round closes (the
   // others' updates came, or its time is up). A replica whose update has been answered reads
-  // the round's result: it needs no barrier after its updates.
+  // the round's result: it needs no barrier after its updates. An update whose inputs differ
+  // in number, dtype or shape from the round's first is answered now with an error, uncounted.
   std::optional<Reply> contribute(ShardCall call, const std::function<void(Reply)>& later,
                                   Clock::time_point now);
   // The barrier: the reply now when the global step has passed the call's input; else nothing,
