@@ -26,7 +26,7 @@
 // probabilities. A bad flag or bad data is one line on stderr and exit status 2 (usage) or 1 (data,
 // model). Ctrl-C (or SIGTERM) during training stops it gracefully: the running steps finish, the
 // checkpoint is saved, the model is evaluated and the JSON line printed; a second one exits at
-// once.
+// once. `troupe COMMAND --help` prints that command's usage and options.
 #include <unistd.h>
 
 #include <cstdio>
@@ -38,57 +38,131 @@
 
 namespace {
 
-const char* kUsage =
-    "usage: troupe train --model dnn|linear|svm|wide_deep|kmeans|boosted_trees|random_forest\n"
-    "                    --data DATA --model-dir DIR\n"
-    "                    [options]\n"
-    "       troupe evaluate --model-dir DIR --data DATA\n"
-    "       troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]\n"
-    "       troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]\n"
-    "       troupe search --model dnn|linear|svm|kmeans|boosted_trees|random_forest --data DATA\n"
-    "                     --grid \"NAME=VALUES ...\"\n"
-    "                     [--cv 5] [--random N] [--n-jobs N] [--output results.csv]\n"
-    "       troupe serve --model_base_path BASE --model_name NAME [--port 8501] [options]\n"
-    "       troupe server [--cluster FILE --job ps --task N] [--secret FILE] [--bind HOST]\n"
-    "                     [--data-port P] [--advertise-data-port Q] [--pin]\n"
-    "       troupe cluster --ps N --workers M [--evaluator] [--host H] [--pin] -- train ...\n"
-    "       troupe secret FILE\n"
-    "DATA: fashion-mnist | csv:PATH (with --label COLUMN) | libsvm:PATH (svmlight files)\n"
-    "train options: --regression --epochs N | --steps N --batch-size B --optimizer NAME\n"
-    "  --learning-rate R --clip-norm C --eval-every N --early-stopping-rounds K --seed S\n"
-    "  --eval-data DATA --n-classes C --standardize auto|on|off (auto: csv tables)\n"
-    "  --columns FILE (feature columns; default: text columns categorical from the data)\n"
-    "  --weight-column COLUMN (weighs each example's loss)\n"
-    "  dnn: --hidden 256,128 --dropout D --activation relu|tanh|sigmoid|elu --batch-norm true\n"
-    "  wide_deep: the dnn flags for the deep part, --linear-optimizer NAME\n"
-    "    --linear-learning-rate R for the wide part\n"
-    "  linear, svm: --l1 L --l2 L (svm: hinge loss; with --regression epsilon-insensitive)\n"
-    "  boosted_trees: --n-trees 100 --max-depth 6 --learning-rate 0.1 --l1 L --l2 1\n"
-    "    --max-bins 64; random_forest: --n-trees 100 --max-nodes 10000 --max-depth D\n"
-    "    --max-features F --max-bins 64. Trees train until grown (no --epochs); each layer\n"
-    "    grows from a batch (--batch-size, default 10000 for boosting, 100000 for forests)\n"
-    "  kmeans: --n-clusters K --init k-means++|random (inertia; with labels the adjusted\n"
-    "  Rand index)\n"
-    "  --export latest|best   (the model for serving, in DIR/export/<which>/<seconds>)\n"
+using Run = int (*)(const std::vector<std::string>& args, const std::string& self);
+
+// A subcommand: its synopsis (its lines of `troupe --help`) and the options `troupe NAME --help`
+// adds below it, with what DATA is and how a task joins a cluster where the command takes them.
+struct Command {
+  const char* name;
+  Run run;
+  const char* synopsis;
+  const char* options;
+  bool reads_data = false;
+  bool joins_cluster = false;
+};
+
+const char* kData =
+    "DATA: fashion-mnist | csv:PATH (with --label COLUMN) | libsvm:PATH (svmlight files)\n";
+
+const char* kClusterTask =
     "a task of a cluster: TF_CONFIG, or --cluster FILE --job chief|worker|ps|evaluator --task N\n"
     "  FILE: {\"chief\": [\"host:port\"], \"worker\": [...], \"ps\": [...]}\n"
-    "  --secret FILE (or TROUPE_JOB_SECRET): the job secret every member holds\n"
-    "  --ps-strategy round_robin|greedy --cluster-deadline SECONDS (waiting for the others)\n"
-    "  --sync (one update a step from every replica's gradients) --replicas-to-aggregate R\n"
-    "  --sync-timeout SECONDS (a round short of replicas closes with those it has)\n"
-    "  --steps N: the global step to stop at; --eval-timeout SECONDS (the evaluator)\n"
-    "cluster: --workers counts the chief; each task is a process on --host (127.0.0.1);\n"
-    "  --pin: each training replica on a core of its own, ps tasks on the cores left;\n"
-    "  replicas that fill the cores run at nice 10, so that the ps tasks answer at once\n"
-    "server: tensors travel on a port of their own (--data-port, default any free one);\n"
-    "  --advertise-data-port: the one peers dial when a forward (NAT, proxy) is in front\n"
-    "  --pin: a peer's calls run on the core its packets arrive on (on one machine, the\n"
-    "  caller's own, idle while it waits); cluster --pin passes it on\n"
-    "serve (TensorFlow Serving's REST API and flags): --host 127.0.0.1 --enable_batching\n"
-    "  --max_batch_size 32 --batch_timeout_micros 1000 --num_batch_threads 2\n"
-    "  --max_enqueued_batches 64 --file_system_poll_wait_seconds 1 --rest_api_num_threads 2\n"
-    "  --max_body_bytes 16777216 --max_connections 1024 --idle_timeout_seconds 30\n"
-    "  --drain_seconds 30 (Ctrl-C answers the requests in flight first)\n";
+    "  --secret FILE (or TROUPE_JOB_SECRET): the job secret every member holds\n";
+
+const Command kCommands[] = {
+    {"train", [](const auto& a, const auto&) { return troupe::cli::train(a); },
+     "troupe train --model dnn|linear|svm|wide_deep|kmeans|boosted_trees|random_forest\n"
+     "             --data DATA --model-dir DIR [options]\n",
+     "options: --regression --epochs N | --steps N --batch-size B --optimizer NAME\n"
+     "  --learning-rate R --clip-norm C --eval-every N --early-stopping-rounds K --seed S\n"
+     "  --eval-data DATA --n-classes C --standardize auto|on|off (auto: csv tables)\n"
+     "  --columns FILE (feature columns; default: text columns categorical from the data)\n"
+     "  --weight-column COLUMN (weighs each example's loss)\n"
+     "  dnn: --hidden 256,128 --dropout D --activation relu|tanh|sigmoid|elu --batch-norm true\n"
+     "  wide_deep: the dnn flags for the deep part, --linear-optimizer NAME\n"
+     "    --linear-learning-rate R for the wide part\n"
+     "  linear, svm: --l1 L --l2 L (svm: hinge loss; with --regression epsilon-insensitive)\n"
+     "  boosted_trees: --n-trees 100 --max-depth 6 --learning-rate 0.1 --l1 L --l2 1\n"
+     "    --max-bins 64; random_forest: --n-trees 100 --max-nodes 10000 --max-depth D\n"
+     "    --max-features F --max-bins 64. Trees train until grown (no --epochs); each layer\n"
+     "    grows from a batch (--batch-size, default 10000 for boosting, 100000 for forests)\n"
+     "  kmeans: --n-clusters K --init k-means++|random (inertia; with labels the adjusted\n"
+     "  Rand index)\n"
+     "  --export latest|best   (the model for serving, in DIR/export/<which>/<seconds>)\n"
+     "in a cluster:\n"
+     "  --ps-strategy round_robin|greedy --cluster-deadline SECONDS (waiting for the others)\n"
+     "  --sync (one update a step from every replica's gradients) --replicas-to-aggregate R\n"
+     "  --sync-timeout SECONDS (a round short of replicas closes with those it has)\n"
+     "  --steps N: the global step to stop at; --eval-timeout SECONDS (the evaluator)\n",
+     true, true},
+    {"evaluate", [](const auto& a, const auto&) { return troupe::cli::evaluate(a); },
+     "troupe evaluate --model-dir DIR --data DATA [--label COLUMN]\n",
+     "prints one JSON line of the evaluation metrics\n", true},
+    {"predict", [](const auto& a, const auto&) { return troupe::cli::predict(a); },
+     "troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]\n",
+     "options: --label COLUMN (left out of the features) --signature NAME (of an export)\n"
+     "writes a CSV of classes and probabilities (values for a regressor)\n",
+     true},
+    {"export", [](const auto& a, const auto&) { return troupe::cli::export_model(a); },
+     "troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]\n",
+     "options: --class-labels FILE (one class name a line)\n"
+     "writes BASE/<version>: the graph, the variables and the signatures troupe serve loads\n"},
+    {"search", [](const auto& a, const auto&) { return troupe::cli::search(a); },
+     "troupe search --model dnn|linear|svm|kmeans|boosted_trees|random_forest --data DATA\n"
+     "              --grid \"NAME=VALUES ...\" [--cv 5] [--random N] [--n-jobs N]\n"
+     "              [--output results.csv]\n",
+     "options: --label COLUMN --regression --seed S --standardize auto|on|off --n-classes C\n"
+     "  --epochs N --batch-size B, and each model's flags as train takes them\n"
+     "  --grid \"hidden=64,128;256,128 learning_rate=0.001,0.003\": each name's values\n",
+     true},
+    {"serve", [](const auto& a, const auto&) { return troupe::cli::serve(a); },
+     "troupe serve --model_base_path BASE --model_name NAME [--port 8501] [options]\n",
+     "options (TensorFlow Serving's REST API and flags): --host 127.0.0.1 --enable_batching\n"
+     "  --max_batch_size 32 --batch_timeout_micros 1000 --num_batch_threads 2\n"
+     "  --max_enqueued_batches 64 --file_system_poll_wait_seconds 1 --rest_api_num_threads 2\n"
+     "  --max_body_bytes 16777216 --max_connections 1024 --idle_timeout_seconds 30\n"
+     "  --drain_seconds 30 (Ctrl-C answers the requests in flight first)\n"},
+    {"server", [](const auto& a, const auto&) { return troupe::cli::server(a); },
+     "troupe server [--cluster FILE --job ps --task N] [--secret FILE] [--bind HOST]\n"
+     "              [--data-port P] [--advertise-data-port Q] [--pin]\n",
+     "a ps task: tensors travel on a port of their own (--data-port, default any free one);\n"
+     "  --advertise-data-port: the one peers dial when a forward (NAT, proxy) is in front\n"
+     "  --pin: a peer's calls run on the core its packets arrive on (on one machine, the\n"
+     "  caller's own, idle while it waits); cluster --pin passes it on\n"
+     "  --insecure: no job secret (only on a trusted network)\n",
+     false, true},
+    {"cluster", [](const auto& a, const auto& self) { return troupe::cli::cluster(a, self); },
+     "troupe cluster --ps N --workers M [--evaluator] [--host H] [--pin] -- train ...\n",
+     "every task of a cluster as a process of this machine, logs prefixed, stopped together\n"
+     "  --workers counts the chief; each task is a process on --host (127.0.0.1);\n"
+     "  --secret FILE (default: a new one) --grace SECONDS (30: the wait after Ctrl-C)\n"
+     "  --pin: each training replica on a core of its own, ps tasks on the cores left;\n"
+     "  replicas that fill the cores run at nice 10, so that the ps tasks answer at once\n"},
+    {"secret", [](const auto& a, const auto&) { return troupe::cli::secret(a); },
+     "troupe secret FILE\n", "writes a new job secret to FILE (mode 600)\n"},
+};
+
+const Command* find_command(const std::string& name) {
+  for (const Command& c : kCommands) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+std::string full_usage() {
+  std::string text = "usage: ";
+  for (const Command& c : kCommands)
+    text += std::string(&c == kCommands ? "" : "       ") + c.synopsis;
+  text += kData;
+  text += "troupe COMMAND --help shows a command's options.\n";
+  return text;
+}
+
+std::string command_usage(const Command& c) {
+  std::string text = std::string("usage: ") + c.synopsis + c.options;
+  if (c.reads_data) text += kData;
+  if (c.joins_cluster) text += kClusterTask;
+  return text;
+}
+
+// --help or -h among a command's own arguments (cluster's task command after -- is not its own).
+bool asks_for_help(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") return false;
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
 
 // The path of this executable, so that the launcher starts the same troupe for every task.
 std::string self_path(const char* argv0) {
@@ -100,21 +174,16 @@ std::string self_path(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace troupe;
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    std::fputs(full_usage().c_str(), argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  const std::string command = argv[1];
+  const Command* command = find_command(argv[1]);
+  if (!command) return troupe::cli::usage_error(std::string("unknown command '") + argv[1] + "'");
   const std::vector<std::string> args(argv + 2, argv + argc);
-  if (command == "train") return cli::train(args);
-  if (command == "evaluate") return cli::evaluate(args);
-  if (command == "predict") return cli::predict(args);
-  if (command == "export") return cli::export_model(args);
-  if (command == "search") return cli::search(args);
-  if (command == "serve") return cli::serve(args);
-  if (command == "server") return cli::server(args);
-  if (command == "cluster") return cli::cluster(args, self_path(argv[0]));
-  if (command == "secret") return cli::secret(args);
-  return cli::usage_error("unknown command '" + command + "'");
+  if (asks_for_help(args)) {
+    std::fputs(command_usage(*command).c_str(), stdout);
+    return 0;
+  }
+  return command->run(args, self_path(argv[0]));
 }

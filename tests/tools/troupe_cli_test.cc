@@ -364,6 +364,45 @@ TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
   }
 }
 
+TEST_CASE("troupe COMMAND --help prints that command's usage and options, exit 0") {
+  struct Case {
+    std::string command, says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"train", "--early-stopping-rounds"},
+           {"evaluate", "--model-dir DIR --data DATA"},
+           {"predict", "--signature"},
+           {"export", "--class-labels"},
+           {"search", "--grid"},
+           {"serve", "--max_batch_size"},
+           {"server", "--advertise-data-port"},
+           {"cluster", "--workers counts the chief"},
+           {"secret", "troupe secret FILE"},
+       }) {
+    for (const char* flag : {"--help", "-h"}) {
+      Run r = troupe(c.command + " " + flag);
+      CHECK_MESSAGE(r.status == 0, c.command, " ", flag, ": ", r.err);
+      CHECK_MESSAGE(r.out.rfind("usage: troupe " + c.command + " ", 0) == 0, c.command, r.out);
+      CHECK_MESSAGE(r.out.find(c.says) != std::string::npos, c.command, ": ", r.out);
+      CHECK_MESSAGE(r.err.empty(), c.command, ": ", r.err);
+    }
+  }
+  // Wherever it stands among the command's flags; after cluster's `--` it is the task's, not
+  // cluster's, so cluster reads its own flags and refuses the missing task command.
+  CHECK(troupe("train --model dnn --help").status == 0);
+  Run task = troupe("cluster --ps 1 -- evaluate --help");
+  CHECK(task.status == 2);
+  CHECK(task.err.find("the tasks' command comes after --") != std::string::npos);
+  // The whole usage names every command once and points at the per-command help.
+  Run all = troupe("--help");
+  CHECK(all.status == 0);
+  for (const char* c : {"train", "evaluate", "predict", "export", "search", "serve", "server",
+                        "cluster", "secret"}) {
+    CHECK_MESSAGE(all.out.find(std::string("troupe ") + c + " ") != std::string::npos, c);
+  }
+  CHECK(all.out.find("troupe COMMAND --help") != std::string::npos);
+}
+
 TEST_CASE("troupe train: Ctrl-C stops training gracefully with a checkpoint and the metrics") {
   const auto dir =
       std::filesystem::temp_directory_path() / ("troupe_cli_int_" + std::to_string(::getpid()));
