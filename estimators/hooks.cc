@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "estimators/best_value.h"
+#include "estimators/step_timer.h"
 #include "runtime/log.h"
 #include "runtime/record_io.h"
 
@@ -47,7 +48,7 @@ class StopAtStep : public SessionRunHook {
 class LoggingTensor : public SessionRunHook {
  public:
   LoggingTensor(std::vector<std::string> names, int64_t every)
-      : names_(std::move(names)), every_(every) {}
+      : names_(std::move(names)), timer_(every, 0) {}
   Status begin(HookSetup& s) override {
     for (const std::string& n : names_) {
       runtime::Output o = s.find(n);
@@ -56,8 +57,13 @@ class LoggingTensor : public SessionRunHook {
     }
     return runtime::ok_status();
   }
+  Status after_create_session(HookContext& ctx) override {
+    timer_.reset(ctx.global_step);
+    return runtime::ok_status();
+  }
   Status after_run(StepContext& c) override {
-    if (every_ <= 0 || c.global_step % every_ != 0) return runtime::ok_status();
+    if (!timer_.should_trigger(c.global_step)) return runtime::ok_status();
+    timer_.update(c.global_step);
     std::string line;
     for (size_t i = 0; i < names_.size(); ++i) {
       line += (i ? ", " : "") + names_[i] + " = " + c.value(fetches_[i]).debug_string(8);
@@ -69,7 +75,7 @@ class LoggingTensor : public SessionRunHook {
  private:
   std::vector<std::string> names_;
   std::vector<int> fetches_;
-  int64_t every_;
+  SecondOrStepTimer timer_;
 };
 
 class NanTensor : public SessionRunHook {
@@ -143,35 +149,24 @@ class CheckpointSaver : public SessionRunHook {
   CheckpointSaver(runtime::CheckpointManager* m, int64_t steps, double secs,
                   std::vector<CheckpointListener> listeners, GatherFn gather)
       : manager_(m),
-        steps_(steps),
-        secs_(secs),
+        timer_(steps, secs),
         listeners_(std::move(listeners)),
         gather_(std::move(gather)) {}
   Status after_create_session(HookContext& ctx) override {
-    last_step_ = ctx.global_step;
-    last_time_ = Clock::now();
+    timer_.reset(ctx.global_step);
     return runtime::ok_status();
   }
   Status after_run(StepContext& c) override {
-    const bool by_steps = steps_ > 0 && c.global_step - last_step_ >= steps_;
-    const bool by_time =
-        secs_ > 0 && std::chrono::duration<double>(Clock::now() - last_time_).count() >= secs_;
-    if (by_steps || by_time) c.request_sync();
+    if (timer_.should_trigger(c.global_step)) c.request_sync();
     return runtime::ok_status();
   }
   Status at_sync(HookContext& ctx) override {
-    if (ctx.global_step == last_step_) return runtime::ok_status();
-    const bool by_steps = steps_ > 0 && ctx.global_step - last_step_ >= steps_;
-    const bool by_time =
-        secs_ > 0 && std::chrono::duration<double>(Clock::now() - last_time_).count() >= secs_;
-    return by_steps || by_time ? save(ctx) : runtime::ok_status();
+    return timer_.should_trigger(ctx.global_step) ? save(ctx) : runtime::ok_status();
   }
   Status end(HookContext& ctx) override {
-    return ctx.global_step == last_step_ ? runtime::ok_status() : save(ctx);
+    return ctx.global_step == timer_.last_step() ? runtime::ok_status() : save(ctx);
   }
-  int64_t next_sync_step(int64_t) const override {
-    return steps_ > 0 ? last_step_ + steps_ : INT64_MAX;
-  }
+  int64_t next_sync_step(int64_t) const override { return timer_.next_step(); }
   bool blocks() const override { return gather_ != nullptr; }
 
  private:
@@ -189,30 +184,25 @@ class CheckpointSaver : public SessionRunHook {
     for (auto& l : listeners_) {
       if (l.after_save) l.after_save(step, path);
     }
-    last_step_ = std::max(step, ctx.global_step);
-    last_time_ = Clock::now();
+    timer_.update(std::max(step, ctx.global_step));
     return runtime::ok_status();
   }
   runtime::CheckpointManager* manager_;
-  int64_t steps_;
-  double secs_;
+  SecondOrStepTimer timer_;
   std::vector<CheckpointListener> listeners_;
   GatherFn gather_;
-  int64_t last_step_ = 0;
-  Clock::time_point last_time_;
 };
 
 class SummarySaver : public SessionRunHook {
  public:
-  SummarySaver(const SummaryWriter& w, int64_t every) : writer_(w), every_(every) {}
+  SummarySaver(const SummaryWriter& w, int64_t every) : writer_(w), timer_(every, 0) {}
   Status begin(HookSetup& s) override {
     if (s.loss().valid()) loss_ = s.fetch(s.loss());
     graph_ = &s.graph();
     return runtime::ok_status();
   }
   Status after_create_session(HookContext& ctx) override {
-    last_step_ = ctx.global_step;
-    last_time_ = Clock::now();
+    timer_.reset(ctx.global_step);
     writer_.session_log(SessionStatus::kStart, ctx.global_step);
     if (!graph_written_) {
       graph_written_ = true;
@@ -221,14 +211,12 @@ class SummarySaver : public SessionRunHook {
     return runtime::ok_status();
   }
   Status after_run(StepContext& c) override {
-    if (every_ <= 0 || c.global_step % every_ != 0) return runtime::ok_status();
+    if (!timer_.should_trigger(c.global_step)) return runtime::ok_status();
     if (loss_ >= 0) writer_.scalar("loss", c.value(loss_).scalar_as_double(), c.global_step);
-    const double secs = std::chrono::duration<double>(Clock::now() - last_time_).count();
-    if (secs > 0 && c.global_step > last_step_) {
-      writer_.scalar("global_step/sec", (c.global_step - last_step_) / secs, c.global_step);
+    const Elapsed since = timer_.update(c.global_step);
+    if (since.seconds > 0 && since.steps > 0) {
+      writer_.scalar("global_step/sec", since.steps / since.seconds, c.global_step);
     }
-    last_step_ = c.global_step;
-    last_time_ = Clock::now();
     return runtime::ok_status();
   }
   Status at_sync(HookContext& ctx) override {
@@ -248,25 +236,24 @@ class SummarySaver : public SessionRunHook {
 
  private:
   SummaryWriter writer_;
-  int64_t every_;
+  SecondOrStepTimer timer_;
   int loss_ = -1;
   const runtime::Graph* graph_ = nullptr;
   bool graph_written_ = false;
-  int64_t last_step_ = 0;
-  Clock::time_point last_time_;
 };
 
 // TF's step log, or on a terminal a progress bar with steps/s, loss and ETA.
 class StepCounter : public SessionRunHook {
  public:
-  StepCounter(int64_t every, int64_t last) : every_(every), last_(last), tty_(::isatty(2)) {}
+  StepCounter(int64_t every, int64_t last) : timer_(every, 0), last_(last), tty_(::isatty(2)) {}
   Status begin(HookSetup& s) override {
     if (s.loss().valid()) loss_ = s.fetch(s.loss());
     return runtime::ok_status();
   }
   Status after_create_session(HookContext& ctx) override {
-    first_step_ = last_step_ = ctx.global_step;
-    start_ = last_time_ = Clock::now();
+    first_step_ = ctx.global_step;
+    start_ = Clock::now();
+    timer_.reset(ctx.global_step);
     return runtime::ok_status();
   }
   Status after_run(StepContext& c) override {
@@ -286,14 +273,12 @@ class StepCounter : public SessionRunHook {
       return runtime::ok_status();
     }
     if (tty_ && last_ > 0) return runtime::ok_status();
-    if (every_ <= 0 || c.global_step % every_ != 0) return runtime::ok_status();
-    const double secs = std::chrono::duration<double>(now - last_time_).count();
+    if (!timer_.should_trigger(c.global_step)) return runtime::ok_status();
+    const Elapsed since = timer_.update(c.global_step);
     char timing[64];
-    std::snprintf(timing, sizeof timing, "%.3f sec", secs);
+    std::snprintf(timing, sizeof timing, "%.3f sec", since.seconds);
     runtime::log_info("loss = ", loss, ", step = ", c.global_step, " (", timing, ")");
-    if (secs > 0) runtime::log_info("global_step/sec: ", (c.global_step - last_step_) / secs);
-    last_step_ = c.global_step;
-    last_time_ = now;
+    if (since.seconds > 0) runtime::log_info("global_step/sec: ", since.steps / since.seconds);
     return runtime::ok_status();
   }
   Status end(HookContext&) override {
@@ -302,11 +287,12 @@ class StepCounter : public SessionRunHook {
   }
 
  private:
-  int64_t every_, last_;
+  SecondOrStepTimer timer_;
+  int64_t last_;
   bool tty_;
   int loss_ = -1;
-  int64_t first_step_ = 0, last_step_ = 0;
-  Clock::time_point start_, last_time_;
+  int64_t first_step_ = 0;
+  Clock::time_point start_;
 };
 
 class EarlyStopping : public SessionRunHook {
