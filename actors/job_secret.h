@@ -3,7 +3,7 @@
 // `troupe secret FILE` one for machines of your own) and given to every member. Both of a
 // cluster's transports check it before any message of a connection reaches an actor: CAF's
 // port through the member middleman (member_middleman.h), the data channel before its first
-// frame (data_channel.h), each with an HMAC-SHA256 challenge-response, both ways, so that the
+// frame (net/data_server.h), each with an HMAC-SHA256 challenge-response, both ways, so that the
 // secret itself never travels.
 //
 //   auto secret = actors::load_job_secret("/run/job.secret");   // Result<shared_ptr<const ...>>

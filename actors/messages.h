@@ -33,7 +33,7 @@ using ping_atom = caf::atom_constant<caf::atom("ping")>;
 // Ends the running loop after the steps already started, as if an observer had asked.
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 // With stop_atom: the steps already started do not wait for other tasks either; their calls to
-// them, waiting or to come, fail at once until the loop ends (DataChannel::abandon), and the
+// them, waiting or to come, fail at once until the loop ends (net::DataChannel::abandon), and the
 // steps that fail so end the loop as stopped, not failed. A synchronous replica that stops has sent
 // its round its gradients: their reply would only wait, up to the round's timeout, for replicas
 // that may be gone.

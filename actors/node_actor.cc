@@ -5,8 +5,8 @@
 
 #include <map>
 
-#include "actors/data_channel.h"
 #include "actors/messages.h"
+#include "actors/net/data_channel.h"
 #include "actors/shard_codec.h"
 #include "runtime/denormal.h"
 #include "runtime/device.h"
@@ -220,12 +220,12 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   const ShardCallExtras& extras = pd.plan->call;
   const bool discard = extras.discard_outputs;
   // Over the data channel the call's segments go out as they are; over CAF, as one blob.
-  ChannelCall message;
+  net::ChannelCall message;
   std::vector<char> blob;
   if (st.spec.channel) {
     auto built = build_shard_call(*st.spec.graph, node, pd.inputs, extras);
     if (!built.ok()) return fail(self, pd, plan, built.status());
-    message = ChannelCall{std::move(*built), pd.inputs};
+    message = net::ChannelCall{std::move(*built), pd.inputs};
   } else {
     Status s = encode_shard_call(*st.spec.graph, node, pd.inputs, &blob, extras);
     if (!s.ok()) return fail(self, pd, plan, s);
@@ -370,11 +370,11 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
       [self](Resume) { try_fire(self); },
       // A data channel's reply: to the call in flight unless that was answered otherwise (the
       // server's death) and a later one has taken its place.
-      [self](channel_reply_atom, uint64_t tag, runtime::Bytes& reply) {
+      [self](net::channel_reply_atom, uint64_t tag, runtime::Bytes& reply) {
         NodeState& st = self->state;
         if (st.call && st.call->tag == tag) answer_remote(self, st.call, decode_shard_reply(reply));
       },
-      [self](channel_reply_atom, uint64_t tag, std::string& why) {
+      [self](net::channel_reply_atom, uint64_t tag, std::string& why) {
         NodeState& st = self->state;
         if (st.call && st.call->tag == tag) answer(self, st.call, unreachable(self, why));
       },

@@ -24,7 +24,9 @@
 
 namespace troupe::actors {
 
-class DataChannel;  // data_channel.h
+namespace net {
+class DataChannel;  // net/data_channel.h
+}
 
 struct NodeSpec {
   std::shared_ptr<const runtime::Graph> graph;
@@ -33,7 +35,7 @@ struct NodeSpec {
   std::shared_ptr<runtime::Allocator> allocator;      // the device's
   std::shared_ptr<runtime::VariableStore> variables;  // the in-process shard's
   caf::actor remote;  // a server in another process that runs this node; invalid: run here
-  std::shared_ptr<DataChannel> channel;  // its data channel, if it has one: calls go there
+  std::shared_ptr<net::DataChannel> channel;  // its data channel, if it has one: calls go there
   caf::duration remote_timeout;
   std::shared_ptr<StepProfiler> profiler;  // the session's
   SyncTag sync;                            // what its remote calls say of synchronous replication

@@ -4,8 +4,8 @@
 #include <map>
 #include <set>
 
-#include "actors/data_channel.h"
 #include "actors/messages.h"
+#include "actors/net/data_server.h"
 #include "actors/shard_codec.h"
 #include "actors/sync_rounds.h"
 #include "ops/array_ops.h"
@@ -362,7 +362,7 @@ caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
         return handle(self, decode_shard_call(std::move(bytes)));
       },
       [](ping_atom) { return ping_atom::value; },
-      [data_port](data_port_atom) { return data_port; },
+      [data_port](net::data_port_atom) { return data_port; },
       [=](varnames_atom) { return store->names(); },
       [=](snapshot_atom, const std::vector<std::string>& names) -> caf::result<std::vector<char>> {
         runtime::Result<std::string> bytes = runtime::internal_error("no snapshot");

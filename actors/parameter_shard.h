@@ -9,7 +9,7 @@
 //     return calls->call(f, later);
 //   });
 //   // remote: (call_atom, std::vector<char> shard_call) -> std::vector<char> shard_reply
-//   //         (data_port_atom) -> uint16_t, where its data channel listens (data_channel.h)
+//   //         (data_port_atom) -> uint16_t, where its data channel listens (net/data_server.h)
 //   // state:  (varnames_atom) -> vector<string>, the variables and slots it holds
 //   //         (snapshot_atom, vector<string> names) -> vector<char>, a checkpoint file's bytes
 //   //         of those entries (none named: all), for the chief's checkpoints

@@ -2,9 +2,9 @@
 
 #include <caf/io/all.hpp>
 
-#include "actors/data_channel.h"
 #include "actors/graph_core.h"
 #include "actors/member_middleman.h"
+#include "actors/net/data_channel.h"
 #include "actors/scheduler.h"
 
 namespace troupe::actors {
@@ -92,10 +92,10 @@ Runtime::~Runtime() {
 
 size_t Runtime::running_actors() const { return system_->registry().running(); }
 
-runtime::Result<std::shared_ptr<ChannelPoller>> Runtime::channel_poller() {
+runtime::Result<std::shared_ptr<net::ChannelPoller>> Runtime::channel_poller() {
   std::lock_guard<std::mutex> lock(poller_mu_);
   if (!poller_) {
-    TROUPE_ASSIGN_OR_RETURN(poller_, ChannelPoller::start());
+    TROUPE_ASSIGN_OR_RETURN(poller_, net::ChannelPoller::start());
   }
   return poller_;
 }

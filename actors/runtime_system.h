@@ -24,7 +24,9 @@
 
 namespace troupe::actors {
 
-class ChannelPoller;
+namespace net {
+class ChannelPoller;  // net/data_channel.h
+}
 
 struct RuntimeOptions {
   // CAF workers. One runs the whole graph: with a second one, even parked, it sometimes steals
@@ -66,9 +68,9 @@ class Runtime {
   runtime::Result<caf::actor> remote_actor(const std::string& host, uint16_t port);
   // Actors still running; 0 after every session and server is gone.
   size_t running_actors() const;
-  // The one thread that serves this runtime's data channels (data_channel.h), started on the
+  // The one thread that serves this runtime's data channels (net/data_channel.h), started on the
   // first call.
-  runtime::Result<std::shared_ptr<ChannelPoller>> channel_poller();
+  runtime::Result<std::shared_ptr<net::ChannelPoller>> channel_poller();
 
  private:
   std::unique_ptr<caf::actor_system_config> config_;
@@ -76,7 +78,7 @@ class Runtime {
   std::shared_ptr<const JobSecret> secret_;
   caf::actor member_middleman_;
   std::mutex poller_mu_;
-  std::shared_ptr<ChannelPoller> poller_;
+  std::shared_ptr<net::ChannelPoller> poller_;
 };
 
 }  // namespace troupe::actors

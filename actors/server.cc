@@ -2,8 +2,8 @@
 
 #include <caf/io/all.hpp>
 
-#include "actors/data_channel.h"
 #include "actors/messages.h"
+#include "actors/net/data_server.h"
 #include "actors/parameter_shard.h"
 
 namespace troupe::actors {
@@ -11,13 +11,13 @@ namespace troupe::actors {
 runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOptions options) {
   std::unique_ptr<Server> server(new Server(rt));
   server->variables_ = std::make_shared<runtime::VariableStore>();
-  TROUPE_ASSIGN_OR_RETURN(server->data_,
-                          DataServer::listen(rt, options.host, options.data_port, options.data));
+  TROUPE_ASSIGN_OR_RETURN(
+      server->data_, net::DataServer::listen(rt, options.host, options.data_port, options.data));
   server->advertised_data_port_ =
       options.advertised_data_port != 0 ? options.advertised_data_port : server->data_->port();
   auto calls = std::make_shared<ShardCalls>(server->variables_);
   server->shard_ = spawn_parameter_shard(rt.system(), calls, server->advertised_data_port_);
-  auto handler = [calls](const runtime::Bytes& frame, const DataServer::Later& later) {
+  auto handler = [calls](const runtime::Bytes& frame, const net::DataServer::Later& later) {
     return calls->call(frame, later);
   };
   if (runtime::Status s = server->data_->serve(handler); !s.ok()) {

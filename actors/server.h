@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/data_channel.h"
+#include "actors/net/data_server.h"
 #include "actors/runtime_system.h"
 #include "runtime/status.h"
 #include "runtime/variable_store.h"
@@ -30,7 +30,7 @@ struct ServerOptions {
   // server (a NAT, a container's published port, a proxy), as the port peers dial differs from
   // the one it listens on. Peers dial it on the host they reached the server at.
   uint16_t advertised_data_port = 0;
-  DataServerOptions data;  // bounds on the data channel's peers
+  net::DataServerOptions data;  // bounds on the data channel's peers
 };
 
 class Server {
@@ -42,7 +42,7 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   uint16_t port() const { return port_; }
-  uint16_t data_port() const { return data_->port(); }  // where tensors travel (data_channel.h)
+  uint16_t data_port() const { return data_->port(); }  // where tensors travel (net/data_server.h)
   uint16_t advertised_data_port() const { return advertised_data_port_; }  // what peers dial
   int data_connections() { return data_->connections(); }
   runtime::VariableStore& variables() { return *variables_; }
@@ -52,7 +52,7 @@ class Server {
   Runtime& runtime_;
   std::shared_ptr<runtime::VariableStore> variables_;
   caf::actor shard_;
-  std::unique_ptr<DataServer> data_;  // tensors travel here; CAF's port for the rest
+  std::unique_ptr<net::DataServer> data_;  // tensors travel here; CAF's port for the rest
   uint16_t port_ = 0;
   uint16_t advertised_data_port_ = 0;
 };

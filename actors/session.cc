@@ -2,8 +2,9 @@
 
 #include <atomic>
 
-#include "actors/data_channel.h"
 #include "actors/device_actor.h"
+#include "actors/net/data_channel.h"
+#include "actors/net/data_server.h"
 #include "actors/parameter_shard.h"
 #include "actors/server.h"
 #include "actors/session_actor.h"
@@ -39,7 +40,7 @@ constexpr int kDataChannelsPerServer = 2;
 uint16_t data_port_of(Runtime& rt, const caf::actor& server) {
   uint16_t port = 0;
   caf::scoped_actor self{rt.system()};
-  self->request(server, std::chrono::seconds(5), data_port_atom::value)
+  self->request(server, std::chrono::seconds(5), net::data_port_atom::value)
       .receive([&](uint16_t p) { port = p; }, [](caf::error&) {});
   return port;
 }
@@ -88,8 +89,8 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
     // Tensors go over the server's data channel when it has one; CAF's connection otherwise.
     const uint16_t data_port = data_port_of(rt, server);
     for (int i = 0; data_port != 0 && i < kDataChannelsPerServer; ++i) {
-      auto channel =
-          DataChannel::connect(rt, address.substr(0, address.rfind(':')), data_port, call_timeout);
+      auto channel = net::DataChannel::connect(rt, address.substr(0, address.rfind(':')), data_port,
+                                               call_timeout);
       if (!channel.ok()) {
         // Slower, still correct; a wrong --advertise-data-port or a closed port shows here.
         runtime::log_warning("no data channel to ", key, " (", channel.status().message(),
@@ -107,7 +108,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
 Session::Traffic Session::traffic() const {
   Traffic sum;
   for (const auto& c : channels_) {
-    const DataChannel::Traffic t = c->traffic();
+    const net::DataChannel::Traffic t = c->traffic();
     sum.calls += t.calls;
     sum.bytes_sent += t.bytes_sent;
     sum.bytes_received += t.bytes_received;

@@ -38,7 +38,9 @@
 
 namespace troupe::actors {
 
-class DataChannel;
+namespace net {
+class DataChannel;  // net/data_channel.h
+}
 
 struct SessionOptions {
   int pipeline_depth = 2;          // slots per edge; loop steps in flight
@@ -105,7 +107,7 @@ class Session {
   caf::actor device_;
   caf::actor shard_;
   caf::actor session_;
-  std::vector<std::shared_ptr<DataChannel>> channels_;  // the session actor's nodes share them
+  std::vector<std::shared_ptr<net::DataChannel>> channels_;  // the session actor's nodes share them
   // Blocking actors that run() and run_loop() wait in, each lent to one call at a time and kept
   // for the Session's life: one made and destroyed per call wakes CAF's clock thread (its
   // destructor cancels the actor's timeouts there), a context switch and a third thread on the

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "actors/data_channel.h"
 #include "actors/messages.h"
+#include "actors/net/data_channel.h"
 #include "actors/node_actor.h"
 #include "actors/session_state.h"
 #include "actors/step_plan.h"
@@ -41,7 +41,7 @@ caf::actor remote_for(const SessionState& st, const runtime::Node& node) {
   return task.empty() ? caf::actor() : st.spec.remote_tasks.at(task);
 }
 
-std::shared_ptr<DataChannel> channel_for(const SessionState& st, const runtime::Node& node) {
+std::shared_ptr<net::DataChannel> channel_for(const SessionState& st, const runtime::Node& node) {
   auto it = st.spec.remote_channels.find(remote_task(st, node));
   if (it == st.spec.remote_channels.end() || it->second.empty()) return nullptr;
   return it->second[static_cast<size_t>(node.id) % it->second.size()];

@@ -26,7 +26,9 @@
 
 namespace troupe::actors {
 
-class DataChannel;  // data_channel.h
+namespace net {
+class DataChannel;  // net/data_channel.h
+}
 
 struct SessionSpec {
   std::shared_ptr<const runtime::Graph> graph;
@@ -35,8 +37,8 @@ struct SessionSpec {
   std::shared_ptr<runtime::VariableStore> variables;
   // Servers of other processes by task ("/job:ps/task:0"); nodes placed there run there.
   std::map<std::string, caf::actor> remote_tasks;
-  // Their data channels (data_channel.h), if they have them; a node uses one by its id.
-  std::map<std::string, std::vector<std::shared_ptr<DataChannel>>> remote_channels;
+  // Their data channels (net/data_channel.h), if they have them; a node uses one by its id.
+  std::map<std::string, std::vector<std::shared_ptr<net::DataChannel>>> remote_channels;
   caf::duration remote_timeout;
   std::shared_ptr<StepProfiler> profiler;
   bool fuse_ops = true;  // MatMul/Conv2D -> BiasAdd (-> Relu) as one node (runtime/remapper.h)

@@ -4,7 +4,7 @@
 #include <deque>
 #include <string>
 
-#include "actors/data_channel.h"
+#include "actors/net/data_channel.h"
 #include "actors/queue.h"
 #include "actors/session_state.h"
 
@@ -182,7 +182,7 @@ void pump_loop(SessionActor* self) {
     auto done = std::move(st.loop);
     for (const caf::actor& o : done->request.observers) self->demonitor(o);
     // Its steps are over: the next loop's calls are sent again.
-    if (done->abandoning) for_each_channel(st, [](DataChannel& c) { c.resume(); });
+    if (done->abandoning) for_each_channel(st, [](net::DataChannel& c) { c.resume(); });
     // The queue ran dry, but batches taken before the stop still wait for the next loop.
     const bool more = st.leftover_input == done->request.input && !st.leftover.empty();
     done->promise.deliver(LoopResult{done->error, done->succeeded, done->end_of_input && !more,
@@ -288,7 +288,7 @@ void stop_loop(SessionActor* self, bool abandon) {
   st.loop->stop = st.loop->stop_requested = true;
   if (abandon) {
     st.loop->abandoning = true;
-    for_each_channel(st, [](DataChannel& c) { c.abandon("the loop stopped waiting"); });
+    for_each_channel(st, [](net::DataChannel& c) { c.abandon("the loop stopped waiting"); });
   }
   pump_loop(self);
 }

@@ -59,7 +59,7 @@ runtime::Status encode_shard_call(const runtime::Graph& graph, const runtime::No
                                   const std::vector<runtime::Tensor>& inputs,
                                   std::vector<char>* out, const ShardCallExtras& extras = {});
 // The call as a message that references the inputs' data (they must outlive it), for writers
-// that send its segments as they are (data_channel.h).
+// that send its segments as they are (net/frame.h).
 runtime::Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
     const runtime::Graph& graph, const runtime::Node& node,
     const std::vector<runtime::Tensor>& inputs, const ShardCallExtras& extras = {});
@@ -68,7 +68,7 @@ runtime::Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes);
 
 // A shard's reply as a message that references its outputs' data (held here, so the message
 // stays valid as long as this does), for writers that send its segments as they are
-// (data_channel.h); flat() is the bytes, for CAF's connection and tests.
+// (net/frame.h); flat() is the bytes, for CAF's connection and tests.
 struct ShardReply {
   std::shared_ptr<capnp::MallocMessageBuilder> message;
   std::vector<runtime::Tensor> outputs;

@@ -445,7 +445,7 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
     return runtime::ok_status();
   };
   runtime::Status started = runtime::ok_status();
-  // Pinned replicas' calls run on their own cores (DataServerOptions::follow_incoming_cpu).
+  // Pinned replicas' calls run on their own cores (net::DataServerOptions::follow_incoming_cpu).
   const std::vector<std::string> server =
       pin ? std::vector<std::string>{"server", "--pin"} : std::vector<std::string>{"server"};
   for (int i = 0; i < ps && started.ok(); ++i) started = start("ps", i, server);

@@ -20,7 +20,8 @@
 #include <mutex>
 #include <thread>
 
-#include "actors/data_channel.h"
+#include "actors/net/data_channel.h"
+#include "actors/net/data_server.h"
 #include "actors/parameter_shard.h"
 #include "actors/ps_client.h"
 #include "actors/server.h"
@@ -464,7 +465,7 @@ int listen_on(uint16_t* port) {
 uint16_t data_port_told(actors::Runtime& rt, const caf::actor& server) {
   uint16_t port = 0;
   caf::scoped_actor self{rt.system()};
-  self->request(server, std::chrono::seconds(5), actors::data_port_atom::value)
+  self->request(server, std::chrono::seconds(5), actors::net::data_port_atom::value)
       .receive([&](uint16_t p) { port = p; }, [](caf::error&) {});
   return port;
 }
@@ -491,22 +492,22 @@ TEST_CASE("a data channel writes calls without waiting for replies; they come ba
     ::close(fd);  // a third call finds the connection gone
   });
   actors::Runtime rt;
-  auto channel = actors::DataChannel::connect(rt, "127.0.0.1", port, std::chrono::seconds(10));
+  auto channel = actors::net::DataChannel::connect(rt, "127.0.0.1", port, std::chrono::seconds(10));
   REQUIRE(channel.ok());
   auto call = [] {
     auto message = std::make_shared<capnp::MallocMessageBuilder>();
     message->initRoot<capnp::AnyPointer>();
-    return actors::ChannelCall{message, {}};
+    return actors::net::ChannelCall{message, {}};
   };
   caf::scoped_actor self{rt.system()};
   // Each reply as "<tag>:<bytes>", an error as "<tag>!<why>".
   auto next_reply = [&] {
     std::string got = "none";
     self->receive(
-        [&](actors::channel_reply_atom, uint64_t tag, runtime::Bytes& r) {
+        [&](actors::net::channel_reply_atom, uint64_t tag, runtime::Bytes& r) {
           got = std::to_string(tag) + ":" + std::string(r.data, r.size);
         },
-        [&](actors::channel_reply_atom, uint64_t tag, std::string& why) {
+        [&](actors::net::channel_reply_atom, uint64_t tag, std::string& why) {
           got = std::to_string(tag) + "!" + why;
         },
         caf::after(std::chrono::seconds(10)) >> [] {});
@@ -558,10 +559,10 @@ TEST_CASE("a runtime's data channels share one thread, which puts replies togeth
   };
   actors::Runtime rt;
   const auto before = threads();
-  std::vector<std::shared_ptr<actors::DataChannel>> channels;
+  std::vector<std::shared_ptr<actors::net::DataChannel>> channels;
   for (int i = 0; i < kServers; ++i) {
     auto channel =
-        actors::DataChannel::connect(rt, "127.0.0.1", ports[i], std::chrono::seconds(10));
+        actors::net::DataChannel::connect(rt, "127.0.0.1", ports[i], std::chrono::seconds(10));
     REQUIRE_MESSAGE(channel.ok(), channel.status().to_string());
     channels.push_back(*channel);
   }
@@ -570,15 +571,15 @@ TEST_CASE("a runtime's data channels share one thread, which puts replies togeth
   for (int i = 0; i < kServers; ++i) {
     auto message = std::make_shared<capnp::MallocMessageBuilder>();
     message->initRoot<capnp::AnyPointer>();
-    channels[i]->call(actors::ChannelCall{message, {}}, self, static_cast<uint64_t>(i));
+    channels[i]->call(actors::net::ChannelCall{message, {}}, self, static_cast<uint64_t>(i));
   }
   std::map<uint64_t, std::string> replies;
   for (int i = 0; i < kServers; ++i) {
     self->receive(
-        [&](actors::channel_reply_atom, uint64_t tag, runtime::Bytes& r) {
+        [&](actors::net::channel_reply_atom, uint64_t tag, runtime::Bytes& r) {
           replies[tag] = std::string(r.data, r.size);
         },
-        [&](actors::channel_reply_atom, uint64_t tag, std::string& why) { replies[tag] = why; },
+        [&](actors::net::channel_reply_atom, uint64_t tag, std::string& why) { replies[tag] = why; },
         caf::after(std::chrono::seconds(10)) >> [] {});
   }
   for (int i = 0; i < kServers; ++i) {
@@ -614,7 +615,7 @@ TEST_CASE("a data channel's call bigger than the socket takes at once arrives wh
     ::close(fd);
   });
   actors::Runtime rt;
-  auto channel = actors::DataChannel::connect(rt, "127.0.0.1", port, std::chrono::seconds(10));
+  auto channel = actors::net::DataChannel::connect(rt, "127.0.0.1", port, std::chrono::seconds(10));
   REQUIRE(channel.ok());
   // A message whose root is a blob of `n` bytes ending in `last`.
   auto call = [](size_t n, char last) {
@@ -622,7 +623,7 @@ TEST_CASE("a data channel's call bigger than the socket takes at once arrives wh
     capnp::Data::Builder blob = message->initRoot<capnp::AnyPointer>().initAs<capnp::Data>(n);
     std::memset(blob.begin(), 'x', n);
     blob[n - 1] = static_cast<kj::byte>(last);
-    return actors::ChannelCall{message, {}};
+    return actors::net::ChannelCall{message, {}};
   };
   caf::scoped_actor self{rt.system()};
   (*channel)->call(call(16 << 20, 'A'), self, 1);
@@ -630,10 +631,10 @@ TEST_CASE("a data channel's call bigger than the socket takes at once arrives wh
   std::vector<std::string> replies;
   for (int i = 0; i < 2; ++i) {
     self->receive(
-        [&](actors::channel_reply_atom, uint64_t tag, runtime::Bytes& r) {
+        [&](actors::net::channel_reply_atom, uint64_t tag, runtime::Bytes& r) {
           replies.push_back(std::to_string(tag) + ":" + std::string(r.data, r.size));
         },
-        [&](actors::channel_reply_atom, uint64_t tag, std::string& why) {
+        [&](actors::net::channel_reply_atom, uint64_t tag, std::string& why) {
           replies.push_back(std::to_string(tag) + "!" + why);
         },
         caf::after(std::chrono::seconds(10)) >> [] {});
@@ -655,7 +656,7 @@ TEST_CASE(
   // reads only once the first has given up.
   auto meet_with = [](int threads, std::chrono::milliseconds patience) {
     actors::Runtime rt;
-    auto data = actors::DataServer::listen(rt, "127.0.0.1", 0, {.threads = threads});
+    auto data = actors::net::DataServer::listen(rt, "127.0.0.1", 0, {.threads = threads});
     REQUIRE(data.ok());
     struct Meeting {
       std::mutex mu;
@@ -665,7 +666,7 @@ TEST_CASE(
     auto meeting = std::make_shared<Meeting>();
     REQUIRE(
         (*data)
-            ->serve([meeting, patience](const runtime::Bytes&, const actors::DataServer::Later&) {
+            ->serve([meeting, patience](const runtime::Bytes&, const actors::net::DataServer::Later&) {
               std::unique_lock<std::mutex> lock(meeting->mu);
               ++meeting->came;
               meeting->cv.notify_all();
@@ -676,25 +677,25 @@ TEST_CASE(
             })
             .ok());
     caf::scoped_actor self{rt.system()};
-    std::vector<std::shared_ptr<actors::DataChannel>> peers;
+    std::vector<std::shared_ptr<actors::net::DataChannel>> peers;
     for (uint64_t tag = 0; tag < 2; ++tag) {
       auto channel =
-          actors::DataChannel::connect(rt, "127.0.0.1", (*data)->port(), std::chrono::seconds(10));
+          actors::net::DataChannel::connect(rt, "127.0.0.1", (*data)->port(), std::chrono::seconds(10));
       REQUIRE(channel.ok());
       peers.push_back(*channel);
       auto message = std::make_shared<capnp::MallocMessageBuilder>();
       message->initRoot<capnp::AnyPointer>();
-      (*channel)->call(actors::ChannelCall{message, {}}, self, tag);
+      (*channel)->call(actors::net::ChannelCall{message, {}}, self, tag);
     }
     int met = 0;
     for (int i = 0; i < 2; ++i) {
       self->receive(
-          [&](actors::channel_reply_atom, uint64_t, runtime::Bytes& r) {
+          [&](actors::net::channel_reply_atom, uint64_t, runtime::Bytes& r) {
             auto outputs = actors::decode_shard_reply(r);
             REQUIRE(outputs.ok());
             met += (*outputs)[0].data<int32_t>()[0];
           },
-          [&](actors::channel_reply_atom, uint64_t, std::string& why) { FAIL(why); },
+          [&](actors::net::channel_reply_atom, uint64_t, std::string& why) { FAIL(why); },
           caf::after(std::chrono::seconds(20)) >> [] { FAIL("no reply"); });
     }
     return met;
@@ -721,11 +722,11 @@ TEST_CASE(
     int cpu, may_use;
   };
   auto serve = [](actors::Runtime& rt, int threads, std::mutex& mu, std::vector<Ran>& ran) {
-    auto data = actors::DataServer::listen(rt, "127.0.0.1", 0,
+    auto data = actors::net::DataServer::listen(rt, "127.0.0.1", 0,
                                            {.threads = threads, .follow_incoming_cpu = true});
     REQUIRE(data.ok());
     REQUIRE((*data)
-                ->serve([&](const runtime::Bytes&, const actors::DataServer::Later&) {
+                ->serve([&](const runtime::Bytes&, const actors::net::DataServer::Later&) {
                   cpu_set_t set;
                   ::sched_getaffinity(0, sizeof set, &set);
                   std::lock_guard<std::mutex> lock(mu);
@@ -804,15 +805,15 @@ TEST_CASE(
   store->assign("global_step", Tensor::scalar<int64_t>(0));
   auto calls = std::make_shared<actors::ShardCalls>(store);
   caf::actor shard = actors::spawn_parameter_shard(rt.system(), calls, uint16_t{0});
-  auto data = actors::DataServer::listen(rt, "127.0.0.1", 0);
+  auto data = actors::net::DataServer::listen(rt, "127.0.0.1", 0);
   REQUIRE(data.ok());
   REQUIRE((*data)
-              ->serve([calls](const runtime::Bytes& f, const actors::DataServer::Later& later) {
+              ->serve([calls](const runtime::Bytes& f, const actors::net::DataServer::Later& later) {
                 return calls->call(f, later);
               })
               .ok());
   auto channel =
-      actors::DataChannel::connect(rt, "127.0.0.1", (*data)->port(), std::chrono::seconds(10));
+      actors::net::DataChannel::connect(rt, "127.0.0.1", (*data)->port(), std::chrono::seconds(10));
   REQUIRE(channel.ok());
 
   runtime::Graph g;
@@ -830,13 +831,13 @@ TEST_CASE(
   auto send = [&](int node, std::vector<Tensor> inputs, actors::SyncTag sync) {
     auto message = actors::build_shard_call(g, g.node(node), inputs, {.sync = sync});
     REQUIRE(message.ok());
-    (*channel)->call(actors::ChannelCall{std::move(*message), inputs}, self, 1);
+    (*channel)->call(actors::net::ChannelCall{std::move(*message), inputs}, self, 1);
   };
   auto receive = [&](std::chrono::milliseconds wait) -> std::optional<Reply> {
     std::optional<Reply> out;
-    self->receive([&](actors::channel_reply_atom, uint64_t,
+    self->receive([&](actors::net::channel_reply_atom, uint64_t,
                       runtime::Bytes& r) { out = actors::decode_shard_reply(r); },
-                  [&](actors::channel_reply_atom, uint64_t, std::string& why) {
+                  [&](actors::net::channel_reply_atom, uint64_t, std::string& why) {
                     out = runtime::unavailable(why);
                   },
                   caf::after(wait) >> [] {});
@@ -919,17 +920,17 @@ TEST_CASE("a data channel fails a call that gets no reply within its timeout, na
   std::thread server([&] { accepted = ::accept(listener, nullptr, nullptr); });  // never answers
   actors::Runtime rt;
   auto channel =
-      actors::DataChannel::connect(rt, "127.0.0.1", port, std::chrono::milliseconds(300));
+      actors::net::DataChannel::connect(rt, "127.0.0.1", port, std::chrono::milliseconds(300));
   REQUIRE(channel.ok());
   server.join();
   auto message = std::make_shared<capnp::MallocMessageBuilder>();
   message->initRoot<capnp::AnyPointer>();
   caf::scoped_actor self{rt.system()};
   const auto sent = std::chrono::steady_clock::now();
-  (*channel)->call(actors::ChannelCall{message, {}}, self, 1);
+  (*channel)->call(actors::net::ChannelCall{message, {}}, self, 1);
   std::string error;
-  self->receive([&](actors::channel_reply_atom, uint64_t, runtime::Bytes&) { error = "a reply"; },
-                [&](actors::channel_reply_atom, uint64_t, std::string& why) { error = why; },
+  self->receive([&](actors::net::channel_reply_atom, uint64_t, runtime::Bytes&) { error = "a reply"; },
+                [&](actors::net::channel_reply_atom, uint64_t, std::string& why) { error = why; },
                 caf::after(std::chrono::seconds(10)) >> [] {});
   const auto waited = std::chrono::steady_clock::now() - sent;
   CHECK_MESSAGE(error.find("data channel to 127.0.0.1:" + std::to_string(port)) == 0, error);
@@ -1181,11 +1182,11 @@ TEST_CASE(
     const uint16_t data_port = data_port_told(rt, *server);
     REQUIRE(data_port != 0);
     auto channel =
-        actors::DataChannel::connect(rt, "127.0.0.1", data_port, std::chrono::seconds(5));
+        actors::net::DataChannel::connect(rt, "127.0.0.1", data_port, std::chrono::seconds(5));
     CHECK(channel.ok());
     actors::Runtime stranger(actors::RuntimeOptions{.secret = *other});
     auto refused =
-        actors::DataChannel::connect(stranger, "127.0.0.1", data_port, std::chrono::seconds(5));
+        actors::net::DataChannel::connect(stranger, "127.0.0.1", data_port, std::chrono::seconds(5));
     REQUIRE_FALSE(refused.ok());
   }
   stop_server(child, keep_alive);

@@ -1,0 +1,461 @@
+#include "actors/net/data_server.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+
+#include "actors/job_secret.h"
+#include "actors/net/event_loop.h"
+#include "actors/net/frame.h"
+#include "actors/net/socket.h"
+#include "runtime/log.h"
+
+namespace troupe::actors::net {
+
+using runtime::Status;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kListenId = 1;  // EventLoop::kWake is 0; connections count from 2
+
+}  // namespace
+
+// A peer's connection, as its server thread sees it.
+struct DataServer::Connection {
+  enum class Phase { kHello, kProof, kFrames };
+  uint64_t id = 0;
+  int fd = -1;
+  std::string peer;
+  Phase phase = Phase::kFrames;
+  std::string hello, answer, handshake;  // the job secret's exchange, as far as it went
+  FrameReader reader;
+  bool waiting = false;        // for a call's reply: read nothing more until it is out
+  std::deque<OutFrame> out;    // to write, in order
+  bool registered = false;     // with epoll
+  uint32_t watching = 0;       // the events registered
+  Clock::time_point deadline;  // the handshake's end, or the idle limit
+  Later later;                 // how a reply given later reaches it
+};
+
+// What other threads hand a server thread: replies the handler gives later, connections
+// accepted for it, and the event loop to wake it with. Shared with the handler's `later`s, which
+// may outlive the server.
+struct DataServer::Replies {
+  std::shared_ptr<EventLoop> events;
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, ShardReply>> ready;  // by connection
+  std::vector<std::unique_ptr<Connection>> arriving;
+  void wake() {
+    if (events) events->wake();
+  }
+  void post(uint64_t id, ShardReply reply) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ready.emplace_back(id, std::move(reply));
+    }
+    wake();
+  }
+};
+
+// One of the server's threads and the connections it serves.
+class DataServer::Loop {
+ public:
+  explicit Loop(DataServer& server) : server_(server) {}
+  ~Loop() {
+    for (auto& [id, c] : connections_) ::close(c->fd);
+    for (auto& c : replies_->arriving) ::close(c->fd);
+  }
+  // `accepts`: it also watches the listening socket.
+  Status start(bool accepts);
+  void stop() {
+    if (!thread_.joinable()) return;
+    replies_->wake();  // the thread sees stopping_
+    thread_.join();
+  }
+  // Serves `c` from now on; from any thread. How many it serves counts `c` at once.
+  void adopt(std::unique_ptr<Connection> c, Loop& caller);
+  int load() const { return load_; }
+  EventLoop& events() { return *events_; }
+
+ private:
+  void run();
+  void add(std::unique_ptr<Connection> c);
+  void on_event(Connection& c, uint32_t events);
+  void read_handshake(Connection& c);
+  void read_frames(Connection& c);
+  void take_replies();
+  void queue_reply(Connection& c, ShardReply reply);
+  bool write_out(Connection& c);  // false: the peer is gone
+  void watch(Connection& c);      // the events `c` waits for now
+  void close(uint64_t id, const std::string& why = "");
+  void follow(const Connection& c);
+
+  DataServer& server_;
+  bool accepts_ = false;
+  std::shared_ptr<EventLoop> events_;
+  std::shared_ptr<Replies> replies_ = std::make_shared<Replies>();
+  std::map<uint64_t, std::unique_ptr<Connection>> connections_;  // the thread's alone
+  std::atomic<int> load_{0};  // connections served and handed over
+  std::thread thread_;
+  int on_cpu_ = -1;  // the core it follows, or -1: the process's
+};
+
+runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime,
+                                                                const std::string& host,
+                                                                uint16_t port,
+                                                                DataServerOptions options) {
+  TROUPE_ASSIGN_OR_RETURN(Listening listening, listen_tcp(host, port));
+  return std::unique_ptr<DataServer>(
+      new DataServer(runtime, listening.fd, listening.port, options));
+}
+
+DataServer::DataServer(Runtime& runtime, int listen_fd, uint16_t port, DataServerOptions options)
+    : runtime_(runtime), listen_fd_(listen_fd), port_(port), options_(options) {
+  if (::sched_getaffinity(0, sizeof cores_, &cores_) != 0) CPU_ZERO(&cores_);
+}
+
+Status DataServer::serve(Handler handler) {
+  handler_ = std::move(handler);
+  acceptor_ = std::make_unique<Loop>(*this);
+  return acceptor_->start(true);
+}
+
+// The thread for a new connection: one with none, else a new one while there may be more, else
+// the one serving the fewest. The accepting thread serves none: a call it ran would hold up
+// the peers connecting meanwhile.
+DataServer::Loop& DataServer::loop_for_next() {
+  const auto fewest =
+      std::min_element(loops_.begin(), loops_.end(),
+                       [](const auto& a, const auto& b) { return a->load() < b->load(); });
+  const bool room = static_cast<int>(loops_.size()) < options_.threads;
+  if (fewest != loops_.end() && ((*fewest)->load() == 0 || !room)) return **fewest;
+  auto loop = std::make_unique<Loop>(*this);
+  if (Status s = loop->start(false); !s.ok()) {
+    runtime::log_warning("data channel on port ", port_, ": ", s.message(), "; connections share");
+    return fewest != loops_.end() ? **fewest : *acceptor_;
+  }
+  loops_.push_back(std::move(loop));
+  return *loops_.back();
+}
+
+Status DataServer::Loop::start(bool accepts) {
+  accepts_ = accepts;
+  auto events = EventLoop::open();
+  if (!events.ok()) return events.status().with_context("data channel");
+  events_ = std::move(*events);
+  replies_->events = events_;
+  if (accepts) {
+    TROUPE_RETURN_IF_ERROR(
+        events_->add(server_.listen_fd_, kListenId, EPOLLIN).with_context("data channel"));
+  }
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error& e) {
+    return runtime::resource_exhausted("data channel: cannot start its thread: ", e.what());
+  }
+  return runtime::ok_status();
+}
+
+DataServer::~DataServer() {
+  stopping_ = true;
+  // The accepting thread first: until it has ended, it may add threads.
+  if (acceptor_) acceptor_->stop();
+  for (auto& loop : loops_) loop->stop();
+  loops_.clear();
+  acceptor_.reset();
+  ::close(listen_fd_);
+}
+
+void DataServer::Loop::run() {
+  std::vector<EventLoop::Event> ready;
+  while (!server_.stopping_) {
+    // Wake for the nearest deadline: a handshake's or an idle connection's end, or the next
+    // accept after a failed one.
+    auto next = Clock::now() + std::chrono::seconds(1);
+    for (const auto& [id, c] : connections_) {
+      if (!c->waiting) next = std::min(next, c->deadline);
+    }
+    if (accepts_ && server_.accept_again_ != Clock::time_point{}) {
+      next = std::min(next, server_.accept_again_);
+    }
+    if (Status s = events_->wait(next, &ready); !s.ok()) {
+      runtime::log_error("data channel on port ", server_.port_, ": ", s.message());
+      return;
+    }
+    for (const EventLoop::Event& e : ready) {
+      if (server_.stopping_) break;
+      if (e.id == kListenId) {
+        server_.accept_all(*this);
+      } else if (e.id == EventLoop::kWake) {
+        take_replies();
+      } else if (auto it = connections_.find(e.id); it != connections_.end()) {
+        on_event(*it->second, e.events);
+      }
+    }
+    const auto now = Clock::now();
+    if (accepts_ && server_.accept_again_ != Clock::time_point{} && now >= server_.accept_again_) {
+      server_.accept_again_ = {};
+      events_->modify(server_.listen_fd_, kListenId, EPOLLIN);
+    }
+    std::vector<uint64_t> idle;
+    for (const auto& [id, c] : connections_) {
+      if (!c->waiting && now >= c->deadline) idle.push_back(id);
+    }
+    for (uint64_t id : idle) {
+      close(id, connections_.at(id)->phase == Connection::Phase::kFrames
+                    ? ""
+                    : "no proof of membership in time");
+    }
+  }
+}
+
+void DataServer::accept_all(Loop& acceptor) {
+  for (;;) {
+    sockaddr_in from{};
+    socklen_t from_len = sizeof from;
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len,
+                             SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      // Out of descriptors or memory: the listener is fine and the shortage may pass. It stays
+      // unwatched for a while, or its waiting connection would wake this thread at once again.
+      runtime::log_warning("data channel on port ", port_, ": accept failed (", errno_text(),
+                           "); retrying in ", backoff_.count(), " ms");
+      acceptor.events().modify(listen_fd_, kListenId, 0);
+      accept_again_ = Clock::now() + backoff_;
+      backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(1000));
+      return;
+    }
+    backoff_ = std::chrono::milliseconds(10);
+    const std::string peer = peer_of(from);
+    if (open_ >= options_.max_connections) {
+      runtime::log_warning("data channel on port ", port_, ": refused ", peer, ": ",
+                           options_.max_connections, " connections already");
+      ::close(fd);
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto c = std::make_unique<Connection>();
+    c->id = next_id_++;
+    c->fd = fd;
+    c->peer = peer;
+    const bool members_only = runtime_.secret() != nullptr;
+    c->phase = members_only ? Connection::Phase::kHello : Connection::Phase::kFrames;
+    c->deadline =
+        Clock::now() +
+        (members_only
+             ? std::chrono::duration_cast<std::chrono::milliseconds>(JobSecret::kHandshakeTimeout)
+             : options_.idle_timeout);
+    ++open_;
+    Loop& to = loop_for_next();
+    to.adopt(std::move(c), acceptor);
+  }
+}
+
+void DataServer::Loop::adopt(std::unique_ptr<Connection> c, Loop& caller) {
+  ++load_;
+  c->later = [replies = replies_, id = c->id](ShardReply r) { replies->post(id, std::move(r)); };
+  if (&caller == this) return add(std::move(c));
+  {
+    std::lock_guard<std::mutex> lock(replies_->mu);
+    replies_->arriving.push_back(std::move(c));
+  }
+  replies_->wake();
+}
+
+void DataServer::Loop::add(std::unique_ptr<Connection> c) {
+  Connection& added = *c;
+  connections_.emplace(c->id, std::move(c));
+  watch(added);
+}
+
+void DataServer::Loop::watch(Connection& c) {
+  uint32_t want = 0;
+  if (!c.waiting && c.out.empty()) want |= EPOLLIN;
+  if (!c.out.empty()) want |= EPOLLOUT;
+  if (c.registered && want == c.watching) return;
+  if (c.registered) {
+    events_->modify(c.fd, c.id, want);
+  } else if (!events_->add(c.fd, c.id, want).ok()) {
+    return;  // the connection idles out: nothing waits on it
+  }
+  c.registered = true;
+  c.watching = want;
+}
+
+void DataServer::Loop::close(uint64_t id, const std::string& why) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;
+  if (!why.empty()) {
+    runtime::log_warning("data channel on port ", server_.port_, ": refused ", it->second->peer,
+                         ": ", why);
+  }
+  events_->remove(it->second->fd);
+  ::close(it->second->fd);
+  connections_.erase(it);
+  --load_;
+  --server_.open_;
+}
+
+void DataServer::Loop::on_event(Connection& c, uint32_t events) {
+  const uint64_t id = c.id;
+  // Reset or closed both ways: reported whatever is watched, so it must end the connection now
+  // (a call awaiting its reply included: the reply has nowhere to go).
+  if (events & (EPOLLHUP | EPOLLERR)) return close(id);
+  if ((events & EPOLLOUT) && !write_out(c)) return close(id);
+  if (events & EPOLLIN) {
+    if (c.phase == Connection::Phase::kFrames) {
+      read_frames(c);
+    } else {
+      read_handshake(c);
+    }
+  }
+}
+
+void DataServer::Loop::read_handshake(Connection& c) {
+  const uint64_t id = c.id;
+  const size_t want =
+      c.phase == Connection::Phase::kHello ? JobSecret::kHelloBytes : JobSecret::kProofBytes;
+  char buf[64];
+  const ssize_t n = ::recv(c.fd, buf, want - c.handshake.size(), 0);
+  if (n == 0) return close(id, "gone during the handshake");
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    return close(id, "gone during the handshake");
+  }
+  c.handshake.append(buf, static_cast<size_t>(n));
+  if (c.handshake.size() < want) return;
+  const JobSecret& secret = *server_.runtime_.secret();
+  if (c.phase == Connection::Phase::kHello) {
+    c.hello = std::move(c.handshake);
+    c.handshake.clear();
+    if (std::string why = secret.answer_hello(c.hello, &c.answer); !why.empty()) {
+      return close(id, why);
+    }
+    c.out.emplace_back();
+    c.out.back().raw = c.answer;
+    c.out.back().frame_raw();
+    c.phase = Connection::Phase::kProof;
+    if (!write_out(c)) return close(id, "gone during the handshake");
+    return watch(c);
+  }
+  if (std::string why = secret.check_proof(c.hello, c.answer, c.handshake); !why.empty()) {
+    return close(id, why);
+  }
+  c.phase = Connection::Phase::kFrames;
+  c.handshake.clear();
+  c.deadline = Clock::now() + server_.options_.idle_timeout;
+  read_frames(c);  // a first frame may have come with the proof
+}
+
+// Reads what has come of the current frame; a whole one runs, and reading stops until its reply
+// is out: a peer that does not read its replies is not read either, and holds one reply at
+// most.
+void DataServer::Loop::read_frames(Connection& c) {
+  const uint64_t id = c.id;
+  const DataServerOptions& options = server_.options_;
+  while (!c.waiting && c.out.empty()) {
+    const uint64_t before = c.reader.received();
+    runtime::Bytes call;
+    const FrameReader::Got got = c.reader.read(c.fd, options.max_frame_bytes, &call);
+    if (c.reader.received() != before) c.deadline = Clock::now() + options.idle_timeout;
+    if (got == FrameReader::Got::kEnd) return close(id);
+    if (got == FrameReader::Got::kAgain) break;
+    if (options.follow_incoming_cpu) follow(c);
+    std::optional<ShardReply> reply;
+    try {
+      reply = server_.handler_(call, c.later);
+    } catch (const std::exception& e) {  // out of memory in a kernel, say: this call's end
+      runtime::log_warning("data channel on port ", server_.port_, ": a call from ", c.peer,
+                           " failed: ", e.what());
+      return close(id);
+    }
+    if (!reply) {
+      c.waiting = true;
+      break;
+    }
+    queue_reply(c, std::move(*reply));
+    if (!write_out(c)) return close(id);
+  }
+  watch(c);
+}
+
+// DataServerOptions::follow_incoming_cpu. Asked each call (a system call; calls are
+// milliseconds apart), so the thread moves when the peer does, and back to every core while it
+// serves more than one connection, whose packets may come to different ones.
+void DataServer::Loop::follow(const Connection& c) {
+  if (CPU_COUNT(&server_.cores_) < 2) return;
+  int cpu = -1;
+  socklen_t len = sizeof cpu;
+  if (connections_.size() != 1 ||
+      ::getsockopt(c.fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) != 0 || cpu < 0 ||
+      cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &server_.cores_)) {
+    cpu = -1;
+  }
+  if (cpu == on_cpu_) return;
+  cpu_set_t set = server_.cores_;
+  if (cpu >= 0) {
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+  }
+  if (::sched_setaffinity(0, sizeof set, &set) == 0) on_cpu_ = cpu;
+}
+
+void DataServer::Loop::queue_reply(Connection& c, ShardReply reply) {
+  c.out.emplace_back();
+  c.out.back().message = std::move(reply.message);
+  c.out.back().tensors = std::move(reply.outputs);
+  c.out.back().frame();
+  c.deadline = Clock::now() + server_.options_.idle_timeout;
+}
+
+void DataServer::Loop::take_replies() {
+  std::vector<std::pair<uint64_t, ShardReply>> ready;
+  std::vector<std::unique_ptr<Connection>> arriving;
+  {
+    std::lock_guard<std::mutex> lock(replies_->mu);
+    ready.swap(replies_->ready);
+    arriving.swap(replies_->arriving);
+  }
+  for (auto& c : arriving) add(std::move(c));
+  for (auto& [id, reply] : ready) {
+    auto it = connections_.find(id);
+    if (it == connections_.end() || !it->second->waiting) continue;  // the peer left meanwhile
+    Connection& c = *it->second;
+    queue_reply(c, std::move(reply));
+    c.waiting = false;
+    if (!write_out(c)) {
+      close(id);
+      continue;
+    }
+    read_frames(c);  // the next call may be here already
+  }
+}
+
+bool DataServer::Loop::write_out(Connection& c) {
+  while (!c.out.empty()) {
+    const ssize_t n = c.out.front().write(c.fd);
+    if (n < 0) return false;
+    if (n > 0) c.deadline = Clock::now() + server_.options_.idle_timeout;
+    if (!c.out.front().done()) break;
+    c.out.pop_front();
+  }
+  watch(c);
+  return true;
+}
+
+}  // namespace troupe::actors::net
