@@ -1,0 +1,252 @@
+// A ps server: its data server runs synchronous replicas' calls beside the shard actor's, it
+// listens on the data port it is told and advertises another, and a process without the job
+// secret is refused on both ports, logged, and changes nothing.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "actors/job_secret.h"
+#include "actors/net/data_channel.h"
+#include "actors/net/data_server.h"
+#include "actors/parameter_shard.h"
+#include "actors/ps_client.h"
+#include "actors/server.h"
+#include "actors/session.h"
+#include "actors/shard_codec.h"
+#include "harness/ps_process.h"
+#include "harness/raw_socket.h"
+#include "harness/temp_dir.h"
+#include "ops/array_ops.h"
+#include "ops/state_ops.h"
+#include "ops/training_ops.h"
+
+using namespace troupe;
+using runtime::DType;
+using runtime::Output;
+using runtime::Shape;
+using runtime::Tensor;
+
+TEST_CASE(
+    "a ps's data server runs sync replicas' calls itself; their rounds are the shard actor's too") {
+  // Replica 1 calls over a data channel, replica 2 over CAF: an update's reply comes when its
+  // round closes, whichever way the call that closes it came.
+  actors::Runtime rt;
+  auto store = std::make_shared<runtime::VariableStore>();
+  store->assign("w", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  store->assign("global_step", Tensor::scalar<int64_t>(0));
+  auto calls = std::make_shared<actors::ShardCalls>(store);
+  caf::actor shard = actors::spawn_parameter_shard(rt.system(), calls, uint16_t{0});
+  auto data = actors::net::DataServer::listen(rt, "127.0.0.1", 0);
+  REQUIRE(data.ok());
+  REQUIRE(
+      (*data)
+          ->serve([calls](const runtime::Bytes& f, const actors::net::DataServer::Later& later) {
+            return calls->call(f, later);
+          })
+          .ok());
+  auto channel =
+      actors::net::DataChannel::connect(rt, "127.0.0.1", (*data)->port(), std::chrono::seconds(10));
+  REQUIRE(channel.ok());
+
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto v =
+      ops::variable(b, "w", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
+  auto add = ops::assign_add(b, v, ops::placeholder(b, DType::kFloat32, Shape{2}));
+  Output step = ops::global_step(b);
+  auto increment = ops::assign_add(b, step, ops::placeholder(b, DType::kInt64, Shape{}));
+  const int barrier = ops::sync_replicas_barrier(b, step, add.node);
+  REQUIRE(b.ok());
+  caf::scoped_actor self{rt.system()};
+  using Reply = runtime::Result<std::vector<Tensor>>;
+  // Replica 1 calls through the data channel; `wait` is how long its reply may take.
+  auto send = [&](int node, std::vector<Tensor> inputs, actors::SyncTag sync) {
+    auto message = actors::build_shard_call(g, g.node(node), inputs, {.sync = sync});
+    REQUIRE(message.ok());
+    (*channel)->call(actors::net::ChannelCall{std::move(*message), inputs}, self, 1);
+  };
+  auto receive = [&](std::chrono::milliseconds wait) -> std::optional<Reply> {
+    std::optional<Reply> out;
+    self->receive([&](actors::net::channel_reply_atom, uint64_t,
+                      runtime::Bytes& r) { out = actors::decode_shard_reply(r); },
+                  [&](actors::net::channel_reply_atom, uint64_t, std::string& why) {
+                    out = runtime::unavailable(why);
+                  },
+                  caf::after(wait) >> [] {});
+    return out;
+  };
+  // Replica 2 calls the shard actor over CAF.
+  auto request = [&](int node, std::vector<Tensor> inputs, actors::SyncTag sync) {
+    std::vector<char> blob;
+    REQUIRE(actors::encode_shard_call(g, g.node(node), inputs, &blob, {.sync = sync}).ok());
+    Reply out = runtime::internal_error("no reply");
+    self->request(shard, std::chrono::seconds(10), actors::call_atom::value, std::move(blob))
+        .receive(
+            [&](std::vector<char>& r) {
+              out = actors::decode_shard_reply(std::make_shared<const std::vector<char>>(r));
+            },
+            [&](caf::error& e) { out = runtime::internal_error(rt.system().render(e)); });
+    return out;
+  };
+  const actors::SyncTag one{1, 2, 5000}, two{2, 2, 5000};
+  const std::chrono::seconds plenty(10);
+
+  // Replica 1's update waits for its round: its reply comes when replica 2's closes it.
+  send(add.node, {Tensor::from_vector<float>(Shape{2}, {10, 20})}, one);
+  CHECK_FALSE(receive(std::chrono::milliseconds(300)));
+  CHECK(store->read("w")->to_vector<float>() == std::vector<float>{1, 2});  // not applied yet
+  auto applied = request(add.node, {Tensor::from_vector<float>(Shape{2}, {30, 40})}, two);
+  REQUIRE_MESSAGE(applied.ok(), applied.status().to_string());
+  CHECK((*applied)[0].to_vector<float>() == std::vector<float>{21, 32});  // 1 + mean(10, 30)
+  auto held = receive(plenty);  // the round closed on the actor's thread, for the channel
+  REQUIRE(held);
+  REQUIRE_MESSAGE(held->ok(), held->status().to_string());
+  CHECK((**held)[0].to_vector<float>() == std::vector<float>{21, 32});
+  // The other way round for the global step: the channel's update closes the actor's round.
+  std::optional<Reply> increment_two;
+  std::vector<char> blob;
+  REQUIRE(actors::encode_shard_call(g, g.node(increment.node), {Tensor::scalar<int64_t>(1)}, &blob,
+                                    {.sync = two})
+              .ok());
+  std::thread second([&] {
+    caf::scoped_actor other{rt.system()};
+    other->request(shard, plenty, actors::call_atom::value, std::move(blob))
+        .receive([&](std::vector<char>&) { increment_two = Reply(std::vector<Tensor>{}); },
+                 [&](caf::error& e) { increment_two = runtime::internal_error(to_string(e)); });
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // replica 2's comes first
+  send(increment.node, {Tensor::scalar<int64_t>(1)}, one);
+  auto stepped = receive(plenty);
+  second.join();
+  REQUIRE(stepped);
+  REQUIRE_MESSAGE(stepped->ok(), stepped->status().to_string());
+  REQUIRE(increment_two);
+  REQUIRE_MESSAGE(increment_two->ok(), increment_two->status().to_string());
+  CHECK(store->read_int64_scalar("global_step").value() == 1);
+  // A barrier on a step passed already is answered at once.
+  send(barrier, {Tensor::scalar<int64_t>(0)}, one);
+  auto passed = receive(plenty);
+  REQUIRE(passed);
+  REQUIRE_MESSAGE(passed->ok(), passed->status().to_string());
+  CHECK((**passed)[0].data<int64_t>()[0] == 1);
+
+  // A barrier nobody passes fails at its timeout: the actor's tick expires the server's wait.
+  send(barrier, {Tensor::scalar<int64_t>(1)}, actors::SyncTag{1, 2, 200});
+  auto late = receive(plenty);
+  REQUIRE(late);
+  REQUIRE_FALSE(late->ok());
+  CHECK(late->status().message().find("global step 1 was not passed") != std::string::npos);
+  // The connection goes on; a call of no replica runs at once.
+  send(add.node, {Tensor::from_vector<float>(Shape{2}, {1, 1})}, {});
+  auto async = receive(plenty);
+  REQUIRE(async);
+  REQUIRE_MESSAGE(async->ok(), async->status().to_string());
+  CHECK((**async)[0].to_vector<float>() == std::vector<float>{22, 33});
+  caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a ps on a data port it is told, advertising another: peers are told the other") {
+  int free_fd = -1, refusing_fd = -1;
+  const uint16_t data_port = testing::held_port(&free_fd),
+                 advertised = testing::held_port(&refusing_fd);
+  ::close(free_fd);  // for the server to take
+  actors::Runtime server_rt;
+  actors::ServerOptions options;
+  options.data_port = data_port;
+  options.advertised_data_port = advertised;
+  auto server = actors::Server::start(server_rt, options);
+  REQUIRE_MESSAGE(server.ok(), server.status().to_string());
+  CHECK((*server)->data_port() == data_port);
+  CHECK((*server)->advertised_data_port() == advertised);
+  ::close(testing::connect_to(data_port));  // it listens where told
+
+  actors::Runtime rt;
+  const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
+  auto shard = actors::connect_server(rt, address);
+  REQUIRE(shard.ok());
+  CHECK(testing::data_port_told(rt, *shard) == advertised);
+
+  // Nothing listens at the advertised port: a session says so and its tensors take CAF's
+  // connection; training works all the same.
+  testing::PsModel m = testing::ps_model();
+  actors::SessionOptions so;
+  so.cluster = {{"/job:ps/task:0", address}};
+  auto s = actors::Session::create(rt, m.g, so);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  REQUIRE((*s)->run({}, {}, {m.init}).ok());
+  auto r = (*s)->run(testing::ps_batch(m, 0), {m.loss}, {m.train});
+  CHECK_MESSAGE(r.ok(), r.status().to_string());
+  CHECK((*server)->variables().contains("w"));
+
+  // A second server cannot take the same data port, and says which.
+  actors::Runtime other_rt;
+  auto second = actors::Server::start(other_rt, options);
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().message().find("cannot listen on 127.0.0.1:" + std::to_string(data_port)) !=
+        std::string::npos);
+  ::close(refusing_fd);
+}
+
+TEST_CASE(
+    "a process without the job secret is refused on both ports, logged, and changes nothing") {
+  const std::string dir = testing::temp_dir("refused");
+  std::filesystem::create_directories(dir);
+  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
+  REQUIRE(actors::make_job_secret(dir + "/other.secret").ok());
+  auto secret = actors::load_job_secret(dir + "/job.secret");
+  auto other = actors::load_job_secret(dir + "/other.secret");
+  REQUIRE(secret.ok());
+  REQUIRE(other.ok());
+  uint16_t port = 0;
+  int keep_alive = -1;
+  const std::string log = dir + "/server.log";
+  pid_t child = testing::start_server(&port, &keep_alive, *secret, log);
+  REQUIRE(port != 0);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  {
+    // Another job's secret: the handshake fails at once, on CAF's port.
+    actors::Runtime rt(actors::RuntimeOptions{.secret = *other});
+    auto server = actors::connect_server(rt, address);
+    REQUIRE_FALSE(server.ok());
+    CHECK(server.status().message().find("does not hold this job's secret") != std::string::npos);
+  }
+  {
+    // Bytes that are no handshake (what a plain CAF peer, or anyone, would send first).
+    const int fd = testing::connect_to(port);
+    const char junk[40] = "GET / HTTP/1.0\r\n\r\n and more of it";
+    REQUIRE(write(fd, junk, sizeof junk) == sizeof junk);
+    char c;
+    CHECK(read(fd, &c, 1) <= 0);  // closed (or reset), unanswered
+    close(fd);
+  }
+  {
+    // A member: it connects, and finds that nobody else wrote anything.
+    actors::Runtime rt(actors::RuntimeOptions{.secret = *secret});
+    const std::string task = "/job:ps/task:0";
+    auto ps = actors::PsClient::connect(rt, {{task, address}}, {});
+    REQUIRE_MESSAGE(ps.ok(), ps.status().to_string());
+    runtime::VariableStore held;
+    REQUIRE((*ps)->pull(&held).ok());
+    CHECK(held.names().empty());
+    // Its data channel: a member's works, one without the secret is refused.
+    auto server = actors::connect_server(rt, address);
+    REQUIRE(server.ok());
+    const uint16_t data_port = testing::data_port_told(rt, *server);
+    REQUIRE(data_port != 0);
+    auto channel =
+        actors::net::DataChannel::connect(rt, "127.0.0.1", data_port, std::chrono::seconds(5));
+    CHECK(channel.ok());
+    actors::Runtime stranger(actors::RuntimeOptions{.secret = *other});
+    auto refused = actors::net::DataChannel::connect(stranger, "127.0.0.1", data_port,
+                                                     std::chrono::seconds(5));
+    REQUIRE_FALSE(refused.ok());
+  }
+  testing::stop_server(child, keep_alive);
+  std::ifstream in(log);
+  const std::string logged((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_MESSAGE(logged.find("refused 127.0.0.1:") != std::string::npos, logged);
+  CHECK_MESSAGE(logged.find("not a troupe member's handshake") != std::string::npos, logged);
+  CHECK_MESSAGE(logged.find("data channel on port") != std::string::npos, logged);
+}
