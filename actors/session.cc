@@ -10,6 +10,7 @@
 #include "actors/session_actor.h"
 #include "runtime/cpu_relax.h"
 #include "runtime/log.h"
+#include "runtime/placement.h"
 
 namespace troupe::actors {
 
@@ -50,7 +51,10 @@ uint16_t data_port_of(Runtime& rt, const caf::actor& server) {
 runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const runtime::Graph& graph,
                                                           SessionOptions options) {
   std::unique_ptr<Session> s(new Session(rt));
-  s->graph_ = std::make_shared<const runtime::Graph>(graph);
+  auto placed = std::make_shared<runtime::Graph>(graph);
+  // Variables placed by hand gather their rows where they live, as placed ones do.
+  if (!options.cluster.empty()) runtime::colocate_gathers(placed.get());
+  s->graph_ = std::move(placed);
   s->variables_ =
       options.variables ? options.variables : std::make_shared<runtime::VariableStore>();
   Device device = spawn_device(rt.system(), {options.memory_limit_bytes});
@@ -84,7 +88,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
       return runtime::invalid_argument("cluster task '", task, "' is not /job:NAME/task:N");
     }
     TROUPE_ASSIGN_OR_RETURN(caf::actor server, connect_server(rt, address));
-    std::string key = "/job:" + parsed->job + "/task:" + std::to_string(std::max(0, parsed->task));
+    const std::string key = runtime::task_of(task);
     spec.remote_tasks[key] = server;
     // Tensors go over the server's data channel when it has one; CAF's connection otherwise.
     const uint16_t data_port = data_port_of(rt, server);

@@ -11,8 +11,8 @@
 #include "actors/node_actor.h"
 #include "actors/session_state.h"
 #include "actors/step_plan.h"
-#include "runtime/device.h"
 #include "runtime/op_registry.h"
+#include "runtime/placement.h"
 
 namespace troupe::actors::session {
 
@@ -22,17 +22,11 @@ using runtime::Tensor;
 
 namespace {
 
-// The task of another process a node is placed on ("/job:ps/task:0"), or "". A gather of a
-// variable's rows runs where the variable lives (step_plan.h).
+// The task of another process a node is placed on ("/job:ps/task:0"), or "": the placer wrote
+// it into the node's device (runtime/placement.h).
 std::string remote_task(const SessionState& st, const runtime::Node& node) {
   if (st.spec.remote_tasks.empty()) return "";
-  const int gathered = gathered_variable(*st.spec.graph, node);
-  const std::string& device = gathered >= 0 ? st.spec.graph->node(gathered).device : node.device;
-  if (device.empty()) return "";
-  auto spec = runtime::DeviceSpec::parse(device);
-  if (!spec.ok() || spec->job.empty()) return "";
-  std::string task =
-      "/job:" + spec->job + "/task:" + std::to_string(spec->task < 0 ? 0 : spec->task);
+  std::string task = runtime::task_of(node.device);
   return st.spec.remote_tasks.count(task) ? task : "";
 }
 

@@ -7,6 +7,7 @@
 #include "runtime/device.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/op_registry.h"
+#include "runtime/placement.h"
 #include "runtime/remapper.h"
 
 namespace troupe::actors {
@@ -14,15 +15,6 @@ namespace troupe::actors {
 using runtime::Graph;
 using runtime::Output;
 using runtime::Tensor;
-
-int gathered_variable(const Graph& g, const runtime::Node& n) {
-  if (n.op != "Gather" || !n.device.empty() || n.inputs.size() != 2 ||
-      n.attr<int64_t>("axis") != 0) {
-    return -1;
-  }
-  const runtime::Node& v = g.node(n.inputs[0].node);
-  return v.op == "Variable" ? v.id : -1;
-}
 
 namespace {
 
@@ -59,7 +51,7 @@ void gather_where_variables_live(const Graph& g, const std::vector<int>& order,
   std::vector<bool> reads_whole = reported;
   for (int id : order) {
     const runtime::Node& n = g.node(id);
-    const int v = bound[id] ? -1 : gathered_variable(g, n);
+    const int v = bound[id] ? -1 : runtime::gathered_variable(g, n);
     const bool rows =
         v >= 0 && remote(g.node(v)) && std::find(fed.begin(), fed.end(), n.inputs[0]) == fed.end();
     if (rows) (*fused)[id] = variable_gather(n, g.node(v));

@@ -77,12 +77,6 @@ struct StepPlan {
   int reporters = 0;
 };
 
-// The Variable node whose rows `n` gathers (a Gather along dim 0 of its read, `n` placed by no
-// one), or -1. Where that variable lives on another task, the gather runs there too, as a
-// VariableGather (the plan makes it), so that only the rows travel: TF colocates
-// embedding_lookup's gathers with their params the same way.
-int gathered_variable(const runtime::Graph& graph, const runtime::Node& n);
-
 // An error names what does not fit: a fetch or feed not in the graph, a node with no kernel.
 runtime::Result<StepPlan> compile_plan(const runtime::Graph& graph,
                                        const runtime::RunSignature& signature,

@@ -316,7 +316,7 @@ SparseTraffic embedding_traffic() {
   std::map<std::string, std::string> cluster;
   std::vector<std::string> tasks;
   for (int i = 0; i < 2; ++i) {
-    tasks.push_back("/job:ps/task:" + std::to_string(i));
+    tasks.push_back(troupe::runtime::task_name("ps", i));
     cluster[tasks.back()] = "127.0.0.1:" + std::to_string(base + i);
   }
   // The chief's entry only completes the spec: this process plays it, with a Session of its own.

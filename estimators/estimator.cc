@@ -51,7 +51,7 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
   if (cluster.num_ps_replicas > 0 &&
       (cluster.task_type == "chief" || cluster.task_type == "worker")) {
     const std::vector<std::string>& ps = cluster.cluster.at("ps");
-    for (size_t i = 0; i < ps.size(); ++i) ps_tasks_["/job:ps/task:" + std::to_string(i)] = ps[i];
+    for (size_t i = 0; i < ps.size(); ++i) ps_tasks_[runtime::task_name("ps", int(i))] = ps[i];
   }
   // Only the chief of a cluster writes checkpoints and summaries, as in TF.
   if (!config_.model_dir.empty() && cluster.is_chief) {

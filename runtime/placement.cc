@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/device.h"
 #include "runtime/op_registry.h"
 
 namespace troupe::runtime {
@@ -61,7 +62,37 @@ Result<std::map<std::string, std::string>> place_variables(Graph* graph,
     auto it = where.find(*name);
     if (it != where.end()) graph->set_device(id, it->second);
   }
+  colocate_gathers(graph);
   return where;
+}
+
+void colocate_gathers(Graph* graph) {
+  for (int id = 0; id < graph->num_nodes(); ++id) {
+    const Node& n = graph->node(id);
+    if (n.op != "Gather" || !n.device.empty() || n.inputs.size() != 2 ||
+        n.attr<int64_t>("axis") != 0) {
+      continue;
+    }
+    const Node& v = graph->node(n.inputs[0].node);
+    if (v.op == "Variable" && !v.device.empty()) graph->set_device(id, v.device);
+  }
+}
+
+int gathered_variable(const Graph& graph, const Node& n) {
+  if (n.op != "Gather" || n.inputs.size() != 2 || n.attr<int64_t>("axis") != 0) return -1;
+  const Node& v = graph.node(n.inputs[0].node);
+  return v.op == "Variable" && v.device == n.device ? v.id : -1;
+}
+
+std::string task_name(const std::string& job, int index) {
+  return "/job:" + job + "/task:" + std::to_string(index);
+}
+
+std::string task_of(const std::string& device) {
+  if (device.empty()) return "";
+  Result<DeviceSpec> spec = DeviceSpec::parse(device);
+  if (!spec.ok() || spec->job.empty()) return "";
+  return task_name(spec->job, spec->task < 0 ? 0 : spec->task);
 }
 
 }  // namespace troupe::runtime

@@ -13,6 +13,7 @@
 #include "ops/state_ops.h"
 #include "ops/training_ops.h"
 #include "runtime/graph_builder.h"
+#include "runtime/placement.h"
 
 using namespace troupe;
 using actors::compile_plan;
@@ -125,8 +126,12 @@ TEST_CASE("a gather of a remote variable's rows runs there; a read waits for its
   Output more = ops::gather(b, table, ids);
   Output whole = ops::reduce_sum(b, table);  // reads all of `table`
   REQUIRE(b.ok());
-  CHECK(actors::gathered_variable(g, node(g, rows.node)) == emb.node);
-  CHECK(actors::gathered_variable(g, node(g, whole.node)) == -1);
+  // The placer puts the gathers beside their variables before any plan is made.
+  CHECK(runtime::gathered_variable(g, node(g, rows.node)) == -1);
+  runtime::colocate_gathers(&g);
+  CHECK(node(g, rows.node).device == "/job:ps/task:0");
+  CHECK(runtime::gathered_variable(g, node(g, rows.node)) == emb.node);
+  CHECK(runtime::gathered_variable(g, node(g, whole.node)) == -1);
   actors::CompileOptions o;
   o.remote = [](const runtime::Node& n) { return n.device.rfind("/job:ps", 0) == 0; };
   auto plan = compile_plan(g, {{ids}, {rows, more, whole}, {}}, o);

@@ -106,3 +106,41 @@ TEST_CASE("placement refuses no tasks and an unknown strategy, naming it") {
   REQUIRE(!bad.ok());
   CHECK(bad.status().message().find("'random'") != std::string::npos);
 }
+
+TEST_CASE("placement puts a gather of a variable's rows beside it, and no other gather") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output ids = ops::placeholder(b, DType::kInt64, Shape{-1}, "ids");
+  Output emb = ops::variable(b, "emb", Shape{50, 4}, DType::kFloat32,
+                             ops::zeros(b, Shape{50, 4}, DType::kFloat32));
+  Output rows = ops::gather(b, emb, ids);
+  Output columns = ops::gather(b, emb, ids, /*axis=*/1);  // not a lookup of rows
+  Output computed = ops::gather(b, ops::square(b, emb), ids);  // rows of no variable
+  Output pinned;
+  {
+    auto scope = b.device("/job:worker/task:0");
+    pinned = ops::gather(b, emb, ids);
+  }
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  auto where = runtime::place_variables(&g, {"/job:ps/task:0"}, PsStrategy::kRoundRobin);
+  REQUIRE(where.ok());
+  CHECK(g.node(rows.node).device == "/job:ps/task:0");
+  CHECK(runtime::gathered_variable(g, g.node(rows.node)) == emb.node);
+  CHECK(g.node(columns.node).device.empty());
+  CHECK(g.node(computed.node).device.empty());
+  CHECK(g.node(pinned.node).device == "/job:worker/task:0");  // the user's word stands
+  CHECK(runtime::gathered_variable(g, g.node(pinned.node)) == -1);
+  // Placing again changes nothing: the placer's result is what it reads.
+  runtime::colocate_gathers(&g);
+  CHECK(g.node(rows.node).device == "/job:ps/task:0");
+  CHECK(g.node(pinned.node).device == "/job:worker/task:0");
+}
+
+TEST_CASE("a task's name is spelled in one place, and read back from a device") {
+  CHECK(runtime::task_name("ps", 2) == "/job:ps/task:2");
+  CHECK(runtime::task_of("/job:ps/task:1/device:cpu:0") == "/job:ps/task:1");
+  CHECK(runtime::task_of("/job:ps") == "/job:ps/task:0");  // a task left unset is the first
+  CHECK(runtime::task_of("/device:cpu:0").empty());
+  CHECK(runtime::task_of("").empty());
+  CHECK(runtime::task_of("not a device").empty());
+}
