@@ -48,10 +48,11 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
       store_(std::make_shared<runtime::VariableStore>()) {
   if (config_.threads > 0) runtime::kernel_registry().set_compute_threads(config_.threads);
   const ClusterConfig& cluster = config_.cluster;
-  if (cluster.num_ps_replicas > 0 &&
-      (cluster.task_type == "chief" || cluster.task_type == "worker")) {
-    const std::vector<std::string>& ps = cluster.cluster.at("ps");
-    for (size_t i = 0; i < ps.size(); ++i) ps_tasks_[runtime::task_name("ps", int(i))] = ps[i];
+  if (cluster.task_type == TaskType::kChief || cluster.task_type == TaskType::kWorker) {
+    const std::vector<std::string>& ps = cluster.addresses(TaskType::kPs);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      ps_tasks_[runtime::task_name(task_type_name(TaskType::kPs), static_cast<int>(i))] = ps[i];
+    }
   }
   // Only the chief of a cluster writes checkpoints and summaries, as in TF.
   if (!config_.model_dir.empty() && cluster.is_chief) {
@@ -249,7 +250,7 @@ Status Estimator::recover_cluster(const Status& why) {
 // The chief is replica 0 of the training replicas, worker i replica i + 1.
 int Estimator::replica_index() const {
   const ClusterConfig& c = config_.cluster;
-  return c.is_chief ? 0 : c.task_index + (c.cluster.count("chief") ? 1 : 0);
+  return c.is_chief ? 0 : c.task_index + static_cast<int>(c.addresses(TaskType::kChief).size());
 }
 
 void Estimator::cluster_session_options(actors::SessionOptions* so) const {

@@ -7,6 +7,45 @@
 
 namespace troupe::estimators {
 
+namespace {
+constexpr TaskType kTaskTypes[] = {TaskType::kChief, TaskType::kWorker, TaskType::kPs,
+                                   TaskType::kEvaluator};
+}  // namespace
+
+const char* task_type_name(TaskType type) {
+  switch (type) {
+    case TaskType::kChief:
+      return "chief";
+    case TaskType::kWorker:
+      return "worker";
+    case TaskType::kPs:
+      return "ps";
+    case TaskType::kEvaluator:
+      return "evaluator";
+    case TaskType::kNone:
+      break;
+  }
+  return "";
+}
+
+runtime::Result<TaskType> parse_task_type(const std::string& name) {
+  for (TaskType t : kTaskTypes) {
+    if (name == task_type_name(t)) return t;
+  }
+  return runtime::invalid_argument("task type '", name, "' is not chief, worker, ps or evaluator");
+}
+
+const std::vector<std::string>& ClusterConfig::addresses(TaskType type) const {
+  static const std::vector<std::string> kNone;
+  auto it = cluster.find(task_type_name(type));
+  return type == TaskType::kNone || it == cluster.end() ? kNone : it->second;
+}
+
+std::string ClusterConfig::task_label() const {
+  if (task_type == TaskType::kNone) return "";
+  return std::string(task_type_name(task_type)) + " " + std::to_string(task_index);
+}
+
 runtime::Result<ClusterConfig> parse_tf_config(const char* json) {
   ClusterConfig c;
   if (json == nullptr || std::string(json).find_first_not_of(" \t\n") == std::string::npos) {
@@ -27,7 +66,12 @@ runtime::Result<ClusterConfig> parse_tf_config(const char* json) {
       if (c.cluster[job].empty() && !tasks.data().empty()) c.cluster[job].push_back(tasks.data());
     }
   }
-  c.task_type = root.get<std::string>("task.type", "");
+  const std::string type = root.get<std::string>("task.type", "");
+  if (!type.empty()) {
+    auto parsed = parse_task_type(type);
+    if (!parsed.ok()) return parsed.status().with_context("TF_CONFIG");
+    c.task_type = *parsed;
+  }
   const std::string index = root.get<std::string>("task.index", "");
   if (!index.empty()) {
     try {
@@ -38,34 +82,27 @@ runtime::Result<ClusterConfig> parse_tf_config(const char* json) {
   }
   if (c.task_index < 0) return runtime::invalid_argument("TF_CONFIG: task.index must be >= 0");
   if (c.cluster.empty()) {
-    if (!c.task_type.empty() && (c.task_type != "worker" || c.task_index != 0)) {
+    if (c.task_type != TaskType::kNone && (c.task_type != TaskType::kWorker || c.task_index != 0)) {
       return runtime::invalid_argument(
-          "TF_CONFIG: without a cluster the task must be worker 0, not ", c.task_type, " ",
-          c.task_index);
+          "TF_CONFIG: without a cluster the task must be worker 0, not ", c.task_label());
     }
+    c.task_type = TaskType::kNone;  // a single local process, as with no TF_CONFIG at all
     return c;
   }
-  if (c.task_type.empty() || index.empty()) {
+  if (c.task_type == TaskType::kNone || index.empty()) {
     return runtime::invalid_argument("TF_CONFIG: a cluster needs task.type and task.index");
   }
-  auto chief = c.cluster.find("chief");
-  if (chief == c.cluster.end() || chief->second.size() != 1) {
+  if (c.addresses(TaskType::kChief).size() != 1) {
     return runtime::invalid_argument("TF_CONFIG: the cluster must have exactly one chief");
   }
-  if (c.task_type != "evaluator") {
-    auto job = c.cluster.find(c.task_type);
-    if (job == c.cluster.end() || c.task_index >= static_cast<int>(job->second.size())) {
-      return runtime::invalid_argument("TF_CONFIG: task ", c.task_type, " ", c.task_index,
-                                       " is not in the cluster");
-    }
+  if (c.task_type != TaskType::kEvaluator &&
+      c.task_index >= static_cast<int>(c.addresses(c.task_type).size())) {
+    return runtime::invalid_argument("TF_CONFIG: task ", c.task_label(), " is not in the cluster");
   }
-  c.is_chief = c.task_type == "chief";
-  auto count = [&](const char* job) {
-    auto it = c.cluster.find(job);
-    return it == c.cluster.end() ? 0 : static_cast<int>(it->second.size());
-  };
-  c.num_ps_replicas = count("ps");
-  c.num_worker_replicas = count("worker") + count("chief");
+  c.is_chief = c.task_type == TaskType::kChief;
+  c.num_ps_replicas = static_cast<int>(c.addresses(TaskType::kPs).size());
+  c.num_worker_replicas = static_cast<int>(c.addresses(TaskType::kWorker).size() +
+                                           c.addresses(TaskType::kChief).size());
   return c;
 }
 

@@ -20,13 +20,25 @@
 
 namespace troupe::estimators {
 
+// A process's part in a cluster, as TF_CONFIG's task.type names it.
+enum class TaskType { kNone, kChief, kWorker, kPs, kEvaluator };
+// "chief", "worker", "ps", "evaluator": TF_CONFIG's words, the cluster's job names; "" for none.
+const char* task_type_name(TaskType type);
+// The error names the word and the four it may be.
+runtime::Result<TaskType> parse_task_type(const std::string& name);
+
 struct ClusterConfig {
   std::map<std::string, std::vector<std::string>> cluster;  // job -> "host:port" per task
-  std::string task_type;  // chief, worker, ps, evaluator ("" when no cluster)
+  TaskType task_type = TaskType::kNone;                     // kNone when no cluster
   int task_index = 0;
   bool is_chief = true;
   int num_ps_replicas = 0;
   int num_worker_replicas = 1;  // workers + chief
+
+  // The addresses of the tasks of one type, in index order (none when the cluster has none).
+  const std::vector<std::string>& addresses(TaskType type) const;
+  // "worker 1", "ps 0": how logs and errors name this task; "" outside a cluster.
+  std::string task_label() const;
 };
 
 // Reads TF_CONFIG's JSON ({"cluster": {...}, "task": {"type": ..., "index": ...}}) with TF's

@@ -89,10 +89,8 @@ runtime::Result<estimators::ClusterConfig> cluster_of(const Flags& flags) {
   int64_t task = 0;
   std::string error;
   if (!to_int("task", flags.at("task"), 0, &task, &error)) return runtime::invalid_argument(error);
-  for (char c : job) {
-    if (!(c >= 'a' && c <= 'z')) {
-      return runtime::invalid_argument("--job '", job, "' is not chief, worker, ps or evaluator");
-    }
+  if (auto type = estimators::parse_task_type(job); !type.ok()) {
+    return type.status().with_context("--job");
   }
   const std::string path = flags.at("cluster");
   std::ifstream in(path);
@@ -104,10 +102,6 @@ runtime::Result<estimators::ClusterConfig> cluster_of(const Flags& flags) {
   auto config = estimators::parse_tf_config(json.c_str());
   if (!config.ok()) return config.status().with_context("--cluster " + path);
   return config;
-}
-
-std::string task_name(const estimators::ClusterConfig& c) {
-  return c.task_type.empty() ? std::string() : c.task_type + " " + std::to_string(c.task_index);
 }
 
 runtime::Result<std::shared_ptr<const actors::JobSecret>> secret_of(const Flags& flags) {

@@ -38,8 +38,6 @@ bool to_int(const std::string& flag, const std::string& v, int64_t min, int64_t*
 // of "host:port", as TF_CONFIG's "cluster") with --job and --task, else TF_CONFIG; none when
 // neither is given. Errors say which flag or which part of TF_CONFIG is wrong.
 runtime::Result<estimators::ClusterConfig> cluster_of(const Flags& flags);
-// "ps 0", "chief 0": how logs and errors name a task.
-std::string task_name(const estimators::ClusterConfig& c);
 // --secret FILE, else TROUPE_JOB_SECRET; null when neither is given.
 runtime::Result<std::shared_ptr<const actors::JobSecret>> secret_of(const Flags& flags);
 

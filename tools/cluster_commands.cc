@@ -60,12 +60,12 @@ int server(const std::vector<std::string>& args) {
         "troupe server needs its cluster: --cluster FILE --job ps --task N, or "
         "TF_CONFIG");
   }
-  if (cluster->task_type != "ps") {
-    return usage_error("troupe server hosts a ps task, not " + task_name(*cluster) +
+  if (cluster->task_type != estimators::TaskType::kPs) {
+    return usage_error("troupe server hosts a ps task, not " + cluster->task_label() +
                        " (which runs troupe train)");
   }
-  if (!std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(task_name(*cluster));
-  const std::string address = cluster->cluster.at("ps").at(cluster->task_index);
+  if (!std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster->task_label());
+  const std::string address = cluster->addresses(estimators::TaskType::kPs).at(cluster->task_index);
   auto where = split_address(address);
   if (!where.ok())
     return usage_error("ps " + std::to_string(cluster->task_index) + ": " +
@@ -132,7 +132,7 @@ namespace {
 // One process of a launched cluster and its output, read line by line.
 struct Task {
   std::string name;  // "chief 0"
-  std::string job;
+  estimators::TaskType type = estimators::TaskType::kNone;
   pid_t pid = -1;
   int out = -1, err = -1;  // read ends of its stdout and stderr
   std::string out_line, err_line;
@@ -207,13 +207,14 @@ std::string cluster_json(const std::map<std::string, std::vector<std::string>>& 
 }
 
 // `cpus`: the cores the task may run on; empty: wherever the launcher may.
-runtime::Result<Task> spawn_task(const std::string& self, const std::string& job, int index,
+runtime::Result<Task> spawn_task(const std::string& self, estimators::TaskType type, int index,
                                  const std::vector<std::string>& command,
                                  const std::string& cluster, const std::string& secret,
                                  const std::vector<int>& cpus, int nice) {
+  const std::string job = estimators::task_type_name(type);
   Task t;
   t.name = job + " " + std::to_string(index);
-  t.job = job;
+  t.type = type;
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return runtime::unavailable("pipe: ", std::strerror(errno));
   if (::pipe2(err, O_CLOEXEC) != 0) {
@@ -282,7 +283,7 @@ void pump(Task& t, int fd, bool flush_partial) {
          (flush_partial && start < pending.size())) {
     const size_t end = nl == std::string::npos ? pending.size() : nl;
     const std::string line = pending.substr(start, end - start);
-    if (fd == t.out && t.job == "chief") {
+    if (fd == t.out && t.type == estimators::TaskType::kChief) {
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     } else {
@@ -332,134 +333,62 @@ constexpr int kCrowdedNice = 10;
 
 void signal_all(std::vector<Task>& tasks, int sig, bool ps_too = true) {
   for (Task& t : tasks) {
-    if (!t.exited && (ps_too || t.job != "ps")) ::kill(t.pid, sig);
+    if (!t.exited && (ps_too || t.type != estimators::TaskType::kPs)) ::kill(t.pid, sig);
   }
 }
 
-}  // namespace
+// What `troupe cluster` was asked for: its own flags before --, the tasks' command after.
+struct LaunchRequest {
+  int64_t ps = 1, workers = 2, grace = 30;
+  std::string host = "127.0.0.1";
+  std::string secret;  // --secret FILE; "": a new one for this job
+  bool evaluator = false, pin = false;
+  std::vector<std::string> command;
+};
 
-int cluster(const std::vector<std::string>& args, const std::string& self) {
+// An error is a usage error, naming the flag.
+runtime::Result<LaunchRequest> launch_request(const std::vector<std::string>& args) {
   auto dash = std::find(args.begin(), args.end(), "--");
   const std::vector<std::string> own(args.begin(), dash);
-  const std::vector<std::string> command(dash == args.end() ? dash : dash + 1, args.end());
-  auto parsed =
-      parse_flags(own, {"ps", "workers", "host", "secret", "grace"}, {"evaluator", "pin"});
-  if (!parsed.ok()) return usage_error(parsed.status().message());
-  const Flags& flags = *parsed;
-  if (command.empty() || command[0] != "train") {
-    return usage_error("troupe cluster ... -- train ...: the tasks' command comes after --");
+  LaunchRequest r;
+  r.command.assign(dash == args.end() ? dash : dash + 1, args.end());
+  TROUPE_ASSIGN_OR_RETURN(
+      Flags flags,
+      parse_flags(own, {"ps", "workers", "host", "secret", "grace"}, {"evaluator", "pin"}));
+  if (r.command.empty() || r.command[0] != "train") {
+    return runtime::invalid_argument(
+        "troupe cluster ... -- train ...: the tasks' command comes after --");
   }
   std::string error;
-  int64_t ps = 1, workers = 2, grace = 30;
-  if (!to_int("ps", flags.count("ps") ? flags.at("ps") : "1", 1, &ps, &error) ||
-      !to_int("workers", flags.count("workers") ? flags.at("workers") : "2", 1, &workers, &error) ||
-      !to_int("grace", flags.count("grace") ? flags.at("grace") : "30", 1, &grace, &error)) {
-    return usage_error(error);
+  if (!to_int("ps", flags.count("ps") ? flags.at("ps") : "1", 1, &r.ps, &error) ||
+      !to_int("workers", flags.count("workers") ? flags.at("workers") : "2", 1, &r.workers,
+              &error) ||
+      !to_int("grace", flags.count("grace") ? flags.at("grace") : "30", 1, &r.grace, &error)) {
+    return runtime::invalid_argument(error);
   }
   for (const char* f : {"--cluster", "--job", "--task", "--secret"}) {
-    if (std::find(command.begin(), command.end(), f) != command.end()) {
-      return usage_error(std::string("the launcher sets ") + f + " for each task itself");
+    if (std::find(r.command.begin(), r.command.end(), f) != r.command.end()) {
+      return runtime::invalid_argument("the launcher sets ", f, " for each task itself");
     }
   }
-  const std::string host = flags.count("host") ? flags.at("host") : "127.0.0.1";
-  const bool evaluator = flags.count("evaluator") > 0;
+  if (flags.count("host")) r.host = flags.at("host");
+  if (flags.count("secret")) r.secret = flags.at("secret");
+  r.evaluator = flags.count("evaluator") > 0;
+  r.pin = flags.count("pin") > 0;
+  return r;
+}
 
-  char dir_template[] = "/tmp/troupe-cluster-XXXXXX";
-  if (::mkdtemp(dir_template) == nullptr) {
-    return fail(
-        runtime::unavailable("cannot make a directory for the job: ", std::strerror(errno)));
-  }
-  const std::string dir = dir_template;
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } cleanup{dir};
-  std::string secret_file = dir + "/job.pem";
-  if (flags.count("secret")) {
-    secret_file = flags.at("secret");
-    if (auto s = actors::load_job_secret(secret_file); !s.ok()) return fail(s.status());
-  } else if (auto s = actors::make_job_secret(secret_file); !s.ok()) {
-    return fail(s);
-  }
-
-  // The chief is the first training replica; --workers counts it.
-  const size_t n = static_cast<size_t>(ps + workers);
-  auto ports = free_ports(host, n);
-  if (!ports.ok()) return fail(ports.status());
-  std::map<std::string, std::vector<std::string>> jobs;
-  size_t next = 0;
-  auto address = [&] { return host + ":" + std::to_string((*ports)[next++]); };
-  for (int64_t i = 0; i < ps; ++i) jobs["ps"].push_back(address());
-  jobs["chief"].push_back(address());
-  for (int64_t i = 1; i < workers; ++i) jobs["worker"].push_back(address());
-  const std::string spec = cluster_json(jobs);
-  if (auto s = runtime::write_file_atomic(dir + "/cluster.json", spec); !s.ok()) return fail(s);
-
-  if (::pipe2(signal_pipe, O_CLOEXEC) != 0) return fail(runtime::unavailable("pipe"));
-  struct sigaction action = {};
-  action.sa_handler = &on_launcher_signal;
-  sigemptyset(&action.sa_mask);
-  for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
-
-  runtime::set_log_task("cluster");
-  runtime::log_info("job of ", ps, " ps, 1 chief, ", workers - 1,
-                    workers == 2 ? " worker" : " workers", evaluator ? ", 1 evaluator" : "",
-                    flags.count("pin") ? ", pinned" : "", ": ", spec);
-  auto cores = pinning(static_cast<size_t>(workers));
-  if (!cores.ok()) return fail(cores.status());
-  const Pinning pins = *cores;
-  const bool pin = flags.count("pin") > 0;
-  if (pin && pins.cores.size() < pins.replicas) {
-    runtime::log_warning("--pin: ", pins.replicas, " training replicas on ", pins.cores.size(),
-                         " cores: some share a core");
-  }
-  const int nice = pins.crowded() ? kCrowdedNice : 0;
-  if (nice != 0) {
-    runtime::log_info(pins.replicas, " training replicas on ", pins.cores.size(),
-                      pins.cores.size() == 1 ? " core" : " cores", ": they run at nice ", nice,
-                      ", so that the ps tasks answer at once");
-  }
-  std::vector<Task> tasks;
-  auto start = [&](const std::string& job, int index, const std::vector<std::string>& cmd) {
-    std::vector<int> cpus;
-    if (pin) {
-      // The chief is replica 0, worker i replica i + 1.
-      if (job == "chief")
-        cpus = pins.replica(0);
-      else if (job == "worker")
-        cpus = pins.replica(static_cast<size_t>(index) + 1);
-      else
-        cpus = pins.others();
-    }
-    auto t = spawn_task(self, job, index, cmd, spec, secret_file, cpus, job == "ps" ? 0 : nice);
-    if (t.ok() && !cpus.empty()) {
-      std::string list;
-      for (int cpu : cpus) list += (list.empty() ? "" : ",") + std::to_string(cpu);
-      runtime::log_info(t->name, " runs on core", cpus.size() > 1 ? "s " : " ", list);
-    }
-    if (!t.ok()) return t.status();
-    tasks.push_back(std::move(*t));
-    return runtime::ok_status();
-  };
-  runtime::Status started = runtime::ok_status();
-  // Pinned replicas' calls run on their own cores (net::DataServerOptions::follow_incoming_cpu).
-  const std::vector<std::string> server =
-      pin ? std::vector<std::string>{"server", "--pin"} : std::vector<std::string>{"server"};
-  for (int i = 0; i < ps && started.ok(); ++i) started = start("ps", i, server);
-  for (int i = 0; i + 1 < workers && started.ok(); ++i) started = start("worker", i, command);
-  if (started.ok()) started = start("chief", 0, command);
-  if (started.ok() && evaluator) started = start("evaluator", 0, command);
-
+// Passes the tasks' output on until every task has ended: the chief's end (or a ps's) ends the
+// others, a first signal stops the chief gracefully, a second kills every task, and tasks still
+// running `grace` seconds after they were asked to stop are killed. The launcher's exit status:
+// the chief's, or 1.
+int supervise(std::vector<Task>& tasks, int64_t grace, const runtime::Status& started) {
+  using estimators::TaskType;
   int result = started.ok() ? -1 : 1;
   if (!started.ok()) {
     runtime::log_error(started.to_string());
     signal_all(tasks, SIGTERM);
   }
-
-  // Until every task has ended: the chief's end (or a ps's) ends the others.
   using Clock = std::chrono::steady_clock;
   int signals = 0;
   bool stopping = false, ps_stopping = false, killed = false;
@@ -492,7 +421,7 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
             // stop when it has.
             runtime::log_info("interrupted: stopping the chief (again to stop every task now)");
             for (Task& t : tasks) {
-              if (t.job == "chief" && !t.exited) ::kill(t.pid, SIGINT);
+              if (t.type == TaskType::kChief && !t.exited) ::kill(t.pid, SIGINT);
             }
             deadline = Clock::now() + std::chrono::seconds(grace);
           } else {
@@ -518,10 +447,10 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
       t.exited = true;
       t.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       if (t.status != 0 || !stopping) runtime::log_info(t.name, " exited with status ", t.status);
-      if (t.job == "chief") {
+      if (t.type == TaskType::kChief) {
         if (result < 0) result = t.status;
         stop_all(SIGTERM, "the chief has ended");
-      } else if (t.job == "ps" && !stopping) {
+      } else if (t.type == TaskType::kPs && !stopping) {
         if (result < 0) result = 1;
         stop_all(SIGTERM, t.name + " has ended");
       }
@@ -530,8 +459,9 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
       return t.exited && t.out < 0 && t.err < 0;
     });
     if (all_done) break;
-    const bool only_ps = std::all_of(tasks.begin(), tasks.end(),
-                                     [](const Task& t) { return t.exited || t.job == "ps"; });
+    const bool only_ps = std::all_of(tasks.begin(), tasks.end(), [](const Task& t) {
+      return t.exited || t.type == TaskType::kPs;
+    });
     if (stopping && !ps_stopping && only_ps) {
       ps_stopping = true;
       signal_all(tasks, SIGTERM);
@@ -542,8 +472,114 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
       killed = true;
     }
   }
-  for (int sig : {SIGINT, SIGTERM}) std::signal(sig, SIG_DFL);
   return result < 0 ? 1 : result;
+}
+
+}  // namespace
+
+int cluster(const std::vector<std::string>& args, const std::string& self) {
+  using estimators::TaskType;
+  auto request = launch_request(args);
+  if (!request.ok()) return usage_error(request.status().message());
+  const LaunchRequest& r = *request;
+  char dir_template[] = "/tmp/troupe-cluster-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) {
+    return fail(
+        runtime::unavailable("cannot make a directory for the job: ", std::strerror(errno)));
+  }
+  const std::string dir = dir_template;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  std::string secret_file = dir + "/job.pem";
+  if (!r.secret.empty()) {
+    secret_file = r.secret;
+    if (auto s = actors::load_job_secret(secret_file); !s.ok()) return fail(s.status());
+  } else if (auto s = actors::make_job_secret(secret_file); !s.ok()) {
+    return fail(s);
+  }
+
+  // The chief is the first training replica; --workers counts it.
+  auto ports = free_ports(r.host, static_cast<size_t>(r.ps + r.workers));
+  if (!ports.ok()) return fail(ports.status());
+  std::map<std::string, std::vector<std::string>> jobs;
+  size_t next = 0;
+  auto add = [&](TaskType type, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) {
+      jobs[estimators::task_type_name(type)].push_back(r.host + ":" +
+                                                       std::to_string((*ports)[next++]));
+    }
+  };
+  add(TaskType::kPs, r.ps);
+  add(TaskType::kChief, 1);
+  add(TaskType::kWorker, r.workers - 1);
+  const std::string spec = cluster_json(jobs);
+  if (auto s = runtime::write_file_atomic(dir + "/cluster.json", spec); !s.ok()) return fail(s);
+
+  if (::pipe2(signal_pipe, O_CLOEXEC) != 0) return fail(runtime::unavailable("pipe"));
+  struct sigaction action = {};
+  action.sa_handler = &on_launcher_signal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &action, nullptr);
+
+  runtime::set_log_task("cluster");
+  runtime::log_info("job of ", r.ps, " ps, 1 chief, ", r.workers - 1,
+                    r.workers == 2 ? " worker" : " workers", r.evaluator ? ", 1 evaluator" : "",
+                    r.pin ? ", pinned" : "", ": ", spec);
+  auto cores = pinning(static_cast<size_t>(r.workers));
+  if (!cores.ok()) return fail(cores.status());
+  const Pinning pins = *cores;
+  if (r.pin && pins.cores.size() < pins.replicas) {
+    runtime::log_warning("--pin: ", pins.replicas, " training replicas on ", pins.cores.size(),
+                         " cores: some share a core");
+  }
+  const int nice = pins.crowded() ? kCrowdedNice : 0;
+  if (nice != 0) {
+    runtime::log_info(pins.replicas, " training replicas on ", pins.cores.size(),
+                      pins.cores.size() == 1 ? " core" : " cores", ": they run at nice ", nice,
+                      ", so that the ps tasks answer at once");
+  }
+  std::vector<Task> tasks;
+  auto start = [&](TaskType type, int index, const std::vector<std::string>& cmd) {
+    std::vector<int> cpus;
+    if (r.pin) {
+      // The chief is replica 0, worker i replica i + 1.
+      if (type == TaskType::kChief)
+        cpus = pins.replica(0);
+      else if (type == TaskType::kWorker)
+        cpus = pins.replica(static_cast<size_t>(index) + 1);
+      else
+        cpus = pins.others();
+    }
+    auto t = spawn_task(self, type, index, cmd, spec, secret_file, cpus,
+                        type == TaskType::kPs ? 0 : nice);
+    if (t.ok() && !cpus.empty()) {
+      std::string list;
+      for (int cpu : cpus) list += (list.empty() ? "" : ",") + std::to_string(cpu);
+      runtime::log_info(t->name, " runs on core", cpus.size() > 1 ? "s " : " ", list);
+    }
+    if (!t.ok()) return t.status();
+    tasks.push_back(std::move(*t));
+    return runtime::ok_status();
+  };
+  runtime::Status started = runtime::ok_status();
+  // Pinned replicas' calls run on their own cores (net::DataServerOptions::follow_incoming_cpu).
+  const std::vector<std::string> server =
+      r.pin ? std::vector<std::string>{"server", "--pin"} : std::vector<std::string>{"server"};
+  for (int i = 0; i < r.ps && started.ok(); ++i) started = start(TaskType::kPs, i, server);
+  for (int i = 0; i + 1 < r.workers && started.ok(); ++i) {
+    started = start(TaskType::kWorker, i, r.command);
+  }
+  if (started.ok()) started = start(TaskType::kChief, 0, r.command);
+  if (started.ok() && r.evaluator) started = start(TaskType::kEvaluator, 0, r.command);
+
+  const int result = supervise(tasks, r.grace, started);
+  for (int sig : {SIGINT, SIGTERM}) std::signal(sig, SIG_DFL);
+  return result;
 }
 
 }  // namespace troupe::cli

@@ -220,16 +220,17 @@ int train(const std::vector<std::string>& args) {
   auto cluster = cluster_of(flags);
   if (!cluster.ok()) return usage_error(cluster.status().message());
   const bool in_cluster = !cluster->cluster.empty();
-  if (in_cluster && !std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(task_name(*cluster));
-  if (cluster->task_type == "ps") {
+  if (in_cluster && !std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster->task_label());
+  if (cluster->task_type == estimators::TaskType::kPs) {
     return usage_error("a ps task runs `troupe server`, not `troupe train`");
   }
-  if (in_cluster && cluster->task_type != "evaluator" && cluster->num_ps_replicas == 0) {
+  if (in_cluster && cluster->task_type != estimators::TaskType::kEvaluator &&
+      cluster->num_ps_replicas == 0) {
     return usage_error("the cluster has no ps task: its variables live on ps tasks");
   }
   auto secret = secret_of(flags);
   if (!secret.ok()) return fail(secret.status());
-  if (in_cluster && !*secret && cluster->task_type != "evaluator") {
+  if (in_cluster && !*secret && cluster->task_type != estimators::TaskType::kEvaluator) {
     runtime::log_warning(
         "no job secret (--secret or TROUPE_JOB_SECRET): anyone who can reach "
         "the ps tasks can read or change the model");
@@ -247,7 +248,8 @@ int train(const std::vector<std::string>& args) {
   // In a cluster every replica reads its part round and round and all stop at one global step:
   // --epochs becomes the steps one process takes for that many passes over all the data.
   // Trees stop by themselves once grown: they read the data round and round until then.
-  const bool repeat = steps > 0 || trees || (in_cluster && cluster->task_type != "evaluator");
+  const bool repeat =
+      steps > 0 || trees || (in_cluster && cluster->task_type != estimators::TaskType::kEvaluator);
   input::DatasetOptions train_opts{.batch_size = batch,
                                    .num_epochs = repeat ? 0 : epochs,
                                    .shuffle = true,
@@ -407,7 +409,7 @@ int train(const std::vector<std::string>& args) {
                                              : 0);
   config.sync_timeout_ms = sync_timeout_s * 1000;
   if (auto valid = config.validate(); !valid.ok()) return usage_error(valid.message());
-  if (in_cluster && steps == 0 && cluster->task_type != "evaluator") {
+  if (in_cluster && steps == 0 && cluster->task_type != estimators::TaskType::kEvaluator) {
     auto rows = count_rows(*train_data);
     if (!rows.ok()) return fail(rows.status());
     // A synchronous step takes a batch from each of the replicas it aggregates.
@@ -417,7 +419,7 @@ int train(const std::vector<std::string>& args) {
                       " a step: the replicas stop at global step ", steps);
   }
   // In a cluster the replicas share one global step: --steps is where it stops (max_steps).
-  if (in_cluster && !cluster->is_chief && cluster->task_type != "evaluator") {
+  if (in_cluster && !cluster->is_chief && cluster->task_type != estimators::TaskType::kEvaluator) {
     return run_worker(config, model_fn, *train_data, steps, graceful);
   }
 
@@ -428,7 +430,7 @@ int train(const std::vector<std::string>& args) {
   }
   auto eval_data = open_data(eval_spec, "test", label, eval_opts, data_options(spec));
   if (!eval_data.ok()) return fail(eval_data.status());
-  if (cluster->task_type == "evaluator") {
+  if (cluster->task_type == estimators::TaskType::kEvaluator) {
     return run_evaluator(config, model_fn, *eval_data, steps, eval_timeout_s, graceful);
   }
 

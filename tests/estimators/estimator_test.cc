@@ -508,6 +508,20 @@ TEST_CASE("run config and TF_CONFIG") {
   CHECK(cluster->num_ps_replicas == 1);
   CHECK(cluster->num_worker_replicas == 3);
   CHECK(cluster->cluster.at("worker")[1] == "h4:2222");
+  CHECK(cluster->task_type == TaskType::kWorker);
+  CHECK(cluster->addresses(TaskType::kPs) == std::vector<std::string>{"h1:2222"});
+  CHECK(cluster->addresses(TaskType::kEvaluator).empty());
+  CHECK(cluster->task_label() == "worker 1");
+  CHECK(local->task_type == TaskType::kNone);
+  // A task type TF_CONFIG may not name is refused with the word, not taken for a job.
+  auto unknown = parse_tf_config(
+      R"({"cluster": {"chief": ["a:1"], "master": ["b:1"]}, "task": {"type": "master", "index": 0}})");
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.status().message().find(
+            "task type 'master' is not chief, worker, ps or evaluator") != std::string::npos);
+  for (TaskType t : {TaskType::kChief, TaskType::kWorker, TaskType::kPs, TaskType::kEvaluator}) {
+    CHECK(parse_task_type(task_type_name(t)).value() == t);
+  }
   CHECK(
       parse_tf_config(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}})")
           .status()
