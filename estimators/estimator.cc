@@ -45,15 +45,10 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
       params_(std::move(params)),
       runtime_(
           std::make_unique<actors::Runtime>(actors::RuntimeOptions{.secret = config_.job_secret})),
-      store_(std::make_shared<runtime::VariableStore>()) {
+      store_(std::make_shared<runtime::VariableStore>()),
+      member_(*runtime_, config_, &stop_requested_) {
   if (config_.threads > 0) runtime::kernel_registry().set_compute_threads(config_.threads);
   const ClusterConfig& cluster = config_.cluster;
-  if (cluster.task_type == TaskType::kChief || cluster.task_type == TaskType::kWorker) {
-    const std::vector<std::string>& ps = cluster.addresses(TaskType::kPs);
-    for (size_t i = 0; i < ps.size(); ++i) {
-      ps_tasks_[runtime::task_name(task_type_name(TaskType::kPs), static_cast<int>(i))] = ps[i];
-    }
-  }
   // Only the chief of a cluster writes checkpoints and summaries, as in TF.
   if (!config_.model_dir.empty() && cluster.is_chief) {
     runtime::CheckpointOptions o;
@@ -104,13 +99,7 @@ Result<Tensor> Estimator::get_variable_value(const std::string& name) const {
 }
 
 int64_t Estimator::global_step() const {
-  auto at = placement_.find("global_step");
-  if (ps_ && at != placement_.end()) {
-    Result<int64_t> step = ps_->read_int64("global_step", at->second);
-    if (step.ok()) return last_global_step_ = *step;
-    runtime::log_warning("reading the global step: ", step.status().to_string());
-    return last_global_step_;  // the last one read
-  }
+  if (member_.holds_global_step()) return member_.global_step();
   return store_->read_int64_scalar("global_step").value_or(0);
 }
 
@@ -135,7 +124,7 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
   m->source = data.source;
   TROUPE_RETURN_IF_ERROR(
       build_model_graph(model_fn_, mode, data, components, params_, config_, m.get()));
-  if (mode == Mode::kTrain && in_cluster()) TROUPE_RETURN_IF_ERROR(place_on_cluster(*m));
+  if (mode == Mode::kTrain && in_cluster()) TROUPE_RETURN_IF_ERROR(member_.place(&m->graph));
   TROUPE_RETURN_IF_ERROR(open_sessions(*m, mode));
   last_components_.clear();
   for (const InputComponent& c : components) {
@@ -147,7 +136,15 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
 }
 
 Status Estimator::ensure_variables(Model& m, Mode mode) {
-  if (mode == Mode::kTrain && in_cluster()) return ensure_cluster_variables(m);
+  if (mode == Mode::kTrain && in_cluster()) {
+    // The chief initialises the model in this process first (every node local), restores the
+    // latest checkpoint over it, and sends it to the ps tasks, unless they hold it already.
+    return member_.ensure_variables(store_.get(), [&] {
+      TROUPE_RETURN_IF_ERROR(m.local_session->run({}, {}, {m.init}).status());
+      const bool have_checkpoint = checkpoints_ && !checkpoints_->latest().empty();
+      return have_checkpoint ? restore_latest(m) : runtime::ok_status();
+    });
+  }
   bool missing = false;
   for (int id : m.graph.variables()) {
     if (!store_->contains(ops::variable_name(m.graph.node(id)))) missing = true;
@@ -178,64 +175,12 @@ Status Estimator::restore_latest(Model& m) {
   return runtime::ok_status();
 }
 
-actors::WaitOptions Estimator::cluster_wait() const {
-  actors::WaitOptions wait;
-  wait.poll = std::chrono::milliseconds(config_.cluster_poll_ms);
-  wait.deadline = std::chrono::milliseconds(config_.cluster_deadline_ms);
-  wait.stop = &stop_requested_;
-  return wait;
-}
-
-Status Estimator::connect_cluster() {
-  if (ps_) return runtime::ok_status();
-  TROUPE_ASSIGN_OR_RETURN(ps_, actors::PsClient::connect(*runtime_, ps_tasks_, cluster_wait()));
-  return runtime::ok_status();
-}
-
-Status Estimator::place_on_cluster(Model& m) {
-  TROUPE_RETURN_IF_ERROR(connect_cluster());
-  std::vector<std::string> tasks;
-  for (const auto& [task, address] : ps_tasks_) tasks.push_back(task);
-  TROUPE_ASSIGN_OR_RETURN(placement_,
-                          runtime::place_variables(&m.graph, tasks, config_.ps_strategy));
-  return runtime::ok_status();
-}
-
-// The chief finds the ps tasks holding the model (it restarted, they did not: train on from
-// their state, which is newer than any checkpoint), or initialises it here, restores the
-// latest checkpoint over it, and sends each task its part. Workers wait for that.
-Status Estimator::ensure_cluster_variables(Model& m) {
-  TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> absent, ps_->missing(placement_));
-  if (!config_.cluster.is_chief) {
-    if (absent.empty()) return runtime::ok_status();
-    return ps_->wait_for_variables(placement_, cluster_wait());
-  }
-  if (absent.empty()) {
-    TROUPE_RETURN_IF_ERROR(ps_->pull(store_.get()));
-    if (!cluster_joined_) {
-      runtime::log_info("the ps tasks hold the model at global step ", global_step(),
-                        ": training on from there");
-    }
-    cluster_joined_ = true;
-    return runtime::ok_status();
-  }
-  TROUPE_RETURN_IF_ERROR(m.local_session->run({}, {}, {m.init}).status());
-  if (checkpoints_ && !checkpoints_->latest().empty()) TROUPE_RETURN_IF_ERROR(restore_latest(m));
-  TROUPE_RETURN_IF_ERROR(ps_->push(*store_, placement_));
-  cluster_joined_ = true;
-  runtime::log_info("sent the model to ", ps_tasks_.size(), " ps tasks (global step ",
-                    store_->read_int64_scalar("global_step").value_or(0), ")");
-  return runtime::ok_status();
-}
-
-// A ps that has gone is waited for (and, by the chief, given the latest checkpoint) once,
-// before the pull gives up.
 Status Estimator::pull_from_cluster() {
-  if (!ps_) return runtime::ok_status();
-  Status pulled = ps_->pull(store_.get());
+  if (!member_.connected()) return runtime::ok_status();
+  Status pulled = member_.pull(store_.get());
   if (pulled.ok() || pulled.code() != runtime::Code::kUnavailable) return pulled;
   TROUPE_RETURN_IF_ERROR(recover_cluster(pulled));
-  return ps_->pull(store_.get());
+  return member_.pull(store_.get());
 }
 
 Status Estimator::recover_cluster(const Status& why) {
@@ -243,36 +188,8 @@ Status Estimator::recover_cluster(const Status& why) {
   ++recoveries_;  // a restart as much as the training run's own
   auto train = models_.find(Mode::kTrain);
   if (train != models_.end()) return restart_training(*train->second);
-  ps_.reset();
-  return connect_cluster();
-}
-
-// The chief is replica 0 of the training replicas, worker i replica i + 1.
-int Estimator::replica_index() const {
-  const ClusterConfig& c = config_.cluster;
-  return c.is_chief ? 0 : c.task_index + static_cast<int>(c.addresses(TaskType::kChief).size());
-}
-
-void Estimator::cluster_session_options(actors::SessionOptions* so) const {
-  so->cluster = ps_tasks_;
-  if (config_.replicas_to_aggregate > 0) {
-    so->replica = replica_index();
-    so->replicas_to_aggregate = config_.replicas_to_aggregate;
-    so->sync_timeout = std::chrono::milliseconds(config_.sync_timeout_ms);
-  }
-}
-
-Result<input::Dataset> Estimator::worker_part(const input::Dataset& data) {
-  const ClusterConfig& c = config_.cluster;
-  const int index = replica_index();
-  if (worker_part_of_ != data.source) {
-    TROUPE_ASSIGN_OR_RETURN(worker_part_, input::shard(data, c.num_worker_replicas, index));
-    worker_part_of_ = data.source;
-    runtime::log_info("training on ", worker_part_.source->name());
-  }
-  input::Dataset part = data;
-  part.source = worker_part_.source;
-  return part;
+  member_.disconnect();
+  return member_.connect();
 }
 
 Result<TrainResult> Estimator::train(const input::Dataset& data, TrainOptions options) {
@@ -308,13 +225,7 @@ void Estimator::request_stop() {
   std::lock_guard<std::mutex> lock(running_mu_);
   if (running_stop_) *running_stop_ = true;
   // The flag waits for the step in flight; a replica that abandons it needs the message.
-  if (running_ && abandons_on_stop()) caf::anon_send(running_, actors::stop_atom::value);
-}
-
-// A synchronous replica other than the chief: its steps end waiting for their rounds, and what
-// it trained is on the ps tasks once it has sent its update, so a stop need not wait for them.
-bool Estimator::abandons_on_stop() const {
-  return in_cluster() && !config_.cluster.is_chief && config_.replicas_to_aggregate > 0;
+  if (running_ && member_.abandons_on_stop()) caf::anon_send(running_, actors::stop_atom::value);
 }
 
 Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, TrainOptions options) {
@@ -325,7 +236,7 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
   }
   input::Dataset data = all_data;
   if (in_cluster()) {
-    TROUPE_ASSIGN_OR_RETURN(data, worker_part(all_data));
+    TROUPE_ASSIGN_OR_RETURN(data, member_.part_of(all_data));
   }
   TROUPE_ASSIGN_OR_RETURN(Model * m, model_for(Mode::kTrain, data));
   Status ready = ensure_variables(*m, Mode::kTrain);
@@ -391,7 +302,7 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
   };
 
   spec.stop = std::make_shared<std::atomic<bool>>(false);
-  spec.abandon_on_stop = abandons_on_stop();
+  spec.abandon_on_stop = member_.abandons_on_stop();
   std::lock_guard<std::mutex> lock(running_mu_);
   running_stop_ = spec.stop;
   running_ = spawn_estimator_actor(runtime_->system(), std::move(spec));
@@ -463,8 +374,8 @@ Status Estimator::restart_training(Model& m) {
   if (in_cluster()) {
     // A ps may have died and be on its way back: connect anew, waiting for it as at the start
     // (with a log line naming it), and the chief sends it the latest checkpoint.
-    ps_.reset();
-    TROUPE_RETURN_IF_ERROR(connect_cluster());
+    member_.disconnect();
+    TROUPE_RETURN_IF_ERROR(member_.connect());
   }
   TROUPE_RETURN_IF_ERROR(open_sessions(m, Mode::kTrain));
   return ensure_variables(m, Mode::kTrain);
@@ -477,7 +388,7 @@ Status Estimator::open_sessions(Model& m, Mode mode) {
   so.variables = store_;
   if (mode == Mode::kTrain && in_cluster()) {
     TROUPE_ASSIGN_OR_RETURN(m.local_session, actors::Session::create(*runtime_, m.graph, so));
-    cluster_session_options(&so);
+    member_.session_options(&so);
   }
   TROUPE_ASSIGN_OR_RETURN(m.session, actors::Session::create(*runtime_, m.graph, so));
   return runtime::ok_status();
@@ -493,7 +404,7 @@ Result<std::vector<std::shared_ptr<SessionRunHook>>> Estimator::training_hooks(
   if (checkpoints_) {
     const bool none = config_.save_checkpoints_steps == 0 && config_.save_checkpoints_secs == 0;
     GatherFn gather = nullptr;
-    if (in_cluster()) gather = [this](runtime::VariableStore& s) { return ps_->pull(&s); };
+    if (in_cluster()) gather = [this](runtime::VariableStore& s) { return member_.pull(&s); };
     hooks.push_back(checkpoint_saver_hook(checkpoints_.get(), config_.save_checkpoints_steps,
                                           none ? 600 : config_.save_checkpoints_secs,
                                           options.saving_listeners, std::move(gather)));

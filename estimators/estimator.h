@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/ps_client.h"
 #include "actors/runtime_system.h"
 #include "actors/session.h"
+#include "estimators/cluster_member.h"
 #include "estimators/estimator_actor.h"
 #include "estimators/hooks.h"
 #include "estimators/input/dataset.h"
@@ -185,17 +185,11 @@ class Estimator {
   runtime::Status load_checkpoint(const Model& m, const std::string& path);
   runtime::Status open_sessions(Model& m, Mode mode);
   // A cluster's training (RunConfig::cluster with ps tasks), for the chief and the workers.
-  bool in_cluster() const { return !ps_tasks_.empty(); }
-  actors::WaitOptions cluster_wait() const;  // RunConfig's poll and deadline, and our stop
-  runtime::Status connect_cluster();
-  runtime::Status place_on_cluster(Model& m);
-  runtime::Status ensure_cluster_variables(Model& m);
+  bool in_cluster() const { return member_.active(); }
+  // The model from the ps tasks into the store; a ps that has gone is waited for (and, by the
+  // chief, given the latest checkpoint) once, before the pull gives up.
   runtime::Status pull_from_cluster();
   runtime::Status recover_cluster(const runtime::Status& why);
-  runtime::Result<input::Dataset> worker_part(const input::Dataset& data);
-  int replica_index() const;
-  bool abandons_on_stop() const;
-  void cluster_session_options(actors::SessionOptions* so) const;
   runtime::Status start_training_input(const input::Dataset& data);
   // An evaluation's or prediction's run (`mode`) on m's session and `data`, whose input is
   // `input`: the parts every such run has, before its fetches, consumer and hooks.
@@ -222,19 +216,13 @@ class Estimator {
   runtime::InputPosition input_position_;
   int64_t input_base_step_ = 0;
   std::atomic<bool> input_done_{false};
-  runtime::InputPosition resume_input_;          // from the checkpoint restored last
-  std::map<std::string, std::string> ps_tasks_;  // "/job:ps/task:i" -> address
-  std::unique_ptr<actors::PsClient> ps_;
-  actors::PsClient::Placement placement_;  // variable -> ps task
-  input::Dataset worker_part_;             // this worker's part of the last dataset
-  std::shared_ptr<const actors::Source> worker_part_of_;
-  bool cluster_joined_ = false;
+  runtime::InputPosition resume_input_;      // from the checkpoint restored last
+  std::atomic<bool> stop_requested_{false};  // since this run began: ends cluster waits
+  ClusterMember member_;                     // the chief's or a worker's part in a cluster
   int recoveries_ = 0;  // of the cluster between training runs, counted in the next's restarts
-  mutable std::atomic<int64_t> last_global_step_{0};  // from the ps, for when it is gone
   std::mutex running_mu_;
   caf::actor running_;                               // the EstimatorActor of the running train()
   std::shared_ptr<std::atomic<bool>> running_stop_;  // its stop flag, for request_stop
-  std::atomic<bool> stop_requested_{false};          // since this run began: ends cluster waits
 };
 
 }  // namespace troupe::estimators
