@@ -49,8 +49,10 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
       member_(*runtime_, config_, &stop_requested_) {
   if (config_.threads > 0) runtime::kernel_registry().set_compute_threads(config_.threads);
   const ClusterConfig& cluster = config_.cluster;
-  // Only the chief of a cluster writes checkpoints and summaries, as in TF.
-  if (!config_.model_dir.empty() && cluster.is_chief) {
+  // Only the chief of a cluster writes checkpoints and summaries, as in TF; an evaluator reads
+  // the checkpoints.
+  if (!config_.model_dir.empty() &&
+      (cluster.is_chief || cluster.task_type == TaskType::kEvaluator)) {
     runtime::CheckpointOptions o;
     o.keep_max = config_.keep_checkpoint_max;
     checkpoints_ = std::make_unique<runtime::CheckpointManager>(config_.model_dir, o);

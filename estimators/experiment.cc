@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <thread>
 
 #include "estimators/best_value.h"
 #include "runtime/checkpoint.h"
@@ -320,6 +319,43 @@ caf::behavior Experiment::actor_behavior(ExperimentActor* self, Experiment* expe
 }
 
 Result<ExperimentReport> Experiment::train_and_evaluate() {
+  ExperimentReport report;
+  switch (estimator_.config().cluster.task_type) {
+    case TaskType::kPs: {
+      actors::ServerOptions where;
+      where.host.clear();  // the task's cluster entry's
+      TROUPE_RETURN_IF_ERROR(run_ps(estimator_.config(), where, stop_));
+      report.stopped = true;
+      return report;
+    }
+    case TaskType::kWorker: {
+      TROUPE_ASSIGN_OR_RETURN(TrainResult r, run_worker(estimator_, train_, options_.train_steps));
+      report.global_step = r.global_step;
+      report.steps = r.steps;
+      report.restarts = r.restarts;
+      report.stopped = r.stopped;
+      report.final_metrics["loss"] = r.loss;
+      return report;
+    }
+    case TaskType::kEvaluator: {
+      const int64_t last = options_.train_steps;
+      TROUPE_ASSIGN_OR_RETURN(report.history, continuous_eval(last, options_.evaluator_poll_secs,
+                                                              options_.evaluator_timeout_secs));
+      if (!report.history.empty()) {
+        report.global_step = report.history.back().first;
+        report.final_metrics = report.history.back().second;
+      }
+      report.stopped = stop_.requested();
+      return report;
+    }
+    case TaskType::kChief:
+    case TaskType::kNone:
+      break;
+  }
+  return run_schedule();
+}
+
+Result<ExperimentReport> Experiment::run_schedule() {
   if (eval_sets_.empty()) return runtime::invalid_argument("an Experiment needs an evaluation set");
   caf::actor_system& system = estimator_.runtime().system();
   caf::actor actor = system.spawn<caf::detached>(actor_behavior, this);
@@ -345,43 +381,30 @@ Result<ExperimentReport> Experiment::train_and_evaluate() {
 }
 
 void Experiment::request_stop() {
+  stop_.request();
   std::lock_guard<std::mutex> lock(actor_mu_);
-  if (!actor_) return;
-  caf::anon_send(actor_, actors::stop_atom::value);
+  if (actor_) caf::anon_send(actor_, actors::stop_atom::value);
   // Directly too: the actor reads its mailbox only once the round it is starting has started,
-  // and starting it may mean waiting for the cluster.
+  // and starting it may mean waiting for the cluster; a worker's training has no actor of ours.
   estimator_.request_stop();
 }
 
 Result<std::vector<std::pair<int64_t, Metrics>>> Experiment::continuous_eval(int64_t last_step,
                                                                              double poll_secs,
                                                                              double timeout_secs) {
-  if (estimator_.config().model_dir.empty()) {
-    return runtime::invalid_argument("continuous_eval needs a model_dir to watch");
-  }
-  std::vector<std::pair<int64_t, Metrics>> out;
-  std::string seen;
-  auto idle_since = Clock::now();
-  while (true) {
-    const std::string latest = estimator_.latest_checkpoint();
-    if (!latest.empty() && latest != seen) {
-      seen = latest;
-      idle_since = Clock::now();
-      EvalOptions o;
-      o.steps = options_.eval_steps;
-      o.checkpoint_path = latest;
-      o.name = eval_sets_.empty() ? "" : eval_sets_[0].first;
-      if (eval_sets_.empty())
-        return runtime::invalid_argument("continuous_eval needs an evaluation set");
-      TROUPE_ASSIGN_OR_RETURN(Metrics m, estimator_.evaluate(eval_sets_[0].second, o));
-      const auto step = static_cast<int64_t>(m["global_step"]);
-      runtime::log_info("evaluated ", latest, ": ", format(m));
-      out.push_back({step, m});
-      if (last_step > 0 && step >= last_step) return out;
-    }
-    if (std::chrono::duration<double>(Clock::now() - idle_since).count() > timeout_secs) return out;
-    std::this_thread::sleep_for(std::chrono::duration<double>(poll_secs));
-  }
+  if (eval_sets_.empty())
+    return runtime::invalid_argument("continuous_eval needs an evaluation set");
+  EvaluatorOptions o;
+  o.last_step = last_step;
+  o.poll_secs = poll_secs;
+  o.timeout_secs = timeout_secs;
+  o.eval_steps = options_.eval_steps;
+  o.name = eval_sets_[0].first;
+  o.on_evaluation = [this](int64_t step, const Metrics& m) {
+    log_evaluation(eval_sets_[0].first, m);
+    if (options_.on_evaluation) options_.on_evaluation(step, m);
+  };
+  return run_evaluator(estimator_, eval_sets_[0].second, o, stop_);
 }
 
 }  // namespace troupe::estimators

@@ -2,7 +2,9 @@
 // tf.estimator.train_and_evaluate, with what their users asked for: evaluation every N steps or
 // seconds on the model in memory (no checkpoint round trip), several named evaluation sets,
 // early stopping on an evaluation metric that can put back the best weights, learning-rate
-// reduction on a plateau, exports of the latest or the best model, and a final report.
+// reduction on a plateau, exports of the latest or the best model, and a final report. In a
+// cluster it plays the task the Estimator's RunConfig names (estimators/training.h): the chief
+// runs this schedule, a worker trains, a ps serves, an evaluator evaluates each checkpoint.
 //
 //   Experiment exp(estimator, *train, {{"test", *test}},
 //                  {.eval_every_steps = 500, .early_stopping_rounds = 5});
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "estimators/estimator.h"
+#include "estimators/training.h"
 
 namespace troupe::estimators {
 
@@ -44,6 +47,11 @@ struct ExperimentOptions {
   // Hooks for every round of training and every evaluation (TrainSpec and EvalSpec hooks).
   std::vector<std::shared_ptr<SessionRunHook>> train_hooks;
   std::vector<std::shared_ptr<SessionRunHook>> eval_hooks;
+  // An evaluator task looks for a new checkpoint this often, and ends when none came for
+  // evaluator_timeout_secs (or one reached train_steps); each evaluation goes to on_evaluation.
+  double evaluator_poll_secs = 1;
+  double evaluator_timeout_secs = 600;
+  std::function<void(int64_t global_step, const Metrics&)> on_evaluation;
 };
 
 struct ExperimentState;
@@ -59,7 +67,8 @@ struct ExperimentReport {
   double best_value = 0;
   std::vector<std::string> exports;
   double seconds = 0;
-  int restarts = 0;  // of training, from the latest checkpoint, after failures
+  int restarts = 0;   // of training, from the latest checkpoint, after failures
+  int64_t steps = 0;  // a worker's: the training steps this process ran
 };
 
 class Experiment {
@@ -68,8 +77,12 @@ class Experiment {
              std::vector<std::pair<std::string, input::Dataset>> eval_sets,
              ExperimentOptions options = {});
 
-  // Runs in an ExperimentActor that supervises one EstimatorActor per round (train a chunk,
-  // evaluate); this thread waits for its report.
+  // Plays the task RunConfig::cluster names. The chief (or a process alone) runs the schedule
+  // in an ExperimentActor that supervises one EstimatorActor per round (train a chunk,
+  // evaluate); this thread waits for its report. A worker trains until train_steps (its
+  // report: global_step, steps, restarts, final_metrics["loss"]); a ps serves until
+  // request_stop(); an evaluator evaluates each new checkpoint on the first evaluation set
+  // (its report: history, and the last evaluation as final_metrics).
   runtime::Result<ExperimentReport> train_and_evaluate();
   // Trains without evaluating, up to train_steps or the end of the training data.
   runtime::Result<TrainResult> train();
@@ -79,7 +92,7 @@ class Experiment {
   // saved, the model is evaluated and the report comes back (stopped set). From any thread.
   void request_stop();
   // Evaluates each new checkpoint in model_dir as it appears, until one at or beyond
-  // `last_step` (0: until `timeout_secs` pass without a new one).
+  // `last_step` (0: until `timeout_secs` pass without a new one) or request_stop().
   runtime::Result<std::vector<std::pair<int64_t, Metrics>>> continuous_eval(
       int64_t last_step, double poll_secs = 1, double timeout_secs = 60);
 
@@ -88,6 +101,7 @@ class Experiment {
   using SetMetrics = std::vector<std::pair<std::string, Metrics>>;
   using ExperimentActor = caf::stateful_actor<ExperimentState>;
   enum class RoundEnd { kGoOn, kDone, kDoneRestored };  // restored: the best weights are back
+  runtime::Result<ExperimentReport> run_schedule();     // the chief's
   bool maximize() const;
   bool in_chunks() const;
   std::string export_base() const;
@@ -110,6 +124,7 @@ class Experiment {
   ExperimentOptions options_;
   std::mutex actor_mu_;
   caf::actor actor_;  // while train_and_evaluate runs, for request_stop
+  StopRequest stop_;  // a ps's and an evaluator's
 };
 
 }  // namespace troupe::estimators

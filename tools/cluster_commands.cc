@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "actors/server.h"
+#include "estimators/training.h"
 #include "runtime/log.h"
 #include "runtime/record_io.h"
 #include "tools/cli.h"
@@ -91,27 +92,21 @@ int server(const std::vector<std::string>& args) {
                          "' is not a port");
     }
   }
+  estimators::RunConfig config;
+  config.cluster = *cluster;
+  config.job_secret = *secret;
+  actors::ServerOptions so;
+  so.host = bind;
+  so.port = where->second;
+  so.data_port = static_cast<uint16_t>(ports[0]);
+  so.advertised_data_port = static_cast<uint16_t>(ports[1]);
+  so.data.follow_incoming_cpu = flags.count("pin") > 0;
+  estimators::StopRequest stop;
   GracefulStop graceful;
-  {
-    actors::Runtime rt(actors::RuntimeOptions{.secret = *secret});
-    actors::ServerOptions so;
-    so.host = bind;
-    so.port = where->second;
-    so.data_port = static_cast<uint16_t>(ports[0]);
-    so.advertised_data_port = static_cast<uint16_t>(ports[1]);
-    so.data.follow_incoming_cpu = flags.count("pin") > 0;
-    auto s = actors::Server::start(rt, so);
-    if (!s.ok()) return fail(s.status().with_context("ps " + std::to_string(cluster->task_index)));
-    const std::string dialed = (*s)->advertised_data_port() != (*s)->data_port()
-                                   ? ", peers dial " + std::to_string((*s)->advertised_data_port())
-                                   : "";
-    runtime::log_info("serving /job:ps/task:", cluster->task_index, " on ", bind, ":", (*s)->port(),
-                      " (data port ", (*s)->data_port(), dialed, ", ",
-                      *secret ? "job secret required" : "no job secret",
-                      so.data.follow_incoming_cpu ? ", calls on their peers' cores" : "", ")");
-    graceful.wait();
-  }
+  graceful.watch([&stop] { stop.request(); });
+  const runtime::Status served = estimators::run_ps(config, so, stop);
   graceful.finish();
+  if (!served.ok()) return fail(served);
   runtime::log_info("stopped");
   return 0;
 }

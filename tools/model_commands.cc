@@ -4,15 +4,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "estimators/canned/kmeans.h"
@@ -100,72 +97,28 @@ runtime::Result<std::unique_ptr<estimators::Estimator>> open_model(const Flags& 
   return std::make_unique<estimators::Estimator>(model_fn, config);
 }
 
-// A worker of a cluster: trains its part of the data against the ps tasks until the data ends,
-// the global step reaches --steps, or a signal; one JSON line of what it did.
-int run_worker(const estimators::RunConfig& config, const estimators::ModelFn& model_fn,
-               const input::Dataset& data, int64_t max_steps, GracefulStop& graceful) {
-  estimators::Estimator est(model_fn, config);
-  graceful.watch([&est] { est.request_stop(); });
-  estimators::TrainOptions o;
-  o.max_steps = max_steps;
-  auto done = est.train(data, o);
+// A worker or the evaluator of a cluster, as the training executor plays it (estimators/
+// training.h): a worker trains its part of the data until the global step reaches --steps, the
+// data ends, or a signal, and prints one JSON line of what it did; the evaluator evaluates each
+// new checkpoint of model_dir (its events in model_dir/eval), one JSON line each, until one
+// reaches --steps, none comes for --eval-timeout seconds, or a signal.
+int run_task(estimators::Estimator& est, const input::Dataset& train, const input::Dataset& eval,
+             int64_t steps, int64_t eval_timeout_s, GracefulStop& graceful) {
+  estimators::ExperimentOptions o;
+  o.train_steps = steps;
+  o.evaluator_timeout_secs = static_cast<double>(eval_timeout_s);
+  o.on_evaluation = [](int64_t, const estimators::Metrics& m) { print_metrics(m); };
+  estimators::Experiment exp(est, train, {{"", eval}}, o);
+  graceful.watch([&exp] { exp.request_stop(); });
+  auto report = exp.train_and_evaluate();
   graceful.finish();
-  if (!done.ok()) return fail(done.status());
-  std::printf("{\"global_step\": %lld, \"steps\": %lld, \"loss\": %.4f, \"restarts\": %d}\n",
-              static_cast<long long>(done->global_step), static_cast<long long>(done->steps),
-              done->loss, done->restarts);
-  std::fflush(stdout);
-  return 0;
-}
-
-// The evaluator of a cluster: evaluates each new checkpoint of model_dir (its own events in
-// model_dir/eval), one JSON line each, until one reaches --steps, no new one comes for
-// --eval-timeout seconds, or a signal.
-int run_evaluator(estimators::RunConfig config, const estimators::ModelFn& model_fn,
-                  const input::Dataset& data, int64_t last_step, int64_t timeout_s,
-                  GracefulStop& graceful) {
-  config.cluster = {};  // it reads checkpoints; it joins no training
-  config.job_secret = nullptr;
-  estimators::Estimator est(model_fn, config);
-  std::mutex mu;
-  std::condition_variable wake;
-  bool stop = false;
-  graceful.watch([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-    wake.notify_all();
-  });
-  std::string last;
-  auto idle_since = std::chrono::steady_clock::now();
-  runtime::log_info("evaluating each new checkpoint of ", config.model_dir);
-  for (;;) {
-    const std::string latest = est.latest_checkpoint();
-    if (!latest.empty() && latest != last) {
-      last = latest;
-      idle_since = std::chrono::steady_clock::now();
-      estimators::EvalOptions o;
-      o.checkpoint_path = latest;
-      auto m = est.evaluate(data, o);
-      if (!m.ok()) {
-        // keep_checkpoint_max may remove a checkpoint while it is read: take the next.
-        if (m.status().code() != runtime::Code::kNotFound) return fail(m.status());
-        runtime::log_warning(m.status().to_string());
-        continue;
-      }
-      print_metrics(*m);
-      if (last_step > 0 && m->at("global_step") >= static_cast<double>(last_step)) break;
-      continue;
-    }
-    std::unique_lock<std::mutex> lock(mu);
-    if (stop) break;
-    if (std::chrono::steady_clock::now() - idle_since > std::chrono::seconds(timeout_s)) {
-      runtime::log_info("no new checkpoint for ", timeout_s, " s: done");
-      break;
-    }
-    wake.wait_for(lock, std::chrono::seconds(1));
-    if (stop) break;
+  if (!report.ok()) return fail(report.status());
+  if (est.config().cluster.task_type == estimators::TaskType::kWorker) {
+    std::printf("{\"global_step\": %lld, \"steps\": %lld, \"loss\": %.4f, \"restarts\": %d}\n",
+                static_cast<long long>(report->global_step), static_cast<long long>(report->steps),
+                report->final_metrics.at("loss"), report->restarts);
+    std::fflush(stdout);
   }
-  graceful.finish();
   return 0;
 }
 
@@ -419,8 +372,9 @@ int train(const std::vector<std::string>& args) {
                       " a step: the replicas stop at global step ", steps);
   }
   // In a cluster the replicas share one global step: --steps is where it stops (max_steps).
-  if (in_cluster && !cluster->is_chief && cluster->task_type != estimators::TaskType::kEvaluator) {
-    return run_worker(config, model_fn, *train_data, steps, graceful);
+  if (cluster->task_type == estimators::TaskType::kWorker) {
+    estimators::Estimator est(model_fn, config);
+    return run_task(est, *train_data, *train_data, steps, eval_timeout_s, graceful);
   }
 
   input::DatasetOptions eval_opts{.batch_size = 1000};
@@ -431,7 +385,8 @@ int train(const std::vector<std::string>& args) {
   auto eval_data = open_data(eval_spec, "test", label, eval_opts, data_options(spec));
   if (!eval_data.ok()) return fail(eval_data.status());
   if (cluster->task_type == estimators::TaskType::kEvaluator) {
-    return run_evaluator(config, model_fn, *eval_data, steps, eval_timeout_s, graceful);
+    estimators::Estimator est(model_fn, config);
+    return run_task(est, *train_data, *eval_data, steps, eval_timeout_s, graceful);
   }
 
   if (auto earlier = load_model_spec(config.model_dir); earlier.ok()) {

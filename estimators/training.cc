@@ -1,0 +1,120 @@
+#include "estimators/training.h"
+
+#include <chrono>
+
+#include "runtime/log.h"
+#include "runtime/placement.h"
+
+namespace troupe::estimators {
+
+using runtime::Status;
+
+void StopRequest::request() {
+  std::lock_guard<std::mutex> lock(mu_);
+  requested_ = true;
+  cv_.notify_all();
+}
+
+bool StopRequest::requested() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requested_;
+}
+
+bool StopRequest::wait_for(double seconds) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return requested_; });
+  return requested_;
+}
+
+void StopRequest::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return requested_; });
+}
+
+Status run_ps(const RunConfig& config, actors::ServerOptions options, StopRequest& stop) {
+  const ClusterConfig& c = config.cluster;
+  if (c.task_type != TaskType::kPs) {
+    return runtime::failed_precondition("run_ps: this process is ", c.task_label(), ", not a ps");
+  }
+  const std::string address = c.addresses(TaskType::kPs).at(static_cast<size_t>(c.task_index));
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  try {
+    port = colon == std::string::npos ? -1 : std::stoi(address.substr(colon + 1));
+  } catch (...) {
+  }
+  if (port < 0 || port > 65535) {
+    return runtime::invalid_argument(c.task_label(), ": '", address, "' is not host:port");
+  }
+  const std::string task = runtime::task_name(task_type_name(TaskType::kPs), c.task_index);
+  // The address its cluster entry names, never every interface unless told.
+  if (options.host.empty()) options.host = address.substr(0, colon);
+  if (options.port == 0) options.port = static_cast<uint16_t>(port);
+  actors::Runtime rt(actors::RuntimeOptions{.secret = config.job_secret});
+  auto server = actors::Server::start(rt, options);
+  if (!server.ok()) return server.status().with_context(c.task_label());
+  const uint16_t data_port = (*server)->data_port(), dialed = (*server)->advertised_data_port();
+  runtime::log_info("serving ", task, " on ", options.host, ":", (*server)->port(), " (data port ",
+                    data_port, dialed != data_port ? ", peers dial " + std::to_string(dialed) : "",
+                    ", ", config.job_secret ? "job secret required" : "no job secret",
+                    options.data.follow_incoming_cpu ? ", calls on their peers' cores" : "", ")");
+  stop.wait();
+  return runtime::ok_status();
+}
+
+runtime::Result<TrainResult> run_worker(Estimator& estimator, const input::Dataset& data,
+                                        int64_t max_steps) {
+  const ClusterConfig& c = estimator.config().cluster;
+  if (c.task_type != TaskType::kWorker) {
+    return runtime::failed_precondition("run_worker: this process is ",
+                                        c.task_type == TaskType::kNone ? "alone" : c.task_label(),
+                                        ", not a worker");
+  }
+  TrainOptions o;
+  o.max_steps = max_steps;
+  return estimator.train(data, o);
+}
+
+runtime::Result<std::vector<std::pair<int64_t, Metrics>>> run_evaluator(
+    Estimator& estimator, const input::Dataset& data, const EvaluatorOptions& options,
+    StopRequest& stop) {
+  if (estimator.config().model_dir.empty()) {
+    return runtime::invalid_argument("an evaluator needs a model_dir to watch");
+  }
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::pair<int64_t, Metrics>> out;
+  std::string seen;
+  auto idle_since = Clock::now();
+  runtime::log_info("evaluating each new checkpoint of ", estimator.config().model_dir);
+  while (!stop.requested()) {
+    const std::string latest = estimator.latest_checkpoint();
+    if (!latest.empty() && latest != seen) {
+      seen = latest;
+      idle_since = Clock::now();
+      EvalOptions o;
+      o.steps = options.eval_steps;
+      o.checkpoint_path = latest;
+      o.name = options.name;
+      auto m = estimator.evaluate(data, o);
+      if (!m.ok()) {
+        // keep_checkpoint_max may remove a checkpoint while it is read: take the next.
+        if (m.status().code() != runtime::Code::kNotFound) return m.status();
+        runtime::log_warning(m.status().to_string());
+        continue;
+      }
+      const auto step = static_cast<int64_t>(m->at("global_step"));
+      out.push_back({step, *m});
+      if (options.on_evaluation) options.on_evaluation(step, *m);
+      if (options.last_step > 0 && step >= options.last_step) break;
+      continue;
+    }
+    if (std::chrono::duration<double>(Clock::now() - idle_since).count() > options.timeout_secs) {
+      runtime::log_info("no new checkpoint for ", options.timeout_secs, " s: done");
+      break;
+    }
+    stop.wait_for(options.poll_secs);
+  }
+  return out;
+}
+
+}  // namespace troupe::estimators
