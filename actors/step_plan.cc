@@ -171,149 +171,172 @@ void batch_updates(const Graph& g, const std::vector<int>& order, const std::vec
   }
 }
 
+// What the plan makes of the pruned graph before it wires the nodes: values bound into their
+// consumers (constants, and nodes whose values are fixed before any step), nodes absorbed into
+// others (fused chains, gathers run where their variables live, reads and updates made by one
+// call per task), and where an absorbed node's outputs now come from.
+struct Rewrites {
+  std::map<int, std::vector<Tensor>> folded;
+  std::vector<bool> bound, absorbed;
+  std::map<int, std::shared_ptr<const runtime::Node>> fused;
+  std::map<int, Output> moved;  // a read or update made by another -> where its output comes from
+  std::map<int, std::vector<int>> updates_of, reads_of;
+
+  Tensor bound_value(const Graph& g, const Output& o) const {
+    auto it = folded.find(o.node);
+    return it != folded.end() ? it->second[o.index] : g.node(o.node).attr<Tensor>("value");
+  }
+  Output source_of(Output o) const {
+    auto it = moved.find(o.node);
+    return it == moved.end() ? o : it->second;
+  }
+};
+
+template <class Remote>
+Rewrites rewrite(const Graph& g, const std::vector<int>& order,
+                 const runtime::RunSignature& signature, const CompileOptions& options,
+                 const Remote& remote) {
+  const std::vector<Output>& fed = signature.fed;
+  Rewrites r;
+  // Bound values are neither fetched nor targets: no actor, no message per step.
+  r.folded = runtime::fold_constants(g, order, fed);
+  r.bound.assign(g.num_nodes(), false);
+  for (int id : order) r.bound[id] = g.node(id).op == "Const" || r.folded.count(id) > 0;
+  for (const Output& o : signature.fetches) r.bound[o.node] = false;
+  for (int t : signature.targets) r.bound[t] = false;
+  // Chains that run as one fused node (runtime/remapper.h): its root runs it, the rest idle.
+  r.absorbed.assign(g.num_nodes(), false);
+  if (options.fuse_ops) {
+    std::vector<bool> eligible(g.num_nodes(), false);
+    for (int id : order) eligible[id] = !r.bound[id] && !remote(g.node(id));
+    for (runtime::Fusion& f :
+         runtime::fuse_product_chains(g, eligible, fed, signature.fetches, signature.targets)) {
+      for (int a : f.absorbed) r.absorbed[a] = true;
+      r.fused[f.root] = std::move(f.node);
+    }
+  }
+  std::vector<bool> reported(g.num_nodes(), false), targeted(g.num_nodes(), false);
+  for (const Output& o : signature.fetches) reported[o.node] = true;
+  for (int t : signature.targets) reported[t] = targeted[t] = true;
+  gather_where_variables_live(g, order, r.bound, reported, fed, remote, &r.fused, &r.absorbed);
+  std::set<std::string> written_apart;
+  batch_updates(g, order, r.bound, reported, remote, &r.absorbed, &r.updates_of, &r.moved,
+                &written_apart);
+  batch_reads(g, order, r.bound, targeted, remote, written_apart, &r.absorbed, &r.reads_of,
+              &r.moved);
+  return r;
+}
+
+int feed_index(const std::vector<Output>& fed, const Output& o) {
+  for (size_t i = 0; i < fed.size(); ++i) {
+    if (fed[i] == o) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Node `id`'s part of the plan: its slots and the edges into them (from producers, feeds or bound
+// values), and whether it is a gated read, a source or a writer.
+void wire_node(const Graph& g, int id, const Rewrites& r, const std::vector<Output>& fed,
+               StepPlan* plan) {
+  NodeStep& c = plan->nodes[id];
+  auto fusion = r.fused.find(id);
+  if (fusion != r.fused.end()) c.fused = fusion->second;
+  const runtime::Node& n = c.fused ? *c.fused : g.node(id);
+  // A call that makes other updates too waits for their inputs after its own, and for their
+  // control inputs less the updates it makes.
+  std::vector<Output> inputs = n.inputs;
+  std::vector<int> controls = n.control_inputs;
+  if (auto batch = r.updates_of.find(id); batch != r.updates_of.end()) {
+    c.updates = batch->second;
+    for (int u : c.updates) {
+      const runtime::Node& un = g.node(u);
+      inputs.insert(inputs.end(), un.inputs.begin(), un.inputs.end());
+      controls.insert(controls.end(), un.control_inputs.begin(), un.control_inputs.end());
+    }
+    std::vector<int> kept;
+    for (int x : controls) {
+      const bool made_here = std::find(c.updates.begin(), c.updates.end(), x) != c.updates.end();
+      if (!made_here && std::find(kept.begin(), kept.end(), x) == kept.end()) kept.push_back(x);
+    }
+    controls = std::move(kept);
+  }
+  c.slots = static_cast<int32_t>(inputs.size() + controls.size());
+  int32_t waits = c.slots;
+  auto connect = [&](int producer, int32_t output, int32_t slot) {
+    plan->nodes[producer].outs.push_back(NodeStep::Edge{id, slot, output});
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int f = feed_index(fed, inputs[i]);
+    if (f >= 0) {
+      plan->feed_routes[f].push_back({id, static_cast<int32_t>(i)});
+    } else if (r.bound[inputs[i].node]) {
+      c.bound_inputs.push_back({static_cast<int32_t>(i), r.bound_value(g, inputs[i])});
+      --waits;
+    } else {
+      const Output from = r.source_of(inputs[i]);
+      connect(from.node, from.index, static_cast<int32_t>(i));
+    }
+  }
+  for (size_t k = 0; k < controls.size(); ++k) {
+    if (r.bound[controls[k]]) {
+      --waits;  // a constant is always ready
+    } else {
+      const int from = r.source_of(Output{controls[k], 0}).node;
+      connect(from, -1, static_cast<int32_t>(inputs.size() + k));
+    }
+  }
+  // A read also waits for its gate to open (the session's RunStep), a source for its start.
+  c.expected = waits;
+  if (n.def->variable_access == runtime::VariableAccess::kRead) {
+    plan->gated_reads.push_back({id, n.attr<std::string>("var")});
+    ++c.expected;
+    auto reads = r.reads_of.find(id);
+    if (reads != r.reads_of.end()) {
+      for (int read : reads->second) {
+        plan->gated_reads.push_back({id, g.node(read).attr<std::string>("var")});
+        ++c.expected;
+      }
+      c.reads = reads->second;
+    }
+  } else if (waits == 0) {
+    plan->sources.push_back(id);
+    ++c.expected;
+  }
+  if (n.def->variable_access == runtime::VariableAccess::kWrite) {
+    plan->writers[id].push_back(n.attr<std::string>("var"));
+    for (int u : c.updates) plan->writers[id].push_back(g.node(u).attr<std::string>("var"));
+    c.report = true;  // the session must know when the writes are done
+  }
+}
+
 }  // namespace
 
 runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignature& signature,
                                        const CompileOptions& options) {
   TROUPE_RETURN_IF_ERROR(signature.check(g));
   const std::vector<Output>& fed = signature.fed;
-  const std::vector<Output>& fetches = signature.fetches;
-  const std::vector<int>& targets = signature.targets;
   auto remote = [&](const runtime::Node& n) { return options.remote && options.remote(n); };
-  std::vector<int> order = runtime::prune_graph(g, fed, fetches, targets);
+  std::vector<int> order = runtime::prune_graph(g, fed, signature.fetches, signature.targets);
   for (int id : order) {
     const runtime::Node& n = g.node(id);
     if (!remote(n)) {
       TROUPE_RETURN_IF_ERROR(runtime::find_kernel(n, runtime::kernel_device(n.device)).status());
     }
   }
+  const Rewrites r = rewrite(g, order, signature, options, remote);
   StepPlan plan;
   plan.feed_routes.resize(fed.size());
-  // Constants, and nodes whose values are fixed before any step (folded once, here), that are
-  // neither fetched nor targets are bound into their consumers' plans: no actor, no message
-  // per step.
-  const std::map<int, std::vector<Tensor>> folded = runtime::fold_constants(g, order, fed);
-  std::vector<bool> bound(g.num_nodes(), false);
-  for (int id : order) bound[id] = g.node(id).op == "Const" || folded.count(id) > 0;
-  auto bound_value = [&](const Output& o) {
-    auto it = folded.find(o.node);
-    return it != folded.end() ? it->second[o.index] : g.node(o.node).attr<Tensor>("value");
-  };
-  for (const Output& o : fetches) bound[o.node] = false;
-  for (int t : targets) bound[t] = false;
-  // Chains that run as one fused node (runtime/remapper.h): its root runs it, the rest idle.
-  std::vector<bool> absorbed(g.num_nodes(), false);
-  std::map<int, std::shared_ptr<const runtime::Node>> fused;
-  if (options.fuse_ops) {
-    std::vector<bool> eligible(g.num_nodes(), false);
-    for (int id : order) eligible[id] = !bound[id] && !remote(g.node(id));
-    for (runtime::Fusion& f : runtime::fuse_product_chains(g, eligible, fed, fetches, targets)) {
-      for (int a : f.absorbed) absorbed[a] = true;
-      fused[f.root] = std::move(f.node);
-    }
-  }
-  std::vector<bool> reported(g.num_nodes(), false);
-  for (const Output& o : fetches) reported[o.node] = true;
-  for (int t : targets) reported[t] = true;
-  gather_where_variables_live(g, order, bound, reported, fed, remote, &fused, &absorbed);
-  std::map<int, Output> moved;  // a read or update made by another -> where its output comes from
-  std::map<int, std::vector<int>> updates_of;
-  std::set<std::string> written_apart;
-  batch_updates(g, order, bound, reported, remote, &absorbed, &updates_of, &moved, &written_apart);
-  std::vector<bool> targeted(g.num_nodes(), false);
-  for (int t : targets) targeted[t] = true;
-  std::map<int, std::vector<int>> reads_of;
-  batch_reads(g, order, bound, targeted, remote, written_apart, &absorbed, &reads_of, &moved);
-  auto source_of = [&](Output o) {
-    auto it = moved.find(o.node);
-    return it == moved.end() ? o : it->second;
-  };
   for (int id : order) {
-    if (!bound[id] && !absorbed[id]) plan.nodes[id];
+    if (!r.bound[id] && !r.absorbed[id]) plan.nodes[id];
   }
-  auto feed_index = [&](const Output& o) {
-    for (size_t i = 0; i < fed.size(); ++i) {
-      if (fed[i] == o) return static_cast<int>(i);
-    }
-    return -1;
-  };
   for (int id : order) {
-    if (bound[id] || absorbed[id]) continue;
-    NodeStep& c = plan.nodes[id];
-    auto fusion = fused.find(id);
-    if (fusion != fused.end()) c.fused = fusion->second;
-    const runtime::Node& n = c.fused ? *c.fused : g.node(id);
-    // A call that makes other updates too waits for their inputs after its own, and for their
-    // control inputs less the updates it makes.
-    std::vector<Output> inputs = n.inputs;
-    std::vector<int> controls = n.control_inputs;
-    if (auto batch = updates_of.find(id); batch != updates_of.end()) {
-      c.updates = batch->second;
-      for (int u : c.updates) {
-        const runtime::Node& un = g.node(u);
-        inputs.insert(inputs.end(), un.inputs.begin(), un.inputs.end());
-        controls.insert(controls.end(), un.control_inputs.begin(), un.control_inputs.end());
-      }
-      std::vector<int> kept;
-      for (int x : controls) {
-        const bool made_here = std::find(c.updates.begin(), c.updates.end(), x) != c.updates.end();
-        if (!made_here && std::find(kept.begin(), kept.end(), x) == kept.end()) kept.push_back(x);
-      }
-      controls = std::move(kept);
-    }
-    c.slots = static_cast<int32_t>(inputs.size() + controls.size());
-    int32_t waits = c.slots;
-    auto connect = [&](int producer, int32_t output, int32_t slot) {
-      plan.nodes[producer].outs.push_back(NodeStep::Edge{id, slot, output});
-    };
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const int f = feed_index(inputs[i]);
-      if (f >= 0) {
-        plan.feed_routes[f].push_back({id, static_cast<int32_t>(i)});
-      } else if (bound[inputs[i].node]) {
-        c.bound_inputs.push_back({static_cast<int32_t>(i), bound_value(inputs[i])});
-        --waits;
-      } else {
-        const Output from = source_of(inputs[i]);
-        connect(from.node, from.index, static_cast<int32_t>(i));
-      }
-    }
-    for (size_t k = 0; k < controls.size(); ++k) {
-      if (bound[controls[k]]) {
-        --waits;  // a constant is always ready
-      } else {
-        const int from = source_of(Output{controls[k], 0}).node;
-        connect(from, -1, static_cast<int32_t>(inputs.size() + k));
-      }
-    }
-    // A read also waits for its gate to open (the session's RunStep), a source for its start.
-    c.expected = waits;
-    if (n.def->variable_access == runtime::VariableAccess::kRead) {
-      plan.gated_reads.push_back({id, n.attr<std::string>("var")});
-      ++c.expected;
-      auto reads = reads_of.find(id);
-      if (reads != reads_of.end()) {
-        for (int r : reads->second) {
-          plan.gated_reads.push_back({id, g.node(r).attr<std::string>("var")});
-          ++c.expected;
-        }
-        c.reads = std::move(reads->second);
-      }
-    } else if (waits == 0) {
-      plan.sources.push_back(id);
-      ++c.expected;
-    }
-    if (n.def->variable_access == runtime::VariableAccess::kWrite) {
-      plan.writers[id].push_back(n.attr<std::string>("var"));
-      for (int u : c.updates) plan.writers[id].push_back(g.node(u).attr<std::string>("var"));
-      c.report = true;  // the session must know when the writes are done
-    }
+    if (!r.bound[id] && !r.absorbed[id]) wire_node(g, id, r, fed, &plan);
   }
-  for (const Output& o : fetches) {
+  for (const Output& o : signature.fetches) {
     FetchSource src;
-    src.feed = feed_index(o);
+    src.feed = feed_index(fed, o);
     if (src.feed < 0) {
-      const Output from = source_of(o);  // a read another makes: that one's output
+      const Output from = r.source_of(o);  // a read another makes: that one's output
       NodeStep& p = plan.nodes[from.node];
       src.node = from.node;
       src.position = static_cast<int>(p.fetched_outputs.size());
@@ -322,7 +345,7 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
     }
     plan.fetches.push_back(src);
   }
-  for (int t : targets) plan.nodes[t].report = true;
+  for (int t : signature.targets) plan.nodes[t].report = true;
   for (auto& [id, step] : plan.nodes) {
     if (step.report) ++plan.reporters;
     for (size_t i = 0; i < step.outs.size(); ++i) {
