@@ -95,92 +95,76 @@ void check(const runtime::Result<int64_t>& r) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  bench::Flags flags("input_bench", ".", "DIR");
-  bool train_only = false;
-  flags.toggle("train-only", &train_only, "only the training-input bars");
-  flags.parse(argc, argv);
-  const bool quick = flags.quick;
-  const std::string json_dir = flags.json;
-  const int rounds = quick ? 3 : 5;
-  bench::Bars bars("input");
-  actors::Runtime rt;
-  const std::string tmp = (std::filesystem::temp_directory_path() / "troupe_input_bench").string();
-  std::filesystem::create_directories(tmp);
-
-  auto train = input::fashion_mnist("train", {.batch_size = 128, .shuffle = true, .seed = 1});
-  if (!train.ok()) {
-    std::printf("fashion-mnist not installed (dataset-fashion-mnist): %s\n",
-                train.status().to_string().c_str());
-    return 0;
-  }
-  if (!train_only) {
-    // Fashion-MNIST from the gzipped IDX files: opening decodes them; one epoch delivered.
-    std::vector<double> idx_rates;
-    for (int r = 0; r < rounds; ++r) {
-      auto start = Clock::now();
-      auto d = input::fashion_mnist("train", {.batch_size = 128, .shuffle = true, .seed = 1});
-      if (!d.ok()) {
-        std::printf("fashion-mnist not installed (dataset-fashion-mnist): %s\n",
-                    d.status().to_string().c_str());
-        return 0;
-      }
-      const double open_s = seconds_since(start);
-      const double rate = delivered_rate(rt, *d);
-      idx_rates.push_back(60000.0 / (open_s + 60000.0 / rate));
+// Examples per second each input pipeline delivers: Fashion-MNIST from its gzipped IDX files
+// and decoded in memory, as a record file, and a big CSV. 0, or 1 on an error.
+int reading_bars(actors::Runtime& rt, const input::Dataset& train, int rounds, bool quick,
+                 const std::string& tmp, bench::Bars& bars) {
+  // Fashion-MNIST from the gzipped IDX files: opening decodes them; one epoch delivered.
+  std::vector<double> idx_rates;
+  for (int r = 0; r < rounds; ++r) {
+    auto start = Clock::now();
+    auto d = input::fashion_mnist("train", {.batch_size = 128, .shuffle = true, .seed = 1});
+    if (!d.ok()) {
+      std::printf("fashion-mnist not installed (dataset-fashion-mnist): %s\n",
+                  d.status().to_string().c_str());
+      return 0;
     }
-    std::vector<double> mem_rates;
-    for (int r = 0; r < rounds; ++r) mem_rates.push_back(delivered_rate(rt, *train));
-    bars.add("fmnist_idx_gz_pipeline", median(idx_rates), "examples/s", "-", 0, 0);
-    bars.add("fmnist_decoded_pipeline", median(mem_rates), "examples/s", "-", 0, 0);
+    const double open_s = seconds_since(start);
+    const double rate = delivered_rate(rt, *d);
+    idx_rates.push_back(60000.0 / (open_s + 60000.0 / rate));
+  }
+  std::vector<double> mem_rates;
+  for (int r = 0; r < rounds; ++r) mem_rates.push_back(delivered_rate(rt, train));
+  bars.add("fmnist_idx_gz_pipeline", median(idx_rates), "examples/s", "-", 0, 0);
+  bars.add("fmnist_decoded_pipeline", median(mem_rates), "examples/s", "-", 0, 0);
 
-    // The same as a record file.
-    const std::string records = tmp + "/fmnist.trec";
-    if (auto s = input::write_record_file(*train->source, records); !s.ok()) {
-      std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+  // The same as a record file.
+  const std::string records = tmp + "/fmnist.trec";
+  if (auto s = input::write_record_file(*train.source, records); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  std::vector<double> rec_rates;
+  for (int r = 0; r < rounds; ++r) {
+    auto d = input::records(records, "label", {.batch_size = 128, .shuffle = true, .seed = 1});
+    rec_rates.push_back(delivered_rate(rt, *d));
+  }
+  bars.add("fmnist_record_pipeline", median(rec_rates), "examples/s", "-", 0, 0);
+
+  // A 1M-row CSV (10 float features, an int label).
+  const int64_t csv_rows = quick ? 200000 : 1000000;
+  const std::string csv = tmp + "/big.csv";
+  {
+    std::ofstream out(csv);
+    out << "f0,f1,f2,f3,f4,f5,f6,f7,f8,f9,label\n";
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-10, 10);
+    char line[256];
+    for (int64_t i = 0; i < csv_rows; ++i) {
+      int n = 0;
+      for (int c = 0; c < 10; ++c) n += std::snprintf(line + n, sizeof line - n, "%.4f,", u(rng));
+      std::snprintf(line + n, sizeof line - n, "%d\n", static_cast<int>(i % 7));
+      out << line;
+    }
+  }
+  std::vector<double> csv_rates;
+  for (int r = 0; r < std::min(rounds, 3); ++r) {
+    auto start = Clock::now();
+    auto d = input::csv(csv, "label", {}, {.batch_size = 128});
+    if (!d.ok()) {
+      std::fprintf(stderr, "error: %s\n", d.status().to_string().c_str());
       return 1;
     }
-    std::vector<double> rec_rates;
-    for (int r = 0; r < rounds; ++r) {
-      auto d = input::records(records, "label", {.batch_size = 128, .shuffle = true, .seed = 1});
-      rec_rates.push_back(delivered_rate(rt, *d));
-    }
-    bars.add("fmnist_record_pipeline", median(rec_rates), "examples/s", "-", 0, 0);
-
-    // A 1M-row CSV (10 float features, an int label).
-    const int64_t csv_rows = quick ? 200000 : 1000000;
-    const std::string csv = tmp + "/big.csv";
-    {
-      std::ofstream out(csv);
-      out << "f0,f1,f2,f3,f4,f5,f6,f7,f8,f9,label\n";
-      std::mt19937 rng(1);
-      std::uniform_real_distribution<float> u(-10, 10);
-      char line[256];
-      for (int64_t i = 0; i < csv_rows; ++i) {
-        int n = 0;
-        for (int c = 0; c < 10; ++c) n += std::snprintf(line + n, sizeof line - n, "%.4f,", u(rng));
-        std::snprintf(line + n, sizeof line - n, "%d\n", static_cast<int>(i % 7));
-        out << line;
-      }
-    }
-    std::vector<double> csv_rates;
-    for (int r = 0; r < std::min(rounds, 3); ++r) {
-      auto start = Clock::now();
-      auto d = input::csv(csv, "label", {}, {.batch_size = 128});
-      if (!d.ok()) {
-        std::fprintf(stderr, "error: %s\n", d.status().to_string().c_str());
-        return 1;
-      }
-      const double open_s = seconds_since(start);
-      const double rate = delivered_rate(rt, *d);
-      csv_rates.push_back(csv_rows / (open_s + csv_rows / rate));
-    }
-    bars.add(quick ? "csv_200k_rows_pipeline" : "csv_1m_rows_pipeline", median(csv_rates),
-             "examples/s", "-", 0, 0);
+    const double open_s = seconds_since(start);
+    const double rate = delivered_rate(rt, *d);
+    csv_rates.push_back(csv_rows / (open_s + csv_rows / rate));
   }
+  bars.add(quick ? "csv_200k_rows_pipeline" : "csv_1m_rows_pipeline", median(csv_rates),
+           "examples/s", "-", 0, 0);
+  return 0;
+}
 
+int training_bar(actors::Runtime& rt, const input::Dataset& train, bool quick, bench::Bars& bars) {
   // Training: the same model fed by the pipeline and by batches already in memory, in alternating
   // windows of 200 steps (about 0.2 s each). This host's speed drifts by more than the pipeline
   // costs within a second, so whole epochs one after the other mostly measured the drift; windows
@@ -196,7 +180,7 @@ int main(int argc, char** argv) {
   }
   std::vector<runtime::FeedList> batches;
   {
-    auto p = input::Pipeline::start(rt, *train);
+    auto p = input::Pipeline::start(rt, train);
     while (true) {
       auto b = (*p)->next();
       if (!b.ok()) break;
@@ -205,7 +189,7 @@ int main(int argc, char** argv) {
   }
   const int64_t window = 200;
   const int64_t windows = (quick ? 3 : 10) * static_cast<int64_t>(batches.size()) / window;
-  input::Dataset repeating = *train;
+  input::Dataset repeating = train;
   repeating.options.num_epochs = 0;
   double fed_s = 0, piped_s = 0;
   int64_t fed_examples = 0, next_batch = 0;
@@ -247,6 +231,34 @@ int main(int argc, char** argv) {
   std::printf("  %lld windows of %lld steps each way; dequeues that found the queue empty: %lld\n",
               static_cast<long long>(windows), static_cast<long long>(window),
               static_cast<long long>((*p)->queue_stats().starved));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Flags flags("input_bench", ".", "DIR");
+  bool train_only = false;
+  flags.toggle("train-only", &train_only, "only the training-input bars");
+  flags.parse(argc, argv);
+  const bool quick = flags.quick;
+  const std::string json_dir = flags.json;
+  const int rounds = quick ? 3 : 5;
+  bench::Bars bars("input");
+  actors::Runtime rt;
+  const std::string tmp = (std::filesystem::temp_directory_path() / "troupe_input_bench").string();
+  std::filesystem::create_directories(tmp);
+
+  auto train = input::fashion_mnist("train", {.batch_size = 128, .shuffle = true, .seed = 1});
+  if (!train.ok()) {
+    std::printf("fashion-mnist not installed (dataset-fashion-mnist): %s\n",
+                train.status().to_string().c_str());
+    return 0;
+  }
+  if (!train_only) {
+    if (int failed = reading_bars(rt, *train, rounds, quick, tmp, bars)) return failed;
+  }
+  if (int failed = training_bar(rt, *train, quick, bars)) return failed;
   bars.write_json(json_dir + "/bench_input.json");
   std::filesystem::remove_all(tmp);
   return 0;

@@ -28,6 +28,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "bench/bench_flags.h"
 #include "bench/bench_util.h"
@@ -142,6 +143,118 @@ WrkResult wrk(uint16_t port, int connections, const std::string& script, const s
   return r;
 }
 
+// nginx returning the same answer to the same request, at 1 and 64 connections: the peer
+// of troupe serve, measured beside it.
+std::pair<WrkResult, WrkResult> nginx_peer(const fs::path& work, const std::string& response,
+                                           const std::string& script, const std::string& path) {
+  const uint16_t nport = free_port();
+  const fs::path ndir = work / "nginx";
+  fs::create_directories(ndir);
+  std::ofstream(ndir / "nginx.conf")
+      << "daemon off; worker_processes 2; pid " << (ndir / "nginx.pid").string() << ";\n"
+      << "error_log " << (ndir / "error.log").string() << ";\n"
+      << "events { worker_connections 1024; }\n"
+      << "http { access_log off; client_body_temp_path " << ndir.string() << ";\n"
+      << "  client_max_body_size 16m; default_type application/json;\n"
+      << "  server { listen 127.0.0.1:" << nport << ";\n"
+      << "    location / { return 200 '" << response << "'; } } }\n";
+  const pid_t ng = spawn({"nginx", "-p", ndir.string(), "-c", (ndir / "nginx.conf").string()},
+                         (ndir / "stderr.log").string());
+  for (int i = 0; i < 200 && !port_open(nport); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::pair<WrkResult, WrkResult> results{wrk(nport, 1, script, path),
+                                                wrk(nport, 64, script, path)};
+  ::kill(ng, SIGQUIT);
+  ::waitpid(ng, nullptr, 0);
+  return results;
+}
+
+// In-process: the predictor against a bare session on the same graph and variables, in one
+// runtime configured as a server's.
+void in_process_bar(const std::string& dir, const runtime::Tensor& image, bench::Bars& bars) {
+  actors::Runtime rt({.idle_spin = serving::kServingIdleSpin});
+  auto p = serving::load(dir, {.runtime = &rt});
+  const serving::SavedModel& m = (*p)->model();
+  auto store = std::make_shared<runtime::VariableStore>();
+  runtime::load_into(m.variables, store.get());
+  auto session = actors::Session::create(rt, m.graph, {.pipeline_depth = 1, .variables = store});
+  const serving::Signature& sig = m.signatures.at("serving_default");
+  std::vector<runtime::Output> fetches;
+  for (const auto& [name, info] : sig.outputs) fetches.push_back(info.tensor);
+  const runtime::Output x = sig.inputs.at("image").tensor;
+  const double bare = bench::median_seconds(
+      [&] {
+        (void)(*session)->run({{x, image}}, fetches);
+      },
+      quick ? 3 : 7, quick ? 0.1 : 0.3);
+  const double predictor = bench::median_seconds(
+      [&] {
+        (void)(*p)->predict({{"image", image}});
+      },
+      quick ? 3 : 7, quick ? 0.1 : 0.3);
+  bars.add("predictor_latency_1", predictor * 1e6, "us", "session_run", bare * 1e6,
+           predictor / bare);
+}
+
+// troupe serve over HTTP, without and with batching, against nginx (wrk drives the load).
+void http_bars(const fs::path& work, const std::string& base, const runtime::Tensor& image,
+               bench::Bars& bars) {
+  // One instance in TF Serving's row form, and the answer it gets.
+  std::string body = "{\"instances\": [[";
+  for (int64_t i = 0; i < image.num_elements(); ++i) {
+    char number[32];
+    *std::to_chars(number, number + sizeof number - 1, image.data<float>()[i]).ptr = '\0';
+    body += (i ? "," : "") + std::string(number);
+  }
+  body += "]]}";
+  const std::string script = (work / "post.lua").string();
+  std::ofstream(work / "body.json") << body;
+  std::ofstream(script) << "wrk.method = \"POST\"\n"
+                        << "wrk.headers[\"Content-Type\"] = \"application/json\"\n"
+                        << "local f = io.open(\"" << (work / "body.json").string()
+                        << "\")\nwrk.body = f:read(\"*a\")\nf:close()\n";
+  const std::string path = "/v1/models/fmnist:predict";
+
+  WrkResult nginx1, nginx64;
+  std::string response;
+  for (bool batching : {false, true}) {
+    const uint16_t port = free_port();
+    std::vector<std::string> args = {
+        TROUPE_CLI, "serve",  "--model_base_path", base, "--model_name",
+        "fmnist",   "--port", std::to_string(port)};
+    if (batching) args.push_back("--enable_batching");
+    const pid_t server = spawn(args, (work / "serve.log").string());
+    for (int i = 0; i < 200 && !port_open(port); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (response.empty()) {
+      response = run_capture("curl -s -X POST --data-binary @" + (work / "body.json").string() +
+                             " http://127.0.0.1:" + std::to_string(port) + path);
+      if (response.empty()) {
+        // No curl: the answer's size is what matters to nginx; a prediction's is about this.
+        response = std::string(300, 'x');
+      }
+    }
+    for (int c : {1, 64}) {
+      const WrkResult r = wrk(port, c, script, path);
+      if (!batching && c == 1) {
+        std::tie(nginx1, nginx64) = nginx_peer(work, response, script, path);
+      }
+      const WrkResult& peer = c == 1 ? nginx1 : nginx64;
+      const std::string tag = "_c" + std::to_string(c) + (batching ? "_batching" : "");
+      if (r.errors > 0) std::printf("serve_bench: %ld failed requests%s\n", r.errors, tag.c_str());
+      bars.add("serve_rps" + tag, r.rps, "req/s", "nginx", peer.rps,
+               peer.rps > 0 ? r.rps / peer.rps : 0);
+      bars.add("serve_p50" + tag, r.p50_ms, "ms", "nginx", peer.p50_ms,
+               peer.p50_ms > 0 ? r.p50_ms / peer.p50_ms : 0);
+      bars.add("serve_p99" + tag, r.p99_ms, "ms", "nginx", peer.p99_ms,
+               peer.p99_ms > 0 ? r.p99_ms / peer.p99_ms : 0);
+    }
+    stop(server);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,113 +299,13 @@ int main(int argc, char** argv) {
   const runtime::Tensor image =
       runtime::slice_rows(chunks[0].components[test->component("image")], chunks[0].first(), 1);
 
-  // In-process: the predictor against a bare session on the same graph and variables, in one
-  // runtime configured as a server's.
-  {
-    actors::Runtime rt({.idle_spin = serving::kServingIdleSpin});
-    auto p = serving::load(*dir, {.runtime = &rt});
-    const serving::SavedModel& m = (*p)->model();
-    auto store = std::make_shared<runtime::VariableStore>();
-    runtime::load_into(m.variables, store.get());
-    auto session = actors::Session::create(rt, m.graph, {.pipeline_depth = 1, .variables = store});
-    const serving::Signature& sig = m.signatures.at("serving_default");
-    std::vector<runtime::Output> fetches;
-    for (const auto& [name, info] : sig.outputs) fetches.push_back(info.tensor);
-    const runtime::Output x = sig.inputs.at("image").tensor;
-    const double bare = bench::median_seconds(
-        [&] {
-          (void)(*session)->run({{x, image}}, fetches);
-        },
-        quick ? 3 : 7, quick ? 0.1 : 0.3);
-    const double predictor = bench::median_seconds(
-        [&] {
-          (void)(*p)->predict({{"image", image}});
-        },
-        quick ? 3 : 7, quick ? 0.1 : 0.3);
-    bars.add("predictor_latency_1", predictor * 1e6, "us", "session_run", bare * 1e6,
-             predictor / bare);
-  }
-
+  in_process_bar(*dir, image, bars);
   if (!have("wrk") || !have("nginx")) {
     std::printf(
         "serve_bench: wrk or nginx is not installed (apt install wrk nginx-light): the "
         "HTTP bars are skipped\n");
   } else {
-    // One instance in TF Serving's row form, and the answer it gets.
-    std::string body = "{\"instances\": [[";
-    for (int64_t i = 0; i < image.num_elements(); ++i) {
-      char number[32];
-      *std::to_chars(number, number + sizeof number - 1, image.data<float>()[i]).ptr = '\0';
-      body += (i ? "," : "") + std::string(number);
-    }
-    body += "]]}";
-    const std::string script = (work / "post.lua").string();
-    std::ofstream(work / "body.json") << body;
-    std::ofstream(script) << "wrk.method = \"POST\"\n"
-                          << "wrk.headers[\"Content-Type\"] = \"application/json\"\n"
-                          << "local f = io.open(\"" << (work / "body.json").string()
-                          << "\")\nwrk.body = f:read(\"*a\")\nf:close()\n";
-    const std::string path = "/v1/models/fmnist:predict";
-
-    WrkResult nginx1, nginx64;
-    std::string response;
-    for (bool batching : {false, true}) {
-      const uint16_t port = free_port();
-      std::vector<std::string> args = {
-          TROUPE_CLI, "serve",  "--model_base_path", base, "--model_name",
-          "fmnist",   "--port", std::to_string(port)};
-      if (batching) args.push_back("--enable_batching");
-      const pid_t server = spawn(args, (work / "serve.log").string());
-      for (int i = 0; i < 200 && !port_open(port); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      if (response.empty()) {
-        response = run_capture("curl -s -X POST --data-binary @" + (work / "body.json").string() +
-                               " http://127.0.0.1:" + std::to_string(port) + path);
-        if (response.empty()) {
-          // No curl: the answer's size is what matters to nginx; a prediction's is about this.
-          response = std::string(300, 'x');
-        }
-      }
-      for (int c : {1, 64}) {
-        const WrkResult r = wrk(port, c, script, path);
-        if (!batching && c == 1) {
-          // The peer, measured beside it: nginx returning the same answer to the same request.
-          const uint16_t nport = free_port();
-          const fs::path ndir = work / "nginx";
-          fs::create_directories(ndir);
-          std::ofstream(ndir / "nginx.conf")
-              << "daemon off; worker_processes 2; pid " << (ndir / "nginx.pid").string() << ";\n"
-              << "error_log " << (ndir / "error.log").string() << ";\n"
-              << "events { worker_connections 1024; }\n"
-              << "http { access_log off; client_body_temp_path " << ndir.string() << ";\n"
-              << "  client_max_body_size 16m; default_type application/json;\n"
-              << "  server { listen 127.0.0.1:" << nport << ";\n"
-              << "    location / { return 200 '" << response << "'; } } }\n";
-          const pid_t ng =
-              spawn({"nginx", "-p", ndir.string(), "-c", (ndir / "nginx.conf").string()},
-                    (ndir / "stderr.log").string());
-          for (int i = 0; i < 200 && !port_open(nport); ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-          }
-          nginx1 = wrk(nport, 1, script, path);
-          nginx64 = wrk(nport, 64, script, path);
-          ::kill(ng, SIGQUIT);
-          ::waitpid(ng, nullptr, 0);
-        }
-        const WrkResult& peer = c == 1 ? nginx1 : nginx64;
-        const std::string tag = "_c" + std::to_string(c) + (batching ? "_batching" : "");
-        if (r.errors > 0)
-          std::printf("serve_bench: %ld failed requests%s\n", r.errors, tag.c_str());
-        bars.add("serve_rps" + tag, r.rps, "req/s", "nginx", peer.rps,
-                 peer.rps > 0 ? r.rps / peer.rps : 0);
-        bars.add("serve_p50" + tag, r.p50_ms, "ms", "nginx", peer.p50_ms,
-                 peer.p50_ms > 0 ? r.p50_ms / peer.p50_ms : 0);
-        bars.add("serve_p99" + tag, r.p99_ms, "ms", "nginx", peer.p99_ms,
-                 peer.p99_ms > 0 ? r.p99_ms / peer.p99_ms : 0);
-      }
-      stop(server);
-    }
+    http_bars(work, base, image, bars);
   }
   fs::remove_all(work);
   if (!json_path.empty() && !bars.write_json(json_path)) {
