@@ -4,33 +4,28 @@
 #include <boost/property_tree/ptree.hpp>
 
 #include <sstream>
+#include <utility>
 
 namespace troupe::estimators {
 
 namespace {
-constexpr TaskType kTaskTypes[] = {TaskType::kChief, TaskType::kWorker, TaskType::kPs,
-                                   TaskType::kEvaluator};
+// TF_CONFIG's words for the task types.
+constexpr std::pair<TaskType, const char*> kTaskTypeNames[] = {{TaskType::kChief, "chief"},
+                                                               {TaskType::kWorker, "worker"},
+                                                               {TaskType::kPs, "ps"},
+                                                               {TaskType::kEvaluator, "evaluator"}};
 }  // namespace
 
 const char* task_type_name(TaskType type) {
-  switch (type) {
-    case TaskType::kChief:
-      return "chief";
-    case TaskType::kWorker:
-      return "worker";
-    case TaskType::kPs:
-      return "ps";
-    case TaskType::kEvaluator:
-      return "evaluator";
-    case TaskType::kNone:
-      break;
+  for (const auto& [t, name] : kTaskTypeNames) {
+    if (t == type) return name;
   }
   return "";
 }
 
 runtime::Result<TaskType> parse_task_type(const std::string& name) {
-  for (TaskType t : kTaskTypes) {
-    if (name == task_type_name(t)) return t;
+  for (const auto& [type, word] : kTaskTypeNames) {
+    if (name == word) return type;
   }
   return runtime::invalid_argument("task type '", name, "' is not chief, worker, ps or evaluator");
 }
