@@ -57,6 +57,30 @@ int usage_error(const std::string& what) {
   return 2;
 }
 
+void print_metrics(const estimators::Metrics& m) {
+  std::string line = "{";
+  auto add = [&](const std::string& k, double v, bool integer) {
+    char buf[128];
+    if (integer) {
+      std::snprintf(buf, sizeof buf, "%s\"%s\": %lld", line.size() > 1 ? ", " : "", k.c_str(),
+                    static_cast<long long>(v));
+    } else {
+      std::snprintf(buf, sizeof buf, "%s\"%s\": %.4f", line.size() > 1 ? ", " : "", k.c_str(), v);
+    }
+    line += buf;
+  };
+  for (const char* k : {"accuracy", "loss"}) {
+    if (m.count(k)) add(k, m.at(k), false);
+  }
+  add("global_step", m.count("global_step") ? m.at("global_step") : 0, true);
+  for (const auto& [k, v] : m) {
+    if (k != "accuracy" && k != "loss" && k != "global_step" && k != "average_loss")
+      add(k, v, k == "restarts");
+  }
+  std::printf("%s}\n", line.c_str());
+  std::fflush(stdout);
+}
+
 int fail(const runtime::Status& s) {
   std::fprintf(stderr, "troupe: %s\n", s.to_string().c_str());
   return 1;

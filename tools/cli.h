@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actors/job_secret.h"
+#include "estimators/metrics.h"
 #include "estimators/run_config.h"
 #include "runtime/status.h"
 
@@ -31,6 +32,9 @@ runtime::Result<Flags> parse_flags(const std::vector<std::string>& args,
 
 int usage_error(const std::string& what);  // one line on stderr; returns 2
 int fail(const runtime::Status& s);        // one line on stderr; returns 1
+// One JSON line of metrics on stdout: accuracy and loss first, then global_step, then the rest
+// (what train and evaluate end with, and an evaluator prints for each checkpoint).
+void print_metrics(const estimators::Metrics& m);
 bool to_int(const std::string& flag, const std::string& v, int64_t min, int64_t* out,
             std::string* error);
 

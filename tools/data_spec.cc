@@ -107,6 +107,21 @@ runtime::Result<std::vector<std::string>> label_names(const input::Dataset& d) {
   return std::vector<std::string>(names.begin(), names.end());
 }
 
+runtime::Result<Classes> classes_of(const input::Dataset& d, const std::string& data_spec,
+                                    int64_t given) {
+  Classes c;
+  TROUPE_ASSIGN_OR_RETURN(c.names, label_names(d));
+  if (given > 0) {
+    c.count = given;
+  } else if (!c.names.empty()) {
+    c.count = std::max<int64_t>(2, static_cast<int64_t>(c.names.size()));
+  } else if (data_spec != "fashion-mnist") {
+    TROUPE_ASSIGN_OR_RETURN(const int64_t counted, count_classes(d));
+    c.count = std::max<int64_t>(2, counted);
+  }
+  return c;
+}
+
 runtime::Result<int64_t> count_rows(const input::Dataset& d) {
   int64_t rows = 0;
   TROUPE_RETURN_IF_ERROR(for_each_chunk(d, [&](const actors::Chunk& c) {

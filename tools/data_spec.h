@@ -39,6 +39,15 @@ runtime::Result<int64_t> count_classes(const estimators::input::Dataset& d);
 runtime::Result<int64_t> count_rows(const estimators::input::Dataset& d);
 // The distinct values of a text label column, sorted; none when the labels are numbers.
 runtime::Result<std::vector<std::string>> label_names(const estimators::input::Dataset& d);
+// A classifier's classes: the names of a text label column (sorted, as scikit-learn's
+// LabelEncoder) and how many there are: `given` when > 0, else as many as the names, else one
+// more than the largest label (Fashion-MNIST's 10 without counting), at least 2.
+struct Classes {
+  std::vector<std::string> names;
+  int64_t count = 10;
+};
+runtime::Result<Classes> classes_of(const estimators::input::Dataset& d,
+                                    const std::string& data_spec, int64_t given);
 
 struct Arrays {
   runtime::Tensor x;  // float32 [n, d]: the features flattened and concatenated in name order

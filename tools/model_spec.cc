@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 #include "estimators/canned/dnn.h"
 #include "estimators/canned/kmeans.h"
@@ -25,62 +26,206 @@ struct FlagParam {
   const char* param;
 };
 
-// Each model's flags and defaults (troupe's, tuned for the command line: Adam for the DNN,
-// FTRL for the linear models as TF).
-const std::vector<FlagParam> kDnnFlags = {
-    {"hidden", "hidden_units"},  {"optimizer", "optimizer"},   {"learning-rate", "learning_rate"},
-    {"dropout", "dropout"},      {"activation", "activation"}, {"clip-norm", "clip_norm"},
-    {"batch-norm", "batch_norm"}};
+// Standardization applies to a model's numeric features; trees read them as they are and
+// k-means clusters them as they are (only a regressor's label is standardized for trees).
+template <class Options>
+constexpr bool kStandardizesFeatures = std::is_same_v<Options, estimators::DNNOptions> ||
+                                       std::is_same_v<Options, estimators::LinearOptions>;
+
+// The typed options a spec's params describe, with its columns and standardization.
+template <class Options>
+runtime::Result<Options> options_of(const ModelSpec& spec, const std::string& who) {
+  Options o;
+  if constexpr (std::is_same_v<Options, estimators::DNNLinearCombinedOptions>) {
+    o.linear_feature_columns = spec.wide_columns;  // first: assign_params validates them too
+    o.dnn_feature_columns = spec.columns;
+  }
+  TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
+  if constexpr (std::is_same_v<Options, estimators::KMeansOptions>) {
+    o.initial_centers = spec.initial_centers;
+  } else {
+    if constexpr (kStandardizesFeatures<Options>) o.standardize = spec.standardize;
+    if constexpr (!std::is_same_v<Options, estimators::DNNLinearCombinedOptions>) {
+      o.feature_columns = spec.columns;
+    }
+    if (spec.task == Task::kRegressor) {
+      if (auto it = spec.standardize.find(spec.label); it != spec.standardize.end()) {
+        o.standardize_label = it->second;
+      }
+    }
+  }
+  return o;
+}
+
+// A canned model's factory over its options type: the params it keeps (every one, defaults
+// filled in), its model_fn, and the scikit-learn model troupe search fits.
+template <class Options>
+struct Factory {
+  static runtime::Result<TextParams> resolved(const ModelSpec& spec, const std::string& who) {
+    TROUPE_ASSIGN_OR_RETURN(Options o, options_of<Options>(spec, who));
+    return estimators::to_text(estimators::params_of(o, spec.task));
+  }
+  static runtime::Result<estimators::ModelFn> model_fn(const ModelSpec& spec,
+                                                       const std::string& who) {
+    TROUPE_ASSIGN_OR_RETURN(Options o, options_of<Options>(spec, who));
+    TROUPE_RETURN_IF_ERROR(o.validate(spec.task));
+    if constexpr (std::is_same_v<Options, estimators::KMeansOptions>) {
+      return o.model_fn();
+    } else {
+      return o.model_fn(spec.task);
+    }
+  }
+  static runtime::Result<std::unique_ptr<estimators::Model>> make(const ModelSpec& spec,
+                                                                  const std::string& who,
+                                                                  estimators::RunConfig config) {
+    ModelSpec plain = spec;  // search standardizes in its pipeline, not in the model
+    plain.standardize.clear();
+    TROUPE_ASSIGN_OR_RETURN(Options o, options_of<Options>(plain, who));
+    if constexpr (std::is_same_v<Options, estimators::KMeansOptions>) {
+      return std::unique_ptr<estimators::Model>(new estimators::KMeans(o, config));
+    } else if constexpr (std::is_same_v<Options, estimators::DNNLinearCombinedOptions>) {
+      return runtime::invalid_argument(
+          who, " reads feature columns of a table; search takes dnn, linear, svm, kmeans, ",
+          "boosted_trees or random_forest");
+    } else if (spec.task == Task::kClassifier) {
+      return std::unique_ptr<estimators::Model>(
+          new estimators::CannedModel<Options, Task::kClassifier>(o, config));
+    } else {
+      return std::unique_ptr<estimators::Model>(
+          new estimators::CannedModel<Options, Task::kRegressor>(o, config));
+    }
+  }
+};
+
+// The registry: each canned model's row, its flags (troupe's defaults, tuned for the command
+// line: Adam for the DNN, FTRL for the linear models as TF), the params that fix its
+// variables besides n_classes or label_dimension, and its factory.
+struct Entry {
+  CannedModelInfo info;
+  std::vector<FlagParam> flags;
+  TextParams (*defaults)(Task);
+  std::vector<std::string> shape;
+  runtime::Result<TextParams> (*resolved)(const ModelSpec&, const std::string&);
+  runtime::Result<estimators::ModelFn> (*model_fn)(const ModelSpec&, const std::string&);
+  runtime::Result<std::unique_ptr<estimators::Model>> (*make)(const ModelSpec&, const std::string&,
+                                                              estimators::RunConfig);
+};
+
+template <class Options>
+Entry entry(CannedModelInfo info, std::vector<FlagParam> flags, TextParams (*defaults)(Task),
+            std::vector<std::string> shape) {
+  return {info,
+          std::move(flags),
+          defaults,
+          std::move(shape),
+          &Factory<Options>::resolved,
+          &Factory<Options>::model_fn,
+          &Factory<Options>::make};
+}
+
 const std::vector<FlagParam> kLinearFlags = {{"optimizer", "optimizer"},
                                              {"learning-rate", "learning_rate"},
                                              {"l1", "l1"},
                                              {"l2", "l2"},
                                              {"clip-norm", "clip_norm"}};
 
-const std::vector<FlagParam> kKMeansFlags = {{"n-clusters", "n_clusters"}, {"init", "init"}};
-// Wide & deep: the DNN's flags set the deep part, --linear-* the wide part.
-const std::vector<FlagParam> kWideDeepFlags = {
-    {"hidden", "dnn_hidden_units"},           {"optimizer", "dnn_optimizer"},
-    {"learning-rate", "dnn_learning_rate"},   {"dropout", "dnn_dropout"},
-    {"activation", "dnn_activation"},         {"clip-norm", "clip_norm"},
-    {"linear-optimizer", "linear_optimizer"}, {"linear-learning-rate", "linear_learning_rate"}};
+const std::vector<Entry>& registry() {
+  using estimators::BoostedTreesOptions;
+  using estimators::RandomForestOptions;
+  static const std::vector<Entry> entries = {
+      entry<estimators::DNNOptions>(
+          {ModelKind::kDnn, "dnn", false, true},
+          {{"hidden", "hidden_units"},
+           {"optimizer", "optimizer"},
+           {"learning-rate", "learning_rate"},
+           {"dropout", "dropout"},
+           {"activation", "activation"},
+           {"clip-norm", "clip_norm"},
+           {"batch-norm", "batch_norm"}},
+          [](Task) -> TextParams {
+            return {{"hidden_units", "256,128"}, {"optimizer", "adam"}, {"learning_rate", "0.001"}};
+          },
+          {"hidden_units", "activation"}),
+      entry<estimators::LinearOptions>({ModelKind::kLinear, "linear", false, true, false},
+                                       kLinearFlags, [](Task) { return TextParams{}; }, {"loss"}),
+      entry<estimators::LinearOptions>(
+          {ModelKind::kSvm, "svm", false, true, false}, kLinearFlags,
+          [](Task task) -> TextParams {
+            return {{"loss", task == Task::kClassifier ? "hinge" : "epsilon_insensitive"}};
+          },
+          {"loss"}),
+      entry<estimators::KMeansOptions>({ModelKind::kKMeans, "kmeans"},
+                                       {{"n-clusters", "n_clusters"}, {"init", "init"}},
+                                       [](Task) -> TextParams {
+                                         return {{"n_clusters", "8"}};
+                                       },
+                                       {"n_clusters"}),
+      // The DNN's flags set the deep part, --linear-* the wide part.
+      entry<estimators::DNNLinearCombinedOptions>(
+          {ModelKind::kWideDeep, "wide_deep", false, true},
+          {{"hidden", "dnn_hidden_units"},
+           {"optimizer", "dnn_optimizer"},
+           {"learning-rate", "dnn_learning_rate"},
+           {"dropout", "dnn_dropout"},
+           {"activation", "dnn_activation"},
+           {"clip-norm", "clip_norm"},
+           {"linear-optimizer", "linear_optimizer"},
+           {"linear-learning-rate", "linear_learning_rate"}},
+          [](Task) -> TextParams {
+            return {{"dnn_hidden_units", "128,64"},
+                    {"dnn_optimizer", "adam"},
+                    {"dnn_learning_rate", "0.001"}};
+          },
+          {"dnn_hidden_units", "dnn_activation"}),
+      entry<BoostedTreesOptions>(
+          {ModelKind::kBoostedTrees, "boosted_trees", true, false, true, "10000"},
+          {{"n-trees", "n_trees"},
+           {"max-depth", "max_depth"},
+           {"learning-rate", "learning_rate"},
+           {"l1", "l1"},
+           {"l2", "l2"},
+           {"max-bins", "max_bins"}},
+          [](Task) { return TextParams{}; }, {"n_trees", "max_depth", "max_bins"}),
+      // A forest's deep nodes need every row: its layers grow from batches of 100000.
+      entry<RandomForestOptions>(
+          {ModelKind::kRandomForest, "random_forest", true, false, true, "100000"},
+          {{"n-trees", "n_trees"},
+           {"max-depth", "max_depth"},
+           {"max-nodes", "max_nodes"},
+           {"max-features", "max_features"},
+           {"max-bins", "max_bins"}},
+          [](Task) { return TextParams{}; }, {"n_trees", "max_nodes", "max_bins"}),
+  };
+  return entries;
+}
 
-const std::vector<FlagParam> kBoostedTreesFlags = {{"n-trees", "n_trees"},
-                                                   {"max-depth", "max_depth"},
-                                                   {"learning-rate", "learning_rate"},
-                                                   {"l1", "l1"},
-                                                   {"l2", "l2"},
-                                                   {"max-bins", "max_bins"}};
-const std::vector<FlagParam> kRandomForestFlags = {{"n-trees", "n_trees"},
-                                                   {"max-depth", "max_depth"},
-                                                   {"max-nodes", "max_nodes"},
-                                                   {"max-features", "max_features"},
-                                                   {"max-bins", "max_bins"}};
+const Entry& entry_of(ModelKind kind) {
+  for (const Entry& e : registry()) {
+    if (e.info.kind == kind) return e;
+  }
+  return registry().front();  // every kind has a row
+}
 
-const std::vector<FlagParam>& flags_of(const std::string& model) {
-  if (model == "kmeans") return kKMeansFlags;
-  if (model == "wide_deep") return kWideDeepFlags;
-  if (model == "boosted_trees") return kBoostedTreesFlags;
-  if (model == "random_forest") return kRandomForestFlags;
-  return model == "dnn" ? kDnnFlags : kLinearFlags;
+std::string who(const ModelSpec& spec) {
+  return std::string("--model ") + model_info(spec.model).name;
 }
 
 }  // namespace
 
-const std::vector<std::string>& model_kinds() {
-  static const std::vector<std::string> kinds = {
-      "dnn", "linear", "svm", "kmeans", "wide_deep", "boosted_trees", "random_forest"};
-  return kinds;
-}
+const CannedModelInfo& model_info(ModelKind kind) { return entry_of(kind).info; }
 
-bool is_tree_model(const std::string& model) {
-  return model == "boosted_trees" || model == "random_forest";
+runtime::Result<ModelKind> parse_model_kind(const std::string& name) {
+  for (const Entry& e : registry()) {
+    if (name == e.info.name) return e.info.kind;
+  }
+  return runtime::invalid_argument("--model '", name, "' is not ", model_kinds_text());
 }
 
 std::string model_kinds_text() {
   std::string text;
-  for (size_t i = 0; i < model_kinds().size(); ++i) {
-    text += (i == 0 ? "" : i + 1 == model_kinds().size() ? " or " : ", ") + model_kinds()[i];
+  const std::vector<Entry>& all = registry();
+  for (size_t i = 0; i < all.size(); ++i) {
+    text += std::string(i == 0 ? "" : i + 1 == all.size() ? " or " : ", ") + all[i].info.name;
   }
   return text;
 }
@@ -88,9 +233,8 @@ std::string model_kinds_text() {
 const std::vector<std::string>& model_param_flags() {
   static const std::vector<std::string> all = [] {
     std::vector<std::string> names;
-    for (const auto* list : {&kDnnFlags, &kLinearFlags, &kKMeansFlags, &kWideDeepFlags,
-                             &kBoostedTreesFlags, &kRandomForestFlags}) {
-      for (const FlagParam& f : *list) {
+    for (const Entry& e : registry()) {
+      for (const FlagParam& f : e.flags) {
         if (std::find(names.begin(), names.end(), f.flag) == names.end()) names.push_back(f.flag);
       }
     }
@@ -99,38 +243,30 @@ const std::vector<std::string>& model_param_flags() {
   return all;
 }
 
-runtime::Result<TextParams> model_params(const std::string& model, Task task, const Flags& flags) {
-  if (std::find(model_kinds().begin(), model_kinds().end(), model) == model_kinds().end()) {
-    return runtime::invalid_argument("--model '", model, "' is not ", model_kinds_text());
-  }
-  TextParams p;
-  if (model == "dnn") {
-    p = {{"hidden_units", "256,128"}, {"optimizer", "adam"}, {"learning_rate", "0.001"}};
-  } else if (model == "wide_deep") {
-    p = {{"dnn_hidden_units", "128,64"}, {"dnn_optimizer", "adam"}, {"dnn_learning_rate", "0.001"}};
-  } else if (model == "kmeans") {
-    p = {{"n_clusters", "8"}};
-  } else if (model == "svm") {
-    p = {{"loss", task == Task::kClassifier ? "hinge" : "epsilon_insensitive"}};
-  }
+runtime::Result<TextParams> model_params(ModelKind model, Task task, const Flags& flags) {
+  const Entry& e = entry_of(model);
+  TextParams p = e.defaults(task);
   for (const std::string& flag : model_param_flags()) {
     auto given = flags.find(flag);
     if (given == flags.end()) continue;
     bool found = false;
-    for (const FlagParam& f : flags_of(model)) {
+    for (const FlagParam& f : e.flags) {
       if (flag == f.flag) {
         p[f.param] = given->second;
         found = true;
       }
     }
-    if (!found) return runtime::invalid_argument("--", flag, " is not a flag of --model ", model);
+    if (!found)
+      return runtime::invalid_argument("--", flag, " is not a flag of --model ", e.info.name);
   }
   return p;
 }
 
 runtime::Result<ModelSpec> model_spec_of(const Flags& flags) {
   ModelSpec spec;
-  if (auto m = flags.find("model"); m != flags.end()) spec.model = m->second;
+  if (auto m = flags.find("model"); m != flags.end()) {
+    TROUPE_ASSIGN_OR_RETURN(spec.model, parse_model_kind(m->second));
+  }
   spec.task = flags.count("regression") ? Task::kRegressor : Task::kClassifier;
   TROUPE_ASSIGN_OR_RETURN(spec.params, model_params(spec.model, spec.task, flags));
   return spec;
@@ -146,177 +282,38 @@ runtime::Result<bool> standardize_of(const Flags& flags, const std::string& data
          (how == "auto" && (data.rfind("csv:", 0) == 0 || data.rfind("libsvm:", 0) == 0));
 }
 
-std::vector<std::string> shape_params(const std::string& model, Task task) {
-  if (model == "kmeans") return {"n_clusters"};
+std::vector<std::string> shape_params(ModelKind model, Task task) {
+  const Entry& e = entry_of(model);
+  if (model == ModelKind::kKMeans) return e.shape;
   std::vector<std::string> names = {task == Task::kClassifier ? "n_classes" : "label_dimension"};
-  if (model == "dnn") {
-    names.insert(names.end(), {"hidden_units", "activation"});
-  } else if (model == "wide_deep") {
-    names.insert(names.end(), {"dnn_hidden_units", "dnn_activation"});
-  } else if (model == "boosted_trees") {
-    names.insert(names.end(), {"n_trees", "max_depth", "max_bins"});
-  } else if (model == "random_forest") {
-    names.insert(names.end(), {"n_trees", "max_nodes", "max_bins"});
-  } else {
-    names.push_back("loss");
-  }
+  names.insert(names.end(), e.shape.begin(), e.shape.end());
   return names;
 }
 
-namespace {
-
-template <class Options>
-runtime::Result<Options> options_of(const ModelSpec& spec, const std::string& who) {
-  Options o;
-  TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
-  o.standardize = spec.standardize;
-  o.feature_columns = spec.columns;
-  if (spec.task == Task::kRegressor) {
-    if (auto it = spec.standardize.find(spec.label); it != spec.standardize.end()) {
-      o.standardize_label = it->second;
-    }
-  }
-  return o;
-}
-
-// Trees read the features as they are: no standardize statistics, only the label's.
-template <class Options>
-runtime::Result<Options> tree_options(const ModelSpec& spec, const std::string& who) {
-  Options o;
-  TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
-  o.feature_columns = spec.columns;
-  if (spec.task == Task::kRegressor) {
-    if (auto it = spec.standardize.find(spec.label); it != spec.standardize.end()) {
-      o.standardize_label = it->second;
-    }
-  }
-  return o;
-}
-
-// `make` with the options of one of the tree models.
-template <class Make>
-auto with_tree_options(const ModelSpec& spec, const std::string& who, Make make)
-    -> decltype(make(estimators::BoostedTreesOptions{})) {
-  if (spec.model == "boosted_trees") {
-    TROUPE_ASSIGN_OR_RETURN(auto o, tree_options<estimators::BoostedTreesOptions>(spec, who));
-    return make(o);
-  }
-  TROUPE_ASSIGN_OR_RETURN(auto o, tree_options<estimators::RandomForestOptions>(spec, who));
-  return make(o);
-}
-
-runtime::Result<estimators::DNNLinearCombinedOptions> wide_deep_options(const ModelSpec& spec,
-                                                                        const std::string& who) {
-  estimators::DNNLinearCombinedOptions o;
-  o.linear_feature_columns = spec.wide_columns;  // first: assign_params validates them too
-  o.dnn_feature_columns = spec.columns;
-  TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
-  if (spec.task == Task::kRegressor) {
-    if (auto it = spec.standardize.find(spec.label); it != spec.standardize.end()) {
-      o.standardize_label = it->second;
-    }
-  }
-  return o;
-}
-
-}  // namespace
-
 runtime::Result<TextParams> resolved_params(const ModelSpec& spec) {
-  const std::string who = "--model " + spec.model;
-  if (spec.model == "kmeans") {
-    estimators::KMeansOptions o;
-    TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
-    return estimators::to_text(estimators::params_of(o, spec.task));
-  }
-  if (spec.model == "dnn") {
-    TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(spec, who));
-    return estimators::to_text(estimators::params_of(o, spec.task));
-  }
-  if (spec.model == "wide_deep") {
-    TROUPE_ASSIGN_OR_RETURN(auto o, wide_deep_options(spec, who));
-    return estimators::to_text(estimators::params_of(o, spec.task));
-  }
-  if (is_tree_model(spec.model)) {
-    return with_tree_options(spec, who, [&](const auto& o) -> runtime::Result<TextParams> {
-      return estimators::to_text(estimators::params_of(o, spec.task));
-    });
-  }
-  TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::LinearOptions>(spec, who));
-  return estimators::to_text(estimators::params_of(o, spec.task));
+  return entry_of(spec.model).resolved(spec, who(spec));
 }
 
 runtime::Result<estimators::ModelFn> model_fn_of(const ModelSpec& spec) {
-  const std::string who = "--model " + spec.model;
-  if (spec.model == "kmeans") {
-    estimators::KMeansOptions o;
-    TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
-    o.initial_centers = spec.initial_centers;
-    return o.model_fn();
-  }
-  if (spec.model == "dnn") {
-    TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(spec, who));
-    return o.model_fn(spec.task);
-  }
-  if (spec.model == "wide_deep") {
-    TROUPE_ASSIGN_OR_RETURN(auto o, wide_deep_options(spec, who));
-    if (auto s = o.validate(spec.task); !s.ok()) return s;
-    return o.model_fn(spec.task);
-  }
-  if (is_tree_model(spec.model)) {
-    return with_tree_options(spec, who, [&](const auto& o) -> runtime::Result<estimators::ModelFn> {
-      TROUPE_RETURN_IF_ERROR(o.validate(spec.task));
-      return o.model_fn(spec.task);
-    });
-  }
-  TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::LinearOptions>(spec, who));
-  return o.model_fn(spec.task);
+  return entry_of(spec.model).model_fn(spec, who(spec));
 }
 
 runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& spec,
                                                                estimators::RunConfig config) {
-  const std::string who = "--model " + spec.model;
-  ModelSpec plain = spec;
-  plain.standardize.clear();
-  const bool classifier = spec.task == Task::kClassifier;
-  if (spec.model == "kmeans") {
-    estimators::KMeansOptions o;
-    TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
-    return std::unique_ptr<estimators::Model>(new estimators::KMeans(o, config));
-  }
-  if (spec.model == "wide_deep") {
-    return runtime::invalid_argument(
-        "--model wide_deep reads feature columns of a table; search takes dnn, linear, svm or "
-        "kmeans");
-  }
-  if (is_tree_model(spec.model)) {
-    using Made = runtime::Result<std::unique_ptr<estimators::Model>>;
-    return with_tree_options(plain, who, [&](const auto& o) -> Made {
-      using Options = std::decay_t<decltype(o)>;
-      if (classifier) {
-        return std::unique_ptr<estimators::Model>(
-            new estimators::CannedModel<Options, Task::kClassifier>(o, config));
-      }
-      return std::unique_ptr<estimators::Model>(
-          new estimators::CannedModel<Options, Task::kRegressor>(o, config));
-    });
-  }
-  if (spec.model == "dnn") {
-    TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::DNNOptions>(plain, who));
-    if (classifier)
-      return std::unique_ptr<estimators::Model>(new estimators::DNNClassifier(o, config));
-    return std::unique_ptr<estimators::Model>(new estimators::DNNRegressor(o, config));
-  }
-  TROUPE_ASSIGN_OR_RETURN(auto o, options_of<estimators::LinearOptions>(plain, who));
-  if (classifier)
-    return std::unique_ptr<estimators::Model>(new estimators::LinearClassifier(o, config));
-  return std::unique_ptr<estimators::Model>(new estimators::LinearRegressor(o, config));
+  return entry_of(spec.model).make(spec, who(spec), std::move(config));
+}
+
+DataOptions data_options(const ModelSpec& spec) {
+  return {.class_names = spec.task == Task::kClassifier && spec.model != ModelKind::kKMeans,
+          .num_features = spec.libsvm_features};
 }
 
 runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
-  const std::string task = spec.model == "kmeans"           ? "clustering"
+  const std::string task = spec.model == ModelKind::kKMeans ? "clustering"
                            : spec.task == Task::kClassifier ? "classifier"
                                                             : "regressor";
-  std::string text = "model " + spec.model + "\ntask " + task + "\nlabel " + spec.label + "\n";
+  std::string text = std::string("model ") + model_info(spec.model).name + "\ntask " + task +
+                     "\nlabel " + spec.label + "\n";
   for (const auto& [k, v] : spec.params) text += "param " + k + " " + v + "\n";
   if (spec.libsvm_features > 0) {
     text += "libsvm_features " + std::to_string(spec.libsvm_features) + "\n";
@@ -354,11 +351,12 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
   };
   while (in >> word) {
     if (word == "model") {
-      spec.model = rest_of_line();
-      if (std::find(model_kinds().begin(), model_kinds().end(), spec.model) ==
-          model_kinds().end()) {
-        return runtime::data_loss(path, ": model '", spec.model, "' is not ", model_kinds_text());
+      const std::string name = rest_of_line();
+      auto kind = parse_model_kind(name);
+      if (!kind.ok()) {
+        return runtime::data_loss(path, ": model '", name, "' is not ", model_kinds_text());
       }
+      spec.model = *kind;
     } else if (word == "task") {
       const std::string task = rest_of_line();
       if (task != "classifier" && task != "regressor" && task != "clustering") {

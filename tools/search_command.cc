@@ -105,27 +105,17 @@ int search(const std::vector<std::string>& args) {
   auto data =
       open_data(data_spec, "train", label, {.batch_size = 1024}, {.class_names = classifier});
   if (!data.ok()) return fail(data.status());
-  // A text label column: its names, sorted, are the classes (scikit-learn's LabelEncoder).
   std::vector<std::string> text_labels;
   if (classifier) {
-    auto names = label_names(*data);
-    if (!names.ok()) return fail(names.status());
-    text_labels = std::move(*names);
-  }
-  if (classifier) {
-    int64_t n_classes = 10;
-    if (flags.count("n-classes")) {
-      if (!to_int("n-classes", flag("n-classes", ""), 2, &n_classes, &error)) {
-        return usage_error(error);
-      }
-    } else if (!text_labels.empty()) {
-      n_classes = std::max<int64_t>(2, static_cast<int64_t>(text_labels.size()));
-    } else if (data_spec != "fashion-mnist") {
-      auto counted = count_classes(*data);
-      if (!counted.ok()) return fail(counted.status());
-      n_classes = std::max<int64_t>(2, *counted);
+    int64_t given = 0;
+    if (flags.count("n-classes") &&
+        !to_int("n-classes", flag("n-classes", ""), 2, &given, &error)) {
+      return usage_error(error);
     }
-    spec.params["n_classes"] = std::to_string(n_classes);
+    auto classes = classes_of(*data, data_spec, given);
+    if (!classes.ok()) return fail(classes.status());
+    text_labels = std::move(classes->names);
+    spec.params["n_classes"] = std::to_string(classes->count);
   }
   estimators::RunConfig config;
   config.tf_random_seed = seed;

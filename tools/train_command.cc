@@ -1,0 +1,461 @@
+// troupe train: a canned model on Fashion-MNIST, CSV or libsvm files, alone or as a task of a
+// cluster (TF_CONFIG). Flags become a typed request once (read_train_request); the data then
+// describes the rest of the model (its classes, columns and statistics: describe_model); the
+// training executor plays the task (estimators/training.h): the chief trains, checkpoints,
+// evaluates and exports, workers train their part of the data, an evaluator evaluates each new
+// checkpoint.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "estimators/canned/kmeans.h"
+#include "estimators/experiment.h"
+#include "estimators/metrics.h"
+#include "runtime/log.h"
+#include "runtime/record_io.h"
+#include "tools/cli.h"
+#include "tools/column_spec.h"
+#include "tools/data_spec.h"
+#include "tools/model_spec.h"
+
+namespace troupe::cli {
+
+namespace input = troupe::estimators::input;
+
+namespace {
+
+const std::vector<std::string> kTrainFlags = {"model",
+                                              "data",
+                                              "model-dir",
+                                              "epochs",
+                                              "steps",
+                                              "batch-size",
+                                              "standardize",
+                                              "columns",
+                                              "weight-column",
+                                              "eval-every",
+                                              "early-stopping-rounds",
+                                              "seed",
+                                              "eval-data",
+                                              "label",
+                                              "n-classes",
+                                              "export",
+                                              "cluster",
+                                              "job",
+                                              "task",
+                                              "secret",
+                                              "ps-strategy",
+                                              "cluster-deadline",
+                                              "eval-timeout",
+                                              "replicas-to-aggregate",
+                                              "sync-timeout"};
+
+// A worker or the evaluator of a cluster, as the training executor plays it (estimators/
+// training.h): a worker trains its part of the data until the global step reaches --steps, the
+// data ends, or a signal, and prints one JSON line of what it did; the evaluator evaluates each
+// new checkpoint of model_dir (its events in model_dir/eval), one JSON line each, until one
+// reaches --steps, none comes for --eval-timeout seconds, or a signal.
+int run_task(estimators::Estimator& est, const input::Dataset& train, const input::Dataset& eval,
+             int64_t steps, int64_t eval_timeout_s, GracefulStop& graceful) {
+  estimators::ExperimentOptions o;
+  o.train_steps = steps;
+  o.evaluator_timeout_secs = static_cast<double>(eval_timeout_s);
+  o.on_evaluation = [](int64_t, const estimators::Metrics& m) { print_metrics(m); };
+  estimators::Experiment exp(est, train, {{"", eval}}, o);
+  graceful.watch([&exp] { exp.request_stop(); });
+  auto report = exp.train_and_evaluate();
+  graceful.finish();
+  if (!report.ok()) return fail(report.status());
+  if (est.config().cluster.task_type == estimators::TaskType::kWorker) {
+    std::printf("{\"global_step\": %lld, \"steps\": %lld, \"loss\": %.4f, \"restarts\": %d}\n",
+                static_cast<long long>(report->global_step), static_cast<long long>(report->steps),
+                report->final_metrics.at("loss"), report->restarts);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// What `troupe train` was asked for, typed once from its flags.
+struct TrainRequest {
+  ModelSpec spec;  // --model, --regression and the model's flags; the data adds the rest
+  std::string data, eval_data, model_dir, label, export_strategy;
+  bool standardize = false;
+  int64_t epochs = 0, steps = 0, batch = 128, eval_every = 0, rounds = 0, seed = 42;
+  int64_t eval_timeout_s = 600;
+  // In a cluster every replica reads its part round and round and all stop at one global step
+  // (--epochs becomes the steps one process takes for that many passes over all the data);
+  // trees stop by themselves once grown, reading the data round and round until then.
+  bool repeat = false;
+  estimators::RunConfig config;  // the cluster, its secret, placement and synchronous rounds
+  bool in_cluster() const { return !config.cluster.cluster.empty(); }
+  estimators::TaskType task() const { return config.cluster.task_type; }
+};
+
+// Flags -> request: 0, or the exit status after the error's line.
+int read_train_request(const Flags& flags, TrainRequest* r) {
+  auto flag = [&](const std::string& k, const std::string& d) {
+    auto it = flags.find(k);
+    return it == flags.end() ? d : it->second;
+  };
+  auto given = model_spec_of(flags);
+  if (!given.ok()) return usage_error(given.status().message());
+  r->spec = *given;
+  auto standardize = standardize_of(flags, flag("data", ""));
+  if (!standardize.ok()) return usage_error(standardize.status().message());
+  r->standardize = *standardize;
+  r->export_strategy = flag("export", "");
+  if (!r->export_strategy.empty() && r->export_strategy != "latest" &&
+      r->export_strategy != "best") {
+    return usage_error("--export: '" + r->export_strategy + "' is not latest or best");
+  }
+  if (!flags.count("data")) return usage_error("train needs --data");
+  if (!flags.count("model-dir")) return usage_error("train needs --model-dir");
+  if (flags.count("epochs") && flags.count("steps")) {
+    return usage_error("--epochs and --steps exclude each other");
+  }
+  r->data = flag("data", "");
+  r->eval_data = flag("eval-data", r->data);
+  r->model_dir = flag("model-dir", "");
+  r->label = flag("label", r->data.rfind("csv:", 0) == 0 ? "" : "label");
+  std::string error;
+  int64_t deadline_s = 60, aggregate = 0, sync_timeout_s = 30;
+  // A tree model's batch is the sample each layer grows from (estimators/canned/trees.h).
+  const char* default_batch = model_info(r->spec.model).default_batch;
+  if ((flags.count("epochs") && !to_int("epochs", flag("epochs", ""), 1, &r->epochs, &error)) ||
+      (flags.count("steps") && !to_int("steps", flag("steps", ""), 1, &r->steps, &error)) ||
+      !to_int("batch-size", flag("batch-size", default_batch), 1, &r->batch, &error) ||
+      !to_int("eval-every", flag("eval-every", "0"), 0, &r->eval_every, &error) ||
+      !to_int("early-stopping-rounds", flag("early-stopping-rounds", "0"), 0, &r->rounds, &error) ||
+      !to_int("seed", flag("seed", "42"), 0, &r->seed, &error) ||
+      !to_int("cluster-deadline", flag("cluster-deadline", "60"), 1, &deadline_s, &error) ||
+      !to_int("eval-timeout", flag("eval-timeout", "600"), 1, &r->eval_timeout_s, &error) ||
+      !to_int("replicas-to-aggregate", flag("replicas-to-aggregate", "0"), 0, &aggregate, &error) ||
+      !to_int("sync-timeout", flag("sync-timeout", "30"), 1, &sync_timeout_s, &error)) {
+    return usage_error(error);
+  }
+  auto strategy = runtime::parse_ps_strategy(flag("ps-strategy", "round_robin"));
+  if (!strategy.ok()) return usage_error("--ps-strategy: " + strategy.status().message());
+  auto cluster = cluster_of(flags);
+  if (!cluster.ok()) return usage_error(cluster.status().message());
+  const bool in_cluster = !cluster->cluster.empty();
+  if (in_cluster && !std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster->task_label());
+  if (cluster->task_type == estimators::TaskType::kPs) {
+    return usage_error("a ps task runs `troupe server`, not `troupe train`");
+  }
+  const bool trains = in_cluster && cluster->task_type != estimators::TaskType::kEvaluator;
+  if (trains && cluster->num_ps_replicas == 0) {
+    return usage_error("the cluster has no ps task: its variables live on ps tasks");
+  }
+  auto secret = secret_of(flags);
+  if (!secret.ok()) return fail(secret.status());
+  if (trains && !*secret) {
+    runtime::log_warning(
+        "no job secret (--secret or TROUPE_JOB_SECRET): anyone who can reach "
+        "the ps tasks can read or change the model");
+  }
+  const CannedModelInfo& model = model_info(r->spec.model);
+  if (model.trees && (flags.count("sync") || aggregate > 0)) {
+    // A step grows a layer from its own batch: there are no gradients to average.
+    return usage_error(std::string("--sync: ") + model.name +
+                       " grows its trees from each batch in turn");
+  }
+  if (model.trees && flags.count("epochs")) {
+    return usage_error(std::string("--epochs: ") + model.name +
+                       " trains until its trees are grown");
+  }
+  // Big kernels, embeddings and linear weights spread over a cluster's ps tasks. Checkpoints
+  // restore into any number of parts (runtime::fit_partitions): a cluster may resume with more
+  // or fewer ps tasks, or one process.
+  if (model.partitioned) {
+    r->spec.params["partitions"] = std::to_string(std::max(1, cluster->num_ps_replicas));
+  }
+  estimators::RunConfig& config = r->config;
+  config.model_dir = r->model_dir;
+  config.tf_random_seed = r->seed;
+  config.save_checkpoints_steps = r->eval_every > 0 ? r->eval_every : 1000;
+  config.log_step_count_steps = 100;
+  config.cluster = *cluster;
+  config.job_secret = *secret;
+  config.ps_strategy = *strategy;
+  config.cluster_deadline_ms = deadline_s * 1000;
+  // --sync: every replica's gradients make one update; --replicas-to-aggregate R: the first R
+  // (the rest are backups, their late gradients dropped).
+  config.replicas_to_aggregate =
+      static_cast<int>(aggregate > 0         ? aggregate
+                       : flags.count("sync") ? cluster->num_worker_replicas
+                                             : 0);
+  config.sync_timeout_ms = sync_timeout_s * 1000;
+  if (auto valid = config.validate(); !valid.ok()) return usage_error(valid.message());
+  r->repeat = r->steps > 0 || model.trees ||
+              (in_cluster && cluster->task_type != estimators::TaskType::kEvaluator);
+  return 0;
+}
+
+// A classifier's classes, from the data: its text labels' names and how many there are.
+int read_classes(const Flags& flags, const TrainRequest& r, const input::Dataset& data,
+                 ModelSpec* spec, std::vector<std::string>* text_labels) {
+  const bool kmeans = spec->model == ModelKind::kKMeans;
+  const bool classifier = spec->task == estimators::Task::kClassifier;
+  if (!classifier || kmeans) {
+    if (flags.count("n-classes")) {
+      return usage_error(kmeans ? "--n-classes: k-means takes --n-clusters"
+                                : "--n-classes: a regressor has no classes");
+    }
+    return 0;
+  }
+  int64_t given = 0;
+  std::string error;
+  if (flags.count("n-classes") && !to_int("n-classes", flags.at("n-classes"), 2, &given, &error)) {
+    return usage_error(error);
+  }
+  auto classes = classes_of(data, r.data, given);
+  if (!classes.ok()) return fail(classes.status());
+  *text_labels = std::move(classes->names);
+  spec->params["n_classes"] = std::to_string(classes->count);
+  return 0;
+}
+
+// How the model reads its features: columns from --columns, or inferred from the data, with
+// the training data's statistics for the numbers.
+int read_columns(const Flags& flags, const input::Dataset& data, ModelSpec* spec) {
+  const CannedModelInfo& model = model_info(spec->model);
+  if (spec->model == ModelKind::kKMeans) {
+    if (flags.count("columns")) {
+      return usage_error("--columns: k-means clusters the numbers as they are");
+    }
+    return 0;
+  }
+  // Text features need columns: inferred from the data unless a spec file gives them.
+  const bool wide_deep = spec->model == ModelKind::kWideDeep;
+  if (flags.count("columns")) {
+    auto read = read_columns_file(flags.at("columns"));
+    if (!read.ok()) return usage_error(read.status().message());
+    if (!wide_deep && !read->wide.empty()) {
+      return usage_error("--columns: 'wide' columns are for --model wide_deep");
+    }
+    spec->columns = std::move(read->columns);
+    spec->wide_columns = std::move(read->wide);
+  } else {
+    auto columns = infer_columns(data, spec->standardize, model.dense_columns);
+    if (columns.ok() && model.trees) *columns = tree_columns_of(std::move(*columns));
+    if (!columns.ok()) return usage_error(columns.status().message());
+    const bool text = std::any_of(columns->begin(), columns->end(), [](const auto& c) {
+      return c.kind != estimators::FeatureColumn::Kind::kNumeric;
+    });
+    // A table of numbers only: the models read every feature as they are (one weight
+    // matrix, Fashion-MNIST's image too); wide & deep's linear part reads them too.
+    if (text || wide_deep) spec->columns = std::move(*columns);
+    if (wide_deep) {
+      auto linear = infer_columns(data, spec->standardize, /*dnn=*/false);
+      if (!linear.ok()) return usage_error(linear.status().message());
+      spec->wide_columns = text ? wide_columns_of(*linear) : *linear;
+    }
+  }
+  for (auto* part : {&spec->columns, &spec->wide_columns}) {
+    for (estimators::FeatureColumn& c : *part) {
+      auto st = spec->standardize.find(c.key);
+      if (c.kind == estimators::FeatureColumn::Kind::kNumeric && c.normalizer.mean.empty() &&
+          st != spec->standardize.end()) {
+        c.normalizer = st->second;
+      }
+    }
+  }
+  return 0;
+}
+
+// The data says the rest of the model: its classes, the statistics its numbers are
+// standardized with, its columns, its label's vocabulary and weights, k-means's starting
+// centers; then every param is resolved. 0, or the exit status after the error's line.
+int describe_model(const Flags& flags, TrainRequest* r, input::Dataset* train_data) {
+  ModelSpec& spec = r->spec;
+  const bool kmeans = spec.model == ModelKind::kKMeans;
+  const bool classifier = spec.task == estimators::Task::kClassifier;
+  spec.libsvm_features = libsvm_features(*train_data);
+  if (kmeans && !classifier) return usage_error("--regression: k-means clusters");
+  std::vector<std::string> text_labels;
+  if (int e = read_classes(flags, *r, *train_data, &spec, &text_labels)) return e;
+  if (r->epochs == 0 && r->steps == 0 && !model_info(spec.model).trees) {
+    // As many passes as a small table needs (FitParams::epochs_for): 10 over Fashion-MNIST.
+    auto rows = count_rows(*train_data);
+    if (!rows.ok()) return fail(rows.status());
+    r->epochs = estimators::FitParams{.batch_size = r->batch}.epochs_for(*rows);
+    if (!r->repeat) train_data->options.num_epochs = r->epochs;
+  }
+  // Numeric columns of a table are standardized with the training data's statistics (saved
+  // with the model); Fashion-MNIST's pixels already lie in [0, 1].
+  // k-means clusters the columns as they are (its starting centers are rows of the data).
+  if (!kmeans && r->standardize) {
+    auto stats = estimators::standardization(*train_data, /*with_label=*/!classifier);
+    if (!stats.ok()) return fail(stats.status());
+    spec.standardize = std::move(*stats);
+  }
+  if (int e = read_columns(flags, *train_data, &spec)) return e;
+  if (!text_labels.empty()) {
+    std::string names;
+    for (const std::string& n : text_labels) {
+      if (n.find(',') != std::string::npos) {
+        return usage_error("label '" + n + "' holds a comma: name the classes without one");
+      }
+      names += (names.empty() ? "" : ",") + n;
+    }
+    spec.params["label_vocabulary"] = names;
+  }
+  if (flags.count("weight-column")) {
+    if (kmeans) return usage_error("--weight-column: k-means weighs every row alike");
+    const std::string weights = flags.at("weight-column");
+    spec.params["weight_column"] = weights;
+    // The weights weigh the examples; no column reads them as a feature.
+    for (auto* part : {&spec.columns, &spec.wide_columns}) {
+      part->erase(
+          std::remove_if(part->begin(), part->end(),
+                         [&](const estimators::FeatureColumn& c) { return c.key == weights; }),
+          part->end());
+    }
+  }
+  spec.label = r->label;
+  auto resolved = resolved_params(spec);
+  if (!resolved.ok()) return usage_error(resolved.status().message());
+  spec.params = *resolved;
+  if (kmeans) {
+    // k-means++ over the training rows picks the starting centers.
+    auto arrays = load_arrays(*train_data);
+    if (!arrays.ok()) return fail(arrays.status());
+    estimators::KMeansOptions o;
+    if (auto s = estimators::assign_params(o, spec.task, spec.params, "--model kmeans"); !s.ok()) {
+      return usage_error(s.message());
+    }
+    auto centers = estimators::kmeans_initial_centers(arrays->x, o, static_cast<uint64_t>(r->seed));
+    if (!centers.ok()) return fail(centers.status());
+    spec.initial_centers = std::move(*centers);
+  }
+  return 0;
+}
+
+// A model_dir that holds a model already: the variables must match (the optimizer and its rate
+// may change), and continued training keeps the statistics its variables were trained with
+// and the columns, whose vocabularies fix what each row of their weights means.
+int continue_in(const TrainRequest& r, ModelSpec* spec) {
+  auto earlier = load_model_spec(r.model_dir);
+  if (!earlier.ok()) return 0;
+  if (earlier->model != spec->model || earlier->task != spec->task) {
+    return usage_error(
+        r.model_dir + " holds another kind of model (" + model_info(earlier->model).name +
+        (earlier->task == estimators::Task::kClassifier ? " classifier" : " regressor") +
+        "): pass another --model-dir");
+  }
+  for (const std::string& key : shape_params(spec->model, spec->task)) {
+    const std::string was = earlier->params.count(key) ? earlier->params.at(key) : "";
+    if (was != spec->params[key]) {
+      return usage_error(r.model_dir + " holds a model with " + key + " " + was + ", not " +
+                         spec->params[key] + ": pass the same or another --model-dir");
+    }
+  }
+  spec->standardize = earlier->standardize;
+  if (!earlier->columns.empty() || !earlier->wide_columns.empty()) {
+    spec->columns = earlier->columns;
+    spec->wide_columns = earlier->wide_columns;
+  }
+  return 0;
+}
+
+// The chief (or a process alone): the Experiment's schedule, the model described in model_dir,
+// and the JSON line of the final metrics.
+int run_chief(TrainRequest& r, const input::Dataset& train_data, const input::Dataset& eval_data,
+              GracefulStop& graceful) {
+  ModelSpec& spec = r.spec;
+  if (int e = continue_in(r, &spec)) return e;
+  auto model_fn = model_fn_of(spec);
+  if (!model_fn.ok()) return usage_error(model_fn.status().message());
+  std::error_code ec;
+  std::filesystem::create_directories(r.model_dir, ec);
+  if (ec) return fail(runtime::internal_error("cannot create ", r.model_dir, ": ", ec.message()));
+  estimators::Estimator est(*model_fn, r.config);
+  if (auto s = save_model_spec(r.model_dir, spec); !s.ok()) return fail(s);
+  const bool classifier =
+      spec.task == estimators::Task::kClassifier && spec.model != ModelKind::kKMeans;
+  estimators::ExperimentOptions xo;
+  xo.eval_every_steps = r.eval_every;
+  xo.early_stopping_rounds = static_cast<int>(r.rounds);
+  xo.export_strategy = r.export_strategy;
+  xo.early_stopping_metric = classifier ? "accuracy" : "loss";
+  if (r.steps > 0 && r.in_cluster()) {
+    xo.train_steps = r.steps;
+  } else if (r.steps > 0) {
+    // --steps counts from where an earlier run in this model_dir stopped.
+    auto latest = runtime::read_checkpoint(est.latest_checkpoint());
+    xo.train_steps = (latest.ok() ? latest->global_step : 0) + r.steps;
+  }
+  estimators::Experiment exp(est, train_data, {{"", eval_data}}, xo);
+  graceful.watch([&exp] { exp.request_stop(); });
+  auto report = exp.train_and_evaluate();
+  graceful.finish();
+  if (!report.ok()) return fail(report.status());
+  // Now the features are known: `troupe export` builds its serving signature from them.
+  spec.inputs = est.serving_inputs();
+  if (auto s = save_model_spec(r.model_dir, spec); !s.ok()) return fail(s);
+  runtime::log_info("trained to step ", report->global_step, " in ", report->seconds,
+                    " s; model in ", r.model_dir);
+  for (const std::string& dir : report->exports) {
+    runtime::log_info("exported the model to ", dir);
+  }
+  estimators::Metrics final_line = report->final_metrics;
+  if (r.in_cluster()) final_line["restarts"] = report->restarts;
+  print_metrics(final_line);
+  return 0;
+}
+
+}  // namespace
+
+int train(const std::vector<std::string>& args) {
+  std::vector<std::string> valued = kTrainFlags;
+  valued.insert(valued.end(), model_param_flags().begin(), model_param_flags().end());
+  auto parsed = parse_flags(args, valued, {"sync", "regression"});
+  if (!parsed.ok()) return usage_error(parsed.status().message());
+  TrainRequest r;
+  if (int e = read_train_request(*parsed, &r)) return e;
+  const bool trains_in_cluster = r.in_cluster() && r.task() != estimators::TaskType::kEvaluator;
+  const bool classifier = r.spec.task == estimators::Task::kClassifier;
+  // A libsvm file's numeric labels name a classifier's classes, as a table's text labels do.
+  auto train_data = open_data(r.data, "train", r.label,
+                              {.batch_size = r.batch,
+                               .num_epochs = r.repeat ? 0 : r.epochs,
+                               .shuffle = true,
+                               .seed = static_cast<uint64_t>(r.seed)},
+                              {.class_names = classifier && r.spec.model != ModelKind::kKMeans});
+  if (!train_data.ok()) return fail(train_data.status());
+  if (int e = describe_model(*parsed, &r, &*train_data)) return e;
+  if (trains_in_cluster && r.steps == 0) {
+    auto rows = count_rows(*train_data);
+    if (!rows.ok()) return fail(rows.status());
+    // A synchronous step takes a batch from each of the replicas it aggregates.
+    const int64_t per_step = r.batch * std::max(1, r.config.replicas_to_aggregate);
+    r.steps = (*rows * r.epochs + per_step - 1) / per_step;
+    runtime::log_info("--epochs ", r.epochs, " over ", *rows, " examples, ", per_step,
+                      " a step: the replicas stop at global step ", r.steps);
+  }
+  GracefulStop graceful;
+  if (r.task() == estimators::TaskType::kWorker) {
+    auto model_fn = model_fn_of(r.spec);
+    if (!model_fn.ok()) return usage_error(model_fn.status().message());
+    estimators::Estimator est(*model_fn, r.config);
+    return run_task(est, *train_data, *train_data, r.steps, r.eval_timeout_s, graceful);
+  }
+  if (!parsed->count("eval-data") && r.eval_data != "fashion-mnist") {
+    runtime::log_warning("evaluating on the training data; pass --eval-data for a held-out set");
+  }
+  auto eval_data =
+      open_data(r.eval_data, "test", r.label, {.batch_size = 1000}, data_options(r.spec));
+  if (!eval_data.ok()) return fail(eval_data.status());
+  if (r.task() == estimators::TaskType::kEvaluator) {
+    auto model_fn = model_fn_of(r.spec);
+    if (!model_fn.ok()) return usage_error(model_fn.status().message());
+    estimators::Estimator est(*model_fn, r.config);
+    return run_task(est, *train_data, *eval_data, r.steps, r.eval_timeout_s, graceful);
+  }
+  return run_chief(r, *train_data, *eval_data, graceful);
+}
+
+}  // namespace troupe::cli
