@@ -8,18 +8,11 @@
 
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/eigen_util.h"
+#include "kernels/cpu/kernel.h"
 #include "kernels/cpu/variable_read.h"
 #include "ops/strided_slice.h"
-#include "runtime/kernel_registry.h"
 
 namespace troupe::kernels::cpu {
-
-using runtime::DeviceType;
-using runtime::DType;
-using runtime::KernelContext;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 
 namespace {
 

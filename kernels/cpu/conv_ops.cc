@@ -7,17 +7,12 @@
 #include "kernels/cpu/eigen_util.h"
 #include "kernels/cpu/fused_epilogue.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/kernel.h"
 #include "ops/conv_ops.h"
-#include "runtime/kernel_registry.h"
 
 namespace troupe::kernels::cpu {
 
 using ops::ConvGeometry;
-using runtime::DeviceType;
-using runtime::KernelContext;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 
 namespace {
 

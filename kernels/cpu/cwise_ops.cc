@@ -5,15 +5,9 @@
 
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/eigen_util.h"
-#include "runtime/kernel_registry.h"
+#include "kernels/cpu/kernel.h"
 
 namespace troupe::kernels::cpu {
-
-using runtime::DeviceType;
-using runtime::DType;
-using runtime::KernelContext;
-using runtime::Status;
-using runtime::Tensor;
 
 namespace {
 

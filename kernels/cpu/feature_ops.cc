@@ -4,17 +4,10 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/cpu/kernel.h"
 #include "runtime/fingerprint.h"
-#include "runtime/kernel_registry.h"
 
 namespace troupe::kernels::cpu {
-
-using runtime::DeviceType;
-using runtime::DType;
-using runtime::KernelContext;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 
 namespace {
 

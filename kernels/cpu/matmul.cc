@@ -5,15 +5,9 @@
 #include "kernels/cpu/eigen_util.h"
 #include "kernels/cpu/fused_epilogue.h"
 #include "kernels/cpu/gemm.h"
-#include "runtime/kernel_registry.h"
+#include "kernels/cpu/kernel.h"
 
 namespace troupe::kernels::cpu {
-
-using runtime::DeviceType;
-using runtime::KernelContext;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 
 namespace {
 

@@ -3,16 +3,9 @@
 #include <cmath>
 
 #include "kernels/cpu/eigen_util.h"
-#include "runtime/kernel_registry.h"
+#include "kernels/cpu/kernel.h"
 
 namespace troupe::kernels::cpu {
-
-using runtime::DeviceType;
-using runtime::DType;
-using runtime::KernelContext;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 
 namespace {
 

@@ -1,18 +1,11 @@
+#include "kernels/cpu/kernel.h"
 // Random kernels. Each execution of a node draws from its own stream, seeded by (seed, seed2,
 // invocation): a seeded graph repeats exactly across runs and processes, and each step still gets
 // fresh values. seed == seed2 == 0 means unseeded (std::random_device).
 #include <cmath>
 #include <random>
 
-#include "runtime/kernel_registry.h"
-
 namespace troupe::kernels::cpu {
-
-using runtime::DeviceType;
-using runtime::KernelContext;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 
 namespace {
 

@@ -3,17 +3,10 @@
 #include <string>
 #include <type_traits>
 
-#include "runtime/kernel_registry.h"
+#include "kernels/cpu/kernel.h"
 #include "runtime/sparse_tensor.h"
 
 namespace troupe::kernels::cpu {
-
-using runtime::DeviceType;
-using runtime::DType;
-using runtime::KernelContext;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 
 namespace {
 

@@ -6,17 +6,11 @@
 #include <utility>
 
 #include "kernels/cpu/eigen_util.h"
+#include "kernels/cpu/kernel.h"
 #include "kernels/cpu/variable_read.h"
-#include "runtime/kernel_registry.h"
 
 namespace troupe::kernels::cpu {
 
-using runtime::DeviceType;
-using runtime::DType;
-using runtime::KernelContext;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 using runtime::VariableStore;
 
 namespace {

@@ -9,18 +9,11 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/cpu/kernel.h"
 #include "ops/tree_ensemble.h"
 #include "runtime/fingerprint.h"
-#include "runtime/kernel_registry.h"
 
 namespace troupe::kernels::cpu {
-
-using runtime::DeviceType;
-using runtime::DType;
-using runtime::KernelContext;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 
 namespace {
 
