@@ -265,35 +265,6 @@ TEST_CASE("a sync replica's loop stopped with abandon ends at once as stopped, n
   CHECK(read->at(1).dtype() == DType::kInt64);
 }
 
-TEST_CASE("a sync replica's loop stopped with abandon ends at once as stopped, not at the round") {
-  using std::chrono::seconds;
-  LoneReplica r(seconds(3), seconds(30));
-  std::atomic<bool> started{false};
-  actors::LoopRequest loop;
-  loop.steps = 5;
-  loop.targets = {r.synced};
-  loop.feed = [&](int64_t, runtime::FeedList* f) {
-    *f = r.batch;
-    started = true;
-    return runtime::ok_status();
-  };
-  runtime::Result<int64_t> done = runtime::internal_error("the loop did not answer");
-  std::thread looping([&] { done = r.session->run_loop(std::move(loop)); });
-  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  caf::anon_send(r.session->actor(), actors::stop_atom::value, actors::abandon_atom::value);
-  looping.join();
-  // The step waiting for the round failed at once: the loop ends, stopped, with no step done
-  // (waiting, its one step would have gone on alone after 3 s).
-  REQUIRE_MESSAGE(done.ok(), done.status().to_string());
-  CHECK(*done == 0);
-  // The calls go again, and each gets its own reply once the abandoned ones have come (the
-  // round's timeout answers the barrier, and that reply goes to no one).
-  auto read = r.session->run({}, {r.w, r.step});
-  REQUIRE_MESSAGE(read.ok(), read.status().to_string());
-  CHECK(read->at(0).shape() == Shape{6, 3});
-  CHECK(read->at(1).dtype() == DType::kInt64);
-}
-
 TEST_CASE("a sync replica's barrier waits for its round longer than a call's timeout") {
   using std::chrono::seconds;
   LoneReplica r(seconds(2), seconds(1));
