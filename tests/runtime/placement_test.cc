@@ -114,7 +114,7 @@ TEST_CASE("placement puts a gather of a variable's rows beside it, and no other 
   Output emb = ops::variable(b, "emb", Shape{50, 4}, DType::kFloat32,
                              ops::zeros(b, Shape{50, 4}, DType::kFloat32));
   Output rows = ops::gather(b, emb, ids);
-  Output columns = ops::gather(b, emb, ids, /*axis=*/1);  // not a lookup of rows
+  Output columns = ops::gather(b, emb, ids, /*axis=*/1);       // not a lookup of rows
   Output computed = ops::gather(b, ops::square(b, emb), ids);  // rows of no variable
   Output pinned;
   {
