@@ -294,14 +294,7 @@ int describe_model(const Flags& flags, TrainRequest* r, input::Dataset* train_da
   }
   if (int e = read_columns(flags, *train_data, &spec)) return e;
   if (!text_labels.empty()) {
-    std::string names;
-    for (const std::string& n : text_labels) {
-      if (n.find(',') != std::string::npos) {
-        return usage_error("label '" + n + "' holds a comma: name the classes without one");
-      }
-      names += (names.empty() ? "" : ",") + n;
-    }
-    spec.params["label_vocabulary"] = names;
+    spec.params["label_vocabulary"] = estimators::to_text(estimators::ParamValue{text_labels});
   }
   if (flags.count("weight-column")) {
     if (kmeans) return usage_error("--weight-column: k-means weighs every row alike");

@@ -27,6 +27,34 @@ std::vector<std::string> split(const std::string& text) {
   return parts;
 }
 
+// A list of words as text: comma-separated, a comma or backslash inside a word escaped with a
+// backslash, so that any word (a class named "a,b") reads back as it was.
+std::string join_words(const std::vector<std::string>& words) {
+  std::string text;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i) text += ',';
+    for (char c : words[i]) {
+      if (c == ',' || c == '\\') text += '\\';
+      text += c;
+    }
+  }
+  return text;
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words(1);
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size()) {
+      words.back() += text[++i];
+    } else if (text[i] == ',') {
+      words.emplace_back();
+    } else {
+      words.back() += text[i];
+    }
+  }
+  return words;
+}
+
 }  // namespace
 
 std::string to_text(const ParamValue& v) {
@@ -41,7 +69,7 @@ std::string to_text(const ParamValue& v) {
     }
     std::string operator()(const std::string& s) const { return s; }
     std::string operator()(const std::vector<int64_t>& v) const { return join(v); }
-    std::string operator()(const std::vector<std::string>& v) const { return join(v); }
+    std::string operator()(const std::vector<std::string>& v) const { return join_words(v); }
   };
   return std::visit(Visitor{}, v);
 }
@@ -257,7 +285,7 @@ bool parse(std::vector<int64_t>* field, const std::string& text) {
 
 bool parse(std::vector<std::string>* field, const std::string& text) {
   std::vector<std::string> values;
-  for (const std::string& part : split(text)) {
+  for (const std::string& part : split_words(text)) {
     if (!part.empty()) values.push_back(part);
   }
   *field = std::move(values);

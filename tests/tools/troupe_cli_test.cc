@@ -364,6 +364,33 @@ TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
   }
 }
 
+TEST_CASE("troupe train: class names with commas train, are kept and are predicted") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("troupe_cli_commas_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string csv = (dir / "t.csv").string();
+  {
+    std::ofstream out(csv);
+    out << "x1,x2,kind\n";
+    const char* names[] = {"\"red, dark\"", "blue", "\"green, light\""};
+    for (int i = 0; i < 300; ++i) {
+      const int c = i % 3;
+      out << c + 0.01 * (i % 7) << "," << -c - 0.01 * (i % 5) << "," << names[c] << "\n";
+    }
+  }
+  const std::string model = (dir / "m").string();
+  Run trained = troupe("train --model linear --data csv:" + csv + " --label kind --steps 200" +
+                       " --model-dir " + model);
+  REQUIRE_MESSAGE(trained.status == 0, trained.err);
+  Run predicted = troupe("predict --model-dir " + model + " --data csv:" + csv + " --label kind");
+  REQUIRE_MESSAGE(predicted.status == 0, predicted.err);
+  // A class named with a comma comes back whole (quoted, as CSV writes it).
+  CHECK(predicted.out.find("\"red, dark\",") != std::string::npos);
+  CHECK(predicted.out.find("\"green, light\",") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("troupe COMMAND --help prints that command's usage and options, exit 0") {
   struct Case {
     std::string command, says;

@@ -66,3 +66,15 @@ TEST_CASE("optimizers by their short names keep the learning rate") {
   }
   CHECK(optimizer_named("adamw").status().message().find("'adamw'") != std::string::npos);
 }
+
+TEST_CASE("a list of words reads back as it was, commas and backslashes inside words too") {
+  const std::vector<std::string> words = {"a,b", "c\\d", "plain", "end,"};
+  const std::string text = to_text(ParamValue{words});
+  CHECK(text == "a\\,b,c\\\\d,plain,end\\,");
+  ParamValue back;
+  REQUIRE(parse_like(ParamValue{std::vector<std::string>{}}, text, &back));
+  CHECK(std::get<std::vector<std::string>>(back) == words);
+  // Text written before escaping existed reads as it did.
+  REQUIRE(parse_like(ParamValue{std::vector<std::string>{}}, "x,y,z", &back));
+  CHECK(std::get<std::vector<std::string>>(back) == std::vector<std::string>{"x", "y", "z"});
+}
