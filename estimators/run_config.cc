@@ -3,6 +3,7 @@
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
+#include <charconv>
 #include <sstream>
 #include <utility>
 
@@ -39,6 +40,24 @@ const std::vector<std::string>& ClusterConfig::addresses(TaskType type) const {
 std::string ClusterConfig::task_label() const {
   if (task_type == TaskType::kNone) return "";
   return std::string(task_type_name(task_type)) + " " + std::to_string(task_index);
+}
+
+runtime::Result<std::pair<std::string, uint16_t>> ClusterConfig::host_port() const {
+  const std::vector<std::string>& tasks = addresses(task_type);
+  if (task_index < 0 || task_index >= static_cast<int>(tasks.size())) {
+    return runtime::invalid_argument(task_label(), " is not in the cluster");
+  }
+  const std::string& address = tasks[static_cast<size_t>(task_index)];
+  const size_t colon = address.rfind(':');
+  unsigned port = 0;
+  const char* digits = address.c_str() + (colon == std::string::npos ? 0 : colon + 1);
+  const char* end = address.c_str() + address.size();
+  const auto [last, ec] = std::from_chars(digits, end, port);
+  if (colon == std::string::npos || colon == 0 || ec != std::errc() || last != end || port == 0 ||
+      port > 65535) {
+    return runtime::invalid_argument(task_label(), ": '", address, "' is not host:port");
+  }
+  return std::make_pair(address.substr(0, colon), static_cast<uint16_t>(port));
 }
 
 runtime::Result<ClusterConfig> parse_tf_config(const char* json) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/job_secret.h"
@@ -39,6 +40,9 @@ struct ClusterConfig {
   const std::vector<std::string>& addresses(TaskType type) const;
   // "worker 1", "ps 0": how logs and errors name this task; "" outside a cluster.
   std::string task_label() const;
+  // This task's cluster entry as a host and a port; an error naming the task and the entry
+  // when it is not host:port.
+  runtime::Result<std::pair<std::string, uint16_t>> host_port() const;
 };
 
 // Reads TF_CONFIG's JSON ({"cluster": {...}, "task": {"type": ..., "index": ...}}) with TF's

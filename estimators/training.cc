@@ -36,20 +36,11 @@ Status run_ps(const RunConfig& config, actors::ServerOptions options, StopReques
   if (c.task_type != TaskType::kPs) {
     return runtime::failed_precondition("run_ps: this process is ", c.task_label(), ", not a ps");
   }
-  const std::string address = c.addresses(TaskType::kPs).at(static_cast<size_t>(c.task_index));
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  try {
-    port = colon == std::string::npos ? -1 : std::stoi(address.substr(colon + 1));
-  } catch (...) {
-  }
-  if (port < 0 || port > 65535) {
-    return runtime::invalid_argument(c.task_label(), ": '", address, "' is not host:port");
-  }
+  TROUPE_ASSIGN_OR_RETURN(auto where, c.host_port());
   const std::string task = runtime::task_name(task_type_name(TaskType::kPs), c.task_index);
   // The address its cluster entry names, never every interface unless told.
-  if (options.host.empty()) options.host = address.substr(0, colon);
-  if (options.port == 0) options.port = static_cast<uint16_t>(port);
+  if (options.host.empty()) options.host = where.first;
+  if (options.port == 0) options.port = where.second;
   actors::Runtime rt(actors::RuntimeOptions{.secret = config.job_secret});
   auto server = actors::Server::start(rt, options);
   if (!server.ok()) return server.status().with_context(c.task_label());

@@ -33,21 +33,6 @@
 
 namespace troupe::cli {
 
-namespace {
-
-runtime::Result<std::pair<std::string, uint16_t>> split_address(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  int64_t port = 0;
-  std::string error;
-  if (colon == std::string::npos || colon == 0 ||
-      !to_int("port", address.substr(colon + 1), 1, &port, &error) || port > 65535) {
-    return runtime::invalid_argument("'", address, "' is not host:port");
-  }
-  return std::make_pair(address.substr(0, colon), static_cast<uint16_t>(port));
-}
-
-}  // namespace
-
 int server(const std::vector<std::string>& args) {
   auto parsed = parse_flags(
       args, {"cluster", "job", "task", "secret", "bind", "data-port", "advertise-data-port"},
@@ -66,11 +51,8 @@ int server(const std::vector<std::string>& args) {
                        " (which runs troupe train)");
   }
   if (!std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster->task_label());
-  const std::string address = cluster->addresses(estimators::TaskType::kPs).at(cluster->task_index);
-  auto where = split_address(address);
-  if (!where.ok())
-    return usage_error("ps " + std::to_string(cluster->task_index) + ": " +
-                       where.status().message());
+  // Checked here, so that a bad entry is a usage error; run_ps serves at it.
+  if (auto where = cluster->host_port(); !where.ok()) return usage_error(where.status().message());
   auto secret = secret_of(flags);
   if (!secret.ok()) return fail(secret.status());
   if (!*secret && !flags.count("insecure")) {
@@ -78,8 +60,6 @@ int server(const std::vector<std::string>& args) {
         "troupe server needs the job secret (--secret FILE or TROUPE_JOB_SECRET; "
         "troupe secret FILE makes one), or --insecure on a trusted network");
   }
-  // The address its cluster entry names, never every interface unless told (--bind 0.0.0.0).
-  const std::string bind = flags.count("bind") ? flags.at("bind") : where->first;
   // Tensors travel on a port of their own: any free one unless told (a firewall's opening), and
   // peers dial the one advertised (a forward in front of the server: NAT, a container, a proxy).
   int64_t ports[2] = {0, 0};  // data port, advertised data port
@@ -96,8 +76,8 @@ int server(const std::vector<std::string>& args) {
   config.cluster = *cluster;
   config.job_secret = *secret;
   actors::ServerOptions so;
-  so.host = bind;
-  so.port = where->second;
+  // The address its cluster entry names (run_ps), never every interface unless told (--bind).
+  so.host = flags.count("bind") ? flags.at("bind") : "";
   so.data_port = static_cast<uint16_t>(ports[0]);
   so.advertised_data_port = static_cast<uint16_t>(ports[1]);
   so.data.follow_incoming_cpu = flags.count("pin") > 0;

@@ -512,6 +512,16 @@ TEST_CASE("run config and TF_CONFIG") {
   CHECK(cluster->addresses(TaskType::kPs) == std::vector<std::string>{"h1:2222"});
   CHECK(cluster->addresses(TaskType::kEvaluator).empty());
   CHECK(cluster->task_label() == "worker 1");
+  CHECK(cluster->host_port().value() == std::make_pair(std::string("h4"), uint16_t{2222}));
+  for (const char* entry : {"h4", "h4:", "h4:0", "h4:70000", "h4:22x", ":2222"}) {
+    ClusterConfig bad = *cluster;
+    bad.cluster["worker"][1] = entry;
+    auto where = bad.host_port();
+    REQUIRE_FALSE(where.ok());
+    CHECK_MESSAGE(
+        where.status().message() == std::string("worker 1: '") + entry + "' is not host:port",
+        where.status().message());
+  }
   CHECK(local->task_type == TaskType::kNone);
   // A task type TF_CONFIG may not name is refused with the word, not taken for a job.
   auto unknown = parse_tf_config(
