@@ -8,8 +8,8 @@
 //   C='"cluster": {"chief": ["127.0.0.1:2220"], "worker": ["127.0.0.1:2221"],
 //                  "ps": ["127.0.0.1:2222"], "evaluator": ["127.0.0.1:2223"]}'
 //   for t in ps:0 worker:0 evaluator:0 chief:0; do
-//     TF_CONFIG="{$C, \"task\": {\"type\": \"${t%:*}\", \"index\": ${t#*:}}}" \
-//       build/examples/cluster_task --model-dir /tmp/troupe-cluster-task &
+//     export TF_CONFIG="{$C, \"task\": {\"type\": \"${t%:*}\", \"index\": ${t#*:}}}"
+//     build/examples/cluster_task --model-dir /tmp/troupe-cluster-task &
 //   done; wait      # the chief's end ends the evaluator; Ctrl-C (SIGINT) stops the ps
 #include <atomic>
 #include <chrono>
