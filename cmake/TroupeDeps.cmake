@@ -8,7 +8,8 @@ find_package(doctest QUIET)
 # (tools/serve/json_tensors.h says why two).
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(simdjson 3 REQUIRED)
-# Boost: program_options for the troupe command (the rest used is header-only).
+# Boost: program_options for the troupe command; Asio (header-only) runs the data channel's and
+# the REST server's sockets.
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 # OpenSSL's libcrypto: the job secret's HMAC-SHA256 challenge-response and its random bytes.
 find_package(OpenSSL REQUIRED)

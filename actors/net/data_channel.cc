@@ -1,15 +1,17 @@
 #include "actors/net/data_channel.h"
 
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
 #include <algorithm>
-#include <system_error>
+#include <future>
 
 #include "actors/job_secret.h"
 #include "actors/messages.h"  // Bytes as a message
-#include "actors/net/event_loop.h"
+#include "actors/net/io_thread.h"
 #include "actors/net/socket.h"
 #include "runtime/log.h"
 
@@ -19,6 +21,7 @@ using runtime::Status;
 
 namespace {
 using Clock = std::chrono::steady_clock;
+using Descriptor = boost::asio::posix::stream_descriptor;
 }  // namespace
 
 runtime::Result<std::shared_ptr<DataChannel>> DataChannel::connect(
@@ -50,7 +53,7 @@ DataChannel::DataChannel(int fd, std::shared_ptr<ChannelPoller> poller, std::str
     : fd_(fd), poller_(std::move(poller)), peer_(std::move(peer)), timeout_(timeout) {}
 
 DataChannel::~DataChannel() {
-  poller_->remove(id_, fd_);
+  poller_->remove(id_);
   ::close(fd_);
 }
 
@@ -124,11 +127,20 @@ void DataChannel::fail_locked(const std::string& why) {
   watch_locked();  // nothing more: a shut socket would report itself for ever
 }
 
+DataChannel::Want DataChannel::wants_locked() const {
+  return !broken_.empty() ? Want::kNothing : out_.empty() ? Want::kReplies : Want::kRoom;
+}
+
+DataChannel::Want DataChannel::wants() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return wants_locked();
+}
+
 void DataChannel::watch_locked() {
-  const uint32_t want = !broken_.empty() ? 0 : out_.empty() ? EPOLLIN : EPOLLIN | EPOLLOUT;
+  const Want want = wants_locked();
   if (want == watching_) return;
   watching_ = want;
-  poller_->watch(id_, fd_, want);
+  poller_->watch(id_);
 }
 
 std::chrono::steady_clock::time_point DataChannel::deadline() {
@@ -136,14 +148,13 @@ std::chrono::steady_clock::time_point DataChannel::deadline() {
   return (waiting_.empty() ? Clock::now() : waiting_.front().since) + timeout_;
 }
 
-// Writes what calls left, reads the replies and hands each to its caller.
-void DataChannel::on_events(uint32_t events) {
-  if (events & EPOLLOUT) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!write_pending()) return;
-    watch_locked();
-  }
-  if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP))) return;
+void DataChannel::on_writable() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (write_pending()) watch_locked();
+}
+
+// Reads the replies come so far and hands each to its caller.
+void DataChannel::on_readable() {
   for (;;) {
     runtime::Bytes reply;
     const FrameReader::Got got = reader_.read(fd_, kMaxFrameBytes, &reply);
@@ -165,69 +176,126 @@ void DataChannel::on_events(uint32_t events) {
   }
 }
 
+// What the poller's thread keeps of a channel.
+struct ChannelPoller::Watched {
+  DataChannel* channel = nullptr;
+  std::unique_ptr<Descriptor> socket;     // the channel's descriptor: released, never closed here
+  bool reading = false, writing = false;  // an async_wait of that kind is pending
+};
+
+struct ChannelPoller::Timer {
+  explicit Timer(boost::asio::io_context& context) : timer(context) {}
+  boost::asio::steady_timer timer;
+};
+
 runtime::Result<std::shared_ptr<ChannelPoller>> ChannelPoller::start() {
-  auto events = EventLoop::open();
-  if (!events.ok()) return events.status().with_context("data channels");
-  std::shared_ptr<ChannelPoller> poller(new ChannelPoller(std::move(*events)));
-  try {
-    poller->thread_ = std::thread([p = poller.get()] { p->run(); });
-  } catch (const std::system_error& e) {
-    return runtime::resource_exhausted("data channels: cannot start their thread: ", e.what());
-  }
+  std::shared_ptr<ChannelPoller> poller(new ChannelPoller());
+  TROUPE_ASSIGN_OR_RETURN(poller->io_, IoThread::start("data channels"));
+  poller->timer_ = std::make_unique<Timer>(poller->io_->context());
+  poller->io_->post([p = poller.get()] { p->check_deadlines(); });
   return poller;
 }
 
 ChannelPoller::~ChannelPoller() {
-  stopping_ = true;
-  events_->wake();
-  if (thread_.joinable()) thread_.join();
+  io_->stop();
+  for (auto& [id, w] : channels_) w->socket->release();  // none, once the channels are gone
+  channels_.clear();
+  timer_.reset();
 }
 
 Status ChannelPoller::add(DataChannel* channel, int fd) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t id = next_id_++;
+  auto socket = std::make_unique<Descriptor>(io_->context());
+  boost::system::error_code error;
+  socket->assign(fd, error);
+  if (error) return runtime::resource_exhausted("cannot wait on its socket: ", error.message());
+  const uint64_t id = next_id_.fetch_add(1);
   channel->id_ = id;
-  channel->watching_ = EPOLLIN;
-  TROUPE_RETURN_IF_ERROR(events_->add(fd, id, EPOLLIN));
-  channels_.emplace(id, channel);
+  channel->watching_ = DataChannel::Want::kReplies;
+  io_->post([this, id, channel, socket = std::move(socket)]() mutable {
+    auto w = std::make_unique<Watched>();
+    w->channel = channel;
+    w->socket = std::move(socket);
+    arm(id, *w);
+    channels_.emplace(id, std::move(w));
+  });
   return runtime::ok_status();
 }
 
-void ChannelPoller::remove(uint64_t id, int fd) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (channels_.erase(id) > 0) events_->remove(fd);
+void ChannelPoller::remove(uint64_t id) {
+  auto forget = [this, id] {
+    auto it = channels_.find(id);
+    if (it == channels_.end()) return;
+    it->second->socket->release();
+    channels_.erase(it);  // its waits end, aborted, and find no one
+  };
+  if (io_->on_this_thread()) return forget();
+  std::promise<void> done;
+  io_->post([&forget, &done] {
+    forget();
+    done.set_value();
+  });
+  done.get_future().wait();
 }
 
-void ChannelPoller::watch(uint64_t id, int fd, uint32_t events) {
-  if (events == 0) return events_->remove(fd);
-  events_->modify(fd, id, events);
+void ChannelPoller::watch(uint64_t id) {
+  io_->post([this, id] {
+    if (auto it = channels_.find(id); it != channels_.end()) arm(id, *it->second);
+  });
 }
 
-// Between events it looks at least once a second: a call made while it waited is bounded too.
-void ChannelPoller::run() {
-  std::vector<EventLoop::Event> ready;
-  auto next = Clock::now() + std::chrono::seconds(1);
-  while (!stopping_) {
-    if (Status s = events_->wait(next, &ready); !s.ok()) {
-      runtime::log_error("data channels: ", s.message());
-      return;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const EventLoop::Event& e : ready) {
-      if (stopping_) break;
-      if (auto it = channels_.find(e.id); it != channels_.end()) it->second->on_events(e.events);
-    }
-    const auto now = Clock::now();
-    next = now + std::chrono::seconds(1);
-    for (const auto& [id, channel] : channels_) {
-      const auto due = channel->deadline();
-      if (due <= now) {
-        channel->fail("receiving: timed out");
-      } else {
-        next = std::min(next, due);
-      }
+// Waits for what the channel wants now: its replies, room to write what its calls left, or
+// nothing once it is broken (a shut socket would report itself for ever).
+void ChannelPoller::arm(uint64_t id, Watched& w) {
+  const DataChannel::Want want = w.channel->wants();
+  if (want == DataChannel::Want::kNothing) {
+    w.socket->cancel();
+    return;
+  }
+  if (!w.reading) {
+    w.reading = true;
+    w.socket->async_wait(Descriptor::wait_read, [this, id](const boost::system::error_code& e) {
+      on_ready(id, /*room=*/false, e == boost::asio::error::operation_aborted);
+    });
+  }
+  if (want == DataChannel::Want::kRoom && !w.writing) {
+    w.writing = true;
+    w.socket->async_wait(Descriptor::wait_write, [this, id](const boost::system::error_code& e) {
+      on_ready(id, /*room=*/true, e == boost::asio::error::operation_aborted);
+    });
+  }
+}
+
+void ChannelPoller::on_ready(uint64_t id, bool room, bool aborted) {
+  auto it = channels_.find(id);
+  if (it == channels_.end()) return;  // removed meanwhile
+  Watched& w = *it->second;
+  (room ? w.writing : w.reading) = false;
+  if (aborted) return;  // broken: it wants nothing
+  if (room) {
+    w.channel->on_writable();
+  } else {
+    w.channel->on_readable();  // a failed wait shows as a failed read
+  }
+  arm(id, w);
+}
+
+// At least once a second, and when the oldest call of a channel is due: a call made while
+// the thread waited is bounded too.
+void ChannelPoller::check_deadlines() {
+  const auto now = Clock::now();
+  auto next = now + std::chrono::seconds(1);
+  for (auto& [id, w] : channels_) {
+    const auto due = w->channel->deadline();
+    if (due <= now) {
+      w->channel->fail("receiving: timed out");
+    } else {
+      next = std::min(next, due);
     }
   }
+  timer_->timer.expires_at(next);
+  timer_->timer.async_wait([this](const boost::system::error_code& error) {
+    if (!error) check_deadlines();
+  });
 }
 
 }  // namespace troupe::actors::net

@@ -36,7 +36,7 @@
 
 namespace troupe::actors::net {
 
-class EventLoop;  // net/event_loop.h
+class IoThread;  // net/io_thread.h
 
 // A shard call to send: its message references `inputs`, which it keeps alive.
 struct ChannelCall {
@@ -89,8 +89,13 @@ class DataChannel {
   friend class ChannelPoller;
   DataChannel(int fd, std::shared_ptr<ChannelPoller> poller, std::string peer,
               std::chrono::milliseconds timeout);
+  // What the poller waits for on its behalf.
+  enum class Want { kNothing, kReplies, kRoom };  // kRoom: replies, and room to write
+  Want wants();
+  Want wants_locked() const;
   // On the poller's thread:
-  void on_events(uint32_t events);
+  void on_readable();
+  void on_writable();
   // When the oldest call waiting fails unanswered; with none waiting, a timeout from now (a
   // call may come meanwhile): when the poller must look again.
   std::chrono::steady_clock::time_point deadline();
@@ -111,20 +116,20 @@ class DataChannel {
     uint64_t tag = 0;
     std::chrono::steady_clock::time_point since;  // sent, or the reply before it came
   };
-  std::deque<Waiting> waiting_;  // sent and not yet answered, oldest first
-  std::deque<OutFrame> out_;     // written in part or not at all, in order
-  std::string broken_;           // why the connection is unusable, once it is
-  std::string abandoned_;        // why calls fail at once, until resume()
-  uint32_t watching_ = 0;        // the events the poller waits for
+  std::deque<Waiting> waiting_;     // sent and not yet answered, oldest first
+  std::deque<OutFrame> out_;        // written in part or not at all, in order
+  std::string broken_;              // why the connection is unusable, once it is
+  std::string abandoned_;           // why calls fail at once, until resume()
+  Want watching_ = Want::kNothing;  // what the poller was last told
   std::atomic<uint64_t> calls_{0}, sent_{0}, received_{0};
 };
 
-// The one thread of a Runtime that waits on every DataChannel's socket (epoll), as a
-// DataServer's thread waits on its peers: a process's channels to its ps tasks cost one thread,
-// however many tasks there are. It reads replies and hands them to their callers, writes what
-// calls left unwritten, and fails a channel whose oldest call waits past its timeout (it looks
-// at least once a second and once a timeout). Runtime::channel_poller() starts it on first use;
-// the channels share it, so it outlives the last of them.
+// The one thread of a Runtime that waits on every DataChannel's socket (an Asio loop,
+// net/io_thread.h), as a DataServer's thread waits on its peers: a process's channels to its ps
+// tasks cost one thread, however many tasks there are. It reads replies and hands them to their
+// callers, writes what calls left unwritten, and fails a channel whose oldest call waits past
+// its timeout (it looks at least once a second and once a timeout). Runtime::channel_poller()
+// starts it on first use; the channels share it, so it outlives the last of them.
 class ChannelPoller {
  public:
   static runtime::Result<std::shared_ptr<ChannelPoller>> start();
@@ -134,21 +139,24 @@ class ChannelPoller {
 
   // Watches `channel`'s socket `fd` from now on, for replies.
   runtime::Status add(DataChannel* channel, int fd);
-  // After it returns, the thread no longer calls the channel.
-  void remove(uint64_t id, int fd);
-  // What the thread waits for on `fd` (0: nothing, as for a broken channel). Any thread.
-  void watch(uint64_t id, int fd, uint32_t events);
+  // After it returns, the thread no longer calls the channel. The channel closes `fd` itself.
+  void remove(uint64_t id);
+  // The channel wants something else now (DataChannel::wants()). Any thread.
+  void watch(uint64_t id);
 
  private:
-  explicit ChannelPoller(std::shared_ptr<EventLoop> events) : events_(std::move(events)) {}
-  void run();
+  struct Watched;
+  struct Timer;
+  ChannelPoller() = default;
+  // On the poller's thread:
+  void arm(uint64_t id, Watched& w);
+  void on_ready(uint64_t id, bool room, bool aborted);
+  void check_deadlines();
 
-  const std::shared_ptr<EventLoop> events_;
-  std::atomic<bool> stopping_{false};
-  std::mutex mu_;  // held while the thread calls a channel: remove() waits for it
-  std::map<uint64_t, DataChannel*> channels_;
-  uint64_t next_id_ = 1;  // 0 names the wake-up
-  std::thread thread_;
+  std::unique_ptr<IoThread> io_;  // first in, last out: the rest lives on its context
+  std::unique_ptr<Timer> timer_;
+  std::map<uint64_t, std::unique_ptr<Watched>> channels_;  // the thread's alone
+  std::atomic<uint64_t> next_id_{1};
 };
 
 }  // namespace troupe::actors::net

@@ -2,22 +2,21 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
-#include <system_error>
-#include <thread>
 
 #include "actors/job_secret.h"
-#include "actors/net/event_loop.h"
 #include "actors/net/frame.h"
+#include "actors/net/io_thread.h"
 #include "actors/net/socket.h"
 #include "runtime/log.h"
 
@@ -28,88 +27,84 @@ using runtime::Status;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr uint64_t kListenId = 1;  // EventLoop::kWake is 0; connections count from 2
+// A socket as Asio waits on it; our own code reads and writes it (net/frame.h).
+using Descriptor = boost::asio::posix::stream_descriptor;
+using Wait = Descriptor::wait_type;
 
 }  // namespace
 
 // A peer's connection, as its server thread sees it.
 struct DataServer::Connection {
   enum class Phase { kHello, kProof, kFrames };
+  ~Connection() {
+    if (!socket) ::close(fd);  // not yet adopted; once it is, `socket` owns the descriptor
+  }
   uint64_t id = 0;
   int fd = -1;
+  std::unique_ptr<Descriptor> socket;  // on the serving thread's loop
   std::string peer;
   Phase phase = Phase::kFrames;
   std::string hello, answer, handshake;  // the job secret's exchange, as far as it went
   FrameReader reader;
   bool waiting = false;        // for a call's reply: read nothing more until it is out
   std::deque<OutFrame> out;    // to write, in order
-  bool registered = false;     // with epoll
-  uint32_t watching = 0;       // the events registered
+  bool reading = false;        // an async_wait for bytes to read is pending
+  bool writing = false;        // one for room to write
   Clock::time_point deadline;  // the handshake's end, or the idle limit
   Later later;                 // how a reply given later reaches it
 };
 
-// What other threads hand a server thread: replies the handler gives later, connections
-// accepted for it, and the event loop to wake it with. Shared with the handler's `later`s, which
-// may outlive the server.
-struct DataServer::Replies {
-  std::shared_ptr<EventLoop> events;
-  std::mutex mu;
-  std::vector<std::pair<uint64_t, ShardReply>> ready;  // by connection
-  std::vector<std::unique_ptr<Connection>> arriving;
-  void wake() {
-    if (events) events->wake();
-  }
-  void post(uint64_t id, ShardReply reply) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      ready.emplace_back(id, std::move(reply));
-    }
-    wake();
-  }
-};
-
-// One of the server's threads and the connections it serves.
+// One of the server's threads (an Asio loop, net/io_thread.h) and the connections it serves.
+// Everything but adopt() and a reply's post runs on its thread.
 class DataServer::Loop {
  public:
   explicit Loop(DataServer& server) : server_(server) {}
   ~Loop() {
-    for (auto& [id, c] : connections_) ::close(c->fd);
-    for (auto& c : replies_->arriving) ::close(c->fd);
+    stop();
+    connections_.clear();  // while the loop's context, which their sockets are on, lives
+    if (listener_) listener_->release();  // the server's to close
+    listener_.reset();
+    timer_.reset();
   }
   // `accepts`: it also watches the listening socket.
   Status start(bool accepts);
   void stop() {
-    if (!thread_.joinable()) return;
-    replies_->wake();  // the thread sees stopping_
-    thread_.join();
+    if (io_) io_->stop();
   }
   // Serves `c` from now on; from any thread. How many it serves counts `c` at once.
   void adopt(std::unique_ptr<Connection> c, Loop& caller);
   int load() const { return load_; }
-  EventLoop& events() { return *events_; }
+  // After a failed accept: the listener is watched again at server_.accept_again_.
+  void pause_accepting() { accepting_ = false; }
 
  private:
-  void run();
   void add(std::unique_ptr<Connection> c);
-  void on_event(Connection& c, uint32_t events);
+  void wait_accept();
+  void wait_for(Connection& c, Wait what);
+  void on_ready(uint64_t id, Wait what, const boost::system::error_code& error);
   void read_handshake(Connection& c);
   void read_frames(Connection& c);
-  void take_replies();
+  void give_reply(uint64_t id, ShardReply reply);
   void queue_reply(Connection& c, ShardReply reply);
   bool write_out(Connection& c);  // false: the peer is gone
-  void watch(Connection& c);      // the events `c` waits for now
+  void watch(Connection& c);      // waits for what `c` needs now
   void close(uint64_t id, const std::string& why = "");
   void follow(const Connection& c);
+  // The timer wakes the loop at the nearest deadline: a handshake's or an idle connection's
+  // end, or the next accept after a failed one; and at least once a second.
+  void schedule();
+  void expire();
 
   DataServer& server_;
-  bool accepts_ = false;
-  std::shared_ptr<EventLoop> events_;
-  std::shared_ptr<Replies> replies_ = std::make_shared<Replies>();
+  std::unique_ptr<IoThread> io_;  // first in, last out: the rest lives on its context
+  std::unique_ptr<boost::asio::steady_timer> timer_;
+  bool timer_armed_ = false;
+  Clock::time_point timer_at_{};
+  std::unique_ptr<Descriptor> listener_;  // the acceptor's alone
+  bool accepting_ = false;
   std::map<uint64_t, std::unique_ptr<Connection>> connections_;  // the thread's alone
   std::atomic<int> load_{0};  // connections served and handed over
-  std::thread thread_;
-  int on_cpu_ = -1;  // the core it follows, or -1: the process's
+  int on_cpu_ = -1;           // the core it follows, or -1: the process's
 };
 
 runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime,
@@ -151,20 +146,19 @@ DataServer::Loop& DataServer::loop_for_next() {
 }
 
 Status DataServer::Loop::start(bool accepts) {
-  accepts_ = accepts;
-  auto events = EventLoop::open();
-  if (!events.ok()) return events.status().with_context("data channel");
-  events_ = std::move(*events);
-  replies_->events = events_;
+  TROUPE_ASSIGN_OR_RETURN(io_,
+                          IoThread::start("data channel on port " + std::to_string(server_.port_)));
+  timer_ = std::make_unique<boost::asio::steady_timer>(io_->context());
   if (accepts) {
-    TROUPE_RETURN_IF_ERROR(
-        events_->add(server_.listen_fd_, kListenId, EPOLLIN).with_context("data channel"));
+    listener_ = std::make_unique<Descriptor>(io_->context());
+    boost::system::error_code error;
+    listener_->assign(server_.listen_fd_, error);
+    if (error) return runtime::resource_exhausted("data channel: ", error.message());
   }
-  try {
-    thread_ = std::thread([this] { run(); });
-  } catch (const std::system_error& e) {
-    return runtime::resource_exhausted("data channel: cannot start its thread: ", e.what());
-  }
+  io_->post([this, accepts] {
+    if (accepts) wait_accept();
+    schedule();
+  });
   return runtime::ok_status();
 }
 
@@ -178,46 +172,51 @@ DataServer::~DataServer() {
   ::close(listen_fd_);
 }
 
-void DataServer::Loop::run() {
-  std::vector<EventLoop::Event> ready;
-  while (!server_.stopping_) {
-    // Wake for the nearest deadline: a handshake's or an idle connection's end, or the next
-    // accept after a failed one.
-    auto next = Clock::now() + std::chrono::seconds(1);
-    for (const auto& [id, c] : connections_) {
-      if (!c->waiting) next = std::min(next, c->deadline);
-    }
-    if (accepts_ && server_.accept_again_ != Clock::time_point{}) {
-      next = std::min(next, server_.accept_again_);
-    }
-    if (Status s = events_->wait(next, &ready); !s.ok()) {
-      runtime::log_error("data channel on port ", server_.port_, ": ", s.message());
-      return;
-    }
-    for (const EventLoop::Event& e : ready) {
-      if (server_.stopping_) break;
-      if (e.id == kListenId) {
-        server_.accept_all(*this);
-      } else if (e.id == EventLoop::kWake) {
-        take_replies();
-      } else if (auto it = connections_.find(e.id); it != connections_.end()) {
-        on_event(*it->second, e.events);
-      }
-    }
-    const auto now = Clock::now();
-    if (accepts_ && server_.accept_again_ != Clock::time_point{} && now >= server_.accept_again_) {
-      server_.accept_again_ = {};
-      events_->modify(server_.listen_fd_, kListenId, EPOLLIN);
-    }
-    std::vector<uint64_t> idle;
-    for (const auto& [id, c] : connections_) {
-      if (!c->waiting && now >= c->deadline) idle.push_back(id);
-    }
-    for (uint64_t id : idle) {
-      close(id, connections_.at(id)->phase == Connection::Phase::kFrames
-                    ? ""
-                    : "no proof of membership in time");
-    }
+void DataServer::Loop::wait_accept() {
+  accepting_ = true;
+  listener_->async_wait(Descriptor::wait_read, [this](const boost::system::error_code& error) {
+    if (error || server_.stopping_) return;
+    server_.accept_all(*this);
+    if (accepting_) wait_accept();
+    schedule();
+  });
+}
+
+void DataServer::Loop::schedule() {
+  auto next = Clock::now() + std::chrono::seconds(1);
+  for (const auto& [id, c] : connections_) {
+    if (!c->waiting) next = std::min(next, c->deadline);
+  }
+  if (!accepting_ && server_.accept_again_ != Clock::time_point{}) {
+    next = std::min(next, server_.accept_again_);
+  }
+  if (timer_armed_ && timer_at_ <= next) return;
+  timer_armed_ = true;
+  timer_at_ = next;
+  timer_->expires_at(next);  // a wait set for later ends, aborted
+  timer_->async_wait([this](const boost::system::error_code& error) {
+    if (error) return;  // set again, sooner
+    timer_armed_ = false;
+    expire();
+    schedule();
+  });
+}
+
+void DataServer::Loop::expire() {
+  const auto now = Clock::now();
+  if (listener_ && !accepting_ && server_.accept_again_ != Clock::time_point{} &&
+      now >= server_.accept_again_) {
+    server_.accept_again_ = {};
+    wait_accept();
+  }
+  std::vector<uint64_t> idle;
+  for (const auto& [id, c] : connections_) {
+    if (!c->waiting && now >= c->deadline) idle.push_back(id);
+  }
+  for (uint64_t id : idle) {
+    close(id, connections_.at(id)->phase == Connection::Phase::kFrames
+                  ? ""
+                  : "no proof of membership in time");
   }
 }
 
@@ -234,7 +233,7 @@ void DataServer::accept_all(Loop& acceptor) {
       // unwatched for a while, or its waiting connection would wake this thread at once again.
       runtime::log_warning("data channel on port ", port_, ": accept failed (", errno_text(),
                            "); retrying in ", backoff_.count(), " ms");
-      acceptor.events().modify(listen_fd_, kListenId, 0);
+      acceptor.pause_accepting();
       accept_again_ = Clock::now() + backoff_;
       backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(1000));
       return;
@@ -268,33 +267,66 @@ void DataServer::accept_all(Loop& acceptor) {
 
 void DataServer::Loop::adopt(std::unique_ptr<Connection> c, Loop& caller) {
   ++load_;
-  c->later = [replies = replies_, id = c->id](ShardReply r) { replies->post(id, std::move(r)); };
+  // The reply's post holds the loop's context, not the loop: once the loop has stopped, a
+  // reply posted to it is dropped unrun.
+  c->later = [io = io_->shared_context(), loop = this, id = c->id](ShardReply r) {
+    boost::asio::post(
+        *io, [loop, id, r = std::move(r)]() mutable { loop->give_reply(id, std::move(r)); });
+  };
   if (&caller == this) return add(std::move(c));
-  {
-    std::lock_guard<std::mutex> lock(replies_->mu);
-    replies_->arriving.push_back(std::move(c));
-  }
-  replies_->wake();
+  io_->post([this, c = std::move(c)]() mutable { add(std::move(c)); });
 }
 
 void DataServer::Loop::add(std::unique_ptr<Connection> c) {
+  auto socket = std::make_unique<Descriptor>(io_->context());
+  boost::system::error_code error;
+  socket->assign(c->fd, error);
+  const uint64_t id = c->id;
+  if (!error) c->socket = std::move(socket);
   Connection& added = *c;
-  connections_.emplace(c->id, std::move(c));
+  connections_.emplace(id, std::move(c));
+  if (error) return close(id, "cannot wait on its socket: " + error.message());
+  // Reset, or closed both ways: reported whatever else it waits for, so the connection ends
+  // now (a call awaiting its reply included: the reply has nowhere to go).
+  added.socket->async_wait(Descriptor::wait_error, [this, id](const boost::system::error_code& e) {
+    if (e != boost::asio::error::operation_aborted) close(id);
+  });
   watch(added);
+  schedule();
 }
 
 void DataServer::Loop::watch(Connection& c) {
-  uint32_t want = 0;
-  if (!c.waiting && c.out.empty()) want |= EPOLLIN;
-  if (!c.out.empty()) want |= EPOLLOUT;
-  if (c.registered && want == c.watching) return;
-  if (c.registered) {
-    events_->modify(c.fd, c.id, want);
-  } else if (!events_->add(c.fd, c.id, want).ok()) {
-    return;  // the connection idles out: nothing waits on it
+  if (!c.waiting && c.out.empty()) wait_for(c, Descriptor::wait_read);
+  if (!c.out.empty()) wait_for(c, Descriptor::wait_write);
+}
+
+void DataServer::Loop::wait_for(Connection& c, Wait what) {
+  bool& pending = what == Descriptor::wait_read ? c.reading : c.writing;
+  if (pending) return;
+  pending = true;
+  c.socket->async_wait(what, [this, id = c.id, what](const boost::system::error_code& error) {
+    on_ready(id, what, error);
+  });
+}
+
+void DataServer::Loop::on_ready(uint64_t id, Wait what, const boost::system::error_code& error) {
+  auto it = connections_.find(id);
+  if (it == connections_.end()) return;  // closed meanwhile
+  Connection& c = *it->second;
+  (what == Descriptor::wait_read ? c.reading : c.writing) = false;
+  if (error) return close(id);
+  if (what == Descriptor::wait_write) {
+    if (!write_out(c)) return close(id);
+  } else if (!c.waiting && c.out.empty()) {  // else a wait set earlier: its bytes keep
+    if (c.phase == Connection::Phase::kFrames) {
+      read_frames(c);
+    } else {
+      read_handshake(c);
+    }
   }
-  c.registered = true;
-  c.watching = want;
+  if (connections_.count(id) == 0) return;
+  watch(c);
+  schedule();
 }
 
 void DataServer::Loop::close(uint64_t id, const std::string& why) {
@@ -304,26 +336,9 @@ void DataServer::Loop::close(uint64_t id, const std::string& why) {
     runtime::log_warning("data channel on port ", server_.port_, ": refused ", it->second->peer,
                          ": ", why);
   }
-  events_->remove(it->second->fd);
-  ::close(it->second->fd);
-  connections_.erase(it);
+  connections_.erase(it);  // its socket closes, and its waits end, aborted
   --load_;
   --server_.open_;
-}
-
-void DataServer::Loop::on_event(Connection& c, uint32_t events) {
-  const uint64_t id = c.id;
-  // Reset or closed both ways: reported whatever is watched, so it must end the connection now
-  // (a call awaiting its reply included: the reply has nowhere to go).
-  if (events & (EPOLLHUP | EPOLLERR)) return close(id);
-  if ((events & EPOLLOUT) && !write_out(c)) return close(id);
-  if (events & EPOLLIN) {
-    if (c.phase == Connection::Phase::kFrames) {
-      read_frames(c);
-    } else {
-      read_handshake(c);
-    }
-  }
 }
 
 void DataServer::Loop::read_handshake(Connection& c) {
@@ -423,27 +438,15 @@ void DataServer::Loop::queue_reply(Connection& c, ShardReply reply) {
   c.deadline = Clock::now() + server_.options_.idle_timeout;
 }
 
-void DataServer::Loop::take_replies() {
-  std::vector<std::pair<uint64_t, ShardReply>> ready;
-  std::vector<std::unique_ptr<Connection>> arriving;
-  {
-    std::lock_guard<std::mutex> lock(replies_->mu);
-    ready.swap(replies_->ready);
-    arriving.swap(replies_->arriving);
-  }
-  for (auto& c : arriving) add(std::move(c));
-  for (auto& [id, reply] : ready) {
-    auto it = connections_.find(id);
-    if (it == connections_.end() || !it->second->waiting) continue;  // the peer left meanwhile
-    Connection& c = *it->second;
-    queue_reply(c, std::move(reply));
-    c.waiting = false;
-    if (!write_out(c)) {
-      close(id);
-      continue;
-    }
-    read_frames(c);  // the next call may be here already
-  }
+void DataServer::Loop::give_reply(uint64_t id, ShardReply reply) {
+  auto it = connections_.find(id);
+  if (it == connections_.end() || !it->second->waiting) return;  // the peer left meanwhile
+  Connection& c = *it->second;
+  queue_reply(c, std::move(reply));
+  c.waiting = false;
+  if (!write_out(c)) return close(id);
+  read_frames(c);  // the next call may be here already
+  if (connections_.count(id) != 0) schedule();
 }
 
 bool DataServer::Loop::write_out(Connection& c) {

@@ -14,8 +14,8 @@
 // HMAC-SHA256 challenge-response, job_secret.h); one that cannot is closed and logged with its
 // address, and nothing it sent reaches the shard.
 //
-// Event driven (net/event_loop.h): one thread accepts, and each of the others waits on the
-// connections it was given (a new connection has a thread of its own, up to a limit, then goes
+// Event driven (Boost.Asio, net/io_thread.h): one thread accepts, and each of the others waits on
+// the connections it was given (a new connection has a thread of its own, up to a limit, then goes
 // to the thread serving the fewest), reads frames as their bytes arrive, runs each call itself
 // (the handler: ShardCalls, thread-safe), and writes the reply, or the reply the handler gives
 // later (a synchronous replica's update, answered when the other replicas have sent theirs).
@@ -96,7 +96,6 @@ class DataServer {
 
  private:
   struct Connection;
-  struct Replies;
   class Loop;
   DataServer(Runtime& runtime, int listen_fd, uint16_t port, DataServerOptions options);
   // On the thread that watches the listening socket:
@@ -112,7 +111,7 @@ class DataServer {
   std::atomic<int> open_{0};
   std::unique_ptr<Loop> acceptor_;
   std::vector<std::unique_ptr<Loop>> loops_;  // serving connections; the acceptor adds them
-  uint64_t next_id_ = 2;  // 0 and 1 name the listening socket and the wake-up in epoll
+  uint64_t next_id_ = 1;  // a connection's, never used again: a late event finds no one
   std::chrono::steady_clock::time_point accept_again_{};  // after a failed accept
   std::chrono::milliseconds backoff_{10};
   cpu_set_t cores_{};  // where the process may run, as it started: a thread following none
