@@ -26,10 +26,7 @@
 #include "runtime/placement.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 TEST_CASE(
     "training against a shard in another process matches one process; a dead server fails the "
@@ -289,8 +286,7 @@ TEST_CASE("a variable partitioned over 3 ps processes: a part on each, training 
   const int train = ops::minimize(b, loss, ops::Optimizer::adam(0.05));
   const int init = ops::global_variables_initializer(b);
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
-  std::vector<std::string> tasks;
-  for (int i = 0; i < 3; ++i) tasks.push_back("/job:ps/task:" + std::to_string(i));
+  const std::vector<std::string> tasks = testing::PsTasks::named(3);
   auto where = runtime::place_variables(&g, tasks, runtime::PsStrategy::kRoundRobin);
   REQUIRE(where.ok());
   // Rows 3, 2 and 2, one part on each task.
@@ -321,9 +317,7 @@ TEST_CASE("a variable partitioned over 3 ps processes: a part on each, training 
     // Each ps holds its part, with its Adam slots, and nothing of the others.
     for (int i = 0; i < 3; ++i) {
       runtime::VariableStore held;
-      auto one = actors::PsClient::connect(rt, {{tasks[i], cluster.at(tasks[i])}}, {});
-      REQUIRE(one.ok());
-      REQUIRE((*one)->pull(&held).ok());
+      ps.pull(rt, tasks[i], &held);
       const std::string part = "w/part_" + std::to_string(i);
       CHECK(held.contains(part));
       CHECK(held.contains(part + "/Adam_m"));
@@ -407,8 +401,7 @@ TEST_CASE("an embedding in 3 parts on 3 ps processes: each part's rows are gathe
   const int train = ops::minimize(b, loss, ops::Optimizer::adagrad(0.5));
   const int init = ops::global_variables_initializer(b);
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
-  std::vector<std::string> tasks;
-  for (int i = 0; i < 3; ++i) tasks.push_back("/job:ps/task:" + std::to_string(i));
+  const std::vector<std::string> tasks = testing::PsTasks::named(3);
   REQUIRE(runtime::place_variables(&g, tasks, runtime::PsStrategy::kRoundRobin).ok());
 
   std::mt19937_64 rng(3);
@@ -449,9 +442,7 @@ TEST_CASE("an embedding in 3 parts on 3 ps processes: each part's rows are gathe
     // Each part trained on its ps as in one process.
     for (int i = 0; i < 3; ++i) {
       runtime::VariableStore held;
-      auto one = actors::PsClient::connect(rt, {{tasks[i], cluster.at(tasks[i])}}, {});
-      REQUIRE(one.ok());
-      REQUIRE((*one)->pull(&held).ok());
+      ps.pull(rt, tasks[i], &held);
       const std::string part = "emb/part_" + std::to_string(i);
       REQUIRE(held.contains(part));
       CHECK(testing::max_error(*held.read(part), *alone.read(part)) < 1e-5);

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "actors/net/data_server.h"
+#include "actors/ps_client.h"
 #include "actors/server.h"
 #include "harness/op_harness.h"
 #include "ops/array_ops.h"
@@ -16,6 +17,7 @@
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
 #include "ops/training_ops.h"
+#include "runtime/placement.h"
 
 namespace troupe::testing {
 
@@ -77,6 +79,19 @@ void stop_server(pid_t child, int keep_alive_fd) {
   close(keep_alive_fd);
   int status = 0;
   waitpid(child, &status, 0);
+}
+
+std::vector<std::string> PsTasks::named(int n) {
+  std::vector<std::string> tasks;
+  for (int i = 0; i < n; ++i) tasks.push_back(runtime::task_name("ps", i));
+  return tasks;
+}
+
+void PsTasks::pull(actors::Runtime& rt, const std::string& task,
+                   runtime::VariableStore* held) const {
+  auto one = actors::PsClient::connect(rt, {{task, cluster.at(task)}}, {});
+  REQUIRE_MESSAGE(one.ok(), one.status().to_string());
+  REQUIRE((*one)->pull(held).ok());
 }
 
 PsTasks::PsTasks(const std::vector<std::string>& tasks) {

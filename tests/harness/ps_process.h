@@ -52,6 +52,11 @@ struct PsTasks {
 
   explicit PsTasks(const std::vector<std::string>& tasks);
   ~PsTasks();
+  // "/job:ps/task:0" .. "/job:ps/task:<n-1>".
+  static std::vector<std::string> named(int n);
+  // What `task` holds now (its variables and their slots) into `held`, pulled over a client
+  // of its own.
+  void pull(actors::Runtime& rt, const std::string& task, runtime::VariableStore* held) const;
 };
 
 // Each step's loss in one process, from `init`: what a cluster's steps must give.
