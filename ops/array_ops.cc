@@ -5,16 +5,11 @@
 #include <numeric>
 
 #include "ops/math_ops.h"
+#include "ops/op_def_names.h"
 #include "ops/shape_fns.h"
 #include "ops/strided_slice.h"
 
 namespace troupe::ops {
-
-using runtime::AttrMap;
-using runtime::InferenceContext;
-using runtime::Node;
-using runtime::Status;
-using Grads = std::vector<Output>;
 
 namespace {
 

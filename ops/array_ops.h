@@ -14,15 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/graph_builder.h"
+#include "ops/builder_names.h"
 #include "runtime/tensor.h"
 
 namespace troupe::ops {
 
-using runtime::DType;
-using runtime::GraphBuilder;
-using runtime::Output;
-using runtime::Shape;
 using runtime::Tensor;
 
 Output constant(GraphBuilder& b, const Tensor& value, const std::string& name = "");

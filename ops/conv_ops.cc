@@ -2,16 +2,10 @@
 
 #include <algorithm>
 
+#include "ops/op_def_names.h"
 #include "ops/shape_fns.h"
 
 namespace troupe::ops {
-
-using runtime::DType;
-using runtime::InferenceContext;
-using runtime::Node;
-using runtime::Shape;
-using runtime::Status;
-using Grads = std::vector<Output>;
 
 Status conv_geometry(int64_t in_h, int64_t in_w, int64_t k_h, int64_t k_w, int64_t stride_h,
                      int64_t stride_w, int64_t dilation_h, int64_t dilation_w,

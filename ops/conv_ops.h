@@ -10,12 +10,9 @@
 #include <array>
 #include <string>
 
-#include "runtime/graph_builder.h"
+#include "ops/builder_names.h"
 
 namespace troupe::ops {
-
-using runtime::GraphBuilder;
-using runtime::Output;
 
 struct ConvGeometry {
   int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;

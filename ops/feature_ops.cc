@@ -2,14 +2,10 @@
 
 #include <algorithm>
 
+#include "ops/op_def_names.h"
 #include "runtime/op_registry.h"
 
 namespace troupe::ops {
-
-using runtime::DType;
-using runtime::InferenceContext;
-using runtime::Shape;
-using runtime::Status;
 
 namespace {
 

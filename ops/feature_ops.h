@@ -17,13 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/graph_builder.h"
+#include "ops/builder_names.h"
 #include "runtime/tensor.h"
 
 namespace troupe::ops {
 
-using runtime::GraphBuilder;
-using runtime::Output;
 using runtime::Tensor;
 
 // Strings to fingerprint64 % num_buckets, as TF's string_to_hash_bucket_fast; integers hash by

@@ -3,15 +3,10 @@
 #include <algorithm>
 
 #include "ops/array_ops.h"
+#include "ops/op_def_names.h"
 #include "ops/shape_fns.h"
 
 namespace troupe::ops {
-
-using runtime::InferenceContext;
-using runtime::Node;
-using runtime::Shape;
-using runtime::Status;
-using Grads = std::vector<Output>;
 
 namespace {
 

@@ -12,13 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/graph_builder.h"
+#include "ops/builder_names.h"
 
 namespace troupe::ops {
-
-using runtime::DType;
-using runtime::GraphBuilder;
-using runtime::Output;
 
 // y = f(x), elementwise.
 Output neg(GraphBuilder& b, Output x);

@@ -2,17 +2,11 @@
 
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
+#include "ops/op_def_names.h"
 #include "ops/random_ops.h"
 #include "ops/shape_fns.h"
 
 namespace troupe::ops {
-
-using runtime::DType;
-using runtime::InferenceContext;
-using runtime::Node;
-using runtime::Shape;
-using runtime::Status;
-using Grads = std::vector<Output>;
 
 namespace {
 Output x_of(const Node& n) { return n.inputs[0]; }

@@ -10,12 +10,9 @@
 
 #include <cstdint>
 
-#include "runtime/graph_builder.h"
+#include "ops/builder_names.h"
 
 namespace troupe::ops {
-
-using runtime::GraphBuilder;
-using runtime::Output;
 
 Output relu(GraphBuilder& b, Output x);
 Output relu6(GraphBuilder& b, Output x);

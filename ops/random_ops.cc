@@ -1,11 +1,9 @@
 #include "ops/random_ops.h"
 
 #include "ops/math_ops.h"
+#include "ops/op_def_names.h"
 
 namespace troupe::ops {
-
-using runtime::InferenceContext;
-using runtime::Status;
 
 namespace {
 

@@ -11,14 +11,9 @@
 
 #include <cstdint>
 
-#include "runtime/graph_builder.h"
+#include "ops/builder_names.h"
 
 namespace troupe::ops {
-
-using runtime::DType;
-using runtime::GraphBuilder;
-using runtime::Output;
-using runtime::Shape;
 
 Output random_uniform(GraphBuilder& b, const Shape& shape, double minval = 0, double maxval = 1,
                       DType dtype = DType::kFloat32, int64_t seed = 0);

@@ -5,16 +5,11 @@
 #include "ops/array_ops.h"
 #include "ops/feature_ops.h"
 #include "ops/math_ops.h"
+#include "ops/op_def_names.h"
 #include "ops/strided_slice.h"
 #include "runtime/op_registry.h"
 
 namespace troupe::ops {
-
-using Grads = std::vector<Output>;
-using runtime::InferenceContext;
-using runtime::Node;
-using runtime::Shape;
-using runtime::Status;
 
 namespace {
 

@@ -20,15 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "ops/builder_names.h"
 #include "runtime/executor.h"
-#include "runtime/graph_builder.h"
 #include "runtime/sparse_tensor.h"
 
 namespace troupe::ops {
-
-using runtime::DType;
-using runtime::GraphBuilder;
-using runtime::Output;
 
 // Where a sparse value travels as three tensors (a batch, a model's features, an export's
 // inputs, sparse_placeholder), they are named <name>/indices, <name>/values and

@@ -3,14 +3,11 @@
 #include <cmath>
 
 #include "ops/array_ops.h"
+#include "ops/op_def_names.h"
 #include "ops/random_ops.h"
 #include "ops/strided_slice.h"
 
 namespace troupe::ops {
-
-using runtime::InferenceContext;
-using runtime::Node;
-using runtime::Status;
 
 namespace {
 

@@ -13,14 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/graph_builder.h"
+#include "ops/builder_names.h"
 
 namespace troupe::ops {
-
-using runtime::DType;
-using runtime::GraphBuilder;
-using runtime::Output;
-using runtime::Shape;
 
 // Adds a variable named `name` and its initializer (`initial_value`, shaped like the variable).
 Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,

@@ -1,12 +1,9 @@
 #include "ops/strided_slice.h"
 
 #include "ops/array_ops.h"
+#include "ops/op_def_names.h"
 
 namespace troupe::ops {
-
-using runtime::AttrMap;
-using runtime::InferenceContext;
-using runtime::Node;
 
 namespace {
 

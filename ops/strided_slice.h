@@ -14,13 +14,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/graph_builder.h"
+#include "ops/builder_names.h"
 
 namespace troupe::ops {
 
-using runtime::GraphBuilder;
-using runtime::Output;
-using runtime::Shape;
 using runtime::Status;
 
 struct StridedSliceSpec {

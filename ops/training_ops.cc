@@ -2,17 +2,11 @@
 
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
+#include "ops/op_def_names.h"
 #include "ops/state_ops.h"
 #include "runtime/gradients.h"
 
 namespace troupe::ops {
-
-using runtime::AttrMap;
-using runtime::DType;
-using runtime::InferenceContext;
-using runtime::Node;
-using runtime::Shape;
-using runtime::Status;
 
 namespace {
 

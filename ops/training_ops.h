@@ -16,12 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/graph_builder.h"
+#include "ops/builder_names.h"
 
 namespace troupe::ops {
-
-using runtime::GraphBuilder;
-using runtime::Output;
 
 struct Optimizer {
   enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kRmsProp, kFtrl };

@@ -2,16 +2,11 @@
 
 #include <algorithm>
 
+#include "ops/op_def_names.h"
 #include "ops/state_ops.h"
 #include "runtime/op_registry.h"
 
 namespace troupe::ops {
-
-using runtime::AttrMap;
-using runtime::DType;
-using runtime::InferenceContext;
-using runtime::Shape;
-using runtime::Status;
 
 namespace {
 

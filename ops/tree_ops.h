@@ -25,13 +25,10 @@
 
 #include <cstdint>
 
+#include "ops/builder_names.h"
 #include "ops/tree_ensemble.h"
-#include "runtime/graph_builder.h"
 
 namespace troupe::ops {
-
-using runtime::GraphBuilder;
-using runtime::Output;
 
 struct TreeGrowth {
   bool forest = false;
