@@ -2,18 +2,13 @@
 
 #include "estimators/canned/input_layer.h"
 #include "estimators/canned/model_impl.h"
+#include "estimators/canned/runtime_names.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
 
 namespace troupe::estimators {
-
-using runtime::DType;
-using runtime::Output;
-using runtime::Result;
-using runtime::Shape;
-using runtime::Status;
 
 namespace {
 

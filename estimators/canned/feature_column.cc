@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "estimators/canned/runtime_names.h"
 #include "ops/array_ops.h"
 #include "ops/feature_ops.h"
 #include "ops/math_ops.h"
@@ -14,12 +15,6 @@
 
 namespace troupe::estimators {
 
-using runtime::DType;
-using runtime::Output;
-using runtime::Result;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 using Kind = FeatureColumn::Kind;
 
 std::string FeatureColumn::name() const {

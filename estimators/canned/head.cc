@@ -1,5 +1,6 @@
 #include "estimators/canned/head.h"
 
+#include "estimators/canned/runtime_names.h"
 #include "ops/array_ops.h"
 #include "ops/feature_ops.h"
 #include "ops/math_ops.h"
@@ -9,10 +10,6 @@
 #include "ops/training_ops.h"
 
 namespace troupe::estimators {
-
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
 
 int64_t logits_dimension(const Head& head) {
   return head.task == Task::kClassifier ? head.n_classes : head.label_dimension;

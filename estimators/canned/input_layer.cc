@@ -3,16 +3,13 @@
 #include <cmath>
 
 #include "estimators/canned/feature_column.h"
+#include "estimators/canned/runtime_names.h"
 #include "estimators/metrics.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/state_ops.h"
 
 namespace troupe::estimators {
-
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
 
 runtime::Result<Standardization> standardization(const input::Dataset& data, bool with_label) {
   std::vector<std::string> names = data.features;

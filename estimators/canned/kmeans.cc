@@ -7,19 +7,13 @@
 #include <numeric>
 #include <random>
 
+#include "estimators/canned/runtime_names.h"
 #include "estimators/metrics.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/state_ops.h"
 
 namespace troupe::estimators {
-
-using runtime::DType;
-using runtime::Output;
-using runtime::Result;
-using runtime::Shape;
-using runtime::Status;
-using runtime::Tensor;
 
 namespace {
 

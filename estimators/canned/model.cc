@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "estimators/canned/runtime_names.h"
 #include "estimators/metrics.h"
 
 namespace troupe::estimators {
-
-using runtime::Result;
-using runtime::Tensor;
 
 namespace {
 

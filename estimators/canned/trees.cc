@@ -8,6 +8,7 @@
 
 #include "estimators/canned/input_layer.h"
 #include "estimators/canned/model_impl.h"
+#include "estimators/canned/runtime_names.h"
 #include "estimators/hooks.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
@@ -17,12 +18,6 @@
 #include "ops/tree_ops.h"
 
 namespace troupe::estimators {
-
-using runtime::DType;
-using runtime::Output;
-using runtime::Result;
-using runtime::Shape;
-using runtime::Status;
 
 namespace {
 

@@ -5,13 +5,10 @@
 #include "estimators/canned/dnn.h"
 #include "estimators/canned/linear.h"
 #include "estimators/canned/model_impl.h"
+#include "estimators/canned/runtime_names.h"
 #include "ops/math_ops.h"
 
 namespace troupe::estimators {
-
-using runtime::Output;
-using runtime::Result;
-using runtime::Status;
 
 namespace {
 
