@@ -18,10 +18,7 @@
 
 using namespace troupe;
 namespace input = troupe::estimators::input;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 using Clock = std::chrono::steady_clock;
 
 namespace {

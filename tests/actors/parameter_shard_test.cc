@@ -12,9 +12,7 @@
 
 using namespace troupe;
 using actors::ShardCall;
-using runtime::DType;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 namespace {
 

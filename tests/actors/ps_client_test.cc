@@ -15,9 +15,7 @@
 #include "harness/temp_dir.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 TEST_CASE("a ps client waits for its server, sends it a state and reads it back, slots included") {
   uint16_t port = 0;

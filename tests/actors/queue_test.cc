@@ -28,9 +28,7 @@
 using namespace troupe;
 using actors::Queue;
 using actors::QueueKind;
-using runtime::DType;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 namespace {
 

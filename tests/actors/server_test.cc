@@ -23,10 +23,7 @@
 #include "ops/training_ops.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 TEST_CASE(
     "a ps's data server runs sync replicas' calls itself; their rounds are the shard actor's too") {

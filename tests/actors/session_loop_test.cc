@@ -18,10 +18,7 @@
 #include "ops/training_ops.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 namespace {
 // A step observer for the tests: records the step numbers it sees and answers as planned.

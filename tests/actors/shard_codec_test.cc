@@ -12,9 +12,7 @@
 #include "ops/state_ops.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 TEST_CASE("shard calls and replies round-trip") {
   runtime::Graph g;

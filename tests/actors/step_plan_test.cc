@@ -18,9 +18,7 @@
 using namespace troupe;
 using actors::compile_plan;
 using actors::StepPlan;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
+using namespace troupe::runtime;
 
 namespace {
 

@@ -10,9 +10,7 @@
 using namespace troupe;
 using actors::ShardCall;
 using actors::SyncRounds;
-using runtime::DType;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 namespace {
 

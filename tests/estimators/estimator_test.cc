@@ -25,10 +25,7 @@
 
 using namespace troupe;
 using namespace troupe::estimators;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 namespace {
 

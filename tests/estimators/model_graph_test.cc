@@ -11,9 +11,7 @@
 
 using namespace troupe;
 using namespace troupe::estimators;
-using runtime::DType;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 namespace {
 

@@ -24,10 +24,7 @@
 #include "runtime/tensor_codec.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 namespace {
 

@@ -15,11 +15,7 @@
 #include "runtime/op_registry.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::GraphBuilder;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 using testing::gradient_error;
 using In = std::vector<Output>;
 

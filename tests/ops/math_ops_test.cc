@@ -12,11 +12,7 @@
 #include "ops/nn_ops.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::GraphBuilder;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 using testing::OpTest;
 using testing::random_tensor;
 

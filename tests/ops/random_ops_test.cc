@@ -8,10 +8,7 @@
 #include "harness/op_harness.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 using testing::OpTest;
 
 namespace {

@@ -14,11 +14,7 @@
 #include "runtime/gradients.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::SparseTensor;
-using runtime::Tensor;
+using namespace troupe::runtime;
 using testing::OpTest;
 
 namespace {

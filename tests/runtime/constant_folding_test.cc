@@ -11,10 +11,7 @@
 #include "runtime/executor.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 TEST_CASE("constant folding: shapes known, pure ops fold; data, variables and randomness do not") {
   runtime::Graph g;

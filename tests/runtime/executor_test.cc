@@ -8,10 +8,7 @@
 #include "ops/state_ops.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 TEST_CASE("executor runs only what the fetches need, with feeds cutting the graph") {
   runtime::Graph g;

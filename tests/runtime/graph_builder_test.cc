@@ -9,9 +9,7 @@
 #include "ops/nn_ops.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
+using namespace troupe::runtime;
 
 TEST_CASE("shape errors are reported where the node is built, naming it") {
   runtime::Graph g;

@@ -12,10 +12,7 @@
 #include "ops/training_ops.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 TEST_CASE("a training graph survives encode/decode and trains identically") {
   runtime::Graph g;

@@ -12,10 +12,7 @@
 #include "runtime/graph_builder.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::PsStrategy;
-using runtime::Shape;
+using namespace troupe::runtime;
 
 namespace {
 

@@ -11,9 +11,7 @@
 #include "runtime/graph_builder.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
+using namespace troupe::runtime;
 
 namespace {
 

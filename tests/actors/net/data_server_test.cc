@@ -22,10 +22,7 @@
 #include "ops/state_ops.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 TEST_CASE(
     "the data channel: garbage gets an error reply, a bad frame a closed connection; the "

@@ -18,9 +18,7 @@
 
 using namespace troupe;
 using namespace troupe::estimators::input;
-using runtime::DType;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 
 namespace {
 

@@ -12,9 +12,7 @@
 #include "runtime/gradients.h"
 
 using namespace troupe;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 using testing::OpTest;
 
 namespace {

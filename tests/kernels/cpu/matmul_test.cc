@@ -11,10 +11,7 @@
 #include "runtime/kernel_registry.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 using testing::OpTest;
 using testing::random_tensor;
 

@@ -8,11 +8,7 @@
 #include "ops/math_ops.h"
 
 using namespace troupe;
-using runtime::DType;
-using runtime::GraphBuilder;
-using runtime::Output;
-using runtime::Shape;
-using runtime::Tensor;
+using namespace troupe::runtime;
 using testing::OpTest;
 
 namespace {
