@@ -336,9 +336,11 @@ void DataServer::Loop::close(uint64_t id, const std::string& why) {
     runtime::log_warning("data channel on port ", server_.port_, ": refused ", it->second->peer,
                          ": ", why);
   }
-  connections_.erase(it);  // its socket closes, and its waits end, aborted
+  // Uncounted before the peer can see the close: a peer that reconnects at once must find
+  // its slot free.
   --load_;
   --server_.open_;
+  connections_.erase(it);  // its socket closes, and its waits end, aborted
 }
 
 void DataServer::Loop::read_handshake(Connection& c) {
