@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include "runtime/denormal.h"
+#include "runtime/frame_executor.h"
 
 #include <algorithm>
 
@@ -95,6 +96,9 @@ struct Executor::Plan {
   std::vector<int> feed_slots;
   std::vector<int> fetch_slots;
   std::vector<int> uses;  // per slot: consumers in steps + fetches
+  // With control flow, the steps run as frames let them (frame_executor.h), not in order.
+  std::unique_ptr<FrameExecutor> frames;
+  std::vector<FrameExecutor::Kernel> frame_kernels;
 };
 
 Executor::Executor(const Graph& graph, ExecutorOptions options) : graph_(graph), options_(options) {
@@ -124,7 +128,8 @@ Result<Executor::Plan*> Executor::plan_for(const RunSignature& signature) {
     return pos->second;
   };
   for (const Output& o : fed) plan->feed_slots.push_back(slot(o));
-  for (int id : prune_graph(graph_, fed, fetches, targets)) {
+  const std::vector<int> order = prune_graph(graph_, fed, fetches, targets);
+  for (int id : order) {
     const Node& node = graph_.node(id);
     Plan::Step step;
     step.node = id;
@@ -135,6 +140,11 @@ Result<Executor::Plan*> Executor::plan_for(const RunSignature& signature) {
     plan->steps.push_back(std::move(step));
   }
   for (const Output& o : fetches) plan->fetch_slots.push_back(slot(o));
+  if (std::any_of(order.begin(), order.end(),
+                  [&](int id) { return is_control_flow_op(graph_.node(id).op); })) {
+    TROUPE_ASSIGN_OR_RETURN(plan->frames, FrameExecutor::plan(graph_, order, fed));
+    for (Plan::Step& s : plan->steps) plan->frame_kernels.push_back({s.kernel, s.ctx.get()});
+  }
   plan->uses.assign(plan->num_slots, 0);
   for (const Plan::Step& s : plan->steps) {
     for (int in : s.input_slots) ++plan->uses[in];
@@ -157,6 +167,11 @@ Result<std::vector<Tensor>> Executor::run(const FeedList& feeds, const std::vect
   TROUPE_ASSIGN_OR_RETURN(Plan * plan, plan_for(signature));
 
   ScopedFlushDenormal flush;
+  if (plan->frames) {
+    std::vector<Tensor> fed_values;
+    for (const auto& [o, t] : feeds) fed_values.push_back(t);
+    return plan->frames->run(plan->frame_kernels, fed_values, fetches, &invocations_);
+  }
   std::vector<Tensor> values(plan->num_slots);
   std::vector<int> remaining = plan->uses;
   for (size_t i = 0; i < feeds.size(); ++i) values[plan->feed_slots[i]] = feeds[i].second;

@@ -65,6 +65,11 @@ std::vector<Output> gradients(GraphBuilder& b, const std::vector<Output>& ys,
   for (int id = n - 1; id >= 0 && b.ok(); --id) {
     if (!needed[id]) continue;
     const Node& node = g.node(id);
+    // A node inside a cond's branch gets its gradient there too: what enters from outside
+    // (the gradient of the cond's output) is live only when the branch was taken. A Switch
+    // that took a value into a branch is differentiated where the value came from.
+    const int context = b.context_of(id);
+    auto in_node_context = b.enter_context(context);
     std::vector<Output> dys(node.num_outputs());
     bool any = false;
     for (int i = 0; i < node.num_outputs(); ++i) {
@@ -87,6 +92,8 @@ std::vector<Output> gradients(GraphBuilder& b, const std::vector<Output>& ys,
       if (!dys[i].valid()) dys[i] = b.add("ZerosLike", {Output{id, i}});
     }
     auto node_scope = b.name_scope(node.name);
+    auto in_grad_context =
+        b.enter_context(node.op == "Switch" && context != 0 ? b.outer_context(context) : context);
     std::vector<Output> dxs = node.def->grad_fn(b, node, dys);
     for (size_t i = 0; i < dxs.size() && i < node.inputs.size(); ++i) {
       const Output& in = node.inputs[i];

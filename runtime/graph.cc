@@ -81,6 +81,25 @@ Status Graph::freeze_variable(int id, const Tensor& value) {
   return ok_status();
 }
 
+Status Graph::set_back_edge(int merge, int index, Output next) {
+  if (merge < 0 || merge >= num_nodes() || nodes_[merge].op != "Merge") {
+    return invalid_argument("back edge: node ", merge, " is not a Merge");
+  }
+  Node& m = nodes_[merge];
+  if (index < 0 || index >= static_cast<int>(m.inputs.size())) {
+    return invalid_argument("back edge: Merge '", m.name, "' has no input ", index);
+  }
+  if (!has(next) || nodes_[next.node].op != "NextIteration") {
+    return invalid_argument("back edge into Merge '", m.name, "': not a NextIteration's output");
+  }
+  if (dtype(next) != m.output_dtypes[0]) {
+    return invalid_argument("back edge into Merge '", m.name, "': ", dtype_name(dtype(next)),
+                            ", where the loop carries ", dtype_name(m.output_dtypes[0]));
+  }
+  m.inputs[index] = next;
+  return ok_status();
+}
+
 int Graph::add(Node node) {
   node.id = num_nodes();
   by_name_[node.name] = node.id;

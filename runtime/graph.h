@@ -1,6 +1,8 @@
 // Graph: the dataflow graph of a model, as TensorFlow 1.x has it. Nodes are added only through a
 // GraphBuilder, which checks them; a node refers only to nodes added before it, so node ids are
-// already a topological order.
+// already a topological order, but for one kind of edge: a loop's back edge, from a
+// NextIteration to the Merge at the top of its loop (ops/control_flow_ops.h), set once the
+// loop's body is built (set_back_edge). is_back_edge() says which edges those are.
 //
 //   Graph g;
 //   GraphBuilder b(&g);
@@ -112,6 +114,13 @@ class Graph {
   // with no node to run and no message per step. An error when the node is not a Variable or
   // the value's dtype or shape is not the variable's.
   Status freeze_variable(int id, const Tensor& value);
+
+  // Makes input `index` of Merge node `merge` the output of NextIteration node `next`: the back
+  // edge that closes a while loop, added after the loop's body. An error unless those are the
+  // ops, and the dtypes agree.
+  Status set_back_edge(int merge, int index, Output next);
+  // Whether input `index` of `n` is a loop's back edge (from a later node).
+  bool is_back_edge(const Node& n, int index) const { return n.inputs[index].node >= n.id; }
 
  private:
   friend class GraphBuilder;

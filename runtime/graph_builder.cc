@@ -54,7 +54,67 @@ std::pair<int64_t, int64_t> GraphBuilder::random_seeds(int64_t op_seed) const {
   return {0, 0};                                 // nondeterministic
 }
 
+int GraphBuilder::add_context(std::unique_ptr<ControlFlowContext> context) {
+  contexts_.push_back(std::move(context));
+  outer_of_.push_back(current_context_);
+  return static_cast<int>(contexts_.size());
+}
+
+ScopeGuard GraphBuilder::enter_context(int id) {
+  const int saved = current_context_;
+  current_context_ = id;
+  return ScopeGuard([this, saved] { current_context_ = saved; });
+}
+
+void GraphBuilder::set_context(int node, int id) {
+  if (node >= static_cast<int>(node_context_.size())) node_context_.resize(node + 1, 0);
+  node_context_[node] = id;
+}
+
+Output GraphBuilder::capture(Output o) {
+  if (!status_.ok() || !o.valid()) return {};
+  if (Status s = bring_in(&o); !s.ok()) {
+    record_error(s);
+    return {};
+  }
+  return o;
+}
+
+Status GraphBuilder::bring_in(Output* in) {
+  const int from = context_of(in->node);
+  if (from == current_context_) return ok_status();
+  std::vector<int> chain;  // the current context and those around it, inside `from`
+  int c = current_context_;
+  while (c != 0 && c != from) {
+    chain.push_back(c);
+    c = outer_of_[c];
+  }
+  if (c != from) {
+    return invalid_argument("'", graph_->output_name(*in), "' was built inside ",
+                            context(from).name(), " and is used outside it: use what the ",
+                            context(from).name(), " returns");
+  }
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const int inner = *it;
+    const int before = graph_->num_nodes();
+    Output captured;
+    {
+      auto outer = enter_context(outer_of_[inner]);
+      captured = context(inner).capture(*this, *in);
+    }
+    for (int id = before; id < graph_->num_nodes(); ++id) set_context(id, inner);
+    if (!captured.valid()) return status_.ok() ? internal_error("capture failed") : status_;
+    *in = captured;
+  }
+  return ok_status();
+}
+
 namespace {
+
+// Switch, Merge, Enter, Exit, NextIteration: they join contexts, so their inputs stay as given.
+bool joins_contexts(const std::string& op) {
+  return op == "Switch" || op == "Merge" || op == "Enter" || op == "Exit" || op == "NextIteration";
+}
 
 Status check_attrs(const OpDef& def, const std::string& node_name, AttrMap* attrs) {
   for (auto& [name, value] : *attrs) {
@@ -97,16 +157,40 @@ std::vector<Output> GraphBuilder::add_node(const std::string& op, const std::vec
     record_error(not_found("unknown op '", op, "' (is its library linked in?)"));
     return {};
   }
+  // Inputs from outside the current control-flow context enter it (a Switch for a cond's
+  // branch, an Enter for a loop's frame); an input from inside a context left is an error.
+  std::vector<Output> inputs_here = inputs;
+  if (!joins_contexts(op)) {
+    for (Output& in : inputs_here) {
+      if (Status s = bring_in(&in); !s.ok()) {
+        record_error(invalid_argument(op, " '", name.empty() ? op : name, "': ", s.message()));
+        return {};
+      }
+    }
+  }
   Node node;
   node.name = unique_name(name.empty() ? op : name);
   node.op = op;
   node.def = def;
-  node.inputs = inputs;
+  node.inputs = inputs_here;
   node.device = devices_.empty() ? std::string() : devices_.back();
   for (const auto& deps : control_deps_) {
     node.control_inputs.insert(node.control_inputs.end(), deps.begin(), deps.end());
   }
-  int n_in = static_cast<int>(inputs.size());
+  if (current_context_ != 0) {
+    ControlFlowContext& here = context(current_context_);
+    for (int c : node.control_inputs) {
+      if (context_of(c) != current_context_ && !here.takes_outer_control()) {
+        record_error(invalid_argument(op, " '", node.name, "': a control dependency on '",
+                                      graph_->node(c).name, "', built outside ", here.name(),
+                                      ", cannot reach into its frame: depend on it before the "
+                                      "loop, or pass its value in"));
+        return {};
+      }
+    }
+    if (node.inputs.empty() && here.pivot() >= 0) node.control_inputs.push_back(here.pivot());
+  }
+  int n_in = static_cast<int>(node.inputs.size());
   bool count_ok =
       def->variadic ? n_in >= def->min_inputs : n_in == static_cast<int>(def->inputs.size());
   if (!count_ok) {
@@ -123,7 +207,7 @@ std::vector<Output> GraphBuilder::add_node(const std::string& op, const std::vec
 
   std::vector<DType> in_dtypes;
   std::vector<Shape> in_shapes;
-  for (const Output& in : inputs) {
+  for (const Output& in : node.inputs) {
     in_dtypes.push_back(graph_->dtype(in));
     in_shapes.push_back(graph_->shape(in));
   }
@@ -167,6 +251,7 @@ std::vector<Output> GraphBuilder::add_node(const std::string& op, const std::vec
   }
 
   int id = graph_->add(std::move(node));
+  if (current_context_ != 0) set_context(id, current_context_);
   std::vector<Output> outs;
   for (int i = 0; i < graph_->node(id).num_outputs(); ++i) outs.push_back(Output{id, i});
   return outs;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,25 @@ class ScopeGuard {
 
  private:
   std::function<void()> undo_;
+};
+
+class GraphBuilder;
+
+// A control-flow context that nodes are built in (ops/control_flow_ops.h: a branch of a cond,
+// the frame of a while loop). An input built outside it enters through capture(), which adds
+// the entering node (a Switch, an Enter) in the outer context; a node with no inputs waits for
+// the pivot, so that it runs only on its branch, once per iteration.
+class ControlFlowContext {
+ public:
+  virtual ~ControlFlowContext() = default;
+  // `outer`, a value of the enclosing context, as a value of this one.
+  virtual Output capture(GraphBuilder& b, Output outer) = 0;
+  virtual int pivot() const = 0;
+  // How errors name it: "cond 'cond'", "while 'while'".
+  virtual std::string name() const = 0;
+  // Whether a control input from outside may stand: within a cond's branch it may; into a
+  // loop's frame it would cross frames.
+  virtual bool takes_outer_control() const = 0;
 };
 
 class GraphBuilder {
@@ -73,12 +93,39 @@ class GraphBuilder {
   // no op seed, the op gets a seed derived from the node count, so that reruns repeat.
   std::pair<int64_t, int64_t> random_seeds(int64_t op_seed) const;
 
+  // Control-flow contexts (ops/control_flow_ops.h), numbered from 1; 0 is the graph outside
+  // every one. A node belongs to the context current when it was built. The control-flow ops
+  // themselves take their inputs as given: cond and while_loop wire them.
+  // A new context inside the current one: its number.
+  int add_context(std::unique_ptr<ControlFlowContext> context);
+  [[nodiscard]] ScopeGuard enter_context(int id);
+  int current_context() const { return current_context_; }
+  int context_of(int node) const {
+    return node >= 0 && node < static_cast<int>(node_context_.size()) ? node_context_[node] : 0;
+  }
+  // `node`, built outside context `id`, belongs to it (a pivot, a loop's Merge).
+  void set_context(int node, int id);
+  ControlFlowContext& context(int id) { return *contexts_[id - 1]; }
+  int outer_context(int id) const { return outer_of_[id]; }
+  // `o` as a value of the current context: a value from outside enters it, through every
+  // context between; invalid, with the error recorded, when `o` was built inside a context the
+  // current one is not within.
+  Output capture(Output o);
+
  private:
+  // `in` as a value of the current context: captured into it, context by context, when it was
+  // built outside; an error when it was built inside a context the current one is not within.
+  Status bring_in(Output* in);
+
   Graph* graph_;
   Status status_;
   std::vector<std::string> scopes_;
   std::vector<std::string> devices_;
   std::vector<std::vector<int>> control_deps_;
+  std::vector<std::unique_ptr<ControlFlowContext>> contexts_;
+  std::vector<int> outer_of_{0};   // by context number
+  std::vector<int> node_context_;  // by node id; nodes beyond it were built outside any
+  int current_context_ = 0;
 };
 
 }  // namespace troupe::runtime

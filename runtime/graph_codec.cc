@@ -154,11 +154,23 @@ Status decode_graph(std::shared_ptr<const std::vector<char>> bytes, Graph* out) 
     auto msg = r.getRoot<schema::GraphDef>();
     if (msg.getHasSeed()) out->set_seed(msg.getSeed());
     GraphBuilder b(out);
+    // A loop's back edges name later nodes: each Merge takes its first input there until the
+    // NextIteration it names exists (Graph::set_back_edge checks it is one).
+    struct BackEdge {
+      std::string merge, from;
+      int index;
+    };
+    std::vector<BackEdge> back_edges;
     for (schema::NodeDef::Reader n : msg.getNodes()) {
       const std::string name = n.getName().cStr();
+      const bool merge = std::string(n.getOp().cStr()) == "Merge";
       std::vector<Output> inputs;
       for (capnp::Text::Reader in : n.getInputs()) {
         Output o = out->find_output(in.cStr());
+        if (!o.valid() && merge && !inputs.empty()) {
+          back_edges.push_back({name, in.cStr(), static_cast<int>(inputs.size())});
+          o = inputs[0];
+        }
         if (!o.valid()) {
           return invalid_argument("node '", name, "': input '", in.cStr(),
                                   "' is not an earlier node's output");
@@ -180,6 +192,13 @@ Status decode_graph(std::shared_ptr<const std::vector<char>> bytes, Graph* out) 
       auto deps = b.control_dependencies(control);
       b.add_node(n.getOp().cStr(), inputs, std::move(attrs), name);
       if (!b.ok()) return b.status();
+    }
+    for (const BackEdge& e : back_edges) {
+      const Output from = out->find_output(e.from);
+      if (!from.valid()) {
+        return invalid_argument("node '", e.merge, "': input '", e.from, "' is no node's output");
+      }
+      TROUPE_RETURN_IF_ERROR(out->set_back_edge(out->find(e.merge), e.index, from));
     }
     for (schema::Collection::Reader c : msg.getCollections()) {
       for (capnp::Text::Reader name : c.getNodes()) {

@@ -1,0 +1,66 @@
+// FrameExecutor: runs a plan whose graph has control flow (ops/control_flow_ops.h) as TF's
+// executor does: every value is tagged with a frame and an iteration, and may be dead. Enter
+// takes a value into a child frame (made for each iteration of its parent frame that enters
+// it), NextIteration to its frame's next iteration, Exit back to the parent; a Switch sends a
+// dead tensor down the output it does not pick; a node with a dead input is dead and runs no
+// kernel; a Merge forwards the first live input. A frame whose work is done while some Exit
+// never sent a live value (a loop on a branch not taken) sends dead ones from them.
+//
+//   auto frames = FrameExecutor::plan(graph, nodes, fed);   // nodes: a pruned run, in id order
+//   auto out = frames->run(kernels, feeds, fetches);          // kernels[i]: nodes[i]'s
+//
+// Executor (executor.h) uses it for runs that need a control-flow op, and runs straight-line
+// ones without. Sequential: nodes run one at a time on the calling thread, in the order they
+// become ready. Not thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/graph.h"
+#include "runtime/kernel_registry.h"
+
+namespace troupe::runtime {
+
+// Whether `op` is one of the control-flow ops.
+bool is_control_flow_op(const std::string& op);
+
+class FrameExecutor {
+ public:
+  // The static frames of `nodes` (Enter opens the frame it names, Exit closes it). An error
+  // when a value crosses frames other than through Enter and Exit.
+  static Result<std::unique_ptr<FrameExecutor>> plan(const Graph& graph,
+                                                     const std::vector<int>& nodes,
+                                                     const std::vector<Output>& fed);
+  ~FrameExecutor();
+
+  // The kernel of each node and the context it runs in, in `nodes`' order.
+  struct Kernel {
+    KernelFn fn = nullptr;
+    KernelContext* ctx = nullptr;
+  };
+  // Runs once; `feeds` in the order of `fed`. A fetch that is dead (on a branch not taken) is
+  // an error naming it. `invocations` (by node id) counts each node's runs, iterations included.
+  Result<std::vector<Tensor>> run(const std::vector<Kernel>& kernels,
+                                  const std::vector<Tensor>& feeds,
+                                  const std::vector<Output>& fetches,
+                                  std::vector<uint64_t>* invocations) const;
+
+ private:
+  struct Item;
+  struct Frame;
+  class Run;
+  explicit FrameExecutor(const Graph& graph);
+
+  const Graph& graph_;
+  std::vector<Item> items_;    // in the order of the plan's nodes
+  std::vector<int> item_of_;   // node id -> item, -1 when not in the plan
+  std::vector<Frame> frames_;  // static frames; 0 is the root
+  std::vector<Output> fed_;
+  std::vector<std::vector<int>> fed_to_;  // per fed output: the items it feeds, and where
+  std::vector<std::vector<int>> fed_at_;
+  std::vector<int> sources_;  // items with no inputs at all
+};
+
+}  // namespace troupe::runtime
