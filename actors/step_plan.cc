@@ -5,6 +5,7 @@
 
 #include "runtime/constant_folding.h"
 #include "runtime/device.h"
+#include "runtime/frame_executor.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/op_registry.h"
 #include "runtime/placement.h"
@@ -319,6 +320,13 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
   std::vector<int> order = runtime::prune_graph(g, fed, signature.fetches, signature.targets);
   for (int id : order) {
     const runtime::Node& n = g.node(id);
+    // Node actors do not yet tag values with frames and iterations, nor carry dead tensors.
+    if (runtime::is_control_flow_op(n.op)) {
+      return runtime::unimplemented(
+          n.op, " '", n.name,
+          "': the actor runtime does not run control flow (cond, while_loop) "
+          "yet; runtime::Executor does");
+    }
     if (!remote(n)) {
       TROUPE_RETURN_IF_ERROR(runtime::find_kernel(n, runtime::kernel_device(n.device)).status());
     }

@@ -13,6 +13,7 @@
 
 #include "harness/op_harness.h"
 #include "ops/array_ops.h"
+#include "ops/control_flow_ops.h"
 #include "ops/conv_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
@@ -506,4 +507,25 @@ TEST_CASE("convolutions run fused: the same bits as unfused, fewer actors") {
   CHECK(fused.values == plain.values);
   CHECK(fused.probed == plain.probed);
   CHECK(fused.actors + 2 == plain.actors);  // the Conv2D and its BiasAdd
+}
+
+TEST_CASE("a graph with control flow is refused by the actor runtime, with an error naming why") {
+  actors::Runtime rt;
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  Output negative = ops::less(b, x, ops::scalar(b, 0, DType::kFloat32));
+  std::vector<Output> r = ops::cond(
+      b, negative, [&](runtime::GraphBuilder& b) { return std::vector<Output>{ops::neg(b, x)}; },
+      [&](runtime::GraphBuilder&) { return std::vector<Output>{x}; });
+  REQUIRE(b.ok());
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  auto got = (*s)->run({{x, Tensor::from_vector<float>(Shape{}, {-1})}}, r);
+  REQUIRE_FALSE(got.ok());
+  CHECK(got.status().message().find("does not run control flow") != std::string::npos);
+  // The session stays usable for what it can run.
+  auto plain = (*s)->run({{x, Tensor::from_vector<float>(Shape{}, {-1})}}, {negative});
+  REQUIRE_MESSAGE(plain.ok(), plain.status().to_string());
+  CHECK((*plain)[0].data<bool>()[0]);
 }

@@ -6,6 +6,7 @@
 
 #include "harness/op_harness.h"
 #include "ops/array_ops.h"
+#include "ops/control_flow_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
@@ -79,4 +80,42 @@ TEST_CASE("corrupt graph bytes are refused with an error") {
   CHECK_FALSE(runtime::decode_graph(
                   std::make_shared<const std::vector<char>>(blob.begin(), blob.begin() + 16), &out)
                   .ok());
+}
+
+TEST_CASE(
+    "a while loop's back edges survive encode/decode; one from a node not a NextIteration "
+    "is refused") {
+  Graph g;
+  GraphBuilder b(&g);
+  Output n = ops::placeholder(b, DType::kInt32, Shape{}, "n");
+  std::vector<Output> r = ops::while_loop(
+      b, [&](GraphBuilder& b, const std::vector<Output>& v) { return ops::less(b, v[0], n); },
+      [&](GraphBuilder& b, const std::vector<Output>& v) {
+        return std::vector<Output>{ops::add(b, v[0], 1.0), ops::mul(b, v[1], 3.0)};
+      },
+      {ops::scalar(b, 0, DType::kInt32), ops::scalar(b, 1, DType::kFloat32)});
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  std::vector<char> blob;
+  REQUIRE(encode_graph(g, &blob).ok());
+  Graph copy;
+  Status decoded = decode_graph(std::make_shared<const std::vector<char>>(blob), &copy);
+  REQUIRE_MESSAGE(decoded.ok(), decoded.to_string());
+  REQUIRE(copy.num_nodes() == g.num_nodes());
+  Executor exec(copy);
+  auto got = exec.run({{copy.find_output("n"), Tensor::from_vector<int32_t>(Shape{}, {4})}},
+                      {copy.find_output(g.output_name(r[1]))});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  CHECK((*got)[0].data<float>()[0] == 81);
+
+  // A back edge from a node that is not a NextIteration, as a graph from a file might ask for:
+  // refused.
+  Graph bad;
+  GraphBuilder bb(&bad);
+  Output x = ops::placeholder(bb, DType::kFloat32, Shape{}, "x");
+  Output m = ops::merge(bb, {x, x}, "m").first;
+  Output later = ops::identity(bb, m, "later");
+  REQUIRE(bb.ok());
+  Status refused = bad.set_back_edge(m.node, 1, later);
+  CHECK_FALSE(refused.ok());
+  CHECK(refused.message().find("not a NextIteration") != std::string::npos);
 }

@@ -1,0 +1,443 @@
+#include "ops/control_flow_ops.h"
+
+#include <map>
+#include <memory>
+
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/op_def_names.h"
+
+namespace troupe::ops {
+
+namespace {
+
+// The shape every one of `shapes` has: a dimension they disagree on is unknown, and so is the
+// rank when that differs.
+Shape common_shape(const std::vector<Shape>& shapes) {
+  Shape out = shapes[0];
+  for (const Shape& s : shapes) {
+    if (!out.rank_known()) break;
+    if (!s.rank_known() || s.rank() != out.rank()) return Shape::unknown();
+    std::vector<int64_t> dims;
+    for (int d = 0; d < out.rank(); ++d) {
+      dims.push_back(out.dim(d) == s.dim(d) ? out.dim(d) : Shape::kUnknownDim);
+    }
+    out = Shape(dims);
+  }
+  return out;
+}
+
+Status forward_shape(InferenceContext& c) {
+  c.set_output(0, c.input_dtype(0), c.input_shape(0));
+  return runtime::ok_status();
+}
+
+Status scalar_predicate(InferenceContext& c, int i) {
+  if (c.input_dtype(i) != DType::kBool) {
+    return c.error("the predicate must be bool, got ", dtype_name(c.input_dtype(i)));
+  }
+  if (c.input_shape(i).rank_known() && c.input_shape(i).rank() != 0) {
+    return c.error("the predicate must be a scalar, got shape ", c.input_shape(i));
+  }
+  return runtime::ok_status();
+}
+
+// A loop's gradient needs the forward values of every iteration, kept on stacks: not built yet.
+Grads no_loop_gradient(GraphBuilder& b, const Node& n, const Grads&) {
+  b.record_error(
+      runtime::unimplemented("no gradient through a while loop yet (", n.op, " '", n.name,
+                             "'): wrap the loop's outputs in StopGradient, or unroll the loop"));
+  return {};
+}
+
+}  // namespace
+
+// (output_false, output_true) = pred ? (dead, data) : (data, dead)
+// d data = Merge(d output_false, d output_true): the gradient of the branch taken
+TROUPE_REGISTER_OP(Switch)
+    .input("data")
+    .input("pred")
+    .output("output_false")
+    .output("output_true")
+    .shape_fn([](InferenceContext& c) -> Status {
+      TROUPE_RETURN_IF_ERROR(scalar_predicate(c, 1));
+      c.set_output(0, c.input_dtype(0), c.input_shape(0));
+      c.set_output(1, c.input_dtype(0), c.input_shape(0));
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node&, const Grads& dy) {
+      return Grads{merge(b, {dy[0], dy[1]}).first, Output{}};
+    })
+    .doc(
+        "(output_false, output_true): data down the output pred picks, a dead tensor down the "
+        "other");
+
+// output = the first live input; value_index = its position
+// d input_i = d output, through input i's branch (live only when it was taken)
+TROUPE_REGISTER_OP(Merge)
+    .variadic_input("inputs", 1)
+    .output("output")
+    .output("value_index")
+    .attr("shape_invariant", Shape::unknown())
+    .attr("has_shape_invariant", false)
+    .shape_fn([](InferenceContext& c) -> Status {
+      std::vector<Shape> shapes;
+      for (int i = 0; i < c.num_inputs(); ++i) {
+        if (c.input_dtype(i) != c.input_dtype(0)) {
+          return c.error("inputs of dtypes ", dtype_name(c.input_dtype(0)), " and ",
+                         dtype_name(c.input_dtype(i)));
+        }
+        shapes.push_back(c.input_shape(i));
+      }
+      Shape shape = common_shape(shapes);
+      if (c.attr<bool>("has_shape_invariant")) {
+        const Shape& invariant = c.attr<Shape>("shape_invariant");
+        if (!shape.compatible_with(invariant)) {
+          return c.error("an input of shape ", shape, " where the invariant is ", invariant);
+        }
+        shape = invariant;
+      }
+      c.set_output(0, c.input_dtype(0), shape);
+      c.set_output(1, DType::kInt32, Shape{});
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      // Each input's branch takes dy in through its Switch on the predicate: live only when
+      // that branch was the one taken.
+      Grads dx;
+      for (const Output& in : n.inputs) {
+        auto in_branch = b.enter_context(b.context_of(in.node));
+        dx.push_back(b.capture(dy[0]));
+      }
+      return dx;
+    })
+    .doc("output = the first of inputs that is live; value_index = which (dead when all are)");
+
+TROUPE_REGISTER_OP(Enter)
+    .input("data")
+    .output("output")
+    .required_attr<std::string>("frame_name")
+    .attr("is_constant", false)
+    .attr("parallel_iterations", int64_t{10})
+    .shape_fn(forward_shape)
+    .gradient(no_loop_gradient)
+    .doc(
+        "output = data, in the child frame frame_name: at its first iteration, or at every "
+        "one when is_constant");
+
+TROUPE_REGISTER_OP(Exit)
+    .input("data")
+    .output("output")
+    .shape_fn(forward_shape)
+    .gradient(no_loop_gradient)
+    .doc("output = data, in the frame around data's");
+
+TROUPE_REGISTER_OP(NextIteration)
+    .input("data")
+    .output("output")
+    .shape_fn(forward_shape)
+    .gradient(no_loop_gradient)
+    .doc("output = data, at the next iteration of its frame");
+
+TROUPE_REGISTER_OP(LoopCond)
+    .input("input")
+    .output("output")
+    .shape_fn([](InferenceContext& c) -> Status {
+      TROUPE_RETURN_IF_ERROR(scalar_predicate(c, 0));
+      c.set_output(0, DType::kBool, Shape{});
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc("output = input, a loop's condition: whether its variables go round again");
+
+std::pair<Output, Output> switch_(GraphBuilder& b, Output data, Output pred,
+                                  const std::string& name) {
+  std::vector<Output> outs = b.add_node("Switch", {data, pred}, {}, name);
+  if (outs.size() != 2) return {};
+  return {outs[0], outs[1]};
+}
+
+std::pair<Output, Output> merge(GraphBuilder& b, const std::vector<Output>& inputs,
+                                const std::string& name) {
+  std::vector<Output> outs = b.add_node("Merge", inputs, {}, name);
+  if (outs.size() != 2) return {};
+  return {outs[0], outs[1]};
+}
+
+Output enter(GraphBuilder& b, Output data, const std::string& frame, bool is_constant,
+             int64_t parallel_iterations, const std::string& name) {
+  return b.add("Enter", {data},
+               {{"frame_name", frame},
+                {"is_constant", is_constant},
+                {"parallel_iterations", parallel_iterations}},
+               name);
+}
+
+Output exit(GraphBuilder& b, Output data, const std::string& name) {
+  return b.add("Exit", {data}, {}, name);
+}
+
+Output next_iteration(GraphBuilder& b, Output data, const std::string& name) {
+  return b.add("NextIteration", {data}, {}, name);
+}
+
+Output loop_cond(GraphBuilder& b, Output pred, const std::string& name) {
+  return b.add("LoopCond", {pred}, {}, name);
+}
+
+namespace {
+
+// A branch of a cond: outer values enter through a Switch on the predicate, live only when the
+// branch is taken.
+class CondContext : public runtime::ControlFlowContext {
+ public:
+  CondContext(std::string name, Output pred, bool branch, int pivot)
+      : name_(std::move(name)), pred_(pred), branch_(branch), pivot_(pivot) {}
+  Output capture(GraphBuilder& b, Output outer) override {
+    auto it = captured_.find(outer);
+    if (it != captured_.end()) return it->second;
+    auto [f, t] = switch_(b, outer, pred_, branch_ ? "switch_t" : "switch_f");
+    return captured_[outer] = branch_ ? t : f;
+  }
+  int pivot() const override { return pivot_; }
+  std::string name() const override { return "cond '" + name_ + "'"; }
+  bool takes_outer_control() const override { return true; }
+
+ private:
+  const std::string name_;
+  const Output pred_;
+  const bool branch_;
+  const int pivot_;
+  std::map<Output, Output> captured_;
+};
+
+// One branch's outputs, each a value of the branch (an outer value the branch returns as it is
+// enters it, so that the Merge sees it dead when the other branch is taken).
+std::vector<Output> build_branch(GraphBuilder& b, Output pred, bool branch,
+                                 const std::string& cond_name, const BranchFn& fn) {
+  auto [pf, pt] = switch_(b, pred, pred, branch ? "pivot_switch_t" : "pivot_switch_f");
+  Output pivot = identity(b, branch ? pt : pf, branch ? "pivot_t" : "pivot_f");
+  if (!b.ok()) return {};
+  const int ctx = b.add_context(std::make_unique<CondContext>(cond_name, pred, branch, pivot.node));
+  b.set_context(pivot.node, ctx);
+  auto inside = b.enter_context(ctx);
+  std::vector<Output> outs = fn(b);
+  for (Output& o : outs) {
+    if (o.valid() && b.context_of(o.node) != ctx) o = identity(b, o);
+  }
+  return outs;
+}
+
+}  // namespace
+
+std::vector<Output> cond(GraphBuilder& b, Output pred, const BranchFn& then_fn,
+                         const BranchFn& else_fn, const std::string& name) {
+  if (!b.ok() || !pred.valid()) return {};
+  pred = b.capture(pred);  // a predicate from outside the loop the cond is in enters it
+  if (b.dtype(pred) != DType::kBool || (b.shape(pred).rank_known() && b.shape(pred).rank() != 0)) {
+    b.record_error(runtime::invalid_argument("cond '", name,
+                                             "': the predicate must be a bool "
+                                             "scalar, got ",
+                                             dtype_name(b.dtype(pred)), b.shape(pred)));
+    return {};
+  }
+  auto scope = b.name_scope(name);
+  std::vector<Output> then_outs = build_branch(b, pred, true, name, then_fn);
+  std::vector<Output> else_outs = build_branch(b, pred, false, name, else_fn);
+  if (!b.ok()) return {};
+  if (then_outs.size() != else_outs.size()) {
+    b.record_error(runtime::invalid_argument("cond '", name, "': the true branch returns ",
+                                             then_outs.size(), " outputs, the false branch ",
+                                             else_outs.size()));
+    return {};
+  }
+  std::vector<Output> outs;
+  for (size_t i = 0; i < then_outs.size(); ++i) {
+    if (b.dtype(then_outs[i]) != b.dtype(else_outs[i])) {
+      b.record_error(runtime::invalid_argument(
+          "cond '", name, "': output ", i, " is ", dtype_name(b.dtype(then_outs[i])),
+          " in the true branch and ", dtype_name(b.dtype(else_outs[i])), " in the false one"));
+      return {};
+    }
+    // Input 0 is the false branch's, as TF's: the gradient routes by it.
+    outs.push_back(merge(b, {else_outs[i], then_outs[i]}).first);
+  }
+  return outs;
+}
+
+std::vector<Output> case_(GraphBuilder& b, const std::vector<std::pair<Output, BranchFn>>& pairs,
+                          const BranchFn& default_fn, const std::string& name) {
+  if (pairs.empty()) return default_fn(b);
+  auto scope = b.name_scope(name);
+  // Branch i runs when its predicate is true and none before it is.
+  std::function<std::vector<Output>(GraphBuilder&, size_t)> from = [&](GraphBuilder& b, size_t i) {
+    if (i == pairs.size()) return default_fn(b);
+    return cond(
+        b, pairs[i].first, pairs[i].second, [&, i](GraphBuilder& b) { return from(b, i + 1); },
+        "case_" + std::to_string(i));
+  };
+  return from(b, 0);
+}
+
+namespace {
+
+// The frame of a while loop: outer values enter it as constants of every iteration. Input-less
+// nodes wait for the pivot: the first variable's Merge in the condition, its Switch's live
+// side in the body.
+class WhileContext : public runtime::ControlFlowContext {
+ public:
+  WhileContext(std::string name, int64_t parallel_iterations)
+      : name_(std::move(name)), parallel_iterations_(parallel_iterations) {}
+  Output capture(GraphBuilder& b, Output outer) override {
+    auto it = captured_.find(outer);
+    if (it != captured_.end()) return it->second;
+    return captured_[outer] = enter(b, outer, frame_, /*is_constant=*/true, parallel_iterations_);
+  }
+  int pivot() const override { return pivot_; }
+  std::string name() const override { return "while '" + name_ + "'"; }
+  bool takes_outer_control() const override { return false; }
+  void set_frame(std::string frame) { frame_ = std::move(frame); }
+  const std::string& frame() const { return frame_; }
+  void set_pivot(int pivot) { pivot_ = pivot; }
+
+ private:
+  const std::string name_;
+  const int64_t parallel_iterations_;
+  std::string frame_;
+  int pivot_ = -1;
+  std::map<Output, Output> captured_;
+};
+
+// Whether `got` is as specific as `invariant` wherever the invariant is known.
+bool keeps_invariant(const Shape& got, const Shape& invariant) {
+  if (!invariant.rank_known()) return true;
+  if (!got.rank_known() || got.rank() != invariant.rank()) return false;
+  for (int d = 0; d < got.rank(); ++d) {
+    if (invariant.dim(d) != Shape::kUnknownDim && got.dim(d) != invariant.dim(d)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Output> while_loop(GraphBuilder& b, const LoopCondFn& cond_fn,
+                               const LoopBodyFn& body_fn, const std::vector<Output>& loop_vars,
+                               const WhileOptions& options, const std::string& name) {
+  if (!b.ok()) return {};
+  auto fail = [&](const auto&... why) {
+    b.record_error(runtime::invalid_argument("while '", name, "': ", why...));
+    return std::vector<Output>{};
+  };
+  if (loop_vars.empty()) return fail("no loop variables");
+  if (!options.shape_invariants.empty() && options.shape_invariants.size() != loop_vars.size()) {
+    return fail(options.shape_invariants.size(), " shape invariants for ", loop_vars.size(),
+                " loop variables");
+  }
+  if (options.parallel_iterations < 1) return fail("parallel_iterations below 1");
+  auto scope = b.name_scope(name);
+  std::vector<Output> vars;
+  std::vector<Shape> invariants;
+  // maximum_iterations: a counter goes round with the variables, and the condition checks it.
+  const bool counted = options.maximum_iterations >= 0;
+  if (counted) {
+    vars.push_back(scalar(b, 0, DType::kInt64, "iteration"));
+    invariants.push_back(Shape{});
+  }
+  for (size_t i = 0; i < loop_vars.size(); ++i) {
+    if (!loop_vars[i].valid()) return {};
+    vars.push_back(b.capture(loop_vars[i]));  // from outside an enclosing loop: through it
+    invariants.push_back(options.shape_invariants.empty() ? b.shape(loop_vars[i])
+                                                          : options.shape_invariants[i]);
+    if (!b.shape(loop_vars[i]).compatible_with(invariants.back())) {
+      return fail("loop variable ", i, " has shape ", b.shape(loop_vars[i]),
+                  ", which its invariant ", invariants.back(), " does not allow");
+    }
+  }
+  if (!b.ok()) return {};
+
+  auto owned = std::make_unique<WhileContext>(name, options.parallel_iterations);
+  WhileContext& context = *owned;
+  const int ctx = b.add_context(std::move(owned));
+  std::vector<Output> merges, switches_false, body_inputs;
+  {
+    auto inside = b.enter_context(ctx);
+    // The frame is named after its first Enter, whose name the graph keeps unique.
+    std::vector<Output> enters;
+    for (const Output& v : vars) {
+      enters.push_back(enter(b, v, context.frame(), false, options.parallel_iterations));
+      if (!b.ok()) return {};
+      if (context.frame().empty()) {
+        context.set_frame(b.graph().node(enters[0].node).name);
+        b.graph().set_attr(enters[0].node, "frame_name", context.frame());
+      }
+    }
+    for (size_t i = 0; i < vars.size(); ++i) {
+      std::vector<Output> m =
+          b.add_node("Merge", {enters[i], enters[i]},
+                     {{"shape_invariant", invariants[i]}, {"has_shape_invariant", true}});
+      if (m.empty()) return {};
+      merges.push_back(m[0]);
+    }
+    if (!b.ok()) return {};
+    context.set_pivot(merges[0].node);
+    std::vector<Output> user_vars(merges.begin() + (counted ? 1 : 0), merges.end());
+    Output pred = cond_fn(b, user_vars);
+    if (!b.ok() || !pred.valid()) return {};
+    if (b.dtype(pred) != DType::kBool ||
+        (b.shape(pred).rank_known() && b.shape(pred).rank() != 0)) {
+      return fail("the condition must be a bool scalar, got ", dtype_name(b.dtype(pred)),
+                  b.shape(pred));
+    }
+    if (counted) {
+      pred = logical_and(
+          b, less(b, merges[0], scalar(b, options.maximum_iterations, DType::kInt64)), pred);
+    }
+    Output go_on = loop_cond(b, pred);
+    for (const Output& m : merges) {
+      auto [f, t] = switch_(b, m, go_on);
+      switches_false.push_back(f);
+      body_inputs.push_back(identity(b, t));
+    }
+    if (!b.ok()) return {};
+    context.set_pivot(body_inputs[0].node);
+    std::vector<Output> results;
+    if (counted) results.push_back(add(b, body_inputs[0], scalar(b, 1, DType::kInt64)));
+    std::vector<Output> user_inputs(body_inputs.begin() + (counted ? 1 : 0), body_inputs.end());
+    std::vector<Output> user_results = body_fn(b, user_inputs);
+    if (!b.ok()) return {};
+    if (user_results.size() != loop_vars.size()) {
+      return fail("the body returns ", user_results.size(), " values for ", loop_vars.size(),
+                  " loop variables");
+    }
+    results.insert(results.end(), user_results.begin(), user_results.end());
+    for (size_t i = 0; i < results.size(); ++i) {
+      Output r = results[i];
+      if (!r.valid()) return {};
+      const size_t user_i = i - (counted ? 1 : 0);
+      if (b.dtype(r) != b.dtype(merges[i])) {
+        return fail("the body turns loop variable ", user_i, " from ",
+                    dtype_name(b.dtype(merges[i])), " into ", dtype_name(b.dtype(r)));
+      }
+      if (!keeps_invariant(b.shape(r), invariants[i])) {
+        return fail(
+            "the body changes loop variable ", user_i, "'s shape from ", invariants[i], " to ",
+            b.shape(r),
+            "; give it a shape invariant (WhileOptions::shape_invariants) that allows both");
+      }
+      if (b.context_of(r.node) != ctx) r = identity(b, r);  // an outer value: through its Enter
+      Output next = next_iteration(b, r);
+      if (!b.ok()) return {};
+      if (Status s = b.graph().set_back_edge(merges[i].node, 1, next); !s.ok()) {
+        b.record_error(s);
+        return {};
+      }
+    }
+  }
+  std::vector<Output> outs;
+  for (size_t i = counted ? 1 : 0; i < switches_false.size(); ++i) {
+    outs.push_back(exit(b, switches_false[i]));
+  }
+  return outs;
+}
+
+}  // namespace troupe::ops

@@ -1,0 +1,296 @@
+// Control flow (cond, case_, while_loop) as runtime::Executor runs it: the branch taken alone
+// computes, loops run as many iterations as their condition says (a fed count, a bound), nest,
+// read outer values, hold conds and sit inside them; the builders' errors name the loop or cond;
+// a cond's gradient flows through the branch taken.
+#include "ops/control_flow_ops.h"
+
+#include <doctest/doctest.h>
+
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "runtime/executor.h"
+#include "runtime/gradients.h"
+
+using namespace troupe;
+using namespace troupe::runtime;
+
+namespace {
+
+using Outputs = std::vector<Output>;
+
+// One run of `g`, each fetch a scalar read as double; fails the test on an error.
+std::vector<double> run(const Graph& g, const FeedList& feeds, const Outputs& fetches) {
+  Executor exec(g);
+  auto got = exec.run(feeds, fetches);
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  std::vector<double> out;
+  for (const Tensor& t : *got) {
+    REQUIRE(t.num_elements() == 1);
+    switch (t.dtype()) {
+      case DType::kFloat32:
+        out.push_back(t.data<float>()[0]);
+        break;
+      case DType::kInt32:
+        out.push_back(t.data<int32_t>()[0]);
+        break;
+      case DType::kInt64:
+        out.push_back(double(t.data<int64_t>()[0]));
+        break;
+      default:
+        FAIL("unexpected dtype");
+    }
+  }
+  return out;
+}
+
+Tensor f32(float v) { return Tensor::from_vector<float>(Shape{}, {v}); }
+Tensor i32(int32_t v) { return Tensor::from_vector<int32_t>(Shape{}, {v}); }
+
+}  // namespace
+
+TEST_CASE("cond computes the branch its predicate picks, and only that one") {
+  Graph g;
+  GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  Output n = ops::placeholder(b, DType::kInt32, Shape{}, "n");
+  // The false branch divides by n: run when n is 0, the integer division would fail.
+  Outputs r = ops::cond(
+      b, ops::equal(b, n, ops::scalar(b, 0, DType::kInt32)),
+      [&](GraphBuilder& b) {
+        return Outputs{ops::mul(b, x, 2.0), ops::scalar(b, 7, DType::kInt32)};
+      },
+      [&](GraphBuilder& b) {
+        return Outputs{ops::square(b, x), ops::div(b, ops::scalar(b, 100, DType::kInt32), n)};
+      });
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  REQUIRE(r.size() == 2);
+  CHECK(run(g, {{x, f32(3)}, {n, i32(0)}}, r) == std::vector<double>{6, 7});
+  CHECK(run(g, {{x, f32(3)}, {n, i32(4)}}, r) == std::vector<double>{9, 25});
+}
+
+TEST_CASE("a branch may return an outer value as it is; a dead fetch is an error naming it") {
+  Graph g;
+  GraphBuilder b(&g);
+  Output p = ops::placeholder(b, DType::kBool, Shape{}, "p");
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  Output y = ops::placeholder(b, DType::kFloat32, Shape{}, "y");
+  Output inside;
+  Outputs r = ops::cond(
+      b, p, [&](GraphBuilder&) { return Outputs{x}; },
+      [&](GraphBuilder& b) {
+        inside = ops::neg(b, y);
+        return Outputs{y};
+      });
+  REQUIRE(b.ok());
+  Tensor t = Tensor::from_vector<bool>(Shape{}, {true});
+  Tensor f = Tensor::from_vector<bool>(Shape{}, {false});
+  CHECK(run(g, {{p, t}, {x, f32(1)}, {y, f32(2)}}, r) == std::vector<double>{1});
+  CHECK(run(g, {{p, f}, {x, f32(1)}, {y, f32(2)}}, r) == std::vector<double>{2});
+  Executor exec(g);
+  auto dead = exec.run({{p, t}, {x, f32(1)}, {y, f32(2)}}, {inside});
+  REQUIRE_FALSE(dead.ok());
+  CHECK(dead.status().message().find("is dead") != std::string::npos);
+  CHECK(dead.status().message().find(g.output_name(inside)) != std::string::npos);
+}
+
+TEST_CASE(
+    "cond's errors: branches that disagree, a predicate that is not a bool scalar, a "
+    "value used outside its branch") {
+  {
+    Graph g;
+    GraphBuilder b(&g);
+    Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+    ops::cond(
+        b, ops::less(b, x, ops::scalar(b, 0, DType::kFloat32)),
+        [&](GraphBuilder&) {
+          return Outputs{x, x};
+        },
+        [&](GraphBuilder&) { return Outputs{x}; }, "mine");
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.status().message().find("cond 'mine'") != std::string::npos);
+    CHECK(b.status().message().find("2 outputs") != std::string::npos);
+  }
+  {
+    Graph g;
+    GraphBuilder b(&g);
+    Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+    ops::cond(
+        b, x, [&](GraphBuilder&) { return Outputs{x}; }, [&](GraphBuilder&) { return Outputs{x}; });
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.status().message().find("bool scalar") != std::string::npos);
+  }
+  {
+    Graph g;
+    GraphBuilder b(&g);
+    Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+    Output leaked;
+    ops::cond(
+        b, ops::less(b, x, ops::scalar(b, 0, DType::kFloat32)),
+        [&](GraphBuilder& b) {
+          leaked = ops::neg(b, x);
+          return Outputs{leaked};
+        },
+        [&](GraphBuilder&) { return Outputs{x}; });
+    REQUIRE(b.ok());
+    ops::square(b, leaked);
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.status().message().find("is used outside it") != std::string::npos);
+  }
+}
+
+TEST_CASE("case_ runs the branch of the first true predicate, else the default") {
+  Graph g;
+  GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kInt32, Shape{}, "x");
+  auto constant = [](int v) {
+    return [v](GraphBuilder& b) { return Outputs{ops::scalar(b, v, DType::kInt32)}; };
+  };
+  Outputs r = ops::case_(b,
+                         {{ops::less(b, x, ops::scalar(b, 0, DType::kInt32)), constant(-1)},
+                          {ops::less(b, x, ops::scalar(b, 10, DType::kInt32)), constant(1)},
+                          {ops::less(b, x, ops::scalar(b, 100, DType::kInt32)), constant(2)}},
+                         constant(3));
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  CHECK(run(g, {{x, i32(-5)}}, r)[0] == -1);
+  CHECK(run(g, {{x, i32(5)}}, r)[0] == 1);
+  CHECK(run(g, {{x, i32(50)}}, r)[0] == 2);
+  CHECK(run(g, {{x, i32(500)}}, r)[0] == 3);
+}
+
+TEST_CASE("while_loop runs until its condition, fed or fixed, says stop") {
+  Graph g;
+  GraphBuilder b(&g);
+  Output n = ops::placeholder(b, DType::kInt32, Shape{}, "n");
+  Output w = ops::placeholder(b, DType::kFloat32, Shape{}, "w");  // read in every iteration
+  Outputs r = ops::while_loop(
+      b, [&](GraphBuilder& b, const Outputs& v) { return ops::less(b, v[0], n); },
+      [&](GraphBuilder& b, const Outputs& v) {
+        return Outputs{ops::add(b, v[0], 1.0), ops::mul(b, v[1], 2.0), ops::add(b, v[2], w)};
+      },
+      {ops::scalar(b, 0, DType::kInt32), ops::scalar(b, 1, DType::kFloat32),
+       ops::scalar(b, 0, DType::kFloat32)});
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  CHECK(run(g, {{n, i32(10)}, {w, f32(0.5)}}, r) == std::vector<double>{10, 1024, 5});
+  CHECK(run(g, {{n, i32(3)}, {w, f32(2)}}, r) == std::vector<double>{3, 8, 6});
+  CHECK(run(g, {{n, i32(0)}, {w, f32(2)}}, r) == std::vector<double>{0, 1, 0});
+}
+
+TEST_CASE("while_loop's maximum_iterations bounds a loop whose condition stays true") {
+  Graph g;
+  GraphBuilder b(&g);
+  Outputs r = ops::while_loop(
+      b, [](GraphBuilder& b, const Outputs& v) { return ops::greater_equal(b, v[0], v[0]); },
+      [](GraphBuilder& b, const Outputs& v) { return Outputs{ops::add(b, v[0], 3.0)}; },
+      {ops::scalar(b, 1, DType::kInt64)}, {.maximum_iterations = 5});
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  CHECK(run(g, {}, r) == std::vector<double>{16});
+}
+
+TEST_CASE("loops nest, hold conds, and sit on branches, taken or not") {
+  Graph g;
+  GraphBuilder b(&g);
+  Output p = ops::placeholder(b, DType::kBool, Shape{}, "p");
+  auto int_const = [](GraphBuilder& b, int v) { return ops::scalar(b, v, DType::kInt32); };
+  // 3 x 4 iterations, each adding 1 when i < 2, else 10: 2*4 + 1*40 = 48.
+  Outputs nested = ops::while_loop(
+      b, [&](GraphBuilder& b, const Outputs& v) { return ops::less(b, v[0], int_const(b, 3)); },
+      [&](GraphBuilder& b, const Outputs& v) {
+        Output i = v[0];
+        Outputs inner = ops::while_loop(
+            b,
+            [&](GraphBuilder& b, const Outputs& u) { return ops::less(b, u[0], int_const(b, 4)); },
+            [&](GraphBuilder& b, const Outputs& u) {
+              Outputs step = ops::cond(
+                  b, ops::less(b, i, int_const(b, 2)),
+                  [&](GraphBuilder& b) { return Outputs{int_const(b, 1)}; },
+                  [&](GraphBuilder& b) { return Outputs{int_const(b, 10)}; });
+              return Outputs{ops::add(b, u[0], 1.0), ops::add(b, u[1], step[0])};
+            },
+            {int_const(b, 0), v[1]}, {}, "inner");
+        return Outputs{ops::add(b, i, 1.0), inner[1]};
+      },
+      {int_const(b, 0), int_const(b, 0)}, {}, "outer");
+  // A loop on a branch: run when taken, and when not, its dead Exits let the Merge through.
+  Outputs on_branch = ops::cond(
+      b, p,
+      [&](GraphBuilder& b) {
+        return Outputs{ops::while_loop(
+            b,
+            [&](GraphBuilder& b, const Outputs& v) { return ops::less(b, v[0], int_const(b, 5)); },
+            [&](GraphBuilder& b, const Outputs& v) { return Outputs{ops::add(b, v[0], 1.0)}; },
+            {int_const(b, 0)})[0]};
+      },
+      [&](GraphBuilder& b) { return Outputs{int_const(b, -1)}; });
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  Tensor t = Tensor::from_vector<bool>(Shape{}, {true});
+  Tensor f = Tensor::from_vector<bool>(Shape{}, {false});
+  CHECK(run(g, {{p, t}}, {nested[1], on_branch[0]}) == std::vector<double>{48, 5});
+  CHECK(run(g, {{p, f}}, {nested[1], on_branch[0]}) == std::vector<double>{48, -1});
+}
+
+TEST_CASE(
+    "a body that changes a variable's shape is refused, naming the loop; an invariant "
+    "lets it grow") {
+  {
+    Graph g;
+    GraphBuilder b(&g);
+    Output x = ops::placeholder(b, DType::kFloat32, Shape{2}, "x");
+    ops::while_loop(
+        b,
+        [](GraphBuilder& b, const Outputs& v) {
+          return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
+        },
+        [](GraphBuilder& b, const Outputs& v) {
+          return Outputs{ops::add(b, v[0], 1.0), ops::concat(b, {v[1], v[1]}, 0)};
+        },
+        {ops::scalar(b, 0, DType::kInt32), x}, {}, "grow");
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.status().message().find("while 'grow'") != std::string::npos);
+    CHECK(b.status().message().find("loop variable 1") != std::string::npos);
+  }
+  Graph g;
+  GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{2}, "x");
+  Outputs r = ops::while_loop(
+      b,
+      [](GraphBuilder& b, const Outputs& v) {
+        return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
+      },
+      [](GraphBuilder& b, const Outputs& v) {
+        return Outputs{ops::add(b, v[0], 1.0), ops::concat(b, {v[1], v[1]}, 0)};
+      },
+      {ops::scalar(b, 0, DType::kInt32), x}, {.shape_invariants = {Shape{}, Shape{-1}}});
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  Executor exec(g);
+  auto got = exec.run({{x, Tensor::from_vector<float>(Shape{2}, {1, 2})}}, {r[1]});
+  REQUIRE(got.ok());
+  CHECK((*got)[0].shape() == Shape{16});
+  CHECK((*got)[0].data<float>()[15] == 2);
+}
+
+TEST_CASE("a cond's gradient flows through the branch taken; a loop's is refused for now") {
+  Graph g;
+  GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  Output c = ops::placeholder(b, DType::kFloat32, Shape{}, "c");
+  // y = x * x * c when x < 0, else 3 x: dy/dx = 2 x c or 3, dy/dc = x * x or 0.
+  Outputs y = ops::cond(
+      b, ops::less(b, x, ops::scalar(b, 0, DType::kFloat32)),
+      [&](GraphBuilder& b) { return Outputs{ops::mul(b, ops::square(b, x), c)}; },
+      [&](GraphBuilder& b) { return Outputs{ops::mul(b, x, 3.0)}; });
+  Outputs d = gradients(b, {y[0]}, {x, c});
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  REQUIRE(d[0].valid());
+  REQUIRE(d[1].valid());
+  CHECK(run(g, {{x, f32(-2)}, {c, f32(5)}}, {y[0], d[0], d[1]}) == std::vector<double>{20, -20, 4});
+  CHECK(run(g, {{x, f32(2)}, {c, f32(5)}}, {y[0], d[0], d[1]}) == std::vector<double>{6, 3, 0});
+
+  Output n = ops::placeholder(b, DType::kFloat32, Shape{}, "n");
+  Outputs loop = ops::while_loop(
+      b, [&](GraphBuilder& b, const Outputs& v) { return ops::less(b, v[0], n); },
+      [&](GraphBuilder& b, const Outputs& v) { return Outputs{ops::mul(b, v[0], 2.0)}; }, {x});
+  REQUIRE(b.ok());
+  gradients(b, {loop[0]}, {x});
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().message().find("no gradient through a while loop yet") != std::string::npos);
+}
