@@ -45,14 +45,18 @@ std::vector<double> run(const Graph& g, const FeedList& feeds, const Outputs& fe
 
 Tensor f32(float v) { return Tensor::from_vector<float>(Shape{}, {v}); }
 Tensor i32(int32_t v) { return Tensor::from_vector<int32_t>(Shape{}, {v}); }
+// A scalar placeholder.
+Output fed(GraphBuilder& b, DType dtype, const std::string& name) {
+  return ops::placeholder(b, dtype, Shape{}, name);
+}
 
 }  // namespace
 
 TEST_CASE("cond computes the branch its predicate picks, and only that one") {
   Graph g;
   GraphBuilder b(&g);
-  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
-  Output n = ops::placeholder(b, DType::kInt32, Shape{}, "n");
+  Output x = fed(b, DType::kFloat32, "x");
+  Output n = fed(b, DType::kInt32, "n");
   // The false branch divides by n: run when n is 0, the integer division would fail.
   Outputs r = ops::cond(
       b, ops::equal(b, n, ops::scalar(b, 0, DType::kInt32)),
@@ -71,9 +75,9 @@ TEST_CASE("cond computes the branch its predicate picks, and only that one") {
 TEST_CASE("a branch may return an outer value as it is; a dead fetch is an error naming it") {
   Graph g;
   GraphBuilder b(&g);
-  Output p = ops::placeholder(b, DType::kBool, Shape{}, "p");
-  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
-  Output y = ops::placeholder(b, DType::kFloat32, Shape{}, "y");
+  Output p = fed(b, DType::kBool, "p");
+  Output x = fed(b, DType::kFloat32, "x");
+  Output y = fed(b, DType::kFloat32, "y");
   Output inside;
   Outputs r = ops::cond(
       b, p, [&](GraphBuilder&) { return Outputs{x}; },
@@ -99,7 +103,7 @@ TEST_CASE(
   {
     Graph g;
     GraphBuilder b(&g);
-    Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+    Output x = fed(b, DType::kFloat32, "x");
     ops::cond(
         b, ops::less(b, x, ops::scalar(b, 0, DType::kFloat32)),
         [&](GraphBuilder&) {
@@ -113,7 +117,7 @@ TEST_CASE(
   {
     Graph g;
     GraphBuilder b(&g);
-    Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+    Output x = fed(b, DType::kFloat32, "x");
     ops::cond(
         b, x, [&](GraphBuilder&) { return Outputs{x}; }, [&](GraphBuilder&) { return Outputs{x}; });
     REQUIRE_FALSE(b.ok());
@@ -122,7 +126,7 @@ TEST_CASE(
   {
     Graph g;
     GraphBuilder b(&g);
-    Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+    Output x = fed(b, DType::kFloat32, "x");
     Output leaked;
     ops::cond(
         b, ops::less(b, x, ops::scalar(b, 0, DType::kFloat32)),
@@ -141,7 +145,7 @@ TEST_CASE(
 TEST_CASE("case_ runs the branch of the first true predicate, else the default") {
   Graph g;
   GraphBuilder b(&g);
-  Output x = ops::placeholder(b, DType::kInt32, Shape{}, "x");
+  Output x = fed(b, DType::kInt32, "x");
   auto constant = [](int v) {
     return [v](GraphBuilder& b) { return Outputs{ops::scalar(b, v, DType::kInt32)}; };
   };
@@ -160,8 +164,8 @@ TEST_CASE("case_ runs the branch of the first true predicate, else the default")
 TEST_CASE("while_loop runs until its condition, fed or fixed, says stop") {
   Graph g;
   GraphBuilder b(&g);
-  Output n = ops::placeholder(b, DType::kInt32, Shape{}, "n");
-  Output w = ops::placeholder(b, DType::kFloat32, Shape{}, "w");  // read in every iteration
+  Output n = fed(b, DType::kInt32, "n");
+  Output w = fed(b, DType::kFloat32, "w");  // read in every iteration
   Outputs r = ops::while_loop(
       b, [&](GraphBuilder& b, const Outputs& v) { return ops::less(b, v[0], n); },
       [&](GraphBuilder& b, const Outputs& v) {
@@ -189,7 +193,7 @@ TEST_CASE("while_loop's maximum_iterations bounds a loop whose condition stays t
 TEST_CASE("loops nest, hold conds, and sit on branches, taken or not") {
   Graph g;
   GraphBuilder b(&g);
-  Output p = ops::placeholder(b, DType::kBool, Shape{}, "p");
+  Output p = fed(b, DType::kBool, "p");
   auto int_const = [](GraphBuilder& b, int v) { return ops::scalar(b, v, DType::kInt32); };
   // 3 x 4 iterations, each adding 1 when i < 2, else 10: 2*4 + 1*40 = 48.
   Outputs nested = ops::while_loop(
@@ -271,8 +275,8 @@ TEST_CASE(
 TEST_CASE("a cond's gradient flows through the branch taken; a loop's is refused for now") {
   Graph g;
   GraphBuilder b(&g);
-  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
-  Output c = ops::placeholder(b, DType::kFloat32, Shape{}, "c");
+  Output x = fed(b, DType::kFloat32, "x");
+  Output c = fed(b, DType::kFloat32, "c");
   // y = x * x * c when x < 0, else 3 x: dy/dx = 2 x c or 3, dy/dc = x * x or 0.
   Outputs y = ops::cond(
       b, ops::less(b, x, ops::scalar(b, 0, DType::kFloat32)),
@@ -285,7 +289,7 @@ TEST_CASE("a cond's gradient flows through the branch taken; a loop's is refused
   CHECK(run(g, {{x, f32(-2)}, {c, f32(5)}}, {y[0], d[0], d[1]}) == std::vector<double>{20, -20, 4});
   CHECK(run(g, {{x, f32(2)}, {c, f32(5)}}, {y[0], d[0], d[1]}) == std::vector<double>{6, 3, 0});
 
-  Output n = ops::placeholder(b, DType::kFloat32, Shape{}, "n");
+  Output n = fed(b, DType::kFloat32, "n");
   Outputs loop = ops::while_loop(
       b, [&](GraphBuilder& b, const Outputs& v) { return ops::less(b, v[0], n); },
       [&](GraphBuilder& b, const Outputs& v) { return Outputs{ops::mul(b, v[0], 2.0)}; }, {x});

@@ -44,26 +44,31 @@ TROUPE_REGISTER_KERNELS(test_count_calls) {
 Tensor f32(float v) { return Tensor::from_vector<float>(Shape{}, {v}); }
 Tensor boolean(bool v) { return Tensor::from_vector<bool>(Shape{}, {v}); }
 
+// A float x sent down one side of a Switch or the other by a bool p, both fed.
+struct Switched {
+  Graph g;
+  GraphBuilder b{&g};
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  Output p = ops::placeholder(b, DType::kBool, Shape{}, "p");
+  std::pair<Output, Output> sides = ops::switch_(b, x, p);  // (p false, p true)
+};
+
 }  // namespace
 
 TEST_CASE("a Switch's untaken side runs no kernel; the Merge forwards the live side") {
-  Graph g;
-  GraphBuilder b(&g);
-  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
-  Output p = ops::placeholder(b, DType::kBool, Shape{}, "p");
-  auto [f, t] = ops::switch_(b, x, p);
-  Output on_false = b.add("TestCountCalls", {ops::neg(b, f)});
-  Output on_true = b.add("TestCountCalls", {t});
-  auto [out, index] = ops::merge(b, {on_false, on_true});
-  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
-  Executor exec(g);
+  Switched s;
+  Output on_false = s.b.add("TestCountCalls", {ops::neg(s.b, s.sides.first)});
+  Output on_true = s.b.add("TestCountCalls", {s.sides.second});
+  auto [out, index] = ops::merge(s.b, {on_false, on_true});
+  REQUIRE_MESSAGE(s.b.ok(), s.b.status().to_string());
+  Executor exec(s.g);
   calls = 0;
-  auto got = exec.run({{x, f32(2)}, {p, boolean(true)}}, {out, index});
+  auto got = exec.run({{s.x, f32(2)}, {s.p, boolean(true)}}, {out, index});
   REQUIRE_MESSAGE(got.ok(), got.status().to_string());
   CHECK((*got)[0].data<float>()[0] == 2);
   CHECK((*got)[1].data<int32_t>()[0] == 1);
   CHECK(calls == 1);
-  got = exec.run({{x, f32(2)}, {p, boolean(false)}}, {out, index});
+  got = exec.run({{s.x, f32(2)}, {s.p, boolean(false)}}, {out, index});
   REQUIRE(got.ok());
   CHECK((*got)[0].data<float>()[0] == -2);
   CHECK((*got)[1].data<int32_t>()[0] == 0);
@@ -71,18 +76,15 @@ TEST_CASE("a Switch's untaken side runs no kernel; the Merge forwards the live s
 }
 
 TEST_CASE("a Merge whose inputs are all dead is dead") {
-  Graph g;
-  GraphBuilder b(&g);
-  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
-  Output p = ops::placeholder(b, DType::kBool, Shape{}, "p");
-  auto [f, t] = ops::switch_(b, x, p);
-  Output both_true = ops::merge(b, {t, ops::identity(b, t)}).first;
-  REQUIRE(b.ok());
-  Executor exec(g);
-  auto got = exec.run({{x, f32(1)}, {p, boolean(false)}}, {both_true});
+  Switched s;
+  Output t = s.sides.second;
+  Output both_true = ops::merge(s.b, {t, ops::identity(s.b, t)}).first;
+  REQUIRE(s.b.ok());
+  Executor exec(s.g);
+  auto got = exec.run({{s.x, f32(1)}, {s.p, boolean(false)}}, {both_true});
   REQUIRE_FALSE(got.ok());
   CHECK(got.status().message().find("is dead") != std::string::npos);
-  got = exec.run({{x, f32(1)}, {p, boolean(true)}}, {both_true});
+  got = exec.run({{s.x, f32(1)}, {s.p, boolean(true)}}, {both_true});
   REQUIRE(got.ok());
 }
 

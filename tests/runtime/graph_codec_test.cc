@@ -87,13 +87,17 @@ TEST_CASE(
     "is refused") {
   Graph g;
   GraphBuilder b(&g);
-  Output n = ops::placeholder(b, DType::kInt32, Shape{}, "n");
+  // x triples until it passes a fed limit; k counts the rounds.
+  Output limit = ops::placeholder(b, DType::kFloat32, Shape{}, "limit");
   std::vector<Output> r = ops::while_loop(
-      b, [&](GraphBuilder& b, const std::vector<Output>& v) { return ops::less(b, v[0], n); },
+      b,
+      [&](GraphBuilder& b, const std::vector<Output>& v) {
+        return ops::less_equal(b, v[1], limit);
+      },
       [&](GraphBuilder& b, const std::vector<Output>& v) {
         return std::vector<Output>{ops::add(b, v[0], 1.0), ops::mul(b, v[1], 3.0)};
       },
-      {ops::scalar(b, 0, DType::kInt32), ops::scalar(b, 1, DType::kFloat32)});
+      {ops::scalar(b, 0, DType::kInt64), ops::scalar(b, 1, DType::kFloat32)});
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
   std::vector<char> blob;
   REQUIRE(encode_graph(g, &blob).ok());
@@ -102,10 +106,12 @@ TEST_CASE(
   REQUIRE_MESSAGE(decoded.ok(), decoded.to_string());
   REQUIRE(copy.num_nodes() == g.num_nodes());
   Executor exec(copy);
-  auto got = exec.run({{copy.find_output("n"), Tensor::from_vector<int32_t>(Shape{}, {4})}},
-                      {copy.find_output(g.output_name(r[1]))});
+  auto got =
+      exec.run({{copy.find_output("limit"), Tensor::from_vector<float>(Shape{}, {100})}},
+               {copy.find_output(g.output_name(r[0])), copy.find_output(g.output_name(r[1]))});
   REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-  CHECK((*got)[0].data<float>()[0] == 81);
+  CHECK((*got)[0].data<int64_t>()[0] == 5);
+  CHECK((*got)[1].data<float>()[0] == 243);
 
   // A back edge from a node that is not a NextIteration, as a graph from a file might ask for:
   // refused.
