@@ -150,6 +150,28 @@ TROUPE_REGISTER_OP(LoopCond)
     .no_gradient()
     .doc("output = input, a loop's condition: whether its variables go round again");
 
+// A while loop's gradient reads the forward values of every iteration from stacks: each
+// iteration pushes, and the gradient's loop pops them in reverse (while_loop.cc).
+TROUPE_REGISTER_OP(StackPush)
+    .input("value")
+    .output("output")
+    .required_attr<std::string>("stack")
+    .shape_fn(forward_shape)
+    .no_gradient()
+    .doc("pushes value on the run's stack named stack; output = value");
+
+TROUPE_REGISTER_OP(StackPop)
+    .output("value")
+    .required_attr<std::string>("stack")
+    .required_attr<DType>("dtype")
+    .attr("shape", Shape::unknown())
+    .shape_fn([](InferenceContext& c) -> Status {
+      c.set_output(0, c.attr<DType>("dtype"), c.attr<Shape>("shape"));
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc("value = the last value pushed on the run's stack named stack, taken off it");
+
 std::pair<Output, Output> switch_(GraphBuilder& b, Output data, Output pred,
                                   const std::string& name) {
   std::vector<Output> outs = b.add_node("Switch", {data, pred}, {}, name);
@@ -201,7 +223,7 @@ class CondContext : public runtime::ControlFlowContext {
   }
   int pivot() const override { return pivot_; }
   std::string name() const override { return "cond '" + name_ + "'"; }
-  bool takes_outer_control() const override { return true; }
+  bool is_loop() const override { return false; }
 
  private:
   const std::string name_;
@@ -277,167 +299,6 @@ std::vector<Output> case_(GraphBuilder& b, const std::vector<std::pair<Output, B
         "case_" + std::to_string(i));
   };
   return from(b, 0);
-}
-
-namespace {
-
-// The frame of a while loop: outer values enter it as constants of every iteration. Input-less
-// nodes wait for the pivot: the first variable's Merge in the condition, its Switch's live
-// side in the body.
-class WhileContext : public runtime::ControlFlowContext {
- public:
-  WhileContext(std::string name, int64_t parallel_iterations)
-      : name_(std::move(name)), parallel_iterations_(parallel_iterations) {}
-  Output capture(GraphBuilder& b, Output outer) override {
-    auto it = captured_.find(outer);
-    if (it != captured_.end()) return it->second;
-    return captured_[outer] = enter(b, outer, frame_, /*is_constant=*/true, parallel_iterations_);
-  }
-  int pivot() const override { return pivot_; }
-  std::string name() const override { return "while '" + name_ + "'"; }
-  bool takes_outer_control() const override { return false; }
-  void set_frame(std::string frame) { frame_ = std::move(frame); }
-  const std::string& frame() const { return frame_; }
-  void set_pivot(int pivot) { pivot_ = pivot; }
-
- private:
-  const std::string name_;
-  const int64_t parallel_iterations_;
-  std::string frame_;
-  int pivot_ = -1;
-  std::map<Output, Output> captured_;
-};
-
-// Whether `got` is as specific as `invariant` wherever the invariant is known.
-bool keeps_invariant(const Shape& got, const Shape& invariant) {
-  if (!invariant.rank_known()) return true;
-  if (!got.rank_known() || got.rank() != invariant.rank()) return false;
-  for (int d = 0; d < got.rank(); ++d) {
-    if (invariant.dim(d) != Shape::kUnknownDim && got.dim(d) != invariant.dim(d)) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-std::vector<Output> while_loop(GraphBuilder& b, const LoopCondFn& cond_fn,
-                               const LoopBodyFn& body_fn, const std::vector<Output>& loop_vars,
-                               const WhileOptions& options, const std::string& name) {
-  if (!b.ok()) return {};
-  auto fail = [&](const auto&... why) {
-    b.record_error(runtime::invalid_argument("while '", name, "': ", why...));
-    return std::vector<Output>{};
-  };
-  if (loop_vars.empty()) return fail("no loop variables");
-  if (!options.shape_invariants.empty() && options.shape_invariants.size() != loop_vars.size()) {
-    return fail(options.shape_invariants.size(), " shape invariants for ", loop_vars.size(),
-                " loop variables");
-  }
-  if (options.parallel_iterations < 1) return fail("parallel_iterations below 1");
-  auto scope = b.name_scope(name);
-  std::vector<Output> vars;
-  std::vector<Shape> invariants;
-  // maximum_iterations: a counter goes round with the variables, and the condition checks it.
-  const bool counted = options.maximum_iterations >= 0;
-  if (counted) {
-    vars.push_back(scalar(b, 0, DType::kInt64, "iteration"));
-    invariants.push_back(Shape{});
-  }
-  for (size_t i = 0; i < loop_vars.size(); ++i) {
-    if (!loop_vars[i].valid()) return {};
-    vars.push_back(b.capture(loop_vars[i]));  // from outside an enclosing loop: through it
-    invariants.push_back(options.shape_invariants.empty() ? b.shape(loop_vars[i])
-                                                          : options.shape_invariants[i]);
-    if (!b.shape(loop_vars[i]).compatible_with(invariants.back())) {
-      return fail("loop variable ", i, " has shape ", b.shape(loop_vars[i]),
-                  ", which its invariant ", invariants.back(), " does not allow");
-    }
-  }
-  if (!b.ok()) return {};
-
-  auto owned = std::make_unique<WhileContext>(name, options.parallel_iterations);
-  WhileContext& context = *owned;
-  const int ctx = b.add_context(std::move(owned));
-  std::vector<Output> merges, switches_false, body_inputs;
-  {
-    auto inside = b.enter_context(ctx);
-    // The frame is named after its first Enter, whose name the graph keeps unique.
-    std::vector<Output> enters;
-    for (const Output& v : vars) {
-      enters.push_back(enter(b, v, context.frame(), false, options.parallel_iterations));
-      if (!b.ok()) return {};
-      if (context.frame().empty()) {
-        context.set_frame(b.graph().node(enters[0].node).name);
-        b.graph().set_attr(enters[0].node, "frame_name", context.frame());
-      }
-    }
-    for (size_t i = 0; i < vars.size(); ++i) {
-      std::vector<Output> m =
-          b.add_node("Merge", {enters[i], enters[i]},
-                     {{"shape_invariant", invariants[i]}, {"has_shape_invariant", true}});
-      if (m.empty()) return {};
-      merges.push_back(m[0]);
-    }
-    if (!b.ok()) return {};
-    context.set_pivot(merges[0].node);
-    std::vector<Output> user_vars(merges.begin() + (counted ? 1 : 0), merges.end());
-    Output pred = cond_fn(b, user_vars);
-    if (!b.ok() || !pred.valid()) return {};
-    if (b.dtype(pred) != DType::kBool ||
-        (b.shape(pred).rank_known() && b.shape(pred).rank() != 0)) {
-      return fail("the condition must be a bool scalar, got ", dtype_name(b.dtype(pred)),
-                  b.shape(pred));
-    }
-    if (counted) {
-      pred = logical_and(
-          b, less(b, merges[0], scalar(b, options.maximum_iterations, DType::kInt64)), pred);
-    }
-    Output go_on = loop_cond(b, pred);
-    for (const Output& m : merges) {
-      auto [f, t] = switch_(b, m, go_on);
-      switches_false.push_back(f);
-      body_inputs.push_back(identity(b, t));
-    }
-    if (!b.ok()) return {};
-    context.set_pivot(body_inputs[0].node);
-    std::vector<Output> results;
-    if (counted) results.push_back(add(b, body_inputs[0], scalar(b, 1, DType::kInt64)));
-    std::vector<Output> user_inputs(body_inputs.begin() + (counted ? 1 : 0), body_inputs.end());
-    std::vector<Output> user_results = body_fn(b, user_inputs);
-    if (!b.ok()) return {};
-    if (user_results.size() != loop_vars.size()) {
-      return fail("the body returns ", user_results.size(), " values for ", loop_vars.size(),
-                  " loop variables");
-    }
-    results.insert(results.end(), user_results.begin(), user_results.end());
-    for (size_t i = 0; i < results.size(); ++i) {
-      Output r = results[i];
-      if (!r.valid()) return {};
-      const size_t user_i = i - (counted ? 1 : 0);
-      if (b.dtype(r) != b.dtype(merges[i])) {
-        return fail("the body turns loop variable ", user_i, " from ",
-                    dtype_name(b.dtype(merges[i])), " into ", dtype_name(b.dtype(r)));
-      }
-      if (!keeps_invariant(b.shape(r), invariants[i])) {
-        return fail(
-            "the body changes loop variable ", user_i, "'s shape from ", invariants[i], " to ",
-            b.shape(r),
-            "; give it a shape invariant (WhileOptions::shape_invariants) that allows both");
-      }
-      if (b.context_of(r.node) != ctx) r = identity(b, r);  // an outer value: through its Enter
-      Output next = next_iteration(b, r);
-      if (!b.ok()) return {};
-      if (Status s = b.graph().set_back_edge(merges[i].node, 1, next); !s.ok()) {
-        b.record_error(s);
-        return {};
-      }
-    }
-  }
-  std::vector<Output> outs;
-  for (size_t i = counted ? 1 : 0; i < switches_false.size(); ++i) {
-    outs.push_back(exit(b, switches_false[i]));
-  }
-  return outs;
 }
 
 }  // namespace troupe::ops

@@ -19,6 +19,13 @@
 // through a Switch or an Enter the builder adds (GraphBuilder's control-flow contexts).
 // Executed by runtime::Executor; the actor runtime refuses such graphs for now.
 //
+// Gradients (runtime/gradients.h): a cond's flows through the branch taken. A loop's is a second
+// loop (while_loop.cc) that runs as many iterations as the first did, each differentiating the
+// body backwards, with the forward values it reads popped from stacks that every forward
+// iteration pushed them on (StackPush, StackPop); an outer value the body read gets the sum over
+// the iterations. Nested loops differentiate inside out; a cond inside a loop's body has no
+// gradient yet (an error says so).
+//
 // Not thread-safe (builders).
 #pragma once
 

@@ -1,7 +1,6 @@
 #include "runtime/frame_executor.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <set>
 #include <tuple>
@@ -159,7 +158,7 @@ class FrameExecutor::Run {
   Run(const FrameExecutor& fx, const std::vector<Kernel>& kernels,
       const std::vector<Output>& fetches, std::vector<uint64_t>* invocations)
       : fx_(fx), kernels_(kernels), invocations_(invocations) {
-    instances_.push_back(Instance{0, -1, 0, 1, {}, {}, false});
+    instances_.push_back(Instance{0, -1, 0, 1, {}, {}, false, {}});
     for (const Output& f : fetches) {
       if (f.node < static_cast<int>(fx.item_of_.size()) && fx.item_of_[f.node] >= 0) {
         fetched_.insert({fx.item_of_[f.node], f.index});
@@ -179,6 +178,7 @@ class FrameExecutor::Run {
     std::vector<std::pair<int, Entry>> constants;  // constant Enters' values, by item
     std::set<int> exited;                          // Exit items that sent a live value
     bool done;
+    std::vector<int64_t> path;  // the iterations of the frames around it, outermost first
   };
   struct Waiting {  // a node instance with some of its inputs
     std::vector<Entry> inputs;
@@ -193,6 +193,11 @@ class FrameExecutor::Run {
     std::vector<Entry> inputs;
     bool dead;
   };
+  // Ready nodes run earliest iteration first (by the iterations of every frame around them,
+  // outermost first), in the order they became ready within one: an iteration's values are
+  // all pushed on a gradient's stacks before the next iteration's are.
+  using Order = std::pair<std::vector<int64_t>, uint64_t>;
+  void make_ready(Ready r);
 
   void deliver(int item, int instance, int64_t iter, int input, const Entry& e);
   void maybe_fire(int item, int instance, int64_t iter, Waiting& w);
@@ -209,8 +214,10 @@ class FrameExecutor::Run {
   std::vector<Instance> instances_;
   std::map<std::tuple<int, int, int64_t>, int> children_;     // (frame, parent, parent_iter)
   std::map<std::tuple<int, int64_t, int>, Waiting> waiting_;  // (instance, iter, item)
-  std::deque<Ready> ready_;
+  std::map<Order, Ready> ready_;
+  uint64_t readied_ = 0;
   std::set<std::pair<int, int>> fetched_;              // (item, output)
+  RunStacks stacks_;                                   // a loop gradient's, for this run
   std::map<std::pair<int, int>, Entry> root_outputs_;  // the fetched ones, as the root has them
 };
 
@@ -250,7 +257,7 @@ void FrameExecutor::Run::maybe_fire(int item, int instance, int64_t iter, Waitin
     if (w.missing > 0 || w.missing_control > 0) return;
     dead = w.dead > 0 || w.control_dead;
   }
-  ready_.push_back(Ready{item, instance, iter, std::move(w.inputs), dead});
+  make_ready(Ready{item, instance, iter, std::move(w.inputs), dead});
   if (it.kind == Kind::kMerge) {
     w.fired = true;  // kept, so that the inputs still to come are dropped
     w.inputs.clear();
@@ -275,7 +282,9 @@ Status FrameExecutor::Run::process(Ready& r) {
     inputs[i] = r.inputs[i].dead ? Tensor() : std::move(r.inputs[i].value);
   }
   ctx.set_invocation((*invocations_)[it.node]++);
+  ctx.set_stacks(&stacks_);
   Status status = run_kernel(kernels_[r.item].fn, ctx);
+  ctx.set_stacks(nullptr);
   inputs.clear();
   std::vector<Tensor>& got = ctx.outputs();
   if (!status.ok()) {
@@ -341,11 +350,21 @@ void FrameExecutor::Run::send(int item, int instance, int64_t iter, const std::v
   for (int to : it.control_out) deliver(to, instance, iter, -1, Entry{Tensor(), dead});
 }
 
+void FrameExecutor::Run::make_ready(Ready r) {
+  std::vector<int64_t> at = instances_[r.instance].path;
+  at.push_back(r.iter);
+  ready_.emplace(Order{std::move(at), readied_++}, std::move(r));
+}
+
 int FrameExecutor::Run::child(int item, int instance, int64_t iter) {
   const int frame = fx_.items_[item].out_frame;
   auto [pos, added] =
       children_.try_emplace({frame, instance, iter}, static_cast<int>(instances_.size()));
-  if (added) instances_.push_back(Instance{frame, instance, iter, 1, {}, {}, false});
+  if (added) {
+    std::vector<int64_t> path = instances_[instance].path;
+    path.push_back(iter);
+    instances_.push_back(Instance{frame, instance, iter, 1, {}, {}, false, std::move(path)});
+  }
   return pos->second;
 }
 
@@ -372,13 +391,13 @@ bool FrameExecutor::Run::close_a_frame() {
     }
   }
   if (deepest < 0) return false;
-  Instance& in = instances_[deepest];
-  in.done = true;
-  for (int exit : fx_.frames_[in.frame].exits) {
-    if (in.exited.count(exit)) continue;
+  instances_[deepest].done = true;
+  const Instance closed = instances_[deepest];  // sending may add instances
+  for (int exit : fx_.frames_[closed.frame].exits) {
+    if (closed.exited.count(exit)) continue;
     std::vector<Entry> dead(1);
     dead[0].dead = true;
-    send(exit, in.parent, in.parent_iter, dead, true);
+    send(exit, closed.parent, closed.parent_iter, dead, true);
   }
   return true;
 }
@@ -390,11 +409,11 @@ Result<std::vector<Tensor>> FrameExecutor::Run::go(const std::vector<Tensor>& fe
       deliver(fx_.fed_to_[f][j], 0, 0, fx_.fed_at_[f][j], Entry{feeds[f], false});
     }
   }
-  for (int s : fx_.sources_) ready_.push_back(Ready{s, 0, 0, {}, false});
+  for (int s : fx_.sources_) make_ready(Ready{s, 0, 0, {}, false});
   do {
     while (!ready_.empty()) {
-      Ready r = std::move(ready_.front());
-      ready_.pop_front();
+      Ready r = std::move(ready_.begin()->second);
+      ready_.erase(ready_.begin());
       TROUPE_RETURN_IF_ERROR(process(r));
     }
   } while (close_a_frame());

@@ -10,8 +10,9 @@
 //   auto out = frames->run(kernels, feeds, fetches);          // kernels[i]: nodes[i]'s
 //
 // Executor (executor.h) uses it for runs that need a control-flow op, and runs straight-line
-// ones without. Sequential: nodes run one at a time on the calling thread, in the order they
-// become ready. Not thread-safe.
+// ones without. Sequential: nodes run one at a time on the calling thread, earliest iteration
+// first, so that a loop's iterations push their values on its gradient's stacks (StackPush) in
+// order. Not thread-safe.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,7 @@
 #include "runtime/gradients.h"
 
 #include <map>
+#include <set>
 
 namespace troupe::runtime {
 
@@ -15,8 +16,12 @@ Output sum_partials(GraphBuilder& b, const std::vector<Output>& parts) {
 
 }  // namespace
 
-std::vector<Output> gradients(GraphBuilder& b, const std::vector<Output>& ys,
-                              const std::vector<Output>& xs, const std::vector<Output>& grad_ys) {
+namespace {
+
+// gradients(), and a loop's body's (body: its context, differentiated where the builder is).
+std::vector<Output> differentiate(GraphBuilder& b, const std::vector<Output>& ys,
+                                  const std::vector<Output>& xs, const std::vector<Output>& grad_ys,
+                                  int body) {
   const Graph& g = b.graph();
   std::vector<Output> result(xs.size());
   if (!b.ok()) return result;
@@ -32,24 +37,51 @@ std::vector<Output> gradients(GraphBuilder& b, const std::vector<Output>& ys,
     return result;
   }
 
-  // Nodes that depend on some x, then those of them that some y depends on.
+  // Nodes that depend on some x, then those of them that some y depends on. A loop's back edge
+  // runs from a later node to an earlier one: both passes go round until nothing changes.
   const int n = g.num_nodes();
   std::vector<bool> from_x(n, false), needed(n, false);
   for (const Output& x : xs) from_x[x.node] = true;
-  for (int id = 0; id < n; ++id) {
-    if (from_x[id]) continue;
-    for (const Output& in : g.node(id).inputs) {
-      if (from_x[in.node]) {
-        from_x[id] = true;
-        break;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int id = 0; id < n; ++id) {
+      if (from_x[id]) continue;
+      const Node& node = g.node(id);
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        // Within a body, an iteration's values reach the next one's through the loop, which
+        // differentiates that step itself.
+        if (body != 0 && g.is_back_edge(node, static_cast<int>(k))) continue;
+        if (from_x[node.inputs[k].node]) {
+          from_x[id] = changed = true;
+          break;
+        }
       }
     }
   }
   for (const Output& y : ys) needed[y.node] = from_x[y.node];
-  for (int id = n - 1; id >= 0; --id) {
-    if (!needed[id]) continue;
-    for (const Output& in : g.node(id).inputs) {
-      if (from_x[in.node]) needed[in.node] = true;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int id = n - 1; id >= 0; --id) {
+      if (!needed[id]) continue;
+      for (const Output& in : g.node(id).inputs) {
+        if (from_x[in.node] && !needed[in.node]) needed[in.node] = changed = true;
+      }
+    }
+  }
+
+  // Within a body, a cond's branches would need contexts of their own in the gradient's loop.
+  for (int id = 0; body != 0 && id < n; ++id) {
+    const int context = b.context_of(id);
+    if (!needed[id] || context == body) continue;
+    bool in_cond = false;
+    for (int c = context; c != body && c != 0; c = b.outer_context(c)) {
+      in_cond = !b.context(c).is_loop();  // a nested loop: differentiated at its Exits
+      if (!in_cond) break;
+    }
+    if (in_cond) {
+      b.record_error(unimplemented("no gradient yet for ", g.node(id).op, " '", g.node(id).name,
+                                   "', inside a cond inside a while loop's body"));
+      return result;
     }
   }
 
@@ -61,15 +93,39 @@ std::vector<Output> gradients(GraphBuilder& b, const std::vector<Output>& ys,
   }
   std::vector<bool> is_x(n, false);
   for (const Output& x : xs) is_x[x.node] = true;
+  auto give = [&](const Output& in, const Output& dx) {
+    if (dx.valid() && from_x[in.node] && is_floating(g.dtype(in))) pending[in].push_back(dx);
+  };
 
+  const int here = b.current_context();
+  std::set<int> loops_done;
   for (int id = n - 1; id >= 0 && b.ok(); --id) {
     if (!needed[id]) continue;
     const Node& node = g.node(id);
-    // A node inside a cond's branch gets its gradient there too: what enters from outside
-    // (the gradient of the cond's output) is live only when the branch was taken. A Switch
-    // that took a value into a branch is differentiated where the value came from.
     const int context = b.context_of(id);
-    auto in_node_context = b.enter_context(context);
+    // A while loop is differentiated whole, at its Exits: a loop that runs its body's gradient
+    // backwards (ops/control_flow_ops.h). Its own nodes are that loop's to differentiate.
+    if (node.op == "Exit") {
+      const int loop = b.context_of(node.inputs[0].node);
+      if (loop != 0 && b.context(loop).is_loop()) {
+        if (!loops_done.insert(loop).second) continue;
+        const std::vector<Output> exits = b.context(loop).loop_exits();
+        std::vector<Output> d_exits(exits.size());
+        for (size_t i = 0; i < exits.size(); ++i) {
+          auto it = pending.find(exits[i]);
+          if (it != pending.end()) d_exits[i] = sum_partials(b, it->second);
+        }
+        for (const auto& [in, dx] : b.context(loop).loop_gradient(b, d_exits)) give(in, dx);
+        continue;
+      }
+    }
+    if (context != body && b.in_loop(id)) continue;  // its loop's, at that loop's Exits
+    // A node inside a cond's branch gets its gradient there too: what enters from outside (the
+    // gradient of the cond's output) is live only when the branch was taken. A Switch that took
+    // a value into a branch is differentiated where the value came from. A loop's body is
+    // differentiated inside the loop that runs it backwards.
+    const int grad_context = context == body ? here : context;
+    auto in_node_context = b.enter_context(grad_context);
     std::vector<Output> dys(node.num_outputs());
     bool any = false;
     for (int i = 0; i < node.num_outputs(); ++i) {
@@ -93,19 +149,30 @@ std::vector<Output> gradients(GraphBuilder& b, const std::vector<Output>& ys,
     }
     auto node_scope = b.name_scope(node.name);
     auto in_grad_context =
-        b.enter_context(node.op == "Switch" && context != 0 ? b.outer_context(context) : context);
+        b.enter_context(node.op == "Switch" && grad_context != 0 && grad_context == context
+                            ? b.outer_context(context)
+                            : grad_context);
     std::vector<Output> dxs = node.def->grad_fn(b, node, dys);
-    for (size_t i = 0; i < dxs.size() && i < node.inputs.size(); ++i) {
-      const Output& in = node.inputs[i];
-      if (!dxs[i].valid() || !from_x[in.node] || !is_floating(g.dtype(in))) continue;
-      pending[in].push_back(dxs[i]);
-    }
+    for (size_t i = 0; i < dxs.size() && i < node.inputs.size(); ++i) give(node.inputs[i], dxs[i]);
   }
   for (size_t i = 0; i < xs.size() && b.ok(); ++i) {
     auto it = pending.find(xs[i]);
     if (it != pending.end()) result[i] = sum_partials(b, it->second);
   }
   return result;
+}
+
+}  // namespace
+
+std::vector<Output> gradients(GraphBuilder& b, const std::vector<Output>& ys,
+                              const std::vector<Output>& xs, const std::vector<Output>& grad_ys) {
+  return differentiate(b, ys, xs, grad_ys, /*body=*/0);
+}
+
+std::vector<Output> body_gradients(GraphBuilder& b, const std::vector<Output>& ys,
+                                   const std::vector<Output>& xs,
+                                   const std::vector<Output>& grad_ys, int body) {
+  return differentiate(b, ys, xs, grad_ys, body);
 }
 
 }  // namespace troupe::runtime

@@ -21,4 +21,11 @@ std::vector<Output> gradients(GraphBuilder& b, const std::vector<Output>& ys,
                               const std::vector<Output>& xs,
                               const std::vector<Output>& grad_ys = {});
 
+// gradients() of a while loop's body, for the loop that runs it backwards (ops/control_flow_ops):
+// the nodes of context `body` get their gradients in the builder's current context, where the
+// forward values they read come from the stacks the forward loop pushed them on.
+std::vector<Output> body_gradients(GraphBuilder& b, const std::vector<Output>& ys,
+                                   const std::vector<Output>& xs,
+                                   const std::vector<Output>& grad_ys, int body);
+
 }  // namespace troupe::runtime

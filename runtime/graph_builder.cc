@@ -71,6 +71,13 @@ void GraphBuilder::set_context(int node, int id) {
   node_context_[node] = id;
 }
 
+bool GraphBuilder::in_loop(int node) const {
+  for (int c = context_of(node); c != 0; c = outer_of_[c]) {
+    if (contexts_[c - 1]->is_loop()) return true;
+  }
+  return false;
+}
+
 Output GraphBuilder::capture(Output o) {
   if (!status_.ok() || !o.valid()) return {};
   if (Status s = bring_in(&o); !s.ok()) {
@@ -90,9 +97,15 @@ Status GraphBuilder::bring_in(Output* in) {
     c = outer_of_[c];
   }
   if (c != from) {
-    return invalid_argument("'", graph_->output_name(*in), "' was built inside ",
-                            context(from).name(), " and is used outside it: use what the ",
-                            context(from).name(), " returns");
+    // Not built around here: a context on the way may still take it (a loop's gradient).
+    auto importer = std::find_if(chain.begin(), chain.end(),
+                                 [&](int k) { return context(k).imports_from(from); });
+    if (importer == chain.end()) {
+      return invalid_argument("'", graph_->output_name(*in), "' was built inside ",
+                              context(from).name(), " and is used outside it: use what the ",
+                              context(from).name(), " returns");
+    }
+    chain.erase(importer + 1, chain.end());
   }
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     const int inner = *it;
@@ -102,7 +115,10 @@ Status GraphBuilder::bring_in(Output* in) {
       auto outer = enter_context(outer_of_[inner]);
       captured = context(inner).capture(*this, *in);
     }
-    for (int id = before; id < graph_->num_nodes(); ++id) set_context(id, inner);
+    // What capture built around the context belongs to it; what it built elsewhere stays.
+    for (int id = before; id < graph_->num_nodes(); ++id) {
+      if (context_of(id) == outer_of_[inner]) set_context(id, inner);
+    }
     if (!captured.valid()) return status_.ok() ? internal_error("capture failed") : status_;
     *in = captured;
   }
@@ -180,7 +196,7 @@ std::vector<Output> GraphBuilder::add_node(const std::string& op, const std::vec
   if (current_context_ != 0) {
     ControlFlowContext& here = context(current_context_);
     for (int c : node.control_inputs) {
-      if (context_of(c) != current_context_ && !here.takes_outer_control()) {
+      if (context_of(c) != current_context_ && here.is_loop()) {
         record_error(invalid_argument(op, " '", node.name, "': a control dependency on '",
                                       graph_->node(c).name, "', built outside ", here.name(),
                                       ", cannot reach into its frame: depend on it before the "

@@ -55,9 +55,20 @@ class ControlFlowContext {
   virtual int pivot() const = 0;
   // How errors name it: "cond 'cond'", "while 'while'".
   virtual std::string name() const = 0;
-  // Whether a control input from outside may stand: within a cond's branch it may; into a
-  // loop's frame it would cross frames.
-  virtual bool takes_outer_control() const = 0;
+  // A while loop's frame (a control input from outside would cross frames into it), not a
+  // cond's branch (where one may stand).
+  virtual bool is_loop() const = 0;
+  // Whether capture() also takes values of context `from`, which is not around this one: the
+  // loop that runs a loop's gradient takes the forward loop's values from stacks.
+  virtual bool imports_from(int /*from*/) const { return false; }
+  // A while loop's Exits, and its gradient (runtime/gradients.h asks at the Exits): given
+  // d(each Exit), invalid where none, the loop that runs the body's gradient backwards, and
+  // d(each value that entered the loop) as (value, gradient) pairs. Not loops: none.
+  virtual std::vector<Output> loop_exits() const { return {}; }
+  virtual std::vector<std::pair<Output, Output>> loop_gradient(GraphBuilder& /*b*/,
+                                                               const std::vector<Output>& /*d*/) {
+    return {};
+  }
 };
 
 class GraphBuilder {
@@ -106,6 +117,8 @@ class GraphBuilder {
   // `node`, built outside context `id`, belongs to it (a pivot, a loop's Merge).
   void set_context(int node, int id);
   ControlFlowContext& context(int id) { return *contexts_[id - 1]; }
+  // Whether `node` belongs to a while loop's frame, or to a context inside one.
+  bool in_loop(int node) const;
   int outer_context(int id) const { return outer_of_[id]; }
   // `o` as a value of the current context: a value from outside enters it, through every
   // context between; invalid, with the error recorded, when `o` was built inside a context the

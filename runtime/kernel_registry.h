@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@
 #include "runtime/variable_store.h"
 
 namespace troupe::runtime {
+
+// State that lasts one run: the stacks on which a while loop pushes, iteration by iteration,
+// the values its gradient pops in reverse (ops/control_flow_ops.h), by stack name.
+using RunStacks = std::map<std::string, std::vector<Tensor>>;
 
 // What a kernel sees for one execution of its node. The caller owns it and may reuse it.
 class KernelContext {
@@ -61,12 +66,16 @@ class KernelContext {
   // execution and stay reproducible for a fixed seed.
   uint64_t invocation() const { return invocation_; }
   void set_invocation(uint64_t n) { invocation_ = n; }
+  // The run's stacks; nullptr where runs have none (runs without control flow).
+  RunStacks* stacks() const { return stacks_; }
+  void set_stacks(RunStacks* stacks) { stacks_ = stacks; }
 
  private:
   const Node* node_;
   Allocator* allocator_;
   VariableStore* variables_;
   uint64_t invocation_ = 0;
+  RunStacks* stacks_ = nullptr;
   std::vector<Tensor> inputs_;
   std::vector<Tensor> outputs_;
 };

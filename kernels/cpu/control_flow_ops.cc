@@ -35,6 +35,33 @@ Status merge_kernel(KernelContext& ctx) {
   return runtime::internal_error("Merge '", ctx.node().name, "': run with no live input");
 }
 
+// A while loop's gradient's stacks live for one run (KernelContext::stacks).
+Status stack_push(KernelContext& ctx) {
+  if (!ctx.stacks()) {
+    return runtime::failed_precondition("StackPush '", ctx.node().name,
+                                        "': runs only inside a while loop, in runtime::Executor");
+  }
+  (*ctx.stacks())[ctx.attr<std::string>("stack")].push_back(ctx.input(0));
+  ctx.set_output(0, ctx.input(0));
+  return runtime::ok_status();
+}
+
+Status stack_pop(KernelContext& ctx) {
+  const std::string& name = ctx.attr<std::string>("stack");
+  std::vector<Tensor>* stack = nullptr;
+  if (ctx.stacks()) {
+    auto it = ctx.stacks()->find(name);
+    if (it != ctx.stacks()->end() && !it->second.empty()) stack = &it->second;
+  }
+  if (!stack) {
+    return runtime::internal_error("StackPop '", ctx.node().name, "': stack '", name,
+                                   "' is empty: more pops than the forward loop pushed");
+  }
+  ctx.set_output(0, std::move(stack->back()));
+  stack->pop_back();
+  return runtime::ok_status();
+}
+
 }  // namespace
 
 TROUPE_REGISTER_KERNELS(control_flow_cpu) {
@@ -44,6 +71,8 @@ TROUPE_REGISTER_KERNELS(control_flow_cpu) {
     for (const char* op : {"Enter", "Exit", "NextIteration"}) registry.add(op, kCpu, t, forward);
     registry.add("Switch", kCpu, t, switch_kernel);
     registry.add("Merge", kCpu, t, merge_kernel);
+    registry.add("StackPush", kCpu, t, stack_push);
+    registry.add("StackPop", kCpu, t, stack_pop);
   }
   registry.add("LoopCond", kCpu, DType::kBool, forward);
 }
