@@ -365,3 +365,36 @@ TEST_CASE(
   REQUIRE_FALSE(b.ok());
   CHECK(b.status().message().find("inside a cond inside a while loop's body") != std::string::npos);
 }
+
+TEST_CASE(
+    "a loop's nodes, the values it captures and its gradient's sit under name scopes, "
+    "which TensorBoard's graph view folds into one group each") {
+  Graph g;
+  GraphBuilder b(&g);
+  Output x = fed(b, DType::kFloat32, "x");
+  Output w = fed(b, DType::kFloat32, "w");
+  Outputs r = ops::while_loop(
+      b,
+      [&](GraphBuilder& b, const Outputs& v) {
+        return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
+      },
+      [&](GraphBuilder& b, const Outputs& v) {
+        return Outputs{ops::add(b, v[0], 1.0), ops::mul(b, v[1], w)};
+      },
+      {ops::scalar(b, 0, DType::kInt32), x}, {}, "decay");
+  gradients(b, {r[1]}, {x, w});
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  int loop_nodes = 0;
+  for (const runtime::Node& n : g.nodes()) {
+    if (n.op != "Enter" && n.op != "Merge" && n.op != "Switch" && n.op != "NextIteration" &&
+        n.op != "Exit" && n.op != "StackPush" && n.op != "StackPop") {
+      continue;
+    }
+    INFO("node ", n.name);
+    ++loop_nodes;
+    const bool forward = n.name.rfind("decay/", 0) == 0;
+    const bool backward = n.name.rfind("gradients/decay_grad/", 0) == 0;
+    CHECK((forward || backward));
+  }
+  CHECK(loop_nodes > 20);
+}

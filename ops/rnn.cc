@@ -1,0 +1,158 @@
+#include "ops/rnn.h"
+
+#include "ops/array_ops.h"
+#include "ops/control_flow_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/state_ops.h"
+
+namespace troupe::ops {
+
+namespace {
+
+class LstmCell : public RnnCell {
+ public:
+  LstmCell(GraphBuilder& b, const std::string& name, int64_t input_size, int64_t units,
+           double forget_bias)
+      : units_(units), forget_bias_(forget_bias) {
+    const Shape shape{input_size + units, 4 * units};
+    kernel_ = variable(b, name + "/kernel", shape, DType::kFloat32, glorot_uniform(b, shape));
+    bias_ = variable(b, name + "/bias", Shape{4 * units}, DType::kFloat32,
+                     zeros(b, Shape{4 * units}, DType::kFloat32));
+  }
+  int64_t units() const override { return units_; }
+  int state_size() const override { return 2; }
+  Output step(GraphBuilder& b, Output input, std::vector<Output>* state) const override {
+    Output c = (*state)[0], h = (*state)[1];
+    Output gates = bias_add(b, matmul(b, concat(b, {input, h}, 1), kernel_), bias_);
+    std::vector<Output> ijfo = split(b, gates, 4, 1);
+    if (ijfo.size() != 4) return {};
+    Output forget = sigmoid(b, add(b, ijfo[2], forget_bias_));
+    c = add(b, mul(b, c, forget), mul(b, sigmoid(b, ijfo[0]), tanh(b, ijfo[1])));
+    h = mul(b, tanh(b, c), sigmoid(b, ijfo[3]));
+    *state = {c, h};
+    return h;
+  }
+
+ private:
+  const int64_t units_;
+  const double forget_bias_;
+  Output kernel_, bias_;
+};
+
+class GruCell : public RnnCell {
+ public:
+  GruCell(GraphBuilder& b, const std::string& name, int64_t input_size, int64_t units)
+      : units_(units) {
+    const Shape gates{input_size + units, 2 * units}, candidate{input_size + units, units};
+    gate_kernel_ =
+        variable(b, name + "/gates/kernel", gates, DType::kFloat32, glorot_uniform(b, gates));
+    // TF's: gates start open (bias 1), so that the state flows through at first.
+    gate_bias_ = variable(b, name + "/gates/bias", Shape{2 * units}, DType::kFloat32,
+                          ones(b, Shape{2 * units}, DType::kFloat32));
+    candidate_kernel_ = variable(b, name + "/candidate/kernel", candidate, DType::kFloat32,
+                                 glorot_uniform(b, candidate));
+    candidate_bias_ = variable(b, name + "/candidate/bias", Shape{units}, DType::kFloat32,
+                               zeros(b, Shape{units}, DType::kFloat32));
+  }
+  int64_t units() const override { return units_; }
+  int state_size() const override { return 1; }
+  Output step(GraphBuilder& b, Output input, std::vector<Output>* state) const override {
+    Output h = (*state)[0];
+    Output gates =
+        sigmoid(b, bias_add(b, matmul(b, concat(b, {input, h}, 1), gate_kernel_), gate_bias_));
+    std::vector<Output> ru = split(b, gates, 2, 1);
+    if (ru.size() != 2) return {};
+    Output candidate =
+        tanh(b, bias_add(b, matmul(b, concat(b, {input, mul(b, ru[0], h)}, 1), candidate_kernel_),
+                         candidate_bias_));
+    // u h + (1 - u) candidate
+    h = add(b, mul(b, ru[1], h), mul(b, add(b, neg(b, ru[1]), 1.0), candidate));
+    *state = {h};
+    return h;
+  }
+
+ private:
+  const int64_t units_;
+  Output gate_kernel_, gate_bias_, candidate_kernel_, candidate_bias_;
+};
+
+}  // namespace
+
+std::unique_ptr<RnnCell> lstm_cell(GraphBuilder& b, const std::string& name, int64_t input_size,
+                                   int64_t units, double forget_bias) {
+  return std::make_unique<LstmCell>(b, name, input_size, units, forget_bias);
+}
+
+std::unique_ptr<RnnCell> gru_cell(GraphBuilder& b, const std::string& name, int64_t input_size,
+                                  int64_t units) {
+  return std::make_unique<GruCell>(b, name, input_size, units);
+}
+
+RnnOutputs dynamic_rnn(GraphBuilder& b, const RnnCell& cell, Output inputs, Output sequence_length,
+                       const std::string& name) {
+  if (!b.ok() || !inputs.valid()) return {};
+  const Shape& in_shape = b.shape(inputs);
+  if (in_shape.rank_known() && in_shape.rank() != 3) {
+    b.record_error(runtime::invalid_argument(
+        "dynamic_rnn '", name, "': inputs must be [batch, time, features], got ", in_shape));
+    return {};
+  }
+  auto scope = b.name_scope(name);
+  const int64_t units = cell.units();
+  Output steps_first = transpose(b, inputs, {1, 0, 2});  // [time, batch, features]
+  Output lengths = sequence_length.valid() ? cast(b, sequence_length, DType::kInt64) : Output{};
+  // Where an example's sequence has ended: its state stays, its output is zero.
+  auto masked = [&](GraphBuilder& b, Output t, Output out, std::vector<Output>* state,
+                    const std::vector<Output>& before) {
+    if (!lengths.valid()) return out;
+    Output going = expand_dims(b, less(b, t, lengths), 1);  // [batch, 1]
+    for (size_t k = 0; k < state->size(); ++k) {
+      (*state)[k] = select(b, going, (*state)[k], before[k]);
+    }
+    return select(b, going, out, zeros_like(b, out));
+  };
+
+  // The first step outside the loop: it gives the zero state its batch size and starts the
+  // outputs, which each iteration extends.
+  Output first = gather(b, steps_first, scalar(b, 0, DType::kInt64));
+  const int64_t features = in_shape.rank_known() ? in_shape.dim(2) : Shape::kUnknownDim;
+  if (features == Shape::kUnknownDim) {
+    b.record_error(runtime::invalid_argument("dynamic_rnn '", name,
+                                             "': the inputs' feature dimension must be known"));
+    return {};
+  }
+  Output zero = matmul(b, zeros_like(b, first), zeros(b, Shape{features, units}, DType::kFloat32));
+  std::vector<Output> state(cell.state_size(), zero);
+  const std::vector<Output> zero_state = state;
+  Output out = cell.step(b, first, &state);
+  out = masked(b, scalar(b, 0, DType::kInt64), out, &state, zero_state);
+  Output outputs = expand_dims(b, out, 0);
+  if (!b.ok()) return {};
+
+  const int64_t batch = in_shape.dim(0);
+  Output time = div(b, size(b, steps_first), size(b, first));
+  std::vector<Output> vars{scalar(b, 1, DType::kInt64), outputs};
+  std::vector<Shape> invariants{Shape{}, Shape{Shape::kUnknownDim, batch, units}};
+  for (const Output& s : state) {
+    vars.push_back(s);
+    invariants.push_back(Shape{batch, units});
+  }
+  std::vector<Output> r = while_loop(
+      b, [&](GraphBuilder& b, const std::vector<Output>& v) { return less(b, v[0], time); },
+      [&](GraphBuilder& b, const std::vector<Output>& v) {
+        const std::vector<Output> before(v.begin() + 2, v.end());
+        std::vector<Output> s = before;
+        Output step_out = cell.step(b, gather(b, steps_first, v[0]), &s);
+        step_out = masked(b, v[0], step_out, &s, before);
+        std::vector<Output> next{add(b, v[0], 1.0),
+                                 concat(b, {v[1], expand_dims(b, step_out, 0)}, 0)};
+        next.insert(next.end(), s.begin(), s.end());
+        return next;
+      },
+      vars, {.shape_invariants = invariants});
+  if (r.size() != vars.size()) return {};
+  return {transpose(b, r[1], {1, 0, 2}), std::vector<Output>(r.begin() + 2, r.end())};
+}
+
+}  // namespace troupe::ops
