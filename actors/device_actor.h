@@ -1,6 +1,7 @@
 // DeviceActor: one compute device (cpu:0 now; gpu:N has the same interface). It owns the device's
-// allocator, with the memory cap the user set (RunConfig's gpu_memory_fraction becomes this cap
-// on a GPU), and answers memory statistics. Node actors placed on the device allocate from it
+// allocator, with the memory cap the user set (SessionOptions::memory_limit_bytes; on a GPU,
+// RunConfig's gpu_memory_fraction is to become this cap once gpu:N exists), and answers memory
+// statistics. Node actors placed on the device allocate from it
 // directly: an allocation is a call, not a message.
 //
 //   auto dev = spawn_device(system, {.memory_limit_bytes = 1 << 30});   // cpu:0

@@ -59,7 +59,9 @@ struct RunConfig {
   int64_t save_summary_steps = 100;  // 0: no summaries
   int64_t log_step_count_steps = 100;
   int threads = 0;  // threads of big kernels (OpenBLAS), process-wide; 0: leave as they are
-  double gpu_memory_fraction = 1.0;  // of a GPU's memory, for GPU devices
+  // Of a GPU's memory, for GPU devices: checked, but not applied yet (there is no GPU device
+  // actor yet; the CPU device's cap is SessionOptions::memory_limit_bytes).
+  double gpu_memory_fraction = 1.0;
   int max_restarts = 3;              // fit restarts from the latest checkpoint after a failure
   // Restore a checkpoint that lacks some of the graph's variables (they keep their initial
   // values), as a warm start does; by default such a checkpoint is refused, naming the variable.
