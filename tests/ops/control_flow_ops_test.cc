@@ -45,6 +45,13 @@ std::vector<double> run(const Graph& g, const FeedList& feeds, const Outputs& fe
 
 Tensor f32(float v) { return Tensor::from_vector<float>(Shape{}, {v}); }
 Tensor i32(int32_t v) { return Tensor::from_vector<int32_t>(Shape{}, {v}); }
+// A loop condition: its first variable (int32) below `limit`.
+ops::LoopCondFn count_below(int limit) {
+  return [limit](GraphBuilder& b, const Outputs& v) {
+    return ops::less(b, v[0], ops::scalar(b, limit, DType::kInt32));
+  };
+}
+
 // A scalar placeholder.
 Output fed(GraphBuilder& b, DType dtype, const std::string& name) {
   return ops::placeholder(b, dtype, Shape{}, name);
@@ -275,12 +282,12 @@ TEST_CASE(
 TEST_CASE("a cond's gradient flows through the branch taken") {
   Graph g;
   GraphBuilder b(&g);
-  Output x = fed(b, DType::kFloat32, "x");
-  Output c = fed(b, DType::kFloat32, "c");
   // y = x * x * c when x < 0, else 3 x: dy/dx = 2 x c or 3, dy/dc = x * x or 0.
+  Output x = fed(b, DType::kFloat32, "x");
+  Output negative = ops::less(b, x, ops::scalar(b, 0, DType::kFloat32));
+  Output c = fed(b, DType::kFloat32, "c");
   Outputs y = ops::cond(
-      b, ops::less(b, x, ops::scalar(b, 0, DType::kFloat32)),
-      [&](GraphBuilder& b) { return Outputs{ops::mul(b, ops::square(b, x), c)}; },
+      b, negative, [&](GraphBuilder& b) { return Outputs{ops::mul(b, ops::square(b, x), c)}; },
       [&](GraphBuilder& b) { return Outputs{ops::mul(b, x, 3.0)}; });
   Outputs d = gradients(b, {y[0]}, {x, c});
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
@@ -325,11 +332,6 @@ TEST_CASE(
   GraphBuilder b(&g);
   Output x0 = fed(b, DType::kFloat32, "x0");
   Output w = fed(b, DType::kFloat32, "w");
-  auto count_below = [](int limit) {
-    return [limit](GraphBuilder& b, const Outputs& v) {
-      return ops::less(b, v[0], ops::scalar(b, limit, DType::kInt32));
-    };
-  };
   // 2 outer iterations of 3 inner ones: x = x0 * w^6, dx/dw = 6 x0 w^5.
   Outputs r = ops::while_loop(
       b, count_below(2),
@@ -374,10 +376,7 @@ TEST_CASE(
   Output x = fed(b, DType::kFloat32, "x");
   Output w = fed(b, DType::kFloat32, "w");
   Outputs r = ops::while_loop(
-      b,
-      [&](GraphBuilder& b, const Outputs& v) {
-        return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
-      },
+      b, count_below(3),
       [&](GraphBuilder& b, const Outputs& v) {
         return Outputs{ops::add(b, v[0], 1.0), ops::mul(b, v[1], w)};
       },

@@ -40,6 +40,16 @@ Outputs unrolled(GraphBuilder& b, const ops::RnnCell& cell, Output x, int64_t st
 
 double max_difference(const Tensor& a, const Tensor& c) { return testing::max_error(a, c); }
 
+// An executor over `g` whose variables `init` has initialised.
+struct Initialised {
+  Initialised(const Graph& g, int init) : exec(g, {.variables = &store}) {
+    auto done = exec.run({}, {}, {init});
+    REQUIRE_MESSAGE(done.ok(), done.status().to_string());
+  }
+  VariableStore store;
+  Executor exec;
+};
+
 void check_against_unrolled(bool lstm) {
   Graph g;
   GraphBuilder b(&g);
@@ -62,9 +72,8 @@ void check_against_unrolled(bool lstm) {
   int init = ops::global_variables_initializer(b);
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
 
-  VariableStore store;
-  Executor exec(g, {.variables = &store});
-  REQUIRE(exec.run({}, {}, {init}).ok());
+  Initialised run(g, init);
+  Executor& exec = run.exec;
   std::mt19937_64 rng(5);
   Tensor xs = testing::random_tensor<float>(Shape{2, 4, 3}, rng);
   Outputs fetch{dynamic.outputs, dynamic.final_state.back()};
@@ -114,9 +123,8 @@ TEST_CASE("sequence lengths: past its end an example outputs zeros and keeps its
   ops::RnnOutputs alone = ops::dynamic_rnn(b, *cell, short_x, {}, "alone");
   int init = ops::global_variables_initializer(b);
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
-  VariableStore store;
-  Executor exec(g, {.variables = &store});
-  REQUIRE(exec.run({}, {}, {init}).ok());
+  Initialised run(g, init);
+  Executor& exec = run.exec;
   std::mt19937_64 rng(7);
   auto got = exec.run({{x, testing::random_tensor<float>(Shape{2, 4, 3}, rng)},
                        {lengths, Tensor::from_vector<int32_t>(Shape{2}, {4, 2})}},
@@ -167,9 +175,8 @@ TEST_CASE("an LSTM trained through its loop's gradient learns whether a sequence
     }
     *f = {{x, xs}, {y, ys}};
   };
-  VariableStore store;
-  Executor exec(g, {.variables = &store});
-  REQUIRE(exec.run({}, {}, {init}).ok());
+  Initialised run(g, init);
+  Executor& exec = run.exec;
   FeedList f;
   batch_of(&f);
   auto before = exec.run(f, {loss});
