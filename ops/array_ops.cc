@@ -342,6 +342,40 @@ TROUPE_REGISTER_OP(SplitLike)
     .doc("parts of x along `axis`, sized like each ref along it (Concat's gradient)");
 
 // y = params[..., indices, ...] along axis; dparams = scatter-add of dy at indices.
+// y = x with row `index` (along dim 0) replaced by value; in place when x's buffer is the
+// kernel's alone (a loop filling its outputs row by row, as TF's TensorArray writes)
+// dx = WriteRow(dy, index, 0); dvalue = dy[index]
+TROUPE_REGISTER_OP(WriteRow)
+    .input("x")
+    .input("index")
+    .input("value")
+    .output("y")
+    .kernel_dtype_from_input(0)
+    .shape_fn([](InferenceContext& c) {
+      DType it = c.input_dtype(1);
+      if (it != DType::kInt32 && it != DType::kInt64) {
+        return c.error("index must be int32 or int64, got ", runtime::dtype_name(it));
+      }
+      if (c.input_dtype(2) != c.input_dtype(0)) {
+        return c.error("value of dtype ", runtime::dtype_name(c.input_dtype(2)), " for rows of ",
+                       runtime::dtype_name(c.input_dtype(0)));
+      }
+      const Shape& x = c.input_shape(0);
+      const Shape& v = c.input_shape(2);
+      if (x.rank_known() && x.rank() == 0) return c.error("x must have rows, got a scalar");
+      if (x.rank_known() && v.rank_known()) {
+        const Shape row(std::vector<int64_t>(x.dims().begin() + 1, x.dims().end()));
+        if (!row.compatible_with(v)) return c.error("a row of ", x, " cannot hold ", v);
+      }
+      c.set_output(0, c.input_dtype(0), x);
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{b.add("WriteRow", {dy[0], n.inputs[1], zeros_like(b, n.inputs[2])}), Output{},
+                   gather(b, dy[0], n.inputs[1])};
+    })
+    .doc("y = x, but y[index] = value (in place when x is the kernel's alone)");
+
 TROUPE_REGISTER_OP(Gather)
     .input("params")
     .input("indices")
@@ -831,6 +865,10 @@ std::vector<Output> split_like(GraphBuilder& b, Output x, const std::vector<Outp
   inputs.insert(inputs.end(), refs.begin(), refs.end());
   return b.add_node("SplitLike", inputs, {{"axis", axis}});
 }
+Output write_row(GraphBuilder& b, Output x, Output index, Output value) {
+  return b.add("WriteRow", {x, index, value});
+}
+
 Output gather(GraphBuilder& b, Output params, Output indices, int64_t axis,
               const std::string& name) {
   return b.add("Gather", {params, indices}, {{"axis", axis}}, name);

@@ -54,6 +54,9 @@ std::vector<Output> split(GraphBuilder& b, Output x, int num, int64_t axis,
 // Parts of x along `axis` with the sizes of each ref along that axis (concat's inverse).
 std::vector<Output> split_like(GraphBuilder& b, Output x, const std::vector<Output>& refs,
                                int64_t axis);
+// x with row `index` (a scalar) replaced by `value`, written in place when nothing else holds
+// x: a loop filling a [time, ...] result a row each iteration (ops/rnn.h).
+Output write_row(GraphBuilder& b, Output x, Output index, Output value);
 // params gathered along `axis` at `indices` (int32 or int64; out of range is an error).
 Output gather(GraphBuilder& b, Output params, Output indices, int64_t axis = 0,
               const std::string& name = "");

@@ -126,14 +126,19 @@ RnnOutputs dynamic_rnn(GraphBuilder& b, const RnnCell& cell, Output inputs, Outp
   std::vector<Output> state(cell.state_size(), zero);
   const std::vector<Output> zero_state = state;
   Output out = cell.step(b, first, &state);
-  out = masked(b, scalar(b, 0, DType::kInt64), out, &state, zero_state);
-  Output outputs = expand_dims(b, out, 0);
+  Output t0 = scalar(b, 0, DType::kInt64);
+  out = masked(b, t0, out, &state, zero_state);
+  // The outputs, [time, batch, units], filled a row each step (in place: no copy of the rows
+  // before, as a concatenation would make).
+  Output rows = add(b, expand_dims(b, zeros_like(b, gather(b, steps_first, t0, 2)), 2),
+                    zeros(b, Shape{units}, DType::kFloat32));  // [time, batch, units]
+  Output outputs = write_row(b, rows, t0, out);
   if (!b.ok()) return {};
 
   const int64_t batch = in_shape.dim(0);
   Output time = div(b, size(b, steps_first), size(b, first));
   std::vector<Output> vars{scalar(b, 1, DType::kInt64), outputs};
-  std::vector<Shape> invariants{Shape{}, Shape{Shape::kUnknownDim, batch, units}};
+  std::vector<Shape> invariants{Shape{}, b.shape(outputs)};
   for (const Output& s : state) {
     vars.push_back(s);
     invariants.push_back(Shape{batch, units});
@@ -145,8 +150,7 @@ RnnOutputs dynamic_rnn(GraphBuilder& b, const RnnCell& cell, Output inputs, Outp
         std::vector<Output> s = before;
         Output step_out = cell.step(b, gather(b, steps_first, v[0]), &s);
         step_out = masked(b, v[0], step_out, &s, before);
-        std::vector<Output> next{add(b, v[0], 1.0),
-                                 concat(b, {v[1], expand_dims(b, step_out, 0)}, 0)};
+        std::vector<Output> next{add(b, v[0], 1.0), write_row(b, v[1], v[0], step_out)};
         next.insert(next.end(), s.begin(), s.end());
         return next;
       },

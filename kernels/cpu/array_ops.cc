@@ -392,6 +392,37 @@ struct GatherGradKernel {
     return gather<T, true>(ctx, ctx.input(0), ctx.input(1), ctx.attr<int64_t>("axis"));
   }
 };
+template <class T>
+struct WriteRowKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const Tensor& value = ctx.input(2);
+    const int64_t rows = x.shape().rank() > 0 ? x.shape().dim(0) : 0;
+    const int64_t row_size = rows > 0 ? x.num_elements() / rows : 0;
+    const Tensor& index_t = ctx.input(1);
+    if (index_t.num_elements() != 1) {
+      return runtime::invalid_argument("WriteRow '", ctx.node().name,
+                                       "': index must be a scalar, got ", index_t.shape());
+    }
+    const int64_t index =
+        index_t.dtype() == DType::kInt32 ? index_t.data<int32_t>()[0] : index_t.data<int64_t>()[0];
+    if (index < 0 || index >= rows || value.num_elements() != row_size) {
+      return runtime::invalid_argument("WriteRow '", ctx.node().name, "': row ", index, " of ",
+                                       x.shape(), " cannot take ", value.shape());
+    }
+    const bool in_place = ctx.input_is_exclusive(0);  // before y shares x's buffer
+    Tensor y = x;
+    if (!in_place) {  // someone else reads x: write a copy
+      Tensor* copy;
+      TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &copy));
+      copy_elems(x.data<T>(), copy->data<T>(), x.num_elements());
+      y = *copy;
+    }
+    copy_elems(value.data<T>(), y.data<T>() + index * row_size, row_size);
+    ctx.set_output(0, y);
+    return runtime::ok_status();
+  }
+};
 // A Gather of a variable's read, run where the variable lives (ops/state_ops.cc).
 template <class T>
 struct VariableGatherKernel {
@@ -787,6 +818,7 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
   registry.add_typed<GatherKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
       "Gather", kCpu);
   registry.add_typed<GatherGradKernel, float, double>("GatherGrad", kCpu);
+  registry.add_typed<WriteRowKernel, float, double, int32_t, int64_t>("WriteRow", kCpu);
   registry.add_typed<DynamicPartitionKernel, float, double, int32_t, int64_t, uint8_t, bool,
                      std::string>("DynamicPartition", kCpu);
   registry

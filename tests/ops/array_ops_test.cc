@@ -266,3 +266,19 @@ TEST_CASE("broadcast_to and sum_to_shape_of are each other's transpose") {
   ops::broadcast_to(bad.b, bad.feed(iota(Shape{3})), Shape{2, 2});
   CHECK(bad.b.status().message().find("cannot broadcast") != std::string::npos);
 }
+
+TEST_CASE("write_row replaces one row, and leaves x as it was when x is read elsewhere too") {
+  OpTest t;
+  Output x = t.feed(iota(Shape{3, 2}));
+  Output y = ops::write_row(t.b, ops::identity(t.b, x), ops::scalar(t.b, 2, DType::kInt32),
+                            t.feed(Tensor::from_vector<float>(Shape{2}, {-1, -2})));
+  auto got = t.run({y, x});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  CHECK(floats((*got)[0]) == std::vector<float>{0, 1, 2, 3, -1, -2});
+  CHECK(floats((*got)[1]) == std::vector<float>{0, 1, 2, 3, 4, 5});
+  Output bad = ops::write_row(t.b, x, ops::scalar(t.b, 3, DType::kInt32),
+                              t.feed(Tensor::from_vector<float>(Shape{2}, {0, 0})));
+  auto refused = t.run({bad});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("row 3") != std::string::npos);
+}

@@ -195,6 +195,12 @@ std::vector<GradCase> cases() {
       // that take x into the branch and the Merge that brings its result out.
       {"Switch", cond_case, {rnd({3}, 0.2, 1)}},
       {"Merge", cond_case, {rnd({3}, -1, -0.2)}},
+      {"WriteRow",
+       [](GraphBuilder& b, const In& x) {
+         Output r = ops::write_row(b, x[0], ops::scalar(b, 1, DType::kInt64), x[1]);
+         return ops::mul(b, r, r);
+       },
+       {rnd({3, 2}), rnd({2})}},
       // A while loop: its ops are differentiated together, by a loop that runs the body's
       // gradient backwards; a fed trip count, a loop variable and an outer value read inside.
       {"Enter", loop_case, {rnd({3}, 0.5, 1.5), rnd({3})}},
