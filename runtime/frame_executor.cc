@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 namespace troupe::runtime {
 
@@ -196,8 +197,40 @@ class FrameExecutor::Run {
   // Ready nodes run earliest iteration first (by the iterations of every frame around them,
   // outermost first), in the order they became ready within one: an iteration's values are
   // all pushed on a gradient's stacks before the next iteration's are.
-  using Order = std::pair<std::vector<int64_t>, uint64_t>;
+  struct Key {
+    int instance;
+    int64_t iter;
+    uint64_t seq;  // when it became ready
+  };
+  struct Earlier {
+    const std::vector<Instance>* instances;
+    bool operator()(const Key& a, const Key& c) const {
+      const std::vector<int64_t>& pa = (*instances)[a.instance].path;
+      const std::vector<int64_t>& pc = (*instances)[c.instance].path;
+      for (size_t i = 0; i <= pa.size() && i <= pc.size(); ++i) {
+        const int64_t x = i < pa.size() ? pa[i] : a.iter, y = i < pc.size() ? pc[i] : c.iter;
+        if (x != y) return x < y;
+        if (i == pa.size() || i == pc.size()) break;
+      }
+      if (pa.size() != pc.size()) return pa.size() < pc.size();
+      return a.seq < c.seq;
+    }
+  };
   void make_ready(Ready r);
+  // A node instance: (instance, iteration, item).
+  struct At {
+    int instance;
+    int64_t iter;
+    int item;
+    bool operator==(const At& o) const {
+      return instance == o.instance && iter == o.iter && item == o.item;
+    }
+  };
+  struct AtHash {
+    size_t operator()(const At& a) const {
+      return std::hash<int64_t>()((int64_t(a.instance) * 1000003 + a.iter) * 1000003 + a.item);
+    }
+  };
 
   void deliver(int item, int instance, int64_t iter, int input, const Entry& e);
   void maybe_fire(int item, int instance, int64_t iter, Waiting& w);
@@ -212,9 +245,9 @@ class FrameExecutor::Run {
   const std::vector<Kernel>& kernels_;
   std::vector<uint64_t>* invocations_;
   std::vector<Instance> instances_;
-  std::map<std::tuple<int, int, int64_t>, int> children_;     // (frame, parent, parent_iter)
-  std::map<std::tuple<int, int64_t, int>, Waiting> waiting_;  // (instance, iter, item)
-  std::map<Order, Ready> ready_;
+  std::map<std::tuple<int, int, int64_t>, int> children_;  // (frame, parent, parent_iter)
+  std::unordered_map<At, Waiting, AtHash> waiting_;
+  std::map<Key, Ready, Earlier> ready_{Earlier{&instances_}};
   uint64_t readied_ = 0;
   std::set<std::pair<int, int>> fetched_;              // (item, output)
   RunStacks stacks_;                                   // a loop gradient's, for this run
@@ -224,7 +257,7 @@ class FrameExecutor::Run {
 void FrameExecutor::Run::deliver(int item, int instance, int64_t iter, int input, const Entry& e) {
   if (instances_[instance].done) return;
   const Item& it = fx_.items_[item];
-  auto [pos, added] = waiting_.try_emplace({instance, iter, item});
+  auto [pos, added] = waiting_.try_emplace(At{instance, iter, item});
   Waiting& w = pos->second;
   if (added) {
     w.inputs.resize(it.num_inputs);
@@ -262,7 +295,7 @@ void FrameExecutor::Run::maybe_fire(int item, int instance, int64_t iter, Waitin
     w.fired = true;  // kept, so that the inputs still to come are dropped
     w.inputs.clear();
   } else {
-    waiting_.erase({instance, iter, item});
+    waiting_.erase(At{instance, iter, item});
   }
 }
 
@@ -351,9 +384,7 @@ void FrameExecutor::Run::send(int item, int instance, int64_t iter, const std::v
 }
 
 void FrameExecutor::Run::make_ready(Ready r) {
-  std::vector<int64_t> at = instances_[r.instance].path;
-  at.push_back(r.iter);
-  ready_.emplace(Order{std::move(at), readied_++}, std::move(r));
+  ready_.emplace(Key{r.instance, r.iter, readied_++}, std::move(r));
 }
 
 int FrameExecutor::Run::child(int item, int instance, int64_t iter) {

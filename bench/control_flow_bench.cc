@@ -1,0 +1,134 @@
+// Control flow on runtime::Executor (the reference the actor runtime will be held to, issue 40):
+//   lstm_loop_vs_unrolled  an LSTM (128 units, batch 128, 28 steps of 28 features, Fashion-MNIST's
+//                          row-by-row shape) trained a step at a time (forward, backward through
+//                          the loop, Adam), as dynamic_rnn's while_loop against the same cell
+//                          written out as a straight graph of 28 steps: examples/s, ratio >= 0.9
+//                          (issue 40's second peer)
+//   while_iteration        one iteration of a loop whose body is a scalar add against one node of
+//                          a straight chain of adds: us each, their ratio (what frames cost
+//                          per node on the reference executor)
+//
+//   control_flow_bench [--quick] [--json FILE]
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "bench/bench_flags.h"
+#include "bench/bench_util.h"
+#include "ops/array_ops.h"
+#include "ops/control_flow_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/rnn.h"
+#include "ops/state_ops.h"
+#include "ops/training_ops.h"
+#include "runtime/executor.h"
+
+using namespace troupe;
+using namespace troupe::runtime;
+
+namespace {
+
+bool quick = false;
+constexpr int64_t kBatch = 128, kSteps = 28, kFeatures = 28, kUnits = 128;
+
+// Seconds per training step of the LSTM classifier, through a loop or written out.
+double lstm_step_seconds(bool loop) {
+  Graph g;
+  GraphBuilder b(&g);
+  g.set_seed(1);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{kBatch, kSteps, kFeatures}, "x");
+  Output y = ops::placeholder(b, DType::kInt32, Shape{kBatch}, "y");
+  auto cell = ops::lstm_cell(b, "lstm", kFeatures, kUnits);
+  Output h;
+  if (loop) {
+    h = ops::dynamic_rnn(b, *cell, x).final_state[1];
+  } else {
+    Output zero = ops::zeros(b, Shape{kBatch, kUnits}, DType::kFloat32);
+    std::vector<Output> state{zero, zero};
+    for (int64_t t = 0; t < kSteps; ++t) {
+      h = cell->step(b, ops::gather(b, x, ops::scalar(b, double(t), DType::kInt64), 1), &state);
+    }
+  }
+  Output w = ops::variable(b, "out/w", Shape{kUnits, 10}, DType::kFloat32,
+                           ops::glorot_uniform(b, Shape{kUnits, 10}));
+  Output loss = ops::reduce_mean(
+      b, ops::sparse_softmax_cross_entropy_with_logits(b, y, ops::matmul(b, h, w)));
+  const int train = ops::minimize(b, loss, ops::Optimizer::adam(1e-3));
+  const int init = ops::global_variables_initializer(b);
+  if (!b.ok()) {
+    std::fprintf(stderr, "control_flow_bench: %s\n", b.status().to_string().c_str());
+    return 0;
+  }
+  VariableStore store;
+  Executor exec(g, {.variables = &store});
+  if (!exec.run({}, {}, {init}).ok()) return 0;
+  std::mt19937_64 rng(2);
+  Tensor xs(DType::kFloat32, Shape{kBatch, kSteps, kFeatures});
+  Tensor ys(DType::kInt32, Shape{kBatch});
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int64_t i = 0; i < xs.num_elements(); ++i) xs.data<float>()[i] = u(rng);
+  for (int64_t i = 0; i < kBatch; ++i) ys.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+  return bench::median_seconds(
+      [&] {
+        if (!exec.run({{x, xs}, {y, ys}}, {}, {train}).ok()) std::abort();
+      },
+      quick ? 3 : 5, quick ? 0.3 : 1.0);
+}
+
+// Microseconds per iteration of a scalar-add loop, or per node of a chain of adds.
+double per_add_us(bool loop) {
+  const int n = 1000;
+  Graph g;
+  GraphBuilder b(&g);
+  Output start = ops::placeholder(b, DType::kFloat32, Shape{}, "start");
+  Output out = start;
+  if (loop) {
+    out = ops::while_loop(
+        b,
+        [&](GraphBuilder& b, const std::vector<Output>& v) {
+          return ops::less(b, v[0], ops::scalar(b, n, DType::kInt32));
+        },
+        [](GraphBuilder& b, const std::vector<Output>& v) {
+          return std::vector<Output>{ops::add(b, v[0], 1.0), ops::add(b, v[1], 1.0)};
+        },
+        {ops::scalar(b, 0, DType::kInt32), start})[1];
+  } else {
+    for (int i = 0; i < n; ++i) out = ops::add(b, out, 1.0);
+  }
+  Executor exec(g);
+  Tensor zero = Tensor::from_vector<float>(Shape{}, {0});
+  return bench::median_seconds(
+             [&] {
+               if (!exec.run({{start, zero}}, {out}).ok()) std::abort();
+             },
+             quick ? 3 : 7, quick ? 0.1 : 0.3) /
+         n * 1e6;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Flags flags("control_flow_bench", "bench_control_flow.json");
+  flags.parse(argc, argv);
+  quick = flags.quick;
+  bench::Bars bars("control_flow");
+  // Alternated rounds, the ratio taken within each and its median reported.
+  std::vector<double> loop_s, unrolled_s, ratios;
+  for (int round = 0; round < (quick ? 1 : 3); ++round) {
+    loop_s.push_back(lstm_step_seconds(true));
+    unrolled_s.push_back(lstm_step_seconds(false));
+    ratios.push_back(unrolled_s.back() / loop_s.back());
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  bars.add("lstm_loop_vs_unrolled", kBatch / median(loop_s), "examples/s", "unrolled",
+           kBatch / median(unrolled_s), median(ratios));
+  const double iteration = per_add_us(true), node = per_add_us(false);
+  bars.add("while_iteration", iteration, "us", "straight_node", node, node / iteration);
+  bars.write_json(flags.json);
+  return 0;
+}
