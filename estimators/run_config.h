@@ -62,7 +62,7 @@ struct RunConfig {
   // Of a GPU's memory, for GPU devices: checked, but not applied yet (there is no GPU device
   // actor yet; the CPU device's cap is SessionOptions::memory_limit_bytes).
   double gpu_memory_fraction = 1.0;
-  int max_restarts = 3;              // fit restarts from the latest checkpoint after a failure
+  int max_restarts = 3;  // fit restarts from the latest checkpoint after a failure
   // Restore a checkpoint that lacks some of the graph's variables (they keep their initial
   // values), as a warm start does; by default such a checkpoint is refused, naming the variable.
   bool partial_restore = false;
