@@ -106,11 +106,13 @@ using Fail = std::function<void(const std::string&)>;
 
 // Builds the loop of `context` around `vars` (in the current context), each keeping its
 // invariant: Enter, Merge, the condition, Switch, the body, NextIteration and Exit. The Exits,
-// or nothing after an error (recorded).
+// or nothing after an error (recorded). Errors number the variables after the first `hidden`
+// (a counter the user did not ask for).
 std::vector<Output> build_loop(GraphBuilder& b, std::unique_ptr<WhileContext> owned,
                                const LoopCondFn& cond_fn, const LoopBodyFn& body_fn,
                                const std::vector<Output>& vars,
-                               const std::vector<Shape>& invariants, const Fail& fail) {
+                               const std::vector<Shape>& invariants, size_t hidden,
+                               const Fail& fail) {
   WhileContext& ctx = *owned;
   ctx.vars = vars;
   ctx.invariants = invariants;
@@ -155,20 +157,20 @@ std::vector<Output> build_loop(GraphBuilder& b, std::unique_ptr<WhileContext> ow
     std::vector<Output> results = body_fn(b, ctx.body_inputs);
     if (!b.ok()) return {};
     if (results.size() != vars.size()) {
-      fail("the body returns " + std::to_string(results.size()) + " values for " +
-           std::to_string(vars.size()) + " loop variables");
+      fail("the body returns " + std::to_string(results.size() - hidden) + " values for " +
+           std::to_string(vars.size() - hidden) + " loop variables");
       return {};
     }
     for (size_t i = 0; i < results.size(); ++i) {
       Output r = results[i];
       if (!r.valid()) return {};
       if (b.dtype(r) != b.dtype(ctx.merges[i])) {
-        fail("the body turns loop variable " + std::to_string(i) + " from " +
+        fail("the body turns loop variable " + std::to_string(i - hidden) + " from " +
              dtype_name(b.dtype(ctx.merges[i])) + " into " + dtype_name(b.dtype(r)));
         return {};
       }
       if (!keeps_invariant(b.shape(r), invariants[i])) {
-        fail("the body changes loop variable " + std::to_string(i) + "'s shape from " +
+        fail("the body changes loop variable " + std::to_string(i - hidden) + "'s shape from " +
              invariants[i].to_string() + " to " + b.shape(r).to_string() +
              "; give it a shape invariant (WhileOptions::shape_invariants) that allows both");
         return {};
@@ -246,22 +248,9 @@ std::vector<Output> while_loop(GraphBuilder& b, const LoopCondFn& cond_fn,
     if (counted) out.insert(out.begin(), add(b, v[0], scalar(b, 1, DType::kInt64)));
     return out;
   };
-  // Errors name the user's variables, not the counter.
-  const Fail user_fail = [&](const std::string& why) {
-    std::string text = why;
-    if (counted) {
-      for (size_t i = vars.size(); i-- > 1;) {
-        const std::string from = "variable " + std::to_string(i);
-        for (size_t at; (at = text.find(from)) != std::string::npos;) {
-          text.replace(at, from.size(), "variable " + std::to_string(i - 1));
-        }
-      }
-    }
-    fail(text);
-  };
   std::vector<Output> exits =
       build_loop(b, std::make_unique<WhileContext>(name, options.parallel_iterations), cond, body,
-                 vars, invariants, user_fail);
+                 vars, invariants, skip, fail);
   return exits.empty() ? exits : user(exits);
 }
 
@@ -342,7 +331,7 @@ std::vector<std::pair<Output, Output>> WhileContext::loop_gradient(
   };
   std::vector<Output> grads =
       build_loop(b, std::make_unique<WhileGradContext>(*this, name_ + "_grad"), cond, body, init,
-                 shapes, fail);
+                 shapes, /*hidden=*/0, fail);
   if (grads.empty()) return {};
 
   {

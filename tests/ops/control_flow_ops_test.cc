@@ -195,6 +195,14 @@ TEST_CASE("while_loop's maximum_iterations bounds a loop whose condition stays t
       {ops::scalar(b, 1, DType::kInt64)}, {.maximum_iterations = 5});
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
   CHECK(run(g, {}, r) == std::vector<double>{16});
+  // The counter it adds is not the user's: errors number the user's variables.
+  ops::while_loop(
+      b, [](GraphBuilder& b, const Outputs& v) { return ops::greater_equal(b, v[0], v[0]); },
+      [](GraphBuilder& b, const Outputs& v) { return Outputs{ops::cast(b, v[0], DType::kInt32)}; },
+      {ops::scalar(b, 1, DType::kInt64)}, {.maximum_iterations = 5}, "typed");
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().message().find("while 'typed': the body turns loop variable 0 from int64") !=
+        std::string::npos);
 }
 
 TEST_CASE("loops nest, hold conds, and sit on branches, taken or not") {
