@@ -18,6 +18,62 @@ Output sum_partials(GraphBuilder& b, const std::vector<Output>& parts) {
 
 namespace {
 
+// Nodes that depend on some x, then those of them that some y depends on. A loop's back edge
+// runs from a later node to an earlier one: both passes go round until nothing changes. Within
+// a body, an iteration's values reach the next one's through the loop, which differentiates
+// that step itself: back edges are not followed.
+void reach(const Graph& g, const std::vector<Output>& ys, const std::vector<Output>& xs, int body,
+           std::vector<bool>* from_x, std::vector<bool>* needed) {
+  const int n = g.num_nodes();
+  from_x->assign(n, false);
+  needed->assign(n, false);
+  for (const Output& x : xs) (*from_x)[x.node] = true;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int id = 0; id < n; ++id) {
+      if ((*from_x)[id]) continue;
+      const Node& node = g.node(id);
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        if (body != 0 && g.is_back_edge(node, static_cast<int>(k))) continue;
+        if ((*from_x)[node.inputs[k].node]) {
+          (*from_x)[id] = changed = true;
+          break;
+        }
+      }
+    }
+  }
+  for (const Output& y : ys) (*needed)[y.node] = (*from_x)[y.node];
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int id = n - 1; id >= 0; --id) {
+      if (!(*needed)[id]) continue;
+      for (const Output& in : g.node(id).inputs) {
+        if ((*from_x)[in.node] && !(*needed)[in.node]) (*needed)[in.node] = changed = true;
+      }
+    }
+  }
+}
+
+// Within a loop's body, a cond's branches would need contexts of their own in the gradient's
+// loop: not built yet, so refused, naming the first node.
+Status check_body(const GraphBuilder& b, const std::vector<bool>& needed, int body) {
+  for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
+    const int context = b.context_of(id);
+    if (!needed[id] || context == body) continue;
+    bool in_cond = false;
+    for (int c = context; c != body && c != 0; c = b.outer_context(c)) {
+      in_cond = !b.context(c).is_loop();  // a nested loop: differentiated at its Exits
+      if (!in_cond) break;
+    }
+    if (in_cond) {
+      const Node& node = b.graph().node(id);
+      return unimplemented("no gradient yet for ", node.op, " '", node.name,
+                           "', inside a cond inside a while loop's body");
+    }
+  }
+  return ok_status();
+}
+
 // gradients(), and a loop's body's (body: its context, differentiated where the builder is).
 std::vector<Output> differentiate(GraphBuilder& b, const std::vector<Output>& ys,
                                   const std::vector<Output>& xs, const std::vector<Output>& grad_ys,
@@ -37,50 +93,12 @@ std::vector<Output> differentiate(GraphBuilder& b, const std::vector<Output>& ys
     return result;
   }
 
-  // Nodes that depend on some x, then those of them that some y depends on. A loop's back edge
-  // runs from a later node to an earlier one: both passes go round until nothing changes.
   const int n = g.num_nodes();
-  std::vector<bool> from_x(n, false), needed(n, false);
-  for (const Output& x : xs) from_x[x.node] = true;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int id = 0; id < n; ++id) {
-      if (from_x[id]) continue;
-      const Node& node = g.node(id);
-      for (size_t k = 0; k < node.inputs.size(); ++k) {
-        // Within a body, an iteration's values reach the next one's through the loop, which
-        // differentiates that step itself.
-        if (body != 0 && g.is_back_edge(node, static_cast<int>(k))) continue;
-        if (from_x[node.inputs[k].node]) {
-          from_x[id] = changed = true;
-          break;
-        }
-      }
-    }
-  }
-  for (const Output& y : ys) needed[y.node] = from_x[y.node];
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int id = n - 1; id >= 0; --id) {
-      if (!needed[id]) continue;
-      for (const Output& in : g.node(id).inputs) {
-        if (from_x[in.node] && !needed[in.node]) needed[in.node] = changed = true;
-      }
-    }
-  }
-
-  // Within a body, a cond's branches would need contexts of their own in the gradient's loop.
-  for (int id = 0; body != 0 && id < n; ++id) {
-    const int context = b.context_of(id);
-    if (!needed[id] || context == body) continue;
-    bool in_cond = false;
-    for (int c = context; c != body && c != 0; c = b.outer_context(c)) {
-      in_cond = !b.context(c).is_loop();  // a nested loop: differentiated at its Exits
-      if (!in_cond) break;
-    }
-    if (in_cond) {
-      b.record_error(unimplemented("no gradient yet for ", g.node(id).op, " '", g.node(id).name,
-                                   "', inside a cond inside a while loop's body"));
+  std::vector<bool> from_x, needed;
+  reach(g, ys, xs, body, &from_x, &needed);
+  if (body != 0) {
+    if (Status s = check_body(b, needed, body); !s.ok()) {
+      b.record_error(s);
       return result;
     }
   }

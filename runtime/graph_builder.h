@@ -117,6 +117,7 @@ class GraphBuilder {
   // `node`, built outside context `id`, belongs to it (a pivot, a loop's Merge).
   void set_context(int node, int id);
   ControlFlowContext& context(int id) { return *contexts_[id - 1]; }
+  const ControlFlowContext& context(int id) const { return *contexts_[id - 1]; }
   // Whether `node` belongs to a while loop's frame, or to a context inside one.
   bool in_loop(int node) const;
   int outer_context(int id) const { return outer_of_[id]; }
