@@ -6,6 +6,7 @@
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/op_def_names.h"
+#include "ops/shape_fns.h"
 
 namespace troupe::ops {
 
@@ -25,11 +26,6 @@ Shape common_shape(const std::vector<Shape>& shapes) {
     out = Shape(dims);
   }
   return out;
-}
-
-Status forward_shape(InferenceContext& c) {
-  c.set_output(0, c.input_dtype(0), c.input_shape(0));
-  return runtime::ok_status();
 }
 
 Status scalar_predicate(InferenceContext& c, int i) {
@@ -119,7 +115,7 @@ TROUPE_REGISTER_OP(Enter)
     .required_attr<std::string>("frame_name")
     .attr("is_constant", false)
     .attr("parallel_iterations", int64_t{10})
-    .shape_fn(forward_shape)
+    .shape_fn(shape_fns::unchanged)
     .gradient(no_loop_gradient)
     .doc(
         "output = data, in the child frame frame_name: at its first iteration, or at every "
@@ -128,14 +124,14 @@ TROUPE_REGISTER_OP(Enter)
 TROUPE_REGISTER_OP(Exit)
     .input("data")
     .output("output")
-    .shape_fn(forward_shape)
+    .shape_fn(shape_fns::unchanged)
     .gradient(no_loop_gradient)
     .doc("output = data, in the frame around data's");
 
 TROUPE_REGISTER_OP(NextIteration)
     .input("data")
     .output("output")
-    .shape_fn(forward_shape)
+    .shape_fn(shape_fns::unchanged)
     .gradient(no_loop_gradient)
     .doc("output = data, at the next iteration of its frame");
 
@@ -156,7 +152,7 @@ TROUPE_REGISTER_OP(StackPush)
     .input("value")
     .output("output")
     .required_attr<std::string>("stack")
-    .shape_fn(forward_shape)
+    .shape_fn(shape_fns::unchanged)
     .no_gradient()
     .doc("pushes value on the run's stack named stack; output = value");
 
