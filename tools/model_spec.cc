@@ -6,16 +6,12 @@
 #include <sstream>
 #include <type_traits>
 
-#include "estimators/canned/dnn.h"
-#include "estimators/canned/kmeans.h"
-#include "estimators/canned/linear.h"
-#include "estimators/canned/trees.h"
-#include "estimators/canned/wide_deep.h"
 #include "runtime/record_io.h"
 #include "tools/column_spec.h"
 
 namespace troupe::cli {
 
+using estimators::ParamMap;
 using estimators::Task;
 using estimators::TextParams;
 
@@ -32,43 +28,50 @@ template <class Options>
 constexpr bool kStandardizesFeatures = std::is_same_v<Options, estimators::DNNOptions> ||
                                        std::is_same_v<Options, estimators::LinearOptions>;
 
-// The typed options a spec's params describe, with its columns and standardization.
+// The spec's options joined with its columns and standardization; an error when spec.options
+// holds another model's options.
 template <class Options>
 runtime::Result<Options> options_of(const ModelSpec& spec, const std::string& who) {
-  Options o;
+  const Options* given = std::get_if<Options>(&spec.options);
+  if (given == nullptr)
+    return runtime::invalid_argument(who, ": the spec holds another model's options");
+  Options o = *given;
   if constexpr (std::is_same_v<Options, estimators::DNNLinearCombinedOptions>) {
-    o.linear_feature_columns = spec.wide_columns;  // first: assign_params validates them too
+    o.linear_feature_columns = spec.wide_columns;
     o.dnn_feature_columns = spec.columns;
-  }
-  TROUPE_RETURN_IF_ERROR(estimators::assign_params(o, spec.task, spec.params, who));
-  if constexpr (std::is_same_v<Options, estimators::KMeansOptions>) {
+  } else if constexpr (std::is_same_v<Options, estimators::KMeansOptions>) {
     o.initial_centers = spec.initial_centers;
   } else {
     if constexpr (kStandardizesFeatures<Options>) o.standardize = spec.standardize;
-    if constexpr (!std::is_same_v<Options, estimators::DNNLinearCombinedOptions>) {
-      o.feature_columns = spec.columns;
-    }
+    o.feature_columns = spec.columns;
+  }
+  if constexpr (!std::is_same_v<Options, estimators::KMeansOptions>) {
     if (spec.task == Task::kRegressor) {
       if (auto it = spec.standardize.find(spec.label); it != spec.standardize.end()) {
         o.standardize_label = it->second;
       }
     }
   }
+  TROUPE_RETURN_IF_ERROR(o.validate(spec.task));
   return o;
 }
 
-// A canned model's factory over its options type: the params it keeps (every one, defaults
-// filled in), its model_fn, and the scikit-learn model troupe search fits.
+// A canned model's factory over its options type: its options from text (troupe_model.txt),
+// its model_fn, and the scikit-learn model troupe search fits.
 template <class Options>
 struct Factory {
-  static runtime::Result<TextParams> resolved(const ModelSpec& spec, const std::string& who) {
-    TROUPE_ASSIGN_OR_RETURN(Options o, options_of<Options>(spec, who));
-    return estimators::to_text(estimators::params_of(o, spec.task));
+  static runtime::Result<ModelOptions> from_text(Task task, const TextParams& text,
+                                                 const std::string& who) {
+    Options o;
+    TROUPE_RETURN_IF_ERROR(estimators::set_fields(o, task, text, who));
+    return ModelOptions{std::move(o)};
+  }
+  static runtime::Status check(const ModelSpec& spec, const std::string& who) {
+    return options_of<Options>(spec, who).status();
   }
   static runtime::Result<estimators::ModelFn> model_fn(const ModelSpec& spec,
                                                        const std::string& who) {
     TROUPE_ASSIGN_OR_RETURN(Options o, options_of<Options>(spec, who));
-    TROUPE_RETURN_IF_ERROR(o.validate(spec.task));
     if constexpr (std::is_same_v<Options, estimators::KMeansOptions>) {
       return o.model_fn();
     } else {
@@ -103,22 +106,24 @@ struct Factory {
 struct Entry {
   CannedModelInfo info;
   std::vector<FlagParam> flags;
-  TextParams (*defaults)(Task);
+  ModelOptions (*defaults)(Task);
   std::vector<std::string> shape;
-  runtime::Result<TextParams> (*resolved)(const ModelSpec&, const std::string&);
+  runtime::Result<ModelOptions> (*from_text)(Task, const TextParams&, const std::string&);
+  runtime::Status (*check)(const ModelSpec&, const std::string&);
   runtime::Result<estimators::ModelFn> (*model_fn)(const ModelSpec&, const std::string&);
   runtime::Result<std::unique_ptr<estimators::Model>> (*make)(const ModelSpec&, const std::string&,
                                                               estimators::RunConfig);
 };
 
 template <class Options>
-Entry entry(CannedModelInfo info, std::vector<FlagParam> flags, TextParams (*defaults)(Task),
+Entry entry(CannedModelInfo info, std::vector<FlagParam> flags, ModelOptions (*defaults)(Task),
             std::vector<std::string> shape) {
   return {info,
           std::move(flags),
           defaults,
           std::move(shape),
-          &Factory<Options>::resolved,
+          &Factory<Options>::from_text,
+          &Factory<Options>::check,
           &Factory<Options>::model_fn,
           &Factory<Options>::make};
 }
@@ -133,33 +138,34 @@ const std::vector<Entry>& registry() {
   using estimators::BoostedTreesOptions;
   using estimators::RandomForestOptions;
   static const std::vector<Entry> entries = {
-      entry<estimators::DNNOptions>(
-          {ModelKind::kDnn, "dnn", false, true},
-          {{"hidden", "hidden_units"},
-           {"optimizer", "optimizer"},
-           {"learning-rate", "learning_rate"},
-           {"dropout", "dropout"},
-           {"activation", "activation"},
-           {"clip-norm", "clip_norm"},
-           {"batch-norm", "batch_norm"}},
-          [](Task) -> TextParams {
-            return {{"hidden_units", "256,128"}, {"optimizer", "adam"}, {"learning_rate", "0.001"}};
-          },
-          {"hidden_units", "activation"}),
-      entry<estimators::LinearOptions>({ModelKind::kLinear, "linear", false, true, false},
-                                       kLinearFlags, [](Task) { return TextParams{}; }, {"loss"}),
+      entry<estimators::DNNOptions>({ModelKind::kDnn, "dnn", false, true},
+                                    {{"hidden", "hidden_units"},
+                                     {"optimizer", "optimizer"},
+                                     {"learning-rate", "learning_rate"},
+                                     {"dropout", "dropout"},
+                                     {"activation", "activation"},
+                                     {"clip-norm", "clip_norm"},
+                                     {"batch-norm", "batch_norm"}},
+                                    [](Task) -> ModelOptions {
+                                      return estimators::DNNOptions{
+                                          .hidden_units = {256, 128},
+                                          .optimizer = ops::Optimizer::adam(0.001)};
+                                    },
+                                    {"hidden_units", "activation"}),
+      entry<estimators::LinearOptions>(
+          {ModelKind::kLinear, "linear", false, true, false}, kLinearFlags,
+          [](Task) -> ModelOptions { return estimators::LinearOptions{}; }, {"loss"}),
       entry<estimators::LinearOptions>(
           {ModelKind::kSvm, "svm", false, true, false}, kLinearFlags,
-          [](Task task) -> TextParams {
-            return {{"loss", task == Task::kClassifier ? "hinge" : "epsilon_insensitive"}};
+          [](Task task) -> ModelOptions {
+            return estimators::LinearOptions{
+                .loss = task == Task::kClassifier ? "hinge" : "epsilon_insensitive"};
           },
           {"loss"}),
-      entry<estimators::KMeansOptions>({ModelKind::kKMeans, "kmeans"},
-                                       {{"n-clusters", "n_clusters"}, {"init", "init"}},
-                                       [](Task) -> TextParams {
-                                         return {{"n_clusters", "8"}};
-                                       },
-                                       {"n_clusters"}),
+      entry<estimators::KMeansOptions>(
+          {ModelKind::kKMeans, "kmeans"}, {{"n-clusters", "n_clusters"}, {"init", "init"}},
+          [](Task) -> ModelOptions { return estimators::KMeansOptions{.n_clusters = 8}; },
+          {"n_clusters"}),
       // The DNN's flags set the deep part, --linear-* the wide part.
       entry<estimators::DNNLinearCombinedOptions>(
           {ModelKind::kWideDeep, "wide_deep", false, true},
@@ -171,10 +177,9 @@ const std::vector<Entry>& registry() {
            {"clip-norm", "clip_norm"},
            {"linear-optimizer", "linear_optimizer"},
            {"linear-learning-rate", "linear_learning_rate"}},
-          [](Task) -> TextParams {
-            return {{"dnn_hidden_units", "128,64"},
-                    {"dnn_optimizer", "adam"},
-                    {"dnn_learning_rate", "0.001"}};
+          [](Task) -> ModelOptions {
+            return estimators::DNNLinearCombinedOptions{
+                .dnn_hidden_units = {128, 64}, .dnn_optimizer = ops::Optimizer::adam(0.001)};
           },
           {"dnn_hidden_units", "dnn_activation"}),
       entry<BoostedTreesOptions>(
@@ -185,7 +190,8 @@ const std::vector<Entry>& registry() {
            {"l1", "l1"},
            {"l2", "l2"},
            {"max-bins", "max_bins"}},
-          [](Task) { return TextParams{}; }, {"n_trees", "max_depth", "max_bins"}),
+          [](Task) -> ModelOptions { return BoostedTreesOptions{}; },
+          {"n_trees", "max_depth", "max_bins"}),
       // A forest's deep nodes need every row: its layers grow from batches of 100000.
       entry<RandomForestOptions>(
           {ModelKind::kRandomForest, "random_forest", true, false, true, "100000"},
@@ -194,7 +200,8 @@ const std::vector<Entry>& registry() {
            {"max-nodes", "max_nodes"},
            {"max-features", "max_features"},
            {"max-bins", "max_bins"}},
-          [](Task) { return TextParams{}; }, {"n_trees", "max_nodes", "max_bins"}),
+          [](Task) -> ModelOptions { return RandomForestOptions{}; },
+          {"n_trees", "max_nodes", "max_bins"}),
   };
   return entries;
 }
@@ -243,23 +250,27 @@ const std::vector<std::string>& model_param_flags() {
   return all;
 }
 
-runtime::Result<TextParams> model_params(ModelKind model, Task task, const Flags& flags) {
+runtime::Result<ModelOptions> model_options(ModelKind model, Task task, const Flags& flags) {
   const Entry& e = entry_of(model);
-  TextParams p = e.defaults(task);
+  TextParams given;
   for (const std::string& flag : model_param_flags()) {
-    auto given = flags.find(flag);
-    if (given == flags.end()) continue;
+    auto value = flags.find(flag);
+    if (value == flags.end()) continue;
     bool found = false;
     for (const FlagParam& f : e.flags) {
       if (flag == f.flag) {
-        p[f.param] = given->second;
+        given[f.param] = value->second;
         found = true;
       }
     }
     if (!found)
       return runtime::invalid_argument("--", flag, " is not a flag of --model ", e.info.name);
   }
-  return p;
+  ModelOptions options = e.defaults(task);
+  const std::string who = std::string("--model ") + e.info.name;
+  TROUPE_RETURN_IF_ERROR(
+      std::visit([&](auto& o) { return estimators::set_fields(o, task, given, who); }, options));
+  return options;
 }
 
 runtime::Result<ModelSpec> model_spec_of(const Flags& flags) {
@@ -268,8 +279,19 @@ runtime::Result<ModelSpec> model_spec_of(const Flags& flags) {
     TROUPE_ASSIGN_OR_RETURN(spec.model, parse_model_kind(m->second));
   }
   spec.task = flags.count("regression") ? Task::kRegressor : Task::kClassifier;
-  TROUPE_ASSIGN_OR_RETURN(spec.params, model_params(spec.model, spec.task, flags));
+  TROUPE_ASSIGN_OR_RETURN(spec.options, model_options(spec.model, spec.task, flags));
   return spec;
+}
+
+runtime::Status set_params(ModelSpec* spec, const ParamMap& params) {
+  return std::visit(
+      [&](auto& o) { return estimators::set_fields(o, spec->task, params, who(*spec)); },
+      spec->options);
+}
+
+ParamMap params_of(const ModelSpec& spec) {
+  return std::visit([&](const auto& o) { return estimators::params_of(o, spec.task); },
+                    spec.options);
 }
 
 runtime::Result<bool> standardize_of(const Flags& flags, const std::string& data) {
@@ -290,8 +312,8 @@ std::vector<std::string> shape_params(ModelKind model, Task task) {
   return names;
 }
 
-runtime::Result<TextParams> resolved_params(const ModelSpec& spec) {
-  return entry_of(spec.model).resolved(spec, who(spec));
+runtime::Status check_model(const ModelSpec& spec) {
+  return entry_of(spec.model).check(spec, who(spec));
 }
 
 runtime::Result<estimators::ModelFn> model_fn_of(const ModelSpec& spec) {
@@ -314,7 +336,9 @@ runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
                                                             : "regressor";
   std::string text = std::string("model ") + model_info(spec.model).name + "\ntask " + task +
                      "\nlabel " + spec.label + "\n";
-  for (const auto& [k, v] : spec.params) text += "param " + k + " " + v + "\n";
+  for (const auto& [k, v] : params_of(spec)) {
+    text += "param " + k + " " + estimators::to_text(v) + "\n";
+  }
   if (spec.libsvm_features > 0) {
     text += "libsvm_features " + std::to_string(spec.libsvm_features) + "\n";
   }
@@ -342,6 +366,7 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
     return runtime::not_found(dir, " holds no troupe model (no troupe_model.txt): train one first");
   }
   ModelSpec spec;
+  TextParams params;
   std::string word;
   auto rest_of_line = [&in] {
     std::string v;
@@ -366,7 +391,7 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
     } else if (word == "param") {
       std::string k;
       in >> k;
-      spec.params[k] = rest_of_line();
+      params[k] = rest_of_line();
     } else if (word == "label") {
       spec.label = rest_of_line();
     } else if (word == "libsvm_features") {
@@ -412,6 +437,9 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
       rest_of_line();
     }
   }
+  auto options = entry_of(spec.model).from_text(spec.task, params, who(spec));
+  if (!options.ok()) return runtime::data_loss(path, ": ", options.status().message());
+  spec.options = std::move(*options);
   return spec;
 }
 

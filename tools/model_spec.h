@@ -1,25 +1,32 @@
 // What troupe's commands know of a canned model: a registry of the canned models (one row each:
 // its name, the flags that set its params and their defaults, the params that fix its
 // variables, how it reads its data, and the factory that builds it from typed options), and a
-// model's spec: its kind, task, params, the statistics its numeric features are standardized
-// with, its label and its features, and the description model_dir keeps of it
-// (troupe_model.txt), from which evaluate, predict, export and search rebuild it. Params are
-// text only here and in that file: the factory turns them into the model's options type.
+// model's spec: its kind, task, typed options, the statistics its numeric features are
+// standardized with, its label and its features, and the description model_dir keeps of it
+// (troupe_model.txt), from which evaluate, predict, export and search rebuild it. Flags are
+// read into the options once; text lives only in that file.
 //
-//   auto params = model_params(ModelKind::kLinear, Task::kRegressor, flags);   // defaults, flags
-//   ModelSpec spec{.model = ModelKind::kLinear, .task = Task::kRegressor, .params = *params};
+//   auto options = model_options(ModelKind::kLinear, Task::kRegressor, flags);  // defaults, flags
+//   ModelSpec spec{.model = ModelKind::kLinear, .task = Task::kRegressor, .options = *options};
+//   TROUPE_RETURN_IF_ERROR(set_params(&spec, {{"label_dimension", int64_t{2}}}));
 //   TROUPE_ASSIGN_OR_RETURN(estimators::ModelFn fn, model_fn_of(spec));   // checks every param
 //   TROUPE_RETURN_IF_ERROR(save_model_spec(model_dir, spec));
 #pragma once
 
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "estimators/canned/dnn.h"
 #include "estimators/canned/feature_column.h"
 #include "estimators/canned/input_layer.h"
+#include "estimators/canned/kmeans.h"
+#include "estimators/canned/linear.h"
 #include "estimators/canned/model.h"
 #include "estimators/canned/params.h"
+#include "estimators/canned/trees.h"
+#include "estimators/canned/wide_deep.h"
 #include "tools/cli.h"
 #include "tools/data_spec.h"
 
@@ -49,10 +56,18 @@ const CannedModelInfo& model_info(ModelKind kind);
 runtime::Result<ModelKind> parse_model_kind(const std::string& name);
 std::string model_kinds_text();  // "dnn, linear, ... or random_forest", for messages
 
+// A canned model's hyperparameters, typed: one alternative per options type (linear and svm
+// share LinearOptions; svm's loss is hinge or epsilon_insensitive).
+using ModelOptions = std::variant<estimators::DNNOptions, estimators::LinearOptions,
+                                  estimators::KMeansOptions, estimators::DNNLinearCombinedOptions,
+                                  estimators::BoostedTreesOptions, estimators::RandomForestOptions>;
+
 struct ModelSpec {
   ModelKind model = ModelKind::kDnn;
   estimators::Task task = estimators::Task::kClassifier;  // not kmeans's, which clusters
-  estimators::TextParams params;
+  // The alternative of `model`'s options type. Its columns, standardization and starting
+  // centers are the fields below, which join the options when the model is built.
+  ModelOptions options;
   estimators::Standardization standardize;  // the label's too, for a regressor's target
   // How the model reads its features (tools/column_spec.h); empty: every feature as numbers.
   // Wide & deep: `columns` are the deep part's, `wide_columns` the linear part's.
@@ -65,13 +80,19 @@ struct ModelSpec {
 };
 
 const std::vector<std::string>& model_param_flags();  // every model's, for parse_flags
-// The model's default params, then those its flags give (--hidden 64,32, --learning-rate ...);
-// a flag of another model is an error naming it.
-runtime::Result<estimators::TextParams> model_params(ModelKind model, estimators::Task task,
-                                                     const Flags& flags);
-// --model, --regression and the model's flags: its kind, task and params (defaults filled in
-// by resolved_params later, once the data has said how many classes there are).
+// The model's default options, then those its flags set (--hidden 64,32, --learning-rate ...);
+// a flag of another model, or a value that does not read as its param's type, is an error
+// naming it. The whole is validated later (model_fn_of), once the data has said how many
+// classes there are.
+runtime::Result<ModelOptions> model_options(ModelKind model, estimators::Task task,
+                                            const Flags& flags);
+// --model, --regression and the model's flags: its kind, task and options.
 runtime::Result<ModelSpec> model_spec_of(const Flags& flags);
+// Sets params of spec.options by name (the number of classes, a label vocabulary, the number
+// of partitions), without validating the whole; the error names the param.
+runtime::Status set_params(ModelSpec* spec, const estimators::ParamMap& params);
+// Every param of spec.options, by name.
+estimators::ParamMap params_of(const ModelSpec& spec);
 // --standardize auto|on|off: whether the numeric columns of `data` are standardized (auto: for
 // csv tables and libsvm files; Fashion-MNIST's pixels lie in [0, 1] already).
 runtime::Result<bool> standardize_of(const Flags& flags, const std::string& data);
@@ -79,9 +100,9 @@ runtime::Result<bool> standardize_of(const Flags& flags, const std::string& data
 // The params that fix a model's variables: another value needs another model_dir.
 std::vector<std::string> shape_params(ModelKind model, estimators::Task task);
 
-// Every param of the model, its defaults filled in, as the info file keeps them; an error names
-// a param that is wrong.
-runtime::Result<estimators::TextParams> resolved_params(const ModelSpec& spec);
+// The options joined with the columns and standardization, validated: the error names a param
+// that is wrong.
+runtime::Status check_model(const ModelSpec& spec);
 runtime::Result<estimators::ModelFn> model_fn_of(const ModelSpec& spec);
 // The canned model for scikit-learn's protocol (troupe search); without standardization.
 runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& spec,

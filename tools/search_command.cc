@@ -97,8 +97,19 @@ int search(const std::vector<std::string>& args) {
   auto given = model_spec_of(flags);
   if (!given.ok()) return usage_error(given.status().message());
   ModelSpec spec = *given;
-  if (flags.count("epochs")) spec.params["epochs"] = flag("epochs", "");
-  if (flags.count("batch-size")) spec.params["batch_size"] = flag("batch-size", "");
+  // --epochs 0: as many as the data needs (FitParams::epochs_for).
+  struct FitFlag {
+    const char* flag;
+    const char* param;
+    int64_t min;
+  };
+  for (const FitFlag& f :
+       {FitFlag{"epochs", "epochs", 0}, FitFlag{"batch-size", "batch_size", 1}}) {
+    int64_t n = 0;
+    if (!flags.count(f.flag)) continue;
+    if (!to_int(f.flag, flag(f.flag, ""), f.min, &n, &error)) return usage_error(error);
+    if (auto s = set_params(&spec, {{f.param, n}}); !s.ok()) return usage_error(s.message());
+  }
   const std::string data_spec = flag("data", "");
   const std::string label = flag("label", data_spec.rfind("csv:", 0) == 0 ? "" : "label");
   const bool classifier = spec.task == estimators::Task::kClassifier;
@@ -115,7 +126,10 @@ int search(const std::vector<std::string>& args) {
     auto classes = classes_of(*data, data_spec, given);
     if (!classes.ok()) return fail(classes.status());
     text_labels = std::move(classes->names);
-    spec.params["n_classes"] = std::to_string(classes->count);
+    if (auto s = set_params(&spec, {{"n_classes", static_cast<int64_t>(classes->count)}});
+        !s.ok()) {
+      return usage_error(s.message());
+    }
   }
   estimators::RunConfig config;
   config.tf_random_seed = seed;

@@ -170,7 +170,8 @@ int read_train_request(const Flags& flags, TrainRequest* r) {
   // restore into any number of parts (runtime::fit_partitions): a cluster may resume with more
   // or fewer ps tasks, or one process.
   if (model.partitioned) {
-    r->spec.params["partitions"] = std::to_string(std::max(1, cluster->num_ps_replicas));
+    const int64_t parts = std::max(1, cluster->num_ps_replicas);
+    if (auto s = set_params(&r->spec, {{"partitions", parts}}); !s.ok()) return fail(s);
   }
   estimators::RunConfig& config = r->config;
   config.model_dir = r->model_dir;
@@ -214,7 +215,9 @@ int read_classes(const Flags& flags, const TrainRequest& r, const input::Dataset
   auto classes = classes_of(data, r.data, given);
   if (!classes.ok()) return fail(classes.status());
   *text_labels = std::move(classes->names);
-  spec->params["n_classes"] = std::to_string(classes->count);
+  if (auto s = set_params(spec, {{"n_classes", static_cast<int64_t>(classes->count)}}); !s.ok()) {
+    return usage_error(s.message());
+  }
   return 0;
 }
 
@@ -294,12 +297,16 @@ int describe_model(const Flags& flags, TrainRequest* r, input::Dataset* train_da
   }
   if (int e = read_columns(flags, *train_data, &spec)) return e;
   if (!text_labels.empty()) {
-    spec.params["label_vocabulary"] = estimators::to_text(estimators::ParamValue{text_labels});
+    if (auto s = set_params(&spec, {{"label_vocabulary", text_labels}}); !s.ok()) {
+      return usage_error(s.message());
+    }
   }
   if (flags.count("weight-column")) {
     if (kmeans) return usage_error("--weight-column: k-means weighs every row alike");
     const std::string weights = flags.at("weight-column");
-    spec.params["weight_column"] = weights;
+    if (auto s = set_params(&spec, {{"weight_column", weights}}); !s.ok()) {
+      return usage_error(s.message());
+    }
     // The weights weigh the examples; no column reads them as a feature.
     for (auto* part : {&spec.columns, &spec.wide_columns}) {
       part->erase(
@@ -309,17 +316,12 @@ int describe_model(const Flags& flags, TrainRequest* r, input::Dataset* train_da
     }
   }
   spec.label = r->label;
-  auto resolved = resolved_params(spec);
-  if (!resolved.ok()) return usage_error(resolved.status().message());
-  spec.params = *resolved;
+  if (auto s = check_model(spec); !s.ok()) return usage_error(s.message());
   if (kmeans) {
     // k-means++ over the training rows picks the starting centers.
     auto arrays = load_arrays(*train_data);
     if (!arrays.ok()) return fail(arrays.status());
-    estimators::KMeansOptions o;
-    if (auto s = estimators::assign_params(o, spec.task, spec.params, "--model kmeans"); !s.ok()) {
-      return usage_error(s.message());
-    }
+    const auto& o = std::get<estimators::KMeansOptions>(spec.options);
     auto centers = estimators::kmeans_initial_centers(arrays->x, o, static_cast<uint64_t>(r->seed));
     if (!centers.ok()) return fail(centers.status());
     spec.initial_centers = std::move(*centers);
@@ -339,11 +341,12 @@ int continue_in(const TrainRequest& r, ModelSpec* spec) {
         (earlier->task == estimators::Task::kClassifier ? " classifier" : " regressor") +
         "): pass another --model-dir");
   }
+  const estimators::ParamMap was = params_of(*earlier), now = params_of(*spec);
   for (const std::string& key : shape_params(spec->model, spec->task)) {
-    const std::string was = earlier->params.count(key) ? earlier->params.at(key) : "";
-    if (was != spec->params[key]) {
-      return usage_error(r.model_dir + " holds a model with " + key + " " + was + ", not " +
-                         spec->params[key] + ": pass the same or another --model-dir");
+    const std::string a = estimators::to_text(was.at(key)), b = estimators::to_text(now.at(key));
+    if (a != b) {
+      return usage_error(r.model_dir + " holds a model with " + key + " " + a + ", not " + b +
+                         ": pass the same or another --model-dir");
     }
   }
   spec->standardize = earlier->standardize;

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -111,11 +112,12 @@ ParamMap params_of(const Options& o, Task task) {
   return p;
 }
 
-// Sets the named parameters (values as ParamValue, or as text) and validates the result; on
-// an error `o` is left as it was and the error names the parameter.
+// Sets the named parameters (values as ParamValue, or as text) without validating the whole:
+// for a description still being put together (a command line's flags before the data has
+// said how many classes there are), validated once complete. On an error `o` is left as it
+// was and the error names the parameter.
 template <class Options, class Values>
-runtime::Status assign_params(Options& o, Task task, const Values& values,
-                              const std::string& model) {
+runtime::Status set_fields(Options& o, Task task, const Values& values, const std::string& model) {
   Options next = o;
   for (const auto& [name, value] : values) {
     bool found = false, converted = false;
@@ -137,6 +139,16 @@ runtime::Status assign_params(Options& o, Task task, const Values& values,
       }
     }
   }
+  o = std::move(next);
+  return runtime::ok_status();
+}
+
+// set_fields, then validates the result; on an error `o` is left as it was.
+template <class Options, class Values>
+runtime::Status assign_params(Options& o, Task task, const Values& values,
+                              const std::string& model) {
+  Options next = o;
+  TROUPE_RETURN_IF_ERROR(set_fields(next, task, values, model));
   TROUPE_RETURN_IF_ERROR(next.validate(task));
   o = std::move(next);
   return runtime::ok_status();
