@@ -116,6 +116,26 @@ TROUPE_REGISTER_OP(Log1p)
     })
     .doc("y = ln(1 + x), accurate for small x");
 
+// y = cos x; dx = -dy sin x
+TROUPE_REGISTER_OP(Cos)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{neg(b, mul(b, dy[0], sin(b, x_of(n))))};
+    })
+    .doc("y = cos(x), x in radians");
+
+// y = sin x; dx = dy cos x
+TROUPE_REGISTER_OP(Sin)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, dy[0], cos(b, x_of(n)))};
+    })
+    .doc("y = sin(x), x in radians");
+
 TROUPE_REGISTER_OP(Floor)
     .input("x")
     .output("y")
@@ -552,6 +572,8 @@ Output rsqrt(GraphBuilder& b, Output x) { return b.add("Rsqrt", {x}); }
 Output exp(GraphBuilder& b, Output x) { return b.add("Exp", {x}); }
 Output log(GraphBuilder& b, Output x) { return b.add("Log", {x}); }
 Output log1p(GraphBuilder& b, Output x) { return b.add("Log1p", {x}); }
+Output cos(GraphBuilder& b, Output x) { return b.add("Cos", {x}); }
+Output sin(GraphBuilder& b, Output x) { return b.add("Sin", {x}); }
 Output floor(GraphBuilder& b, Output x) { return b.add("Floor", {x}); }
 Output round(GraphBuilder& b, Output x) { return b.add("Round", {x}); }
 

@@ -26,6 +26,8 @@ Output rsqrt(GraphBuilder& b, Output x);
 Output exp(GraphBuilder& b, Output x);
 Output log(GraphBuilder& b, Output x);
 Output log1p(GraphBuilder& b, Output x);
+Output cos(GraphBuilder& b, Output x);  // radians
+Output sin(GraphBuilder& b, Output x);
 Output floor(GraphBuilder& b, Output x);
 // Rounds half to even, as TF and numpy do.
 Output round(GraphBuilder& b, Output x);

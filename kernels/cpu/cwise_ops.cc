@@ -49,6 +49,8 @@ constexpr auto kRsqrt = [](const auto& x, const KernelContext&) { return x.rsqrt
 constexpr auto kExp = [](const auto& x, const KernelContext&) { return x.exp(); };
 constexpr auto kLog = [](const auto& x, const KernelContext&) { return x.log(); };
 constexpr auto kLog1p = [](const auto& x, const KernelContext&) { return x.log1p(); };
+constexpr auto kCos = [](const auto& x, const KernelContext&) { return x.cos(); };
+constexpr auto kSin = [](const auto& x, const KernelContext&) { return x.sin(); };
 constexpr auto kFloor = [](const auto& x, const KernelContext&) { return x.floor(); };
 constexpr auto kRound = [](const auto& x, const KernelContext&) { return x.rint(); };
 constexpr auto kRelu = [](const auto& x, const KernelContext&) {
@@ -301,6 +303,8 @@ TROUPE_REGISTER_KERNELS(cwise_cpu) {
   registry.add_typed<Unary<kExp>::Kernel, float, double>("Exp", kCpu);
   registry.add_typed<Unary<kLog>::Kernel, float, double>("Log", kCpu);
   registry.add_typed<Unary<kLog1p>::Kernel, float, double>("Log1p", kCpu);
+  registry.add_typed<Unary<kCos>::Kernel, float, double>("Cos", kCpu);
+  registry.add_typed<Unary<kSin>::Kernel, float, double>("Sin", kCpu);
   registry.add_typed<Unary<kFloor>::Kernel, float, double>("Floor", kCpu);
   registry.add_typed<Unary<kRound>::Kernel, float, double>("Round", kCpu);
   registry.add_typed<Unary<kRelu>::Kernel, float, double, int32_t, int64_t>("Relu", kCpu);

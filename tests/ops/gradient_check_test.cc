@@ -211,6 +211,8 @@ std::vector<GradCase> cases() {
       {"Rsqrt", unary(ops::rsqrt), {rnd({3}, 0.5, 2)}},
       {"Exp", unary(ops::exp), {rnd({3})}},
       {"Log", unary(ops::log), {rnd({3}, 0.5, 2)}},
+      {"Cos", unary(ops::cos), {rnd({3}, -3, 3)}},
+      {"Sin", unary(ops::sin), {rnd({3}, -3, 3)}},
       {"Log1p", unary(ops::log1p), {rnd({3}, -0.5, 2)}},
       {"Add", binary(add), {rnd({2, 3}), rnd({3})}},
       {"Sub", binary(sub), {rnd({2, 1}), rnd({1, 3})}},

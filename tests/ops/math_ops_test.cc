@@ -41,6 +41,8 @@ std::vector<UnaryCase> unary_cases() {
       {"exp", ops::exp, [](double x) { return std::exp(x); }},
       {"log", ops::log, [](double x) { return std::log(x); }, 0.01, 5},
       {"log1p", ops::log1p, [](double x) { return std::log1p(x); }, -0.9, 5},
+      {"cos", ops::cos, [](double x) { return std::cos(x); }},
+      {"sin", ops::sin, [](double x) { return std::sin(x); }},
       {"floor", ops::floor, [](double x) { return std::floor(x); }},
       {"round", ops::round, [](double x) { return std::nearbyint(x); }},
       {"relu", ops::relu, [](double x) { return std::max(x, 0.0); }},
