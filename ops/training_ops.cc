@@ -416,6 +416,14 @@ std::vector<int> updates(GraphBuilder& b, std::vector<Gradient> grads, const std
     std::vector<Output> clipped = clip_by_global_norm(b, values, opt.clip_norm);
     for (size_t k = 0; k < present.size(); ++k) *present[k] = clipped[k];
   }
+  // A scheduled rate is built once, in float32, and cast to each variable's dtype.
+  Output scheduled;
+  if (!is_constant(opt.schedule)) {
+    Output base = opt.learning_rate_tensor.valid()
+                      ? cast(b, opt.learning_rate_tensor, DType::kFloat32)
+                      : scalar(b, opt.learning_rate, DType::kFloat32, "learning_rate");
+    scheduled = scheduled_rate(b, base, opt.schedule, global_step(b));
+  }
   std::vector<Output> lr_by_dtype(8);
   for (size_t i = 0; i < vars.size() && i < grads.size(); ++i) {
     if (!grads[i].dense.valid()) continue;
@@ -423,8 +431,9 @@ std::vector<int> updates(GraphBuilder& b, std::vector<Gradient> grads, const std
     DType t = var.output_dtypes[0];
     Output& lr = lr_by_dtype[static_cast<int>(t)];
     if (!lr.valid()) {
-      lr = opt.learning_rate_tensor.valid() ? cast(b, opt.learning_rate_tensor, t)
-                                            : scalar(b, opt.learning_rate, t, "learning_rate");
+      lr = scheduled.valid()                  ? cast(b, scheduled, t)
+           : opt.learning_rate_tensor.valid() ? cast(b, opt.learning_rate_tensor, t)
+                                              : scalar(b, opt.learning_rate, t, "learning_rate");
     }
     Output u = apply_update(b, opt, var, grads[i].dense, grads[i].rows, lr);
     if (u.valid()) nodes.push_back(u.node);
@@ -493,40 +502,6 @@ std::vector<Output> clip_by_global_norm(GraphBuilder& b, const std::vector<Outpu
   for (const Output& x : tensors) out.push_back(mul(b, x, cast(b, scale, b.dtype(x))));
   out.push_back(norm);
   return out;
-}
-
-Output exponential_decay(GraphBuilder& b, double lr, Output step, double decay_steps,
-                         double decay_rate, bool staircase) {
-  auto scope = b.name_scope("exponential_decay");
-  Output p = div(b, cast(b, step, DType::kFloat32), decay_steps);
-  if (staircase) p = floor(b, p);
-  return mul(b, pow(b, scalar(b, decay_rate, DType::kFloat32), p), lr);
-}
-
-Output piecewise_constant(GraphBuilder& b, Output step, const std::vector<double>& boundaries,
-                          const std::vector<double>& values) {
-  if (values.size() != boundaries.size() + 1) {
-    b.record_error(runtime::invalid_argument("piecewise_constant: ", values.size(), " values for ",
-                                             boundaries.size(), " boundaries"));
-    return Output{};
-  }
-  auto scope = b.name_scope("piecewise_constant");
-  Output s = cast(b, step, DType::kFloat64);
-  Output lr = scalar(b, values.back(), DType::kFloat32);
-  for (size_t i = boundaries.size(); i-- > 0;) {
-    Output below = less_equal(b, s, scalar(b, boundaries[i], DType::kFloat64));
-    lr = select(b, below, scalar(b, values[i], DType::kFloat32), lr);
-  }
-  return lr;
-}
-
-Output polynomial_decay(GraphBuilder& b, double lr, Output step, double decay_steps, double end_lr,
-                        double power) {
-  auto scope = b.name_scope("polynomial_decay");
-  Output s = minimum(b, cast(b, step, DType::kFloat32), scalar(b, decay_steps, DType::kFloat32));
-  Output frac = sub(b, scalar(b, 1.0, DType::kFloat32), div(b, s, decay_steps));
-  Output decayed = pow(b, frac, scalar(b, power, DType::kFloat32));
-  return add(b, mul(b, decayed, lr - end_lr), end_lr);
 }
 
 int sync_replicas_barrier(GraphBuilder& b, Output global_step, int train_op) {

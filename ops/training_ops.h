@@ -1,9 +1,9 @@
 // Training: optimizer update rules applied to variables in their store (SGD, Momentum/Nesterov,
-// Adagrad, Adam, RMSProp, FTRL), minimize(), clip_by_global_norm and learning-rate schedules.
+// Adagrad, Adam, RMSProp, FTRL), minimize() and clip_by_global_norm; an optimizer's rate
+// follows its schedule (ops/learning_rate_schedule.h) over the global step.
 //
-//   Output step = global_step(b);
 //   Optimizer opt = Optimizer::adam(1e-3);
-//   opt.learning_rate_tensor = exponential_decay(b, 1e-3, step, 1000, 0.96);
+//   opt.schedule = {.kind = LearningRateSchedule::Kind::kCosine, .decay_steps = 10000};
 //   int train = minimize(b, loss, opt);            // a run target; increments global_step
 //
 // A variable read only through Gather (an embedding, the weights of categorical ids) gets its
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ops/builder_names.h"
+#include "ops/learning_rate_schedule.h"
 
 namespace troupe::ops {
 
@@ -24,13 +25,14 @@ struct Optimizer {
   enum class Kind { kSgd, kMomentum, kAdagrad, kAdam, kRmsProp, kFtrl };
   Kind kind = Kind::kSgd;
   double learning_rate = 0.01;
-  Output learning_rate_tensor;             // a schedule; overrides learning_rate when valid
-  double momentum = 0.0;                   // Momentum, RMSProp
-  bool nesterov = false;                   // Momentum
-  double beta1 = 0.9, beta2 = 0.999;       // Adam
-  double epsilon = 1e-7;                   // Adam, Adagrad, RMSProp
-  double decay = 0.9;                      // RMSProp
-  bool centered = false;                   // RMSProp
+  Output learning_rate_tensor;        // a float rate tensor; overrides learning_rate when valid
+  LearningRateSchedule schedule;      // applied to the rate, whichever gives it
+  double momentum = 0.0;              // Momentum, RMSProp
+  bool nesterov = false;              // Momentum
+  double beta1 = 0.9, beta2 = 0.999;  // Adam
+  double epsilon = 1e-7;              // Adam, Adagrad, RMSProp
+  double decay = 0.9;                 // RMSProp
+  bool centered = false;              // RMSProp
   double initial_accumulator_value = 0.1;  // Adagrad, FTRL
   double l1 = 0, l2 = 0, lr_power = -0.5;  // FTRL
   double clip_norm = 0;                    // > 0: gradients are clipped by their global norm first
@@ -81,15 +83,5 @@ int sync_replicas_barrier(GraphBuilder& b, Output global_step, int train_op);
 // Returns the clipped tensors followed by the global norm.
 std::vector<Output> clip_by_global_norm(GraphBuilder& b, const std::vector<Output>& tensors,
                                         double clip_norm);
-
-// lr * rate^(step / decay_steps), the exponent floored when `staircase`.
-Output exponential_decay(GraphBuilder& b, double lr, Output step, double decay_steps,
-                         double decay_rate, bool staircase = false);
-// values[i] while step <= boundaries[i] (boundaries ascending; values has one more entry).
-Output piecewise_constant(GraphBuilder& b, Output step, const std::vector<double>& boundaries,
-                          const std::vector<double>& values);
-// (lr - end_lr) (1 - min(step, decay_steps) / decay_steps)^power + end_lr.
-Output polynomial_decay(GraphBuilder& b, double lr, Output step, double decay_steps,
-                        double end_lr = 1e-4, double power = 1.0);
 
 }  // namespace troupe::ops

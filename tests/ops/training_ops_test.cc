@@ -1,5 +1,5 @@
-// Optimizer update rules against hand-computed steps, minimize() end to end, schedules and
-// gradient clipping.
+// Optimizer update rules against hand-computed steps, minimize() end to end and gradient
+// clipping.
 #include "ops/training_ops.h"
 
 #include <doctest/doctest.h>
@@ -120,34 +120,6 @@ TEST_CASE("minimize fits a linear regression") {
   for (int i = 0; i < 300; ++i) REQUIRE(exec.run(t.feeds, {}, {train_op}).ok());
   CHECK(t.vars.read("w")->data<float>()[0] == doctest::Approx(3.0f).epsilon(1e-3));
   CHECK(t.vars.read("b")->data<float>()[0] == doctest::Approx(2.0f).epsilon(1e-3));
-}
-
-TEST_CASE("learning-rate schedules") {
-  auto at = [](int64_t step, auto schedule) {
-    OpTest t;
-    Output s = t.feed(Tensor::scalar<int64_t>(step));
-    return t.eval(schedule(t.b, s)).template data<float>()[0];
-  };
-  auto exp_decay = [](runtime::GraphBuilder& b, Output s) {
-    return ops::exponential_decay(b, 0.1, s, 100, 0.5);
-  };
-  auto staircase = [](runtime::GraphBuilder& b, Output s) {
-    return ops::exponential_decay(b, 0.1, s, 100, 0.5, true);
-  };
-  CHECK(at(0, exp_decay) == doctest::Approx(0.1f));
-  CHECK(at(150, exp_decay) == doctest::Approx(0.1f * std::pow(0.5f, 1.5f)));
-  CHECK(at(150, staircase) == doctest::Approx(0.05f));
-  auto piecewise = [](runtime::GraphBuilder& b, Output s) {
-    return ops::piecewise_constant(b, s, {10, 20}, {1.0, 0.5, 0.1});
-  };
-  CHECK(at(10, piecewise) == 1.0f);
-  CHECK(at(11, piecewise) == 0.5f);
-  CHECK(at(1000, piecewise) == doctest::Approx(0.1f));
-  auto poly = [](runtime::GraphBuilder& b, Output s) {
-    return ops::polynomial_decay(b, 1.0, s, 100, 0.0, 2.0);
-  };
-  CHECK(at(50, poly) == doctest::Approx(0.25f));
-  CHECK(at(500, poly) == doctest::Approx(0.0f));
 }
 
 TEST_CASE("clip_by_global_norm scales all tensors together, only when over the limit") {
