@@ -198,6 +198,7 @@ class SummarySaver : public SessionRunHook {
   SummarySaver(const SummaryWriter& w, int64_t every) : writer_(w), timer_(every, 0) {}
   Status begin(HookSetup& s) override {
     if (s.loss().valid()) loss_ = s.fetch(s.loss());
+    if (s.learning_rate().valid()) learning_rate_ = s.fetch(s.learning_rate());
     graph_ = &s.graph();
     return runtime::ok_status();
   }
@@ -213,6 +214,9 @@ class SummarySaver : public SessionRunHook {
   Status after_run(StepContext& c) override {
     if (!timer_.should_trigger(c.global_step)) return runtime::ok_status();
     if (loss_ >= 0) writer_.scalar("loss", c.value(loss_).scalar_as_double(), c.global_step);
+    if (learning_rate_ >= 0) {
+      writer_.scalar("learning_rate", c.value(learning_rate_).scalar_as_double(), c.global_step);
+    }
     const Elapsed since = timer_.update(c.global_step);
     if (since.seconds > 0 && since.steps > 0) {
       writer_.scalar("global_step/sec", since.steps / since.seconds, c.global_step);
@@ -238,6 +242,7 @@ class SummarySaver : public SessionRunHook {
   SummaryWriter writer_;
   SecondOrStepTimer timer_;
   int loss_ = -1;
+  int learning_rate_ = -1;
   const runtime::Graph* graph_ = nullptr;
   bool graph_written_ = false;
 };

@@ -46,6 +46,7 @@ class HookSetup {
   // An output by name ("loss" or "dense/MatMul:0"); invalid if there is none.
   runtime::Output find(const std::string& name) const;
   runtime::Output loss() const { return spec_.loss; }
+  runtime::Output learning_rate() const { return spec_.learning_rate; }
   const runtime::Graph& graph() const { return graph_; }
   const EstimatorSpec& spec() const { return spec_; }
   Mode mode() const { return mode_; }
@@ -149,8 +150,9 @@ using GatherFn = std::function<runtime::Status(runtime::VariableStore&)>;
 std::shared_ptr<SessionRunHook> checkpoint_saver_hook(
     runtime::CheckpointManager* manager, int64_t every_steps, double every_secs,
     std::vector<CheckpointListener> listeners = {}, GatherFn gather = nullptr);
-// Writes the loss and global_step/sec every `every_steps` steps, and histograms of the
-// variables at each sync point, to `writer`.
+// Writes the loss, the learning rate (EstimatorSpec::learning_rate, when given) and
+// global_step/sec every `every_steps` steps, and histograms of the variables at each sync
+// point, to `writer`.
 std::shared_ptr<SessionRunHook> summary_saver_hook(const SummaryWriter& writer,
                                                    int64_t every_steps);
 // Logs "loss = ..., step = ... (... sec)" and global_step/sec every `every_steps` steps.

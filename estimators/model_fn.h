@@ -56,6 +56,8 @@ struct EstimatorSpec {
   std::map<std::string, runtime::Output> predictions;
   runtime::Output loss;  // a scalar; required to train and evaluate
   int train_op = -1;     // required to train
+  // Optional: the (first) optimizer's rate as it trains, a scalar TensorBoard shows.
+  runtime::Output learning_rate;
   std::map<std::string, MetricSpec> eval_metric_ops;
   // Outputs an exported model serves through its predict signatures; empty: the predictions.
   std::map<std::string, runtime::Output> export_outputs;

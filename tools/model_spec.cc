@@ -128,24 +128,36 @@ Entry entry(CannedModelInfo info, std::vector<FlagParam> flags, ModelOptions (*d
           &Factory<Options>::make};
 }
 
-const std::vector<FlagParam> kLinearFlags = {{"optimizer", "optimizer"},
-                                             {"learning-rate", "learning_rate"},
-                                             {"l1", "l1"},
-                                             {"l2", "l2"},
-                                             {"clip-norm", "clip_norm"}};
+// The learning-rate schedule of the models trained by gradients (ops/learning_rate_schedule.h).
+const std::vector<FlagParam> kScheduleFlags = {
+    {"lr-schedule", "lr_schedule"},     {"decay-steps", "decay_steps"},
+    {"decay-rate", "decay_rate"},       {"warmup-steps", "warmup_steps"},
+    {"lr-boundaries", "lr_boundaries"}, {"lr-factors", "lr_factors"},
+    {"lr-alpha", "lr_alpha"},           {"decay-power", "decay_power"}};
+
+std::vector<FlagParam> with_schedule(std::vector<FlagParam> flags) {
+  flags.insert(flags.end(), kScheduleFlags.begin(), kScheduleFlags.end());
+  return flags;
+}
+
+const std::vector<FlagParam> kLinearFlags = with_schedule({{"optimizer", "optimizer"},
+                                                           {"learning-rate", "learning_rate"},
+                                                           {"l1", "l1"},
+                                                           {"l2", "l2"},
+                                                           {"clip-norm", "clip_norm"}});
 
 const std::vector<Entry>& registry() {
   using estimators::BoostedTreesOptions;
   using estimators::RandomForestOptions;
   static const std::vector<Entry> entries = {
       entry<estimators::DNNOptions>({ModelKind::kDnn, "dnn", false, true},
-                                    {{"hidden", "hidden_units"},
-                                     {"optimizer", "optimizer"},
-                                     {"learning-rate", "learning_rate"},
-                                     {"dropout", "dropout"},
-                                     {"activation", "activation"},
-                                     {"clip-norm", "clip_norm"},
-                                     {"batch-norm", "batch_norm"}},
+                                    with_schedule({{"hidden", "hidden_units"},
+                                                   {"optimizer", "optimizer"},
+                                                   {"learning-rate", "learning_rate"},
+                                                   {"dropout", "dropout"},
+                                                   {"activation", "activation"},
+                                                   {"clip-norm", "clip_norm"},
+                                                   {"batch-norm", "batch_norm"}}),
                                     [](Task) -> ModelOptions {
                                       return estimators::DNNOptions{
                                           .hidden_units = {256, 128},
@@ -169,14 +181,14 @@ const std::vector<Entry>& registry() {
       // The DNN's flags set the deep part, --linear-* the wide part.
       entry<estimators::DNNLinearCombinedOptions>(
           {ModelKind::kWideDeep, "wide_deep", false, true},
-          {{"hidden", "dnn_hidden_units"},
-           {"optimizer", "dnn_optimizer"},
-           {"learning-rate", "dnn_learning_rate"},
-           {"dropout", "dnn_dropout"},
-           {"activation", "dnn_activation"},
-           {"clip-norm", "clip_norm"},
-           {"linear-optimizer", "linear_optimizer"},
-           {"linear-learning-rate", "linear_learning_rate"}},
+          with_schedule({{"hidden", "dnn_hidden_units"},
+                         {"optimizer", "dnn_optimizer"},
+                         {"learning-rate", "dnn_learning_rate"},
+                         {"dropout", "dnn_dropout"},
+                         {"activation", "dnn_activation"},
+                         {"clip-norm", "clip_norm"},
+                         {"linear-optimizer", "linear_optimizer"},
+                         {"linear-learning-rate", "linear_learning_rate"}}),
           [](Task) -> ModelOptions {
             return estimators::DNNLinearCombinedOptions{
                 .dnn_hidden_units = {128, 64}, .dnn_optimizer = ops::Optimizer::adam(0.001)};

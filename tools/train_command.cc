@@ -38,6 +38,7 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "weight-column",
                                               "eval-every",
                                               "early-stopping-rounds",
+                                              "reduce-lr-on-plateau",
                                               "seed",
                                               "eval-data",
                                               "label",
@@ -84,6 +85,7 @@ struct TrainRequest {
   std::string data, eval_data, model_dir, label, export_strategy;
   bool standardize = false;
   int64_t epochs = 0, steps = 0, batch = 128, eval_every = 0, rounds = 0, seed = 42;
+  int64_t plateau = 0;  // --reduce-lr-on-plateau: evaluations without improvement, 0: off
   int64_t eval_timeout_s = 600;
   // In a cluster every replica reads its part round and round and all stop at one global step
   // (--epochs becomes the steps one process takes for that many passes over all the data);
@@ -129,6 +131,7 @@ int read_train_request(const Flags& flags, TrainRequest* r) {
       !to_int("batch-size", flag("batch-size", default_batch), 1, &r->batch, &error) ||
       !to_int("eval-every", flag("eval-every", "0"), 0, &r->eval_every, &error) ||
       !to_int("early-stopping-rounds", flag("early-stopping-rounds", "0"), 0, &r->rounds, &error) ||
+      !to_int("reduce-lr-on-plateau", flag("reduce-lr-on-plateau", "0"), 0, &r->plateau, &error) ||
       !to_int("seed", flag("seed", "42"), 0, &r->seed, &error) ||
       !to_int("cluster-deadline", flag("cluster-deadline", "60"), 1, &deadline_s, &error) ||
       !to_int("eval-timeout", flag("eval-timeout", "600"), 1, &r->eval_timeout_s, &error) ||
@@ -165,6 +168,13 @@ int read_train_request(const Flags& flags, TrainRequest* r) {
   if (model.trees && flags.count("epochs")) {
     return usage_error(std::string("--epochs: ") + model.name +
                        " trains until its trees are grown");
+  }
+  if (r->plateau > 0 && (model.trees || r->spec.model == ModelKind::kKMeans)) {
+    return usage_error(std::string("--reduce-lr-on-plateau: ") + model.name +
+                       " has no learning rate to lower");
+  }
+  if (r->plateau > 0 && r->eval_every == 0) {
+    return usage_error("--reduce-lr-on-plateau counts evaluations: give --eval-every N");
   }
   // Big kernels, embeddings and linear weights spread over a cluster's ps tasks. Checkpoints
   // restore into any number of parts (runtime::fit_partitions): a cluster may resume with more
@@ -375,6 +385,7 @@ int run_chief(TrainRequest& r, const input::Dataset& train_data, const input::Da
   estimators::ExperimentOptions xo;
   xo.eval_every_steps = r.eval_every;
   xo.early_stopping_rounds = static_cast<int>(r.rounds);
+  xo.reduce_lr_patience = static_cast<int>(r.plateau);
   xo.export_strategy = r.export_strategy;
   xo.early_stopping_metric = classifier ? "accuracy" : "loss";
   if (r.steps > 0 && r.in_cluster()) {

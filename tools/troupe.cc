@@ -7,7 +7,9 @@
 //                [--hidden 256,128] [--epochs N | --steps N] [--batch-size B]
 //                [--optimizer adam|sgd|momentum|adagrad|rmsprop|ftrl] [--learning-rate R]
 //                [--dropout D] [--activation A] [--l1 L] [--l2 L] [--clip-norm C]
+//                [--lr-schedule cosine|... --decay-steps N --warmup-steps W]
 //                [--standardize auto|on|off] [--eval-every N] [--early-stopping-rounds K]
+//                [--reduce-lr-on-plateau K]
 //                [--seed S] [--eval-data DATA] [--export latest|best]
 //   troupe evaluate --model-dir DIR --data DATA
 //   troupe predict --model-dir DIR | --export BASE/VERSION --data DATA [--output FILE]
@@ -65,6 +67,11 @@ const Command kCommands[] = {
      "             --data DATA --model-dir DIR [options]\n",
      "options: --regression --epochs N | --steps N --batch-size B --optimizer NAME\n"
      "  --learning-rate R --clip-norm C --eval-every N --early-stopping-rounds K --seed S\n"
+     "  --lr-schedule constant|exponential|piecewise_constant|polynomial|cosine|\n"
+     "    cosine_restarts --decay-steps N --warmup-steps W --decay-rate R (exponential)\n"
+     "    --lr-boundaries 1000,2000 --lr-factors 1,0.1,0.01 (piecewise_constant)\n"
+     "    --lr-alpha A (the final rate's fraction) --decay-power P (polynomial)\n"
+     "  --reduce-lr-on-plateau K (halve the rate after K evaluations without improvement)\n"
      "  --eval-data DATA --n-classes C --standardize auto|on|off (auto: csv tables)\n"
      "  --columns FILE (feature columns; default: text columns categorical from the data)\n"
      "  --weight-column COLUMN (weighs each example's loss)\n"

@@ -64,6 +64,7 @@ struct DNNOptions {
     f("optimizer", o.optimizer);
     f("learning_rate", o.optimizer.learning_rate);
     f("clip_norm", o.optimizer.clip_norm);
+    schedule_fields(o.optimizer.schedule, f);
     f("feature_keys", o.feature_keys);
     f("partitions", o.partitions);
     HeadOptions::fields(o.head, task, f);

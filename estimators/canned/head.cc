@@ -252,11 +252,17 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     Output lr = ops::variable(b, "learning_rate", Shape{}, DType::kFloat32,
                               ops::fill(b, Shape{}, first, DType::kFloat32),
                               /*trainable=*/false);
+    // Each part's schedule applies to its share of that variable, built here once so that the
+    // first part's rate is also what TensorBoard shows.
     std::vector<ops::OptimizerPart> scheduled = parts;
+    Output step = ops::global_step(b);
     for (ops::OptimizerPart& p : scheduled) {
       const double ratio = first > 0 ? p.optimizer.learning_rate / first : 1.0;
-      p.optimizer.learning_rate_tensor = ratio == 1.0 ? lr : ops::mul(b, lr, ratio);
+      Output rate = ratio == 1.0 ? lr : ops::mul(b, lr, ratio);
+      p.optimizer.learning_rate_tensor = ops::scheduled_rate(b, rate, p.optimizer.schedule, step);
+      p.optimizer.schedule = {};
     }
+    spec.learning_rate = scheduled[0].optimizer.learning_rate_tensor;
     Output objective = regularization.valid() ? ops::add(b, spec.loss, regularization) : spec.loss;
     spec.train_op = ops::minimize(b, objective, scheduled);
   }

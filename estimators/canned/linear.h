@@ -58,6 +58,7 @@ struct LinearOptions {
     f("optimizer", o.optimizer);
     f("learning_rate", o.optimizer.learning_rate);
     f("clip_norm", o.optimizer.clip_norm);
+    schedule_fields(o.optimizer.schedule, f);
     f("l1", o.l1);
     f("l2", o.l2);
     f("feature_keys", o.feature_keys);

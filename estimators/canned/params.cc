@@ -13,11 +13,23 @@ using ops::Optimizer;
 
 namespace {
 
-template <class T>
-std::string join(const std::vector<T>& v) {
-  std::ostringstream s;
-  for (size_t i = 0; i < v.size(); ++i) s << (i ? "," : "") << v[i];
-  return s.str();
+// The shortest text that reads back the same double: 0.001 stays 0.001, 1e4 is 10000.
+std::string double_text(double d) {
+  char buf[64];
+  const auto end = std::to_chars(buf, buf + sizeof buf, d).ptr;
+  return std::string(buf, end);
+}
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::string join(const std::vector<double>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + double_text(v[i]);
+  return s;
 }
 
 std::vector<std::string> split(const std::string& text) {
@@ -61,15 +73,11 @@ std::string to_text(const ParamValue& v) {
   struct Visitor {
     std::string operator()(bool b) const { return b ? "true" : "false"; }
     std::string operator()(int64_t i) const { return std::to_string(i); }
-    std::string operator()(double d) const {
-      // The shortest text that reads back the same double: 0.001 stays 0.001, 1e4 is 10000.
-      char buf[64];
-      const auto end = std::to_chars(buf, buf + sizeof buf, d).ptr;
-      return std::string(buf, end);
-    }
+    std::string operator()(double d) const { return double_text(d); }
     std::string operator()(const std::string& s) const { return s; }
     std::string operator()(const std::vector<int64_t>& v) const { return join(v); }
     std::string operator()(const std::vector<std::string>& v) const { return join_words(v); }
+    std::string operator()(const std::vector<double>& v) const { return join(v); }
   };
   return std::visit(Visitor{}, v);
 }
@@ -129,6 +137,7 @@ runtime::Result<Optimizer> optimizer_named(const std::string& name, const Optimi
                                      "' is not adam, sgd, momentum, adagrad, rmsprop or ftrl");
   }
   o.clip_norm = from.clip_norm;
+  o.schedule = from.schedule;
   return o;
 }
 
@@ -140,6 +149,9 @@ runtime::Status param_error(const std::string& model, const std::string& param,
 runtime::Status check_optimizer(const std::string& model, const ops::Optimizer& o) {
   if (!(o.learning_rate > 0)) return param_error(model, "learning_rate", "not above 0");
   if (!(o.clip_norm >= 0)) return param_error(model, "clip_norm", "negative");
+  if (auto s = ops::validate(o.schedule); !s.ok()) {
+    return param_error(model, "lr_schedule", s.message());
+  }
   return runtime::ok_status();
 }
 
@@ -152,7 +164,9 @@ ParamValue value_of(double v) { return v; }
 ParamValue value_of(const std::string& v) { return v; }
 ParamValue value_of(const std::vector<int64_t>& v) { return v; }
 ParamValue value_of(const std::vector<std::string>& v) { return v; }
+ParamValue value_of(const std::vector<double>& v) { return v; }
 ParamValue value_of(const Optimizer& v) { return optimizer_key(v); }
+ParamValue value_of(ops::LearningRateSchedule::Kind v) { return ops::schedule_name(v); }
 
 bool assign(bool* field, const ParamValue& v) {
   if (!std::holds_alternative<bool>(v)) return false;
@@ -225,6 +239,30 @@ bool assign(std::vector<std::string>* field, const ParamValue& v) {
   return false;
 }
 
+bool assign(std::vector<double>* field, const ParamValue& v) {
+  if (const auto* list = std::get_if<std::vector<double>>(&v)) {
+    *field = *list;
+    return true;
+  }
+  if (const auto* ints = std::get_if<std::vector<int64_t>>(&v)) {
+    *field = std::vector<double>(ints->begin(), ints->end());
+    return true;
+  }
+  double one = 0;
+  if (!assign(&one, v)) return false;
+  *field = {one};
+  return true;
+}
+
+bool assign(ops::LearningRateSchedule::Kind* field, const ParamValue& v) {
+  const auto* name = std::get_if<std::string>(&v);
+  if (!name) return false;
+  auto kind = ops::schedule_kind(*name);
+  if (!kind.ok()) return false;
+  *field = *kind;
+  return true;
+}
+
 bool assign(Optimizer* field, const ParamValue& v) {
   const auto* name = std::get_if<std::string>(&v);
   if (!name) return false;
@@ -292,7 +330,22 @@ bool parse(std::vector<std::string>* field, const std::string& text) {
   return true;
 }
 
+bool parse(std::vector<double>* field, const std::string& text) {
+  std::vector<double> values;
+  for (const std::string& part : split(text)) {
+    double v = 0;
+    if (!parse(&v, part)) return false;
+    values.push_back(v);
+  }
+  *field = std::move(values);
+  return true;
+}
+
 bool parse(Optimizer* field, const std::string& text) { return assign(field, ParamValue{text}); }
+
+bool parse(ops::LearningRateSchedule::Kind* field, const std::string& text) {
+  return assign(field, ParamValue{text});
+}
 
 runtime::Status bad_value(const std::string& model, const std::string& name,
                           const std::string& value) {

@@ -36,7 +36,7 @@ namespace troupe::estimators {
 enum class Task { kClassifier, kRegressor };
 
 using ParamValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>,
-                                std::vector<std::string>>;
+                                std::vector<std::string>, std::vector<double>>;
 using ParamMap = std::map<std::string, ParamValue>;
 using TextParams = std::map<std::string, std::string>;
 
@@ -53,6 +53,23 @@ std::string optimizer_key(const ops::Optimizer& o);
 runtime::Result<ops::Optimizer> optimizer_named(const std::string& name,
                                                 const ops::Optimizer& from = {});
 
+// The params of an optimizer's learning-rate schedule (ops/learning_rate_schedule.h), for an
+// options struct's fields(): lr_schedule (cosine, ...), decay_steps, warmup_steps, ...
+template <class Schedule, class F>
+void schedule_fields(Schedule& s, F&& f) {
+  f("lr_schedule", s.kind);
+  f("decay_steps", s.decay_steps);
+  f("decay_rate", s.decay_rate);
+  f("staircase", s.staircase);
+  f("lr_boundaries", s.boundaries);
+  f("lr_factors", s.factors);
+  f("lr_alpha", s.alpha);
+  f("decay_power", s.power);
+  f("t_mul", s.t_mul);
+  f("m_mul", s.m_mul);
+  f("warmup_steps", s.warmup_steps);
+}
+
 // A canned model's name for its task.
 template <class Options>
 std::string model_name(Task task) {
@@ -63,7 +80,8 @@ std::string model_name(Task task) {
 runtime::Status param_error(const std::string& model, const std::string& param,
                             const std::string& why);
 
-// The optimizer's params (learning_rate above 0, clip_norm not negative), by param_error.
+// The optimizer's params (learning_rate above 0, clip_norm not negative, its schedule), by
+// param_error.
 runtime::Status check_optimizer(const std::string& model, const ops::Optimizer& o);
 
 namespace params_detail {
@@ -75,7 +93,9 @@ ParamValue value_of(double v);
 ParamValue value_of(const std::string& v);
 ParamValue value_of(const std::vector<int64_t>& v);
 ParamValue value_of(const std::vector<std::string>& v);
+ParamValue value_of(const std::vector<double>& v);
 ParamValue value_of(const ops::Optimizer& v);
+ParamValue value_of(ops::LearningRateSchedule::Kind v);
 
 // false when the value does not convert (a string for a number, 2.5 for an integer).
 bool assign(bool* field, const ParamValue& v);
@@ -85,7 +105,9 @@ bool assign(double* field, const ParamValue& v);
 bool assign(std::string* field, const ParamValue& v);
 bool assign(std::vector<int64_t>* field, const ParamValue& v);
 bool assign(std::vector<std::string>* field, const ParamValue& v);
+bool assign(std::vector<double>* field, const ParamValue& v);
 bool assign(ops::Optimizer* field, const ParamValue& v);
+bool assign(ops::LearningRateSchedule::Kind* field, const ParamValue& v);
 
 // Text in the field's own type: "64,32" for a list of integers, "true" for a flag.
 bool parse(bool* field, const std::string& text);
@@ -95,7 +117,9 @@ bool parse(double* field, const std::string& text);
 bool parse(std::string* field, const std::string& text);
 bool parse(std::vector<int64_t>* field, const std::string& text);
 bool parse(std::vector<std::string>* field, const std::string& text);
+bool parse(std::vector<double>* field, const std::string& text);
 bool parse(ops::Optimizer* field, const std::string& text);
+bool parse(ops::LearningRateSchedule::Kind* field, const std::string& text);
 
 runtime::Status bad_value(const std::string& model, const std::string& name,
                           const std::string& value);

@@ -62,6 +62,9 @@ Status DNNLinearCombinedOptions::validate(Task task) const {
   // Its message names the head option that is wrong (class_weights, label_vocabulary, ...).
   TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
   if (partitions < 1) return param_error(model, "partitions", "below 1");
+  if (auto s = ops::validate(dnn_optimizer.schedule); !s.ok()) {
+    return param_error(model, "lr_schedule", s.message());  // both parts follow it
+  }
   if (!linear_feature_columns.empty()) {
     TROUPE_RETURN_IF_ERROR(validate_columns(linear_feature_columns, /*for_linear=*/true));
     TROUPE_RETURN_IF_ERROR(check_optimizer(model, linear_optimizer));
@@ -94,6 +97,7 @@ ModelFn DNNLinearCombinedOptions::model_fn(Task task) const {
     std::vector<int> updates;
     if (!o.linear_feature_columns.empty()) {
       ops::OptimizerPart wide{o.linear_optimizer, {}};
+      wide.optimizer.schedule = o.dnn_optimizer.schedule;
       const LinearOptions l = wide_part(o);
       TROUPE_ASSIGN_OR_RETURN(Output w, new_variables(b, &wide.vars, [&] {
                                 return linear_logits(in, l, units, nullptr);

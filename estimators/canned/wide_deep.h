@@ -64,6 +64,8 @@ struct DNNLinearCombinedOptions {
     f("dnn_optimizer", o.dnn_optimizer);
     f("dnn_learning_rate", o.dnn_optimizer.learning_rate);
     f("clip_norm", o.dnn_optimizer.clip_norm);
+    // One schedule paces both parts (model_fn gives the linear part the DNN's).
+    schedule_fields(o.dnn_optimizer.schedule, f);
     f("partitions", o.partitions);
     HeadOptions::fields(o.head, task, f);
     FitParams::fields(o.fit, f);

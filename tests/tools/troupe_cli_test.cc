@@ -236,6 +236,25 @@ TEST_CASE("troupe train --model linear|svm|dnn [--regression] on a small table, 
                   "\"hidden=8;16,8\" --random 1 --cv 2");
   REQUIRE_MESSAGE(sd.status == 0, sd.err);
   CHECK(lines(sd.out) == 3);
+  // Schedules are params like any other: trained with, kept, searched over.
+  const std::string cosine = (dir / "cosine").string();
+  Run sc = troupe("train --model dnn" + train + test + " --label label --lr-schedule cosine " +
+                  "--decay-steps 20 --warmup-steps 5 --eval-every 10 --reduce-lr-on-plateau 2 " +
+                  "--model-dir " + cosine);
+  REQUIRE_MESSAGE(sc.status == 0, sc.err);
+  CHECK(accuracy_of(sc.out) >= 0.9);
+  {
+    std::ifstream info(cosine + "/troupe_model.txt");
+    const std::string text((std::istreambuf_iterator<char>(info)), {});
+    CHECK(text.find("param lr_schedule cosine\n") != std::string::npos);
+    CHECK(text.find("param warmup_steps 5\n") != std::string::npos);
+    CHECK(text.find("param decay_steps 20\n") != std::string::npos);
+  }
+  Run ss = troupe("search --model dnn" + train + " --label label --epochs 2 --grid " +
+                  "\"lr-schedule=constant,cosine decay-steps=10\" --cv 2");
+  REQUIRE_MESSAGE(ss.status == 0, ss.err);
+  CHECK(ss.out.rfind("param_decay_steps  param_lr_schedule", 0) == 0);
+  CHECK(lines(ss.out) == 4);
   for (const auto& [args, says] :
        {std::pair<std::string, std::string>{"--grid \"depth=2\"", "no parameter 'depth'"},
         {"--grid \"l1=x\"", "'x' is not a value of l1"},
@@ -261,7 +280,13 @@ TEST_CASE("troupe train --model linear|svm|dnn [--regression] on a small table, 
         {"--model kmeans --regression", "k-means clusters"},
         {"--model kmeans --hidden 8", "--hidden is not a flag of --model kmeans"},
         {"--model linear --l2 -1", "l2"},
-        {"--model svm --standardize maybe", "--standardize: 'maybe'"}}) {
+        {"--model svm --standardize maybe", "--standardize: 'maybe'"},
+        {"--model dnn --lr-schedule linear", "lr_schedule: 'linear' is not valid"},
+        {"--model dnn --lr-schedule cosine --decay-steps 0", "decay_steps is below 1"},
+        {"--model boosted_trees --lr-schedule cosine",
+         "--lr-schedule is not a flag of --model boosted_trees"},
+        {"--model dnn --reduce-lr-on-plateau 2", "give --eval-every N"},
+        {"--model kmeans --reduce-lr-on-plateau 2 --eval-every 5", "no learning rate to lower"}}) {
     Run bad =
         troupe("train " + args + train + " --label label --model-dir " + (dir / "bad").string());
     CAPTURE(args);

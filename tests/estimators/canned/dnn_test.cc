@@ -6,6 +6,9 @@
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
 #include <thread>
 
 #include <filesystem>
@@ -15,6 +18,7 @@
 #include "estimators/experiment.h"
 #include "harness/temp_dir.h"
 #include "runtime/checkpoint.h"
+#include "runtime/record_io.h"
 
 using namespace troupe;
 using namespace troupe::estimators;
@@ -136,4 +140,74 @@ TEST_CASE("a DNN saved with its kernel in 3 parts restores and trains on in 1 or
   DNNClassifier one(options(1), quiet(dir));
   CHECK(predict(one) == predict(two));
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// The learning_rate scalars of the event files in `dir`: step -> value. A scalar event is
+// Event { wall_time (1), step (2, varint), summary (5) { value (1) { tag (1),
+// simple_value (2, float) } } }.
+std::map<int64_t, float> learning_rates(const std::string& dir) {
+  std::map<int64_t, float> out;
+  for (auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.path().filename().string().rfind("events.out.tfevents.", 0) != 0) continue;
+    std::string bytes;
+    REQUIRE(runtime::read_file(f.path().string(), &bytes).ok());
+    runtime::RecordReader r(bytes.data(), bytes.size(), f.path().string());
+    std::string_view rec;
+    while (*r.next(&rec)) {
+      const std::string tag = "\x0a\x0dlearning_rate\x15";
+      const size_t at = rec.find(tag);
+      if (at == std::string_view::npos || rec.size() < 11 || rec[9] != 0x10) continue;
+      int64_t step = 0;
+      for (size_t i = 10, shift = 0; i < rec.size(); ++i, shift += 7) {
+        step |= int64_t(rec[i] & 0x7f) << shift;
+        if (!(rec[i] & 0x80)) break;
+      }
+      float v;
+      std::memcpy(&v, rec.data() + at + tag.size(), 4);
+      out[step] = v;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("DNNClassifier: a cosine schedule with warm-up, step by step in TensorBoard") {
+  Tensor x, y;
+  test::blobs(320, 2, 4, 1, &x, &y);
+  const std::string dir = testing::temp_dir("cosine");
+  RunConfig config = quiet(dir);
+  config.save_summary_steps = 1;
+  DNNClassifier clf({.hidden_units = {8},
+                     .n_classes = 2,
+                     .optimizer = ops::Optimizer::adam(0.01),
+                     .fit = {.batch_size = 32, .epochs = 3}},
+                    config);
+  REQUIRE(clf.set_params({{"lr_schedule", std::string("cosine")},
+                          {"decay_steps", int64_t{16}},
+                          {"warmup_steps", int64_t{4}}})
+              .ok());
+  CHECK(std::get<std::string>(clf.get_params().at("lr_schedule")) == "cosine");
+  auto r = clf.fit(x, y);
+  REQUIRE_MESSAGE(r.ok(), r.to_string());
+  const std::map<int64_t, float> lr = learning_rates(dir);
+  REQUIRE(lr.size() >= 25);
+  // The rate of the step that ended at global step g ran at step g - 1.
+  for (const auto& [g, value] : lr) {
+    const double s = static_cast<double>(g - 1);
+    const double warm = std::min(1.0, (s + 1) / 4);
+    const double done = std::min(std::max(s - 4, 0.0), 16.0) / 16;
+    CAPTURE(g);
+    CHECK(value == doctest::Approx(0.01 * warm * 0.5 * (1 + std::cos(M_PI * done))).epsilon(1e-4));
+  }
+  CHECK(lr.at(1) == doctest::Approx(0.0025));
+  CHECK(lr.at(30) == doctest::Approx(0).epsilon(1e-6));
+  // A schedule that cannot run is refused where it is set, naming the param.
+  CHECK(clf.set_params({{"lr_schedule", std::string("cosine")}, {"decay_steps", int64_t{0}}})
+            .message()
+            .find("decay_steps") != std::string::npos);
+  CHECK(clf.set_params({{"lr_schedule", std::string("linear")}}).message().find("lr_schedule") !=
+        std::string::npos);
 }
