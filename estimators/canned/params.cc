@@ -310,16 +310,24 @@ bool parse(std::string* field, const std::string& text) {
   return true;
 }
 
-bool parse(std::vector<int64_t>* field, const std::string& text) {
-  std::vector<int64_t> values;
+namespace {
+
+// Comma-separated values, each as parse reads one.
+template <class T>
+bool parse_list(std::vector<T>* field, const std::string& text) {
+  std::vector<T> values;
   for (const std::string& part : split(text)) {
-    int64_t v = 0;
+    T v{};
     if (!parse(&v, part)) return false;
     values.push_back(v);
   }
   *field = std::move(values);
   return true;
 }
+
+}  // namespace
+
+bool parse(std::vector<int64_t>* field, const std::string& text) { return parse_list(field, text); }
 
 bool parse(std::vector<std::string>* field, const std::string& text) {
   std::vector<std::string> values;
@@ -330,16 +338,7 @@ bool parse(std::vector<std::string>* field, const std::string& text) {
   return true;
 }
 
-bool parse(std::vector<double>* field, const std::string& text) {
-  std::vector<double> values;
-  for (const std::string& part : split(text)) {
-    double v = 0;
-    if (!parse(&v, part)) return false;
-    values.push_back(v);
-  }
-  *field = std::move(values);
-  return true;
-}
+bool parse(std::vector<double>* field, const std::string& text) { return parse_list(field, text); }
 
 bool parse(Optimizer* field, const std::string& text) { return assign(field, ParamValue{text}); }
 
