@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "actors/control_flow_region.h"
 #include "actors/step_profiler.h"
 #include "runtime/executor.h"
 #include "runtime/status.h"
@@ -115,6 +116,9 @@ struct NodePlan {
   // In this plan the node runs this fused node (runtime/remapper.h) instead of its own: same
   // id and outputs, the inputs of the chain it stands for.
   std::shared_ptr<const runtime::Node> fused;
+  // In this plan the node runs a control-flow region (control_flow_region.h); `fused` is then
+  // the region's node: its inputs, control inputs and outputs.
+  std::shared_ptr<const ControlFlowRegion> region;
   // Other variables' reads this (remote) read makes in its call; their values are its further
   // outputs (step_plan.h).
   std::vector<int> reads;

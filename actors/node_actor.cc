@@ -1,10 +1,12 @@
 #include "actors/node_actor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include <map>
 
+#include "actors/control_flow_region.h"
 #include "actors/messages.h"
 #include "actors/net/data_channel.h"
 #include "actors/shard_codec.h"
@@ -19,11 +21,14 @@ using runtime::Tensor;
 
 namespace {
 
-// What the node runs: its own kernel, or in some plans a fused node's (NodePlan::fused).
+// What the node runs: its own kernel, or in some plans a fused node's (NodePlan::fused) or a
+// control-flow region (NodePlan::region: `region`, or why it cannot run).
 struct Exec {
   const runtime::Node* node = nullptr;
   runtime::KernelFn kernel = nullptr;
   std::unique_ptr<runtime::KernelContext> ctx;
+  std::unique_ptr<RegionRunner> region;
+  Status region_error;
 };
 
 struct PlanState {
@@ -287,7 +292,13 @@ void try_fire(NodeActor* self) {
         profiled ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     {
       runtime::ScopedFlushDenormal flush;
-      s = runtime::run_kernel(exec.kernel, ctx);
+      if (exec.region) {
+        s = exec.region->run(ctx.inputs(), &ctx.outputs());
+      } else if (!exec.region_error.ok()) {
+        s = exec.region_error;
+      } else {
+        s = runtime::run_kernel(exec.kernel, ctx);
+      }
     }
     if (profiled) {
       using std::chrono::duration_cast;
@@ -352,6 +363,21 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
         if (p.plan.fused) {
           p.fused = st.spec.remote ? Exec{p.plan.fused.get(), nullptr, nullptr}
                                    : make_exec(st, *p.plan.fused);
+        }
+        if (p.plan.region) {
+          std::vector<int32_t> wanted = p.plan.fetched_outputs;
+          for (const NodePlan::Out& out : p.plan.outs) {
+            if (out.output >= 0) wanted.push_back(out.output);
+          }
+          std::sort(wanted.begin(), wanted.end());
+          wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+          auto runner = RegionRunner::make(*st.spec.graph, *p.plan.region, wanted,
+                                           st.spec.allocator.get(), st.spec.variables.get());
+          if (runner.ok()) {
+            p.fused.region = std::move(*runner);
+          } else {
+            p.fused.region_error = runner.status();
+          }
         }
         p.exec = p.plan.fused ? &p.fused : &st.own;
         p.yields = {p.exec->node};

@@ -114,6 +114,7 @@ runtime::Result<int32_t> make_plan(SessionActor* self, const runtime::RunSignatu
     p.fetched_outputs = std::move(step.fetched_outputs);
     p.report = step.report;
     p.fused = std::move(step.fused);
+    p.region = std::move(step.region);
     p.reads = std::move(step.reads);
     p.updates = std::move(step.updates);
   }

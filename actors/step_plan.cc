@@ -187,29 +187,75 @@ struct Rewrites {
     auto it = folded.find(o.node);
     return it != folded.end() ? it->second[o.index] : g.node(o.node).attr<Tensor>("value");
   }
+  std::map<int, std::shared_ptr<const ControlFlowRegion>> regions;  // by the node standing for it
   Output source_of(Output o) const {
     auto it = moved.find(o.node);
-    return it == moved.end() ? o : it->second;
+    return it == moved.end() ? o : Output{it->second.node, it->second.index + o.index};
   }
 };
+
+// The node a region runs as: the region's first node, with the region's inputs, control inputs
+// and outputs.
+std::shared_ptr<const runtime::Node> region_node(const Graph& g, const ControlFlowRegion& region) {
+  auto node = std::make_shared<runtime::Node>();
+  const runtime::Node& first = g.node(region.nodes.front());
+  node->id = first.id;
+  node->name = first.name;
+  node->op = "ControlFlowRegion";
+  node->def = runtime::find_op("NoOp");
+  node->inputs = region.inputs;
+  node->control_inputs = region.controls;
+  node->device = first.device;
+  for (const Output& o : region.outputs) {
+    node->output_dtypes.push_back(g.dtype(o));
+    node->output_shapes.push_back(g.shape(o));
+  }
+  return node;
+}
+
+// Each region runs as its first node; the others' outputs come from its outputs.
+void run_in_regions(const Graph& g, const std::vector<ControlFlowRegion>& regions, Rewrites* r) {
+  for (const ControlFlowRegion& region : regions) {
+    const int first = region.nodes.front();
+    int base = 0;
+    for (int id : region.nodes) {
+      if (id != first) {
+        r->absorbed[id] = true;
+        r->moved[id] = Output{first, base};
+      }
+      base += g.node(id).num_outputs();
+    }
+    r->fused[first] = region_node(g, region);
+    r->regions[first] = std::make_shared<const ControlFlowRegion>(region);
+  }
+}
 
 template <class Remote>
 Rewrites rewrite(const Graph& g, const std::vector<int>& order,
                  const runtime::RunSignature& signature, const CompileOptions& options,
-                 const Remote& remote) {
+                 const Remote& remote, const std::vector<ControlFlowRegion>& regions) {
   const std::vector<Output>& fed = signature.fed;
   Rewrites r;
-  // Bound values are neither fetched nor targets: no actor, no message per step.
-  r.folded = runtime::fold_constants(g, order, fed);
+  // Bound values are neither fetched nor targets: no actor, no message per step. A region's
+  // nodes run in it, as they are.
+  std::vector<bool> in_region(g.num_nodes(), false);
+  for (const ControlFlowRegion& region : regions) {
+    for (int id : region.nodes) in_region[id] = true;
+  }
+  std::vector<int> plain;
+  for (int id : order) {
+    if (!in_region[id]) plain.push_back(id);
+  }
+  r.folded = runtime::fold_constants(g, plain, fed);
   r.bound.assign(g.num_nodes(), false);
-  for (int id : order) r.bound[id] = g.node(id).op == "Const" || r.folded.count(id) > 0;
+  for (int id : plain) r.bound[id] = g.node(id).op == "Const" || r.folded.count(id) > 0;
   for (const Output& o : signature.fetches) r.bound[o.node] = false;
   for (int t : signature.targets) r.bound[t] = false;
   // Chains that run as one fused node (runtime/remapper.h): its root runs it, the rest idle.
   r.absorbed.assign(g.num_nodes(), false);
   if (options.fuse_ops) {
     std::vector<bool> eligible(g.num_nodes(), false);
-    for (int id : order) eligible[id] = !r.bound[id] && !remote(g.node(id));
+    for (int id : plain) eligible[id] = !r.bound[id] && !remote(g.node(id));
     for (runtime::Fusion& f :
          runtime::fuse_product_chains(g, eligible, fed, signature.fetches, signature.targets)) {
       for (int a : f.absorbed) r.absorbed[a] = true;
@@ -225,7 +271,31 @@ Rewrites rewrite(const Graph& g, const std::vector<int>& order,
                 &written_apart);
   batch_reads(g, order, r.bound, targeted, remote, written_apart, &r.absorbed, &r.reads_of,
               &r.moved);
+  run_in_regions(g, regions, &r);
   return r;
+}
+
+// A region runs in one process on values it is given: a variable's read or write, or a node
+// of another task, inside a loop or a cond would need the actors to carry frames.
+template <class Remote>
+runtime::Status check_region(const Graph& g, const ControlFlowRegion& region,
+                             const Remote& remote) {
+  for (int id : region.nodes) {
+    const runtime::Node& n = g.node(id);
+    const char* why = remote(n) ? "runs on another task"
+                      : n.def->variable_access != runtime::VariableAccess::kNone
+                          ? "reads or writes a variable"
+                          : nullptr;
+    if (why == nullptr) continue;
+    return runtime::unimplemented(
+        n.op, " '", n.name, "' ", why,
+        " inside a loop or cond: the actor runtime runs control flow on values it is given "
+        "(read the variable outside the loop, or run the graph with runtime::Executor)");
+  }
+  // Its frames, checked now rather than in the actor that runs it.
+  return runtime::FrameExecutor::plan(g, region.nodes, region.inputs,
+                                      /*outside_controls_ran=*/true)
+      .status();
 }
 
 int feed_index(const std::vector<Output>& fed, const Output& o) {
@@ -242,6 +312,7 @@ void wire_node(const Graph& g, int id, const Rewrites& r, const std::vector<Outp
   NodeStep& c = plan->nodes[id];
   auto fusion = r.fused.find(id);
   if (fusion != r.fused.end()) c.fused = fusion->second;
+  if (auto region = r.regions.find(id); region != r.regions.end()) c.region = region->second;
   const runtime::Node& n = c.fused ? *c.fused : g.node(id);
   // A call that makes other updates too waits for their inputs after its own, and for their
   // control inputs less the updates it makes.
@@ -320,18 +391,14 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
   std::vector<int> order = runtime::prune_graph(g, fed, signature.fetches, signature.targets);
   for (int id : order) {
     const runtime::Node& n = g.node(id);
-    // Node actors do not yet tag values with frames and iterations, nor carry dead tensors.
-    if (runtime::is_control_flow_op(n.op)) {
-      return runtime::unimplemented(
-          n.op, " '", n.name,
-          "': the actor runtime does not run control flow (cond, while_loop) "
-          "yet; runtime::Executor does");
-    }
     if (!remote(n)) {
       TROUPE_RETURN_IF_ERROR(runtime::find_kernel(n, runtime::kernel_device(n.device)).status());
     }
   }
-  const Rewrites r = rewrite(g, order, signature, options, remote);
+  const std::vector<ControlFlowRegion> regions = find_regions(g, order);
+  for (const ControlFlowRegion& region : regions)
+    TROUPE_RETURN_IF_ERROR(check_region(g, region, remote));
+  const Rewrites r = rewrite(g, order, signature, options, remote, regions);
   StepPlan plan;
   plan.feed_routes.resize(fed.size());
   for (int id : order) {
@@ -353,7 +420,7 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
     }
     plan.fetches.push_back(src);
   }
-  for (int t : signature.targets) plan.nodes[t].report = true;
+  for (int t : signature.targets) plan.nodes[r.source_of(Output{t, 0}).node].report = true;
   for (auto& [id, step] : plan.nodes) {
     if (step.report) ++plan.reporters;
     for (size_t i = 0; i < step.outs.size(); ++i) {

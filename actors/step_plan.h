@@ -4,9 +4,10 @@
 // run where it lives, a step's reads of one task's variables made in one call and its updates
 // in another, the edges between the nodes that remain, which nodes start a step, which wait on
 // a variable's earlier writes, and where each fetch comes from. Nodes that run on another task
-// (a parameter server) get no local kernel and no fusion. It sends nothing and spawns nothing:
-// the session actor turns a StepPlan into one NodePlan message per node, credits and actor
-// handles included.
+// (a parameter server) get no local kernel and no fusion. Control flow (cond, while_loop and
+// their gradients) runs in regions (actors/control_flow_region.h), one node of the plan each. It
+// sends nothing and spawns nothing: the session actor turns a StepPlan into one NodePlan message
+// per node, credits and actor handles included.
 //
 //   CompileOptions o{.fuse_ops = true, .remote = [&](const Node& n) { return on_ps(n); }};
 //   Result<StepPlan> plan = compile_plan(graph, {fed, fetches, targets}, o);
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/control_flow_region.h"
 #include "runtime/executor.h"
 #include "runtime/graph.h"
 #include "runtime/status.h"
@@ -51,6 +53,9 @@ struct NodeStep {
   std::vector<int32_t> fetched_outputs;        // reported to the session, in the fetches' order
   bool report = false;                         // a fetch or a target: the session hears when done
   std::shared_ptr<const runtime::Node> fused;  // the chain it runs instead of its own node
+  // The control-flow region it runs (its `fused` node then has the region's inputs, control
+  // inputs and outputs).
+  std::shared_ptr<const ControlFlowRegion> region;
   // Variables on the same task whose reads this node's call makes too (it is a read there):
   // their values are its further outputs, 1, 2, ...
   std::vector<int> reads;

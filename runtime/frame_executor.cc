@@ -58,7 +58,8 @@ FrameExecutor::~FrameExecutor() = default;
 
 Result<std::unique_ptr<FrameExecutor>> FrameExecutor::plan(const Graph& graph,
                                                            const std::vector<int>& nodes,
-                                                           const std::vector<Output>& fed) {
+                                                           const std::vector<Output>& fed,
+                                                           bool outside_controls_ran) {
   std::unique_ptr<FrameExecutor> fx(new FrameExecutor(graph));
   fx->frames_.push_back(Frame{});
   fx->item_of_.assign(graph.num_nodes(), -1);
@@ -114,6 +115,10 @@ Result<std::unique_ptr<FrameExecutor>> FrameExecutor::plan(const Graph& graph,
     }
     for (int c : n.control_inputs) {
       const int p = fx->item_of_[c];
+      if (p < 0 && outside_controls_ran) {
+        --item.num_control;
+        continue;
+      }
       if (p < 0) return internal_error("frames: '", n.name, "' waits for a node outside the plan");
       fx->items_[p].control_out.push_back(i);
       TROUPE_RETURN_IF_ERROR(arrive(fx->items_[p].out_frame, "^" + graph.node(c).name));

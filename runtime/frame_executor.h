@@ -30,10 +30,13 @@ bool is_control_flow_op(const std::string& op);
 class FrameExecutor {
  public:
   // The static frames of `nodes` (Enter opens the frame it names, Exit closes it). An error
-  // when a value crosses frames other than through Enter and Exit.
+  // when a value crosses frames other than through Enter and Exit. `outside_controls_ran`: a
+  // control input from a node not in `nodes` has run before every run (a part of a plan that
+  // waits for it), rather than being an error.
   static Result<std::unique_ptr<FrameExecutor>> plan(const Graph& graph,
                                                      const std::vector<int>& nodes,
-                                                     const std::vector<Output>& fed);
+                                                     const std::vector<Output>& fed,
+                                                     bool outside_controls_ran = false);
   ~FrameExecutor();
 
   // The kernel of each node and the context it runs in, in `nodes`' order.

@@ -1,0 +1,60 @@
+// Control flow in a step plan: the nodes between control-flow ops (a while loop with its body,
+// a cond's branches, and whatever lies between a loop and its gradient's loop) form regions,
+// each run as one node of the plan on runtime::FrameExecutor, with frames, iterations and dead
+// branches as the reference executor has them; the rest of the graph runs on node actors
+// around it.
+//
+//   std::vector<ControlFlowRegion> regions = find_regions(graph, order);  // order: pruned
+//   auto runner = RegionRunner::make(graph, regions[0], wanted, allocator, variables);
+//   Status s = (*runner)->run(inputs, &outputs);   // inputs in regions[0].inputs' order
+//
+// A region holds no variable reads or writes and no node of another task (step_plan.cc refuses
+// them): its values come in and go out as the node's inputs and outputs. Not thread-safe.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "runtime/frame_executor.h"
+#include "runtime/graph.h"
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+
+namespace troupe::actors {
+
+struct ControlFlowRegion {
+  std::vector<int> nodes;                // in id order; the first stands for the region in the plan
+  std::vector<runtime::Output> inputs;   // values from outside it, in its input slots' order
+  std::vector<int> controls;             // nodes outside it that must run first
+  std::vector<runtime::Output> outputs;  // every output of its nodes, in order: its outputs
+};
+
+// The regions of `order` (a pruned run in id order): each connected set of nodes that are
+// control-flow ops or lie both downstream and upstream of one.
+std::vector<ControlFlowRegion> find_regions(const runtime::Graph& graph,
+                                            const std::vector<int>& order);
+
+class RegionRunner {
+ public:
+  // `wanted`: the region's outputs (positions in region.outputs) that leave it in this plan.
+  static runtime::Result<std::unique_ptr<RegionRunner>> make(const runtime::Graph& graph,
+                                                             const ControlFlowRegion& region,
+                                                             const std::vector<int32_t>& wanted,
+                                                             runtime::Allocator* allocator,
+                                                             runtime::VariableStore* variables);
+  // One run: `inputs` holds the region's inputs first (then its control slots, ignored);
+  // `outputs` (one per region output) gets the wanted ones.
+  runtime::Status run(std::vector<runtime::Tensor>& inputs, std::vector<runtime::Tensor>* outputs);
+
+ private:
+  RegionRunner() = default;
+  const ControlFlowRegion* region_ = nullptr;
+  std::unique_ptr<runtime::FrameExecutor> frames_;
+  std::vector<std::unique_ptr<runtime::KernelContext>> contexts_;
+  std::vector<runtime::FrameExecutor::Kernel> kernels_;
+  std::vector<runtime::Output> fetches_;
+  std::vector<int32_t> wanted_;
+  std::vector<uint64_t> invocations_;
+};
+
+}  // namespace troupe::actors
