@@ -26,7 +26,8 @@ struct FlagParam {
 // k-means clusters them as they are (only a regressor's label is standardized for trees).
 template <class Options>
 constexpr bool kStandardizesFeatures = std::is_same_v<Options, estimators::DNNOptions> ||
-                                       std::is_same_v<Options, estimators::LinearOptions>;
+                                       std::is_same_v<Options, estimators::LinearOptions> ||
+                                       std::is_same_v<Options, estimators::RNNOptions>;
 
 // The spec's options joined with its columns and standardization; an error when spec.options
 // holds another model's options.
@@ -214,6 +215,21 @@ const std::vector<Entry>& registry() {
            {"max-bins", "max_bins"}},
           [](Task) -> ModelOptions { return RandomForestOptions{}; },
           {"n_trees", "max_nodes", "max_bins"}),
+      // Each example's numbers as time_steps steps (Fashion-MNIST: --time-steps 28, a row a
+      // step).
+      entry<estimators::RNNOptions>({ModelKind::kRnn, "rnn", false, false},
+                                    with_schedule({{"rnn-units", "num_units"},
+                                                   {"cell", "cell_type"},
+                                                   {"time-steps", "time_steps"},
+                                                   {"optimizer", "optimizer"},
+                                                   {"learning-rate", "learning_rate"},
+                                                   {"clip-norm", "clip_norm"}}),
+                                    [](Task) -> ModelOptions {
+                                      return estimators::RNNOptions{
+                                          .num_units = {64},
+                                          .optimizer = ops::Optimizer::adam(0.001)};
+                                    },
+                                    {"num_units", "cell_type", "time_steps"}),
   };
   return entries;
 }

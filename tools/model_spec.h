@@ -25,6 +25,7 @@
 #include "estimators/canned/linear.h"
 #include "estimators/canned/model.h"
 #include "estimators/canned/params.h"
+#include "estimators/canned/rnn.h"
 #include "estimators/canned/trees.h"
 #include "estimators/canned/wide_deep.h"
 #include "tools/cli.h"
@@ -33,7 +34,16 @@
 namespace troupe::cli {
 
 // The canned models `troupe train --model` takes.
-enum class ModelKind { kDnn, kLinear, kSvm, kWideDeep, kKMeans, kBoostedTrees, kRandomForest };
+enum class ModelKind {
+  kDnn,
+  kLinear,
+  kSvm,
+  kWideDeep,
+  kKMeans,
+  kBoostedTrees,
+  kRandomForest,
+  kRnn
+};
 
 // One row of the registry.
 struct CannedModelInfo {
@@ -58,9 +68,10 @@ std::string model_kinds_text();  // "dnn, linear, ... or random_forest", for mes
 
 // A canned model's hyperparameters, typed: one alternative per options type (linear and svm
 // share LinearOptions; svm's loss is hinge or epsilon_insensitive).
-using ModelOptions = std::variant<estimators::DNNOptions, estimators::LinearOptions,
-                                  estimators::KMeansOptions, estimators::DNNLinearCombinedOptions,
-                                  estimators::BoostedTreesOptions, estimators::RandomForestOptions>;
+using ModelOptions =
+    std::variant<estimators::DNNOptions, estimators::LinearOptions, estimators::KMeansOptions,
+                 estimators::DNNLinearCombinedOptions, estimators::BoostedTreesOptions,
+                 estimators::RandomForestOptions, estimators::RNNOptions>;
 
 struct ModelSpec {
   ModelKind model = ModelKind::kDnn;

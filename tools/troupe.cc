@@ -2,7 +2,7 @@
 // a cluster; serve exports over TensorFlow Serving's REST API; serve a ps task, and launch a
 // whole cluster on this machine.
 //
-//   troupe train --model dnn|linear|svm|wide_deep|kmeans|boosted_trees|random_forest
+//   troupe train --model dnn|linear|svm|wide_deep|kmeans|boosted_trees|random_forest|rnn
 //                [--regression] --data fashion-mnist --model-dir DIR
 //                [--hidden 256,128] [--epochs N | --steps N] [--batch-size B]
 //                [--optimizer adam|sgd|momentum|adagrad|rmsprop|ftrl] [--learning-rate R]
@@ -63,7 +63,7 @@ const char* kClusterTask =
 
 const Command kCommands[] = {
     {"train", [](const auto& a, const auto&) { return troupe::cli::train(a); },
-     "troupe train --model dnn|linear|svm|wide_deep|kmeans|boosted_trees|random_forest\n"
+     "troupe train --model dnn|linear|svm|wide_deep|kmeans|boosted_trees|random_forest|rnn\n"
      "             --data DATA --model-dir DIR [options]\n",
      "options: --regression --epochs N | --steps N --batch-size B --optimizer NAME\n"
      "  --learning-rate R --clip-norm C --eval-every N --early-stopping-rounds K --seed S\n"
@@ -83,6 +83,8 @@ const Command kCommands[] = {
      "    --max-bins 64; random_forest: --n-trees 100 --max-nodes 10000 --max-depth D\n"
      "    --max-features F --max-bins 64. Trees train until grown (no --epochs); each layer\n"
      "    grows from a batch (--batch-size, default 10000 for boosting, 100000 for forests)\n"
+     "  rnn: --rnn-units 64[,32] (stacked layers) --cell lstm|gru --time-steps T (each\n"
+     "    example's numbers as T steps; Fashion-MNIST: 28, a row a step)\n"
      "  kmeans: --n-clusters K --init k-means++|random (inertia; with labels the adjusted\n"
      "  Rand index)\n"
      "  --export latest|best   (the model for serving, in DIR/export/<which>/<seconds>)\n"

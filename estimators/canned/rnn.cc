@@ -1,0 +1,87 @@
+#include "estimators/canned/rnn.h"
+
+#include "estimators/canned/model_impl.h"
+#include "estimators/canned/runtime_names.h"
+#include "ops/array_ops.h"
+#include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/rnn.h"
+#include "ops/state_ops.h"
+
+namespace troupe::estimators {
+
+Status RNNOptions::validate(Task task) const {
+  const std::string model = model_name<RNNOptions>(task);
+  if (num_units.empty()) return param_error(model, "num_units", "no recurrent layer");
+  for (int64_t u : num_units) {
+    if (u < 1) return param_error(model, "num_units", "every layer needs at least one unit");
+  }
+  if (cell_type != "lstm" && cell_type != "gru") {
+    return param_error(model, "cell_type", "'" + cell_type + "' is not lstm or gru");
+  }
+  if (time_steps < 0) return param_error(model, "time_steps", "negative");
+  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
+  if (task == Task::kRegressor && label_dimension < 1) {
+    return param_error(model, "label_dimension", "below 1");
+  }
+  TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
+  TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
+  for (const FeatureColumn& c : feature_columns) {
+    if (c.kind != FeatureColumn::Kind::kNumeric) {
+      return param_error(model, "feature_columns",
+                         "'" + c.key + "' is not numeric: a sequence is read from numbers");
+    }
+  }
+  return fit.validate(model);
+}
+
+ModelFn RNNOptions::model_fn(Task task) const {
+  return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
+    TROUPE_RETURN_IF_ERROR(o.validate(task));
+    runtime::GraphBuilder& b = in.b;
+    const Head head = head_of(o, task);
+    int64_t width = 0;
+    Output x;
+    if (o.feature_columns.empty()) {
+      TROUPE_ASSIGN_OR_RETURN(
+          x, dense_input_layer(in, o.feature_keys, o.standardize, &width, o.head.weight_column));
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(x, input_layer(in, o.feature_columns, &width, 1));
+    }
+    const int64_t steps = o.time_steps == 0 ? width : o.time_steps;
+    if (width % steps != 0) {
+      return param_error(model_name<RNNOptions>(task), "time_steps",
+                         std::to_string(width) + " numbers an example do not split into " +
+                             std::to_string(steps) + " steps");
+    }
+    int64_t size = width / steps;
+    Output sequence = ops::reshape(b, x, {-1, steps, size});
+    Output last;
+    for (size_t i = 0; i < o.num_units.size(); ++i) {
+      const std::string layer = "rnn/layer_" + std::to_string(i);
+      auto cell = o.cell_type == "gru"
+                      ? ops::gru_cell(b, layer + "/gru_cell", size, o.num_units[i])
+                      : ops::lstm_cell(b, layer + "/lstm_cell", size, o.num_units[i]);
+      ops::RnnOutputs r = ops::dynamic_rnn(b, *cell, sequence, {}, layer);
+      sequence = r.outputs;
+      last = r.final_state.back();  // h, the last step's output
+      size = o.num_units[i];
+    }
+    const int64_t units = logits_dimension(head);
+    Output logits;
+    {
+      auto scope = b.name_scope("rnn/logits");
+      Output w = ops::variable(b, "kernel", Shape{size, units}, DType::kFloat32,
+                               ops::glorot_uniform(b, Shape{size, units}));
+      Output bias = ops::variable(b, "bias", Shape{units}, DType::kFloat32,
+                                  ops::zeros(b, Shape{units}, DType::kFloat32));
+      logits = ops::bias_add(b, ops::matmul(b, last, w), bias);
+    }
+    return head_spec(in, head, logits, o.optimizer);
+  };
+}
+
+template class CannedModel<RNNOptions, Task::kClassifier>;
+template class CannedModel<RNNOptions, Task::kRegressor>;
+
+}  // namespace troupe::estimators
