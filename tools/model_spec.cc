@@ -141,24 +141,25 @@ std::vector<FlagParam> with_schedule(std::vector<FlagParam> flags) {
   return flags;
 }
 
-const std::vector<FlagParam> kLinearFlags = with_schedule({{"optimizer", "optimizer"},
-                                                           {"learning-rate", "learning_rate"},
-                                                           {"l1", "l1"},
-                                                           {"l2", "l2"},
-                                                           {"clip-norm", "clip_norm"}});
+// The flags of a model with one optimizer (estimators::optimizer_fields).
+std::vector<FlagParam> with_optimizer(std::vector<FlagParam> flags) {
+  flags.insert(
+      flags.end(),
+      {{"optimizer", "optimizer"}, {"learning-rate", "learning_rate"}, {"clip-norm", "clip_norm"}});
+  return with_schedule(std::move(flags));
+}
+
+const std::vector<FlagParam> kLinearFlags = with_optimizer({{"l1", "l1"}, {"l2", "l2"}});
 
 const std::vector<Entry>& registry() {
   using estimators::BoostedTreesOptions;
   using estimators::RandomForestOptions;
   static const std::vector<Entry> entries = {
       entry<estimators::DNNOptions>({ModelKind::kDnn, "dnn", false, true},
-                                    with_schedule({{"hidden", "hidden_units"},
-                                                   {"optimizer", "optimizer"},
-                                                   {"learning-rate", "learning_rate"},
-                                                   {"dropout", "dropout"},
-                                                   {"activation", "activation"},
-                                                   {"clip-norm", "clip_norm"},
-                                                   {"batch-norm", "batch_norm"}}),
+                                    with_optimizer({{"hidden", "hidden_units"},
+                                                    {"dropout", "dropout"},
+                                                    {"activation", "activation"},
+                                                    {"batch-norm", "batch_norm"}}),
                                     [](Task) -> ModelOptions {
                                       return estimators::DNNOptions{
                                           .hidden_units = {256, 128},
@@ -217,19 +218,15 @@ const std::vector<Entry>& registry() {
           {"n_trees", "max_nodes", "max_bins"}),
       // Each example's numbers as time_steps steps (Fashion-MNIST: --time-steps 28, a row a
       // step).
-      entry<estimators::RNNOptions>({ModelKind::kRnn, "rnn", false, false},
-                                    with_schedule({{"rnn-units", "num_units"},
-                                                   {"cell", "cell_type"},
-                                                   {"time-steps", "time_steps"},
-                                                   {"optimizer", "optimizer"},
-                                                   {"learning-rate", "learning_rate"},
-                                                   {"clip-norm", "clip_norm"}}),
-                                    [](Task) -> ModelOptions {
-                                      return estimators::RNNOptions{
-                                          .num_units = {64},
+      entry<estimators::RNNOptions>(
+          {ModelKind::kRnn, "rnn", false, false},
+          with_optimizer(
+              {{"rnn-units", "num_units"}, {"cell", "cell_type"}, {"time-steps", "time_steps"}}),
+          [](Task) -> ModelOptions {
+            return estimators::RNNOptions{.num_units = {64},
                                           .optimizer = ops::Optimizer::adam(0.001)};
-                                    },
-                                    {"num_units", "cell_type", "time_steps"}),
+          },
+          {"num_units", "cell_type", "time_steps"}),
   };
   return entries;
 }

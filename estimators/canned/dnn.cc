@@ -68,10 +68,7 @@ Status DNNOptions::validate(Task task) const {
   for (int64_t u : hidden_units) {
     if (u < 1) return param_error(model, "hidden_units", "every layer needs at least one unit");
   }
-  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
-  if (task == Task::kRegressor && label_dimension < 1) {
-    return param_error(model, "label_dimension", "below 1");
-  }
+  TROUPE_RETURN_IF_ERROR(check_outputs(model, task, n_classes, label_dimension));
   if (activation != "relu" && activation != "tanh" && activation != "sigmoid" &&
       activation != "elu") {
     return param_error(model, "activation",
@@ -92,13 +89,7 @@ Result<Output> dnn_logits(ModelInputs& in, const DNNOptions& o, int64_t units,
                           std::vector<int>* updates) {
   runtime::GraphBuilder& b = in.b;
   int64_t width = 0;
-  Output h;
-  if (o.feature_columns.empty()) {
-    TROUPE_ASSIGN_OR_RETURN(
-        h, dense_input_layer(in, o.feature_keys, o.standardize, &width, o.head.weight_column));
-  } else {
-    TROUPE_ASSIGN_OR_RETURN(h, input_layer(in, o.feature_columns, &width, o.partitions));
-  }
+  TROUPE_ASSIGN_OR_RETURN(Output h, dense_features(in, o, &width, o.partitions));
   for (size_t i = 0; i < o.hidden_units.size(); ++i) {
     const std::string scope = "dnn/hiddenlayer_" + std::to_string(i);
     h = dense(b, scope, h, width, o.hidden_units[i], o.partitions);

@@ -53,18 +53,11 @@ struct DNNOptions {
   template <class Self, class F>
   static void fields(Self& o, Task task, F&& f) {
     f("hidden_units", o.hidden_units);
-    if (task == Task::kClassifier) {
-      f("n_classes", o.n_classes);
-    } else {
-      f("label_dimension", o.label_dimension);
-    }
+    output_fields(o, task, f);
     f("activation", o.activation);
     f("dropout", o.dropout);
     f("batch_norm", o.batch_norm);
-    f("optimizer", o.optimizer);
-    f("learning_rate", o.optimizer.learning_rate);
-    f("clip_norm", o.optimizer.clip_norm);
-    schedule_fields(o.optimizer.schedule, f);
+    optimizer_fields(o.optimizer, f);
     f("feature_keys", o.feature_keys);
     f("partitions", o.partitions);
     HeadOptions::fields(o.head, task, f);

@@ -127,6 +127,18 @@ runtime::Result<runtime::Output> input_layer(ModelInputs& in,
                                              const std::vector<FeatureColumn>& columns,
                                              int64_t* width, int partitions = 1);
 
+// A dense model's input (the DNN's, the RNN's): input_layer over `columns` when there are
+// any, else dense_input_layer over the features named in `keys` (input_layer.h), with the
+// numeric features standardized and the weight column left out.
+template <class Options>
+runtime::Result<runtime::Output> dense_features(ModelInputs& in, const Options& o, int64_t* width,
+                                                int partitions = 1) {
+  if (o.feature_columns.empty()) {
+    return dense_input_layer(in, o.feature_keys, o.standardize, width, o.head.weight_column);
+  }
+  return input_layer(in, o.feature_columns, width, partitions);
+}
+
 // A linear model's logits [batch, units]: the sum of each column's weighted values (numeric)
 // or of the weight rows of its ids (categorical), plus a bias, its variables under `scope`
 // (<scope>/<column>/weights, <scope>/bias_weights), the weights split into up to `partitions`

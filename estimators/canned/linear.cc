@@ -12,10 +12,7 @@ namespace troupe::estimators {
 
 Status LinearOptions::validate(Task task) const {
   const std::string model = model_name<LinearOptions>(task);
-  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
-  if (task == Task::kRegressor && label_dimension < 1) {
-    return param_error(model, "label_dimension", "below 1");
-  }
+  TROUPE_RETURN_IF_ERROR(check_outputs(model, task, n_classes, label_dimension));
   if (Status s = check_loss(task, loss); !s.ok()) return param_error(model, "loss", s.message());
   if (!(epsilon >= 0)) return param_error(model, "epsilon", "negative");
   TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));

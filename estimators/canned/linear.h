@@ -48,17 +48,10 @@ struct LinearOptions {
 
   template <class Self, class F>
   static void fields(Self& o, Task task, F&& f) {
-    if (task == Task::kClassifier) {
-      f("n_classes", o.n_classes);
-    } else {
-      f("label_dimension", o.label_dimension);
-      f("epsilon", o.epsilon);
-    }
+    output_fields(o, task, f);
+    if (task == Task::kRegressor) f("epsilon", o.epsilon);
     f("loss", o.loss);
-    f("optimizer", o.optimizer);
-    f("learning_rate", o.optimizer.learning_rate);
-    f("clip_norm", o.optimizer.clip_norm);
-    schedule_fields(o.optimizer.schedule, f);
+    optimizer_fields(o.optimizer, f);
     f("l1", o.l1);
     f("l2", o.l2);
     f("feature_keys", o.feature_keys);

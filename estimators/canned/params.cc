@@ -146,6 +146,15 @@ runtime::Status param_error(const std::string& model, const std::string& param,
   return runtime::invalid_argument(model, " parameter ", param, ": ", why);
 }
 
+runtime::Status check_outputs(const std::string& model, Task task, int64_t n_classes,
+                              int64_t label_dimension) {
+  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
+  if (task == Task::kRegressor && label_dimension < 1) {
+    return param_error(model, "label_dimension", "below 1");
+  }
+  return runtime::ok_status();
+}
+
 runtime::Status check_optimizer(const std::string& model, const ops::Optimizer& o) {
   if (!(o.learning_rate > 0)) return param_error(model, "learning_rate", "not above 0");
   if (!(o.clip_norm >= 0)) return param_error(model, "clip_norm", "negative");

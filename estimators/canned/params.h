@@ -70,6 +70,25 @@ void schedule_fields(Schedule& s, F&& f) {
   f("warmup_steps", s.warmup_steps);
 }
 
+// n_classes for a classifier, label_dimension for a regressor: the width of the head's logits.
+template <class Self, class F>
+void output_fields(Self& o, Task task, F&& f) {
+  if (task == Task::kClassifier) {
+    f("n_classes", o.n_classes);
+  } else {
+    f("label_dimension", o.label_dimension);
+  }
+}
+
+// An optimizer's params: its name (adam, ...), learning_rate, clip_norm and schedule.
+template <class Optimizer, class F>
+void optimizer_fields(Optimizer& o, F&& f) {
+  f("optimizer", o);
+  f("learning_rate", o.learning_rate);
+  f("clip_norm", o.clip_norm);
+  schedule_fields(o.schedule, f);
+}
+
 // A canned model's name for its task.
 template <class Options>
 std::string model_name(Task task) {
@@ -79,6 +98,10 @@ std::string model_name(Task task) {
 // "<model> parameter <param>: <why>": the error of a param that validate() refuses.
 runtime::Status param_error(const std::string& model, const std::string& param,
                             const std::string& why);
+
+// n_classes at least 2 for a classifier, label_dimension at least 1 for a regressor.
+runtime::Status check_outputs(const std::string& model, Task task, int64_t n_classes,
+                              int64_t label_dimension);
 
 // The optimizer's params (learning_rate above 0, clip_norm not negative, its schedule), by
 // param_error.

@@ -20,10 +20,7 @@ Status RNNOptions::validate(Task task) const {
     return param_error(model, "cell_type", "'" + cell_type + "' is not lstm or gru");
   }
   if (time_steps < 0) return param_error(model, "time_steps", "negative");
-  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
-  if (task == Task::kRegressor && label_dimension < 1) {
-    return param_error(model, "label_dimension", "below 1");
-  }
+  TROUPE_RETURN_IF_ERROR(check_outputs(model, task, n_classes, label_dimension));
   TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
   TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
   for (const FeatureColumn& c : feature_columns) {
@@ -38,16 +35,10 @@ Status RNNOptions::validate(Task task) const {
 ModelFn RNNOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
     TROUPE_RETURN_IF_ERROR(o.validate(task));
+    int64_t width = 0;
+    TROUPE_ASSIGN_OR_RETURN(Output x, dense_features(in, o, &width));
     runtime::GraphBuilder& b = in.b;
     const Head head = head_of(o, task);
-    int64_t width = 0;
-    Output x;
-    if (o.feature_columns.empty()) {
-      TROUPE_ASSIGN_OR_RETURN(
-          x, dense_input_layer(in, o.feature_keys, o.standardize, &width, o.head.weight_column));
-    } else {
-      TROUPE_ASSIGN_OR_RETURN(x, input_layer(in, o.feature_columns, &width, 1));
-    }
     const int64_t steps = o.time_steps == 0 ? width : o.time_steps;
     if (width % steps != 0) {
       return param_error(model_name<RNNOptions>(task), "time_steps",

@@ -46,15 +46,8 @@ struct RNNOptions {
     f("num_units", o.num_units);
     f("cell_type", o.cell_type);
     f("time_steps", o.time_steps);
-    if (task == Task::kClassifier) {
-      f("n_classes", o.n_classes);
-    } else {
-      f("label_dimension", o.label_dimension);
-    }
-    f("optimizer", o.optimizer);
-    f("learning_rate", o.optimizer.learning_rate);
-    f("clip_norm", o.optimizer.clip_norm);
-    schedule_fields(o.optimizer.schedule, f);
+    output_fields(o, task, f);
+    optimizer_fields(o.optimizer, f);
     f("feature_keys", o.feature_keys);
     HeadOptions::fields(o.head, task, f);
     FitParams::fields(o.fit, f);

@@ -55,12 +55,7 @@ struct TreeModel {
 template <class Options>
 Status check_common(const Options& o, Task task) {
   const std::string model = model_name<Options>(task);
-  if (task == Task::kClassifier && o.n_classes < 2) {
-    return param_error(model, "n_classes", "below 2");
-  }
-  if (task == Task::kRegressor && o.label_dimension < 1) {
-    return param_error(model, "label_dimension", "below 1");
-  }
+  TROUPE_RETURN_IF_ERROR(check_outputs(model, task, o.n_classes, o.label_dimension));
   if (o.n_trees < 1) return param_error(model, "n_trees", "below 1");
   if (!(o.min_node_weight >= 0)) return param_error(model, "min_node_weight", "negative");
   if (o.max_bins < 2 || o.max_bins > 256) {

@@ -77,11 +77,7 @@ struct BoostedTreesOptions {
 
   template <class Self, class F>
   static void fields(Self& o, Task task, F&& f) {
-    if (task == Task::kClassifier) {
-      f("n_classes", o.n_classes);
-    } else {
-      f("label_dimension", o.label_dimension);
-    }
+    output_fields(o, task, f);
     f("n_trees", o.n_trees);
     f("max_depth", o.max_depth);
     f("learning_rate", o.learning_rate);
@@ -123,11 +119,7 @@ struct RandomForestOptions {
 
   template <class Self, class F>
   static void fields(Self& o, Task task, F&& f) {
-    if (task == Task::kClassifier) {
-      f("n_classes", o.n_classes);
-    } else {
-      f("label_dimension", o.label_dimension);
-    }
+    output_fields(o, task, f);
     f("n_trees", o.n_trees);
     f("max_nodes", o.max_nodes);
     f("max_depth", o.max_depth);

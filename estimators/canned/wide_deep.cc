@@ -12,28 +12,30 @@ namespace troupe::estimators {
 
 namespace {
 
+// A part's options: what both parts share, then its own.
+template <class Part>
+Part part_of(const DNNLinearCombinedOptions& o, ops::Optimizer optimizer,
+             std::vector<FeatureColumn> columns) {
+  Part p;
+  p.n_classes = o.n_classes;
+  p.label_dimension = o.label_dimension;
+  p.partitions = o.partitions;
+  p.optimizer = std::move(optimizer);
+  p.feature_columns = std::move(columns);
+  return p;
+}
+
 DNNOptions deep_part(const DNNLinearCombinedOptions& o) {
-  DNNOptions d;
+  auto d = part_of<DNNOptions>(o, o.dnn_optimizer, o.dnn_feature_columns);
   d.hidden_units = o.dnn_hidden_units;
-  d.n_classes = o.n_classes;
-  d.label_dimension = o.label_dimension;
   d.activation = o.dnn_activation;
   d.dropout = o.dnn_dropout;
   d.batch_norm = o.dnn_batch_norm;
-  d.optimizer = o.dnn_optimizer;
-  d.feature_columns = o.dnn_feature_columns;
-  d.partitions = o.partitions;
   return d;
 }
 
 LinearOptions wide_part(const DNNLinearCombinedOptions& o) {
-  LinearOptions l;
-  l.n_classes = o.n_classes;
-  l.label_dimension = o.label_dimension;
-  l.optimizer = o.linear_optimizer;
-  l.feature_columns = o.linear_feature_columns;
-  l.partitions = o.partitions;
-  return l;
+  return part_of<LinearOptions>(o, o.linear_optimizer, o.linear_feature_columns);
 }
 
 // The trainable variables `build` adds to the graph.
@@ -55,10 +57,7 @@ Status DNNLinearCombinedOptions::validate(Task task) const {
     return param_error(model, "feature_columns",
                        "neither linear_feature_columns nor dnn_feature_columns given");
   }
-  if (task == Task::kClassifier && n_classes < 2) return param_error(model, "n_classes", "below 2");
-  if (task == Task::kRegressor && label_dimension < 1) {
-    return param_error(model, "label_dimension", "below 1");
-  }
+  TROUPE_RETURN_IF_ERROR(check_outputs(model, task, n_classes, label_dimension));
   // Its message names the head option that is wrong (class_weights, label_vocabulary, ...).
   TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
   if (partitions < 1) return param_error(model, "partitions", "below 1");

@@ -50,11 +50,7 @@ struct DNNLinearCombinedOptions {
 
   template <class Self, class F>
   static void fields(Self& o, Task task, F&& f) {
-    if (task == Task::kClassifier) {
-      f("n_classes", o.n_classes);
-    } else {
-      f("label_dimension", o.label_dimension);
-    }
+    output_fields(o, task, f);
     f("linear_optimizer", o.linear_optimizer);
     f("linear_learning_rate", o.linear_optimizer.learning_rate);
     f("dnn_hidden_units", o.dnn_hidden_units);

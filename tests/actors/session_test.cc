@@ -35,6 +35,44 @@ struct Mlp {
   int train = -1, init = -1;
 };
 
+// The loss of `logits` against m->y, its training op and the initializer.
+void classify(runtime::GraphBuilder& b, Output logits, const ops::Optimizer& opt, Mlp* m) {
+  m->loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, m->y, logits));
+  m->train = ops::minimize(b, m->loss, opt);
+  m->init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+}
+
+// The losses of `single` steps run one by one on actors, then of `looped` more inside the
+// actor system, pipelined; `order` gets the loop's step numbers as they are reported.
+std::vector<float> actor_losses(actors::Session& s, const Mlp& m,
+                                std::function<runtime::FeedList(int)> feed, int single, int looped,
+                                std::vector<int64_t>* order = nullptr) {
+  std::vector<float> got;
+  for (int i = 0; i < single; ++i) {
+    auto r = s.run(feed(i), {m.loss}, {m.train});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    got.push_back((*r)[0].data<float>()[0]);
+  }
+  actors::LoopRequest loop;
+  loop.steps = looped;
+  loop.fetches = {m.loss};
+  loop.targets = {m.train};
+  loop.feed = [&](int64_t i, runtime::FeedList* f) {
+    *f = feed(int(i) + single);
+    return runtime::ok_status();
+  };
+  loop.on_step = [&](int64_t i, const std::vector<Tensor>& v) {
+    if (order) order->push_back(i);
+    got.push_back(v[0].data<float>()[0]);
+    return true;
+  };
+  auto done = s.run_loop(std::move(loop));
+  REQUIRE_MESSAGE(done.ok(), done.status().to_string());
+  CHECK(*done == looped);
+  return got;
+}
+
 Mlp build_mlp(int64_t seed) {
   Mlp m;
   m.g.set_seed(seed);
@@ -48,11 +86,7 @@ Mlp build_mlp(int64_t seed) {
   Output w2 =
       ops::variable(b, "w2", Shape{16, 3}, DType::kFloat32, ops::glorot_uniform(b, Shape{16, 3}));
   Output h = ops::relu(b, ops::bias_add(b, ops::matmul(b, m.x, w1), b1));
-  Output logits = ops::matmul(b, h, w2);
-  m.loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, m.y, logits));
-  m.train = ops::minimize(b, m.loss, ops::Optimizer::momentum_sgd(0.1, 0.9));
-  m.init = ops::global_variables_initializer(b);
-  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  classify(b, ops::matmul(b, h, w2), ops::Optimizer::momentum_sgd(0.1, 0.9), &m);
   return m;
 }
 
@@ -86,30 +120,10 @@ TEST_CASE("a session on actors trains exactly like the reference executor") {
   auto s = actors::Session::create(rt, m.g);
   REQUIRE(s.ok());
   REQUIRE((*s)->run({}, {}, {m.init}).ok());
-  std::vector<float> got;
-  for (int i = 0; i < 10; ++i) {
-    auto r = (*s)->run(batch(m, i), {m.loss}, {m.train});
-    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-    got.push_back((*r)[0].data<float>()[0]);
-  }
-  // The other ten inside the actor system, pipelined two deep.
-  actors::LoopRequest loop;
-  loop.steps = 10;
-  loop.fetches = {m.loss};
-  loop.targets = {m.train};
+  // Ten steps one by one, the other ten inside the actor system, pipelined two deep.
   std::vector<int64_t> order;
-  loop.feed = [&](int64_t i, runtime::FeedList* f) {
-    *f = batch(m, int(i) + 10);
-    return runtime::ok_status();
-  };
-  loop.on_step = [&](int64_t i, const std::vector<Tensor>& v) {
-    order.push_back(i);
-    got.push_back(v[0].data<float>()[0]);
-    return true;
-  };
-  auto done = (*s)->run_loop(std::move(loop));
-  REQUIRE_MESSAGE(done.ok(), done.status().to_string());
-  CHECK(*done == 10);
+  std::vector<float> got = actor_losses(
+      **s, m, [&](int i) { return batch(m, i); }, 10, 10, &order);
   CHECK(order == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
   CHECK(got == want);
   CHECK((*s)->variables().read("global_step")->data<int64_t>()[0] == 20);
@@ -564,11 +578,7 @@ Mlp build_rnn(int64_t seed) {
   ops::RnnOutputs rnn = ops::dynamic_rnn(b, *cell, m.x);
   Output w =
       ops::variable(b, "out", Shape{8, 3}, DType::kFloat32, ops::glorot_uniform(b, Shape{8, 3}));
-  Output logits = ops::matmul(b, rnn.final_state[1], w);
-  m.loss = ops::reduce_mean(b, ops::sparse_softmax_cross_entropy_with_logits(b, m.y, logits));
-  m.train = ops::minimize(b, m.loss, ops::Optimizer::adam(0.01));
-  m.init = ops::global_variables_initializer(b);
-  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  classify(b, ops::matmul(b, rnn.final_state[1], w), ops::Optimizer::adam(0.01), &m);
   return m;
 }
 
@@ -600,27 +610,9 @@ TEST_CASE("an LSTM trains on actors exactly as on the reference executor, loop g
   auto s = actors::Session::create(rt, m.g);
   REQUIRE(s.ok());
   REQUIRE((*s)->run({}, {}, {m.init}).ok());
-  std::vector<float> got;
-  for (int i = 0; i < 4; ++i) {
-    auto r = (*s)->run(sequences(m, i), {m.loss}, {m.train});
-    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-    got.push_back((*r)[0].data<float>()[0]);
-  }
-  // The rest pipelined: a step's region starts while the last one's updates finish.
-  actors::LoopRequest loop;
-  loop.steps = 4;
-  loop.fetches = {m.loss};
-  loop.targets = {m.train};
-  loop.feed = [&](int64_t i, runtime::FeedList* f) {
-    *f = sequences(m, int(i) + 4);
-    return runtime::ok_status();
-  };
-  loop.on_step = [&](int64_t, const std::vector<Tensor>& v) {
-    got.push_back(v[0].data<float>()[0]);
-    return true;
-  };
-  auto done = (*s)->run_loop(std::move(loop));
-  REQUIRE_MESSAGE(done.ok(), done.status().to_string());
+  // Four one by one, four pipelined: a step's region starts while the last one's updates end.
+  std::vector<float> got = actor_losses(
+      **s, m, [&](int i) { return sequences(m, i); }, 4, 4);
   CHECK(got == want);
   CHECK((*s)->variables().read("lstm/kernel")->to_vector<float>() ==
         vars.read("lstm/kernel")->to_vector<float>());
