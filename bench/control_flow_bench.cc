@@ -1,9 +1,12 @@
-// Control flow on runtime::Executor (the reference the actor runtime will be held to, issue 40):
+// Control flow on runtime::Executor (the reference) and on the actor runtime (issue 40):
 //   lstm_loop_vs_unrolled  an LSTM (128 units, batch 128, 28 steps of 28 features, Fashion-MNIST's
 //                          row-by-row shape) trained a step at a time (forward, backward through
 //                          the loop, Adam), as dynamic_rnn's while_loop against the same cell
 //                          written out as a straight graph of 28 steps: examples/s, ratio >= 0.9
 //                          (issue 40's second peer)
+//   lstm_actors_vs_executor the loop's LSTM trained through an actors::Session (its loops run in
+//                          a control-flow region, the layers around them as node actors)
+//                          against runtime::Executor: examples/s, their ratio
 //   while_iteration        one iteration of a loop whose body is a scalar add against one node of
 //                          a straight chain of adds: us each, their ratio (what frames cost
 //                          per node on the reference executor)
@@ -14,6 +17,8 @@
 #include <random>
 #include <vector>
 
+#include "actors/runtime_system.h"
+#include "actors/session.h"
 #include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "ops/array_ops.h"
@@ -33,8 +38,12 @@ namespace {
 bool quick = false;
 constexpr int64_t kBatch = 128, kSteps = 28, kFeatures = 28, kUnits = 128;
 
-// Seconds per training step of the LSTM classifier, through a loop or written out.
-double lstm_step_seconds(bool loop) {
+enum class Run { kLoop, kUnrolled, kLoopOnActors };
+
+// Seconds per training step of the LSTM classifier, through a loop or written out, on the
+// reference executor or on actors.
+double lstm_step_seconds(Run run) {
+  const bool loop = run != Run::kUnrolled;
   Graph g;
   GraphBuilder b(&g);
   g.set_seed(1);
@@ -61,20 +70,32 @@ double lstm_step_seconds(bool loop) {
     std::fprintf(stderr, "control_flow_bench: %s\n", b.status().to_string().c_str());
     return 0;
   }
-  VariableStore store;
-  Executor exec(g, {.variables = &store});
-  if (!exec.run({}, {}, {init}).ok()) return 0;
   std::mt19937_64 rng(2);
   Tensor xs(DType::kFloat32, Shape{kBatch, kSteps, kFeatures});
   Tensor ys(DType::kInt32, Shape{kBatch});
   std::uniform_real_distribution<float> u(0, 1);
   for (int64_t i = 0; i < xs.num_elements(); ++i) xs.data<float>()[i] = u(rng);
   for (int64_t i = 0; i < kBatch; ++i) ys.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+  const int reps = quick ? 3 : 5;
+  const double seconds = quick ? 0.3 : 1.0;
+  if (run == Run::kLoopOnActors) {
+    actors::Runtime rt;
+    auto session = actors::Session::create(rt, g);
+    if (!session.ok() || !(*session)->run({}, {}, {init}).ok()) return 0;
+    return bench::median_seconds(
+        [&] {
+          if (!(*session)->run({{x, xs}, {y, ys}}, {}, {train}).ok()) std::abort();
+        },
+        reps, seconds);
+  }
+  VariableStore store;
+  Executor exec(g, {.variables = &store});
+  if (!exec.run({}, {}, {init}).ok()) return 0;
   return bench::median_seconds(
       [&] {
         if (!exec.run({{x, xs}, {y, ys}}, {}, {train}).ok()) std::abort();
       },
-      quick ? 3 : 5, quick ? 0.3 : 1.0);
+      reps, seconds);
 }
 
 // Microseconds per iteration of a scalar-add loop, or per node of a chain of adds.
@@ -115,11 +136,13 @@ int main(int argc, char** argv) {
   quick = flags.quick;
   bench::Bars bars("control_flow");
   // Alternated rounds, the ratio taken within each and its median reported.
-  std::vector<double> loop_s, unrolled_s, ratios;
+  std::vector<double> loop_s, unrolled_s, actors_s, ratios, actor_ratios;
   for (int round = 0; round < (quick ? 1 : 3); ++round) {
-    loop_s.push_back(lstm_step_seconds(true));
-    unrolled_s.push_back(lstm_step_seconds(false));
+    loop_s.push_back(lstm_step_seconds(Run::kLoop));
+    unrolled_s.push_back(lstm_step_seconds(Run::kUnrolled));
+    actors_s.push_back(lstm_step_seconds(Run::kLoopOnActors));
     ratios.push_back(unrolled_s.back() / loop_s.back());
+    actor_ratios.push_back(loop_s.back() / actors_s.back());
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -127,6 +150,8 @@ int main(int argc, char** argv) {
   };
   bars.add("lstm_loop_vs_unrolled", kBatch / median(loop_s), "examples/s", "unrolled",
            kBatch / median(unrolled_s), median(ratios));
+  bars.add("lstm_actors_vs_executor", kBatch / median(actors_s), "examples/s", "executor",
+           kBatch / median(loop_s), median(actor_ratios));
   const double iteration = per_add_us(true), node = per_add_us(false);
   bars.add("while_iteration", iteration, "us", "straight_node", node, node / iteration);
   bars.write_json(flags.json);
