@@ -134,6 +134,20 @@ Result<bool> RecordReader::next(std::string_view* record) {
   return true;
 }
 
+uint64_t RecordReader::resync() {
+  for (uint64_t p = offset_ + 1; p < size_ && size_ - p >= kHeader + kFooter; ++p) {
+    uint64_t length;
+    uint32_t length_crc;
+    std::memcpy(&length, data_ + p, 8);
+    std::memcpy(&length_crc, data_ + p + 8, 4);
+    if (unmask_crc32c(length_crc) == crc32c(data_ + p, 8) &&
+        length <= size_ - p - kHeader - kFooter) {
+      return offset_ = p;
+    }
+  }
+  return offset_ = size_;
+}
+
 Status read_file(const std::string& path, std::string* out) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return not_found("cannot open ", path, ": ", std::strerror(errno));

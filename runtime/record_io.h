@@ -57,6 +57,12 @@ class RecordReader {
   Result<bool> next(std::string_view* record);
   // Where the next frame starts.
   uint64_t offset() const { return offset_; }
+  // After next() failed on a frame whose length cannot be trusted (its checksum fails, or it
+  // runs past the end): moves to the next byte at which a frame's length and its checksum hold
+  // and the frame fits in the data, or to the end, and returns that offset. A frame found so
+  // could be a false match only with a 2^-32 chance per byte, and its data checksum still
+  // decides whether its record is good.
+  uint64_t resync();
 
  private:
   const char* data_;

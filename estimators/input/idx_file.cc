@@ -105,6 +105,15 @@ Result<Tensor> read_idx(const std::string& path) {
     return runtime::invalid_argument("IDX file '", path, "': trailing bytes after ", header + n,
                                      " bytes");
   }
+  // zlib reports a stream that ends before its trailer as Z_BUF_ERROR with the data it had:
+  // the file was cut short, and the data it holds was never checked against the trailer's CRC.
+  int code = Z_OK;
+  gzerror(f.get(), &code);
+  if (!plain && code == Z_BUF_ERROR) {
+    return runtime::data_loss("IDX file '", path,
+                              "': the gzip stream ends before its 8-byte trailer (the file is cut "
+                              "short; its data cannot be checked)");
+  }
   return t;
 }
 

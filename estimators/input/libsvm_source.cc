@@ -84,6 +84,7 @@ Result<std::shared_ptr<LibsvmSource>> LibsvmSource::open(const std::string& patt
   const bool infer = options.dense && options.num_features <= 0;
   const int64_t base = options.zero_based ? 0 : 1;
   int64_t max_index = -1;
+  std::string max_at;  // file:line of the largest index, for the error it may cause
   Example ex;
   for (const std::string& path : paths) {
     TROUPE_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
@@ -101,7 +102,11 @@ Result<std::shared_ptr<LibsvmSource>> LibsvmSource::open(const std::string& patt
         // Inferring the width needs every index; a line that does not parse is reported when
         // it is read.
         if (infer && parse_line(text, base, &ex).ok()) {
-          for (int64_t i : ex.indices) max_index = std::max(max_index, i);
+          for (int64_t i : ex.indices) {
+            if (i <= max_index) continue;
+            max_index = i;
+            max_at = path + ":" + std::to_string(line);
+          }
         }
       }
       pos = nl + 1;
@@ -119,7 +124,7 @@ Result<std::shared_ptr<LibsvmSource>> LibsvmSource::open(const std::string& patt
   for (const auto& file : s->files_) TROUPE_RETURN_IF_ERROR(file->status());
   if (infer) {
     if (max_index == INT64_MAX) {
-      return runtime::invalid_argument(s->name(), ": feature index ", max_index, " is too large");
+      return runtime::invalid_argument(max_at, ": feature index ", max_index, " is too large");
     }
     s->options_.num_features = max_index + 1;
   }
@@ -128,8 +133,9 @@ Result<std::shared_ptr<LibsvmSource>> LibsvmSource::open(const std::string& patt
     // must be an error here, not an allocation of its width at the first read.
     const runtime::Shape unit{s->options_.rows_per_unit, s->options_.num_features};
     if (Status st = runtime::check_tensor_size(runtime::DType::kFloat32, unit); !st.ok()) {
-      return runtime::make_error(st.code(), s->name(), ": dense rows of ", s->options_.num_features,
-                                 " features (the largest index) do not fit: ", st.message());
+      return runtime::make_error(st.code(), infer ? max_at : s->name(), ": dense rows of ",
+                                 s->options_.num_features, " features (the largest index",
+                                 infer ? ", on this line" : "", ") do not fit: ", st.message());
     }
   }
   return s;

@@ -89,13 +89,15 @@ Result<std::shared_ptr<RecordSource>> RecordSource::open(const std::string& patt
       const uint64_t at = reader.offset();
       Result<bool> more = reader.next(&body);
       if (!more.ok() && reader.offset() == at) {
-        // A bad length or a truncated frame: nothing after it can be located.
+        // A bad length or a truncated frame: the next frame is found by its own checksum.
         if (!skip_bad_records) return more.status();
-        ++s->bad_tail_;
-        s->records_.push_back(Record{static_cast<int>(s->files_.size()), at, 0, true});
-        runtime::log_warning(path, ": skipping the unreadable rest from byte ", at,
-                             " on: ", more.status().message());
-        break;
+        const uint64_t resume = reader.resync();
+        ++s->damaged_;
+        s->records_.push_back(Record{static_cast<int>(s->files_.size()), at, resume - at, true});
+        runtime::log_warning(path, ": skipping bytes ", at, " to ", resume, " (",
+                             more.status().message(), ")",
+                             resume < bytes.size() ? "; reading on from there" : "");
+        continue;
       }
       if (more.ok() && !*more) break;
       // Data checksums are checked again when the record is read, so that a bad record fails
@@ -105,7 +107,7 @@ Result<std::shared_ptr<RecordSource>> RecordSource::open(const std::string& patt
     s->files_.push_back(std::move(file));
   }
   for (const Record& r : s->records_) {
-    if (r.tail) continue;
+    if (r.damaged) continue;
     actors::Chunk chunk;
     Status st = s->decode(r, &s->names_, &chunk);
     if (st.ok()) break;
@@ -140,7 +142,7 @@ Status RecordSource::read(int64_t unit, std::vector<actors::Chunk>* out, int64_t
 Status RecordSource::read_unit(int64_t unit, std::vector<actors::Chunk>* out,
                                int64_t* skipped) const {
   const Record& r = records_[static_cast<size_t>(unit)];
-  if (r.tail) {
+  if (r.damaged) {
     ++*skipped;
     return runtime::ok_status();
   }

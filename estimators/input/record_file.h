@@ -8,9 +8,11 @@
 //
 // A truncated file or a record whose checksum fails is an error naming the file and the byte
 // offset of the record; with skip_bad_records a record with a bad checksum is counted and
-// skipped. A bad length ends the readable part of a file (nothing after it can be located):
-// with skip_bad_records that unreadable tail is one more unit, which reads as one skipped
-// record each epoch, so the runner's `skipped` count shows it, and a warning names it at open.
+// skipped. After a bad length (or a frame running past the end) the reader resynchronises on
+// the next byte where a frame's length and its checksum hold (runtime::RecordReader::resync),
+// so the records after it are read; the damaged stretch is one more unit, which reads as one
+// skipped record each epoch (the record whose length was damaged), so the runner's `skipped`
+// count shows it, and a warning names its bytes at open.
 #pragma once
 
 #include <memory>
@@ -35,16 +37,16 @@ class RecordSource : public actors::Source {
   int64_t num_units() const override { return static_cast<int64_t>(records_.size()); }
   runtime::Status read(int64_t unit, std::vector<actors::Chunk>* out,
                        int64_t* skipped) const override;
-  // Records that could not be located (after a bad length); counted once, at open.
-  int64_t unreadable_tail_records() const { return bad_tail_; }
+  // Stretches of bytes in which no record could be located (after a bad length).
+  int64_t damaged_stretches() const { return damaged_; }
 
  private:
   runtime::Status read_unit(int64_t unit, std::vector<actors::Chunk>* out, int64_t* skipped) const;
   struct Record {
     int file = 0;
-    uint64_t offset = 0;  // of the frame
-    uint64_t size = 0;    // of the frame
-    bool tail = false;    // the unreadable rest of the file, from `offset` on
+    uint64_t offset = 0;   // of the frame
+    uint64_t size = 0;     // of the frame
+    bool damaged = false;  // `size` bytes from `offset` in which no record could be located
   };
   RecordSource() = default;
   runtime::Status decode(const Record& r, std::vector<std::string>* names,
@@ -54,7 +56,7 @@ class RecordSource : public actors::Source {
   std::vector<std::shared_ptr<const MappedFile>> files_;
   std::vector<Record> records_;
   std::vector<std::string> names_;
-  int64_t bad_tail_ = 0;
+  int64_t damaged_ = 0;
 };
 
 }  // namespace troupe::estimators::input

@@ -90,6 +90,49 @@ TEST_CASE("record reader: records back, and every torn or corrupt frame named by
   }
 }
 
+TEST_CASE("record reader: after any damaged frame header, resync finds the next frame") {
+  std::vector<std::string> records;
+  std::string file;
+  std::vector<size_t> starts;
+  for (int i = 0; i < 6; ++i) {
+    records.push_back(std::string(size_t(5 + 7 * i), char('a' + i)));
+    starts.push_back(file.size());
+    append_record_frame(records.back().data(), records.back().size(), &file);
+  }
+  // Every byte of the third frame's header (length and its checksum) in turn.
+  for (size_t k = 0; k < 12; ++k) {
+    std::string bad = file;
+    bad[starts[2] + k] ^= 0x10;
+    RecordReader r(bad.data(), bad.size(), "f");
+    std::vector<std::string> got;
+    int damaged = 0;
+    std::string_view rec;
+    while (true) {
+      const uint64_t at = r.offset();
+      auto more = r.next(&rec);
+      if (!more.ok()) {
+        CHECK(r.offset() == at);
+        ++damaged;
+        CHECK(r.resync() == starts[3]);
+        continue;
+      }
+      if (!*more) break;
+      got.emplace_back(rec);
+    }
+    CAPTURE(k);
+    CHECK(damaged == 1);
+    CHECK(got ==
+          std::vector<std::string>{records[0], records[1], records[3], records[4], records[5]});
+  }
+  // A frame cut short at the end: nothing left to find.
+  RecordReader cut(file.data(), file.size() - 3, "f");
+  std::string_view rec;
+  for (int i = 0; i < 5; ++i) REQUIRE(*cut.next(&rec));
+  CHECK(!cut.next(&rec).ok());
+  CHECK(cut.resync() == file.size() - 3);
+  CHECK(*cut.next(&rec) == false);
+}
+
 TEST_CASE("write_file_atomic replaces a file whole and leaves no temporary behind") {
   const auto dir = std::filesystem::temp_directory_path() / "troupe_atomic_test";
   std::filesystem::create_directories(dir);

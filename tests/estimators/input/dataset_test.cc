@@ -311,6 +311,12 @@ TEST_CASE("libsvm: sparse tensors, dense, and bad lines") {
   Drained skipped = drain(*libsvm(bad, {.skip_bad_records = true}, {}));
   CHECK(skipped.stats.skipped == 1);
   CHECK(skipped.numbers[0] == std::vector<double>{1});
+  // An index too large to make dense rows of is named with its file and line.
+  const std::string huge = write("huge.svm", "1 1:1\n0 2:1 9000000000:1\n1 3:1\n");
+  auto wide = libsvm(huge, {.dense = true}, {});
+  REQUIRE_FALSE(wide.ok());
+  CHECK_MESSAGE(wide.status().message().find(huge + ":2: dense rows of") == 0,
+                wide.status().message());
 
   // Labels as class names ("+1" is "1"), dense or sparse, a bad line skipped or not.
   const std::string half = write("half.svm", "2.5 1:1\n+1 1:2\nbad\n-1 2:1\n");
@@ -354,6 +360,30 @@ TEST_CASE("record files: round trip, corrupt and truncated records") {
   CHECK(skip.end.code() == runtime::Code::kOutOfRange);
   CHECK(skip.stats.skipped == 1);
   CHECK(skip.numbers[0].size() == 70);
+
+  // A damaged length in the middle loses that record only: the reader finds the next frame by
+  // its checksum and counts the one it lost.
+  std::vector<uint64_t> starts;
+  {
+    runtime::RecordReader frames(bytes.data(), bytes.size(), path);
+    std::string_view rec;
+    for (uint64_t at = frames.offset(); *frames.next(&rec); at = frames.offset()) {
+      starts.push_back(at);
+    }
+  }
+  REQUIRE(starts.size() == 4);
+  std::string bad_length = bytes;
+  bad_length[starts[1] + 2] ^= 0x01;
+  const std::string length_path = write("length.trec", bad_length);
+  auto refused = records(length_path, "");
+  CHECK(refused.status().code() == runtime::Code::kDataLoss);
+  CHECK(refused.status().message().find("corrupt record length at byte " +
+                                        std::to_string(starts[1])) != std::string::npos);
+  Drained resynced = drain(*records(length_path, "", {.batch_size = 40, .skip_bad_records = true}));
+  CHECK(resynced.end.code() == runtime::Code::kOutOfRange);
+  CHECK(resynced.numbers[0].size() == 70);  // the second record's 30 rows lost, no more
+  CHECK(resynced.stats.skipped == 1);
+  CHECK(resynced.numbers[0][30] == 60);
 
   const std::string cut = write("cut.trec", bytes.substr(0, bytes.size() - 10));
   auto truncated = records(cut, "");

@@ -93,6 +93,18 @@ TEST_CASE("a gzip CRC or length mismatch in an IDX file is data loss, not the en
     CHECK_MESSAGE(r.status().message().find("corrupt gzip data") != std::string::npos,
                   r.status().message());
   }
+  // A trailer cut off, whole or in part: the data is all there but was never checked.
+  for (size_t cut : {size_t{8}, size_t{3}}) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << gz.substr(0, gz.size() - cut);
+    auto r = read_idx(path);
+    CAPTURE(cut);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == troupe::runtime::Code::kDataLoss);
+    CHECK_MESSAGE(r.status().message().find("ends before its 8-byte trailer") != std::string::npos,
+                  r.status().message());
+  }
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << gz;
+  CHECK(read_idx(path).ok());
   std::filesystem::remove(path);
 }
 
