@@ -8,8 +8,9 @@
 //   auto runner = RegionRunner::make(graph, regions[0], wanted, allocator, variables);
 //   Status s = (*runner)->run(inputs, &outputs);   // inputs in regions[0].inputs' order
 //
-// A region holds no variable reads or writes and no node of another task (step_plan.cc refuses
-// them): its values come in and go out as the node's inputs and outputs. Not thread-safe.
+// A region holds no node of another task (step_plan.cc refuses them): its values come in and go
+// out as the node's inputs and outputs, and its variables are this process's, read and written
+// behind the gates of the variables it touches (step_plan.h). Not thread-safe.
 #pragma once
 
 #include <memory>

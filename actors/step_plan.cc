@@ -275,22 +275,17 @@ Rewrites rewrite(const Graph& g, const std::vector<int>& order,
   return r;
 }
 
-// A region runs in one process on values it is given: a variable's read or write, or a node
-// of another task, inside a loop or a cond would need the actors to carry frames.
+// A region runs in one process: a node of another task inside a loop or a cond would need the
+// actors to carry frames. Its variables are this process's; their gates hold the region.
 template <class Remote>
 runtime::Status check_region(const Graph& g, const ControlFlowRegion& region,
                              const Remote& remote) {
   for (int id : region.nodes) {
     const runtime::Node& n = g.node(id);
-    const char* why = remote(n) ? "runs on another task"
-                      : n.def->variable_access != runtime::VariableAccess::kNone
-                          ? "reads or writes a variable"
-                          : nullptr;
-    if (why == nullptr) continue;
+    if (!remote(n)) continue;
     return runtime::unimplemented(
-        n.op, " '", n.name, "' ", why,
-        " inside a loop or cond: the actor runtime runs control flow on values it is given "
-        "(read the variable outside the loop, or run the graph with runtime::Executor)");
+        n.op, " '", n.name, "' runs on another task inside a loop or cond: a region runs in ",
+        "one process (read the variable outside the loop, or keep it on this task)");
   }
   // Its frames, checked now rather than in the actor that runs it.
   return runtime::FrameExecutor::plan(g, region.nodes, region.inputs,
@@ -359,24 +354,34 @@ void wire_node(const Graph& g, int id, const Rewrites& r, const std::vector<Outp
   }
   // A read also waits for its gate to open (the session's RunStep), a source for its start.
   c.expected = waits;
-  if (n.def->variable_access == runtime::VariableAccess::kRead) {
-    plan->gated_reads.push_back({id, n.attr<std::string>("var")});
-    ++c.expected;
-    auto reads = r.reads_of.find(id);
-    if (reads != r.reads_of.end()) {
-      for (int read : reads->second) {
-        plan->gated_reads.push_back({id, g.node(read).attr<std::string>("var")});
-        ++c.expected;
-      }
-      c.reads = reads->second;
+  std::vector<std::string> reads, writes;
+  auto note = [&](const runtime::Node& x) {
+    const runtime::VariableAccess access = x.def->variable_access;
+    if (access == runtime::VariableAccess::kNone) return;
+    auto& vars = access == runtime::VariableAccess::kRead ? reads : writes;
+    const std::string& var = x.attr<std::string>("var");
+    if (std::find(vars.begin(), vars.end(), var) == vars.end()) vars.push_back(var);
+  };
+  if (c.region) {
+    for (int m : c.region->nodes) note(g.node(m));
+  } else {
+    note(n);
+    if (auto batch = r.reads_of.find(id); batch != r.reads_of.end()) {
+      c.reads = batch->second;
+      for (int read : c.reads) note(g.node(read));
     }
-  } else if (waits == 0) {
+    for (int u : c.updates) note(g.node(u));
+  }
+  for (const std::string& var : reads) {
+    plan->gated_reads.push_back({id, var});
+    ++c.expected;
+  }
+  if (reads.empty() && waits == 0) {
     plan->sources.push_back(id);
     ++c.expected;
   }
-  if (n.def->variable_access == runtime::VariableAccess::kWrite) {
-    plan->writers[id].push_back(n.attr<std::string>("var"));
-    for (int u : c.updates) plan->writers[id].push_back(g.node(u).attr<std::string>("var"));
+  if (!writes.empty()) {
+    plan->writers[id] = writes;
     c.report = true;  // the session must know when the writes are done
   }
 }

@@ -112,8 +112,13 @@ Status GraphBuilder::bring_in(Output* in) {
     const int before = graph_->num_nodes();
     Output captured;
     {
+      // What capture builds lives outside the context: the control dependencies in force
+      // inside it (on a node of the loop's body, say) are not its, as TF's AddValue clears them.
       auto outer = enter_context(outer_of_[inner]);
+      std::vector<std::vector<int>> deps = std::move(control_deps_);
+      control_deps_.clear();
       captured = context(inner).capture(*this, *in);
+      control_deps_ = std::move(deps);
     }
     // What capture built around the context belongs to it; what it built elsewhere stays.
     for (int id = before; id < graph_->num_nodes(); ++id) {

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "ops/array_ops.h"
+#include "ops/control_flow_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
@@ -404,4 +405,49 @@ TEST_CASE("a plan refuses a fetch that is not in the graph") {
   auto m = model();
   auto plan = compile_plan(m->g, {{}, {Output{9999, 0}}, {}});
   REQUIRE_FALSE(plan.ok());
+}
+
+TEST_CASE("a loop is one node of the plan, gated on the variables it reads, refused on a ps") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  Output w = ops::variable(b, "w", Shape{}, DType::kFloat32, ops::scalar(b, 2, DType::kFloat32));
+  Output scaled;
+  std::vector<Output> loop = ops::while_loop(
+      b,
+      [](runtime::GraphBuilder& b, const std::vector<Output>& v) {
+        return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
+      },
+      [&](runtime::GraphBuilder& b, const std::vector<Output>& v) {
+        scaled = ops::mul(b, v[1], w);
+        return std::vector<Output>{ops::add(b, v[0], ops::scalar(b, 1, DType::kInt32)), scaled};
+      },
+      {ops::scalar(b, 0, DType::kInt32), x});
+  Output after = ops::neg(b, loop[1]);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  auto plan = compile_plan(g, {{x}, {after}, {}});
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  // The variable (read outside the loop, entered into it), the region and the Neg after it.
+  int regions = 0, region = -1;
+  for (const auto& [id, step] : plan->nodes) {
+    if (step.region) {
+      ++regions;
+      region = id;
+    }
+  }
+  REQUIRE(regions == 1);
+  CHECK(plan->nodes.size() == 3);
+  CHECK(plan->nodes.count(scaled.node) == 0);  // absorbed into the region
+  CHECK(has_edge(*plan, region, after.node));
+  CHECK(plan->nodes.count(w.node) == 1);
+  CHECK(has_edge(*plan, w.node, region));
+
+  actors::CompileOptions o;
+  o.remote = [](const runtime::Node& n) { return n.op == "Mul"; };
+  auto refused = compile_plan(g, {{x}, {after}, {}}, o);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == Code::kUnimplemented);
+  CHECK(refused.status().message().find("'" + g.node(scaled.node).name +
+                                        "' runs on another task inside a loop") !=
+        std::string::npos);
 }

@@ -5,8 +5,10 @@
 #include <functional>
 
 #include "ops/array_ops.h"
+#include "ops/control_flow_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
+#include "runtime/executor.h"
 
 using namespace troupe;
 using namespace troupe::runtime;
@@ -175,4 +177,33 @@ TEST_CASE("a required attribute of the wrong type is a build error, not a bad_va
   CHECK(error_of("Range", {{"start", int64_t{0}}, {"limit", 3.0}}).find("'start' must be float") !=
         std::string::npos);
   CHECK(error_of("Fill", {}).find("missing attribute 'shape'") != std::string::npos);
+}
+
+TEST_CASE("a value captured into a loop under a control dependency enters without it") {
+  Graph g;
+  GraphBuilder b(&g);
+  Output outside = ops::placeholder(b, DType::kFloat32, Shape{}, "w");
+  std::vector<Output> loop = ops::while_loop(
+      b,
+      [](GraphBuilder& b, const std::vector<Output>& v) {
+        return ops::less(b, v[0], ops::scalar(b, 3, DType::kFloat32));
+      },
+      [&](GraphBuilder& b, const std::vector<Output>& v) {
+        Output step = ops::add(b, v[0], 1.0);
+        auto after = b.control_dependencies({step.node});
+        return std::vector<Output>{ops::add(b, step, outside)};  // `outside` enters here
+      },
+      {ops::scalar(b, 0, DType::kFloat32)});
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  int enters = 0;
+  for (const Node& n : g.nodes()) {
+    if (n.op != "Enter" || n.inputs[0] != outside) continue;
+    ++enters;
+    CHECK(n.control_inputs.empty());  // it lives outside the loop, where `step` is not
+  }
+  CHECK(enters == 1);
+  Executor exec(g);
+  auto r = exec.run({{outside, Tensor::scalar<float>(0.5f)}}, {loop[0]});
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK((*r)[0].data<float>()[0] == 3.0f);  // 0 -> 1.5 -> 3
 }
