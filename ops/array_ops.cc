@@ -951,6 +951,38 @@ Output add_n(GraphBuilder& b, const std::vector<Output>& values, const std::stri
   if (values.size() == 1) return values[0];
   return b.add("AddN", values, {}, name);
 }
+Output stack(GraphBuilder& b, const std::vector<Output>& values, int64_t axis) {
+  if (values.empty()) {
+    b.record_error(runtime::invalid_argument("stack: no values"));
+    return Output{};
+  }
+  auto scope = b.name_scope("stack");
+  std::vector<Output> expanded;
+  for (const Output& v : values) expanded.push_back(expand_dims(b, v, axis));
+  const int64_t rank =
+      b.graph().shape(values[0]).rank_known() ? b.graph().shape(values[0]).rank() : 0;
+  return concat(b, expanded, axis < 0 ? axis + rank + 1 : axis);
+}
+
+std::vector<Output> unstack(GraphBuilder& b, Output x, int64_t axis) {
+  if (!b.ok() || !x.valid()) return {};
+  const Shape& s = b.graph().shape(x);
+  const int64_t rank = s.rank_known() ? s.rank() : -1;
+  const int64_t a = axis < 0 && rank >= 0 ? axis + rank : axis;
+  if (rank < 0 || a < 0 || a >= rank || s.dim(static_cast<int>(a)) < 0) {
+    b.record_error(runtime::invalid_argument("unstack: axis ", axis, " of ",
+                                             b.graph().output_name(x), " (shape ", s,
+                                             ") has no known size"));
+    return {};
+  }
+  auto scope = b.name_scope("unstack");
+  std::vector<Output> out;
+  for (const Output& part : split(b, x, static_cast<int>(s.dim(static_cast<int>(a))), a)) {
+    out.push_back(squeeze(b, part, {a}));
+  }
+  return out;
+}
+
 Output size(GraphBuilder& b, Output x) { return b.add("Size", {x}); }
 int no_op(GraphBuilder& b, const std::vector<int>& deps, const std::string& name) {
   auto scope = b.control_dependencies(deps);

@@ -94,6 +94,10 @@ Output sum_to_shape_of(GraphBuilder& b, Output x, Output ref);
 // Elementwise cond ? a : c, broadcasting all three (tf.where).
 Output select(GraphBuilder& b, Output cond, Output a, Output c, const std::string& name = "");
 Output add_n(GraphBuilder& b, const std::vector<Output>& values, const std::string& name = "");
+// tf.stack: the values (each of one shape) along a new axis; tf.unstack: x's slices along
+// `axis`, which must have a known size.
+Output stack(GraphBuilder& b, const std::vector<Output>& values, int64_t axis = 0);
+std::vector<Output> unstack(GraphBuilder& b, Output x, int64_t axis = 0);
 // The element count of x, as a scalar int64.
 Output size(GraphBuilder& b, Output x);
 // A node that does nothing but wait for `deps`; returns its node id (a run target).

@@ -572,6 +572,15 @@ Output rsqrt(GraphBuilder& b, Output x) { return b.add("Rsqrt", {x}); }
 Output exp(GraphBuilder& b, Output x) { return b.add("Exp", {x}); }
 Output log(GraphBuilder& b, Output x) { return b.add("Log", {x}); }
 Output log1p(GraphBuilder& b, Output x) { return b.add("Log1p", {x}); }
+Output clip_by_value(GraphBuilder& b, Output x, double lo, double hi) {
+  if (lo > hi) {
+    b.record_error(runtime::invalid_argument("clip_by_value: lo ", lo, " is above hi ", hi));
+    return Output{};
+  }
+  auto scope = b.name_scope("clip_by_value");
+  return minimum(b, maximum(b, x, scalar_like(b, x, lo)), scalar_like(b, x, hi));
+}
+
 Output cos(GraphBuilder& b, Output x) { return b.add("Cos", {x}); }
 Output sin(GraphBuilder& b, Output x) { return b.add("Sin", {x}); }
 Output floor(GraphBuilder& b, Output x) { return b.add("Floor", {x}); }

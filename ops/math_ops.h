@@ -79,6 +79,9 @@ Output reduce_prod(GraphBuilder& b, Output x, const std::vector<int64_t>& axes =
 // log(sum(exp(x))) computed stably (shifted by the max).
 Output reduce_logsumexp(GraphBuilder& b, Output x, const std::vector<int64_t>& axes = {},
                         bool keep_dims = false);
+// tf.clip_by_value: min(max(x, lo), hi), elementwise; the gradient passes where x is inside.
+Output clip_by_value(GraphBuilder& b, Output x, double lo, double hi);
+
 // Index of the largest (smallest) value along `axis`, as `out` (int32 or int64).
 Output argmax(GraphBuilder& b, Output x, int64_t axis, DType out = DType::kInt64);
 Output argmin(GraphBuilder& b, Output x, int64_t axis, DType out = DType::kInt64);

@@ -344,4 +344,28 @@ Output dropout(GraphBuilder& b, Output x, double rate, bool training, int64_t se
   return mul(b, x, mul(b, keep, 1.0 / (1.0 - rate)));
 }
 
+Output l2_normalize(GraphBuilder& b, Output x, const std::vector<int64_t>& axes, double epsilon) {
+  auto scope = b.name_scope("l2_normalize");
+  Output sum = reduce_sum(b, square(b, x), axes, /*keep_dims=*/true);
+  return mul(b, x, rsqrt(b, maximum(b, sum, scalar_like(b, sum, epsilon))));
+}
+
+Moments moments(GraphBuilder& b, Output x, const std::vector<int64_t>& axes, bool keep_dims) {
+  auto scope = b.name_scope("moments");
+  Output mean = reduce_mean(b, x, axes, /*keep_dims=*/true);
+  Output variance = reduce_mean(b, square(b, sub(b, x, stop_gradient(b, mean))), axes, keep_dims);
+  // The variance's gradient through the mean is zero (the deviations sum to nothing), so
+  // stopping it there changes no value and saves the backward pass a term.
+  return {keep_dims ? mean : squeeze(b, mean, axes), variance};
+}
+
+Output batch_normalization(GraphBuilder& b, Output x, Output mean, Output variance, Output offset,
+                           Output scale, double epsilon) {
+  auto scope = b.name_scope("batchnorm");
+  Output inv = rsqrt(b, add(b, variance, epsilon));
+  if (scale.valid()) inv = mul(b, inv, scale);
+  Output y = mul(b, sub(b, x, mean), inv);
+  return offset.valid() ? add(b, y, offset) : y;
+}
+
 }  // namespace troupe::ops

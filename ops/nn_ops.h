@@ -45,4 +45,18 @@ Output l2_loss(GraphBuilder& b, Output x);
 // otherwise x unchanged. `seed` 0 draws from the graph seed (see GraphBuilder::random_seeds).
 Output dropout(GraphBuilder& b, Output x, double rate, bool training, int64_t seed = 0);
 
+// tf.nn.l2_normalize: x / sqrt(max(sum(x^2 over axes), epsilon)).
+Output l2_normalize(GraphBuilder& b, Output x, const std::vector<int64_t>& axes,
+                    double epsilon = 1e-12);
+// tf.nn.moments: the mean and the (biased) variance of x over `axes`.
+struct Moments {
+  Output mean, variance;
+};
+Moments moments(GraphBuilder& b, Output x, const std::vector<int64_t>& axes,
+                bool keep_dims = false);
+// tf.nn.batch_normalization: (x - mean) / sqrt(variance + epsilon) * scale + offset, each
+// broadcast against x; `offset` and `scale` may be invalid (none).
+Output batch_normalization(GraphBuilder& b, Output x, Output mean, Output variance, Output offset,
+                           Output scale, double epsilon);
+
 }  // namespace troupe::ops

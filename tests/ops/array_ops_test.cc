@@ -282,3 +282,21 @@ TEST_CASE("write_row replaces one row, and leaves x as it was when x is read els
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message().find("row 3") != std::string::npos);
 }
+
+TEST_CASE("stack and unstack: a new axis, and slices along a known one") {
+  OpTest t;
+  Output a = t.feed(Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  Output c = t.feed(Tensor::from_vector<float>(Shape{2}, {3, 4}));
+  Output rows = ops::stack(t.b, {a, c});
+  Output cols = ops::stack(t.b, {a, c}, -1);
+  CHECK(t.b.graph().shape(rows) == Shape{2, 2});
+  CHECK(t.eval(rows).to_vector<float>() == std::vector<float>{1, 2, 3, 4});
+  CHECK(t.eval(cols).to_vector<float>() == std::vector<float>{1, 3, 2, 4});
+  std::vector<Output> back = ops::unstack(t.b, cols, 1);
+  REQUIRE(back.size() == 2);
+  CHECK(t.b.graph().shape(back[1]) == Shape{2});
+  CHECK(t.eval(back[1]).to_vector<float>() == std::vector<float>{3, 4});
+  Output unknown = ops::placeholder(t.b, DType::kFloat32, Shape{-1, 3}, "unknown");
+  CHECK(ops::unstack(t.b, unknown, 0).empty());
+  CHECK(t.b.status().message().find("has no known size") != std::string::npos);
+}

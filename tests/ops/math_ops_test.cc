@@ -10,6 +10,7 @@
 #include "harness/op_harness.h"
 #include "ops/array_ops.h"
 #include "ops/nn_ops.h"
+#include "runtime/gradients.h"
 
 using namespace troupe;
 using namespace troupe::runtime;
@@ -242,4 +243,16 @@ TEST_CASE("matmul and batch_matmul shape errors name the operands") {
   Output y = u.feed(Tensor(DType::kFloat32, Shape{3, 4, 5}));
   ops::batch_matmul(u.b, x, y);
   CHECK(u.b.status().message().find("batch dimensions") != std::string::npos);
+}
+
+TEST_CASE("clip_by_value clips, and its gradient passes only inside the range") {
+  OpTest t;
+  Output x = t.feed(Tensor::from_vector<double>(Shape{4}, {-3, -0.5, 0.5, 3}));
+  Output y = ops::clip_by_value(t.b, x, -1, 1);
+  CHECK(t.eval(y).to_vector<double>() == std::vector<double>{-1, -0.5, 0.5, 1});
+  Output dx = runtime::gradients(t.b, {ops::reduce_sum(t.b, y)}, {x})[0];
+  CHECK(t.eval(dx).to_vector<double>() == std::vector<double>{0, 1, 1, 0});
+  OpTest bad;
+  ops::clip_by_value(bad.b, bad.feed(Tensor::scalar<float>(1)), 2, 1);
+  CHECK(bad.b.status().message().find("lo 2 is above hi 1") != std::string::npos);
 }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "harness/grad_check.h"
 #include "harness/op_harness.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
@@ -116,4 +117,35 @@ TEST_CASE("dropout keeps about 1-rate of the values, scaled, and is reproducible
   CHECK(ops::dropout(t.b, x, 0.5, /*training=*/false) == x);
   ops::dropout(t.b, x, 1.0, true);
   CHECK(t.b.status().message().find("rate must be in [0, 1)") != std::string::npos);
+}
+
+TEST_CASE("l2_normalize, moments and batch_normalization: values and gradients") {
+  OpTest t;
+  Output x = t.feed(Tensor::from_vector<double>(Shape{2, 2}, {3, 4, 0, 0}));
+  CHECK_CLOSE_TENSOR(t.eval(ops::l2_normalize(t.b, x, {1})), (std::vector<double>{0.6, 0.8, 0, 0}),
+                     1e-12);  // zeros stay zeros
+  ops::Moments m = ops::moments(t.b, x, {0});
+  CHECK_CLOSE_TENSOR(t.eval(m.mean), (std::vector<double>{1.5, 2}), 1e-12);
+  CHECK_CLOSE_TENSOR(t.eval(m.variance), (std::vector<double>{2.25, 4}), 1e-12);
+  CHECK(t.b.graph().shape(ops::moments(t.b, x, {0}, true).mean) == Shape{1, 2});
+  Output y = ops::batch_normalization(t.b, x, m.mean, m.variance, {}, {}, 0);
+  CHECK_CLOSE_TENSOR(t.eval(y), (std::vector<double>{1, 1, -1, -1}), 1e-12);
+
+  std::mt19937_64 rng(7);
+  auto normalized = [](GraphBuilder& b, const std::vector<Output>& in) {
+    return ops::l2_normalize(b, in[0], {1});
+  };
+  CHECK(testing::gradient_error(normalized, {random_tensor<double>(Shape{3, 4}, rng, 0.5, 2)}) <
+        1e-6);
+  auto variance = [](GraphBuilder& b, const std::vector<Output>& in) {
+    return ops::moments(b, in[0], {0}).variance;
+  };
+  CHECK(testing::gradient_error(variance, {random_tensor<double>(Shape{5, 3}, rng)}) < 1e-6);
+  auto bn = [](GraphBuilder& b, const std::vector<Output>& in) {
+    ops::Moments m = ops::moments(b, in[0], {0});
+    return ops::batch_normalization(b, in[0], m.mean, m.variance, in[1], in[2], 1e-3);
+  };
+  CHECK(testing::gradient_error(
+            bn, {random_tensor<double>(Shape{6, 2}, rng), random_tensor<double>(Shape{2}, rng),
+                 random_tensor<double>(Shape{2}, rng, 0.5, 2)}) < 1e-5);
 }
