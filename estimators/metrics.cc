@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 namespace troupe::estimators {
 
@@ -239,11 +240,19 @@ class TopK : public Metric {
   double hits_ = 0, n_ = 0;
 };
 
+// Counts of (label, predicted class) pairs, and what they give: accuracy (confusion_matrix:C),
+// precision, recall and F1 averaged over classes as scikit-learn's (micro, macro over the
+// classes that occur in labels or predictions, weighted by support), and tf.metrics'
+// mean_per_class_accuracy (every class, absent ones as 0) and mean_iou (classes that occur).
 class Confusion : public Metric {
  public:
-  explicit Confusion(int classes) : counts_(classes, std::vector<int64_t>(classes, 0)) {}
+  enum Summary { kAccuracy, kPrecision, kRecall, kF1, kMeanPerClassAccuracy, kMeanIou };
+  enum Average { kMicro, kMacro, kWeighted };
+  Confusion(int classes, Summary summary = kAccuracy, Average average = kMacro)
+      : counts_(classes, std::vector<double>(classes, 0)), summary_(summary), average_(average) {}
+  bool takes_weights() const override { return summary_ != kAccuracy; }
   Status accumulate(const Tensor& labels, const Tensor& predictions,
-                    const std::vector<double>&) override {
+                    const std::vector<double>& w) override {
     TROUPE_RETURN_IF_ERROR(same_count("confusion_matrix", labels, predictions));
     const std::vector<double> y = as_doubles(labels), p = as_doubles(predictions);
     const auto c = static_cast<int64_t>(counts_.size());
@@ -254,25 +263,68 @@ class Confusion : public Metric {
                                          " outside [0, ", c, ")");
       }
     }
-    for (size_t i = 0; i < y.size(); ++i)
-      ++counts_[static_cast<size_t>(y[i])][static_cast<size_t>(p[i])];
+    for (size_t i = 0; i < y.size(); ++i) {
+      counts_[static_cast<size_t>(y[i])][static_cast<size_t>(p[i])] += weight(w, i, 1);
+    }
     return runtime::ok_status();
   }
-  double result() const override {
-    double right = 0, all = 0;
-    for (size_t i = 0; i < counts_.size(); ++i) {
-      for (size_t j = 0; j < counts_.size(); ++j) {
-        all += static_cast<double>(counts_[i][j]);
-        if (i == j) right += static_cast<double>(counts_[i][j]);
-      }
-    }
-    return all > 0 ? right / all : 0;
-  }
+  double result() const override;
   void reset() override {
     for (auto& row : counts_) std::fill(row.begin(), row.end(), 0);
   }
-  std::vector<std::vector<int64_t>> counts_;
+  std::vector<std::vector<double>> counts_;
+
+ private:
+  Summary summary_;
+  Average average_;
 };
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+double Confusion::result() const {
+  const size_t c = counts_.size();
+  std::vector<double> tp(c, 0), predicted(c, 0), actual(c, 0);
+  double all = 0;
+  for (size_t i = 0; i < c; ++i) {
+    for (size_t j = 0; j < c; ++j) {
+      actual[i] += counts_[i][j];
+      predicted[j] += counts_[i][j];
+      all += counts_[i][j];
+    }
+    tp[i] = counts_[i][i];
+  }
+  const double hits = std::accumulate(tp.begin(), tp.end(), 0.0);
+  if (summary_ == kAccuracy) return ratio(hits, all);
+  auto of_class = [&](size_t k) {
+    const double p = ratio(tp[k], predicted[k]), r = ratio(tp[k], actual[k]);
+    switch (summary_) {
+      case kPrecision:
+        return p;
+      case kRecall:
+      case kMeanPerClassAccuracy:
+        return r;
+      case kF1:
+        return ratio(2 * p * r, p + r);
+      default:  // kMeanIou
+        return ratio(tp[k], actual[k] + predicted[k] - tp[k]);
+    }
+  };
+  if (summary_ == kMeanPerClassAccuracy) {
+    double sum = 0;
+    for (size_t k = 0; k < c; ++k) sum += of_class(k);
+    return c > 0 ? sum / static_cast<double>(c) : 0;
+  }
+  // Single-label classes: micro precision, recall and F1 are all the accuracy.
+  if (summary_ != kMeanIou && average_ == kMicro) return ratio(hits, all);
+  double sum = 0, weights = 0;
+  for (size_t k = 0; k < c; ++k) {
+    if (actual[k] == 0 && predicted[k] == 0) continue;
+    const double w = summary_ != kMeanIou && average_ == kWeighted ? actual[k] : 1;
+    sum += w * of_class(k);
+    weights += w;
+  }
+  return ratio(sum, weights);
+}
 
 double comb2(double n) { return n * (n - 1) / 2; }
 
@@ -381,18 +433,52 @@ Status Metric::update(const Tensor& labels, const Tensor& predictions, const Ten
   return accumulate(labels, predictions, w);
 }
 
+namespace {
+
+// precision:C:macro and the like: the multi-class metrics of a confusion matrix.
+Result<std::unique_ptr<Metric>> class_metric(const std::string& kind, const std::string& name,
+                                             int classes, const std::string& average) {
+  static const std::map<std::string, Confusion::Summary> summaries = {
+      {"precision", Confusion::kPrecision},
+      {"recall", Confusion::kRecall},
+      {"f1", Confusion::kF1},
+      {"mean_per_class_accuracy", Confusion::kMeanPerClassAccuracy},
+      {"mean_iou", Confusion::kMeanIou}};
+  static const std::map<std::string, Confusion::Average> averages = {
+      {"micro", Confusion::kMicro},
+      {"macro", Confusion::kMacro},
+      {"weighted", Confusion::kWeighted}};
+  const auto summary = summaries.find(name);
+  const auto how = averages.find(average.empty() ? "macro" : average);
+  if (summary == summaries.end() || how == averages.end()) {
+    return runtime::invalid_argument("metric '", kind, "': ",
+                                     summary == summaries.end()
+                                         ? "'" + name + "' has no classes"
+                                         : "'" + average + "' is not micro, macro or weighted");
+  }
+  return std::unique_ptr<Metric>(new Confusion(classes, summary->second, how->second));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
   const size_t colon = kind.find(':');
   const std::string name = kind.substr(0, colon);
   int arg = 0;
+  std::string average;  // the third part: precision:10:macro
   if (colon != std::string::npos) {
+    const size_t second = kind.find(':', colon + 1);
+    if (second != std::string::npos) average = kind.substr(second + 1);
     try {
-      arg = std::stoi(kind.substr(colon + 1));
+      arg = std::stoi(kind.substr(colon + 1, second - colon - 1));
     } catch (...) {
       arg = 0;
     }
     if (arg < 1)
       return runtime::invalid_argument("metric '", kind, "': the number after ':' must be >= 1");
+    if (name != "confusion_matrix" && name != "top_k_accuracy") {
+      return class_metric(kind, name, arg, average);
+    }
   }
   if (name == "accuracy") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kAccuracy, false));
   if (name == "mean") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kMean, false));
@@ -419,7 +505,10 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
 
 std::vector<std::vector<int64_t>> confusion_counts(const Metric& m) {
   const auto* c = dynamic_cast<const Confusion*>(&m);
-  return c ? c->counts_ : std::vector<std::vector<int64_t>>{};
+  std::vector<std::vector<int64_t>> counts;
+  if (c == nullptr) return counts;
+  for (const auto& row : c->counts_) counts.emplace_back(row.begin(), row.end());
+  return counts;
 }
 
 }  // namespace troupe::estimators

@@ -11,7 +11,10 @@
 // as tf.metrics.auc), log_loss (binary probabilities [n] or class probabilities [n, c] with
 // integer labels), mean (of the predictions), mse, rmse, mae, top_k_accuracy:K (scores [n, c],
 // integer labels), confusion_matrix:C (result: accuracy; matrix() has the counts), sum (of the
-// predictions), adjusted_rand_index (labels against predicted groups, e.g. cluster ids).
+// predictions), adjusted_rand_index (labels against predicted groups, e.g. cluster ids);
+// multi-class, over C classes (integer labels and predicted classes): precision:C:AVG,
+// recall:C:AVG and f1:C:AVG with AVG micro, macro (the default) or weighted, as scikit-learn's
+// average=, and tf.metrics' mean_per_class_accuracy:C and mean_iou:C.
 #pragma once
 
 #include <map>

@@ -119,6 +119,8 @@ struct Entry {
 template <class Options>
 Entry entry(CannedModelInfo info, std::vector<FlagParam> flags, ModelOptions (*defaults)(Task),
             std::vector<std::string> shape) {
+  // A classifier's further evaluation metrics (head.h): every model with a head.
+  if (!std::is_same_v<Options, estimators::KMeansOptions>) flags.push_back({"metrics", "metrics"});
   return {info,
           std::move(flags),
           defaults,

@@ -72,6 +72,8 @@ const Command kCommands[] = {
      "    --lr-boundaries 1000,2000 --lr-factors 1,0.1,0.01 (piecewise_constant)\n"
      "    --lr-alpha A (the final rate's fraction) --decay-power P (polynomial)\n"
      "  --reduce-lr-on-plateau K (halve the rate after K evaluations without improvement)\n"
+     "  --metrics f1_macro,precision_weighted,recall_micro,mean_iou,mean_per_class_accuracy\n"
+     "    (a classifier's further evaluation metrics)\n"
      "  --eval-data DATA --n-classes C --standardize auto|on|off (auto: csv tables)\n"
      "  --columns FILE (feature columns; default: text columns categorical from the data)\n"
      "  --weight-column COLUMN (weighs each example's loss)\n"

@@ -1,6 +1,9 @@
 #include "estimators/canned/head.h"
 
+#include <cstring>
+
 #include "estimators/canned/runtime_names.h"
+#include "estimators/metrics.h"
 #include "ops/array_ops.h"
 #include "ops/feature_ops.h"
 #include "ops/math_ops.h"
@@ -81,10 +84,23 @@ runtime::Result<Output> weighted_mean(ModelInputs& in, const Head& head, Output 
   return ops::reduce_mean(b, weights.valid() ? ops::mul(b, losses, weights) : losses);
 }
 
+// f1_macro -> f1:C:macro, mean_iou -> mean_iou:C (metrics.h); empty for a name not of these.
+std::string class_metric_kind(const std::string& name, int64_t classes) {
+  const std::string c = std::to_string(classes);
+  if (name == "mean_iou" || name == "mean_per_class_accuracy") return name + ":" + c;
+  for (const char* average : {"_micro", "_macro", "_weighted"}) {
+    const size_t at = name.size() - std::min(name.size(), std::strlen(average));
+    if (name.compare(at, std::string::npos, average) == 0) {
+      return name.substr(0, at) + ":" + c + ":" + (average + 1);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 runtime::Status Head::validate() const {
-  const auto& [label_vocabulary, class_weights, multi_label, weight_column] = options;
+  const auto& [label_vocabulary, class_weights, multi_label, weight_column, metrics] = options;
   if (task == Task::kClassifier) {
     if (!label_vocabulary.empty() && static_cast<int64_t>(label_vocabulary.size()) != n_classes) {
       return runtime::invalid_argument("label_vocabulary has ", label_vocabulary.size(),
@@ -101,7 +117,18 @@ runtime::Status Head::validate() const {
       return runtime::invalid_argument(
           "a multi-label head takes 0/1 labels per class and the log loss");
     }
-  } else if (!label_vocabulary.empty() || !class_weights.empty() || multi_label) {
+    for (const std::string& name : metrics) {
+      if (multi_label) return runtime::invalid_argument("metrics: a multi-label head has none");
+      const std::string kind = class_metric_kind(name, n_classes);
+      if (kind.empty() || !make_metric(kind).ok()) {
+        return runtime::invalid_argument(
+            "metrics: '", name,
+            "' is not precision_, recall_ or f1_ with micro, macro or weighted, "
+            "mean_per_class_accuracy or mean_iou");
+      }
+    }
+  } else if (!label_vocabulary.empty() || !class_weights.empty() || multi_label ||
+             !metrics.empty()) {
     return runtime::invalid_argument("a regressor has no classes to name or weigh");
   }
   return check_loss(task, loss);
@@ -189,6 +216,9 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     }
     TROUPE_ASSIGN_OR_RETURN(spec.loss, weighted_mean(in, head, losses, weights));
     spec.eval_metric_ops["accuracy"] = {"accuracy", labels, classes};
+    for (const std::string& name : head.options.metrics) {
+      spec.eval_metric_ops[name] = {class_metric_kind(name, head.n_classes), labels, classes};
+    }
     if (head.n_classes == 2) {
       if (!hinge) {
         Output positive = ops::reshape(b, ops::slice(b, probabilities, {0, 1}, {-1, 1}), {-1});

@@ -37,12 +37,17 @@ struct HeadOptions {
   // A feature whose value weighs each example's loss (TF's weight_column), never read as a
   // feature; empty: none.
   std::string weight_column;
+  // A classifier's evaluation metrics beyond accuracy (and a binary one's auc, precision and
+  // recall), by name: precision_, recall_ and f1_ with micro, macro or weighted (scikit-learn's
+  // averages), mean_per_class_accuracy and mean_iou (tf.metrics'); single-label heads only.
+  std::vector<std::string> metrics;
 
   template <class Self, class F>
   static void fields(Self& o, Task task, F&& f) {
     if (task == Task::kClassifier) {
       f("label_vocabulary", o.label_vocabulary);
       f("multi_label", o.multi_label);
+      f("metrics", o.metrics);
     }
     f("weight_column", o.weight_column);
   }

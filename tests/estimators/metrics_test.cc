@@ -71,6 +71,41 @@ TEST_CASE("confusion matrix and bad metrics") {
         std::string::npos);
 }
 
+TEST_CASE("multi-class precision, recall and F1 as scikit-learn averages them; mean IoU") {
+  // scikit-learn's own example: y_true [0 1 2 0 1 2], y_pred [0 2 1 0 0 1]; its documented
+  // f1_score is 0.267 macro, 0.333 micro, 0.267 weighted; precision 0.222 macro.
+  auto value = [](const std::string& kind) {
+    auto m = estimators::make_metric(kind);
+    REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+    REQUIRE((*m)->update(i64({0, 1, 2, 0, 1, 2}), i64({0, 2, 1, 0, 0, 1})).ok());
+    return (*m)->result();
+  };
+  CHECK(value("f1:3:macro") == doctest::Approx(0.8 / 3));
+  CHECK(value("f1:3") == doctest::Approx(0.8 / 3));  // macro by default
+  CHECK(value("f1:3:micro") == doctest::Approx(1.0 / 3));
+  CHECK(value("f1:3:weighted") == doctest::Approx(0.8 / 3));
+  CHECK(value("precision:3:macro") == doctest::Approx(2.0 / 9));
+  CHECK(value("precision:3:weighted") == doctest::Approx(2.0 / 9));
+  CHECK(value("recall:3:macro") == doctest::Approx(1.0 / 3));
+  // A class that occurs in neither labels nor predictions is left out of the average...
+  CHECK(value("f1:4:macro") == doctest::Approx(0.8 / 3));
+  CHECK(value("mean_iou:4") == doctest::Approx(2.0 / 9));  // IoU 2/3, 0, 0
+  // ... but tf.metrics.mean_per_class_accuracy counts every class.
+  CHECK(value("mean_per_class_accuracy:3") == doctest::Approx(1.0 / 3));
+  CHECK(value("mean_per_class_accuracy:4") == doctest::Approx(1.0 / 4));
+  // Weights weigh the counts: class 0's examples count double.
+  auto w = estimators::make_metric("recall:3:weighted");
+  REQUIRE(
+      (*w)->update(i64({0, 1, 2, 0, 1, 2}), i64({0, 2, 1, 0, 0, 1}), f({2, 1, 1, 2, 1, 1})).ok());
+  CHECK((*w)->result() == doctest::Approx(4.0 / 8));  // (4 * 1 + 2 * 0 + 2 * 0) / 8
+  CHECK(estimators::make_metric("f1:3:median")
+            .status()
+            .message()
+            .find("'median' is not micro, macro or weighted") != std::string::npos);
+  CHECK(estimators::make_metric("auc:3").status().message().find("'auc' has no classes") !=
+        std::string::npos);
+}
+
 TEST_CASE("weights weigh what each example adds, as tf.metrics' weights") {
   auto weighted = [](const std::string& kind, const Tensor& y, const Tensor& p, const Tensor& w) {
     auto m = estimators::make_metric(kind);

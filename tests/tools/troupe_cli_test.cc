@@ -239,6 +239,17 @@ TEST_CASE(
                   "\"hidden=8;16,8\" --random 1 --cv 2");
   REQUIRE_MESSAGE(sd.status == 0, sd.err);
   CHECK(lines(sd.out) == 3);
+  // Further metrics of a classifier, in training's JSON line and evaluate's alike.
+  const std::string scored = (dir / "scored").string();
+  Run ms = troupe("train --model dnn" + train + test +
+                  " --label label --epochs 2 --metrics f1_macro,mean_iou --model-dir " + scored);
+  REQUIRE_MESSAGE(ms.status == 0, ms.err);
+  CHECK(ms.out.find("\"f1_macro\": ") != std::string::npos);
+  CHECK(ms.out.find("\"mean_iou\": ") != std::string::npos);
+  Run me = troupe("evaluate --model-dir " + scored + " --data csv:" + (dir / "test.csv").string());
+  REQUIRE_MESSAGE(me.status == 0, me.err);
+  CHECK(me.out == ms.out);
+
   // Schedules are params like any other: trained with, kept, searched over.
   const std::string cosine = (dir / "cosine").string();
   Run sc = troupe("train --model dnn" + train + test + " --label label --lr-schedule cosine " +
@@ -278,6 +289,8 @@ TEST_CASE(
          "--model 'tree' is not dnn, linear, svm, kmeans, wide_deep, "
          "boosted_trees, random_forest or rnn"},
         {"--model rnn --cell rnn", "cell_type: 'rnn' is not lstm or gru"},
+        {"--model dnn --metrics f1_avg", "metrics: 'f1_avg' is not precision_"},
+        {"--model linear --regression --metrics f1_macro", "has no parameter 'metrics'"},
         {"--model rnn --hidden 8", "--hidden is not a flag of --model rnn"},
         {"--model boosted_trees --epochs 3", "trains until its trees are grown"},
         {"--model boosted_trees --max-depth 0", "max_depth"},
