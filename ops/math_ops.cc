@@ -541,6 +541,29 @@ Status arg_reduction(InferenceContext& c) {
 }
 }  // namespace
 
+// y = the running sum of x along `axis` (exclusive: without the element itself; reverse: from
+// the end); dx = the running sum of dy the other way.
+TROUPE_REGISTER_OP(Cumsum)
+    .input("x")
+    .output("y")
+    .attr("axis", int64_t{0})
+    .attr("exclusive", false)
+    .attr("reverse", false)
+    .shape_fn([](InferenceContext& c) -> Status {
+      TROUPE_RETURN_IF_ERROR(shape_fns::unchanged_numeric(c));
+      const Shape& s = c.input_shape(0);
+      const int64_t axis = c.attr<int64_t>("axis");
+      if (s.rank_known() && (axis < -s.rank() || axis >= s.rank())) {
+        return c.error("axis ", axis, " out of range for ", s);
+      }
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{cumsum(b, dy[0], n.attr<int64_t>("axis"), n.attr<bool>("exclusive"),
+                          !n.attr<bool>("reverse"))};
+    })
+    .doc("y = the running sum of x along `axis` (tf.math.cumsum)");
+
 TROUPE_REGISTER_OP(ArgMax)
     .input("x")
     .output("index")
@@ -645,6 +668,9 @@ Output reduce_logsumexp(GraphBuilder& b, Output x, const std::vector<int64_t>& a
   std::vector<int64_t> all = axes;
   for (int i = 0; all.empty() && i < b.shape(x).rank(); ++i) all.push_back(i);
   return squeeze(b, y, all);
+}
+Output cumsum(GraphBuilder& b, Output x, int64_t axis, bool exclusive, bool reverse) {
+  return b.add("Cumsum", {x}, {{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}});
 }
 Output argmax(GraphBuilder& b, Output x, int64_t axis, DType out) {
   return b.add("ArgMax", {x}, {{"axis", axis}, {"output_type", out}});

@@ -82,6 +82,11 @@ Output reduce_logsumexp(GraphBuilder& b, Output x, const std::vector<int64_t>& a
 // tf.clip_by_value: min(max(x, lo), hi), elementwise; the gradient passes where x is inside.
 Output clip_by_value(GraphBuilder& b, Output x, double lo, double hi);
 
+// tf.math.cumsum: the running sum along `axis`; `exclusive` leaves each element out of its
+// own sum, `reverse` sums from the end.
+Output cumsum(GraphBuilder& b, Output x, int64_t axis = 0, bool exclusive = false,
+              bool reverse = false);
+
 // Index of the largest (smallest) value along `axis`, as `out` (int32 or int64).
 Output argmax(GraphBuilder& b, Output x, int64_t axis, DType out = DType::kInt64);
 Output argmin(GraphBuilder& b, Output x, int64_t axis, DType out = DType::kInt64);

@@ -182,6 +182,48 @@ struct ArgReduce {
   };
 };
 
+// The running sum along an axis, as [outer, n, inner] of the input's elements; accumulated in
+// the element type, as TF's.
+template <class T>
+struct CumsumKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    int axis;
+    if (!x.shape().canonical_axis(ctx.attr<int64_t>("axis"), &axis)) {
+      return runtime::invalid_argument("axis ", ctx.attr<int64_t>("axis"), " out of range for ",
+                                       x.shape());
+    }
+    const bool exclusive = ctx.attr<bool>("exclusive"), reverse = ctx.attr<bool>("reverse");
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
+    const int64_t n = x.dim(axis);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < x.rank(); ++i) {
+      if (i < axis) outer *= x.dim(i);
+      if (i > axis) inner *= x.dim(i);
+    }
+    const T* in = x.data<T>();
+    T* out = y->data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        T sum = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t j = reverse ? n - 1 - k : k;
+          const int64_t at = (o * n + j) * inner + i;
+          if (exclusive) {
+            out[at] = sum;
+            sum += in[at];
+          } else {
+            sum += in[at];
+            out[at] = sum;
+          }
+        }
+      }
+    }
+    return runtime::ok_status();
+  }
+};
+
 }  // namespace
 
 TROUPE_REGISTER_KERNELS(reduction_cpu) {
@@ -192,6 +234,7 @@ TROUPE_REGISTER_KERNELS(reduction_cpu) {
   registry.add_typed<Reducer<Reduce::kMin>::Kernel, float, double, int32_t, int64_t>("Min", kCpu);
   registry.add_typed<Reducer<Reduce::kProd>::Kernel, float, double, int32_t, int64_t>("Prod", kCpu);
   registry.add_typed<ProdGradKernel, float, double>("ProdGrad", kCpu);
+  registry.add_typed<CumsumKernel, float, double, int32_t, int64_t>("Cumsum", kCpu);
   registry.add_typed<ArgReduce<true>::Kernel, float, double, int32_t, int64_t, uint8_t>("ArgMax",
                                                                                         kCpu);
   registry.add_typed<ArgReduce<false>::Kernel, float, double, int32_t, int64_t, uint8_t>("ArgMin",

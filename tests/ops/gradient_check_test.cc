@@ -212,6 +212,11 @@ std::vector<GradCase> cases() {
       {"Exp", unary(ops::exp), {rnd({3})}},
       {"Log", unary(ops::log), {rnd({3}, 0.5, 2)}},
       {"Cos", unary(ops::cos), {rnd({3}, -3, 3)}},
+      {"Cumsum",
+       [](GraphBuilder& b, const In& x) {
+         return ops::mul(b, ops::cumsum(b, x[0], 1, true, true), x[1]);  // weights each sum
+       },
+       {rnd({2, 4}), rnd({2, 4})}},
       {"Sin", unary(ops::sin), {rnd({3}, -3, 3)}},
       {"Log1p", unary(ops::log1p), {rnd({3}, -0.5, 2)}},
       {"Add", binary(add), {rnd({2, 3}), rnd({3})}},

@@ -256,3 +256,21 @@ TEST_CASE("clip_by_value clips, and its gradient passes only inside the range") 
   ops::clip_by_value(bad.b, bad.feed(Tensor::scalar<float>(1)), 2, 1);
   CHECK(bad.b.status().message().find("lo 2 is above hi 1") != std::string::npos);
 }
+
+TEST_CASE("cumsum: inclusive, exclusive, reversed, along any axis, of integers too") {
+  OpTest t;
+  Output x = t.feed(Tensor::from_vector<float>(Shape{2, 3}, {1, 2, 3, 4, 5, 6}));
+  CHECK(t.eval(ops::cumsum(t.b, x, 1)).to_vector<float>() == std::vector<float>{1, 3, 6, 4, 9, 15});
+  CHECK(t.eval(ops::cumsum(t.b, x, -1, /*exclusive=*/true)).to_vector<float>() ==
+        std::vector<float>{0, 1, 3, 0, 4, 9});
+  CHECK(t.eval(ops::cumsum(t.b, x, 1, false, /*reverse=*/true)).to_vector<float>() ==
+        std::vector<float>{6, 5, 3, 15, 11, 6});
+  CHECK(t.eval(ops::cumsum(t.b, x, 1, true, true)).to_vector<float>() ==
+        std::vector<float>{5, 3, 0, 11, 6, 0});
+  CHECK(t.eval(ops::cumsum(t.b, x, 0)).to_vector<float>() == std::vector<float>{1, 2, 3, 5, 7, 9});
+  Output ints = t.feed(Tensor::from_vector<int64_t>(Shape{4}, {1, 1, 1, 1}));
+  CHECK(t.eval(ops::cumsum(t.b, ints)).to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3, 4});
+  OpTest bad;
+  ops::cumsum(bad.b, bad.feed(Tensor::from_vector<float>(Shape{2}, {1, 2})), 1);
+  CHECK(bad.b.status().message().find("axis 1 out of range") != std::string::npos);
+}
