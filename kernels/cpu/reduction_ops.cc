@@ -138,6 +138,25 @@ struct ProdGradKernel {
   }
 };
 
+// x's elements seen along the node's "axis" attribute as [outer, n, inner].
+struct AxisLayout {
+  int axis = 0;
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+Status axis_layout(const KernelContext& ctx, const Tensor& x, AxisLayout* l) {
+  if (!x.shape().canonical_axis(ctx.attr<int64_t>("axis"), &l->axis)) {
+    return runtime::invalid_argument("axis ", ctx.attr<int64_t>("axis"), " out of range for ",
+                                     x.shape());
+  }
+  l->n = x.dim(l->axis);
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i < l->axis) l->outer *= x.dim(i);
+    if (i > l->axis) l->inner *= x.dim(i);
+  }
+  return runtime::ok_status();
+}
+
 // Index of the extreme value along an axis; the first one on ties, as TF and numpy.
 template <bool kMax>
 struct ArgReduce {
@@ -145,22 +164,15 @@ struct ArgReduce {
   struct Kernel {
     static Status compute(KernelContext& ctx) {
       const Tensor& x = ctx.input(0);
-      int axis;
-      if (!x.shape().canonical_axis(ctx.attr<int64_t>("axis"), &axis)) {
-        return runtime::invalid_argument("axis out of range for ", x.shape());
-      }
-      const int64_t n = x.dim(axis);
+      AxisLayout l;
+      TROUPE_RETURN_IF_ERROR(axis_layout(ctx, x, &l));
+      const auto [axis, outer, n, inner] = l;
       if (n == 0)
         return runtime::invalid_argument("cannot take an arg-reduction over an empty axis");
       std::vector<int64_t> dims = x.shape().dims();
       dims.erase(dims.begin() + axis);
       Tensor* y;
       TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape(dims), &y));
-      int64_t outer = 1, inner = 1;
-      for (int i = 0; i < x.rank(); ++i) {
-        if (i < axis) outer *= x.dim(i);
-        if (i > axis) inner *= x.dim(i);
-      }
       const T* in = x.data<T>();
       const bool i32 = y->dtype() == DType::kInt32;
       for (int64_t o = 0; o < outer; ++o) {
@@ -188,20 +200,12 @@ template <class T>
 struct CumsumKernel {
   static Status compute(KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
-    int axis;
-    if (!x.shape().canonical_axis(ctx.attr<int64_t>("axis"), &axis)) {
-      return runtime::invalid_argument("axis ", ctx.attr<int64_t>("axis"), " out of range for ",
-                                       x.shape());
-    }
+    AxisLayout l;
+    TROUPE_RETURN_IF_ERROR(axis_layout(ctx, x, &l));
+    const int64_t outer = l.outer, n = l.n, inner = l.inner;
     const bool exclusive = ctx.attr<bool>("exclusive"), reverse = ctx.attr<bool>("reverse");
     Tensor* y;
     TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
-    const int64_t n = x.dim(axis);
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < x.rank(); ++i) {
-      if (i < axis) outer *= x.dim(i);
-      if (i > axis) inner *= x.dim(i);
-    }
     const T* in = x.data<T>();
     T* out = y->data<T>();
     for (int64_t o = 0; o < outer; ++o) {
