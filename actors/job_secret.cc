@@ -78,14 +78,34 @@ std::string message(const char* role, const char* first, const char* second) {
   return m;
 }
 
+// A nonce that is not random makes a recorded exchange replayable: no handshake without one.
+bool random_nonce(char* into) {
+  return RAND_bytes(reinterpret_cast<unsigned char*>(into), kNonce) == 1;
+}
+
+constexpr char kNoRandom[] =
+    "no random bytes for the handshake's nonce (OpenSSL's RAND_bytes failed)";
+
 }  // namespace
 
-std::string JobSecret::prove_member(int fd, std::chrono::milliseconds timeout) const {
+std::string JobSecret::keys_of(std::string_view hello, std::string_view answer,
+                               std::string_view proof, bool dialler, net::LinkKeys* keys) const {
+  std::string transcript;
+  transcript.reserve(hello.size() + answer.size() + proof.size());
+  transcript.append(hello).append(answer).append(proof);
+  if (!net::derive_link_keys(key_.data(), key_.size(), transcript, dialler, keys)) {
+    return "cannot derive the connection's keys";
+  }
+  return "";
+}
+
+std::string JobSecret::prove_member(int fd, net::LinkKeys* keys,
+                                    std::chrono::milliseconds timeout) const {
   const auto deadline = Clock::now() + timeout;
   char hello[sizeof kMagic + kNonce];
   std::memcpy(hello, kMagic, sizeof kMagic);
   char* mine = hello + sizeof kMagic;
-  RAND_bytes(reinterpret_cast<unsigned char*>(mine), kNonce);
+  if (!random_nonce(mine)) return kNoRandom;
   if (!transfer(fd, hello, sizeof hello, true, deadline)) return "cannot send the handshake";
   char answer[kNonce + sizeof(Mac)];
   if (!transfer(fd, answer, sizeof answer, false, deadline)) {
@@ -100,7 +120,8 @@ std::string JobSecret::prove_member(int fd, std::chrono::milliseconds timeout) c
   if (!transfer(fd, reinterpret_cast<char*>(proof.data()), proof.size(), true, deadline)) {
     return "gone during the handshake";
   }
-  return "";
+  return keys_of({hello, sizeof hello}, {answer, sizeof answer},
+                 {reinterpret_cast<const char*>(proof.data()), proof.size()}, true, keys);
 }
 
 std::string JobSecret::answer_hello(std::string_view hello, std::string* answer) const {
@@ -110,24 +131,25 @@ std::string JobSecret::answer_hello(std::string_view hello, std::string* answer)
     return "not a troupe member's handshake";
   }
   answer->assign(kAnswerBytes, '\0');
-  RAND_bytes(reinterpret_cast<unsigned char*>(answer->data()), kNonce);
+  if (!random_nonce(answer->data())) return kNoRandom;
   const Mac mac = sign(message("troupe server", hello.data() + sizeof kMagic, answer->data()));
   std::memcpy(answer->data() + kNonce, mac.data(), mac.size());
   return "";
 }
 
 std::string JobSecret::check_proof(std::string_view hello, std::string_view answer,
-                                   std::string_view proof) const {
+                                   std::string_view proof, net::LinkKeys* keys) const {
   Mac mac{};
   if (proof.size() != mac.size()) return "no proof of membership";
   std::memcpy(mac.data(), proof.data(), mac.size());
   if (!verify(message("troupe client", answer.data(), hello.data() + sizeof kMagic), mac)) {
     return "a wrong job secret";
   }
-  return "";
+  return keys_of(hello, answer, proof, false, keys);
 }
 
-std::string JobSecret::check_member(int fd, std::chrono::milliseconds timeout) const {
+std::string JobSecret::check_member(int fd, net::LinkKeys* keys,
+                                    std::chrono::milliseconds timeout) const {
   const auto deadline = Clock::now() + timeout;
   std::string hello(kHelloBytes, '\0'), answer, proof(kProofBytes, '\0');
   if (!transfer(fd, hello.data(), hello.size(), false, deadline)) return "no handshake in time";
@@ -137,7 +159,7 @@ std::string JobSecret::check_member(int fd, std::chrono::milliseconds timeout) c
   if (!transfer(fd, proof.data(), proof.size(), false, deadline)) {
     return "no proof of membership in time";
   }
-  return check_proof(hello, answer, proof);
+  return check_proof(hello, answer, proof, keys);
 }
 
 Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string& path) {

@@ -4,7 +4,8 @@
 // cluster's transports check it before any message of a connection reaches an actor: CAF's
 // port through the member middleman (member_middleman.h), the data channel before its first
 // frame (net/data_server.h), each with an HMAC-SHA256 challenge-response, both ways, so that the
-// secret itself never travels.
+// secret itself never travels. The handshake's transcript and the secret give the connection
+// its keys (net/seal.h), and every byte after the handshake travels sealed with them.
 //
 //   auto secret = actors::load_job_secret("/run/job.secret");   // Result<shared_ptr<const ...>>
 //   actors::Runtime rt({.secret = *secret});                      // every connection checked
@@ -18,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "actors/net/seal.h"
 #include "runtime/status.h"
 
 namespace troupe::actors {
@@ -32,9 +34,12 @@ class JobSecret {
   // The challenge-response on a connected socket, before any other byte: the client sends a
   // magic and a nonce; the server answers with its nonce and an HMAC over both, proving that it
   // holds the secret; the client answers with an HMAC the other way round. Each returns "" when
-  // the peer proved membership, otherwise why not; each gives up after `timeout`.
-  std::string prove_member(int fd, std::chrono::milliseconds timeout = kHandshakeTimeout) const;
-  std::string check_member(int fd, std::chrono::milliseconds timeout = kHandshakeTimeout) const;
+  // the peer proved membership, with the connection's keys in `keys`, otherwise why not; each
+  // gives up after `timeout`.
+  std::string prove_member(int fd, net::LinkKeys* keys,
+                           std::chrono::milliseconds timeout = kHandshakeTimeout) const;
+  std::string check_member(int fd, net::LinkKeys* keys,
+                           std::chrono::milliseconds timeout = kHandshakeTimeout) const;
   static constexpr std::chrono::milliseconds kHandshakeTimeout{5000};
 
   // check_member in steps, for a server that waits on many sockets at once: the client's hello
@@ -42,11 +47,13 @@ class JobSecret {
   // checked. Each returns "" or why the peer is refused.
   static constexpr size_t kHelloBytes = 36, kAnswerBytes = 64, kProofBytes = 32;
   std::string answer_hello(std::string_view hello, std::string* answer) const;
-  std::string check_proof(std::string_view hello, std::string_view answer,
-                          std::string_view proof) const;
+  std::string check_proof(std::string_view hello, std::string_view answer, std::string_view proof,
+                          net::LinkKeys* keys) const;
 
  private:
   friend runtime::Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string&);
+  std::string keys_of(std::string_view hello, std::string_view answer, std::string_view proof,
+                      bool dialler, net::LinkKeys* keys) const;
   std::string path_;
   Mac key_{};
 };

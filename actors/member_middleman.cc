@@ -20,6 +20,7 @@
 #include <mutex>
 #include <thread>
 
+#include "actors/net/sealed_scribe.h"
 #include "runtime/log.h"
 
 namespace troupe::actors {
@@ -38,6 +39,12 @@ std::string peer_of(int fd) {
   return std::string(ip) + ":" + std::to_string(ntohs(a.sin_port));
 }
 
+// A connection that passed the handshake, with its keys.
+struct Passed {
+  int fd = -1;
+  std::shared_ptr<const net::LinkKeys> keys;
+};
+
 // The listening side: accepts on the public port, checks each peer on a thread of its own,
 // queues those that passed and wakes the multiplexer through a pipe, whose read end the
 // doorman watches.
@@ -54,7 +61,7 @@ class Gate {
     acceptor_.join();
     std::unique_lock<std::mutex> lock(mu_);
     idle_.wait(lock, [this] { return checking_ == 0; });
-    for (int fd : passed_) ::close(fd);
+    for (const Passed& p : passed_) ::close(p.fd);
     ::close(listen_fd_);
     if (wake_[1] >= 0) ::close(wake_[1]);
     // wake_[0] belongs to the doorman's acceptor, which closes it.
@@ -64,14 +71,16 @@ class Gate {
 
   int wake_fd() const { return wake_[0]; }
   int listen_fd() const { return listen_fd_; }
-  // A connection that passed, or -1.
-  int take() {
+  // A connection that passed, or one with fd -1.
+  Passed take() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (passed_.empty()) return -1;
-    const int fd = passed_.front();
+    if (passed_.empty()) return {};
+    Passed p = std::move(passed_.front());
     passed_.pop_front();
-    return fd;
+    return p;
   }
+  // The keys of the connection GatePolicy took last (the acceptor hands on only its socket).
+  std::shared_ptr<const net::LinkKeys> taken_keys;
 
  private:
   void accept_loop() {
@@ -104,7 +113,8 @@ class Gate {
   }
 
   void check(int fd, const std::string& peer) {
-    const std::string refused = secret_->check_member(fd);
+    auto keys = std::make_shared<net::LinkKeys>();
+    const std::string refused = secret_->check_member(fd, keys.get());
     if (!refused.empty()) {
       runtime::log_warning("refused ", peer, " on port ", local_port(), ": ", refused);
       ::close(fd);
@@ -112,7 +122,7 @@ class Gate {
       const int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       std::lock_guard<std::mutex> lock(mu_);
-      passed_.push_back(fd);
+      passed_.push_back({fd, std::move(keys)});
       const char byte = 1;
       if (::write(wake_[1], &byte, 1) != 1) {
         // The pipe is full of wake-ups already: the doorman drains the queue on each.
@@ -142,7 +152,7 @@ class Gate {
   std::mutex mu_;
   std::condition_variable idle_;
   int checking_ = 0;
-  std::deque<int> passed_;
+  std::deque<Passed> passed_;
 };
 
 // What CAF's acceptor calls on a readable wake-up pipe: the next connection that passed.
@@ -152,8 +162,10 @@ struct GatePolicy {
     char buf[64];
     while (::read(wake_fd, buf, sizeof buf) > 0) {
     }
-    result = gate->take();
-    if (result < 0) return false;
+    Passed p = gate->take();
+    if (p.fd < 0) return false;
+    result = p.fd;
+    gate->taken_keys = std::move(p.keys);
     caf::io::network::nonblocking(result, true);
     return true;
   }
@@ -169,13 +181,14 @@ class GateDoorman : public caf::io::doorman {
   bool new_connection() override {
     if (detached()) return false;
     auto& mpx = acceptor_.backend();
-    auto scribe = mpx.new_scribe(acceptor_.accepted_socket());
+    auto scribe = net::make_sealed_scribe(mpx, acceptor_.accepted_socket(), *gate_->taken_keys);
+    gate_->taken_keys.reset();
     auto hdl = scribe->hdl();
     parent()->add_scribe(std::move(scribe));
     // More may have passed than the one wake-up read: take them all.
-    for (int fd; (fd = gate_->take()) >= 0;) {
-      caf::io::network::nonblocking(fd, true);
-      auto more = mpx.new_scribe(fd);
+    for (Passed p; (p = gate_->take()).fd >= 0;) {
+      caf::io::network::nonblocking(p.fd, true);
+      auto more = net::make_sealed_scribe(mpx, p.fd, *p.keys);
       auto more_hdl = more->hdl();
       parent()->add_scribe(std::move(more));
       if (!doorman::new_connection(&mpx, more_hdl)) return false;
@@ -217,14 +230,15 @@ class MemberMiddleman : public caf::io::middleman_actor_impl {
     auto fd = caf::io::network::new_tcp_connection(host, port);
     if (!fd) return std::move(fd.error());
     caf::io::network::nonblocking(*fd, true);
-    const std::string refused = secret_->prove_member(*fd);
+    net::LinkKeys keys;
+    const std::string refused = secret_->prove_member(*fd, &keys);
     if (!refused.empty()) {
       ::close(*fd);
       runtime::log_warning("connecting to ", host, ":", port, ": ", refused);
       return caf::make_error(caf::sec::cannot_connect_to_node,
                              host + ":" + std::to_string(port) + ": " + refused);
     }
-    return mpx().new_scribe(*fd);
+    return net::make_sealed_scribe(mpx(), *fd, keys);
   }
 
   caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr, bool reuse) override {

@@ -29,8 +29,10 @@ runtime::Result<std::shared_ptr<DataChannel>> DataChannel::connect(
   const std::string peer = host + ":" + std::to_string(port);
   TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<ChannelPoller> poller, runtime.channel_poller());
   TROUPE_ASSIGN_OR_RETURN(const int fd, connect_tcp(host, port, timeout));
+  std::unique_ptr<LinkKeys> keys;
   if (const auto& secret = runtime.secret()) {
-    const std::string refused = secret->prove_member(fd);
+    keys = std::make_unique<LinkKeys>();
+    const std::string refused = secret->prove_member(fd, keys.get());
     if (!refused.empty()) {
       ::close(fd);
       return runtime::unavailable("data channel to ", peer, ": ", refused);
@@ -43,6 +45,10 @@ runtime::Result<std::shared_ptr<DataChannel>> DataChannel::connect(
     return runtime::unavailable("data channel to ", peer, ": ", why);
   }
   std::shared_ptr<DataChannel> channel(new DataChannel(fd, poller, peer, timeout));
+  if (keys) {
+    channel->sealer_ = std::make_unique<Sealer>(keys->send);
+    channel->opener_ = std::make_unique<Opener>(keys->receive);
+  }
   Status added = poller->add(channel.get(), fd);
   if (!added.ok()) return added.with_context("data channel to " + peer);
   return channel;
@@ -79,7 +85,7 @@ void DataChannel::call(ChannelCall call, const caf::actor& reply_to, uint64_t ta
 
 bool DataChannel::write_pending() {
   while (!out_.empty()) {
-    if (out_.front().write(fd_) < 0) {
+    if (out_.front().write(fd_, sealer_.get()) < 0) {
       fail_locked("sending: " + errno_text());
       return false;
     }
@@ -157,9 +163,15 @@ void DataChannel::on_writable() {
 void DataChannel::on_readable() {
   for (;;) {
     runtime::Bytes reply;
-    const FrameReader::Got got = reader_.read(fd_, kMaxFrameBytes, &reply);
+    const FrameReader::Got got = reader_.read(fd_, kMaxFrameBytes, &reply, opener_.get());
     if (got == FrameReader::Got::kAgain) return;
-    if (got == FrameReader::Got::kEnd) return fail("receiving: " + reader_.why());
+    if (got == FrameReader::Got::kEnd) {
+      if (opener_ && opener_->integrity_failed()) {
+        runtime::log_warning("data channel to ", peer_, ": ", reader_.why(),
+                             "; the connection is closed and nothing of it applied");
+      }
+      return fail("receiving: " + reader_.why());
+    }
     received_.fetch_add(8 + reply.size, std::memory_order_relaxed);
     Waiting w;
     {

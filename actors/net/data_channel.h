@@ -10,8 +10,10 @@
 // Calls do not wait for the replies of those before them (pipelined, as HTTP/1.1's): where a
 // link is slow, a step's calls to one server cost about one round trip, not one each. With a
 // job secret in the Runtime, the channel proves membership before its first frame
-// (job_secret.h). A frame longer than the limit, a short read or a timeout ends the channel with
-// an error naming the peer; the calls fail, nothing crashes.
+// (job_secret.h), and its frames travel sealed (net/seal.h): a reply that fails to open ends the
+// channel, logged with the peer and the word "integrity", and is never delivered. A frame longer
+// than the limit, a short read or a timeout ends the channel with an error naming the peer; the
+// calls fail, nothing crashes.
 //
 // Thread-safe (below).
 #pragma once
@@ -109,7 +111,9 @@ class DataChannel {
   uint64_t id_ = 0;  // the poller's name for it
   const std::string peer_;
   const std::chrono::milliseconds timeout_;
-  FrameReader reader_;  // the poller's thread's alone
+  FrameReader reader_;              // the poller's thread's alone
+  std::unique_ptr<Opener> opener_;  // with a job secret: the replies are sealed; the poller's
+  std::unique_ptr<Sealer> sealer_;  // and the calls; used under mu_
   std::mutex mu_;
   struct Waiting {
     caf::weak_actor_ptr to;

@@ -45,6 +45,8 @@ struct DataServer::Connection {
   std::string peer;
   Phase phase = Phase::kFrames;
   std::string hello, answer, handshake;  // the job secret's exchange, as far as it went
+  std::unique_ptr<Sealer> sealer;        // once a member proved itself: every frame sealed
+  std::unique_ptr<Opener> opener;
   FrameReader reader;
   bool waiting = false;        // for a call's reply: read nothing more until it is out
   std::deque<OutFrame> out;    // to write, in order
@@ -315,9 +317,10 @@ void DataServer::Loop::on_ready(uint64_t id, Wait what, const boost::system::err
   Connection& c = *it->second;
   (what == Descriptor::wait_read ? c.reading : c.writing) = false;
   if (error) return close(id);
-  if (what == Descriptor::wait_write) {
-    if (!write_out(c)) return close(id);
-  } else if (!c.waiting && c.out.empty()) {  // else a wait set earlier: its bytes keep
+  if (what == Descriptor::wait_write && !write_out(c)) return close(id);
+  // After a write too: a sealed connection's next call may wait in its opener, which the
+  // socket no longer shows.
+  if (!c.waiting && c.out.empty()) {  // else a wait set earlier: its bytes keep
     if (c.phase == Connection::Phase::kFrames) {
       read_frames(c);
     } else {
@@ -370,9 +373,12 @@ void DataServer::Loop::read_handshake(Connection& c) {
     if (!write_out(c)) return close(id, "gone during the handshake");
     return watch(c);
   }
-  if (std::string why = secret.check_proof(c.hello, c.answer, c.handshake); !why.empty()) {
+  LinkKeys keys;
+  if (std::string why = secret.check_proof(c.hello, c.answer, c.handshake, &keys); !why.empty()) {
     return close(id, why);
   }
+  c.sealer = std::make_unique<Sealer>(keys.send);
+  c.opener = std::make_unique<Opener>(keys.receive);
   c.phase = Connection::Phase::kFrames;
   c.handshake.clear();
   c.deadline = Clock::now() + server_.options_.idle_timeout;
@@ -388,9 +394,14 @@ void DataServer::Loop::read_frames(Connection& c) {
   while (!c.waiting && c.out.empty()) {
     const uint64_t before = c.reader.received();
     runtime::Bytes call;
-    const FrameReader::Got got = c.reader.read(c.fd, options.max_frame_bytes, &call);
+    const FrameReader::Got got =
+        c.reader.read(c.fd, options.max_frame_bytes, &call, c.opener.get());
     if (c.reader.received() != before) c.deadline = Clock::now() + options.idle_timeout;
-    if (got == FrameReader::Got::kEnd) return close(id);
+    if (got == FrameReader::Got::kEnd) {
+      return close(id, c.opener && c.opener->integrity_failed()
+                           ? c.reader.why() + "; the connection is closed and nothing of it applied"
+                           : "");
+    }
     if (got == FrameReader::Got::kAgain) break;
     if (options.follow_incoming_cpu) follow(c);
     std::optional<ShardReply> reply;
@@ -453,9 +464,12 @@ void DataServer::Loop::give_reply(uint64_t id, ShardReply reply) {
 
 bool DataServer::Loop::write_out(Connection& c) {
   while (!c.out.empty()) {
-    const ssize_t n = c.out.front().write(c.fd);
+    const ssize_t n = c.out.front().write(c.fd, c.sealer.get());
     if (n < 0) return false;
-    if (n > 0) c.deadline = Clock::now() + server_.options_.idle_timeout;
+    // A handshake's deadline stays: no byte extends it.
+    if (n > 0 && c.phase == Connection::Phase::kFrames) {
+      c.deadline = Clock::now() + server_.options_.idle_timeout;
+    }
     if (!c.out.front().done()) break;
     c.out.pop_front();
   }

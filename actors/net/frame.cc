@@ -20,7 +20,8 @@ constexpr uint64_t kFirstFrameChunk = uint64_t(16) << 20;
 
 }  // namespace
 
-FrameReader::Got FrameReader::read(int fd, uint64_t max_bytes, runtime::Bytes* frame) {
+FrameReader::Got FrameReader::read(int fd, uint64_t max_bytes, runtime::Bytes* frame,
+                                   Opener* opener) {
   for (;;) {
     if (header_got_ == sizeof header_ && got_ == size_) {
       *frame = runtime::Bytes{body_, body_ ? body_.get() : nullptr, size_};
@@ -36,8 +37,9 @@ FrameReader::Got FrameReader::read(int fd, uint64_t max_bytes, runtime::Bytes* f
       room = sizeof header_ - header_got_;
     } else {
       if (got_ == capacity_) {
-        // Not zeroed: every byte is read over.
-        const uint64_t grown = capacity_ == 0 ? std::min(size_, kFirstFrameChunk) : size_;
+        // Not zeroed: every byte is read over. Doubling: what a claim costs is at most twice
+        // what has come.
+        const uint64_t grown = std::min(size_, std::max(kFirstFrameChunk, 2 * capacity_));
         std::shared_ptr<char[]> bigger(new (std::nothrow) char[grown]);
         if (!bigger) {
           why_ = "no memory for a frame of " + std::to_string(size_) + " bytes";
@@ -50,6 +52,16 @@ FrameReader::Got FrameReader::read(int fd, uint64_t max_bytes, runtime::Bytes* f
       into = body_.get() + got_;
       room = capacity_ - got_;
     }
+    if (opener != nullptr) {
+      const ssize_t n = opener->read(fd, into, room);
+      if (n == 0) return Got::kAgain;
+      if (n < 0) {
+        why_ = opener->why();
+        return Got::kEnd;
+      }
+      if (!took(static_cast<size_t>(n), max_bytes)) return Got::kEnd;
+      continue;
+    }
     const ssize_t n = ::recv(fd, into, room, 0);
     if (n == 0) {
       why_ = "the connection was closed";
@@ -61,21 +73,26 @@ FrameReader::Got FrameReader::read(int fd, uint64_t max_bytes, runtime::Bytes* f
       why_ = errno_text();
       return Got::kEnd;
     }
-    received_ += static_cast<uint64_t>(n);
-    if (header_got_ == sizeof header_) {
-      got_ += static_cast<uint64_t>(n);
-      continue;
-    }
-    header_got_ += static_cast<size_t>(n);
-    if (header_got_ < sizeof header_) continue;
-    size_ = 0;
-    for (int i = 0; i < 8; ++i) size_ |= uint64_t(header_[i]) << (8 * i);
-    if (size_ > max_bytes) {
-      why_ = "a frame of " + std::to_string(size_) + " bytes is longer than the limit of " +
-             std::to_string(max_bytes);
-      return Got::kEnd;
-    }
+    if (!took(static_cast<size_t>(n), max_bytes)) return Got::kEnd;
   }
+}
+
+bool FrameReader::took(size_t n, uint64_t max_bytes) {
+  received_ += n;
+  if (header_got_ == sizeof header_) {
+    got_ += n;
+    return true;
+  }
+  header_got_ += n;
+  if (header_got_ < sizeof header_) return true;
+  size_ = 0;
+  for (int i = 0; i < 8; ++i) size_ |= uint64_t(header_[i]) << (8 * i);
+  if (size_ > max_bytes) {
+    why_ = "a frame of " + std::to_string(size_) + " bytes is longer than the limit of " +
+           std::to_string(max_bytes);
+    return false;
+  }
+  return true;
 }
 
 void OutFrame::frame() {
@@ -103,7 +120,29 @@ void OutFrame::frame_raw() {
   parts.push_back({raw.data(), raw.size()});
 }
 
-ssize_t OutFrame::write(int fd) {
+ssize_t OutFrame::write(int fd, Sealer* sealer) {
+  return sealer != nullptr ? write_sealed(fd, *sealer) : write_plain(fd);
+}
+
+// A record at a time: sealed from the parts, then written while it is in the cache.
+ssize_t OutFrame::write_sealed(int fd, Sealer& sealer) {
+  ssize_t written = 0;
+  for (;;) {
+    if (sealer.pending()) {
+      const ssize_t n = sealer.send(fd);
+      if (n < 0) return -1;
+      written += n;
+      if (sealer.pending()) break;
+    }
+    while (next < parts.size() && parts[next].iov_len == 0) ++next;
+    if (next >= parts.size()) break;
+    sealer.seal(parts.data() + next, parts.size() - next);
+  }
+  in_sealer = sealer.pending();
+  return written;
+}
+
+ssize_t OutFrame::write_plain(int fd) {
   ssize_t written = 0;
   while (!done()) {
     msghdr msg{};
