@@ -44,7 +44,8 @@ class FrameReader {
   // until kAgain: the opener may hold bytes the socket no longer shows).
   Got read(int fd, uint64_t max_bytes, runtime::Bytes* frame, Opener* opener = nullptr);
   const std::string& why() const { return why_; }
-  uint64_t received() const { return received_; }  // bytes so far, headers included
+  uint64_t received() const { return received_; }   // bytes so far, headers included
+  uint64_t allocated() const { return capacity_; }  // the buffer of the frame coming
 
  private:
   bool took(size_t n, uint64_t max_bytes);  // `n` more bytes came: false when refused

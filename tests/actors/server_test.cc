@@ -1,9 +1,13 @@
 // A ps server: its data server runs synchronous replicas' calls beside the shard actor's, it
-// listens on the data port it is told and advertises another, and a process without the job
-// secret is refused on both ports, logged, and changes nothing.
+// listens on the data port it is told and advertises another, a process without the job
+// secret is refused on both ports, logged, and changes nothing, and a bit flipped on a member's
+// connection after its handshake is noticed on both ports.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -17,6 +21,7 @@
 #include "actors/shard_codec.h"
 #include "harness/ps_process.h"
 #include "harness/raw_socket.h"
+#include "harness/tamper_proxy.h"
 #include "harness/temp_dir.h"
 #include "ops/array_ops.h"
 #include "ops/state_ops.h"
@@ -246,4 +251,112 @@ TEST_CASE(
   CHECK_MESSAGE(logged.find("refused 127.0.0.1:") != std::string::npos, logged);
   CHECK_MESSAGE(logged.find("not a troupe member's handshake") != std::string::npos, logged);
   CHECK_MESSAGE(logged.find("data channel on port") != std::string::npos, logged);
+}
+
+namespace {
+
+// What this process writes to stderr while it lives, for a test to read.
+class StderrCapture {
+ public:
+  explicit StderrCapture(const std::string& path) : path_(path) {
+    std::fflush(stderr);
+    saved_ = ::dup(STDERR_FILENO);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE(fd >= 0);
+    ::dup2(fd, STDERR_FILENO);
+    ::close(fd);
+  }
+  ~StderrCapture() { restore(); }
+  std::string text() {
+    restore();
+    std::ifstream in(path_);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  std::string path_;
+  int saved_ = -1;
+};
+
+// Trains the ps model through `address` until a step fails (its error) or `steps` passed ("").
+std::string train_until_failure(std::shared_ptr<const actors::JobSecret> secret,
+                                const std::string& address, int steps) {
+  actors::Runtime rt(actors::RuntimeOptions{.secret = secret});
+  testing::PsModel m = testing::ps_model();
+  actors::SessionOptions so;
+  so.cluster = {{"/job:ps/task:0", address}};
+  so.remote_timeout = std::chrono::seconds(10);
+  auto s = actors::Session::create(rt, m.g, so);
+  if (!s.ok()) return s.status().to_string();
+  if (Status init = (*s)->run({}, {}, {m.init}).status(); !init.ok()) return init.to_string();
+  for (int i = 0; i < steps; ++i) {
+    auto r = (*s)->run(testing::ps_batch(m, i), {m.loss}, {m.train});
+    if (!r.ok()) return r.status().to_string();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a bit flipped after the handshake, either way, on either port: integrity, closed") {
+  const std::string dir = testing::temp_dir("tampered");
+  std::filesystem::create_directories(dir);
+  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
+  auto secret = actors::load_job_secret(dir + "/job.secret");
+  REQUIRE(secret.ok());
+  StderrCapture captured(dir + "/stderr.log");
+
+  // The data channel: a session's two channels (connections 0, 1) have a bit flipped on the
+  // way to the ps, the next session's (2, 3) on the way back; the third session's pass.
+  {
+    int free_fd = -1;
+    const uint16_t data_port = testing::held_port(&free_fd);
+    ::close(free_fd);
+    testing::TamperProxy proxy(
+        data_port, {{0, true, 1500}, {1, true, 1500}, {2, false, 1500}, {3, false, 1500}});
+    actors::Runtime server_rt(actors::RuntimeOptions{.secret = *secret});
+    actors::ServerOptions options;
+    options.data_port = data_port;
+    options.advertised_data_port = proxy.port();
+    auto server = actors::Server::start(server_rt, options);
+    REQUIRE(server.ok());
+    const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
+    const std::string to_ps = train_until_failure(*secret, address, 60);
+    CHECK_MESSAGE(to_ps.find("data channel") != std::string::npos, to_ps);
+    const std::string from_ps = train_until_failure(*secret, address, 60);
+    CHECK_MESSAGE(from_ps.find("integrity") != std::string::npos, from_ps);
+    CHECK(proxy.flipped() >= 2);
+    CHECK(train_until_failure(*secret, address, 10) == "");
+  }
+  // CAF's port, its tensors too (the advertised data port refuses): connection 0 flipped on
+  // the way to the ps, connection 1 on the way back, connection 2 passes.
+  {
+    int refusing_fd = -1;
+    const uint16_t refusing = testing::held_port(&refusing_fd);
+    actors::Runtime server_rt(actors::RuntimeOptions{.secret = *secret});
+    actors::ServerOptions options;
+    options.advertised_data_port = refusing;
+    auto server = actors::Server::start(server_rt, options);
+    REQUIRE(server.ok());
+    testing::TamperProxy proxy((*server)->port(), {{0, true, 4000}, {1, false, 4000}});
+    const std::string address = "127.0.0.1:" + std::to_string(proxy.port());
+    CHECK(train_until_failure(*secret, address, 60) != "");
+    CHECK(train_until_failure(*secret, address, 60) != "");
+    CHECK(proxy.flipped() == 2);
+    CHECK(train_until_failure(*secret, address, 10) == "");
+    ::close(refusing_fd);
+  }
+  const std::string logged = captured.text();
+  CHECK_MESSAGE(logged.find("refused 127.0.0.1:") != std::string::npos, logged);
+  CHECK_MESSAGE(logged.find("CAF connection from 127.0.0.1") != std::string::npos, logged);
+  size_t integrity = 0;
+  for (size_t at = 0; (at = logged.find("integrity", at)) != std::string::npos; ++at) ++integrity;
+  CHECK_MESSAGE(integrity >= 4, logged);
 }

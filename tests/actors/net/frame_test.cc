@@ -98,6 +98,30 @@ TEST_CASE("raw bytes go as they are; frames follow each other on one stream") {
   CHECK(frame.size + 8 == message.bytes);
 }
 
+TEST_CASE("a frame's claim costs memory only as its bytes come") {
+  SocketPair pair;
+  const int size = 4 << 20;
+  ::setsockopt(pair.fd[1], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+  const std::string claim("\x00\x00\x00\x00\x01\x00\x00\x00", 8);  // 4 GiB
+  REQUIRE(::send(pair.fd[0], claim.data(), claim.size(), 0) == 8);
+  FrameReader reader;
+  troupe::runtime::Bytes frame;
+  const std::string chunk(1 << 16, 'x');
+  uint64_t sent = 0;
+  // 16 MiB and one byte more, as the socket takes them.
+  while (sent < (uint64_t(16) << 20) + 1) {
+    const size_t want = std::min<uint64_t>(chunk.size(), (uint64_t(16) << 20) + 1 - sent);
+    const ssize_t n = ::send(pair.fd[0], chunk.data(), want, 0);
+    if (n > 0) sent += static_cast<uint64_t>(n);
+    REQUIRE(reader.read(pair.fd[1], uint64_t(1) << 33, &frame) == FrameReader::Got::kAgain);
+  }
+  while (reader.read(pair.fd[1], uint64_t(1) << 33, &frame) == FrameReader::Got::kAgain &&
+         reader.received() < 8 + sent) {
+  }
+  CHECK(reader.received() == 8 + sent);
+  CHECK(reader.allocated() <= uint64_t(32) << 20);
+}
+
 TEST_CASE("a frame over the limit and a closed peer end the reader, saying why") {
   {
     SocketPair pair;
