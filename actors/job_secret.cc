@@ -47,28 +47,40 @@ constexpr char kMagic[4] = {'T', 'R', 'P', 'A'};
 constexpr size_t kNonce = 32;
 using Clock = std::chrono::steady_clock;
 
-// All of `size` bytes, each way, waiting at most until `deadline`; false on an error, the end of
-// the stream or the deadline. Works on blocking and non-blocking sockets alike.
-bool transfer(int fd, char* data, size_t size, bool send, Clock::time_point deadline) {
+enum class Moved { kAll, kTimedOut, kClosed };
+
+// All of `size` bytes, each way, waiting at most until `deadline`. Works on blocking and
+// non-blocking sockets alike.
+Moved transfer(int fd, char* data, size_t size, bool send, Clock::time_point deadline) {
   size_t done = 0;
   while (done < size) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
+    if (left.count() <= 0) return Moved::kTimedOut;
     pollfd p{fd, static_cast<short>(send ? POLLOUT : POLLIN), 0};
     const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return false;
+    if (ready == 0) return Moved::kTimedOut;
+    if (ready < 0) return Moved::kClosed;
     const ssize_t n = send ? ::send(fd, data + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT)
                            : ::recv(fd, data + done, size - done, MSG_DONTWAIT);
-    if (n == 0) return false;
+    if (n == 0) return Moved::kClosed;
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      return false;
+      return Moved::kClosed;
     }
     done += static_cast<size_t>(n);
   }
-  return true;
+  return Moved::kAll;
+}
+
+// Why a dialler's handshake did not finish, as its error says.
+std::string unfinished(Moved moved) {
+  return moved == Moved::kTimedOut
+             ? "timed out before the handshake finished (the server is slow, or busy with "
+               "other connections' handshakes)"
+             : "the server closed the connection during the handshake: it does not hold this "
+               "job's secret, has none, or ended the handshake for others";
 }
 
 std::string message(const char* role, const char* first, const char* second) {
@@ -106,10 +118,12 @@ std::string JobSecret::prove_member(int fd, net::LinkKeys* keys,
   std::memcpy(hello, kMagic, sizeof kMagic);
   char* mine = hello + sizeof kMagic;
   if (!random_nonce(mine)) return kNoRandom;
-  if (!transfer(fd, hello, sizeof hello, true, deadline)) return "cannot send the handshake";
+  if (Moved m = transfer(fd, hello, sizeof hello, true, deadline); m != Moved::kAll) {
+    return unfinished(m);
+  }
   char answer[kNonce + sizeof(Mac)];
-  if (!transfer(fd, answer, sizeof answer, false, deadline)) {
-    return "the server closed the handshake: it does not hold this job's secret, or has none";
+  if (Moved m = transfer(fd, answer, sizeof answer, false, deadline); m != Moved::kAll) {
+    return unfinished(m);
   }
   Mac theirs{};
   std::memcpy(theirs.data(), answer + kNonce, theirs.size());
@@ -117,8 +131,9 @@ std::string JobSecret::prove_member(int fd, net::LinkKeys* keys,
     return "the server does not hold this job's secret";
   }
   Mac proof = sign(message("troupe client", answer, mine));
-  if (!transfer(fd, reinterpret_cast<char*>(proof.data()), proof.size(), true, deadline)) {
-    return "gone during the handshake";
+  if (Moved m = transfer(fd, reinterpret_cast<char*>(proof.data()), proof.size(), true, deadline);
+      m != Moved::kAll) {
+    return unfinished(m);
   }
   return keys_of({hello, sizeof hello}, {answer, sizeof answer},
                  {reinterpret_cast<const char*>(proof.data()), proof.size()}, true, keys);
@@ -152,11 +167,13 @@ std::string JobSecret::check_member(int fd, net::LinkKeys* keys,
                                     std::chrono::milliseconds timeout) const {
   const auto deadline = Clock::now() + timeout;
   std::string hello(kHelloBytes, '\0'), answer, proof(kProofBytes, '\0');
-  if (!transfer(fd, hello.data(), hello.size(), false, deadline)) return "no handshake in time";
+  if (transfer(fd, hello.data(), hello.size(), false, deadline) != Moved::kAll) {
+    return "no handshake in time";
+  }
   if (std::string why = answer_hello(hello, &answer); !why.empty()) return why;
-  if (!transfer(fd, answer.data(), answer.size(), true, deadline))
+  if (transfer(fd, answer.data(), answer.size(), true, deadline) != Moved::kAll)
     return "gone during the handshake";
-  if (!transfer(fd, proof.data(), proof.size(), false, deadline)) {
+  if (transfer(fd, proof.data(), proof.size(), false, deadline) != Moved::kAll) {
     return "no proof of membership in time";
   }
   return check_proof(hello, answer, proof, keys);

@@ -17,9 +17,11 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 
+#include "actors/net/handshake_budget.h"
 #include "actors/net/sealed_scribe.h"
 #include "runtime/log.h"
 
@@ -50,8 +52,9 @@ struct Passed {
 // doorman watches.
 class Gate {
  public:
-  Gate(int listen_fd, std::shared_ptr<const JobSecret> secret)
-      : listen_fd_(listen_fd), secret_(std::move(secret)) {
+  Gate(int listen_fd, std::shared_ptr<const JobSecret> secret,
+       std::chrono::milliseconds handshake_timeout)
+      : listen_fd_(listen_fd), secret_(std::move(secret)), handshake_timeout_(handshake_timeout) {
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
     acceptor_ = std::thread([this] { accept_loop(); });
   }
@@ -60,7 +63,8 @@ class Gate {
     ::shutdown(listen_fd_, SHUT_RDWR);
     acceptor_.join();
     std::unique_lock<std::mutex> lock(mu_);
-    idle_.wait(lock, [this] { return checking_ == 0; });
+    for (const auto& [id, fd] : checking_) ::shutdown(fd, SHUT_RDWR);
+    idle_.wait(lock, [this] { return checking_.empty(); });
     for (const Passed& p : passed_) ::close(p.fd);
     ::close(listen_fd_);
     if (wake_[1] >= 0) ::close(wake_[1]);
@@ -85,7 +89,10 @@ class Gate {
  private:
   void accept_loop() {
     while (!stopping_) {
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      sockaddr_in from{};
+      socklen_t from_len = sizeof from;
+      const int fd =
+          ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_CLOEXEC);
       if (fd < 0) {
         if (stopping_ || errno == EBADF || errno == EINVAL) return;
         if (errno != EINTR && errno != ECONNABORTED) {
@@ -95,45 +102,57 @@ class Gate {
       }
       const std::string peer = peer_of(fd);
       std::unique_lock<std::mutex> lock(mu_);
-      if (checking_ >= kMaxHandshakes) {
-        lock.unlock();
-        runtime::log_warning("refused ", peer, ": ", kMaxHandshakes, " handshakes under way");
-        ::close(fd);
-        continue;
+      // Over the budget, the oldest handshake (of this source, when it holds its share) ends:
+      // its thread sees the socket shut and lets go. Its slot frees as it does; meanwhile the
+      // threads may outnumber the budget by those on their way out.
+      const uint64_t id = next_id_++;
+      if (const uint64_t evict = budget_.admit(id, from.sin_addr.s_addr); evict != 0) {
+        ::shutdown(checking_.at(evict), SHUT_RDWR);
+        if (auto more = refusals_.allow()) {
+          runtime::log_warning(
+              "ended a handshake on port ", local_port(), " for a newer one (too many under way)",
+              *more > 0 ? " (and " + std::to_string(*more) + " more not logged)" : std::string());
+        }
       }
-      ++checking_;
+      checking_.emplace(id, fd);
       lock.unlock();
       try {
-        std::thread([this, fd, peer] { check(fd, peer); }).detach();
+        std::thread([this, id, fd, peer] { check(id, fd, peer); }).detach();
       } catch (const std::system_error&) {
+        done_checking(id);
         ::close(fd);
-        done_checking();
       }
     }
   }
 
-  void check(int fd, const std::string& peer) {
+  void check(uint64_t id, int fd, const std::string& peer) {
     auto keys = std::make_shared<net::LinkKeys>();
-    const std::string refused = secret_->check_member(fd, keys.get());
+    const std::string refused = secret_->check_member(fd, keys.get(), handshake_timeout_);
+    // Uncounted before its socket closes: an eviction never shuts a descriptor reused since.
+    done_checking(id);
     if (!refused.empty()) {
-      runtime::log_warning("refused ", peer, " on port ", local_port(), ": ", refused);
-      ::close(fd);
-    } else {
-      const int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      std::lock_guard<std::mutex> lock(mu_);
-      passed_.push_back({fd, std::move(keys)});
-      const char byte = 1;
-      if (::write(wake_[1], &byte, 1) != 1) {
-        // The pipe is full of wake-ups already: the doorman drains the queue on each.
+      if (auto more = refusals_.allow()) {
+        runtime::log_warning(
+            "refused ", peer, " on port ", local_port(), ": ", refused,
+            *more > 0 ? " (and " + std::to_string(*more) + " more not logged)" : std::string());
       }
+      ::close(fd);
+      return;
     }
-    done_checking();
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    std::lock_guard<std::mutex> lock(mu_);
+    passed_.push_back({fd, std::move(keys)});
+    const char byte = 1;
+    if (::write(wake_[1], &byte, 1) != 1) {
+      // The pipe is full of wake-ups already: the doorman drains the queue on each.
+    }
   }
 
-  void done_checking() {
+  void done_checking(uint64_t id) {
     std::lock_guard<std::mutex> lock(mu_);
-    --checking_;
+    budget_.done(id);
+    checking_.erase(id);
     idle_.notify_all();
   }
 
@@ -146,12 +165,16 @@ class Gate {
 
   int listen_fd_;
   std::shared_ptr<const JobSecret> secret_;
+  const std::chrono::milliseconds handshake_timeout_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
   std::thread acceptor_;
   std::mutex mu_;
   std::condition_variable idle_;
-  int checking_ = 0;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, int> checking_;  // handshakes under way: their sockets
+  net::HandshakeBudget budget_{kMaxHandshakes, kMaxHandshakesPerSource};
+  net::LogLimiter refusals_;
   std::deque<Passed> passed_;
 };
 
@@ -247,7 +270,7 @@ class MemberMiddleman : public caf::io::middleman_actor_impl {
     // The gate's own thread accepts: blocking, as the handshakes are.
     int flags = ::fcntl(*fd, F_GETFL, 0);
     ::fcntl(*fd, F_SETFL, flags & ~O_NONBLOCK);
-    auto gate = std::make_shared<Gate>(*fd, secret_);
+    auto gate = std::make_shared<Gate>(*fd, secret_, kMemberHandshakeTimeout);
     if (gate->wake_fd() < 0) return caf::make_error(caf::sec::cannot_open_port, "no pipe");
     return caf::make_counted<GateDoorman>(mpx(), std::move(gate));
   }

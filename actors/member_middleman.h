@@ -1,10 +1,11 @@
 // The middleman of a cluster with a job secret: CAF's own connection machinery (BASP, proxies,
 // monitoring, heartbeats) over connections that proved membership before CAF saw a byte of
-// them. It is CAF's middleman actor with its two socket-making steps replaced, as CAF's OpenSSL
-// module replaces them: `connect` runs the job secret's challenge-response on the new socket
-// before handing it to BASP, and `open` listens itself, checks each peer on a thread of its own
-// (at most kMaxHandshakes at once, each for at most the handshake timeout) and passes BASP only
-// the connections that passed. A peer that fails is closed and logged with its address.
+// them, and whose every later byte travels sealed with the keys the handshake gave
+// (net/sealed_scribe.h). It is CAF's middleman actor with its two socket-making steps
+// replaced, as CAF's OpenSSL module replaces them: `connect` runs the job secret's
+// challenge-response on the new socket before handing it to BASP, and `open` listens itself,
+// checks each peer on a thread of its own (within the handshakes' budget below) and passes BASP
+// only the connections that passed. A peer that fails is closed and logged with its address.
 //
 //   caf::actor mm = spawn_member_middleman(system, secret);   // Runtime does this
 //   request(mm, infinite, publish_atom::value, port, whom, sigs, addr, reuse) -> uint16_t
@@ -18,13 +19,19 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <memory>
 
 #include "actors/job_secret.h"
 
 namespace troupe::actors {
 
+// Strangers' handshakes under way on CAF's port, in all and per source address: a newcomer over
+// the budget ends the oldest (net/handshake_budget.h), so a member always finds room. Each has
+// kMemberHandshakeTimeout in all, which no byte extends.
 constexpr int kMaxHandshakes = 64;
+constexpr int kMaxHandshakesPerSource = 16;
+constexpr std::chrono::milliseconds kMemberHandshakeTimeout{2000};
 
 caf::actor spawn_member_middleman(caf::actor_system& system,
                                   std::shared_ptr<const JobSecret> secret);

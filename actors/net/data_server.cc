@@ -78,9 +78,11 @@ class DataServer::Loop {
   int load() const { return load_; }
   // After a failed accept: the listener is watched again at server_.accept_again_.
   void pause_accepting() { accepting_ = false; }
+  // Serves `c` from now on; on the loop's thread. The acceptor runs handshakes so.
+  void add(std::unique_ptr<Connection> c);
+  void close(uint64_t id, const std::string& why = "");
 
  private:
-  void add(std::unique_ptr<Connection> c);
   void wait_accept();
   void wait_for(Connection& c, Wait what);
   void on_ready(uint64_t id, Wait what, const boost::system::error_code& error);
@@ -90,7 +92,6 @@ class DataServer::Loop {
   void queue_reply(Connection& c, ShardReply reply);
   bool write_out(Connection& c);  // false: the peer is gone
   void watch(Connection& c);      // waits for what `c` needs now
-  void close(uint64_t id, const std::string& why = "");
   void follow(const Connection& c);
   // The timer wakes the loop at the nearest deadline: a handshake's or an idle connection's
   // end, or the next accept after a failed one; and at least once a second.
@@ -119,7 +120,11 @@ runtime::Result<std::unique_ptr<DataServer>> DataServer::listen(Runtime& runtime
 }
 
 DataServer::DataServer(Runtime& runtime, int listen_fd, uint16_t port, DataServerOptions options)
-    : runtime_(runtime), listen_fd_(listen_fd), port_(port), options_(options) {
+    : runtime_(runtime),
+      listen_fd_(listen_fd),
+      port_(port),
+      options_(options),
+      handshakes_(options.max_handshakes, options.max_handshakes_per_source) {
   if (::sched_getaffinity(0, sizeof cores_, &cores_) != 0) CPU_ZERO(&cores_);
 }
 
@@ -242,7 +247,8 @@ void DataServer::accept_all(Loop& acceptor) {
     }
     backoff_ = std::chrono::milliseconds(10);
     const std::string peer = peer_of(from);
-    if (open_ >= options_.max_connections) {
+    const bool members_only = runtime_.secret() != nullptr;
+    if (!members_only && open_ >= options_.max_connections) {
       runtime::log_warning("data channel on port ", port_, ": refused ", peer, ": ",
                            options_.max_connections, " connections already");
       ::close(fd);
@@ -254,16 +260,19 @@ void DataServer::accept_all(Loop& acceptor) {
     c->id = next_id_++;
     c->fd = fd;
     c->peer = peer;
-    const bool members_only = runtime_.secret() != nullptr;
-    c->phase = members_only ? Connection::Phase::kHello : Connection::Phase::kFrames;
-    c->deadline =
-        Clock::now() +
-        (members_only
-             ? std::chrono::duration_cast<std::chrono::milliseconds>(JobSecret::kHandshakeTimeout)
-             : options_.idle_timeout);
-    ++open_;
-    Loop& to = loop_for_next();
-    to.adopt(std::move(c), acceptor);
+    if (!members_only) {
+      c->deadline = Clock::now() + options_.idle_timeout;
+      ++open_;
+      Loop& to = loop_for_next();
+      to.adopt(std::move(c), acceptor);
+      continue;
+    }
+    // A stranger until it proves itself: its handshake runs here, within the budget.
+    c->phase = Connection::Phase::kHello;
+    c->deadline = Clock::now() + options_.handshake_timeout;
+    const uint64_t evict = handshakes_.admit(c->id, from.sin_addr.s_addr);
+    if (evict != 0) acceptor.close(evict, "ended for a newer handshake (too many under way)");
+    acceptor.add(std::move(c));
   }
 }
 
@@ -335,14 +344,23 @@ void DataServer::Loop::on_ready(uint64_t id, Wait what, const boost::system::err
 void DataServer::Loop::close(uint64_t id, const std::string& why) {
   auto it = connections_.find(id);
   if (it == connections_.end()) return;
+  const bool stranger = it->second->phase != Connection::Phase::kFrames;
   if (!why.empty()) {
-    runtime::log_warning("data channel on port ", server_.port_, ": refused ", it->second->peer,
-                         ": ", why);
+    std::optional<uint64_t> more = stranger ? server_.refusals_.allow() : uint64_t{0};
+    if (more) {
+      runtime::log_warning(
+          "data channel on port ", server_.port_, ": refused ", it->second->peer, ": ", why,
+          *more > 0 ? " (and " + std::to_string(*more) + " more not logged)" : std::string());
+    }
   }
   // Uncounted before the peer can see the close: a peer that reconnects at once must find
   // its slot free.
-  --load_;
-  --server_.open_;
+  if (stranger) {
+    server_.handshakes_.done(id);
+  } else {
+    --load_;
+    --server_.open_;
+  }
   connections_.erase(it);  // its socket closes, and its waits end, aborted
 }
 
@@ -377,12 +395,26 @@ void DataServer::Loop::read_handshake(Connection& c) {
   if (std::string why = secret.check_proof(c.hello, c.answer, c.handshake, &keys); !why.empty()) {
     return close(id, why);
   }
+  if (server_.open_ >= server_.options_.max_connections) {
+    return close(
+        id, std::to_string(server_.options_.max_connections) + " members' connections already");
+  }
+  // A member: served by a thread of the server's from now on, as a connection without a
+  // secret is from the start. Its waits here end, aborted, and find no one.
   c.sealer = std::make_unique<Sealer>(keys.send);
   c.opener = std::make_unique<Opener>(keys.receive);
-  c.phase = Connection::Phase::kFrames;
   c.handshake.clear();
   c.deadline = Clock::now() + server_.options_.idle_timeout;
-  read_frames(c);  // a first frame may have come with the proof
+  server_.handshakes_.done(id);
+  ++server_.open_;
+  auto it = connections_.find(id);
+  std::unique_ptr<Connection> member = std::move(it->second);
+  connections_.erase(it);
+  member->socket->release();
+  member->socket.reset();
+  member->reading = member->writing = false;
+  member->phase = Connection::Phase::kFrames;  // a first frame may have come with the proof
+  server_.loop_for_next().adopt(std::move(member), *this);
 }
 
 // Reads what has come of the current frame; a whole one runs, and reading stops until its reply

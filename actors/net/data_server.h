@@ -27,7 +27,9 @@
 // and while a reply is awaited or being written nothing more is read from that peer. It bounds
 // what peers can take (DataServerOptions): connections (one over the limit is closed at once,
 // with a log line naming its address), idle time (not counted while a reply is awaited), frame
-// size, and a frame's buffer grows only as its bytes arrive. A frame longer than the limit, a
+// size, and a frame's buffer grows only as its bytes arrive. With a job secret, the accepting
+// thread runs the handshakes (an HMAC each) within their own budget, and hands a connection to
+// a serving thread once it proved membership. A frame longer than the limit, a
 // short read or a timeout ends that connection; nothing crashes. A failed accept (EMFILE,
 // ENFILE, ENOMEM) is logged and retried with a back-off. The server goes on.
 //
@@ -47,6 +49,7 @@
 #include <vector>
 
 #include "actors/net/frame.h"
+#include "actors/net/handshake_budget.h"
 #include "actors/runtime_system.h"
 #include "actors/shard_codec.h"
 #include "runtime/status.h"
@@ -55,7 +58,14 @@
 namespace troupe::actors::net {
 
 struct DataServerOptions {
-  int max_connections = 64;
+  int max_connections = 64;  // members' (with a job secret) or anyone's (without)
+  // With a job secret, strangers' handshakes have a budget of their own (HandshakeBudget,
+  // net/handshake_budget.h): a newcomer over it ends the oldest, so members always find room.
+  // A handshake has `handshake_timeout` in all, which no byte extends: a round trip or two on a
+  // loaded machine, far less than a stranger needs to hold a slot for long.
+  int max_handshakes = 64;
+  int max_handshakes_per_source = 16;
+  std::chrono::milliseconds handshake_timeout{2000};
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(10)};  // without a byte either way
   uint64_t max_frame_bytes = kMaxFrameBytes;
   // Each connection has a thread of its own until this many serve them; then they share.
@@ -111,7 +121,9 @@ class DataServer {
   std::atomic<int> open_{0};
   std::unique_ptr<Loop> acceptor_;
   std::vector<std::unique_ptr<Loop>> loops_;  // serving connections; the acceptor adds them
-  uint64_t next_id_ = 1;  // a connection's, never used again: a late event finds no one
+  uint64_t next_id_ = 1;        // a connection's, never used again: a late event finds no one
+  HandshakeBudget handshakes_;  // the accepting thread's
+  LogLimiter refusals_;         // of strangers, logged at most once a second
   std::chrono::steady_clock::time_point accept_again_{};  // after a failed accept
   std::chrono::milliseconds backoff_{10};
   cpu_set_t cores_{};  // where the process may run, as it started: a thread following none

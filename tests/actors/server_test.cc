@@ -4,6 +4,7 @@
 // connection after its handshake is noticed on both ports.
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -359,4 +360,67 @@ TEST_CASE("a bit flipped after the handshake, either way, on either port: integr
   size_t integrity = 0;
   for (size_t at = 0; (at = logged.find("integrity", at)) != std::string::npos; ++at) ++integrity;
   CHECK_MESSAGE(integrity >= 4, logged);
+}
+
+TEST_CASE("strangers holding 80 connections on each port: members join, strangers are ended") {
+  const std::string dir = testing::temp_dir("strangers");
+  std::filesystem::create_directories(dir);
+  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
+  auto secret = actors::load_job_secret(dir + "/job.secret");
+  REQUIRE(secret.ok());
+  StderrCapture captured(dir + "/stderr.log");
+  actors::Runtime server_rt(actors::RuntimeOptions{.secret = *secret});
+  auto server = actors::Server::start(server_rt, {});
+  REQUIRE(server.ok());
+  const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
+  // Half say nothing, half a well-formed hello and then nothing (its answer read or not).
+  auto strangers = [&] {
+    std::vector<int> fds;
+    for (uint16_t port : {(*server)->port(), (*server)->data_port()}) {
+      for (int i = 0; i < 80; ++i) {
+        const int fd = testing::connect_to(port);
+        if (i % 2 == 1) testing::send_all(fd, "TRPA" + std::string(32, static_cast<char>(i)));
+        fds.push_back(fd);
+      }
+    }
+    return fds;
+  };
+  auto member_trains = [&] {
+    actors::Runtime rt(actors::RuntimeOptions{.secret = *secret});
+    testing::PsModel m = testing::ps_model();
+    actors::SessionOptions so;
+    so.cluster = {{"/job:ps/task:0", address}};
+    auto s = actors::Session::create(rt, m.g, so);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    REQUIRE((*s)->run({}, {}, {m.init}).ok());
+    for (int i = 0; i < 3; ++i) {
+      auto r = (*s)->run(testing::ps_batch(m, i), {m.loss}, {m.train});
+      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    }
+    // Its tensors took the data channel: the strangers left it room.
+    CHECK((*s)->traffic().calls > 0);
+  };
+  std::vector<int> first = strangers();
+  member_trains();
+  // Reopened while the first still hold theirs: members still join.
+  std::vector<int> second = strangers();
+  member_trains();
+  // No byte extends a handshake: every stranger is ended within the handshake's time.
+  const auto since = std::chrono::steady_clock::now();
+  int ended = 0;
+  for (int fd : second) {
+    timeval wait{6, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    char buf[128];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) {
+    }
+    if (n == 0 || errno == ECONNRESET) ++ended;
+  }
+  CHECK(ended == static_cast<int>(second.size()));
+  CHECK(std::chrono::steady_clock::now() - since < std::chrono::seconds(6));
+  for (int fd : first) ::close(fd);
+  for (int fd : second) ::close(fd);
+  const std::string logged = captured.text();
+  CHECK_MESSAGE(logged.find("more not logged") != std::string::npos, logged);
 }
