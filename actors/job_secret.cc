@@ -214,10 +214,18 @@ Status make_job_secret(const std::string& path) {
   }
   text += "\n";
   OPENSSL_cleanse(bytes, sizeof bytes);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return runtime::failed_precondition("cannot write the job secret ", tmp);
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  // A name no one could have planted (a symlink there would have the secret written through
+  // it), made with O_EXCL and mode 0600, then renamed over `path`.
+  std::string tmp = path + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) {
+    return runtime::failed_precondition("cannot write the job secret ", path, ": ",
+                                        std::strerror(errno));
+  }
+  const bool written = ::fchmod(fd, 0600) == 0 &&
+                       ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       ::fsync(fd) == 0;
+  OPENSSL_cleanse(text.data(), text.size());
   const bool closed = ::close(fd) == 0;
   if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -1,0 +1,97 @@
+// The job secret's file and handshake: a secret is written where a planted symlink cannot
+// redirect it, and a handshake without random bytes for its nonce is refused on both sides
+// (OpenSSL's RAND_bytes failing, through a shim this binary puts in front of it).
+#include "actors/job_secret.h"
+
+#include <dlfcn.h>
+#include <doctest/doctest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "harness/temp_dir.h"
+
+using namespace troupe;
+
+namespace {
+std::atomic<bool> random_fails{false};
+}  // namespace
+
+// Ahead of libcrypto's: fails while a test says so, else is the real one.
+extern "C" int RAND_bytes(unsigned char* buf, int num) {
+  if (random_fails) return 0;
+  using Real = int (*)(unsigned char*, int);
+  static Real real = reinterpret_cast<Real>(::dlsym(RTLD_NEXT, "RAND_bytes"));
+  return real(buf, num);
+}
+
+TEST_CASE("a secret goes to its file, not through a symlink planted beside it") {
+  const std::string dir = testing::temp_dir("planted");
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/job.secret", victim = dir + "/victim";
+  std::ofstream(victim) << "keep me\n";
+  std::filesystem::create_symlink(victim, path + ".tmp");
+  REQUIRE(actors::make_job_secret(path).ok());
+  std::ifstream in(victim);
+  std::string kept;
+  std::getline(in, kept);
+  CHECK(kept == "keep me");
+  struct stat st;
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  CHECK(S_ISREG(st.st_mode));
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(actors::load_job_secret(path).ok());
+  // Nothing left beside it but what was there.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files += e.exists() ? 1 : 0;
+  CHECK(files == 3);
+}
+
+TEST_CASE("without random bytes for a nonce, neither side of a handshake goes on") {
+  const std::string dir = testing::temp_dir("no_random");
+  std::filesystem::create_directories(dir);
+  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
+  auto secret = actors::load_job_secret(dir + "/job.secret");
+  REQUIRE(secret.ok());
+  // The dialler's nonce.
+  {
+    int fd[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
+    random_fails = true;
+    actors::net::LinkKeys keys;
+    const std::string why = (*secret)->prove_member(fd[0], &keys, std::chrono::milliseconds(200));
+    random_fails = false;
+    CHECK(why.find("no random bytes") != std::string::npos);
+    char c;
+    CHECK(::recv(fd[1], &c, 1, MSG_DONTWAIT) < 0);  // nothing was sent
+    ::close(fd[0]);
+    ::close(fd[1]);
+  }
+  // The listener's nonce: a well-formed hello gets no answer.
+  {
+    std::string answer;
+    random_fails = true;
+    const std::string why = (*secret)->answer_hello("TRPA" + std::string(32, 'n'), &answer);
+    random_fails = false;
+    CHECK(why.find("no random bytes") != std::string::npos);
+  }
+  // And with them, a handshake passes and both ends hold the same keys.
+  int fd[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
+  actors::net::LinkKeys dialler, listener;
+  std::string checked;
+  std::thread server([&] { checked = (*secret)->check_member(fd[1], &listener); });
+  CHECK((*secret)->prove_member(fd[0], &dialler) == "");
+  server.join();
+  CHECK(checked == "");
+  CHECK(dialler.send.key == listener.receive.key);
+  CHECK(dialler.receive.iv == listener.send.iv);
+  ::close(fd[0]);
+  ::close(fd[1]);
+}
