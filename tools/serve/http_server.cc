@@ -1,5 +1,8 @@
 #include "tools/serve/http_server.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -40,6 +43,8 @@ struct HttpServer::Impl {
   // Keep the threads running while replies are computed and no socket operation is pending.
   std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
   std::optional<tcp::acceptor> acceptor;
+  std::optional<net::steady_timer> accept_again;  // after a failed accept, on iocs[0]
+  std::chrono::milliseconds backoff{10};
   std::atomic<size_t> next_context{0};
   std::vector<std::thread> threads;
   uint16_t port = 0;
@@ -238,15 +243,54 @@ class Connection : public std::enable_shared_from_this<Connection> {
 void accept(HttpServer::Impl& s) {
   net::io_context& home = *s.iocs[s.next_context++ % s.iocs.size()];
   s.acceptor->async_accept(home, [&s](beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted || s.stopping) return;
     if (ec) {
-      if (ec == net::error::operation_aborted || s.stopping) return;
-      runtime::log_warning("accepting a connection failed: ", ec.message());
-    } else {
-      const bool reject = s.connections >= s.options.max_connections;
-      std::make_shared<Connection>(std::move(socket), s)->start(reject);
+      // Out of descriptors or memory: the waiting connection would fail the next accept at
+      // once again, so the acceptor rests, longer each time, until the shortage passes.
+      runtime::log_warning("accepting a connection failed (", ec.message(), "); retrying in ",
+                           s.backoff.count(), " ms");
+      s.accept_again->expires_after(s.backoff);
+      s.backoff = std::min(s.backoff * 2, std::chrono::milliseconds(1000));
+      s.accept_again->async_wait([&s](beast::error_code e) {
+        if (!e && !s.stopping) accept(s);
+      });
+      return;
     }
+    s.backoff = std::chrono::milliseconds(10);
+    const bool reject = s.connections >= s.options.max_connections;
+    std::make_shared<Connection>(std::move(socket), s)->start(reject);
     accept(s);
   });
+}
+
+// Descriptors kept for what is not a connection (the model's files, logs, the process's own).
+constexpr rlim_t kSpareDescriptors = 64;
+
+// The soft limit on descriptors raised to the hard one, and max_connections clamped below it:
+// a connection over max_connections is accepted and answered 503, which takes a descriptor, so
+// the guard must trip before the descriptors run out.
+void fit_descriptors(HttpOptions* options) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    const rlim_t was = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      runtime::log_info("raised the open-file limit from ", was, " to ", limit.rlim_cur);
+    } else {
+      limit.rlim_cur = was;
+    }
+  }
+  if (limit.rlim_cur == RLIM_INFINITY) return;
+  // Half of what is left after the spare: each 503 holds a descriptor while it is written.
+  const rlim_t room = limit.rlim_cur > 2 * kSpareDescriptors
+                          ? (limit.rlim_cur - kSpareDescriptors) / 2
+                          : limit.rlim_cur / 4;
+  if (static_cast<rlim_t>(options->max_connections) > room) {
+    runtime::log_warning("max_connections ", options->max_connections, " lowered to ", room,
+                         ": the process may open ", limit.rlim_cur, " files");
+    options->max_connections = static_cast<int>(room);
+  }
 }
 
 }  // namespace
@@ -261,11 +305,13 @@ runtime::Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpOptions optio
   impl->options = std::move(options);
   impl->handler = std::move(handler);
   if (impl->options.threads < 1) impl->options.threads = 1;
+  fit_descriptors(&impl->options);
   for (int i = 0; i < impl->options.threads; ++i) {
     impl->iocs.push_back(std::make_unique<net::io_context>(1));
     impl->work.push_back(net::make_work_guard(*impl->iocs.back()));
   }
   impl->acceptor.emplace(*impl->iocs[0]);
+  impl->accept_again.emplace(*impl->iocs[0]);
   const std::string where = impl->options.host + ":" + std::to_string(impl->options.port);
   beast::error_code ec;
   const net::ip::address address = net::ip::make_address(impl->options.host, ec);
@@ -295,6 +341,7 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
   net::post(*s.iocs[0], [&s] {
     beast::error_code ec;
     s.acceptor->close(ec);
+    s.accept_again->cancel();
   });
   {
     std::unique_lock<std::mutex> lock(s.mu);

@@ -12,7 +12,10 @@
 //
 // Limits, each answered and logged, never a crash: a body over body_limit gets 413, a malformed
 // request 400, connections beyond max_connections 503, a request that does not arrive whole
-// within idle_timeout 408; a kept-alive connection idle for as long is closed.
+// within idle_timeout 408; a kept-alive connection idle for as long is closed. At start the
+// open-file limit is raised to its hard limit and max_connections lowered below it (so 503s,
+// which take a descriptor each, come before descriptors run out); a failed accept (EMFILE,
+// ENFILE, ENOMEM) is logged and retried after a back-off, never at once.
 #pragma once
 
 #include <chrono>
