@@ -18,6 +18,8 @@ FUZZ_TARGET(fuzz_csv)
 FUZZ_TARGET(fuzz_libsvm)
 FUZZ_TARGET(fuzz_idx)
 FUZZ_TARGET(fuzz_rest_api)
+FUZZ_TARGET(fuzz_handshake)
+FUZZ_TARGET(fuzz_sealed_record)
 #undef FUZZ_TARGET
 
 namespace {
@@ -53,6 +55,8 @@ TEST_CASE("every fuzz target runs its whole corpus without a crash") {
       {"libsvm", fuzz_libsvm},
       {"idx", fuzz_idx},
       {"rest_api", fuzz_rest_api},
+      {"handshake", fuzz_handshake},
+      {"sealed_record", fuzz_sealed_record},
   };
   for (const auto& [name, fn] : targets) {
     CAPTURE(name);

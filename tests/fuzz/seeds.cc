@@ -157,6 +157,13 @@ void text_files(const std::string& scratch) {
   put("rest_api", 2, std::string("\x01", 1) + R"({"examples": [{"x": [1, 2, 3]}], "context": {}})");
   put("rest_api", 3, std::string("\x02", 1) + R"({"examples": [{}], "context": {"x": [1, 2, 3]}})");
   put("rest_api", 4, std::string("\x03", 1) + "m/versions/1/metadata");
+  // A stranger's hello and proof; a server's answer of the right length.
+  put("handshake", 0, "TRPA" + std::string(32, 'n') + std::string(32, 'p'));
+  put("handshake", 1, std::string(64, 'a'));
+  // Sealed records: as sealed (nothing xored), one bit flipped, a raw wire.
+  put("sealed_record", 0, std::string("\x01", 1) + std::string(64, '\0'));
+  put("sealed_record", 1, std::string("\x01", 1) + std::string(40, '\0') + "\x08");
+  put("sealed_record", 2, std::string("\x00\x0b\0\0\0", 5) + std::string(27, 'w'));
   put("libsvm", 0, std::string("\x01", 1) + "1 1:0.5 3:2\n0 2:1 # comment\n-1 4:3.5\n");
   put("libsvm", 1, std::string("\x06", 1) + "2 0:1 7:2\n1 3:0.25\n");
   const std::string idx("\0\0\x08\x02\0\0\0\x02\0\0\0\x03\x01\x02\x03\x04\x05\x06", 18);
