@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -43,7 +44,8 @@ bool JobSecret::verify(std::string_view message, const Mac& mac) const {
 
 namespace {
 
-constexpr char kMagic[4] = {'T', 'R', 'P', 'A'};
+// 'B': the second handshake, which names the tasks.
+constexpr char kMagic[4] = {'T', 'R', 'P', 'B'};
 constexpr size_t kNonce = 32;
 using Clock = std::chrono::steady_clock;
 
@@ -83,11 +85,28 @@ std::string unfinished(Moved moved) {
                "job's secret, has none, or ended the handshake for others";
 }
 
-std::string message(const char* role, const char* first, const char* second) {
+std::string message(const char* role, std::string_view first, std::string_view second) {
   std::string m = role;
-  m.append(first, kNonce);
-  m.append(second, kNonce);
+  m.append(first);
+  m.append(second);
   return m;
+}
+
+// A task's name as the handshake carries it, and back ("" for a field that is no name).
+bool put_name(const std::string& name, char* field) {
+  if (name.size() > JobSecret::kNameBytes || name.find('\0') != std::string::npos) return false;
+  std::memset(field, 0, JobSecret::kNameBytes);
+  std::memcpy(field, name.data(), name.size());
+  return true;
+}
+std::string name_in(const char* field) {
+  return std::string(field, ::strnlen(field, JobSecret::kNameBytes));
+}
+
+// The evaluator is outside TF's cluster spec and a member all the same.
+bool is_member(const Introduction& me, const std::string& task) {
+  if (me.members.empty() || task.empty() || task.rfind("/job:evaluator/", 0) == 0) return true;
+  return std::find(me.members.begin(), me.members.end(), task) != me.members.end();
 }
 
 // A nonce that is not random makes a recorded exchange replayable: no handshake without one.
@@ -111,26 +130,34 @@ std::string JobSecret::keys_of(std::string_view hello, std::string_view answer,
   return "";
 }
 
-std::string JobSecret::prove_member(int fd, net::LinkKeys* keys,
+std::string JobSecret::prove_member(int fd, const Introduction& me, net::LinkKeys* keys,
                                     std::chrono::milliseconds timeout) const {
   const auto deadline = Clock::now() + timeout;
-  char hello[sizeof kMagic + kNonce];
+  char hello[kHelloBytes];
   std::memcpy(hello, kMagic, sizeof kMagic);
   char* mine = hello + sizeof kMagic;
+  if (!put_name(me.task, mine + kNonce) || !put_name(me.dialled, mine + kNonce + kNameBytes)) {
+    return "a task name longer than " + std::to_string(kNameBytes) + " bytes";
+  }
   if (!random_nonce(mine)) return kNoRandom;
   if (Moved m = transfer(fd, hello, sizeof hello, true, deadline); m != Moved::kAll) {
     return unfinished(m);
   }
-  char answer[kNonce + sizeof(Mac)];
+  char answer[kAnswerBytes];
   if (Moved m = transfer(fd, answer, sizeof answer, false, deadline); m != Moved::kAll) {
     return unfinished(m);
   }
   Mac theirs{};
-  std::memcpy(theirs.data(), answer + kNonce, theirs.size());
-  if (!verify(message("troupe server", mine, answer), theirs)) {
+  std::memcpy(theirs.data(), answer + kNonce + kNameBytes, theirs.size());
+  const std::string_view said(answer, kNonce + kNameBytes);
+  if (!verify(message("troupe server", {hello, sizeof hello}, said), theirs)) {
     return "the server does not hold this job's secret";
   }
-  Mac proof = sign(message("troupe client", answer, mine));
+  const std::string reached = name_in(answer + kNonce);
+  if (!me.dialled.empty() && !reached.empty() && reached != me.dialled) {
+    return "reached " + reached + ", not " + me.dialled + " as dialled";
+  }
+  Mac proof = sign(message("troupe client", {hello, sizeof hello}, {answer, sizeof answer}));
   if (Moved m = transfer(fd, reinterpret_cast<char*>(proof.data()), proof.size(), true, deadline);
       m != Moved::kAll) {
     return unfinished(m);
@@ -139,17 +166,28 @@ std::string JobSecret::prove_member(int fd, net::LinkKeys* keys,
                  {reinterpret_cast<const char*>(proof.data()), proof.size()}, true, keys);
 }
 
-std::string JobSecret::answer_hello(std::string_view hello, std::string* answer) const {
-  static_assert(kHelloBytes == sizeof kMagic + kNonce && kAnswerBytes == kNonce + sizeof(Mac) &&
-                kProofBytes == sizeof(Mac));
+std::string JobSecret::answer_hello(std::string_view hello, const Introduction& me,
+                                    std::string* answer) const {
   if (hello.size() != kHelloBytes || std::memcmp(hello.data(), kMagic, sizeof kMagic) != 0) {
     return "not a troupe member's handshake";
   }
+  const char* names = hello.data() + sizeof kMagic + kNonce;
+  const std::string claims = name_in(names), dialled = name_in(names + kNameBytes);
+  if (!is_member(me, claims)) return "says it is " + claims + ", which is not in the cluster";
+  if (!dialled.empty() && !me.task.empty() && dialled != me.task) {
+    return "dialled " + dialled + ", but this is " + me.task;
+  }
   answer->assign(kAnswerBytes, '\0');
   if (!random_nonce(answer->data())) return kNoRandom;
-  const Mac mac = sign(message("troupe server", hello.data() + sizeof kMagic, answer->data()));
-  std::memcpy(answer->data() + kNonce, mac.data(), mac.size());
+  if (!put_name(me.task, answer->data() + kNonce)) return "this task's name is too long";
+  const Mac mac =
+      sign(message("troupe server", hello, std::string_view(answer->data(), kNonce + kNameBytes)));
+  std::memcpy(answer->data() + kNonce + kNameBytes, mac.data(), mac.size());
   return "";
+}
+
+bool JobSecret::may_start_hello(std::string_view first) {
+  return std::memcmp(first.data(), kMagic, std::min(first.size(), sizeof kMagic)) == 0;
 }
 
 std::string JobSecret::check_proof(std::string_view hello, std::string_view answer,
@@ -157,20 +195,23 @@ std::string JobSecret::check_proof(std::string_view hello, std::string_view answ
   Mac mac{};
   if (proof.size() != mac.size()) return "no proof of membership";
   std::memcpy(mac.data(), proof.data(), mac.size());
-  if (!verify(message("troupe client", answer.data(), hello.data() + sizeof kMagic), mac)) {
-    return "a wrong job secret";
-  }
+  if (!verify(message("troupe client", hello, answer), mac)) return "a wrong job secret";
   return keys_of(hello, answer, proof, false, keys);
 }
 
-std::string JobSecret::check_member(int fd, net::LinkKeys* keys,
+std::string JobSecret::check_member(int fd, const Introduction& me, net::LinkKeys* keys,
                                     std::chrono::milliseconds timeout) const {
   const auto deadline = Clock::now() + timeout;
   std::string hello(kHelloBytes, '\0'), answer, proof(kProofBytes, '\0');
-  if (transfer(fd, hello.data(), hello.size(), false, deadline) != Moved::kAll) {
+  if (transfer(fd, hello.data(), sizeof kMagic, false, deadline) != Moved::kAll) {
     return "no handshake in time";
   }
-  if (std::string why = answer_hello(hello, &answer); !why.empty()) return why;
+  if (!may_start_hello(hello)) return "not a troupe member's handshake";
+  if (transfer(fd, hello.data() + sizeof kMagic, hello.size() - sizeof kMagic, false, deadline) !=
+      Moved::kAll) {
+    return "no handshake in time";
+  }
+  if (std::string why = answer_hello(hello, me, &answer); !why.empty()) return why;
   if (transfer(fd, answer.data(), answer.size(), true, deadline) != Moved::kAll)
     return "gone during the handshake";
   if (transfer(fd, proof.data(), proof.size(), false, deadline) != Moved::kAll) {

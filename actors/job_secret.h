@@ -18,11 +18,23 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "actors/net/seal.h"
 #include "runtime/status.h"
 
 namespace troupe::actors {
+
+// Who takes part in a handshake, as one end sees it; both ends' names travel in it and the MACs
+// and the keys cover them. A listener refuses a dialler that names a task outside `members`
+// (when it has members; an evaluator's task is always one) or that dialled another task than
+// `task`; a dialler refuses a listener that says it is another task than `dialled`. An empty
+// name checks nothing: a process that plays no task, a test's server.
+struct Introduction {
+  std::string task;                  // this end's: "/job:ps/task:0", or "" for none
+  std::string dialled;               // a dialler's: whom it means to reach, "" for any
+  std::vector<std::string> members;  // a listener's: the cluster spec's tasks, empty for any
+};
 
 class JobSecret {
  public:
@@ -32,21 +44,28 @@ class JobSecret {
   bool verify(std::string_view message, const Mac& mac) const;  // in constant time
 
   // The challenge-response on a connected socket, before any other byte: the client sends a
-  // magic and a nonce; the server answers with its nonce and an HMAC over both, proving that it
-  // holds the secret; the client answers with an HMAC the other way round. Each returns "" when
-  // the peer proved membership, with the connection's keys in `keys`, otherwise why not; each
-  // gives up after `timeout`.
-  std::string prove_member(int fd, net::LinkKeys* keys,
+  // magic, a nonce, its task and the task it dials; the server answers with its nonce, its task
+  // and an HMAC over all of it, proving that it holds the secret; the client answers with an
+  // HMAC over everything so far. Each returns "" when the peer proved membership and is whom
+  // `me` accepts, with the connection's keys in `keys`, otherwise why not; each gives up after
+  // `timeout`.
+  std::string prove_member(int fd, const Introduction& me, net::LinkKeys* keys,
                            std::chrono::milliseconds timeout = kHandshakeTimeout) const;
-  std::string check_member(int fd, net::LinkKeys* keys,
+  std::string check_member(int fd, const Introduction& me, net::LinkKeys* keys,
                            std::chrono::milliseconds timeout = kHandshakeTimeout) const;
   static constexpr std::chrono::milliseconds kHandshakeTimeout{5000};
 
   // check_member in steps, for a server that waits on many sockets at once: the client's hello
   // (kHelloBytes) gets the answer to send (kAnswerBytes), then its proof (kProofBytes) is
   // checked. Each returns "" or why the peer is refused.
-  static constexpr size_t kHelloBytes = 36, kAnswerBytes = 64, kProofBytes = 32;
-  std::string answer_hello(std::string_view hello, std::string* answer) const;
+  static constexpr size_t kNameBytes = 64;  // a task's name, zero-padded
+  static constexpr size_t kHelloBytes = 4 + 32 + 2 * kNameBytes,
+                          kAnswerBytes = 32 + kNameBytes + 32, kProofBytes = 32;
+  std::string answer_hello(std::string_view hello, const Introduction& me,
+                           std::string* answer) const;
+  // Whether the bytes of a hello so far (any number) may start one: a stranger speaking
+  // something else is refused at its first bytes, not at the deadline.
+  static bool may_start_hello(std::string_view first);
   std::string check_proof(std::string_view hello, std::string_view answer, std::string_view proof,
                           net::LinkKeys* keys) const;
 

@@ -52,9 +52,12 @@ struct Passed {
 // doorman watches.
 class Gate {
  public:
-  Gate(int listen_fd, std::shared_ptr<const JobSecret> secret,
+  Gate(int listen_fd, std::shared_ptr<const JobSecret> secret, Introduction self,
        std::chrono::milliseconds handshake_timeout)
-      : listen_fd_(listen_fd), secret_(std::move(secret)), handshake_timeout_(handshake_timeout) {
+      : listen_fd_(listen_fd),
+        secret_(std::move(secret)),
+        self_(std::move(self)),
+        handshake_timeout_(handshake_timeout) {
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
     acceptor_ = std::thread([this] { accept_loop(); });
   }
@@ -127,7 +130,7 @@ class Gate {
 
   void check(uint64_t id, int fd, const std::string& peer) {
     auto keys = std::make_shared<net::LinkKeys>();
-    const std::string refused = secret_->check_member(fd, keys.get(), handshake_timeout_);
+    const std::string refused = secret_->check_member(fd, self_, keys.get(), handshake_timeout_);
     // Uncounted before its socket closes: an eviction never shuts a descriptor reused since.
     done_checking(id);
     if (!refused.empty()) {
@@ -165,6 +168,7 @@ class Gate {
 
   int listen_fd_;
   std::shared_ptr<const JobSecret> secret_;
+  const Introduction self_;
   const std::chrono::milliseconds handshake_timeout_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
@@ -242,8 +246,12 @@ class GateDoorman : public caf::io::doorman {
 class MemberMiddleman : public caf::io::middleman_actor_impl {
  public:
   MemberMiddleman(caf::actor_config& cfg, caf::actor broker,
-                  std::shared_ptr<const JobSecret> secret)
-      : caf::io::middleman_actor_impl(cfg, std::move(broker)), secret_(std::move(secret)) {}
+                  std::shared_ptr<const JobSecret> secret, Introduction self,
+                  std::shared_ptr<const DialBook> book)
+      : caf::io::middleman_actor_impl(cfg, std::move(broker)),
+        secret_(std::move(secret)),
+        self_(std::move(self)),
+        book_(std::move(book)) {}
 
   const char* name() const override { return "troupe::member_middleman"; }
 
@@ -254,7 +262,9 @@ class MemberMiddleman : public caf::io::middleman_actor_impl {
     if (!fd) return std::move(fd.error());
     caf::io::network::nonblocking(*fd, true);
     net::LinkKeys keys;
-    const std::string refused = secret_->prove_member(*fd, &keys);
+    Introduction me = self_;
+    me.dialled = book_->expected(host, port);
+    const std::string refused = secret_->prove_member(*fd, me, &keys);
     if (!refused.empty()) {
       ::close(*fd);
       runtime::log_warning("connecting to ", host, ":", port, ": ", refused);
@@ -270,7 +280,7 @@ class MemberMiddleman : public caf::io::middleman_actor_impl {
     // The gate's own thread accepts: blocking, as the handshakes are.
     int flags = ::fcntl(*fd, F_GETFL, 0);
     ::fcntl(*fd, F_SETFL, flags & ~O_NONBLOCK);
-    auto gate = std::make_shared<Gate>(*fd, secret_, kMemberHandshakeTimeout);
+    auto gate = std::make_shared<Gate>(*fd, secret_, self_, kMemberHandshakeTimeout);
     if (gate->wake_fd() < 0) return caf::make_error(caf::sec::cannot_open_port, "no pipe");
     return caf::make_counted<GateDoorman>(mpx(), std::move(gate));
   }
@@ -280,15 +290,29 @@ class MemberMiddleman : public caf::io::middleman_actor_impl {
     return static_cast<default_multiplexer&>(system().middleman().backend());
   }
   std::shared_ptr<const JobSecret> secret_;
+  const Introduction self_;
+  std::shared_ptr<const DialBook> book_;
 };
 
 }  // namespace
 
+void DialBook::expect(const std::string& host, uint16_t port, const std::string& task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tasks_[host + ":" + std::to_string(port)] = task;
+}
+
+std::string DialBook::expected(const std::string& host, uint16_t port) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(host + ":" + std::to_string(port));
+  return it == tasks_.end() ? std::string() : it->second;
+}
+
 caf::actor spawn_member_middleman(caf::actor_system& system,
-                                  std::shared_ptr<const JobSecret> secret) {
+                                  std::shared_ptr<const JobSecret> secret, Introduction self,
+                                  std::shared_ptr<const DialBook> book) {
   auto broker = system.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
-  auto mm = system.spawn<MemberMiddleman, caf::detached + caf::hidden>(std::move(broker),
-                                                                       std::move(secret));
+  auto mm = system.spawn<MemberMiddleman, caf::detached + caf::hidden>(
+      std::move(broker), std::move(secret), std::move(self), std::move(book));
   return caf::actor_cast<caf::actor>(mm);
 }
 

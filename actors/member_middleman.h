@@ -20,7 +20,10 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "actors/job_secret.h"
 
@@ -33,7 +36,21 @@ constexpr int kMaxHandshakes = 64;
 constexpr int kMaxHandshakesPerSource = 16;
 constexpr std::chrono::milliseconds kMemberHandshakeTimeout{2000};
 
+// Whom this process means to reach at an address: what its handshake says it dials. Runtime
+// notes it before each connect; thread-safe.
+class DialBook {
+ public:
+  void expect(const std::string& host, uint16_t port, const std::string& task);
+  std::string expected(const std::string& host, uint16_t port) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> tasks_;  // "host:port" -> task
+};
+
+// `self`: who this process is and which tasks may dial it (job_secret.h's Introduction).
 caf::actor spawn_member_middleman(caf::actor_system& system,
-                                  std::shared_ptr<const JobSecret> secret);
+                                  std::shared_ptr<const JobSecret> secret, Introduction self,
+                                  std::shared_ptr<const DialBook> book);
 
 }  // namespace troupe::actors

@@ -25,7 +25,7 @@ Result<caf::actor> wait_for_server(Runtime& rt, const std::string& task, const s
   const auto start = Clock::now();
   auto last_log = start;
   for (;;) {
-    Result<caf::actor> server = connect_server(rt, address);
+    Result<caf::actor> server = connect_server(rt, address, task);
     if (server.ok() || server.status().code() == runtime::Code::kInvalidArgument) return server;
     if (stopped(wait)) {
       return runtime::make_error(runtime::Code::kCancelled, "stopped while waiting for ", task,

@@ -28,9 +28,12 @@ Runtime::Runtime(RuntimeOptions options) : config_(std::make_unique<caf::actor_s
   cfg.add_thread_hook<GraphCoreHook>();
   cfg.load<caf::io::middleman>();
   system_ = std::make_unique<caf::actor_system>(cfg);
+  self_.task = options.task;
+  self_.members = options.members;
+  dial_book_ = std::make_shared<DialBook>();
   if (options.secret) {
     secret_ = options.secret;
-    member_middleman_ = spawn_member_middleman(*system_, secret_);
+    member_middleman_ = spawn_member_middleman(*system_, secret_, self_, dial_book_);
   }
 }
 
@@ -62,7 +65,15 @@ void Runtime::unpublish(const caf::actor& whom, uint16_t port) {
       .receive([] {}, [](caf::error&) {});
 }
 
-runtime::Result<caf::actor> Runtime::remote_actor(const std::string& host, uint16_t port) {
+Introduction Runtime::introduction(const std::string& task) const {
+  Introduction me = self_;
+  me.dialled = task;
+  return me;
+}
+
+runtime::Result<caf::actor> Runtime::remote_actor(const std::string& host, uint16_t port,
+                                                  const std::string& task) {
+  dial_book_->expect(host, port, task);
   if (!member_middleman_) {
     auto a = system_->middleman().remote_actor(host, port);
     if (!a) return runtime::unavailable(system_->render(a.error()));

@@ -20,6 +20,7 @@
 #include <mutex>
 
 #include "actors/job_secret.h"
+#include "actors/member_middleman.h"
 #include "runtime/status.h"
 
 namespace troupe::actors {
@@ -50,6 +51,11 @@ struct RuntimeOptions {
   // A cluster's job secret: every connection, CAF's and the data channels', proves membership
   // with it before its first message (job_secret.h). Null: plain TCP, anyone may connect.
   std::shared_ptr<const JobSecret> secret = nullptr;
+  // Who this process is in the cluster ("/job:worker/task:0"; "" for none) and the cluster
+  // spec's tasks: the handshake states them, and a listener refuses a dialler outside them
+  // (job_secret.h's Introduction).
+  std::string task;
+  std::vector<std::string> members;
 };
 
 class Runtime {
@@ -65,7 +71,11 @@ class Runtime {
   // errors are CAF's, rendered.
   runtime::Result<uint16_t> publish(const caf::actor& whom, uint16_t port, const std::string& host);
   void unpublish(const caf::actor& whom, uint16_t port);
-  runtime::Result<caf::actor> remote_actor(const std::string& host, uint16_t port);
+  // `task`: whom the caller means to reach there; a listener that says it is another is refused.
+  runtime::Result<caf::actor> remote_actor(const std::string& host, uint16_t port,
+                                           const std::string& task = "");
+  // How this process introduces itself in a handshake, dialling `task` ("" for any).
+  Introduction introduction(const std::string& task = "") const;
   // Actors still running; 0 after every session and server is gone.
   size_t running_actors() const;
   // The one thread that serves this runtime's data channels (net/data_channel.h), started on the
@@ -76,6 +86,8 @@ class Runtime {
   std::unique_ptr<caf::actor_system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
   std::shared_ptr<const JobSecret> secret_;
+  Introduction self_;
+  std::shared_ptr<DialBook> dial_book_;
   caf::actor member_middleman_;
   std::mutex poller_mu_;
   std::shared_ptr<net::ChannelPoller> poller_;

@@ -46,7 +46,8 @@ Server::~Server() {
   shard_ = nullptr;
 }
 
-runtime::Result<caf::actor> connect_server(Runtime& rt, const std::string& address) {
+runtime::Result<caf::actor> connect_server(Runtime& rt, const std::string& address,
+                                           const std::string& task) {
   auto colon = address.rfind(':');
   if (colon == std::string::npos || colon + 1 >= address.size()) {
     return runtime::invalid_argument("server address '", address, "' is not host:port");
@@ -60,7 +61,7 @@ runtime::Result<caf::actor> connect_server(Runtime& rt, const std::string& addre
   }
   if (port <= 0 || port > 65535)
     return runtime::invalid_argument("server address '", address, "': bad port");
-  auto actor = rt.remote_actor(host, static_cast<uint16_t>(port));
+  auto actor = rt.remote_actor(host, static_cast<uint16_t>(port), task);
   if (!actor.ok()) {
     return runtime::make_error(runtime::Code::kUnavailable, "no troupe server at ", address, ": ",
                                actor.status().message());

@@ -57,7 +57,9 @@ class Server {
   uint16_t advertised_data_port_ = 0;
 };
 
-// Connects to "host:port"; an error that names the address when nothing answers there.
-runtime::Result<caf::actor> connect_server(Runtime& runtime, const std::string& address);
+// Connects to "host:port", meaning to reach `task` there ("" for any: a server that says it is
+// another task is refused); an error that names the address when nothing answers there.
+runtime::Result<caf::actor> connect_server(Runtime& runtime, const std::string& address,
+                                           const std::string& task = "");
 
 }  // namespace troupe::actors

@@ -87,14 +87,14 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
     if (!parsed.ok() || parsed->job.empty()) {
       return runtime::invalid_argument("cluster task '", task, "' is not /job:NAME/task:N");
     }
-    TROUPE_ASSIGN_OR_RETURN(caf::actor server, connect_server(rt, address));
     const std::string key = runtime::task_of(task);
+    TROUPE_ASSIGN_OR_RETURN(caf::actor server, connect_server(rt, address, key));
     spec.remote_tasks[key] = server;
     // Tensors go over the server's data channel when it has one; CAF's connection otherwise.
     const uint16_t data_port = data_port_of(rt, server);
     for (int i = 0; data_port != 0 && i < kDataChannelsPerServer; ++i) {
       auto channel = net::DataChannel::connect(rt, address.substr(0, address.rfind(':')), data_port,
-                                               call_timeout);
+                                               call_timeout, key);
       if (!channel.ok()) {
         // Slower, still correct; a wrong --advertise-data-port or a closed port shows here.
         runtime::log_warning("no data channel to ", key, " (", channel.status().message(),

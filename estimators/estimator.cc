@@ -43,8 +43,10 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
     : model_fn_(std::move(model_fn)),
       config_(std::move(config)),
       params_(std::move(params)),
-      runtime_(
-          std::make_unique<actors::Runtime>(actors::RuntimeOptions{.secret = config_.job_secret})),
+      runtime_(std::make_unique<actors::Runtime>(
+          actors::RuntimeOptions{.secret = config_.job_secret,
+                                 .task = config_.cluster.task_name(),
+                                 .members = config_.cluster.task_names()})),
       store_(std::make_shared<runtime::VariableStore>()),
       member_(*runtime_, config_, &stop_requested_) {
   if (config_.threads > 0) runtime::kernel_registry().set_compute_threads(config_.threads);

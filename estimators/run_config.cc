@@ -7,6 +7,8 @@
 #include <sstream>
 #include <utility>
 
+#include "runtime/placement.h"
+
 namespace troupe::estimators {
 
 namespace {
@@ -40,6 +42,21 @@ const std::vector<std::string>& ClusterConfig::addresses(TaskType type) const {
 std::string ClusterConfig::task_label() const {
   if (task_type == TaskType::kNone) return "";
   return std::string(task_type_name(task_type)) + " " + std::to_string(task_index);
+}
+
+std::string ClusterConfig::task_name() const {
+  if (task_type == TaskType::kNone) return "";
+  return runtime::task_name(task_type_name(task_type), task_index);
+}
+
+std::vector<std::string> ClusterConfig::task_names() const {
+  std::vector<std::string> names;
+  for (const auto& [job, addresses] : cluster) {
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      names.push_back(runtime::task_name(job, static_cast<int>(i)));
+    }
+  }
+  return names;
 }
 
 runtime::Result<std::pair<std::string, uint16_t>> ClusterConfig::host_port() const {

@@ -40,6 +40,10 @@ struct ClusterConfig {
   const std::vector<std::string>& addresses(TaskType type) const;
   // "worker 1", "ps 0": how logs and errors name this task; "" outside a cluster.
   std::string task_label() const;
+  // "/job:worker/task:1" as devices and handshakes name it ("" outside a cluster), and every
+  // task of the cluster spec so named.
+  std::string task_name() const;
+  std::vector<std::string> task_names() const;
   // This task's cluster entry as a host and a port; an error naming the task and the entry
   // when it is not host:port.
   runtime::Result<std::pair<std::string, uint16_t>> host_port() const;

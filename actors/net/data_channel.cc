@@ -25,14 +25,15 @@ using Descriptor = boost::asio::posix::stream_descriptor;
 }  // namespace
 
 runtime::Result<std::shared_ptr<DataChannel>> DataChannel::connect(
-    Runtime& runtime, const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+    Runtime& runtime, const std::string& host, uint16_t port, std::chrono::milliseconds timeout,
+    const std::string& task) {
   const std::string peer = host + ":" + std::to_string(port);
   TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<ChannelPoller> poller, runtime.channel_poller());
   TROUPE_ASSIGN_OR_RETURN(const int fd, connect_tcp(host, port, timeout));
   std::unique_ptr<LinkKeys> keys;
   if (const auto& secret = runtime.secret()) {
     keys = std::make_unique<LinkKeys>();
-    const std::string refused = secret->prove_member(fd, keys.get());
+    const std::string refused = secret->prove_member(fd, runtime.introduction(task), keys.get());
     if (!refused.empty()) {
       ::close(fd);
       return runtime::unavailable("data channel to ", peer, ": ", refused);

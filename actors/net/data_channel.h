@@ -62,10 +62,12 @@ class ChannelPoller;
 // closes the connection.
 class DataChannel {
  public:
+  // `task`: the ps task it means to reach; a server that says it is another is refused.
   static runtime::Result<std::shared_ptr<DataChannel>> connect(Runtime& runtime,
                                                                const std::string& host,
                                                                uint16_t port,
-                                                               std::chrono::milliseconds timeout);
+                                                               std::chrono::milliseconds timeout,
+                                                               const std::string& task = "");
   ~DataChannel();
   DataChannel(const DataChannel&) = delete;
   DataChannel& operator=(const DataChannel&) = delete;

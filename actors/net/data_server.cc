@@ -376,12 +376,16 @@ void DataServer::Loop::read_handshake(Connection& c) {
     return close(id, "gone during the handshake");
   }
   c.handshake.append(buf, static_cast<size_t>(n));
+  if (c.phase == Connection::Phase::kHello && !JobSecret::may_start_hello(c.handshake)) {
+    return close(id, "not a troupe member's handshake");
+  }
   if (c.handshake.size() < want) return;
   const JobSecret& secret = *server_.runtime_.secret();
   if (c.phase == Connection::Phase::kHello) {
     c.hello = std::move(c.handshake);
     c.handshake.clear();
-    if (std::string why = secret.answer_hello(c.hello, &c.answer); !why.empty()) {
+    if (std::string why = secret.answer_hello(c.hello, server_.runtime_.introduction(), &c.answer);
+        !why.empty()) {
       return close(id, why);
     }
     c.out.emplace_back();

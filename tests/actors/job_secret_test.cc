@@ -1,6 +1,8 @@
 // The job secret's file and handshake: a secret is written where a planted symlink cannot
-// redirect it, and a handshake without random bytes for its nonce is refused on both sides
-// (OpenSSL's RAND_bytes failing, through a shim this binary puts in front of it).
+// redirect it, a handshake without random bytes for its nonce is refused on both sides
+// (OpenSSL's RAND_bytes failing, through a shim this binary puts in front of it), and the tasks
+// the handshake names are checked: a dialler outside the cluster, or one that dialled another
+// task, is refused; an evaluator is a member.
 #include "actors/job_secret.h"
 
 #include <dlfcn.h>
@@ -65,7 +67,8 @@ TEST_CASE("without random bytes for a nonce, neither side of a handshake goes on
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
     random_fails = true;
     actors::net::LinkKeys keys;
-    const std::string why = (*secret)->prove_member(fd[0], &keys, std::chrono::milliseconds(200));
+    const std::string why =
+        (*secret)->prove_member(fd[0], {}, &keys, std::chrono::milliseconds(200));
     random_fails = false;
     CHECK(why.find("no random bytes") != std::string::npos);
     char c;
@@ -77,7 +80,9 @@ TEST_CASE("without random bytes for a nonce, neither side of a handshake goes on
   {
     std::string answer;
     random_fails = true;
-    const std::string why = (*secret)->answer_hello("TRPA" + std::string(32, 'n'), &answer);
+    const std::string hello =
+        "TRPB" + std::string(32, 'n') + std::string(2 * actors::JobSecret::kNameBytes, '\0');
+    const std::string why = (*secret)->answer_hello(hello, {}, &answer);
     random_fails = false;
     CHECK(why.find("no random bytes") != std::string::npos);
   }
@@ -86,12 +91,71 @@ TEST_CASE("without random bytes for a nonce, neither side of a handshake goes on
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
   actors::net::LinkKeys dialler, listener;
   std::string checked;
-  std::thread server([&] { checked = (*secret)->check_member(fd[1], &listener); });
-  CHECK((*secret)->prove_member(fd[0], &dialler) == "");
+  std::thread server([&] { checked = (*secret)->check_member(fd[1], {}, &listener); });
+  CHECK((*secret)->prove_member(fd[0], {}, &dialler) == "");
   server.join();
   CHECK(checked == "");
   CHECK(dialler.send.key == listener.receive.key);
   CHECK(dialler.receive.iv == listener.send.iv);
   ::close(fd[0]);
   ::close(fd[1]);
+}
+
+namespace {
+
+// One handshake over a socket pair: the listener's verdict and the dialler's.
+std::pair<std::string, std::string> handshake(const actors::JobSecret& secret,
+                                              const actors::Introduction& dialler,
+                                              const actors::Introduction& listener) {
+  int fd[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
+  actors::net::LinkKeys a, b;
+  std::string heard;
+  std::thread server([&] {
+    heard = secret.check_member(fd[1], listener, &b, std::chrono::milliseconds(2000));
+    ::shutdown(fd[1], SHUT_RDWR);
+  });
+  const std::string said = secret.prove_member(fd[0], dialler, &a, std::chrono::milliseconds(2000));
+  server.join();
+  ::close(fd[0]);
+  ::close(fd[1]);
+  return {heard, said};
+}
+
+}  // namespace
+
+TEST_CASE("the tasks a handshake names: outsiders and wrong numbers are refused") {
+  const std::string dir = testing::temp_dir("names");
+  std::filesystem::create_directories(dir);
+  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
+  auto secret = actors::load_job_secret(dir + "/job.secret");
+  REQUIRE(secret.ok());
+  const std::vector<std::string> cluster = {"/job:chief/task:0", "/job:worker/task:0",
+                                            "/job:ps/task:0", "/job:ps/task:1"};
+  const actors::Introduction ps0{"/job:ps/task:0", "", cluster};
+  {  // A worker of the cluster dialling ps 0 reaches it.
+    auto [heard, said] = handshake(**secret, {"/job:worker/task:0", "/job:ps/task:0", {}}, ps0);
+    CHECK(heard == "");
+    CHECK(said == "");
+  }
+  {  // Dialling ps 1 and reaching ps 0 (a relay, a stale address): refused.
+    auto [heard, said] = handshake(**secret, {"/job:worker/task:0", "/job:ps/task:1", {}}, ps0);
+    CHECK(heard == "dialled /job:ps/task:1, but this is /job:ps/task:0");
+    CHECK(said != "");
+  }
+  {  // A task the cluster spec does not have: refused.
+    auto [heard, said] = handshake(**secret, {"/job:worker/task:7", "", {}}, ps0);
+    CHECK(heard == "says it is /job:worker/task:7, which is not in the cluster");
+    CHECK(said != "");
+  }
+  {  // The evaluator is outside TF's cluster spec, and a member.
+    auto [heard, said] = handshake(**secret, {"/job:evaluator/task:0", "/job:ps/task:0", {}}, ps0);
+    CHECK(heard == "");
+    CHECK(said == "");
+  }
+  {  // A name too long for the handshake is the dialler's own error.
+    auto [heard, said] = handshake(**secret, {std::string(65, 'x'), "", {}}, ps0);
+    CHECK(said.find("longer than 64 bytes") != std::string::npos);
+    CHECK(heard != "");
+  }
 }

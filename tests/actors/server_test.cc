@@ -379,7 +379,10 @@ TEST_CASE("strangers holding 80 connections on each port: members join, stranger
     for (uint16_t port : {(*server)->port(), (*server)->data_port()}) {
       for (int i = 0; i < 80; ++i) {
         const int fd = testing::connect_to(port);
-        if (i % 2 == 1) testing::send_all(fd, "TRPA" + std::string(32, static_cast<char>(i)));
+        if (i % 2 == 1) {
+          testing::send_all(fd, "TRPB" + std::string(32, static_cast<char>(i)) +
+                                    std::string(2 * actors::JobSecret::kNameBytes, '\0'));
+        }
         fds.push_back(fd);
       }
     }
@@ -423,4 +426,41 @@ TEST_CASE("strangers holding 80 connections on each port: members join, stranger
   for (int fd : second) ::close(fd);
   const std::string logged = captured.text();
   CHECK_MESSAGE(logged.find("more not logged") != std::string::npos, logged);
+}
+
+TEST_CASE("a session that dials ps 0 and reaches ps 1 is refused; dialling ps 1 there works") {
+  const std::string dir = testing::temp_dir("wrong_task");
+  std::filesystem::create_directories(dir);
+  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
+  auto secret = actors::load_job_secret(dir + "/job.secret");
+  REQUIRE(secret.ok());
+  StderrCapture captured(dir + "/stderr.log");
+  const std::vector<std::string> cluster = {"/job:worker/task:0", "/job:ps/task:0",
+                                            "/job:ps/task:1"};
+  actors::Runtime server_rt(
+      actors::RuntimeOptions{.secret = *secret, .task = "/job:ps/task:1", .members = cluster});
+  auto server = actors::Server::start(server_rt, {});
+  REQUIRE(server.ok());
+  const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
+  actors::Runtime rt(
+      actors::RuntimeOptions{.secret = *secret, .task = "/job:worker/task:0", .members = cluster});
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  {
+    auto ps = b.device("/job:ps/task:0");
+    ops::variable(b, "v", Shape{1}, DType::kFloat32, ops::zeros(b, Shape{1}, DType::kFloat32));
+  }
+  actors::SessionOptions wrong;
+  wrong.cluster = {{"/job:ps/task:0", address}};
+  auto refused = actors::Session::create(rt, g, wrong);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_MESSAGE(refused.status().message().find(address) != std::string::npos,
+                refused.status().to_string());
+  // The same server, dialled as the task it is.
+  auto ps1 = actors::connect_server(rt, address, "/job:ps/task:1");
+  CHECK_MESSAGE(ps1.ok(), ps1.status().to_string());
+  const std::string logged = captured.text();
+  CHECK_MESSAGE(
+      logged.find("dialled /job:ps/task:0, but this is /job:ps/task:1") != std::string::npos,
+      logged);
 }

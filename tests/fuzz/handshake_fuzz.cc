@@ -1,4 +1,4 @@
-// Fuzz target: the job secret's handshake as a listener meets a stranger (the input's first 36
+// Fuzz target: the job secret's handshake as a listener meets a stranger (the input's first 164
 // bytes its hello, the next 32 its proof) and as a dialler meets a stranger posing as a server
 // (the input its answer). Nothing crashes, and no forged proof or answer passes.
 #include <sys/socket.h>
@@ -38,7 +38,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string proof =
       in.size() > JobSecret::kHelloBytes ? in.substr(JobSecret::kHelloBytes, 32) : "";
   std::string answer;
-  if (secret.answer_hello(hello, &answer).empty()) {
+  // A listener that knows its cluster: the names a stranger writes are checked too.
+  static const troupe::actors::Introduction listener{
+      "/job:ps/task:0", "", {"/job:ps/task:0", "/job:worker/task:0", "/job:chief/task:0"}};
+  if (secret.answer_hello(hello, listener, &answer).empty()) {
     troupe::actors::net::LinkKeys keys;
     // The answer's nonce is fresh: a proof made before it cannot hold.
     if (secret.check_proof(hello, answer, proof, &keys).empty()) __builtin_trap();
@@ -49,7 +52,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (::send(fd[1], data, n, MSG_DONTWAIT) == static_cast<ssize_t>(n)) {
     ::shutdown(fd[1], SHUT_WR);
     troupe::actors::net::LinkKeys keys;
-    if (secret.prove_member(fd[0], &keys, std::chrono::milliseconds(5)).empty()) {
+    if (secret
+            .prove_member(fd[0], {"/job:worker/task:0", "/job:ps/task:0", {}}, &keys,
+                          std::chrono::milliseconds(5))
+            .empty()) {
       __builtin_trap();
     }
   }
