@@ -1,6 +1,8 @@
 // troupe serve: TensorFlow Serving's REST API for the versions of one exported model
-// (tools/serve/), until Ctrl-C, which drains the requests in flight.
+// (tools/serve/), until Ctrl-C, which drains the requests in flight; HTTPS with
+// --ssl_cert_file/--ssl_key_file and a bearer token with --auth_token_file, both off by default.
 #include <cstdio>
+#include <fstream>
 
 #include "estimators/export/predictor.h"
 #include "runtime/log.h"
@@ -11,14 +13,31 @@
 
 namespace troupe::cli {
 
+namespace {
+
+// The bearer token a file holds: its first line, which must not be empty.
+runtime::Result<std::string> read_token(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return runtime::not_found("--auth_token_file ", path, ": cannot read it");
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) {
+    return runtime::invalid_argument("--auth_token_file ", path, ": its first line is empty");
+  }
+  return token;
+}
+
+}  // namespace
+
 int serve(const std::vector<std::string>& args) {
-  auto parsed =
-      parse_flags(args,
-                  {"model_base_path", "model_name", "port", "host", "max_batch_size",
-                   "batch_timeout_micros", "num_batch_threads", "max_enqueued_batches",
-                   "file_system_poll_wait_seconds", "rest_api_num_threads", "max_body_bytes",
-                   "max_connections", "idle_timeout_seconds", "drain_seconds"},
-                  {"enable_batching"});
+  auto parsed = parse_flags(
+      args,
+      {"model_base_path", "model_name", "port", "host", "max_batch_size", "batch_timeout_micros",
+       "num_batch_threads", "max_enqueued_batches", "file_system_poll_wait_seconds",
+       "rest_api_num_threads", "max_body_bytes", "max_connections", "idle_timeout_seconds",
+       "drain_seconds", "ssl_cert_file", "ssl_key_file", "auth_token_file"},
+      {"enable_batching"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
   auto flag = [&](const std::string& k, const std::string& d) {
@@ -46,6 +65,13 @@ int serve(const std::vector<std::string>& args) {
     return usage_error(error);
   }
   if (port > 65535) return usage_error("--port " + std::to_string(port) + " is not a port");
+  std::string token;
+  if (flags.count("auth_token_file")) {
+    auto read = read_token(flags.at("auth_token_file"));
+    if (!read.ok()) return fail(read.status());
+    token = *read;
+  }
+  const bool https = flags.count("ssl_cert_file") > 0;
   const std::string base = flags.at("model_base_path");
   auto versions = serving::list_versions(base);
   if (!versions.ok()) return fail(versions.status());
@@ -74,14 +100,18 @@ int serve(const std::vector<std::string>& args) {
          .threads = static_cast<int>(io_threads),
          .body_limit = static_cast<size_t>(body),
          .max_connections = static_cast<int>(connections),
-         .idle_timeout = std::chrono::seconds(idle_s)},
+         .idle_timeout = std::chrono::seconds(idle_s),
+         .ssl_cert_file = flag("ssl_cert_file", ""),
+         .ssl_key_file = flag("ssl_key_file", ""),
+         .auth_token = token},
         [&api](serve::HttpRequest r, std::function<void(serve::HttpReply)> done) {
           api.handle(r, std::move(done));
         });
     if (!server.ok()) return fail(server.status());
-    runtime::log_info("serving model ", mo.name, " from ", base, " at http://",
-                      flag("host", "127.0.0.1"), ":", (*server)->port(), "/v1/models/", mo.name,
-                      mo.batching.enabled ? " (batching)" : "");
+    runtime::log_info(
+        "serving model ", mo.name, " from ", base, " at ", https ? "https://" : "http://",
+        flag("host", "127.0.0.1"), ":", (*server)->port(), "/v1/models/", mo.name,
+        mo.batching.enabled ? " (batching)" : "", token.empty() ? "" : " (bearer token required)");
     GracefulStop graceful;
     graceful.wait();
     runtime::log_info("stopping: answering the requests in flight");

@@ -1,9 +1,13 @@
 // troupe serve's REST API: TF Serving's documented requests and answers replayed from
 // tests/tools/fixtures/rest_api.json against a half_plus_two export, then the same over HTTP with
 // the cases a server meets: a body over the limit, garbage, a slow client, too many connections
-// (and more than the process may open), a new version under load, and a stop while requests
-// wait in a batch.
+// (and more than the process may open), a new version under load, a stop while requests wait
+// in a batch, a bearer token, and HTTPS.
 #include <doctest/doctest.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -12,8 +16,10 @@
 #include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -446,4 +452,112 @@ TEST_CASE("over HTTP under a descriptor limit of 256, 300 held sockets: 503s, no
   CHECK(again.send(http::verb::get, "/", "").result_int() == 200);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
+}
+
+namespace {
+
+// A self-signed certificate for 127.0.0.1 and its key, PEM, made now (an EC P-256 key).
+std::pair<std::string, std::string> self_signed() {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  REQUIRE(key != nullptr);
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -60);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  REQUIRE(X509_sign(cert, key, EVP_sha256()) > 0);
+  auto pem = [](auto write) {
+    BIO* bio = BIO_new(BIO_s_mem());
+    write(bio);
+    char* data = nullptr;
+    const long n = BIO_get_mem_data(bio, &data);
+    std::string text(data, static_cast<size_t>(n));
+    BIO_free(bio);
+    return text;
+  };
+  std::string cert_pem = pem([&](BIO* b) { PEM_write_bio_X509(b, cert); });
+  std::string key_pem =
+      pem([&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return {cert_pem, key_pem};
+}
+
+http::request<http::string_body> get_request(const std::string& token = "") {
+  http::request<http::string_body> req{http::verb::get, "/v1/models/half_plus_two", 11};
+  req.set(http::field::host, "127.0.0.1");
+  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+  return req;
+}
+
+}  // namespace
+
+TEST_CASE("over HTTP with a bearer token: 401 without it or with another, 200 with it") {
+  Served served;
+  auto server = http_server(served, {.port = 0, .auth_token = "s3cret-token"});
+  for (const std::string& token :
+       {std::string(), std::string("wrong"), std::string("s3cret-toke")}) {
+    Client client(server->port());
+    auto req = get_request(token);
+    http::write(client.stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(client.stream, buffer, res);
+    CHECK(res.result_int() == 401);
+    CHECK(res[http::field::www_authenticate] == "Bearer");
+  }
+  Client client(server->port());
+  auto req = get_request("s3cret-token");
+  http::write(client.stream, req);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  http::read(client.stream, buffer, res);
+  CHECK(res.result_int() == 200);
+  server->stop(std::chrono::seconds(5));
+}
+
+TEST_CASE("over HTTPS: a client that trusts the certificate is answered; plain HTTP is not") {
+  const std::string dir = "/tmp/troupe_https_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const auto [cert_pem, key_pem] = self_signed();
+  std::ofstream(dir + "/cert.pem") << cert_pem;
+  std::ofstream(dir + "/key.pem") << key_pem;
+  Served served;
+  auto server = http_server(
+      served, {.port = 0, .ssl_cert_file = dir + "/cert.pem", .ssl_key_file = dir + "/key.pem"});
+  {
+    net::io_context ioc;
+    net::ssl::context tls(net::ssl::context::tls_client);
+    tls.add_certificate_authority(net::buffer(cert_pem));
+    tls.set_verify_mode(net::ssl::verify_peer);
+    beast::ssl_stream<beast::tcp_stream> stream(ioc, tls);
+    beast::get_lowest_layer(stream).connect(
+        net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), server->port()));
+    stream.handshake(net::ssl::stream_base::client);
+    auto req = get_request();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    CHECK(res.result_int() == 200);
+    CHECK(json::parse(res.body())["model_version_status"].size() > 0);
+  }
+  {
+    Client plain(server->port());
+    beast::error_code ec;
+    auto r = plain.send(http::verb::get, "/v1/models/half_plus_two", "", &ec);
+    CHECK(ec);  // TLS's alert or a closed connection, never an HTTP answer
+  }
+  // Half a pair is an error that says what is missing.
+  auto half = HttpServer::start({.port = 0, .ssl_cert_file = dir + "/cert.pem"},
+                                [](HttpRequest, std::function<void(HttpReply)>) {});
+  CHECK(half.status().message().find("both a certificate file and a key file") !=
+        std::string::npos);
+  server->stop(std::chrono::seconds(5));
+  std::filesystem::remove_all(dir);
 }

@@ -8,14 +8,18 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
+
+#include <openssl/crypto.h>
 
 #include "runtime/log.h"
 
@@ -43,6 +47,7 @@ struct HttpServer::Impl {
   // Keep the threads running while replies are computed and no socket operation is pending.
   std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
   std::optional<tcp::acceptor> acceptor;
+  std::optional<net::ssl::context> tls;           // with a certificate: every connection is HTTPS
   std::optional<net::steady_timer> accept_again;  // after a failed accept, on iocs[0]
   std::chrono::milliseconds backoff{10};
   std::atomic<size_t> next_context{0};
@@ -63,10 +68,25 @@ namespace {
 // What one read of a connection takes in at most.
 constexpr size_t kReadBytes = 16 * 1024;
 
-class Connection : public std::enable_shared_from_this<Connection> {
+// Whether `header` is "Bearer TOKEN" for `token`, in time that does not depend on where they
+// differ.
+bool bearer_matches(beast::string_view header, const std::string& token) {
+  const std::string expected = "Bearer " + token;
+  if (header.size() != expected.size()) return false;
+  return CRYPTO_memcmp(header.data(), expected.data(), expected.size()) == 0;
+}
+
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One client's connection, over plain TCP (Stream = beast::tcp_stream) or TLS (TlsStream).
+template <class Stream>
+class Connection : public std::enable_shared_from_this<Connection<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+  using std::enable_shared_from_this<Connection<Stream>>::shared_from_this;
+
  public:
   Connection(tcp::socket&& socket, HttpServer::Impl& server)
-      : stream_(std::move(socket)), server_(server) {
+      : stream_(make_stream(std::move(socket), server)), server_(server) {
     ++server_.connections;
     // Beast reads max(512, free capacity) at a time, and the parser empties the buffer into the
     // body as it goes, so an empty buffer reads a 5 KB predict request 512 bytes and a trip
@@ -79,15 +99,38 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void start(bool reject) {
     net::dispatch(stream_.get_executor(), [self = shared_from_this(), reject] {
       self->watch();
-      if (reject) {
-        self->respond({503, error_body("too many connections: try again"), {}}, false, false);
+      if constexpr (kTls) {
+        // The TLS handshake has the idle timeout too: the watchdog cancels a stalled one.
+        self->phase_ = Phase::kReading;
+        self->stream_.async_handshake(net::ssl::stream_base::server,
+                                      [self, reject](beast::error_code ec) {
+                                        if (ec) return self->close();
+                                        self->begin(reject);
+                                      });
       } else {
-        self->read();
+        self->begin(reject);
       }
     });
   }
 
  private:
+  static Stream make_stream(tcp::socket&& socket, HttpServer::Impl& server) {
+    if constexpr (kTls) {
+      return Stream(beast::tcp_stream(std::move(socket)), *server.tls);
+    } else {
+      return Stream(std::move(socket));
+    }
+  }
+  tcp::socket& socket() { return beast::get_lowest_layer(stream_).socket(); }
+
+  void begin(bool reject) {
+    if (reject) {
+      respond({503, error_body("too many connections: try again"), {}}, false, false);
+    } else {
+      read();
+    }
+  }
+
   enum class Phase { kReading, kHandling, kWriting, kClosing };
 
   // A request must arrive whole, and an answer be taken, within idle_timeout of its start. One
@@ -104,7 +147,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         if (self->phase_ != Phase::kHandling) {
           self->timed_out_ = self->phase_ == Phase::kReading;
           beast::error_code ignored;
-          self->stream_.socket().cancel(ignored);
+          self->socket().cancel(ignored);
         }
         self->deadline_ = self->idle_deadline();
       }
@@ -156,6 +199,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     http::request<http::string_body> req = parser_->release();
     keep_alive_ = req.keep_alive();
     version_ = req.version();
+    if (!server_.options.auth_token.empty() &&
+        !bearer_matches(req[http::field::authorization], server_.options.auth_token)) {
+      return respond({401,
+                      error_body("this server needs its bearer token: Authorization: Bearer "
+                                 "TOKEN"),
+                      {}},
+                     keep_alive_, false);
+    }
     if (server_.stopping) {
       return respond({503, error_body("the server is shutting down"), {}}, false, false);
     }
@@ -191,6 +242,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     res_.result(static_cast<http::status>(reply.status));
     res_.set(http::field::server, "troupe");
     res_.set(http::field::content_type, "application/json");
+    if (reply.status == 401) res_.set(http::field::www_authenticate, "Bearer");
     res_.keep_alive(keep_alive && !server_.stopping);
     res_.body() = std::move(reply.body);
     res_.prepare_payload();
@@ -211,21 +263,29 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close() {
     phase_ = Phase::kClosing;
     watchdog_.cancel();
-    beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    if (ec) return;
-    stream_.expires_after(std::chrono::seconds(1));
-    drain();
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(1));
+    if constexpr (kTls) {
+      // TLS says goodbye first (close_notify), so that the client knows the reply is whole.
+      stream_.async_shutdown([self = shared_from_this()](beast::error_code) {
+        beast::error_code ignored;
+        self->socket().shutdown(tcp::socket::shutdown_both, ignored);
+      });
+    } else {
+      beast::error_code ec;
+      socket().shutdown(tcp::socket::shutdown_send, ec);
+      if (ec) return;
+      drain();
+    }
   }
 
   void drain() {
-    stream_.async_read_some(net::buffer(scratch_),
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
-                              if (!ec) self->drain();
-                            });
+    beast::get_lowest_layer(stream_).async_read_some(
+        net::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, size_t) {
+          if (!ec) self->drain();
+        });
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   net::steady_timer watchdog_{stream_.get_executor()};
   Phase phase_ = Phase::kHandling;
   std::chrono::steady_clock::time_point deadline_;
@@ -258,7 +318,11 @@ void accept(HttpServer::Impl& s) {
     }
     s.backoff = std::chrono::milliseconds(10);
     const bool reject = s.connections >= s.options.max_connections;
-    std::make_shared<Connection>(std::move(socket), s)->start(reject);
+    if (s.tls) {
+      std::make_shared<Connection<TlsStream>>(std::move(socket), s)->start(reject);
+    } else {
+      std::make_shared<Connection<beast::tcp_stream>>(std::move(socket), s)->start(reject);
+    }
     accept(s);
   });
 }
@@ -306,6 +370,23 @@ runtime::Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpOptions optio
   impl->handler = std::move(handler);
   if (impl->options.threads < 1) impl->options.threads = 1;
   fit_descriptors(&impl->options);
+  const HttpOptions& o = impl->options;
+  if (o.ssl_cert_file.empty() != o.ssl_key_file.empty()) {
+    return runtime::invalid_argument("HTTPS needs both a certificate file and a key file");
+  }
+  if (!o.ssl_cert_file.empty()) {
+    impl->tls.emplace(net::ssl::context::tls_server);
+    impl->tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                           net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                           net::ssl::context::no_tlsv1_1);
+    beast::error_code ec;
+    impl->tls->use_certificate_chain_file(o.ssl_cert_file, ec);
+    if (ec) {
+      return runtime::invalid_argument("certificate ", o.ssl_cert_file, ": ", ec.message());
+    }
+    impl->tls->use_private_key_file(o.ssl_key_file, net::ssl::context::pem, ec);
+    if (ec) return runtime::invalid_argument("key ", o.ssl_key_file, ": ", ec.message());
+  }
   for (int i = 0; i < impl->options.threads; ++i) {
     impl->iocs.push_back(std::make_unique<net::io_context>(1));
     impl->work.push_back(net::make_work_guard(*impl->iocs.back()));

@@ -10,7 +10,8 @@
 //   ... (*server)->port() ...
 //   (*server)->stop(std::chrono::seconds(10));   // drains requests in flight, then closes
 //
-// Limits, each answered and logged, never a crash: a body over body_limit gets 413, a malformed
+// Limits, each answered and logged, never a crash: a request without the bearer token (when one
+// is set) gets 401, a body over body_limit 413, a malformed
 // request 400, connections beyond max_connections 503, a request that does not arrive whole
 // within idle_timeout 408; a kept-alive connection idle for as long is closed. At start the
 // open-file limit is raised to its hard limit and max_connections lowered below it (so 503s,
@@ -36,6 +37,11 @@ struct HttpOptions {
   size_t body_limit = 16 << 20;
   int max_connections = 1024;
   std::chrono::milliseconds idle_timeout{30000};
+  // For a port beyond 127.0.0.1, both off by default as in TF Serving: HTTPS with this PEM
+  // certificate (chain) and key, and a bearer token every request must carry
+  // ("Authorization: Bearer TOKEN"; 401 without it, compared in constant time).
+  std::string ssl_cert_file, ssl_key_file;
+  std::string auth_token;
 };
 
 using Handler = std::function<void(HttpRequest, std::function<void(HttpReply)>)>;
