@@ -18,6 +18,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "runtime/log.h"
+
 namespace troupe::actors {
 
 using runtime::Result;
@@ -29,20 +31,22 @@ constexpr size_t kSecretBytes = 32;
 
 }  // namespace
 
-JobSecret::Mac JobSecret::sign(std::string_view message) const {
+namespace {
+
+using Mac = JobSecret::Mac;
+
+Mac sign(const Mac& key, std::string_view message) {
   Mac mac{};
   unsigned int size = 0;
-  HMAC(EVP_sha256(), key_.data(), static_cast<int>(key_.size()),
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(), &size);
   return mac;
 }
 
-bool JobSecret::verify(std::string_view message, const Mac& mac) const {
-  const Mac expected = sign(message);
+bool verify(const Mac& key, std::string_view message, const Mac& mac) {  // in constant time
+  const Mac expected = sign(key, message);
   return CRYPTO_memcmp(expected.data(), mac.data(), mac.size()) == 0;
 }
-
-namespace {
 
 // 'B': the second handshake, which names the tasks.
 constexpr char kMagic[4] = {'T', 'R', 'P', 'B'};
@@ -119,12 +123,12 @@ constexpr char kNoRandom[] =
 
 }  // namespace
 
-std::string JobSecret::keys_of(std::string_view hello, std::string_view answer,
+std::string JobSecret::keys_of(const Key& key, std::string_view hello, std::string_view answer,
                                std::string_view proof, bool dialler, net::LinkKeys* keys) const {
   std::string transcript;
   transcript.reserve(hello.size() + answer.size() + proof.size());
   transcript.append(hello).append(answer).append(proof);
-  if (!net::derive_link_keys(key_.data(), key_.size(), transcript, dialler, keys)) {
+  if (!net::derive_link_keys(key.secret.data(), key.secret.size(), transcript, dialler, keys)) {
     return "cannot derive the connection's keys";
   }
   return "";
@@ -133,10 +137,15 @@ std::string JobSecret::keys_of(std::string_view hello, std::string_view answer,
 std::string JobSecret::prove_member(int fd, const Introduction& me, net::LinkKeys* keys,
                                     std::chrono::milliseconds timeout) const {
   const auto deadline = Clock::now() + timeout;
+  const std::vector<Key> held = secrets();
+  if (held.empty()) return "no job secret to prove membership with (" + path_ + ")";
+  const Key& key = held.front();
   char hello[kHelloBytes];
   std::memcpy(hello, kMagic, sizeof kMagic);
   char* mine = hello + sizeof kMagic;
-  if (!put_name(me.task, mine + kNonce) || !put_name(me.dialled, mine + kNonce + kNameBytes)) {
+  std::memcpy(mine + kNonce, key.id.data(), kKeyIdBytes);
+  char* names = mine + kNonce + kKeyIdBytes;
+  if (!put_name(me.task, names) || !put_name(me.dialled, names + kNameBytes)) {
     return "a task name longer than " + std::to_string(kNameBytes) + " bytes";
   }
   if (!random_nonce(mine)) return kNoRandom;
@@ -150,19 +159,20 @@ std::string JobSecret::prove_member(int fd, const Introduction& me, net::LinkKey
   Mac theirs{};
   std::memcpy(theirs.data(), answer + kNonce + kNameBytes, theirs.size());
   const std::string_view said(answer, kNonce + kNameBytes);
-  if (!verify(message("troupe server", {hello, sizeof hello}, said), theirs)) {
+  if (!verify(key.secret, message("troupe server", {hello, sizeof hello}, said), theirs)) {
     return "the server does not hold this job's secret";
   }
   const std::string reached = name_in(answer + kNonce);
   if (!me.dialled.empty() && !reached.empty() && reached != me.dialled) {
     return "reached " + reached + ", not " + me.dialled + " as dialled";
   }
-  Mac proof = sign(message("troupe client", {hello, sizeof hello}, {answer, sizeof answer}));
+  Mac proof =
+      sign(key.secret, message("troupe client", {hello, sizeof hello}, {answer, sizeof answer}));
   if (Moved m = transfer(fd, reinterpret_cast<char*>(proof.data()), proof.size(), true, deadline);
       m != Moved::kAll) {
     return unfinished(m);
   }
-  return keys_of({hello, sizeof hello}, {answer, sizeof answer},
+  return keys_of(key, {hello, sizeof hello}, {answer, sizeof answer},
                  {reinterpret_cast<const char*>(proof.data()), proof.size()}, true, keys);
 }
 
@@ -171,8 +181,13 @@ std::string JobSecret::answer_hello(std::string_view hello, const Introduction& 
   if (hello.size() != kHelloBytes || std::memcmp(hello.data(), kMagic, sizeof kMagic) != 0) {
     return "not a troupe member's handshake";
   }
-  const char* names = hello.data() + sizeof kMagic + kNonce;
+  const char* names = hello.data() + sizeof kMagic + kNonce + kKeyIdBytes;
   const std::string claims = name_in(names), dialled = name_in(names + kNameBytes);
+  Key key;
+  if (!key_for(hello, &key)) {
+    return "proves itself with a secret this member does not hold (another job's, or one "
+           "rotated out or not yet in)";
+  }
   if (!is_member(me, claims)) return "says it is " + claims + ", which is not in the cluster";
   if (!dialled.empty() && !me.task.empty() && dialled != me.task) {
     return "dialled " + dialled + ", but this is " + me.task;
@@ -180,8 +195,8 @@ std::string JobSecret::answer_hello(std::string_view hello, const Introduction& 
   answer->assign(kAnswerBytes, '\0');
   if (!random_nonce(answer->data())) return kNoRandom;
   if (!put_name(me.task, answer->data() + kNonce)) return "this task's name is too long";
-  const Mac mac =
-      sign(message("troupe server", hello, std::string_view(answer->data(), kNonce + kNameBytes)));
+  const Mac mac = sign(key.secret, message("troupe server", hello,
+                                           std::string_view(answer->data(), kNonce + kNameBytes)));
   std::memcpy(answer->data() + kNonce + kNameBytes, mac.data(), mac.size());
   return "";
 }
@@ -195,8 +210,11 @@ std::string JobSecret::check_proof(std::string_view hello, std::string_view answ
   Mac mac{};
   if (proof.size() != mac.size()) return "no proof of membership";
   std::memcpy(mac.data(), proof.data(), mac.size());
-  if (!verify(message("troupe client", hello, answer), mac)) return "a wrong job secret";
-  return keys_of(hello, answer, proof, false, keys);
+  Key key;
+  if (!key_for(hello, &key) || !verify(key.secret, message("troupe client", hello, answer), mac)) {
+    return "a wrong job secret";
+  }
+  return keys_of(key, hello, answer, proof, false, keys);
 }
 
 std::string JobSecret::check_member(int fd, const Introduction& me, net::LinkKeys* keys,
@@ -220,7 +238,7 @@ std::string JobSecret::check_member(int fd, const Introduction& me, net::LinkKey
   return check_proof(hello, answer, proof, keys);
 }
 
-Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string& path) {
+Result<std::vector<JobSecret::Key>> JobSecret::read_keys(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     return runtime::not_found("job secret ", path, ": no such file");
@@ -230,16 +248,68 @@ Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string& path
                                         " is readable by others: chmod 600 it");
   }
   std::ifstream in(path);
-  std::string text;
-  std::getline(in, text);
-  if (text.size() < 2 * kSecretBytes ||
-      text.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return runtime::invalid_argument("job secret ", path, " is not ", 2 * kSecretBytes,
-                                     " or more hexadecimal digits (troupe secret FILE makes one)");
+  std::vector<Key> keys;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    if (line.size() < 2 * kSecretBytes ||
+        line.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return runtime::invalid_argument(
+          "job secret ", path, ": line ", keys.size() + 1, " is not ", 2 * kSecretBytes,
+          " or more hexadecimal digits (troupe secret FILE makes one)");
+    }
+    Key key;
+    SHA256(reinterpret_cast<const unsigned char*>(line.data()), line.size(), key.secret.data());
+    OPENSSL_cleanse(line.data(), line.size());
+    const Mac id = sign(key.secret, "troupe key id");
+    std::memcpy(key.id.data(), id.data(), kKeyIdBytes);
+    keys.push_back(key);
   }
+  if (keys.empty()) return runtime::invalid_argument("job secret ", path, " is empty");
+  if (keys.size() > 2) {
+    return runtime::invalid_argument("job secret ", path, " holds ", keys.size(),
+                                     " secrets: one, or two while rotating");
+  }
+  return keys;
+}
+
+std::vector<JobSecret::Key> JobSecret::secrets() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  struct stat now;
+  const bool changed =
+      ::stat(path_.c_str(), &now) == 0 &&
+      (now.st_ino != seen_.st_ino || now.st_size != seen_.st_size ||
+       now.st_mtim.tv_sec != seen_.st_mtim.tv_sec || now.st_mtim.tv_nsec != seen_.st_mtim.tv_nsec);
+  if (changed) {
+    auto read = read_keys(path_);
+    if (read.ok()) {
+      keys_ = std::move(*read);
+      runtime::log_info("job secret ", path_, " read again: ", keys_.size(),
+                        keys_.size() == 1 ? " secret" : " secrets (a rotation)");
+    } else {
+      runtime::log_warning(read.status().message(), "; the secrets read before stay");
+    }
+    seen_ = now;  // a bad file is reported once, not at every handshake
+  }
+  return keys_;
+}
+
+bool JobSecret::key_for(std::string_view hello, Key* key) const {
+  const char* id = hello.data() + sizeof kMagic + kNonce;
+  for (const Key& k : secrets()) {
+    if (CRYPTO_memcmp(k.id.data(), id, kKeyIdBytes) == 0) {
+      *key = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string& path) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<JobSecret::Key> keys, JobSecret::read_keys(path));
   auto secret = std::make_shared<JobSecret>();
   secret->path_ = path;
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), secret->key_.data());
+  secret->keys_ = std::move(keys);
+  ::stat(path.c_str(), &secret->seen_);
   return std::shared_ptr<const JobSecret>(std::move(secret));
 }
 

@@ -13,9 +13,12 @@
 // Thread-safe once loaded.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <array>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,15 +39,17 @@ struct Introduction {
   std::vector<std::string> members;  // a listener's: the cluster spec's tasks, empty for any
 };
 
+// The file may hold two secrets, one a line, during a rotation: the first is the one this
+// process proves itself with, and both are accepted from others. It is read again when it
+// changes (at the next handshake), so a running cluster rotates without a restart (README).
 class JobSecret {
  public:
   using Mac = std::array<unsigned char, 32>;
   const std::string& path() const { return path_; }
-  Mac sign(std::string_view message) const;
-  bool verify(std::string_view message, const Mac& mac) const;  // in constant time
 
   // The challenge-response on a connected socket, before any other byte: the client sends a
-  // magic, a nonce, its task and the task it dials; the server answers with its nonce, its task
+  // magic, a nonce, which secret it proves with (a hash of it: its id), its task and the task it
+  // dials; the server answers, with that secret, its nonce, its task
   // and an HMAC over all of it, proving that it holds the secret; the client answers with an
   // HMAC over everything so far. Each returns "" when the peer proved membership and is whom
   // `me` accepts, with the connection's keys in `keys`, otherwise why not; each gives up after
@@ -59,7 +64,8 @@ class JobSecret {
   // (kHelloBytes) gets the answer to send (kAnswerBytes), then its proof (kProofBytes) is
   // checked. Each returns "" or why the peer is refused.
   static constexpr size_t kNameBytes = 64;  // a task's name, zero-padded
-  static constexpr size_t kHelloBytes = 4 + 32 + 2 * kNameBytes,
+  static constexpr size_t kKeyIdBytes = 8;
+  static constexpr size_t kHelloBytes = 4 + 32 + kKeyIdBytes + 2 * kNameBytes,
                           kAnswerBytes = 32 + kNameBytes + 32, kProofBytes = 32;
   std::string answer_hello(std::string_view hello, const Introduction& me,
                            std::string* answer) const;
@@ -71,10 +77,21 @@ class JobSecret {
 
  private:
   friend runtime::Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string&);
-  std::string keys_of(std::string_view hello, std::string_view answer, std::string_view proof,
-                      bool dialler, net::LinkKeys* keys) const;
+  struct Key {
+    Mac secret{};
+    std::array<unsigned char, kKeyIdBytes> id{};
+  };
+  static runtime::Result<std::vector<Key>> read_keys(const std::string& path);
+  // The secrets as the file holds them now: read again when it changed since the last look.
+  std::vector<Key> secrets() const;
+  // The one a hello names, when this process holds it.
+  bool key_for(std::string_view hello, Key* key) const;
+  std::string keys_of(const Key& key, std::string_view hello, std::string_view answer,
+                      std::string_view proof, bool dialler, net::LinkKeys* keys) const;
   std::string path_;
-  Mac key_{};
+  mutable std::mutex mu_;
+  mutable std::vector<Key> keys_;
+  mutable struct stat seen_ {};  // the file when keys_ were read
 };
 
 // Reads and checks a secret file; an error naming the file and what is wrong (missing, readable

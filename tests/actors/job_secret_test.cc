@@ -76,12 +76,21 @@ TEST_CASE("without random bytes for a nonce, neither side of a handshake goes on
     ::close(fd[0]);
     ::close(fd[1]);
   }
-  // The listener's nonce: a well-formed hello gets no answer.
+  // The listener's nonce: a member's hello (as a dialler sends it) gets no answer.
   {
+    int fd[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
+    actors::net::LinkKeys unused;
+    std::thread dialler(
+        [&] { (*secret)->prove_member(fd[0], {}, &unused, std::chrono::milliseconds(300)); });
+    std::string hello(actors::JobSecret::kHelloBytes, '\0');
+    REQUIRE(::recv(fd[1], hello.data(), hello.size(), MSG_WAITALL) ==
+            static_cast<ssize_t>(hello.size()));
+    dialler.join();
+    ::close(fd[0]);
+    ::close(fd[1]);
     std::string answer;
     random_fails = true;
-    const std::string hello =
-        "TRPB" + std::string(32, 'n') + std::string(2 * actors::JobSecret::kNameBytes, '\0');
     const std::string why = (*secret)->answer_hello(hello, {}, &answer);
     random_fails = false;
     CHECK(why.find("no random bytes") != std::string::npos);
@@ -158,4 +167,66 @@ TEST_CASE("the tasks a handshake names: outsiders and wrong numbers are refused"
     CHECK(said.find("longer than 64 bytes") != std::string::npos);
     CHECK(heard != "");
   }
+}
+
+TEST_CASE("rotating the secret: two in the file, the first proves, both are accepted, read anew") {
+  const std::string dir = testing::temp_dir("rotation");
+  std::filesystem::create_directories(dir);
+  REQUIRE(actors::make_job_secret(dir + "/old").ok());
+  REQUIRE(actors::make_job_secret(dir + "/new").ok());
+  auto line = [&](const std::string& name) {
+    std::ifstream in(dir + "/" + name);
+    std::string text;
+    std::getline(in, text);
+    return text;
+  };
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string tmp = dir + "/" + name + ".tmp";
+    std::ofstream(tmp) << text;
+    ::chmod(tmp.c_str(), 0600);
+    std::filesystem::rename(tmp, dir + "/" + name);
+  };
+  const std::string old_line = line("old"), new_line = line("new");
+  auto listener = actors::load_job_secret(dir + "/old");  // a member not yet told
+  REQUIRE(listener.ok());
+  write("dialler", new_line + "\n" + old_line + "\n");  // a member told first: proves with new
+  auto dialler = actors::load_job_secret(dir + "/dialler");
+  REQUIRE(dialler.ok());
+  {
+    int fd[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
+    actors::net::LinkKeys a, b;
+    std::string heard;
+    std::thread server([&] {
+      heard = (*listener)->check_member(fd[1], {}, &b);
+      ::shutdown(fd[1], SHUT_RDWR);
+    });
+    CHECK((*dialler)->prove_member(fd[0], {}, &a, std::chrono::milliseconds(2000)) != "");
+    server.join();
+    CHECK(heard.find("does not hold") != std::string::npos);
+    ::close(fd[0]);
+    ::close(fd[1]);
+  }
+  // Phase one of a rotation: every member accepts the new one, and still proves with the old.
+  write("old", old_line + "\n" + new_line + "\n");
+  auto [heard2, said2] = handshake(**listener, {}, {});  // listener with itself: old proves
+  CHECK(heard2 == "");
+  CHECK(said2 == "");
+  // The listener read its file anew: the dialler's new secret passes.
+  int fd[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
+  actors::net::LinkKeys a, b;
+  std::string checked;
+  std::thread server([&] { checked = (*listener)->check_member(fd[1], {}, &b); });
+  CHECK((*dialler)->prove_member(fd[0], {}, &a) == "");
+  server.join();
+  CHECK(checked == "");
+  CHECK(a.send.key == b.receive.key);
+  ::close(fd[0]);
+  ::close(fd[1]);
+  // A damaged file keeps the secrets read before, and says so.
+  write("old", "not hex\n");
+  auto [heard3, said3] = handshake(**listener, {}, {});
+  CHECK(heard3 == "");
+  CHECK(said3 == "");
 }

@@ -373,15 +373,15 @@ TEST_CASE("strangers holding 80 connections on each port: members join, stranger
   auto server = actors::Server::start(server_rt, {});
   REQUIRE(server.ok());
   const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
-  // Half say nothing, half a well-formed hello and then nothing (its answer read or not).
+  // Half say nothing, half the start of a hello and then nothing.
   auto strangers = [&] {
     std::vector<int> fds;
     for (uint16_t port : {(*server)->port(), (*server)->data_port()}) {
       for (int i = 0; i < 80; ++i) {
         const int fd = testing::connect_to(port);
         if (i % 2 == 1) {
-          testing::send_all(fd, "TRPB" + std::string(32, static_cast<char>(i)) +
-                                    std::string(2 * actors::JobSecret::kNameBytes, '\0'));
+          // A hello's start: the rest, which would name a secret, never comes.
+          testing::send_all(fd, "TRPB" + std::string(100, static_cast<char>(i)));
         }
         fds.push_back(fd);
       }

@@ -159,8 +159,9 @@ void text_files(const std::string& scratch) {
   put("rest_api", 4, std::string("\x03", 1) + "m/versions/1/metadata");
   // A stranger's hello and proof; a server's answer of the right length.
   put("handshake", 0,
-      "TRPB" + std::string(32, 'n') + std::string("/job:worker/task:0") + std::string(46, '\0') +
-          std::string("/job:ps/task:0") + std::string(50, '\0') + std::string(32, 'p'));
+      "TRPB" + std::string(32, 'n') + std::string(8, 'k') + std::string("/job:worker/task:0") +
+          std::string(46, '\0') + std::string("/job:ps/task:0") + std::string(50, '\0') +
+          std::string(32, 'p'));
   put("handshake", 1, std::string(128, 'a'));
   // Sealed records: as sealed (nothing xored), one bit flipped, a raw wire.
   put("sealed_record", 0, std::string("\x01", 1) + std::string(64, '\0'));
