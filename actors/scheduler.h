@@ -31,6 +31,6 @@ void install_quiet_scheduler(caf::actor_system_config& cfg,
                              std::chrono::microseconds idle_spin = std::chrono::microseconds(0));
 
 // Where the idle spin travels in the configuration, to the workers.
-inline constexpr const char* kIdleSpinKey = "troupe.idle-spin";
+inline constexpr char kIdleSpinKey[] = "troupe.idle-spin";
 
 }  // namespace troupe::actors

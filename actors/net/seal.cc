@@ -16,25 +16,31 @@ namespace {
 
 constexpr size_t kRecordOverhead = kRecordHeaderBytes + kRecordTagBytes;
 
-// TLS 1.3's per-record nonce: the IV with the sequence number xored into its last 8 bytes.
-std::array<unsigned char, 12> nonce_for(const DirectionKey& key, uint64_t sequence) {
-  std::array<unsigned char, 12> nonce = key.iv;
-  for (int i = 0; i < 8; ++i) nonce[11 - i] ^= static_cast<unsigned char>(sequence >> (8 * i));
-  return nonce;
-}
+}  // namespace
 
-detail::Cipher new_cipher(const DirectionKey& key, bool encrypt) {
-  detail::Cipher ctx(EVP_CIPHER_CTX_new());
-  if (!ctx) return ctx;
+namespace detail {
+
+RecordCipher::RecordCipher(const DirectionKey& k, bool encrypt)
+    : ctx(EVP_CIPHER_CTX_new()), key(k) {
+  if (!ctx) return;
   // The key's schedule is made once; each record only sets its nonce.
   const int ok =
       encrypt ? EVP_EncryptInit_ex(ctx.get(), EVP_aes_128_gcm(), nullptr, key.key.data(), nullptr)
               : EVP_DecryptInit_ex(ctx.get(), EVP_aes_128_gcm(), nullptr, key.key.data(), nullptr);
   if (ok != 1) ctx.reset();
-  return ctx;
 }
 
-}  // namespace
+RecordCipher::~RecordCipher() { OPENSSL_cleanse(&key, sizeof key); }
+
+// TLS 1.3's per-record nonce: the IV with the sequence number xored into its last 8 bytes.
+std::array<unsigned char, 12> RecordCipher::next_nonce() {
+  std::array<unsigned char, 12> nonce = key.iv;
+  for (int i = 0; i < 8; ++i) nonce[11 - i] ^= static_cast<unsigned char>(sequence >> (8 * i));
+  ++sequence;
+  return nonce;
+}
+
+}  // namespace detail
 
 LinkKeys::~LinkKeys() {
   OPENSSL_cleanse(&send, sizeof send);
@@ -70,10 +76,6 @@ bool derive_link_keys(const unsigned char* job_key, size_t job_key_size,
   return derived;
 }
 
-Sealer::Sealer(const DirectionKey& key) : ctx_(new_cipher(key, true)), key_(key) {}
-
-Sealer::~Sealer() { OPENSSL_cleanse(&key_, sizeof key_); }
-
 size_t Sealer::seal(iovec* parts, size_t count) {
   size_t length = 0;
   for (size_t i = 0; i < count && length < kMaxRecordBytes; ++i) {
@@ -84,22 +86,24 @@ size_t Sealer::seal(iovec* parts, size_t count) {
   unsigned char* header = record_.data();
   for (size_t i = 0; i < kRecordHeaderBytes; ++i)
     header[i] = static_cast<unsigned char>(length >> (8 * i));
-  const auto nonce = nonce_for(key_, sequence_++);
+  const auto nonce = cipher_.next_nonce();
+  EVP_CIPHER_CTX* ctx = cipher_.ctx.get();
   int out = 0;
-  bool ok = ctx_ && EVP_EncryptInit_ex(ctx_.get(), nullptr, nullptr, nullptr, nonce.data()) == 1 &&
-            EVP_EncryptUpdate(ctx_.get(), nullptr, &out, header, kRecordHeaderBytes) == 1;
+  bool ok = ctx != nullptr &&
+            EVP_EncryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce.data()) == 1 &&
+            EVP_EncryptUpdate(ctx, nullptr, &out, header, kRecordHeaderBytes) == 1;
   size_t done = 0;
   for (size_t i = 0; ok && i < count && done < length; ++i) {
     const size_t take = std::min(parts[i].iov_len, length - done);
-    ok = EVP_EncryptUpdate(ctx_.get(), header + kRecordHeaderBytes + done, &out,
+    ok = EVP_EncryptUpdate(ctx, header + kRecordHeaderBytes + done, &out,
                            static_cast<const unsigned char*>(parts[i].iov_base),
                            static_cast<int>(take)) == 1;
     parts[i].iov_base = static_cast<char*>(parts[i].iov_base) + take;
     parts[i].iov_len -= take;
     done += take;
   }
-  ok = ok && EVP_EncryptFinal_ex(ctx_.get(), header + kRecordHeaderBytes + length, &out) == 1 &&
-       EVP_CIPHER_CTX_ctrl(ctx_.get(), EVP_CTRL_GCM_GET_TAG, kRecordTagBytes,
+  ok = ok && EVP_EncryptFinal_ex(ctx, header + kRecordHeaderBytes + length, &out) == 1 &&
+       EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, kRecordTagBytes,
                            header + kRecordHeaderBytes + length) == 1;
   // A cipher that fails (no memory for its context) sends a record that can never open: the
   // peer ends the connection rather than taking unsealed bytes.
@@ -128,10 +132,6 @@ ssize_t Sealer::send(int fd) {
   return written;
 }
 
-Opener::Opener(const DirectionKey& key) : ctx_(new_cipher(key, false)), key_(key) {}
-
-Opener::~Opener() { OPENSSL_cleanse(&key_, sizeof key_); }
-
 ssize_t Opener::fail(const std::string& why, bool integrity) {
   why_ = why;
   integrity_failed_ = integrity;
@@ -140,15 +140,16 @@ ssize_t Opener::fail(const std::string& why, bool integrity) {
 
 bool Opener::open(unsigned char* to, size_t length) {
   unsigned char* record = in_.data() + in_begin_;
-  const auto nonce = nonce_for(key_, sequence_++);
+  const auto nonce = cipher_.next_nonce();
+  EVP_CIPHER_CTX* ctx = cipher_.ctx.get();
   int out = 0;
-  return ctx_ && EVP_DecryptInit_ex(ctx_.get(), nullptr, nullptr, nullptr, nonce.data()) == 1 &&
-         EVP_DecryptUpdate(ctx_.get(), nullptr, &out, record, kRecordHeaderBytes) == 1 &&
-         EVP_DecryptUpdate(ctx_.get(), to, &out, record + kRecordHeaderBytes,
-                           static_cast<int>(length)) == 1 &&
-         EVP_CIPHER_CTX_ctrl(ctx_.get(), EVP_CTRL_GCM_SET_TAG, kRecordTagBytes,
+  return ctx != nullptr && EVP_DecryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce.data()) == 1 &&
+         EVP_DecryptUpdate(ctx, nullptr, &out, record, kRecordHeaderBytes) == 1 &&
+         EVP_DecryptUpdate(ctx, to, &out, record + kRecordHeaderBytes, static_cast<int>(length)) ==
+             1 &&
+         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, kRecordTagBytes,
                              record + kRecordHeaderBytes + length) == 1 &&
-         EVP_DecryptFinal_ex(ctx_.get(), to + length, &out) == 1;
+         EVP_DecryptFinal_ex(ctx, to + length, &out) == 1;
 }
 
 ssize_t Opener::read(int fd, char* into, size_t room) {

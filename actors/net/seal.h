@@ -60,15 +60,21 @@ namespace detail {
 struct CipherFree {
   void operator()(EVP_CIPHER_CTX* ctx) const { EVP_CIPHER_CTX_free(ctx); }
 };
-using Cipher = std::unique_ptr<EVP_CIPHER_CTX, CipherFree>;
+// One direction's cipher: its key's schedule, made once, and the records' count. Not copyable:
+// a sequence number used twice would repeat a nonce.
+struct RecordCipher {
+  RecordCipher(const DirectionKey& key, bool encrypt);
+  ~RecordCipher();
+  std::array<unsigned char, 12> next_nonce();       // the IV xor the sequence number, as TLS 1.3
+  std::unique_ptr<EVP_CIPHER_CTX, CipherFree> ctx;  // null when OpenSSL had no memory
+  DirectionKey key;
+  uint64_t sequence = 0;
+};
 }  // namespace detail
 
 class Sealer {
  public:
-  explicit Sealer(const DirectionKey& key);
-  ~Sealer();
-  Sealer(const Sealer&) = delete;
-  Sealer& operator=(const Sealer&) = delete;
+  explicit Sealer(const DirectionKey& key) : cipher_(key, true) {}
 
   // Seals the first bytes of `parts` (up to kMaxRecordBytes) as one record, and advances the
   // parts past them: how many plaintext bytes it took. Only when nothing is pending.
@@ -79,19 +85,14 @@ class Sealer {
   bool pending() const { return sent_ < record_.size(); }
 
  private:
-  detail::Cipher ctx_;
-  DirectionKey key_;
-  uint64_t sequence_ = 0;
+  detail::RecordCipher cipher_;
   std::vector<unsigned char> record_;
   size_t sent_ = 0;
 };
 
 class Opener {
  public:
-  explicit Opener(const DirectionKey& key);
-  ~Opener();
-  Opener(const Opener&) = delete;
-  Opener& operator=(const Opener&) = delete;
+  explicit Opener(const DirectionKey& key) : cipher_(key, false) {}
 
   // Up to `room` bytes of plaintext into `into`, from records opened earlier or from the
   // socket: how many (> 0); 0 while no record is whole (the socket has nothing more now); -1
@@ -108,9 +109,7 @@ class Opener {
   bool open(unsigned char* to, size_t length);
   ssize_t fail(const std::string& why, bool integrity);
 
-  detail::Cipher ctx_;
-  DirectionKey key_;
-  uint64_t sequence_ = 0;
+  detail::RecordCipher cipher_;
   std::vector<unsigned char> in_;  // received: whole records and the start of the next
   size_t in_begin_ = 0, in_end_ = 0;
   std::vector<unsigned char> plain_;  // an opened record the reader took in part

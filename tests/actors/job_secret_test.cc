@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "harness/ps_process.h"
 #include "harness/temp_dir.h"
 
 using namespace troupe;
@@ -55,20 +56,41 @@ TEST_CASE("a secret goes to its file, not through a symlink planted beside it") 
   CHECK(files == 3);
 }
 
+namespace {
+
+// One handshake over a socket pair, `dialling` proving itself to `listening`.
+struct Verdicts {
+  std::string heard, said;  // the listener's, the dialler's: "" when it passed
+  actors::net::LinkKeys dialler, listener;
+};
+Verdicts handshake(const actors::JobSecret& dialling, const actors::JobSecret& listening,
+                   const actors::Introduction& dialler = {},
+                   const actors::Introduction& listener = {}) {
+  int fd[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
+  Verdicts v;
+  std::thread server([&] {
+    v.heard = listening.check_member(fd[1], listener, &v.listener, std::chrono::milliseconds(2000));
+    ::shutdown(fd[1], SHUT_RDWR);
+  });
+  v.said = dialling.prove_member(fd[0], dialler, &v.dialler, std::chrono::milliseconds(2000));
+  server.join();
+  ::close(fd[0]);
+  ::close(fd[1]);
+  return v;
+}
+
+}  // namespace
+
 TEST_CASE("without random bytes for a nonce, neither side of a handshake goes on") {
-  const std::string dir = testing::temp_dir("no_random");
-  std::filesystem::create_directories(dir);
-  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
-  auto secret = actors::load_job_secret(dir + "/job.secret");
-  REQUIRE(secret.ok());
+  const auto secret = testing::new_job_secret("no_random");
   // The dialler's nonce.
   {
     int fd[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
     random_fails = true;
     actors::net::LinkKeys keys;
-    const std::string why =
-        (*secret)->prove_member(fd[0], {}, &keys, std::chrono::milliseconds(200));
+    const std::string why = secret->prove_member(fd[0], {}, &keys, std::chrono::milliseconds(200));
     random_fails = false;
     CHECK(why.find("no random bytes") != std::string::npos);
     char c;
@@ -82,7 +104,7 @@ TEST_CASE("without random bytes for a nonce, neither side of a handshake goes on
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
     actors::net::LinkKeys unused;
     std::thread dialler(
-        [&] { (*secret)->prove_member(fd[0], {}, &unused, std::chrono::milliseconds(300)); });
+        [&] { secret->prove_member(fd[0], {}, &unused, std::chrono::milliseconds(300)); });
     std::string hello(actors::JobSecret::kHelloBytes, '\0');
     REQUIRE(::recv(fd[1], hello.data(), hello.size(), MSG_WAITALL) ==
             static_cast<ssize_t>(hello.size()));
@@ -91,81 +113,50 @@ TEST_CASE("without random bytes for a nonce, neither side of a handshake goes on
     ::close(fd[1]);
     std::string answer;
     random_fails = true;
-    const std::string why = (*secret)->answer_hello(hello, {}, &answer);
+    const std::string why = secret->answer_hello(hello, {}, &answer);
     random_fails = false;
     CHECK(why.find("no random bytes") != std::string::npos);
   }
   // And with them, a handshake passes and both ends hold the same keys.
-  int fd[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
-  actors::net::LinkKeys dialler, listener;
-  std::string checked;
-  std::thread server([&] { checked = (*secret)->check_member(fd[1], {}, &listener); });
-  CHECK((*secret)->prove_member(fd[0], {}, &dialler) == "");
-  server.join();
-  CHECK(checked == "");
-  CHECK(dialler.send.key == listener.receive.key);
-  CHECK(dialler.receive.iv == listener.send.iv);
-  ::close(fd[0]);
-  ::close(fd[1]);
+  const Verdicts v = handshake(*secret, *secret);
+  CHECK(v.heard == "");
+  CHECK(v.said == "");
+  CHECK(v.dialler.send.key == v.listener.receive.key);
+  CHECK(v.dialler.receive.iv == v.listener.send.iv);
 }
-
-namespace {
-
-// One handshake over a socket pair: the listener's verdict and the dialler's.
-std::pair<std::string, std::string> handshake(const actors::JobSecret& secret,
-                                              const actors::Introduction& dialler,
-                                              const actors::Introduction& listener) {
-  int fd[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
-  actors::net::LinkKeys a, b;
-  std::string heard;
-  std::thread server([&] {
-    heard = secret.check_member(fd[1], listener, &b, std::chrono::milliseconds(2000));
-    ::shutdown(fd[1], SHUT_RDWR);
-  });
-  const std::string said = secret.prove_member(fd[0], dialler, &a, std::chrono::milliseconds(2000));
-  server.join();
-  ::close(fd[0]);
-  ::close(fd[1]);
-  return {heard, said};
-}
-
-}  // namespace
 
 TEST_CASE("the tasks a handshake names: outsiders and wrong numbers are refused") {
-  const std::string dir = testing::temp_dir("names");
-  std::filesystem::create_directories(dir);
-  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
-  auto secret = actors::load_job_secret(dir + "/job.secret");
-  REQUIRE(secret.ok());
+  const auto secret = testing::new_job_secret("names");
   const std::vector<std::string> cluster = {"/job:chief/task:0", "/job:worker/task:0",
                                             "/job:ps/task:0", "/job:ps/task:1"};
   const actors::Introduction ps0{"/job:ps/task:0", "", cluster};
   {  // A worker of the cluster dialling ps 0 reaches it.
-    auto [heard, said] = handshake(**secret, {"/job:worker/task:0", "/job:ps/task:0", {}}, ps0);
-    CHECK(heard == "");
-    CHECK(said == "");
+    const Verdicts v =
+        handshake(*secret, *secret, {"/job:worker/task:0", "/job:ps/task:0", {}}, ps0);
+    CHECK(v.heard == "");
+    CHECK(v.said == "");
   }
   {  // Dialling ps 1 and reaching ps 0 (a relay, a stale address): refused.
-    auto [heard, said] = handshake(**secret, {"/job:worker/task:0", "/job:ps/task:1", {}}, ps0);
-    CHECK(heard == "dialled /job:ps/task:1, but this is /job:ps/task:0");
-    CHECK(said != "");
+    const Verdicts v =
+        handshake(*secret, *secret, {"/job:worker/task:0", "/job:ps/task:1", {}}, ps0);
+    CHECK(v.heard == "dialled /job:ps/task:1, but this is /job:ps/task:0");
+    CHECK(v.said != "");
   }
   {  // A task the cluster spec does not have: refused.
-    auto [heard, said] = handshake(**secret, {"/job:worker/task:7", "", {}}, ps0);
-    CHECK(heard == "says it is /job:worker/task:7, which is not in the cluster");
-    CHECK(said != "");
+    const Verdicts v = handshake(*secret, *secret, {"/job:worker/task:7", "", {}}, ps0);
+    CHECK(v.heard == "says it is /job:worker/task:7, which is not in the cluster");
+    CHECK(v.said != "");
   }
   {  // The evaluator is outside TF's cluster spec, and a member.
-    auto [heard, said] = handshake(**secret, {"/job:evaluator/task:0", "/job:ps/task:0", {}}, ps0);
-    CHECK(heard == "");
-    CHECK(said == "");
+    const Verdicts v =
+        handshake(*secret, *secret, {"/job:evaluator/task:0", "/job:ps/task:0", {}}, ps0);
+    CHECK(v.heard == "");
+    CHECK(v.said == "");
   }
   {  // A name too long for the handshake is the dialler's own error.
-    auto [heard, said] = handshake(**secret, {std::string(65, 'x'), "", {}}, ps0);
-    CHECK(said.find("longer than 64 bytes") != std::string::npos);
-    CHECK(heard != "");
+    const Verdicts v = handshake(*secret, *secret, {std::string(65, 'x'), "", {}}, ps0);
+    CHECK(v.said.find("longer than 64 bytes") != std::string::npos);
+    CHECK(v.heard != "");
   }
 }
 
@@ -192,41 +183,22 @@ TEST_CASE("rotating the secret: two in the file, the first proves, both are acce
   write("dialler", new_line + "\n" + old_line + "\n");  // a member told first: proves with new
   auto dialler = actors::load_job_secret(dir + "/dialler");
   REQUIRE(dialler.ok());
-  {
-    int fd[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
-    actors::net::LinkKeys a, b;
-    std::string heard;
-    std::thread server([&] {
-      heard = (*listener)->check_member(fd[1], {}, &b);
-      ::shutdown(fd[1], SHUT_RDWR);
-    });
-    CHECK((*dialler)->prove_member(fd[0], {}, &a, std::chrono::milliseconds(2000)) != "");
-    server.join();
-    CHECK(heard.find("does not hold") != std::string::npos);
-    ::close(fd[0]);
-    ::close(fd[1]);
-  }
+  const Verdicts refused = handshake(**dialler, **listener);
+  CHECK(refused.said != "");
+  CHECK(refused.heard.find("does not hold") != std::string::npos);
   // Phase one of a rotation: every member accepts the new one, and still proves with the old.
   write("old", old_line + "\n" + new_line + "\n");
-  auto [heard2, said2] = handshake(**listener, {}, {});  // listener with itself: old proves
-  CHECK(heard2 == "");
-  CHECK(said2 == "");
+  const Verdicts itself = handshake(**listener, **listener);  // the old one proves
+  CHECK(itself.heard == "");
+  CHECK(itself.said == "");
   // The listener read its file anew: the dialler's new secret passes.
-  int fd[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
-  actors::net::LinkKeys a, b;
-  std::string checked;
-  std::thread server([&] { checked = (*listener)->check_member(fd[1], {}, &b); });
-  CHECK((*dialler)->prove_member(fd[0], {}, &a) == "");
-  server.join();
-  CHECK(checked == "");
-  CHECK(a.send.key == b.receive.key);
-  ::close(fd[0]);
-  ::close(fd[1]);
+  const Verdicts passed = handshake(**dialler, **listener);
+  CHECK(passed.heard == "");
+  CHECK(passed.said == "");
+  CHECK(passed.dialler.send.key == passed.listener.receive.key);
   // A damaged file keeps the secrets read before, and says so.
   write("old", "not hex\n");
-  auto [heard3, said3] = handshake(**listener, {}, {});
-  CHECK(heard3 == "");
-  CHECK(said3 == "");
+  const Verdicts kept = handshake(**listener, **listener);
+  CHECK(kept.heard == "");
+  CHECK(kept.said == "");
 }

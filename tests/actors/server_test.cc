@@ -286,9 +286,10 @@ class StderrCapture {
   int saved_ = -1;
 };
 
-// Trains the ps model through `address` until a step fails (its error) or `steps` passed ("").
+// Trains the ps model through `address` until a step fails (its error) or `steps` passed ("");
+// `calls`: how many calls its data channels carried.
 std::string train_until_failure(std::shared_ptr<const actors::JobSecret> secret,
-                                const std::string& address, int steps) {
+                                const std::string& address, int steps, uint64_t* calls = nullptr) {
   actors::Runtime rt(actors::RuntimeOptions{.secret = secret});
   testing::PsModel m = testing::ps_model();
   actors::SessionOptions so;
@@ -301,17 +302,16 @@ std::string train_until_failure(std::shared_ptr<const actors::JobSecret> secret,
     auto r = (*s)->run(testing::ps_batch(m, i), {m.loss}, {m.train});
     if (!r.ok()) return r.status().to_string();
   }
+  if (calls != nullptr) *calls = (*s)->traffic().calls;
   return "";
 }
 
 }  // namespace
 
 TEST_CASE("a bit flipped after the handshake, either way, on either port: integrity, closed") {
-  const std::string dir = testing::temp_dir("tampered");
+  const auto secret = testing::new_job_secret("tampered");
+  const std::string dir = testing::temp_dir("tampered_log");
   std::filesystem::create_directories(dir);
-  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
-  auto secret = actors::load_job_secret(dir + "/job.secret");
-  REQUIRE(secret.ok());
   StderrCapture captured(dir + "/stderr.log");
 
   // The data channel: a session's two channels (connections 0, 1) have a bit flipped on the
@@ -322,36 +322,36 @@ TEST_CASE("a bit flipped after the handshake, either way, on either port: integr
     ::close(free_fd);
     testing::TamperProxy proxy(
         data_port, {{0, true, 1500}, {1, true, 1500}, {2, false, 1500}, {3, false, 1500}});
-    actors::Runtime server_rt(actors::RuntimeOptions{.secret = *secret});
+    actors::Runtime server_rt(actors::RuntimeOptions{.secret = secret});
     actors::ServerOptions options;
     options.data_port = data_port;
     options.advertised_data_port = proxy.port();
     auto server = actors::Server::start(server_rt, options);
     REQUIRE(server.ok());
     const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
-    const std::string to_ps = train_until_failure(*secret, address, 60);
+    const std::string to_ps = train_until_failure(secret, address, 60);
     CHECK_MESSAGE(to_ps.find("data channel") != std::string::npos, to_ps);
-    const std::string from_ps = train_until_failure(*secret, address, 60);
+    const std::string from_ps = train_until_failure(secret, address, 60);
     CHECK_MESSAGE(from_ps.find("integrity") != std::string::npos, from_ps);
     CHECK(proxy.flipped() >= 2);
-    CHECK(train_until_failure(*secret, address, 10) == "");
+    CHECK(train_until_failure(secret, address, 10) == "");
   }
   // CAF's port, its tensors too (the advertised data port refuses): connection 0 flipped on
   // the way to the ps, connection 1 on the way back, connection 2 passes.
   {
     int refusing_fd = -1;
     const uint16_t refusing = testing::held_port(&refusing_fd);
-    actors::Runtime server_rt(actors::RuntimeOptions{.secret = *secret});
+    actors::Runtime server_rt(actors::RuntimeOptions{.secret = secret});
     actors::ServerOptions options;
     options.advertised_data_port = refusing;
     auto server = actors::Server::start(server_rt, options);
     REQUIRE(server.ok());
     testing::TamperProxy proxy((*server)->port(), {{0, true, 4000}, {1, false, 4000}});
     const std::string address = "127.0.0.1:" + std::to_string(proxy.port());
-    CHECK(train_until_failure(*secret, address, 60) != "");
-    CHECK(train_until_failure(*secret, address, 60) != "");
+    CHECK(train_until_failure(secret, address, 60) != "");
+    CHECK(train_until_failure(secret, address, 60) != "");
     CHECK(proxy.flipped() == 2);
-    CHECK(train_until_failure(*secret, address, 10) == "");
+    CHECK(train_until_failure(secret, address, 10) == "");
     ::close(refusing_fd);
   }
   const std::string logged = captured.text();
@@ -363,13 +363,11 @@ TEST_CASE("a bit flipped after the handshake, either way, on either port: integr
 }
 
 TEST_CASE("strangers holding 80 connections on each port: members join, strangers are ended") {
-  const std::string dir = testing::temp_dir("strangers");
+  const auto secret = testing::new_job_secret("strangers");
+  const std::string dir = testing::temp_dir("strangers_log");
   std::filesystem::create_directories(dir);
-  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
-  auto secret = actors::load_job_secret(dir + "/job.secret");
-  REQUIRE(secret.ok());
   StderrCapture captured(dir + "/stderr.log");
-  actors::Runtime server_rt(actors::RuntimeOptions{.secret = *secret});
+  actors::Runtime server_rt(actors::RuntimeOptions{.secret = secret});
   auto server = actors::Server::start(server_rt, {});
   REQUIRE(server.ok());
   const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
@@ -389,19 +387,10 @@ TEST_CASE("strangers holding 80 connections on each port: members join, stranger
     return fds;
   };
   auto member_trains = [&] {
-    actors::Runtime rt(actors::RuntimeOptions{.secret = *secret});
-    testing::PsModel m = testing::ps_model();
-    actors::SessionOptions so;
-    so.cluster = {{"/job:ps/task:0", address}};
-    auto s = actors::Session::create(rt, m.g, so);
-    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
-    REQUIRE((*s)->run({}, {}, {m.init}).ok());
-    for (int i = 0; i < 3; ++i) {
-      auto r = (*s)->run(testing::ps_batch(m, i), {m.loss}, {m.train});
-      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-    }
+    uint64_t calls = 0;
+    CHECK(train_until_failure(secret, address, 3, &calls) == "");
     // Its tensors took the data channel: the strangers left it room.
-    CHECK((*s)->traffic().calls > 0);
+    CHECK(calls > 0);
   };
   std::vector<int> first = strangers();
   member_trains();
@@ -429,21 +418,19 @@ TEST_CASE("strangers holding 80 connections on each port: members join, stranger
 }
 
 TEST_CASE("a session that dials ps 0 and reaches ps 1 is refused; dialling ps 1 there works") {
-  const std::string dir = testing::temp_dir("wrong_task");
+  const auto secret = testing::new_job_secret("wrong_task");
+  const std::string dir = testing::temp_dir("wrong_task_log");
   std::filesystem::create_directories(dir);
-  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
-  auto secret = actors::load_job_secret(dir + "/job.secret");
-  REQUIRE(secret.ok());
   StderrCapture captured(dir + "/stderr.log");
   const std::vector<std::string> cluster = {"/job:worker/task:0", "/job:ps/task:0",
                                             "/job:ps/task:1"};
   actors::Runtime server_rt(
-      actors::RuntimeOptions{.secret = *secret, .task = "/job:ps/task:1", .members = cluster});
+      actors::RuntimeOptions{.secret = secret, .task = "/job:ps/task:1", .members = cluster});
   auto server = actors::Server::start(server_rt, {});
   REQUIRE(server.ok());
   const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
   actors::Runtime rt(
-      actors::RuntimeOptions{.secret = *secret, .task = "/job:worker/task:0", .members = cluster});
+      actors::RuntimeOptions{.secret = secret, .task = "/job:worker/task:0", .members = cluster});
   runtime::Graph g;
   runtime::GraphBuilder b(&g);
   {

@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <random>
 
 #include "actors/net/data_server.h"
 #include "actors/ps_client.h"
 #include "actors/server.h"
 #include "harness/op_harness.h"
+#include "harness/temp_dir.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
@@ -162,6 +164,15 @@ runtime::FeedList ps_batch(const PsModel& m, int i) {
   Tensor y(DType::kInt32, Shape{16});
   for (int k = 0; k < 16; ++k) y.data<int32_t>()[k] = (x.data<float>()[k * 6] > 0) + (k % 2);
   return {{m.x, x}, {m.y, y}};
+}
+
+std::shared_ptr<const actors::JobSecret> new_job_secret(const std::string& name) {
+  const std::string dir = temp_dir(name);
+  std::filesystem::create_directories(dir);
+  REQUIRE(actors::make_job_secret(dir + "/job.secret").ok());
+  auto secret = actors::load_job_secret(dir + "/job.secret");
+  REQUIRE(secret.ok());
+  return *secret;
 }
 
 uint16_t data_port_told(actors::Runtime& rt, const caf::actor& server) {

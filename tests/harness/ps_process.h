@@ -68,6 +68,9 @@ std::vector<float> losses_in_one_process(const runtime::Graph& g, int init, int 
 void check_losses(actors::Session& session, int train, runtime::Output loss,
                   const std::vector<runtime::FeedList>& batches, const std::vector<float>& want);
 
+// A new job secret in temp_dir(name)/job.secret, loaded.
+std::shared_ptr<const actors::JobSecret> new_job_secret(const std::string& name);
+
 // The data port a server tells its peers; 0 when it does not answer.
 uint16_t data_port_told(actors::Runtime& rt, const caf::actor& server);
 

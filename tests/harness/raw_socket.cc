@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 namespace troupe::testing {
 
@@ -60,6 +62,21 @@ int listen_on(uint16_t* port) {
   *port = held_port(&fd);
   REQUIRE(::listen(fd, 4) == 0);
   return fd;
+}
+
+SocketPair::SocketPair(int buffer) {
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
+  for (int f : fd) {
+    ::fcntl(f, F_SETFL, ::fcntl(f, F_GETFL) | O_NONBLOCK);
+    if (buffer > 0) {
+      ::setsockopt(f, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
+      ::setsockopt(f, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+    }
+  }
+}
+
+SocketPair::~SocketPair() {
+  for (int f : fd) ::close(f);
 }
 
 }  // namespace troupe::testing

@@ -22,4 +22,14 @@ uint16_t held_port(int* fd);
 // A listening socket on a free port.
 int listen_on(uint16_t* port);
 
+// A connected pair of non-blocking Unix sockets, closed when it goes; `buffer` > 0 sets each
+// side's send and receive buffers (room for what a test writes before it reads).
+struct SocketPair {
+  int fd[2] = {-1, -1};
+  explicit SocketPair(int buffer = 0);
+  ~SocketPair();
+  SocketPair(const SocketPair&) = delete;
+  SocketPair& operator=(const SocketPair&) = delete;
+};
+
 }  // namespace troupe::testing

@@ -14,21 +14,14 @@
 #include <cstring>
 #include <string>
 
+#include "harness/raw_socket.h"
+
 using troupe::actors::net::FrameReader;
 using troupe::actors::net::OutFrame;
 
-namespace {
+using troupe::testing::SocketPair;
 
-struct SocketPair {
-  int fd[2] = {-1, -1};
-  SocketPair() {
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
-    for (int f : fd) ::fcntl(f, F_SETFL, ::fcntl(f, F_GETFL) | O_NONBLOCK);
-  }
-  ~SocketPair() {
-    for (int f : fd) ::close(f);
-  }
-};
+namespace {
 
 // A message whose root is a blob of `n` bytes, each its index modulo 251.
 std::shared_ptr<capnp::MallocMessageBuilder> blob_message(size_t n) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "actors/net/frame.h"
+#include "harness/raw_socket.h"
 
 using troupe::actors::net::derive_link_keys;
 using troupe::actors::net::FrameReader;
@@ -25,21 +26,9 @@ using troupe::actors::net::Sealer;
 
 namespace {
 
-struct SocketPair {
-  int fd[2] = {-1, -1};
-  SocketPair() {
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
-    for (int f : fd) ::fcntl(f, F_SETFL, ::fcntl(f, F_GETFL) | O_NONBLOCK);
-    // Room for a record or two whole: the tests write, then read.
-    const int size = 1 << 20;
-    for (int f : fd) {
-      ::setsockopt(f, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-      ::setsockopt(f, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-    }
-  }
-  ~SocketPair() {
-    for (int f : fd) ::close(f);
-  }
+// Room for a record or two whole: the tests write, then read.
+struct SocketPair : troupe::testing::SocketPair {
+  SocketPair() : troupe::testing::SocketPair(1 << 20) {}
 };
 
 LinkKeys keys_for(const std::string& transcript, bool dialler) {
