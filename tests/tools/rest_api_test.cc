@@ -401,25 +401,28 @@ double cpu_seconds(pid_t pid) {
 
 }  // namespace
 
+// A forked child's whole life: a server that may open 256 files, its port told through `up`,
+// until it is killed.
+[[noreturn]] void serve_with_256_files(int up) {
+  rlimit limit{256, 256};
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(2);
+  auto server =
+      HttpServer::start({.port = 0}, [](HttpRequest, std::function<void(HttpReply)> done) {
+        done({200, "{}", {}});
+      });
+  const uint16_t port = server.ok() ? (*server)->port() : 0;
+  if (::write(up, &port, sizeof port) != sizeof port) ::_exit(1);
+  ::pause();
+  ::_exit(0);
+}
+
 TEST_CASE("over HTTP under a descriptor limit of 256, 300 held sockets: 503s, no spin, then 200s") {
   // The server in a child of its own: the limit is the child's alone.
   int up[2];
   REQUIRE(::pipe(up) == 0);
   const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    ::close(up[0]);
-    rlimit limit{256, 256};
-    if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) ::_exit(2);
-    auto server =
-        HttpServer::start({.port = 0}, [](HttpRequest, std::function<void(HttpReply)> done) {
-          done({200, "{}", nullptr});
-        });
-    const uint16_t port = server.ok() ? (*server)->port() : 0;
-    if (::write(up[1], &port, sizeof port) != sizeof port) ::_exit(1);
-    ::pause();
-    ::_exit(0);
-  }
+  if (child == 0) serve_with_256_files(up[1]);
+  REQUIRE(child > 0);
   ::close(up[1]);
   uint16_t port = 0;
   REQUIRE(::read(up[0], &port, sizeof port) == sizeof port);
