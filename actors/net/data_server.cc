@@ -368,7 +368,7 @@ void DataServer::Loop::read_handshake(Connection& c) {
   const uint64_t id = c.id;
   const size_t want =
       c.phase == Connection::Phase::kHello ? JobSecret::kHelloBytes : JobSecret::kProofBytes;
-  char buf[64];
+  char buf[JobSecret::kHelloBytes];  // the longest step of a handshake
   const ssize_t n = ::recv(c.fd, buf, want - c.handshake.size(), 0);
   if (n == 0) return close(id, "gone during the handshake");
   if (n < 0) {
