@@ -435,6 +435,7 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
   for (auto& ioc : s.iocs) ioc->stop();
   for (std::thread& t : s.threads) t.join();
   s.acceptor.reset();
+  s.accept_again.reset();  // lives on iocs[0], as the acceptor does
   s.iocs.clear();
 }
 

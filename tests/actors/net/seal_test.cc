@@ -162,7 +162,7 @@ TEST_CASE("frames go sealed through a sealer and come out of an opener whole") {
   FrameReader reader;
   troupe::runtime::Bytes frame;
   // The raw bytes hold a frame header: a 3 MiB frame of text, less 8 bytes that follow.
-  for (int i = 0; i < 8; ++i) out.raw[i] = static_cast<char>(((3u << 20) - 8) >> (8 * i));
+  for (int i = 0; i < 8; ++i) out.raw[i] = static_cast<char>(((uint64_t(3) << 20) - 8) >> (8 * i));
   FrameReader::Got got = FrameReader::Got::kAgain;
   for (int rounds = 0; rounds < 100000 && got != FrameReader::Got::kFrame; ++rounds) {
     if (!out.done()) REQUIRE(out.write(pair.fd[0], &sealer) >= 0);
