@@ -327,9 +327,11 @@ void DataServer::Loop::on_ready(uint64_t id, Wait what, const boost::system::err
   (what == Descriptor::wait_read ? c.reading : c.writing) = false;
   if (error) return close(id);
   if (what == Descriptor::wait_write && !write_out(c)) return close(id);
-  // After a write too: a sealed connection's next call may wait in its opener, which the
-  // socket no longer shows.
-  if (!c.waiting && c.out.empty()) {  // else a wait set earlier: its bytes keep
+  // After a write, only when a sealed connection's next call waits in its opener, which the
+  // socket no longer shows (otherwise the read wait reports it).
+  const bool in_opener = c.opener && c.opener->buffered() > 0;
+  if ((what == Descriptor::wait_read || in_opener) && !c.waiting &&
+      c.out.empty()) {  // else a wait set earlier: its bytes keep
     if (c.phase == Connection::Phase::kFrames) {
       read_frames(c);
     } else {

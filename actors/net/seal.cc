@@ -155,8 +155,8 @@ bool Opener::open(unsigned char* to, size_t length) {
 ssize_t Opener::read(int fd, char* into, size_t room) {
   if (!why_.empty()) return -1;
   if (room == 0) return 0;
-  if (buffered() > 0) {
-    const size_t n = std::min(room, buffered());
+  if (plain_at_ < plain_size_) {
+    const size_t n = std::min(room, plain_size_ - plain_at_);
     std::memcpy(into, plain_.data() + plain_at_, n);
     plain_at_ += n;
     return static_cast<ssize_t>(n);

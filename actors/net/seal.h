@@ -99,8 +99,9 @@ class Opener {
   // at the end: the peer closed, the socket failed, or a record failed to open (why() says,
   // and integrity_failed()).
   ssize_t read(int fd, char* into, size_t room);
-  // Plaintext opened and not yet read: to be read before waiting on the socket again.
-  size_t buffered() const { return plain_size_ - plain_at_; }
+  // Bytes taken from the socket and not yet delivered (opened, or whole records and the start
+  // of the next): read them before waiting on the socket again, which no longer shows them.
+  size_t buffered() const { return plain_size_ - plain_at_ + (in_end_ - in_begin_); }
   const std::string& why() const { return why_; }
   bool integrity_failed() const { return integrity_failed_; }
 

@@ -55,8 +55,8 @@ class SealedPolicy {
     return rw_state::success;
   }
 
-  // CAF reads again, past its limit of reads in a row, while records opened wait here: the
-  // socket shows nothing of them.
+  // CAF reads again, past its limit of reads in a row, while bytes taken from the socket wait
+  // here (records opened, or whole and not yet opened): the socket shows nothing of them.
   bool must_read_more(native_socket, size_t) { return opener_->buffered() > 0; }
 
  private:

@@ -180,3 +180,23 @@ TEST_CASE("frames go sealed through a sealer and come out of an opener whole") {
   REQUIRE(got == FrameReader::Got::kFrame);
   CHECK(std::string(frame.data, frame.size) == "abc");
 }
+
+TEST_CASE("records taken from the socket and not yet delivered count as buffered") {
+  const LinkKeys a = keys_for("t", true), b = keys_for("t", false);
+  Sealer sealer(a.send);
+  Opener opener(b.receive);
+  const std::string plain = text(2 * kMaxRecordBytes);
+  std::string wire;
+  for (const std::string& r : records_of(sealer, plain)) wire += r;
+  SocketPair pair;
+  REQUIRE(::send(pair.fd[0], wire.data(), wire.size(), 0) == static_cast<ssize_t>(wire.size()));
+  std::vector<char> buf(plain.size());
+  // One read takes both records from the socket and delivers the first: the second waits in
+  // the opener, which a server that stops reading must know before it waits on the socket.
+  REQUIRE(opener.read(pair.fd[1], buf.data(), buf.size()) == static_cast<ssize_t>(kMaxRecordBytes));
+  CHECK(opener.buffered() > 0);
+  REQUIRE(opener.read(pair.fd[1], buf.data() + kMaxRecordBytes, buf.size() - kMaxRecordBytes) ==
+          static_cast<ssize_t>(kMaxRecordBytes));
+  CHECK(opener.buffered() == 0);
+  CHECK(std::string(buf.data(), buf.size()) == plain);
+}
