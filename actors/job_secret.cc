@@ -107,10 +107,61 @@ std::string name_in(const char* field) {
   return std::string(field, ::strnlen(field, JobSecret::kNameBytes));
 }
 
+bool is_evaluator(const std::string& task) { return task.rfind("/job:evaluator/", 0) == 0; }
+
 // The evaluator is outside TF's cluster spec and a member all the same.
 bool is_member(const Introduction& me, const std::string& task) {
-  if (me.members.empty() || task.empty() || task.rfind("/job:evaluator/", 0) == 0) return true;
+  if (me.members.empty() || task.empty() || is_evaluator(task)) return true;
   return std::find(me.members.begin(), me.members.end(), task) != me.members.end();
+}
+
+// What a dialler that proved itself with `key` and says it is `task` may do, or why it may not
+// connect at all.
+std::string role_of(JobSecret::Key const& key, const std::string& task, const Introduction& me,
+                    Role* role) {
+  if (key.role == Role::kReader && !task.empty() && !is_evaluator(task)) {
+    return "proves itself with a reader's secret, which speaks for the evaluator only, and says "
+           "it is " +
+           task;
+  }
+  *role = key.role == Role::kReader || is_evaluator(task) ? Role::kReader : Role::kWriter;
+  if (*role == Role::kReader && !me.readers) {
+    return (task.empty() ? std::string("a reader") : task) +
+           " may only read, and this port takes the chief's and the workers' calls alone (a "
+           "reader reads on a ps's data port)";
+  }
+  return "";
+}
+
+std::string hex(const unsigned char* bytes, size_t size) {
+  std::string text;
+  for (size_t i = 0; i < size; ++i) {
+    text += "0123456789abcdef"[bytes[i] >> 4];
+    text += "0123456789abcdef"[bytes[i] & 15];
+  }
+  return text;
+}
+
+// `text` at `path`, mode 0600, through a name no one could have planted (a symlink there would
+// have the secret written through it), made with O_EXCL, then renamed over `path`.
+Status write_private(const std::string& path, std::string text, const char* what) {
+  std::string tmp = path + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) {
+    OPENSSL_cleanse(text.data(), text.size());
+    return runtime::failed_precondition("cannot write the ", what, " ", path, ": ",
+                                        std::strerror(errno));
+  }
+  const bool written = ::fchmod(fd, 0600) == 0 &&
+                       ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       ::fsync(fd) == 0;
+  OPENSSL_cleanse(text.data(), text.size());
+  const bool closed = ::close(fd) == 0;
+  if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return runtime::internal_error("cannot write the ", what, " ", path);
+  }
+  return runtime::ok_status();
 }
 
 // A nonce that is not random makes a recorded exchange replayable: no handshake without one.
@@ -192,6 +243,8 @@ std::string JobSecret::answer_hello(std::string_view hello, const Introduction& 
   if (!dialled.empty() && !me.task.empty() && dialled != me.task) {
     return "dialled " + dialled + ", but this is " + me.task;
   }
+  Role role = Role::kWriter;
+  if (std::string why = role_of(key, claims, me, &role); !why.empty()) return why;
   answer->assign(kAnswerBytes, '\0');
   if (!random_nonce(answer->data())) return kNoRandom;
   if (!put_name(me.task, answer->data() + kNonce)) return "this task's name is too long";
@@ -206,7 +259,7 @@ bool JobSecret::may_start_hello(std::string_view first) {
 }
 
 std::string JobSecret::check_proof(std::string_view hello, std::string_view answer,
-                                   std::string_view proof, net::LinkKeys* keys) const {
+                                   std::string_view proof, net::LinkKeys* keys, Peer* peer) const {
   Mac mac{};
   if (proof.size() != mac.size()) return "no proof of membership";
   std::memcpy(mac.data(), proof.data(), mac.size());
@@ -214,11 +267,16 @@ std::string JobSecret::check_proof(std::string_view hello, std::string_view answ
   if (!key_for(hello, &key) || !verify(key.secret, message("troupe client", hello, answer), mac)) {
     return "a wrong job secret";
   }
+  if (peer != nullptr) {
+    peer->task = name_in(hello.data() + sizeof kMagic + kNonce + kKeyIdBytes);
+    Introduction anyone;  // answer_hello checked whether this listener lets readers in
+    if (std::string why = role_of(key, peer->task, anyone, &peer->role); !why.empty()) return why;
+  }
   return keys_of(key, hello, answer, proof, false, keys);
 }
 
 std::string JobSecret::check_member(int fd, const Introduction& me, net::LinkKeys* keys,
-                                    std::chrono::milliseconds timeout) const {
+                                    std::chrono::milliseconds timeout, Peer* peer) const {
   const auto deadline = Clock::now() + timeout;
   std::string hello(kHelloBytes, '\0'), answer, proof(kProofBytes, '\0');
   if (transfer(fd, hello.data(), sizeof kMagic, false, deadline) != Moved::kAll) {
@@ -235,7 +293,7 @@ std::string JobSecret::check_member(int fd, const Introduction& me, net::LinkKey
   if (transfer(fd, proof.data(), proof.size(), false, deadline) != Moved::kAll) {
     return "no proof of membership in time";
   }
-  return check_proof(hello, answer, proof, keys);
+  return check_proof(hello, answer, proof, keys, peer);
 }
 
 Result<std::vector<JobSecret::Key>> JobSecret::read_keys(const std::string& path) {
@@ -249,25 +307,53 @@ Result<std::vector<JobSecret::Key>> JobSecret::read_keys(const std::string& path
   }
   std::ifstream in(path);
   std::vector<Key> keys;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    if (line.size() < 2 * kSecretBytes ||
-        line.find_first_not_of("0123456789abcdef") != std::string::npos) {
-      return runtime::invalid_argument(
-          "job secret ", path, ": line ", keys.size() + 1, " is not ", 2 * kSecretBytes,
-          " or more hexadecimal digits (troupe secret FILE makes one)");
-    }
-    Key key;
-    SHA256(reinterpret_cast<const unsigned char*>(line.data()), line.size(), key.secret.data());
-    OPENSSL_cleanse(line.data(), line.size());
+  auto name = [](Key& key) {
     const Mac id = sign(key.secret, "troupe key id");
     std::memcpy(key.id.data(), id.data(), kKeyIdBytes);
+  };
+  static constexpr std::string_view kReader = "reader ";
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    Key key;
+    const bool reader = line.compare(0, kReader.size(), kReader) == 0;
+    const std::string_view digits = std::string_view(line).substr(reader ? kReader.size() : 0);
+    if (digits.size() < 2 * kSecretBytes || (reader && digits.size() != 2 * kSecretBytes) ||
+        digits.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      OPENSSL_cleanse(line.data(), line.size());
+      return runtime::invalid_argument(
+          "job secret ", path, ": line ", keys.size() + 1, " is not ", 2 * kSecretBytes,
+          " or more hexadecimal digits, nor \"reader\" and ", 2 * kSecretBytes,
+          " (troupe secret FILE makes one, troupe secret --reader JOB FILE the other)");
+    }
+    if (reader) {
+      key.role = Role::kReader;
+      auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+      for (size_t i = 0; i < kSecretBytes; ++i) {
+        key.secret[i] =
+            static_cast<unsigned char>(nibble(digits[2 * i]) << 4 | nibble(digits[2 * i + 1]));
+      }
+    } else {
+      SHA256(reinterpret_cast<const unsigned char*>(digits.data()), digits.size(),
+             key.secret.data());
+    }
+    OPENSSL_cleanse(line.data(), line.size());
+    name(key);
     keys.push_back(key);
   }
   if (keys.empty()) return runtime::invalid_argument("job secret ", path, " is empty");
   if (keys.size() > 2) {
     return runtime::invalid_argument("job secret ", path, " holds ", keys.size(),
                                      " secrets: one, or two while rotating");
+  }
+  // A holder of the job secret knows its readers' secrets, and accepts them as readers.
+  for (size_t i = 0, lines = keys.size(); i < lines; ++i) {
+    if (keys[i].role != Role::kWriter) continue;
+    Key reader;
+    reader.secret = sign(keys[i].secret, "troupe reader");
+    reader.role = Role::kReader;
+    reader.derived = true;
+    name(reader);
+    keys.push_back(reader);
   }
   return keys;
 }
@@ -283,8 +369,10 @@ std::vector<JobSecret::Key> JobSecret::secrets() const {
     auto read = read_keys(path_);
     if (read.ok()) {
       keys_ = std::move(*read);
-      runtime::log_info("job secret ", path_, " read again: ", keys_.size(),
-                        keys_.size() == 1 ? " secret" : " secrets (a rotation)");
+      const auto lines =
+          std::count_if(keys_.begin(), keys_.end(), [](auto& k) { return !k.derived; });
+      runtime::log_info("job secret ", path_, " read again: ", lines,
+                        lines == 1 ? " secret" : " secrets (a rotation)");
     } else {
       runtime::log_warning(read.status().message(), "; the secrets read before stay");
     }
@@ -318,31 +406,20 @@ Status make_job_secret(const std::string& path) {
   if (RAND_bytes(bytes, sizeof bytes) != 1) {
     return runtime::internal_error("making a job secret: no random bytes");
   }
-  std::string text;
-  for (unsigned char b : bytes) {
-    text += "0123456789abcdef"[b >> 4];
-    text += "0123456789abcdef"[b & 15];
-  }
-  text += "\n";
+  std::string text = hex(bytes, sizeof bytes) + "\n";
   OPENSSL_cleanse(bytes, sizeof bytes);
-  // A name no one could have planted (a symlink there would have the secret written through
-  // it), made with O_EXCL and mode 0600, then renamed over `path`.
-  std::string tmp = path + ".XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) {
-    return runtime::failed_precondition("cannot write the job secret ", path, ": ",
-                                        std::strerror(errno));
+  return write_private(path, std::move(text), "job secret");
+}
+
+Status make_reader_secret(const std::string& job_file, const std::string& path) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<JobSecret::Key> keys, JobSecret::read_keys(job_file));
+  std::string text;
+  for (const JobSecret::Key& k : keys) {
+    // A reader's own line stays one; a job secret's becomes its derived reader's.
+    if (k.role == Role::kReader) text += "reader " + hex(k.secret.data(), k.secret.size()) + "\n";
   }
-  const bool written = ::fchmod(fd, 0600) == 0 &&
-                       ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                       ::fsync(fd) == 0;
-  OPENSSL_cleanse(text.data(), text.size());
-  const bool closed = ::close(fd) == 0;
-  if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return runtime::internal_error("cannot write the job secret ", path);
-  }
-  return runtime::ok_status();
+  for (JobSecret::Key& k : keys) OPENSSL_cleanse(k.secret.data(), k.secret.size());
+  return write_private(path, std::move(text), "reader's secret");
 }
 
 Result<std::shared_ptr<const JobSecret>> job_secret_from_env() {

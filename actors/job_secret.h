@@ -37,11 +37,24 @@ struct Introduction {
   std::string task;                  // this end's: "/job:ps/task:0", or "" for none
   std::string dialled;               // a dialler's: whom it means to reach, "" for any
   std::vector<std::string> members;  // a listener's: the cluster spec's tasks, empty for any
+  bool readers = true;               // a listener's: whether it lets a reader in (Role)
+};
+
+// What a member may ask of a ps. A writer (the chief, a worker: a holder of the job secret)
+// runs any shard call; a reader only reads variables. A connection is a reader's when it proved
+// itself with a reader's secret (`troupe secret --reader`: what an evaluator is given, from
+// which the job secret cannot be had) or says it is the evaluator.
+enum class Role { kWriter, kReader };
+struct Peer {
+  std::string task;  // what its handshake said, "" for none
+  Role role = Role::kWriter;
 };
 
 // The file may hold two secrets, one a line, during a rotation: the first is the one this
 // process proves itself with, and both are accepted from others. It is read again when it
-// changes (at the next handshake), so a running cluster rotates without a restart (README).
+// changes (at the next handshake), so a running cluster rotates without a restart (README). A
+// line "reader HEX" is a reader's secret (make_reader_secret): it proves a reader, and a holder
+// of the job secret accepts it as one.
 class JobSecret {
  public:
   using Mac = std::array<unsigned char, 32>;
@@ -52,12 +65,13 @@ class JobSecret {
   // dials; the server answers, with that secret, its nonce, its task
   // and an HMAC over all of it, proving that it holds the secret; the client answers with an
   // HMAC over everything so far. Each returns "" when the peer proved membership and is whom
-  // `me` accepts, with the connection's keys in `keys`, otherwise why not; each gives up after
-  // `timeout`.
+  // `me` accepts, with the connection's keys in `keys` (and who it is in `peer`, when given),
+  // otherwise why not; each gives up after `timeout`.
   std::string prove_member(int fd, const Introduction& me, net::LinkKeys* keys,
                            std::chrono::milliseconds timeout = kHandshakeTimeout) const;
   std::string check_member(int fd, const Introduction& me, net::LinkKeys* keys,
-                           std::chrono::milliseconds timeout = kHandshakeTimeout) const;
+                           std::chrono::milliseconds timeout = kHandshakeTimeout,
+                           Peer* peer = nullptr) const;
   static constexpr std::chrono::milliseconds kHandshakeTimeout{5000};
 
   // check_member in steps, for a server that waits on many sockets at once: the client's hello
@@ -72,15 +86,21 @@ class JobSecret {
   // Whether the bytes of a hello so far (any number) may start one: a stranger speaking
   // something else is refused at its first bytes, not at the deadline.
   static bool may_start_hello(std::string_view first);
+  // `peer`, when given, is told who passed and as what.
   std::string check_proof(std::string_view hello, std::string_view answer, std::string_view proof,
-                          net::LinkKeys* keys) const;
+                          net::LinkKeys* keys, Peer* peer = nullptr) const;
 
- private:
-  friend runtime::Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string&);
+  // One secret this process holds, as the handshake uses it.
   struct Key {
     Mac secret{};
     std::array<unsigned char, kKeyIdBytes> id{};
+    Role role = Role::kWriter;
+    bool derived = false;  // a job secret's reader key, accepted but in no line of the file
   };
+
+ private:
+  friend runtime::Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string&);
+  friend runtime::Status make_reader_secret(const std::string&, const std::string&);
   static runtime::Result<std::vector<Key>> read_keys(const std::string& path);
   // The secrets as the file holds them now: read again when it changed since the last look.
   std::vector<Key> secrets() const;
@@ -99,6 +119,9 @@ class JobSecret {
 runtime::Result<std::shared_ptr<const JobSecret>> load_job_secret(const std::string& path);
 // Writes a new secret (256 random bits as hexadecimal digits) to `path`, mode 0600.
 runtime::Status make_job_secret(const std::string& path);
+// Writes to `path` (mode 0600) the reader's secret of each job secret in `job_file`: a line
+// "reader HEX" each, an HMAC of it, which proves a reader and cannot be turned back into it.
+runtime::Status make_reader_secret(const std::string& job_file, const std::string& path);
 // The file TROUPE_JOB_SECRET names, loaded; null when the variable is unset.
 runtime::Result<std::shared_ptr<const JobSecret>> job_secret_from_env();
 

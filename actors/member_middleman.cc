@@ -280,7 +280,12 @@ class MemberMiddleman : public caf::io::middleman_actor_impl {
     // The gate's own thread accepts: blocking, as the handshakes are.
     int flags = ::fcntl(*fd, F_GETFL, 0);
     ::fcntl(*fd, F_SETFL, flags & ~O_NONBLOCK);
-    auto gate = std::make_shared<Gate>(*fd, secret_, self_, kMemberHandshakeTimeout);
+    // CAF delivers any message to any actor a peer can name: a reader cannot be held to reads
+    // here, so only writers come in (a reader reads on a ps's data port, call by call).
+    Introduction writers_only = self_;
+    writers_only.readers = false;
+    auto gate =
+        std::make_shared<Gate>(*fd, secret_, std::move(writers_only), kMemberHandshakeTimeout);
     if (gate->wake_fd() < 0) return caf::make_error(caf::sec::cannot_open_port, "no pipe");
     return caf::make_counted<GateDoorman>(mpx(), std::move(gate));
   }

@@ -13,6 +13,7 @@
 #include "runtime/denormal.h"
 #include "runtime/graph_builder.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/log.h"
 #include "runtime/op_registry.h"
 
 namespace troupe::actors {
@@ -130,6 +131,23 @@ Status check_updates(const ShardCall& call) {
   return runtime::ok_status();
 }
 
+// A reader's call is a variable's read, with further reads only (execute checks those), and
+// takes no part in synchronous rounds, whose reads mark what a replica's gradients came from.
+Status check_role(const ShardCall& call, const Peer& from) {
+  if (from.role == Role::kWriter) return runtime::ok_status();
+  auto refuse = [&](const ShardCall& c, const char* why) {
+    return runtime::failed_precondition("refused: ", from.task.empty() ? "a reader" : from.task,
+                                        " may only read a ps's variables, and '", c.node_name,
+                                        "' (", c.op, ") ", why);
+  };
+  if (call.sync.replica >= 0 || call.sync.aggregate > 0) {
+    return refuse(call, "takes part in synchronous training");
+  }
+  if (!call.updates.empty()) return refuse(call.updates.front(), "is an update");
+  if (variable_read(call) == nullptr) return refuse(call, "is not a variable's read");
+  return runtime::ok_status();
+}
+
 }  // namespace
 
 Status ShardCalls::run_one(ShardCall& call, std::vector<Tensor>* outputs) {
@@ -224,7 +242,19 @@ void note_read(SyncRounds& sync, const ShardCall& call) {
 
 }  // namespace
 
-std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, const Later& later) {
+std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, const Later& later,
+                                           const Peer& from) {
+  if (decoded.ok()) {
+    if (Status refused = check_role(*decoded, from); !refused.ok()) {
+      std::lock_guard<std::mutex> lock(refused_mu_);
+      if (auto more = refused_.allow()) {
+        runtime::log_warning(
+            "ps ", refused.message(),
+            *more > 0 ? " (and " + std::to_string(*more) + " more not logged)" : std::string());
+      }
+      return make_shard_reply(refused, {});
+    }
+  }
   auto calling = enter(turnstile_, gate_);
   if (!decoded.ok() || decoded->sync.replica < 0) return execute(std::move(decoded));
   std::lock_guard<std::mutex> lock(sync_mu_);
@@ -284,8 +314,9 @@ std::optional<ShardReply> ShardCalls::contribute(ShardCall call, Clock::time_poi
   return std::nullopt;
 }
 
-std::optional<ShardReply> ShardCalls::call(const runtime::Bytes& frame, const Later& later) {
-  return call(decode_shard_call(frame), later);
+std::optional<ShardReply> ShardCalls::call(const runtime::Bytes& frame, const Later& later,
+                                           const Peer& from) {
+  return call(decode_shard_call(frame), later, from);
 }
 
 void ShardCalls::on_deadline(std::function<void(Clock::time_point)> f) {

@@ -5,15 +5,19 @@
 //
 //   auto calls = std::make_shared<ShardCalls>(store);    // store: a runtime::VariableStore
 //   caf::actor shard = spawn_parameter_shard(system, calls, data_port);   // 0: no data channel
-//   data->serve([calls](const runtime::Bytes& f, const ShardCalls::Later& later) {
-//     return calls->call(f, later);
-//   });
+//   data->serve([calls](const runtime::Bytes& f, const ShardCalls::Later& later,
+//                       const Peer& from) { return calls->call(f, later, from); });
 //   // remote: (call_atom, std::vector<char> shard_call) -> std::vector<char> shard_reply
 //   //         (data_port_atom) -> uint16_t, where its data channel listens (net/data_server.h)
 //   // state:  (varnames_atom) -> vector<string>, the variables and slots it holds
 //   //         (snapshot_atom, vector<string> names) -> vector<char>, a checkpoint file's bytes
 //   //         of those entries (none named: all), for the chief's checkpoints
 //   //         (load_atom, vector<char> checkpoint) -> string, "" once its entries are stored
+//
+// What a caller may run depends on its role (job_secret.h): a writer (the chief, a worker) any
+// call, a reader (the evaluator) reads of variables alone, outside synchronous rounds; a call
+// over CAF's port is a writer's, as only writers get in there. A refusal is the call's error,
+// naming the caller and the call, and is logged (a burst, then once a second).
 //
 // The store is thread-safe. ShardCalls runs calls from any number of threads, as TF's ps runs
 // its ops on a pool: those of the actor (calls over CAF's connection) and those of its
@@ -37,6 +41,8 @@
 #include <string>
 #include <vector>
 
+#include "actors/job_secret.h"
+#include "actors/net/handshake_budget.h"
 #include "actors/shard_codec.h"
 #include "actors/sync_rounds.h"
 #include "runtime/variable_store.h"
@@ -69,9 +75,11 @@ class ShardCalls {
   // replica's update or barrier, once its round has closed or its time is up; on the thread
   // that closes it, under this object's lock: `later` must only hand the reply on; it is copied
   // only then).
-  std::optional<ShardReply> call(runtime::Result<ShardCall> call, const Later& later);
+  std::optional<ShardReply> call(runtime::Result<ShardCall> call, const Later& later,
+                                 const Peer& from = {});
   // The same for a call's frame as a data server read it.
-  std::optional<ShardReply> call(const runtime::Bytes& frame, const Later& later);
+  std::optional<ShardReply> call(const runtime::Bytes& frame, const Later& later,
+                                 const Peer& from = {});
   // Closes the synchronous rounds due at `now` and fails the waits past their time. Returns the
   // next deadline (max: none), at which the caller promises to call again; a call that makes
   // an earlier one tells `on_deadline` (set once; told at once of a deadline made before).
@@ -108,6 +116,8 @@ class ShardCalls {
   SyncRounds sync_;
   Clock::time_point tick_at_ = Clock::time_point::max();  // the earliest expire() promised
   std::function<void(Clock::time_point)> on_deadline_;
+  std::mutex refused_mu_;
+  net::LogLimiter refused_;
 };
 
 using varnames_atom = caf::atom_constant<caf::atom("varnames")>;

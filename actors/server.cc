@@ -17,9 +17,8 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
       options.advertised_data_port != 0 ? options.advertised_data_port : server->data_->port();
   auto calls = std::make_shared<ShardCalls>(server->variables_);
   server->shard_ = spawn_parameter_shard(rt.system(), calls, server->advertised_data_port_);
-  auto handler = [calls](const runtime::Bytes& frame, const net::DataServer::Later& later) {
-    return calls->call(frame, later);
-  };
+  auto handler = [calls](const runtime::Bytes& frame, const net::DataServer::Later& later,
+                         const Peer& from) { return calls->call(frame, later, from); };
   if (runtime::Status s = server->data_->serve(handler); !s.ok()) {
     server->data_.reset();
     caf::anon_send_exit(server->shard_, caf::exit_reason::user_shutdown);

@@ -132,7 +132,8 @@ std::pair<double, double> compare(size_t bytes, int rounds, double window) {
   actors::Runtime rt;
   auto ours = actors::net::DataServer::listen(rt, "127.0.0.1", 0, {.threads = 1});
   if (!ours.ok() || !(*ours)
-                         ->serve([](const runtime::Bytes&, const actors::net::DataServer::Later&) {
+                         ->serve([](const runtime::Bytes&, const actors::net::DataServer::Later&,
+                                    const actors::Peer&) {
                            return std::optional<actors::ShardReply>(
                                actors::make_shard_reply(runtime::ok_status(), {}));
                          })

@@ -92,8 +92,17 @@ int server(const std::vector<std::string>& args) {
 }
 
 int secret(const std::vector<std::string>& args) {
+  if (args.size() == 3 && args[0] == "--reader") {
+    if (auto s = actors::make_reader_secret(args[1], args[2]); !s.ok()) return fail(s);
+    runtime::log_info("wrote the reader's secret of ", args[1], " to ", args[2],
+                      ": give it to the evaluator (mode 600), which then reads a ps's "
+                      "variables but cannot change them");
+    return 0;
+  }
   if (args.size() != 1 || args[0].rfind("-", 0) == 0) {
-    return usage_error("troupe secret FILE: writes a new job secret to FILE");
+    return usage_error(
+        "troupe secret FILE: writes a new job secret to FILE; troupe secret --reader JOB FILE: "
+        "writes the reader's secret of job secret JOB (an evaluator's) to FILE");
   }
   if (auto s = actors::make_job_secret(args[0]); !s.ok()) return fail(s);
   runtime::log_info("wrote a new job secret to ", args[0],
@@ -477,6 +486,11 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
   } else if (auto s = actors::make_job_secret(secret_file); !s.ok()) {
     return fail(s);
   }
+  // The evaluator only reads: it is given the reader's secret alone (job_secret.h's Role).
+  const std::string reader_file = dir + "/reader.pem";
+  if (r.evaluator) {
+    if (auto s = actors::make_reader_secret(secret_file, reader_file); !s.ok()) return fail(s);
+  }
 
   // The chief is the first training replica; --workers counts it.
   auto ports = free_ports(r.host, static_cast<size_t>(r.ps + r.workers));
@@ -530,7 +544,8 @@ int cluster(const std::vector<std::string>& args, const std::string& self) {
       else
         cpus = pins.others();
     }
-    auto t = spawn_task(self, type, index, cmd, spec, secret_file, cpus,
+    auto t = spawn_task(self, type, index, cmd, spec,
+                        type == TaskType::kEvaluator ? reader_file : secret_file, cpus,
                         type == TaskType::kPs ? 0 : nice);
     if (t.ok() && !cpus.empty()) {
       std::string list;

@@ -20,7 +20,7 @@
 //   troupe serve --model_base_path BASE --model_name NAME [--port 8501] [--enable_batching]
 //   troupe server  (TF_CONFIG, or --cluster FILE --job ps --task N) [--secret FILE]
 //   troupe cluster --ps N --workers M [--evaluator] [--pin] -- train ...
-//   troupe secret FILE
+//   troupe secret FILE | troupe secret --reader JOB FILE
 //
 // DATA is fashion-mnist (Debian's dataset-fashion-mnist; train split for training, test split
 // otherwise), csv:PATH (a glob too) with --label COLUMN, or libsvm:PATH (svmlight files). train and
@@ -141,7 +141,9 @@ const Command kCommands[] = {
      "  --pin: each training replica on a core of its own, ps tasks on the cores left;\n"
      "  replicas that fill the cores run at nice 10, so that the ps tasks answer at once\n"},
     {"secret", [](const auto& a, const auto&) { return troupe::cli::secret(a); },
-     "troupe secret FILE\n", "writes a new job secret to FILE (mode 600)\n"},
+     "troupe secret FILE | troupe secret --reader JOB FILE\n",
+     "writes a new job secret to FILE (mode 600); with --reader, the reader's secret of job\n"
+     "secret JOB: what an evaluator holds, which reads a ps's variables and changes nothing\n"},
 };
 
 const Command* find_command(const std::string& name) {

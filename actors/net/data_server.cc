@@ -43,6 +43,7 @@ struct DataServer::Connection {
   int fd = -1;
   std::unique_ptr<Descriptor> socket;  // on the serving thread's loop
   std::string peer;
+  Peer member;  // who it proved to be, and so what it may ask (a writer without a job secret)
   Phase phase = Phase::kFrames;
   std::string hello, answer, handshake;  // the job secret's exchange, as far as it went
   std::unique_ptr<Sealer> sealer;        // once a member proved itself: every frame sealed
@@ -398,7 +399,8 @@ void DataServer::Loop::read_handshake(Connection& c) {
     return watch(c);
   }
   LinkKeys keys;
-  if (std::string why = secret.check_proof(c.hello, c.answer, c.handshake, &keys); !why.empty()) {
+  if (std::string why = secret.check_proof(c.hello, c.answer, c.handshake, &keys, &c.member);
+      !why.empty()) {
     return close(id, why);
   }
   if (server_.open_ >= server_.options_.max_connections) {
@@ -444,7 +446,7 @@ void DataServer::Loop::read_frames(Connection& c) {
     if (options.follow_incoming_cpu) follow(c);
     std::optional<ShardReply> reply;
     try {
-      reply = server_.handler_(call, c.later);
+      reply = server_.handler_(call, c.later, c.member);
     } catch (const std::exception& e) {  // out of memory in a kernel, say: this call's end
       runtime::log_warning("data channel on port ", server_.port_, ": a call from ", c.peer,
                            " failed: ", e.what());

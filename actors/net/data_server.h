@@ -6,13 +6,15 @@
 // connection stays for monitoring and heartbeats.
 //
 //   auto data = DataServer::listen(rt, "127.0.0.1", 0);     // 0: any free port
-//   data->serve([calls](const runtime::Bytes& call, const DataServer::Later& later) {
-//     return calls->call(call, later);   // accepts; runs each call with the handler
+//   data->serve([calls](const runtime::Bytes& call, const DataServer::Later& later,
+//                       const Peer& from) {
+//     return calls->call(call, later, from);   // accepts; runs each call with the handler
 //   });
 //
 // With a job secret in the Runtime, a peer proves membership before its first frame (an
 // HMAC-SHA256 challenge-response, job_secret.h); one that cannot is closed and logged with its
-// address, and nothing it sent reaches the shard.
+// address, and nothing it sent reaches the shard. The handler is told who each caller proved to
+// be, a writer or a reader (job_secret.h's Role), and so what it may ask.
 //
 // Event driven (Boost.Asio, net/io_thread.h): one thread accepts, and each of the others waits on
 // the connections it was given (a new connection has a thread of its own, up to a limit, then goes
@@ -48,6 +50,7 @@
 #include <optional>
 #include <vector>
 
+#include "actors/job_secret.h"
 #include "actors/net/frame.h"
 #include "actors/net/handshake_budget.h"
 #include "actors/runtime_system.h"
@@ -93,9 +96,10 @@ class DataServer {
   // A reply the handler gives after it has returned; from any thread.
   using Later = std::function<void(ShardReply)>;
   // Runs a call's frame on the server's thread: its reply, or nothing when `later` (the
-  // connection's, made once) gets it; the handler copies `later` only then.
-  using Handler =
-      std::function<std::optional<ShardReply>(const runtime::Bytes& frame, const Later& later)>;
+  // connection's, made once) gets it; the handler copies `later` only then. `from`: who the
+  // connection proved to be (job_secret.h), what it may ask; a writer without a job secret.
+  using Handler = std::function<std::optional<ShardReply>(const runtime::Bytes& frame,
+                                                          const Later& later, const Peer& from)>;
 
   uint16_t port() const { return port_; }
   // Accepts connections from now on; each one's calls run with `handler`, one at a time. An

@@ -2,7 +2,7 @@
 // redirect it, a handshake without random bytes for its nonce is refused on both sides
 // (OpenSSL's RAND_bytes failing, through a shim this binary puts in front of it), and the tasks
 // the handshake names are checked: a dialler outside the cluster, or one that dialled another
-// task, is refused; an evaluator is a member.
+// task, is refused; an evaluator is a member, and a reader; a reader's secret proves a reader.
 #include "actors/job_secret.h"
 
 #include <dlfcn.h>
@@ -62,6 +62,7 @@ namespace {
 struct Verdicts {
   std::string heard, said;  // the listener's, the dialler's: "" when it passed
   actors::net::LinkKeys dialler, listener;
+  actors::Peer peer;  // as the listener saw the dialler
 };
 Verdicts handshake(const actors::JobSecret& dialling, const actors::JobSecret& listening,
                    const actors::Introduction& dialler = {},
@@ -70,7 +71,8 @@ Verdicts handshake(const actors::JobSecret& dialling, const actors::JobSecret& l
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fd) == 0);
   Verdicts v;
   std::thread server([&] {
-    v.heard = listening.check_member(fd[1], listener, &v.listener, std::chrono::milliseconds(2000));
+    v.heard = listening.check_member(fd[1], listener, &v.listener, std::chrono::milliseconds(2000),
+                                     &v.peer);
     ::shutdown(fd[1], SHUT_RDWR);
   });
   v.said = dialling.prove_member(fd[0], dialler, &v.dialler, std::chrono::milliseconds(2000));
@@ -201,4 +203,70 @@ TEST_CASE("rotating the secret: two in the file, the first proves, both are acce
   const Verdicts kept = handshake(**listener, **listener);
   CHECK(kept.heard == "");
   CHECK(kept.said == "");
+}
+
+TEST_CASE("a reader's secret proves the evaluator, a reader; a port of writers alone refuses it") {
+  const auto job = testing::new_job_secret("reader");
+  const auto reader = testing::reader_secret(*job);
+  std::string job_line, reader_line;
+  std::getline(std::ifstream(job->path()), job_line);
+  std::getline(std::ifstream(reader->path()), reader_line);
+  CHECK(reader_line.rfind("reader ", 0) == 0);
+  CHECK(reader_line.size() == 7 + 64);
+  CHECK(reader_line.find(job_line.substr(0, 16)) == std::string::npos);
+  struct stat st;
+  REQUIRE(::stat(reader->path().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+
+  const std::vector<std::string> cluster = {"/job:chief/task:0", "/job:worker/task:0",
+                                            "/job:ps/task:0"};
+  const actors::Introduction ps0{"/job:ps/task:0", "", cluster};
+  const actors::Introduction evaluator{"/job:evaluator/task:0", "/job:ps/task:0", {}};
+  const actors::Introduction worker{"/job:worker/task:0", "/job:ps/task:0", {}};
+  {  // The evaluator with its reader's secret: a member, a reader, with keys both ends share.
+    const Verdicts v = handshake(*reader, *job, evaluator, ps0);
+    CHECK(v.heard == "");
+    CHECK(v.said == "");
+    CHECK(v.peer.task == "/job:evaluator/task:0");
+    CHECK(v.peer.role == actors::Role::kReader);
+    CHECK(v.dialler.send.key == v.listener.receive.key);
+  }
+  {  // A reader's secret speaks for no one else.
+    const Verdicts v = handshake(*reader, *job, worker, ps0);
+    CHECK(v.heard.find("reader's secret, which speaks for the evaluator only") !=
+          std::string::npos);
+    CHECK(v.said != "");
+  }
+  {  // A holder of the job secret is a writer, unless it says it is the evaluator.
+    const Verdicts w = handshake(*job, *job, worker, ps0);
+    CHECK(w.heard == "");
+    CHECK(w.peer.role == actors::Role::kWriter);
+    const Verdicts e = handshake(*job, *job, evaluator, ps0);
+    CHECK(e.heard == "");
+    CHECK(e.peer.role == actors::Role::kReader);
+  }
+  {  // A port that takes writers alone (CAF's) refuses readers, by secret or by name.
+    actors::Introduction writers = ps0;
+    writers.readers = false;
+    const Verdicts r = handshake(*reader, *job, evaluator, writers);
+    CHECK(r.heard.find("/job:evaluator/task:0 may only read") != std::string::npos);
+    CHECK(r.said != "");
+    const Verdicts e = handshake(*job, *job, evaluator, writers);
+    CHECK(e.heard.find("may only read") != std::string::npos);
+    const Verdicts w = handshake(*job, *job, worker, writers);
+    CHECK(w.heard == "");
+  }
+  {  // A reader cannot pose as a ps to a writer: it does not hold the writer's secret.
+    const Verdicts v = handshake(*job, *reader, worker, ps0);
+    CHECK(v.heard.find("does not hold") != std::string::npos);
+    CHECK(v.said != "");
+  }
+  {  // A damaged reader's line is an error naming the form.
+    const std::string bad = job->path() + ".bad";
+    std::ofstream(bad) << "reader 1234\n";
+    ::chmod(bad.c_str(), 0600);
+    auto loaded = actors::load_job_secret(bad);
+    REQUIRE_FALSE(loaded.ok());
+    CHECK(loaded.status().message().find("\"reader\"") != std::string::npos);
+  }
 }

@@ -106,3 +106,40 @@ TEST_CASE("calls from many threads: a variable's updates one at a time, no value
   CHECK(w.data<float>()[0] == 2 * kUpdates);  // none lost between the two nodes
   CHECK(v.data<float>()[0] == kUpdates);
 }
+
+TEST_CASE("a reader's calls: reads run; an update, alone or riding along, and a barrier do not") {
+  auto store = std::make_shared<runtime::VariableStore>();
+  store->assign("w", Tensor::from_vector<float>(Shape{kSize}, std::vector<float>(kSize, 0.0f)));
+  store->assign("v", Tensor::from_vector<float>(Shape{kSize}, std::vector<float>(kSize, 0.0f)));
+  actors::ShardCalls calls(store);
+  const actors::Peer evaluator{"/job:evaluator/task:0", actors::Role::kReader};
+  auto answer = [&](ShardCall c, const actors::Peer& from) {
+    auto reply = calls.call(
+        std::move(c), [](actors::ShardReply) {}, from);
+    REQUIRE(reply);
+    return reply->status;
+  };
+  ShardCall both = read("w");
+  both.reads.push_back(read("v"));
+  CHECK(answer(both, evaluator).ok());
+
+  const Status alone = answer(add_ones("w", "w/add"), evaluator);
+  CHECK(alone.message() ==
+        "refused: /job:evaluator/task:0 may only read a ps's variables, and 'w/add' (AssignAdd) "
+        "is not a variable's read");
+  ShardCall riding = read("w");
+  riding.discard_outputs = true;
+  riding.updates.push_back(add_ones("v", "v/add"));
+  CHECK(answer(riding, evaluator).message().find("'v/add' (AssignAdd) is an update") !=
+        std::string::npos);
+  ShardCall barrier;
+  barrier.node_name = "sync/barrier";
+  barrier.op = "SyncReplicasBarrier";
+  barrier.sync = {0, 1, 100};
+  CHECK(answer(barrier, evaluator).message().find("synchronous training") != std::string::npos);
+  CHECK(store->read("w")->data<float>()[0] == 0.0f);
+  CHECK(store->read("v")->data<float>()[0] == 0.0f);
+  // A writer's (any caller's over CAF) update applies.
+  CHECK(answer(add_ones("w", "w/add"), {}).ok());
+  CHECK(store->read("w")->data<float>()[0] == 1.0f);
+}

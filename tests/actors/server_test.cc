@@ -43,12 +43,10 @@ TEST_CASE(
   caf::actor shard = actors::spawn_parameter_shard(rt.system(), calls, uint16_t{0});
   auto data = actors::net::DataServer::listen(rt, "127.0.0.1", 0);
   REQUIRE(data.ok());
-  REQUIRE(
-      (*data)
-          ->serve([calls](const runtime::Bytes& f, const actors::net::DataServer::Later& later) {
-            return calls->call(f, later);
-          })
-          .ok());
+  REQUIRE((*data)
+              ->serve([calls](const runtime::Bytes& f, const actors::net::DataServer::Later& later,
+                              const actors::Peer& from) { return calls->call(f, later, from); })
+              .ok());
   auto channel =
       actors::net::DataChannel::connect(rt, "127.0.0.1", (*data)->port(), std::chrono::seconds(10));
   REQUIRE(channel.ok());
@@ -449,5 +447,87 @@ TEST_CASE("a session that dials ps 0 and reaches ps 1 is refused; dialling ps 1 
   const std::string logged = captured.text();
   CHECK_MESSAGE(
       logged.find("dialled /job:ps/task:0, but this is /job:ps/task:1") != std::string::npos,
+      logged);
+}
+
+TEST_CASE("the evaluator reads a ps's variables on its data port; its writes and CAF's port not") {
+  const auto job = testing::new_job_secret("roles");
+  const auto reader = testing::reader_secret(*job);
+  const std::string dir = testing::temp_dir("roles_log");
+  std::filesystem::create_directories(dir);
+  StderrCapture captured(dir + "/stderr.log");
+  const std::string ps0 = "/job:ps/task:0", evaluator_task = "/job:evaluator/task:0";
+  const std::vector<std::string> cluster = {"/job:chief/task:0", "/job:worker/task:0", ps0};
+  actors::Runtime server_rt(actors::RuntimeOptions{.secret = job, .task = ps0, .members = cluster});
+  auto server = actors::Server::start(server_rt, {});
+  REQUIRE(server.ok());
+  (*server)->variables().assign("w", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  // The calls: a read of "w", and an update of it.
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  const Output initial = ops::zeros(b, Shape{2}, DType::kFloat32);
+  const Output v = ops::variable(b, "w", Shape{2}, DType::kFloat32, initial);
+  const Output add = ops::assign_add(b, v, ops::placeholder(b, DType::kFloat32, Shape{2}));
+  REQUIRE(b.ok());
+  using Reply = runtime::Result<std::vector<Tensor>>;
+  // One call on a data channel of its own, as `rt`'s task.
+  auto call = [&](actors::Runtime& rt, int node, std::vector<Tensor> inputs,
+                  actors::SyncTag sync) -> Reply {
+    auto channel = actors::net::DataChannel::connect(rt, "127.0.0.1", (*server)->data_port(),
+                                                     std::chrono::seconds(10), ps0);
+    if (!channel.ok()) return channel.status();
+    auto message = actors::build_shard_call(g, g.node(node), inputs, {.sync = sync});
+    REQUIRE(message.ok());
+    caf::scoped_actor self{rt.system()};
+    (*channel)->call(actors::net::ChannelCall{std::move(*message), inputs}, self, 1);
+    Reply out = runtime::internal_error("no reply");
+    self->receive([&](actors::net::channel_reply_atom, uint64_t,
+                      runtime::Bytes& r) { out = actors::decode_shard_reply(r); },
+                  [&](actors::net::channel_reply_atom, uint64_t, std::string& why) {
+                    out = runtime::unavailable(why);
+                  },
+                  caf::after(std::chrono::seconds(10)) >> [] {});
+    return out;
+  };
+  const std::vector<Tensor> ten_twenty = {Tensor::from_vector<float>(Shape{2}, {10, 20})};
+
+  actors::Runtime evaluator(
+      actors::RuntimeOptions{.secret = reader, .task = evaluator_task, .members = cluster});
+  const Reply read = call(evaluator, v.node, {}, {});
+  REQUIRE_MESSAGE(read.ok(), read.status().to_string());
+  CHECK((*read)[0].to_vector<float>() == std::vector<float>{1, 2});
+  const Reply wrote = call(evaluator, add.node, ten_twenty, {});
+  REQUIRE_FALSE(wrote.ok());
+  const std::string refusal = wrote.status().message();
+  CHECK_MESSAGE(refusal.find("refused: /job:evaluator/task:0 may only read") != std::string::npos,
+                refusal);
+  CHECK_MESSAGE(refusal.find("'" + g.node(add.node).name + "' (AssignAdd)") != std::string::npos,
+                refusal);
+  // A read as a replica of synchronous training would mark what that replica's gradients read.
+  const Reply as_replica = call(evaluator, v.node, {}, actors::SyncTag{0, 0, 0});
+  REQUIRE_FALSE(as_replica.ok());
+  CHECK(as_replica.status().message().find("synchronous") != std::string::npos);
+  CHECK((*server)->variables().read("w")->to_vector<float>() == std::vector<float>{1, 2});
+
+  // A worker's same write applies.
+  actors::Runtime worker(
+      actors::RuntimeOptions{.secret = job, .task = "/job:worker/task:0", .members = cluster});
+  const Reply applied = call(worker, add.node, ten_twenty, {});
+  REQUIRE_MESSAGE(applied.ok(), applied.status().to_string());
+  CHECK((*server)->variables().read("w")->to_vector<float>() == std::vector<float>{11, 22});
+
+  // CAF delivers any message to any actor a peer names: a reader does not get in there at all,
+  // by its secret or by its name.
+  const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
+  CHECK_FALSE(actors::connect_server(evaluator, address, ps0).ok());
+  actors::Runtime named_evaluator(
+      actors::RuntimeOptions{.secret = job, .task = evaluator_task, .members = cluster});
+  CHECK_FALSE(actors::connect_server(named_evaluator, address, ps0).ok());
+  CHECK(actors::connect_server(worker, address, ps0).ok());
+  const std::string logged = captured.text();
+  CHECK_MESSAGE(logged.find("ps refused: /job:evaluator/task:0 may only read") != std::string::npos,
+                logged);
+  CHECK_MESSAGE(
+      logged.find("/job:evaluator/task:0 may only read, and this port takes") != std::string::npos,
       logged);
 }

@@ -175,6 +175,14 @@ std::shared_ptr<const actors::JobSecret> new_job_secret(const std::string& name)
   return *secret;
 }
 
+std::shared_ptr<const actors::JobSecret> reader_secret(const actors::JobSecret& job) {
+  const std::string path = job.path() + ".reader";
+  REQUIRE(actors::make_reader_secret(job.path(), path).ok());
+  auto secret = actors::load_job_secret(path);
+  REQUIRE(secret.ok());
+  return *secret;
+}
+
 uint16_t data_port_told(actors::Runtime& rt, const caf::actor& server) {
   uint16_t port = 0;
   caf::scoped_actor self{rt.system()};

@@ -70,6 +70,8 @@ void check_losses(actors::Session& session, int train, runtime::Output loss,
 
 // A new job secret in temp_dir(name)/job.secret, loaded.
 std::shared_ptr<const actors::JobSecret> new_job_secret(const std::string& name);
+// The reader's secret of `job` (an evaluator's), written beside it and loaded.
+std::shared_ptr<const actors::JobSecret> reader_secret(const actors::JobSecret& job);
 
 // The data port a server tells its peers; 0 when it does not answer.
 uint16_t data_port_told(actors::Runtime& rt, const caf::actor& server);

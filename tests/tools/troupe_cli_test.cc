@@ -473,6 +473,34 @@ TEST_CASE("troupe COMMAND --help prints that command's usage and options, exit 0
   CHECK(all.out.find("troupe COMMAND --help") != std::string::npos);
 }
 
+TEST_CASE("troupe secret --reader: an evaluator's secret from the job's, not the job's own") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("troupe_cli_secret_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string job = (dir / "job.secret").string(), reader = (dir / "reader.secret").string();
+  REQUIRE(troupe("secret " + job).status == 0);
+  Run r = troupe("secret --reader " + job + " " + reader);
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.err.find("give it to the evaluator") != std::string::npos);
+  std::string job_line, reader_line;
+  std::getline(std::ifstream(job), job_line);
+  std::getline(std::ifstream(reader), reader_line);
+  CHECK(reader_line.rfind("reader ", 0) == 0);
+  CHECK(reader_line.substr(7) != job_line);
+  CHECK((std::filesystem::status(reader).permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  // A reader's secret of a reader's secret is itself; a missing job secret is named.
+  REQUIRE(troupe("secret --reader " + reader + " " + (dir / "again").string()).status == 0);
+  std::string again;
+  std::getline(std::ifstream(dir / "again"), again);
+  CHECK(again == reader_line);
+  Run missing = troupe("secret --reader " + (dir / "none").string() + " " + reader);
+  CHECK(missing.status != 0);
+  CHECK(missing.err.find((dir / "none").string()) != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("troupe train: Ctrl-C stops training gracefully with a checkpoint and the metrics") {
   const auto dir =
       std::filesystem::temp_directory_path() / ("troupe_cli_int_" + std::to_string(::getpid()));

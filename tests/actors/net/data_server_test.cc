@@ -203,7 +203,8 @@ TEST_CASE(
     auto meeting = std::make_shared<Meeting>();
     REQUIRE((*data)
                 ->serve([meeting, patience](const runtime::Bytes&,
-                                            const actors::net::DataServer::Later&) {
+                                            const actors::net::DataServer::Later&,
+                                            const actors::Peer&) {
                   std::unique_lock<std::mutex> lock(meeting->mu);
                   ++meeting->came;
                   meeting->cv.notify_all();
@@ -263,7 +264,8 @@ TEST_CASE(
                                                 {.threads = threads, .follow_incoming_cpu = true});
     REQUIRE(data.ok());
     REQUIRE((*data)
-                ->serve([&](const runtime::Bytes&, const actors::net::DataServer::Later&) {
+                ->serve([&](const runtime::Bytes&, const actors::net::DataServer::Later&,
+                            const actors::Peer&) {
                   cpu_set_t set;
                   ::sched_getaffinity(0, sizeof set, &set);
                   std::lock_guard<std::mutex> lock(mu);
