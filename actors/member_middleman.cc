@@ -247,11 +247,12 @@ class MemberMiddleman : public caf::io::middleman_actor_impl {
  public:
   MemberMiddleman(caf::actor_config& cfg, caf::actor broker,
                   std::shared_ptr<const JobSecret> secret, Introduction self,
-                  std::shared_ptr<const DialBook> book)
+                  std::shared_ptr<const DialBook> book, std::chrono::milliseconds handshake_timeout)
       : caf::io::middleman_actor_impl(cfg, std::move(broker)),
         secret_(std::move(secret)),
         self_(std::move(self)),
-        book_(std::move(book)) {}
+        book_(std::move(book)),
+        handshake_timeout_(handshake_timeout) {}
 
   const char* name() const override { return "troupe::member_middleman"; }
 
@@ -284,8 +285,7 @@ class MemberMiddleman : public caf::io::middleman_actor_impl {
     // here, so only writers come in (a reader reads on a ps's data port, call by call).
     Introduction writers_only = self_;
     writers_only.readers = false;
-    auto gate =
-        std::make_shared<Gate>(*fd, secret_, std::move(writers_only), kMemberHandshakeTimeout);
+    auto gate = std::make_shared<Gate>(*fd, secret_, std::move(writers_only), handshake_timeout_);
     if (gate->wake_fd() < 0) return caf::make_error(caf::sec::cannot_open_port, "no pipe");
     return caf::make_counted<GateDoorman>(mpx(), std::move(gate));
   }
@@ -297,6 +297,7 @@ class MemberMiddleman : public caf::io::middleman_actor_impl {
   std::shared_ptr<const JobSecret> secret_;
   const Introduction self_;
   std::shared_ptr<const DialBook> book_;
+  const std::chrono::milliseconds handshake_timeout_;
 };
 
 }  // namespace
@@ -314,10 +315,11 @@ std::string DialBook::expected(const std::string& host, uint16_t port) const {
 
 caf::actor spawn_member_middleman(caf::actor_system& system,
                                   std::shared_ptr<const JobSecret> secret, Introduction self,
-                                  std::shared_ptr<const DialBook> book) {
+                                  std::shared_ptr<const DialBook> book,
+                                  std::chrono::milliseconds handshake_timeout) {
   auto broker = system.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
   auto mm = system.spawn<MemberMiddleman, caf::detached + caf::hidden>(
-      std::move(broker), std::move(secret), std::move(self), std::move(book));
+      std::move(broker), std::move(secret), std::move(self), std::move(book), handshake_timeout);
   return caf::actor_cast<caf::actor>(mm);
 }
 

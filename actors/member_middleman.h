@@ -31,10 +31,10 @@ namespace troupe::actors {
 
 // Strangers' handshakes under way on CAF's port, in all and per source address: a newcomer over
 // the budget ends the oldest (net/handshake_budget.h), so a member always finds room. Each has
-// kMemberHandshakeTimeout in all, which no byte extends.
+// the handshake timeout it is spawned with in all (RuntimeOptions::handshake_timeout), which no
+// byte extends.
 constexpr int kMaxHandshakes = 64;
 constexpr int kMaxHandshakesPerSource = 16;
-constexpr std::chrono::milliseconds kMemberHandshakeTimeout{2000};
 
 // Whom this process means to reach at an address: what its handshake says it dials. Runtime
 // notes it before each connect; thread-safe.
@@ -51,6 +51,7 @@ class DialBook {
 // `self`: who this process is and which tasks may dial it (job_secret.h's Introduction).
 caf::actor spawn_member_middleman(caf::actor_system& system,
                                   std::shared_ptr<const JobSecret> secret, Introduction self,
-                                  std::shared_ptr<const DialBook> book);
+                                  std::shared_ptr<const DialBook> book,
+                                  std::chrono::milliseconds handshake_timeout);
 
 }  // namespace troupe::actors

@@ -33,7 +33,8 @@ Runtime::Runtime(RuntimeOptions options) : config_(std::make_unique<caf::actor_s
   dial_book_ = std::make_shared<DialBook>();
   if (options.secret) {
     secret_ = options.secret;
-    member_middleman_ = spawn_member_middleman(*system_, secret_, self_, dial_book_);
+    member_middleman_ =
+        spawn_member_middleman(*system_, secret_, self_, dial_book_, options.handshake_timeout);
   }
 }
 

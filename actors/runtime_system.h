@@ -56,6 +56,10 @@ struct RuntimeOptions {
   // (job_secret.h's Introduction).
   std::string task;
   std::vector<std::string> members;
+  // How long a peer has for the whole handshake on CAF's port, which no byte it sends extends
+  // (a data server has its own, net::DataServerOptions): a round trip or two on a loaded
+  // machine, little for a stranger to hold a slot with (member_middleman.h).
+  std::chrono::milliseconds handshake_timeout{2000};
 };
 
 class Runtime {

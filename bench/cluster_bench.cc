@@ -32,13 +32,18 @@
 //   link_delay_added  the time that adds to a step against two round trips (4 ms: a step's
 //                  reads, then its updates, one after the other): below 1, communication
 //                  overlaps computation or other communication
+//   membership_churn  a job of a chief, a ps and a worker started, its ps killed and started
+//                  again, then its worker: the seconds until each is back at work (summed),
+//                  with 80 strangers on each of the ps's ports, reopened every 4.5 s
+//                  (strangers.h), against the same without them (bar <= 1.5; runs alternated,
+//                  the median pair's ratio; --only churn runs this bar alone)
 // The replicas of the launched jobs are pinned to cores of their own (troupe cluster --pin); where
 // they fill the machine's cores (2 on 2), the launcher runs them at nice 10 so that the ps,
 // which every replica waits for, runs when a call comes.
 // Rates are the medians of the chief's global_step/sec log lines (each over 100 steps); the
 // machine's other load shows in them, so compare ratios from one run.
 //
-//   cluster_bench [--quick] [--json FILE]
+//   cluster_bench [--quick] [--json FILE] [--only churn]
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -64,6 +69,7 @@
 #include "bench/bench_flags.h"
 #include "bench/bench_util.h"
 #include "bench/delay_proxy.h"
+#include "bench/strangers.h"
 #include "ops/math_ops.h"
 #include "ops/random_ops.h"
 #include "ops/sparse_ops.h"
@@ -200,21 +206,38 @@ bool wait_for(const std::function<bool()>& ready, double seconds) {
 }
 
 // {restart to the first logged step, restart to the model sent}, in seconds; {-1, -1} on failure.
-std::pair<double, double> ps_restart() {
-  const std::string dir = std::filesystem::temp_directory_path().string() + "/cluster_bench_ps_" +
-                          std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  const std::string cli = "env OPENBLAS_NUM_THREADS=1 " + std::string(TROUPE_CLI);
-  const std::string secret = dir + "/job.secret", spec = dir + "/cluster.json";
-  if (std::system((cli + " secret " + secret + " 2>/dev/null").c_str()) != 0) return {-1, -1};
-  const int base = 30000 + (::getpid() % 1000) * 3;
+// A job of a chief, a ps and a worker on 127.0.0.1 to start by hand, in a directory of its
+// own: its secret and cluster file, and the commands of its tasks.
+struct HandJob {
+  std::string dir, cli, common, train;  // train: a chief's or worker's command, less its --job
+  bool ok = false;
+};
+// `base`: the chief's port; the ps's is base + 1, the worker's base + 2.
+HandJob hand_job(const std::string& name, int base) {
+  HandJob j;
+  j.dir = std::filesystem::temp_directory_path().string() + "/cluster_bench_" + name + "_" +
+          std::to_string(::getpid());
+  std::filesystem::remove_all(j.dir);
+  std::filesystem::create_directories(j.dir);
+  j.cli = "env OPENBLAS_NUM_THREADS=1 " + std::string(TROUPE_CLI);
+  const std::string secret = j.dir + "/job.secret", spec = j.dir + "/cluster.json";
+  if (std::system((j.cli + " secret " + secret + " 2>/dev/null").c_str()) != 0) return j;
   std::ofstream(spec) << "{\"chief\": [\"127.0.0.1:" << base
                       << "\"], \"ps\": [\"127.0.0.1:" << base + 1
                       << "\"], \"worker\": [\"127.0.0.1:" << base + 2 << "\"]}";
-  const std::string common = " --cluster " + spec + " --task 0 --secret " + secret;
-  const std::string train = cli + " train --data fashion-mnist --hidden 256,128 --steps 1000000" +
-                            " --eval-every 200 --model-dir " + dir + "/model" + common;
+  j.common = " --cluster " + spec + " --task 0 --secret " + secret;
+  // Evaluating every 200 steps, the chief saves a checkpoint as often: a ps restarted is
+  // restored from it.
+  j.train = j.cli + " train --data fashion-mnist --hidden 256,128 --steps 1000000" +
+            " --eval-every 200 --model-dir " + j.dir + "/model" + j.common;
+  j.ok = true;
+  return j;
+}
+
+std::pair<double, double> ps_restart() {
+  const HandJob job = hand_job("ps", 30000 + (::getpid() % 1000) * 3);
+  if (!job.ok) return {-1, -1};
+  const std::string &dir = job.dir, &cli = job.cli, &common = job.common, &train = job.train;
   const std::string chief_log = dir + "/chief.log";
   pid_t ps = start(cli + " server --job ps" + common, dir + "/ps.log");
   const pid_t worker = start(train + " --job worker", dir + "/worker.log");
@@ -247,6 +270,79 @@ std::pair<double, double> ps_restart() {
   }
   std::filesystem::remove_all(dir);
   return result;
+}
+
+// A job started by hand (a chief, a ps, a worker), then its ps killed and started again, then
+// its worker: the seconds from each start to the first step logged after it (the chief's for
+// the job and for the ps, after the chief has sent the ps the model; the worker's for the
+// worker), summed. With `strangers`, 80 connections on each of the ps's ports (half silent,
+// half a hello's start) are held and opened anew every 4.5 s throughout. -1 on failure.
+double membership_churn(bool strangers) {
+  const int base = 50000 + (::getpid() % 1000) * 4;  // chief, ps, worker, the ps's data port
+  const HandJob job = hand_job("churn", base);
+  if (!job.ok) return -1;
+  const std::string &dir = job.dir, &train = job.train;
+  const std::string server =
+      job.cli + " server --job ps --data-port " + std::to_string(base + 3) + job.common;
+  const std::string chief_log = dir + "/chief.log", worker_log = dir + "/worker.log";
+  std::unique_ptr<troupe::bench::Strangers> held;
+  if (strangers) {
+    held = troupe::bench::Strangers::start(
+        {static_cast<uint16_t>(base + 1), static_cast<uint16_t>(base + 3)}, 80,
+        std::chrono::milliseconds(4500));
+  }
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  double total = -1;
+  auto t0 = Clock::now();
+  pid_t ps = start(server, dir + "/ps.log");
+  pid_t worker = start(train + " --job worker", worker_log);
+  const pid_t chief = start(train + " --job chief", chief_log);
+  [&] {
+    if (!wait_for([&] { return count_in(chief_log, "step = ") > 0; }, 120)) return;
+    const double started = since(t0);
+    // The chief restores a ps from its checkpoint: the first one must be there.
+    if (!wait_for([&] { return count_in(chief_log, "saved checkpoint") > 0; }, 120)) return;
+    ::kill(ps, SIGKILL);
+    ::waitpid(ps, nullptr, 0);
+    const size_t sent = count_in(chief_log, "sent the model");
+    t0 = Clock::now();
+    ps = start(server, dir + "/ps.log");
+    if (!wait_for([&] { return count_in(chief_log, "sent the model") > sent; }, 120)) return;
+    const size_t from = size_of(chief_log);
+    if (!wait_for([&] { return count_in(chief_log, "step = ", from) > 0; }, 120)) return;
+    const double restarted = since(t0);
+    ::kill(worker, SIGKILL);
+    ::waitpid(worker, nullptr, 0);
+    const size_t logged = size_of(worker_log);
+    t0 = Clock::now();
+    worker = start(train + " --job worker", worker_log);
+    if (!wait_for([&] { return count_in(worker_log, "step = ", logged) > 0; }, 120)) return;
+    const double rejoined = since(t0);
+    std::fprintf(
+        stderr,
+        "cluster_bench: membership churn%s: started %.2f s, ps restarted %.2f s, "
+        "worker rejoined %.2f s%s\n",
+        strangers ? " among strangers" : "", started, restarted, rejoined,
+        held ? (", " + std::to_string(held->opened()) + " strangers' connections").c_str() : "");
+    total = started + restarted + rejoined;
+  }();
+  held.reset();
+  for (pid_t p : {chief, worker, ps}) ::kill(p, SIGKILL);
+  for (pid_t p : {chief, worker, ps}) ::waitpid(p, nullptr, 0);
+  if (total < 0) {
+    for (const std::string& log : {chief_log, worker_log, dir + "/ps.log"}) {
+      std::ifstream in(log);
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      std::fprintf(stderr, "cluster_bench: %s:\n%s\n", log.c_str(),
+                   text.substr(text.size() > 3000 ? text.size() - 3000 : 0).c_str());
+    }
+  }
+  std::filesystem::remove_all(dir);
+  return total;
 }
 
 // A replica and a ps started by hand, every link between them through a proxy that delays each
@@ -390,6 +486,24 @@ SparseTraffic embedding_traffic() {
   return result;
 }
 
+// membership_churn: quiet and stranger-ridden runs alternated, the median pair's ratio.
+bool churn_bar(troupe::bench::Bars* bars) {
+  std::vector<std::pair<double, double>> pairs;  // {quiet, among strangers}
+  for (int i = 0; i < (quick ? 1 : 3); ++i) {
+    const double quiet = membership_churn(false), crowded = membership_churn(true);
+    if (quiet < 0 || crowded < 0) {
+      std::fprintf(stderr, "cluster_bench: the membership churn run failed\n");
+      return false;
+    }
+    pairs.push_back({quiet, crowded});
+  }
+  std::sort(pairs.begin(), pairs.end(),
+            [](const auto& a, const auto& b) { return a.second / a.first < b.second / b.first; });
+  const auto [quiet, crowded] = pairs[pairs.size() / 2];
+  bars->add("membership_churn", crowded, "s", "no_strangers", quiet, crowded / quiet);
+  return true;
+}
+
 bool ok(const Run& r, const char* what) {
   if (r.status == 0 && r.steps_per_sec > 0) return true;
   std::fprintf(stderr, "cluster_bench: %s failed (status %d):\n%s\n", what, r.status,
@@ -401,7 +515,13 @@ bool ok(const Run& r, const char* what) {
 
 int main(int argc, char** argv) {
   troupe::bench::Flags flags("cluster_bench", "bench_cluster.json");
+  std::string only;
+  flags.value("only", &only, "BAR", "run this bar alone (churn: membership_churn)");
   flags.parse(argc, argv);
+  if (!only.empty() && only != "churn") {
+    std::fprintf(stderr, "cluster_bench: --only %s: the bar run alone is churn\n", only.c_str());
+    return 2;
+  }
   quick = flags.quick;
   const std::string json = flags.json;
   const std::string steps = quick ? "600" : "2000";
@@ -410,6 +530,11 @@ int main(int argc, char** argv) {
       steps;
   troupe::bench::Bars bars("cluster");
 
+  if (only == "churn") {
+    if (!churn_bar(&bars)) return 1;
+    bars.write_json(json);
+    return 0;
+  }
   const std::vector<int> cores = own_cores();
   if (cores.size() < 2) {
     std::fprintf(stderr, "cluster_bench: 2 replicas need 2 cores; this process has %zu\n",
@@ -505,6 +630,7 @@ int main(int argc, char** argv) {
   bars.add("link_delay_1ms", step_ms, "ms", "no_delay", direct_ms, step_ms / direct_ms);
   bars.add("link_delay_added", step_ms - direct_ms, "ms", "two_round_trips", round_trips_ms,
            (step_ms - direct_ms) / round_trips_ms);
+  if (!churn_bar(&bars)) return 1;
   bars.write_json(json);
   return 0;
 }

@@ -41,8 +41,10 @@ Status run_ps(const RunConfig& config, actors::ServerOptions options, StopReques
   // The address its cluster entry names, never every interface unless told.
   if (options.host.empty()) options.host = where.first;
   if (options.port == 0) options.port = where.second;
-  actors::Runtime rt(actors::RuntimeOptions{
-      .secret = config.job_secret, .task = c.task_name(), .members = c.task_names()});
+  actors::Runtime rt(actors::RuntimeOptions{.secret = config.job_secret,
+                                            .task = c.task_name(),
+                                            .members = c.task_names(),
+                                            .handshake_timeout = options.data.handshake_timeout});
   auto server = actors::Server::start(rt, options);
   if (!server.ok()) return server.status().with_context(c.task_label());
   const uint16_t data_port = (*server)->data_port(), dialed = (*server)->advertised_data_port();

@@ -34,9 +34,10 @@
 namespace troupe::cli {
 
 int server(const std::vector<std::string>& args) {
-  auto parsed = parse_flags(
-      args, {"cluster", "job", "task", "secret", "bind", "data-port", "advertise-data-port"},
-      {"insecure", "pin"});
+  auto parsed = parse_flags(args,
+                            {"cluster", "job", "task", "secret", "bind", "data-port",
+                             "advertise-data-port", "handshake-timeout"},
+                            {"insecure", "pin"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
   auto cluster = cluster_of(flags);
@@ -81,6 +82,16 @@ int server(const std::vector<std::string>& args) {
   so.data_port = static_cast<uint16_t>(ports[0]);
   so.advertised_data_port = static_cast<uint16_t>(ports[1]);
   so.data.follow_incoming_cpu = flags.count("pin") > 0;
+  // A stranger's whole handshake on either port: about a round trip, and no byte extends it.
+  if (auto t = flags.find("handshake-timeout"); t != flags.end()) {
+    int64_t ms = 0;
+    std::string error;
+    if (!to_int("handshake-timeout", t->second, 1, &ms, &error) || ms > 600000) {
+      return usage_error("--handshake-timeout: '" + t->second +
+                         "' is not a number of milliseconds from 1 to 600000");
+    }
+    so.data.handshake_timeout = std::chrono::milliseconds(ms);
+  }
   estimators::StopRequest stop;
   GracefulStop graceful;
   graceful.watch([&stop] { stop.request(); });

@@ -126,11 +126,13 @@ const Command kCommands[] = {
      "  --ssl_cert_file PEM --ssl_key_file PEM (HTTPS) --auth_token_file F (Bearer token)\n"},
     {"server", [](const auto& a, const auto&) { return troupe::cli::server(a); },
      "troupe server [--cluster FILE --job ps --task N] [--secret FILE] [--bind HOST]\n"
-     "              [--data-port P] [--advertise-data-port Q] [--pin]\n",
+     "              [--data-port P] [--advertise-data-port Q] [--pin] [--handshake-timeout MS]\n",
      "a ps task: tensors travel on a port of their own (--data-port, default any free one);\n"
      "  --advertise-data-port: the one peers dial when a forward (NAT, proxy) is in front\n"
      "  --pin: a peer's calls run on the core its packets arrive on (on one machine, the\n"
      "  caller's own, idle while it waits); cluster --pin passes it on\n"
+     "  --handshake-timeout MS (2000): a peer's whole handshake on either port, which no\n"
+     "  byte it sends extends: about a round trip, little for strangers to hold a port with\n"
      "  --insecure: no job secret (only on a trusted network)\n",
      false, true},
     {"cluster", [](const auto& a, const auto& self) { return troupe::cli::cluster(a, self); },

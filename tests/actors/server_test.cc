@@ -415,6 +415,27 @@ TEST_CASE("strangers holding 80 connections on each port: members join, stranger
   CHECK_MESSAGE(logged.find("more not logged") != std::string::npos, logged);
 }
 
+TEST_CASE("a handshake's deadline is the one configured, on both ports: a silent peer ends there") {
+  const auto secret = testing::new_job_secret("deadline");
+  const auto deadline = std::chrono::milliseconds(200);
+  actors::Runtime server_rt(
+      actors::RuntimeOptions{.secret = secret, .handshake_timeout = deadline});
+  auto server = actors::Server::start(server_rt, {.data = {.handshake_timeout = deadline}});
+  REQUIRE(server.ok());
+  for (uint16_t port : {(*server)->port(), (*server)->data_port()}) {
+    const int fd = testing::connect_to(port);
+    const auto since = std::chrono::steady_clock::now();
+    // Well inside the default of 2 s: the configured deadline ended it, not the default.
+    timeval wait{1, 500000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    char c;
+    const ssize_t n = ::read(fd, &c, 1);
+    CHECK_MESSAGE((n == 0 || (n < 0 && errno == ECONNRESET)), "port ", port, " still open");
+    CHECK(std::chrono::steady_clock::now() - since >= deadline - std::chrono::milliseconds(20));
+    ::close(fd);
+  }
+}
+
 TEST_CASE("a session that dials ps 0 and reaches ps 1 is refused; dialling ps 1 there works") {
   const auto secret = testing::new_job_secret("wrong_task");
   const std::string dir = testing::temp_dir("wrong_task_log");

@@ -542,6 +542,8 @@ TEST_CASE("troupe server and cluster: unsafe or unclear starts are one line and 
             "--data-port: '70000' is not a port"},
            {"server --cluster " + spec + " --job ps --task 0 --insecure --advertise-data-port x",
             "--advertise-data-port: 'x' is not a port"},
+           {"server --cluster " + spec + " --job ps --task 0 --insecure --handshake-timeout 0",
+            "--handshake-timeout: '0' is not a number of milliseconds"},
            {"train --cluster " + spec + " --job ps --task 0 --data fashion-mnist --model-dir x",
             "runs `troupe server`"},
        }) {
