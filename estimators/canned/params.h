@@ -166,7 +166,10 @@ ParamMap params_of(const Options& o, Task task) {
 template <class Options, class Values>
 runtime::Status set_fields(Options& o, Task task, const Values& values, const std::string& model) {
   Options next = o;
-  for (const auto& [name, value] : values) {
+  for (const auto& entry : values) {
+    // Named, not structured bindings: a lambda may not capture those before C++20 (clang).
+    const auto& name = entry.first;
+    const auto& value = entry.second;
     bool found = false, converted = false;
     Options::fields(next, task, [&](const char* field_name, auto& field) {
       if (found || name != field_name) return;
