@@ -3,6 +3,8 @@ find_package(Threads REQUIRED)
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(CapnProto REQUIRED)
 find_package(ZLIB REQUIRED)
+# Protocol Buffers: tf.Example, the records of TensorFlow's TFRecord files (schema/example.proto).
+find_package(Protobuf REQUIRED)
 find_package(doctest QUIET)
 # JSON: nlohmann's for export metadata and the REST API's answers, simdjson to parse requests
 # (tools/serve/json_tensors.h says why two).

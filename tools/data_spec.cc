@@ -63,8 +63,22 @@ runtime::Result<input::Dataset> open_data(const std::string& spec, const std::st
     }
     return d;
   }
+  if (spec.rfind("tfrecord:", 0) == 0) {
+    if (label.empty()) {
+      return runtime::invalid_argument("--data tfrecord:... needs --label FEATURE");
+    }
+    TROUPE_ASSIGN_OR_RETURN(input::Dataset d, input::tfrecord(spec.substr(9), label, {}, o));
+    if (!d.sparse.empty()) {
+      return runtime::invalid_argument(
+          spec, ": feature '", d.sparse[0],
+          "' has a varying number of values; troupe's commands read features of one size "
+          "(train from C++ with input::tfrecord and a sparse column)");
+    }
+    return d;
+  }
   return runtime::invalid_argument("--data '", spec,
-                                   "' is not fashion-mnist, csv:PATH or libsvm:PATH");
+                                   "' is not fashion-mnist, csv:PATH, libsvm:PATH or "
+                                   "tfrecord:PATH");
 }
 
 int64_t libsvm_features(const input::Dataset& d) {

@@ -1,6 +1,6 @@
-// The data troupe's commands read: DATA arguments (fashion-mnist, csv:PATH, libsvm:PATH), what a
-// dataset holds (rows, classes), and a whole dataset as arrays for scikit-learn style fitting (text
-// columns one-hot when asked).
+// The data troupe's commands read: DATA arguments (fashion-mnist, csv:PATH, libsvm:PATH,
+// tfrecord:PATH), what a dataset holds (rows, classes), and a whole dataset as arrays for
+// scikit-learn style fitting (text columns one-hot when asked).
 //
 //   auto data = open_data("csv:wine.csv", "train", "label", {.batch_size = 128});
 //   auto classes = count_classes(*data);                  // one more than the largest label
@@ -25,7 +25,8 @@ struct DataOptions {
 constexpr int64_t kMaxLibsvmFeatures = 32768;
 
 // fashion-mnist (its `split`), csv:PATH (a glob too), whose `label` column is the label, or
-// libsvm:PATH (svmlight files, a glob too: "label" and "features").
+// libsvm:PATH (svmlight files, a glob too: "label" and "features"), or tfrecord:PATH (TFRecord
+// files of tf.Example, a glob too: a feature each, the spec inferred; none of varying length).
 runtime::Result<estimators::input::Dataset> open_data(const std::string& spec,
                                                       const std::string& split,
                                                       const std::string& label,

@@ -328,7 +328,8 @@ runtime::Result<bool> standardize_of(const Flags& flags, const std::string& data
     return runtime::invalid_argument("--standardize: '", how, "' is not auto, on or off");
   }
   return how == "on" ||
-         (how == "auto" && (data.rfind("csv:", 0) == 0 || data.rfind("libsvm:", 0) == 0));
+         (how == "auto" && (data.rfind("csv:", 0) == 0 || data.rfind("libsvm:", 0) == 0 ||
+                            data.rfind("tfrecord:", 0) == 0));
 }
 
 std::vector<std::string> shape_params(ModelKind model, Task task) {

@@ -23,7 +23,8 @@
 //   troupe secret FILE | troupe secret --reader JOB FILE
 //
 // DATA is fashion-mnist (Debian's dataset-fashion-mnist; train split for training, test split
-// otherwise), csv:PATH (a glob too) with --label COLUMN, or libsvm:PATH (svmlight files). train and
+// otherwise), csv:PATH (a glob too) with --label COLUMN, libsvm:PATH (svmlight files), or
+// tfrecord:PATH (TFRecord files of tf.Example, gzip or zlib by suffix) with --label. train and
 // evaluate end with one JSON line of the evaluation metrics; predict writes a CSV of classes and
 // probabilities. A bad flag or bad data is one line on stderr and exit status 2 (usage) or 1 (data,
 // model). Ctrl-C (or SIGTERM) during training stops it gracefully: the running steps finish, the
@@ -54,7 +55,8 @@ struct Command {
 };
 
 const char* kData =
-    "DATA: fashion-mnist | csv:PATH (with --label COLUMN) | libsvm:PATH (svmlight files)\n";
+    "DATA: fashion-mnist | csv:PATH (with --label COLUMN) | libsvm:PATH (svmlight files)\n"
+    "      | tfrecord:PATH (TFRecord of tf.Example, .gz/.zz compressed; --label FEATURE)\n";
 
 const char* kClusterTask =
     "a task of a cluster: TF_CONFIG, or --cluster FILE --job chief|worker|ps|evaluator --task N\n"

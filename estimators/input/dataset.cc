@@ -210,6 +210,16 @@ Result<Dataset> records(const std::string& pattern, const std::string& label,
   return make(std::move(source), label, std::move(options));
 }
 
+Result<Dataset> tfrecord(const std::string& pattern, const std::string& label,
+                         TfRecordOptions tfrecord_options, DatasetOptions options) {
+  tfrecord_options.skip_bad_records = tfrecord_options.skip_bad_records || options.skip_bad_records;
+  TROUPE_ASSIGN_OR_RETURN(auto source, TfRecordSource::open(pattern, std::move(tfrecord_options)));
+  std::vector<std::string> sparse = source->var_len();
+  TROUPE_ASSIGN_OR_RETURN(Dataset d, make(std::move(source), label, std::move(options)));
+  d.sparse = std::move(sparse);
+  return d;
+}
+
 Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& rows) {
   std::vector<int64_t> dims = t.shape().dims();
   dims[0] = static_cast<int64_t>(rows.size());

@@ -28,6 +28,7 @@
 #include "actors/queue_runner.h"
 #include "estimators/input/csv_source.h"
 #include "estimators/input/libsvm_source.h"
+#include "estimators/input/tfrecord_source.h"
 
 namespace troupe::estimators::input {
 
@@ -84,6 +85,12 @@ runtime::Result<Dataset> libsvm(const std::string& pattern, LibsvmOptions libsvm
 // troupe record files (record_file.h).
 runtime::Result<Dataset> records(const std::string& pattern, const std::string& label,
                                  DatasetOptions options = {});
+// TFRecord files of tf.Example (tfrecord_source.h): each feature of the spec (given, or inferred
+// from the first records) a component, `label` among them; VarLen features are batched as sparse
+// tensors.
+runtime::Result<Dataset> tfrecord(const std::string& pattern, const std::string& label,
+                                  TfRecordOptions tfrecord_options = {},
+                                  DatasetOptions options = {});
 
 // Splits columns into a training and a test part by a seeded permutation of the rows.
 runtime::Result<std::pair<std::vector<std::pair<std::string, runtime::Tensor>>,
