@@ -20,6 +20,7 @@ FUZZ_TARGET(fuzz_idx)
 FUZZ_TARGET(fuzz_rest_api)
 FUZZ_TARGET(fuzz_handshake)
 FUZZ_TARGET(fuzz_sealed_record)
+FUZZ_TARGET(fuzz_tfrecord)
 #undef FUZZ_TARGET
 
 namespace {
@@ -57,6 +58,7 @@ TEST_CASE("every fuzz target runs its whole corpus without a crash") {
       {"rest_api", fuzz_rest_api},
       {"handshake", fuzz_handshake},
       {"sealed_record", fuzz_sealed_record},
+      {"tfrecord", fuzz_tfrecord},
   };
   for (const auto& [name, fn] : targets) {
     CAPTURE(name);

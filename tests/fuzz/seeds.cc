@@ -13,6 +13,7 @@
 #include "actors/shard_codec.h"
 #include "estimators/input/columns_source.h"
 #include "estimators/input/record_file.h"
+#include "estimators/input/tfrecord_source.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
@@ -182,6 +183,12 @@ void text_files(const std::string& scratch) {
       2);
   if (cols.ok() && estimators::input::write_record_file(**cols, scratch + "/r.trec").ok()) {
     put("record_file", 0, slurp(scratch + "/r.trec"));
+  }
+  // tfrecord's first byte: 1 gzip, 2 the given spec (tfrecord_fuzz.cc).
+  if (cols.ok() && estimators::input::write_tfrecord(**cols, scratch + "/t.tfrecord").ok() &&
+      estimators::input::write_tfrecord(**cols, scratch + "/t.tfrecord.gz").ok()) {
+    put("tfrecord", 0, std::string("\x00", 1) + slurp(scratch + "/t.tfrecord"));
+    put("tfrecord", 1, std::string("\x03", 1) + slurp(scratch + "/t.tfrecord.gz"));
   }
 }
 
