@@ -79,5 +79,6 @@ int serve(const std::vector<std::string>& args);
 int server(const std::vector<std::string>& args);
 int cluster(const std::vector<std::string>& args, const std::string& self);
 int secret(const std::vector<std::string>& args);
+int convert(const std::vector<std::string>& args);
 
 }  // namespace troupe::cli

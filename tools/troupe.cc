@@ -21,6 +21,7 @@
 //   troupe server  (TF_CONFIG, or --cluster FILE --job ps --task N) [--secret FILE]
 //   troupe cluster --ps N --workers M [--evaluator] [--pin] -- train ...
 //   troupe secret FILE | troupe secret --reader JOB FILE
+//   troupe convert --data DATA --out PATH.tfrecord[.gz]|PATH.csv|PATH.trec
 //
 // DATA is fashion-mnist (Debian's dataset-fashion-mnist; train split for training, test split
 // otherwise), csv:PATH (a glob too) with --label COLUMN, libsvm:PATH (svmlight files), or
@@ -148,6 +149,12 @@ const Command kCommands[] = {
      "troupe secret FILE | troupe secret --reader JOB FILE\n",
      "writes a new job secret to FILE (mode 600); with --reader, the reader's secret of job\n"
      "secret JOB: what an evaluator holds, which reads a ps's variables and changes nothing\n"},
+    {"convert", [](const auto& a, const auto&) { return troupe::cli::convert(a); },
+     "troupe convert --data DATA --out PATH [--label COLUMN] [--split train|test]\n",
+     "DATA written whole in the format PATH's suffix names: .tfrecord (.gz, .zz, .zlib:\n"
+     "  compressed) TFRecord of tf.Example, .csv (a column per value), .trec (troupe's\n"
+     "  record files, the fastest to train from)\n",
+     true},
 };
 
 const Command* find_command(const std::string& name) {

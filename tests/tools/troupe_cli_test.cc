@@ -38,6 +38,15 @@ Run shell(const std::string& line) {
 
 Run troupe(const std::string& args) { return shell(std::string(TROUPE_CLI) + " " + args); }
 
+// An empty directory of this process's for one test's files.
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("troupe_cli_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 size_t lines(const std::string& s) {
   return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
@@ -448,6 +457,7 @@ TEST_CASE("troupe COMMAND --help prints that command's usage and options, exit 0
            {"server", "--advertise-data-port"},
            {"cluster", "--workers counts the chief"},
            {"secret", "troupe secret FILE"},
+           {"convert", "the format PATH's suffix names"},
        }) {
     for (const char* flag : {"--help", "-h"}) {
       Run r = troupe(c.command + " " + flag);
@@ -467,17 +477,14 @@ TEST_CASE("troupe COMMAND --help prints that command's usage and options, exit 0
   Run all = troupe("--help");
   CHECK(all.status == 0);
   for (const char* c : {"train", "evaluate", "predict", "export", "search", "serve", "server",
-                        "cluster", "secret"}) {
+                        "cluster", "secret", "convert"}) {
     CHECK_MESSAGE(all.out.find(std::string("troupe ") + c + " ") != std::string::npos, c);
   }
   CHECK(all.out.find("troupe COMMAND --help") != std::string::npos);
 }
 
 TEST_CASE("troupe train on TFRecord files of tf.Example: the accuracy of the same rows as CSV") {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("troupe_cli_tfrecord_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const std::filesystem::path dir = fresh_dir("tfrecord");
   // Written by another program (Python's protobuf), with the same rows as CSV beside them.
   for (const auto& [name, n] : {std::pair{"train", 600}, {"test", 200}}) {
     const std::string base = (dir / name).string();
@@ -517,11 +524,38 @@ TEST_CASE("troupe train on TFRecord files of tf.Example: the accuracy of the sam
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("troupe secret --reader: an evaluator's secret from the job's, not the job's own") {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("troupe_cli_secret_" + std::to_string(::getpid()));
+TEST_CASE(
+    "troupe convert: CSV to TFRecord and back, the same rows; a bad suffix is a usage error") {
+  const std::filesystem::path dir = fresh_dir("convert");
+  const std::string csv = (dir / "in.csv").string();
+  std::ofstream(csv) << "a,b,name,label\n0.5,-1.25,\"x, y\",1\n2,3.75,z,0\n";
+  const std::string tfrecord = (dir / "t.tfrecord.gz").string();
+  Run to = troupe("convert --data csv:" + csv + " --out " + tfrecord);
+  REQUIRE_MESSAGE(to.status == 0, to.err);
+  Run back = troupe("convert --data tfrecord:" + tfrecord + " --out " + (dir / "out.csv").string());
+  REQUIRE_MESSAGE(back.status == 0, back.err);
+  std::ifstream in(dir / "out.csv");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Components in the TFRecord's (sorted) order; quoting kept.
+  CHECK(text == "a,b,label,name\n0.5,-1.25,1,\"x, y\"\n2,3.75,0,z\n");
+  // A feature of several values becomes a column each.
+  const std::string python = (dir / "p.tfrecord").string();
+  REQUIRE(std::system(
+              (std::string("/usr/bin/python3 ") + TROUPE_TFRECORD_WRITER + " " + python + " 2 none")
+                  .c_str()) == 0);
+  Run wide = troupe("convert --data tfrecord:" + python + " --out " + (dir / "p.csv").string());
+  REQUIRE_MESSAGE(wide.status == 0, wide.err);
+  std::ifstream p(dir / "p.csv");
+  const std::string rows((std::istreambuf_iterator<char>(p)), std::istreambuf_iterator<char>());
+  CHECK(rows == "id,label,word,x_0,x_1\n0,0,w0,0,0\n1,1,w1,1,-1\n");
+  Run bad = troupe("convert --data csv:" + csv + " --out " + (dir / "x.bin").string());
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("the suffix says the format") != std::string::npos);
   std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+}
+
+TEST_CASE("troupe secret --reader: an evaluator's secret from the job's, not the job's own") {
+  const std::filesystem::path dir = fresh_dir("secret");
   const std::string job = (dir / "job.secret").string(), reader = (dir / "reader.secret").string();
   REQUIRE(troupe("secret " + job).status == 0);
   Run r = troupe("secret --reader " + job + " " + reader);
