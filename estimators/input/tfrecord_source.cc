@@ -483,7 +483,8 @@ class Sink {
   void pump(std::string_view bytes, int flush) {
     if (!ok_) return;
     if (c_ == Compression::kNone) {
-      ok_ = std::fwrite(bytes.data(), 1, bytes.size(), f_) == bytes.size();
+      // Nothing to write (finish()) is no call: fwrite's buffer must not be null.
+      ok_ = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f_) == bytes.size();
       return;
     }
     z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
