@@ -115,22 +115,9 @@ bool is_member(const Introduction& me, const std::string& task) {
   return std::find(me.members.begin(), me.members.end(), task) != me.members.end();
 }
 
-// What a dialler that proved itself with `key` and says it is `task` may do, or why it may not
-// connect at all.
-std::string role_of(JobSecret::Key const& key, const std::string& task, const Introduction& me,
-                    Role* role) {
-  if (key.role == Role::kReader && !task.empty() && !is_evaluator(task)) {
-    return "proves itself with a reader's secret, which speaks for the evaluator only, and says "
-           "it is " +
-           task;
-  }
-  *role = key.role == Role::kReader || is_evaluator(task) ? Role::kReader : Role::kWriter;
-  if (*role == Role::kReader && !me.readers) {
-    return (task.empty() ? std::string("a reader") : task) +
-           " may only read, and this port takes the chief's and the workers' calls alone (a "
-           "reader reads on a ps's data port)";
-  }
-  return "";
+// What a dialler that proved itself with `key` and says it is `task` may do.
+Role role_of(const JobSecret::Key& key, const std::string& task) {
+  return key.role == Role::kReader || is_evaluator(task) ? Role::kReader : Role::kWriter;
 }
 
 std::string hex(const unsigned char* bytes, size_t size) {
@@ -243,8 +230,16 @@ std::string JobSecret::answer_hello(std::string_view hello, const Introduction& 
   if (!dialled.empty() && !me.task.empty() && dialled != me.task) {
     return "dialled " + dialled + ", but this is " + me.task;
   }
-  Role role = Role::kWriter;
-  if (std::string why = role_of(key, claims, me, &role); !why.empty()) return why;
+  if (key.role == Role::kReader && !claims.empty() && !is_evaluator(claims)) {
+    return "proves itself with a reader's secret, which speaks for the evaluator only, and says "
+           "it is " +
+           claims;
+  }
+  if (role_of(key, claims) == Role::kReader && !me.readers) {
+    return (claims.empty() ? std::string("a reader") : claims) +
+           " may only read, and this port takes the chief's and the workers' calls alone (a "
+           "reader reads on a ps's data port)";
+  }
   answer->assign(kAnswerBytes, '\0');
   if (!random_nonce(answer->data())) return kNoRandom;
   if (!put_name(me.task, answer->data() + kNonce)) return "this task's name is too long";
@@ -267,10 +262,9 @@ std::string JobSecret::check_proof(std::string_view hello, std::string_view answ
   if (!key_for(hello, &key) || !verify(key.secret, message("troupe client", hello, answer), mac)) {
     return "a wrong job secret";
   }
-  if (peer != nullptr) {
+  if (peer != nullptr) {  // answer_hello checked the same hello's claims
     peer->task = name_in(hello.data() + sizeof kMagic + kNonce + kKeyIdBytes);
-    Introduction anyone;  // answer_hello checked whether this listener lets readers in
-    if (std::string why = role_of(key, peer->task, anyone, &peer->role); !why.empty()) return why;
+    peer->role = role_of(key, peer->task);
   }
   return keys_of(key, hello, answer, proof, false, keys);
 }

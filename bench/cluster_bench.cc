@@ -205,7 +205,6 @@ bool wait_for(const std::function<bool()>& ready, double seconds) {
   return true;
 }
 
-// {restart to the first logged step, restart to the model sent}, in seconds; {-1, -1} on failure.
 // A job of a chief, a ps and a worker on 127.0.0.1 to start by hand, in a directory of its
 // own: its secret and cluster file, and the commands of its tasks.
 struct HandJob {
@@ -234,6 +233,7 @@ HandJob hand_job(const std::string& name, int base) {
   return j;
 }
 
+// {restart to the first logged step, restart to the model sent}, in seconds; {-1, -1} on failure.
 std::pair<double, double> ps_restart() {
   const HandJob job = hand_job("ps", 30000 + (::getpid() % 1000) * 3);
   if (!job.ok) return {-1, -1};

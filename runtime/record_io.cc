@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "runtime/crc32c.h"
+#include "runtime/log.h"
 
 namespace troupe::runtime {
 
@@ -146,6 +147,27 @@ uint64_t RecordReader::resync() {
     }
   }
   return offset_ = size_;
+}
+
+Result<std::vector<FrameSpan>> index_frames(std::string_view data, const std::string& name,
+                                            bool skip_damaged) {
+  RecordReader reader(data.data(), data.size(), name);
+  std::vector<FrameSpan> spans;
+  std::string_view body;
+  while (true) {
+    const uint64_t at = reader.offset();
+    Result<bool> more = reader.next(&body);
+    if (!more.ok() && reader.offset() == at) {
+      if (!skip_damaged) return more.status();
+      const uint64_t resume = reader.resync();
+      spans.push_back({at, resume - at, true});
+      log_warning(name, ": skipping bytes ", at, " to ", resume, " (", more.status().message(), ")",
+                  resume < data.size() ? "; reading on from there" : "");
+      continue;
+    }
+    if (more.ok() && !*more) return spans;
+    spans.push_back({at, reader.offset() - at, false});
+  }
 }
 
 Status read_file(const std::string& path, std::string* out) {

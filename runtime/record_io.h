@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/status.h"
 
@@ -70,6 +71,19 @@ class RecordReader {
   std::string name_;
   uint64_t offset_ = 0;
 };
+
+// A frame as an index of a file holds it, or a stretch of bytes in which none could be found.
+struct FrameSpan {
+  uint64_t offset = 0, size = 0;
+  bool damaged = false;
+};
+// Where the frames of `data` lie, in order, for a reader that reads them later (which checks
+// their data checksums then: a frame whose data fails is still a frame here). A frame whose
+// length cannot be trusted (its checksum fails, or it runs past the end) is DataLoss naming
+// `name` and the offset, or, with `skip_damaged`, a damaged span up to the next frame found by
+// its own checksum (RecordReader::resync), logged with the bytes skipped.
+Result<std::vector<FrameSpan>> index_frames(std::string_view data, const std::string& name,
+                                            bool skip_damaged);
 
 // Reads a whole file into `out`; NotFound naming the path if it cannot be opened.
 Status read_file(const std::string& path, std::string* out);

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include "runtime/log.h"
 #include "runtime/record_io.h"
 #include "runtime/tensor_wire.h"
 #include "schema/record.capnp.h"
@@ -82,27 +81,14 @@ Result<std::shared_ptr<RecordSource>> RecordSource::open(const std::string& patt
   TROUPE_ASSIGN_OR_RETURN(std::vector<std::string> paths, expand_glob(pattern));
   for (const std::string& path : paths) {
     TROUPE_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
-    const std::string_view bytes = file->bytes();
-    runtime::RecordReader reader(bytes.data(), bytes.size(), path);
-    std::string_view body;
-    while (true) {
-      const uint64_t at = reader.offset();
-      Result<bool> more = reader.next(&body);
-      if (!more.ok() && reader.offset() == at) {
-        // A bad length or a truncated frame: the next frame is found by its own checksum.
-        if (!skip_bad_records) return more.status();
-        const uint64_t resume = reader.resync();
-        ++s->damaged_;
-        s->records_.push_back(Record{static_cast<int>(s->files_.size()), at, resume - at, true});
-        runtime::log_warning(path, ": skipping bytes ", at, " to ", resume, " (",
-                             more.status().message(), ")",
-                             resume < bytes.size() ? "; reading on from there" : "");
-        continue;
-      }
-      if (more.ok() && !*more) break;
-      // Data checksums are checked again when the record is read, so that a bad record fails
-      // (or is skipped) at the point of reading, like any other bad record.
-      s->records_.push_back(Record{static_cast<int>(s->files_.size()), at, reader.offset() - at});
+    // Data checksums are checked when a record is read, so that a bad record fails (or is
+    // skipped) at the point of reading, like any other bad record.
+    TROUPE_ASSIGN_OR_RETURN(auto frames,
+                            runtime::index_frames(file->bytes(), path, skip_bad_records));
+    for (const runtime::FrameSpan& f : frames) {
+      s->damaged_ += f.damaged ? 1 : 0;
+      s->records_.push_back(
+          Record{static_cast<int>(s->files_.size()), f.offset, f.size, f.damaged});
     }
     s->files_.push_back(std::move(file));
   }

@@ -6,7 +6,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
-#include <set>
 
 #include "runtime/log.h"
 #include "runtime/record_io.h"
@@ -308,40 +307,33 @@ Result<std::shared_ptr<TfRecordSource>> TfRecordSource::open(const std::string& 
       TROUPE_RETURN_IF_ERROR(mapped->status());
     }
     const std::string_view bytes = file->bytes();
-    runtime::RecordReader reader(bytes.data(), bytes.size(), path);
+    TROUPE_ASSIGN_OR_RETURN(auto frames,
+                            runtime::index_frames(bytes, path, options.skip_bad_records));
+    // Runs of records_per_unit frames; a damaged span is a unit of its own, of no records.
     const int index = static_cast<int>(s->files_.size());
     Unit unit{index, 0, 0, 0};
-    auto close_unit = [&](uint64_t end) {
-      unit.end = end;
+    auto close_unit = [&] {
       if (unit.records > 0) s->units_.push_back(unit);
-      unit = Unit{index, end, end, 0};
+      unit = Unit{index, 0, 0, 0};
     };
-    std::string_view body;
-    while (true) {
-      const uint64_t at = reader.offset();
-      Result<bool> more = reader.next(&body);
-      if (!more.ok() && reader.offset() == at) {
-        // A damaged length or a cut frame: read on from the next frame found by its checksum.
-        if (!options.skip_bad_records) return more.status();
-        close_unit(at);
-        const uint64_t resume = reader.resync();
+    for (const runtime::FrameSpan& f : frames) {
+      if (f.damaged) {
+        close_unit();
         ++s->damaged_;
-        s->units_.push_back(Unit{index, at, resume, 0});
-        unit = Unit{index, resume, resume, 0};
-        runtime::log_warning(path, ": skipping bytes ", at, " to ", resume, " (",
-                             more.status().message(), ")",
-                             resume < bytes.size() ? "; reading on from there" : "");
+        s->units_.push_back(Unit{index, f.offset, f.offset + f.size, 0});
         continue;
       }
-      if (more.ok() && !*more) break;
-      ++unit.records;
-      if (more.ok() && options.features.empty() &&
-          static_cast<int64_t>(first.size()) < options.infer_records) {
+      if (unit.records == 0) unit.begin = f.offset;
+      unit.end = f.offset + f.size;
+      if (++unit.records == options.records_per_unit) close_unit();
+      std::string_view body;
+      runtime::RecordReader one(bytes.data() + f.offset, f.size, path);
+      if (options.features.empty() && static_cast<int64_t>(first.size()) < options.infer_records &&
+          one.next(&body).ok()) {
         first.push_back(body);
       }
-      if (unit.records == options.records_per_unit) close_unit(reader.offset());
     }
-    close_unit(reader.offset());
+    close_unit();
     s->files_.push_back(std::move(file));
   }
   if (options.features.empty()) {
