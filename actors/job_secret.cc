@@ -109,10 +109,14 @@ std::string name_in(const char* field) {
 
 bool is_evaluator(const std::string& task) { return task.rfind("/job:evaluator/", 0) == 0; }
 
-// The evaluator is outside TF's cluster spec and a member all the same.
+// The evaluator is outside TF's cluster spec and a member all the same; "/job:worker/task:*"
+// admits every task of a job whose tasks come and go.
 bool is_member(const Introduction& me, const std::string& task) {
   if (me.members.empty() || task.empty() || is_evaluator(task)) return true;
-  return std::find(me.members.begin(), me.members.end(), task) != me.members.end();
+  return std::any_of(me.members.begin(), me.members.end(), [&](const std::string& m) {
+    if (m.empty() || m.back() != '*') return m == task;
+    return task.size() >= m.size() && task.compare(0, m.size() - 1, m, 0, m.size() - 1) == 0;
+  });
 }
 
 // What a dialler that proved itself with `key` and says it is `task` may do.
@@ -127,6 +131,14 @@ std::string hex(const unsigned char* bytes, size_t size) {
     text += "0123456789abcdef"[bytes[i] & 15];
   }
   return text;
+}
+
+// A Kubernetes Secret mounted as a volume: `path` is a link into "..data/", which the kubelet
+// swaps atomically, and the file may be group-readable (mode 0440 with the pod's fsGroup).
+bool mounted_secret(const std::string& path) {
+  char target[4096];
+  const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+  return n > 0 && std::string_view(target, static_cast<size_t>(n)).rfind("..data/", 0) == 0;
 }
 
 // `text` at `path`, mode 0600, through a name no one could have planted (a symlink there would
@@ -295,7 +307,8 @@ Result<std::vector<JobSecret::Key>> JobSecret::read_keys(const std::string& path
   if (::stat(path.c_str(), &st) != 0) {
     return runtime::not_found("job secret ", path, ": no such file");
   }
-  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+  if ((st.st_mode & (mounted_secret(path) ? S_IRWXO | S_IWGRP | S_IXGRP : S_IRWXG | S_IRWXO)) !=
+      0) {
     return runtime::failed_precondition("job secret ", path,
                                         " is readable by others: chmod 600 it");
   }

@@ -34,10 +34,12 @@ namespace troupe::actors {
 // `task`; a dialler refuses a listener that says it is another task than `dialled`. An empty
 // name checks nothing: a process that plays no task, a test's server.
 struct Introduction {
-  std::string task;                  // this end's: "/job:ps/task:0", or "" for none
-  std::string dialled;               // a dialler's: whom it means to reach, "" for any
-  std::vector<std::string> members;  // a listener's: the cluster spec's tasks, empty for any
-  bool readers = true;               // a listener's: whether it lets a reader in (Role)
+  std::string task;     // this end's: "/job:ps/task:0", or "" for none
+  std::string dialled;  // a dialler's: whom it means to reach, "" for any
+  // A listener's: the cluster spec's tasks ("/job:worker/task:*": any of that job's), empty for
+  // any.
+  std::vector<std::string> members;
+  bool readers = true;  // a listener's: whether it lets a reader in (Role)
 };
 
 // What a member may ask of a ps. A writer (the chief, a worker: a holder of the job secret)

@@ -320,7 +320,20 @@ caf::behavior Experiment::actor_behavior(ExperimentActor* self, Experiment* expe
 
 Result<ExperimentReport> Experiment::train_and_evaluate() {
   ExperimentReport report;
-  switch (estimator_.config().cluster.task_type) {
+  const ClusterConfig& cluster = estimator_.config().cluster;
+  // Worker 0 of a cluster without a chief is the chief (TF's multi_worker_util). Once it has
+  // finished (not stopped: a chief stopped by a signal restarts, and finds the ps tasks holding
+  // the model), the ps tasks end too.
+  if (cluster.is_chief) {
+    Result<ExperimentReport> done = run_schedule();
+    if (done.ok() && !done->stopped) {
+      if (Status s = estimator_.finish_cluster(); !s.ok()) {
+        runtime::log_warning("telling the ps tasks that training is over: ", s.to_string());
+      }
+    }
+    return done;
+  }
+  switch (cluster.task_type) {
     case TaskType::kPs: {
       actors::ServerOptions where;
       where.host.clear();  // the task's cluster entry's

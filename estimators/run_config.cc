@@ -52,6 +52,10 @@ std::string ClusterConfig::task_name() const {
 std::vector<std::string> ClusterConfig::task_names() const {
   std::vector<std::string> names;
   for (const auto& [job, addresses] : cluster) {
+    if (dynamic_jobs.count(job)) {
+      names.push_back("/job:" + job + "/task:*");
+      continue;
+    }
     for (size_t i = 0; i < addresses.size(); ++i) {
       names.push_back(runtime::task_name(job, static_cast<int>(i)));
     }
@@ -77,6 +81,37 @@ runtime::Result<std::pair<std::string, uint16_t>> ClusterConfig::host_port() con
   return std::make_pair(address.substr(0, colon), static_cast<uint16_t>(port));
 }
 
+namespace {
+
+// A job's tasks as TF_CONFIG gives them: a list of addresses, one address, or a map of index
+// to address (then the job is dynamic).
+runtime::Status read_job(const std::string& job, const boost::property_tree::ptree& tasks,
+                         ClusterConfig* c) {
+  std::vector<std::string>& addresses = c->cluster[job];
+  if (tasks.empty()) {
+    if (!tasks.data().empty()) addresses.push_back(tasks.data());
+    return runtime::ok_status();
+  }
+  if (tasks.front().first.empty()) {  // a JSON list
+    for (const auto& [unused, address] : tasks) addresses.push_back(address.data());
+    return runtime::ok_status();
+  }
+  c->dynamic_jobs.insert(job);
+  for (const auto& [key, address] : tasks) {
+    int index = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), index);
+    if (ec != std::errc() || end != key.data() + key.size() || index < 0 || index > 100000) {
+      return runtime::invalid_argument("TF_CONFIG: cluster.", job, ": '", key,
+                                       "' is not a task index");
+    }
+    if (static_cast<size_t>(index) >= addresses.size()) addresses.resize(index + 1);
+    addresses[static_cast<size_t>(index)] = address.data();
+  }
+  return runtime::ok_status();
+}
+
+}  // namespace
+
 runtime::Result<ClusterConfig> parse_tf_config(const char* json) {
   ClusterConfig c;
   if (json == nullptr || std::string(json).find_first_not_of(" \t\n") == std::string::npos) {
@@ -91,13 +126,20 @@ runtime::Result<ClusterConfig> parse_tf_config(const char* json) {
     return runtime::invalid_argument("TF_CONFIG is not valid JSON: ", e.message(), " at line ",
                                      e.line());
   }
+  // "master" is what older TFJobs call the chief; both at once name two chiefs.
+  auto job_name = [](const std::string& job) { return job == "master" ? "chief" : job; };
   if (auto cluster = root.get_child_optional("cluster")) {
     for (const auto& [job, tasks] : *cluster) {
-      for (const auto& [unused, address] : tasks) c.cluster[job].push_back(address.data());
-      if (c.cluster[job].empty() && !tasks.data().empty()) c.cluster[job].push_back(tasks.data());
+      if (c.cluster.count(job_name(job))) {
+        return runtime::invalid_argument(
+            "TF_CONFIG: the cluster names the chief twice (as "
+            "\"chief\" and as \"master\")");
+      }
+      TROUPE_RETURN_IF_ERROR(read_job(job_name(job), tasks, &c));
     }
   }
-  const std::string type = root.get<std::string>("task.type", "");
+  c.cluster.erase(task_type_name(TaskType::kEvaluator));  // not a member of the training
+  const std::string type = job_name(root.get<std::string>("task.type", ""));
   if (!type.empty()) {
     auto parsed = parse_task_type(type);
     if (!parsed.ok()) return parsed.status().with_context("TF_CONFIG");
@@ -123,17 +165,25 @@ runtime::Result<ClusterConfig> parse_tf_config(const char* json) {
   if (c.task_type == TaskType::kNone || index.empty()) {
     return runtime::invalid_argument("TF_CONFIG: a cluster needs task.type and task.index");
   }
-  if (c.addresses(TaskType::kChief).size() != 1) {
-    return runtime::invalid_argument("TF_CONFIG: the cluster must have exactly one chief");
+  const size_t chiefs = c.addresses(TaskType::kChief).size();
+  const size_t workers = c.addresses(TaskType::kWorker).size();
+  if (chiefs > 1 || (chiefs == 0 && workers == 0 && !c.dynamic_jobs.count("worker"))) {
+    return runtime::invalid_argument(
+        "TF_CONFIG: the cluster must have exactly one chief (or, without one, workers: worker 0 "
+        "is the chief then)");
   }
-  if (c.task_type != TaskType::kEvaluator &&
-      c.task_index >= static_cast<int>(c.addresses(c.task_type).size())) {
-    return runtime::invalid_argument("TF_CONFIG: task ", c.task_label(), " is not in the cluster");
+  if (c.task_type != TaskType::kEvaluator) {
+    const std::vector<std::string>& mine = c.addresses(c.task_type);
+    if (c.task_index >= static_cast<int>(mine.size()) ||
+        mine[static_cast<size_t>(c.task_index)].empty()) {
+      return runtime::invalid_argument("TF_CONFIG: task ", c.task_label(),
+                                       " is not in the cluster");
+    }
   }
-  c.is_chief = c.task_type == TaskType::kChief;
+  c.is_chief = chiefs == 1 ? c.task_type == TaskType::kChief
+                           : c.task_type == TaskType::kWorker && c.task_index == 0;
   c.num_ps_replicas = static_cast<int>(c.addresses(TaskType::kPs).size());
-  c.num_worker_replicas = static_cast<int>(c.addresses(TaskType::kWorker).size() +
-                                           c.addresses(TaskType::kChief).size());
+  c.num_worker_replicas = static_cast<int>(workers + chiefs);
   return c;
 }
 

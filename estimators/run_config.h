@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,8 +30,12 @@ const char* task_type_name(TaskType type);
 runtime::Result<TaskType> parse_task_type(const std::string& name);
 
 struct ClusterConfig {
-  std::map<std::string, std::vector<std::string>> cluster;  // job -> "host:port" per task
-  TaskType task_type = TaskType::kNone;                     // kNone when no cluster
+  // job -> "host:port" per task; "" for an index a job given as a map (below) leaves out.
+  std::map<std::string, std::vector<std::string>> cluster;
+  // Jobs TF_CONFIG gave as a map of index to address (Kubeflow's dynamic workers, each of
+  // which sees only itself): their tasks come and go, and any index of them is a member.
+  std::set<std::string> dynamic_jobs;
+  TaskType task_type = TaskType::kNone;  // kNone when no cluster
   int task_index = 0;
   bool is_chief = true;
   int num_ps_replicas = 0;
@@ -41,7 +46,7 @@ struct ClusterConfig {
   // "worker 1", "ps 0": how logs and errors name this task; "" outside a cluster.
   std::string task_label() const;
   // "/job:worker/task:1" as devices and handshakes name it ("" outside a cluster), and every
-  // task of the cluster spec so named.
+  // task of the cluster spec so named ("/job:worker/task:*" for a dynamic job's).
   std::string task_name() const;
   std::vector<std::string> task_names() const;
   // This task's cluster entry as a host and a port; an error naming the task and the entry
@@ -49,9 +54,13 @@ struct ClusterConfig {
   runtime::Result<std::pair<std::string, uint16_t>> host_port() const;
 };
 
-// Reads TF_CONFIG's JSON ({"cluster": {...}, "task": {"type": ..., "index": ...}}) with TF's
-// rules: exactly one chief in a cluster; task type and index required when a cluster is given;
-// an evaluator is not part of the training cluster. Null or empty: a single local process.
+// Reads TF_CONFIG's JSON ({"cluster": {...}, "task": {"type": ..., "index": ...}}) as TF and
+// the operators that write it (Kubeflow's TFJob, Volcano) have it: "master" is the chief's older
+// name; with no chief, worker 0 is the chief (TF's multi_worker_util); a job may be a list of
+// addresses or a map of index to address (dynamic workers); an evaluator is not part of the
+// training cluster (an "evaluator" job there is dropped); task type and index are required when a
+// cluster is given; "environment", "rpc_layer" and "session_master" are ignored. Null or empty:
+// a single local process.
 runtime::Result<ClusterConfig> parse_tf_config(const char* json);
 
 struct RunConfig {

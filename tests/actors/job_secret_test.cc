@@ -56,6 +56,27 @@ TEST_CASE("a secret goes to its file, not through a symlink planted beside it") 
   CHECK(files == 3);
 }
 
+TEST_CASE("a Kubernetes Secret's mount: a link into ..data/, group-readable, is accepted") {
+  const std::string dir = testing::temp_dir("mounted");
+  std::filesystem::create_directories(dir + "/..2026_12_05_10_00_00.123/");
+  const std::string real = dir + "/..2026_12_05_10_00_00.123/job.secret";
+  REQUIRE(actors::make_job_secret(real).ok());
+  std::filesystem::create_directory_symlink("..2026_12_05_10_00_00.123", dir + "/..data");
+  std::filesystem::create_symlink("..data/job.secret", dir + "/job.secret");
+  for (mode_t mode : {0400, 0440}) {
+    ::chmod(real.c_str(), mode);
+    auto mounted = actors::load_job_secret(dir + "/job.secret");
+    CHECK_MESSAGE(mounted.ok(), mode, ": ", mounted.status().to_string());
+  }
+  // Anywhere else a group may not read it, and through a mount others may not either.
+  auto plain = actors::load_job_secret(real);
+  REQUIRE_FALSE(plain.ok());
+  CHECK(plain.status().message().find("readable by others: chmod 600 it") != std::string::npos);
+  ::chmod(real.c_str(), 0444);
+  CHECK_FALSE(actors::load_job_secret(dir + "/job.secret").ok());
+  std::filesystem::remove_all(dir);
+}
+
 namespace {
 
 // One handshake over a socket pair, `dialling` proving itself to `listening`.
@@ -154,6 +175,14 @@ TEST_CASE("the tasks a handshake names: outsiders and wrong numbers are refused"
         handshake(*secret, *secret, {"/job:evaluator/task:0", "/job:ps/task:0", {}}, ps0);
     CHECK(v.heard == "");
     CHECK(v.said == "");
+  }
+  {  // A job whose tasks come and go (Kubeflow's dynamic workers): any of its tasks, no other.
+    const actors::Introduction open_ps{
+        "/job:ps/task:0", "", {"/job:chief/task:0", "/job:worker/task:*", "/job:ps/task:0"}};
+    CHECK(handshake(*secret, *secret, {"/job:worker/task:17", "", {}}, open_ps).heard == "");
+    CHECK(handshake(*secret, *secret, {"/job:worker/task:", "", {}}, open_ps).heard != "");
+    CHECK(handshake(*secret, *secret, {"/job:workers/task:1", "", {}}, open_ps).heard != "");
+    CHECK(handshake(*secret, *secret, {"/job:ps/task:1", "", {}}, open_ps).heard != "");
   }
   {  // A name too long for the handshake is the dialler's own error.
     const Verdicts v = handshake(*secret, *secret, {std::string(65, 'x'), "", {}}, ps0);

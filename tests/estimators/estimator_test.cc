@@ -488,58 +488,6 @@ TEST_CASE("estimator: request_stop from another thread ends training with a chec
   CHECK(more->global_step == r->global_step + 5);
 }
 
-TEST_CASE("run config and TF_CONFIG") {
-  RunConfig c;
-  CHECK(c.validate().ok());
-  c.save_checkpoints_steps = 10;
-  c.save_checkpoints_secs = 5;
-  CHECK(!c.validate().ok());
-  auto local = parse_tf_config(nullptr);
-  REQUIRE(local.ok());
-  CHECK(local->is_chief);
-  auto cluster = parse_tf_config(
-      R"({"cluster": {"chief": ["h0:2222"], "worker": ["h3:2222", "h4:2222"], "ps": ["h1:2222"]},
-          "task": {"type": "worker", "index": 1}})");
-  REQUIRE_MESSAGE(cluster.ok(), cluster.status().to_string());
-  CHECK(!cluster->is_chief);
-  CHECK(cluster->num_ps_replicas == 1);
-  CHECK(cluster->num_worker_replicas == 3);
-  CHECK(cluster->cluster.at("worker")[1] == "h4:2222");
-  CHECK(cluster->task_type == TaskType::kWorker);
-  CHECK(cluster->addresses(TaskType::kPs) == std::vector<std::string>{"h1:2222"});
-  CHECK(cluster->addresses(TaskType::kEvaluator).empty());
-  CHECK(cluster->task_label() == "worker 1");
-  CHECK(cluster->host_port().value() == std::make_pair(std::string("h4"), uint16_t{2222}));
-  for (const char* entry : {"h4", "h4:", "h4:0", "h4:70000", "h4:22x", ":2222"}) {
-    ClusterConfig bad = *cluster;
-    bad.cluster["worker"][1] = entry;
-    auto where = bad.host_port();
-    REQUIRE_FALSE(where.ok());
-    CHECK_MESSAGE(
-        where.status().message() == std::string("worker 1: '") + entry + "' is not host:port",
-        where.status().message());
-  }
-  CHECK(local->task_type == TaskType::kNone);
-  // A task type TF_CONFIG may not name is refused with the word, not taken for a job.
-  auto unknown = parse_tf_config(
-      R"({"cluster": {"chief": ["a:1"], "master": ["b:1"]}, "task": {"type": "master", "index": 0}})");
-  REQUIRE_FALSE(unknown.ok());
-  CHECK(unknown.status().message().find(
-            "task type 'master' is not chief, worker, ps or evaluator") != std::string::npos);
-  for (TaskType t : {TaskType::kChief, TaskType::kWorker, TaskType::kPs, TaskType::kEvaluator}) {
-    CHECK(parse_task_type(task_type_name(t)).value() == t);
-  }
-  CHECK(
-      parse_tf_config(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}})")
-          .status()
-          .message()
-          .find("exactly one chief") != std::string::npos);
-  CHECK(!parse_tf_config("{not json").ok());
-  CHECK(
-      !parse_tf_config(R"({"cluster": {"chief": ["a:1"]}, "task": {"type": "worker", "index": 3}})")
-           .ok());
-}
-
 TEST_CASE("profiler hook: node actors' kernel timings as Chrome traces") {
   const std::string dir = fresh_dir("profile");
   Estimator est(linear_model, quiet());
