@@ -377,7 +377,8 @@ caf::result<std::vector<char>> handle(caf::stateful_actor<ShardState>* self,
 }
 
 caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
-                              std::shared_ptr<ShardCalls> calls, uint16_t data_port) {
+                              std::shared_ptr<ShardCalls> calls, uint16_t data_port,
+                              std::function<void()> on_finished) {
   std::shared_ptr<runtime::VariableStore> store = calls->store();
   auto me = caf::actor_cast<caf::weak_actor_ptr>(self);
   calls->on_deadline([me](ShardCalls::Clock::time_point at) {
@@ -393,6 +394,10 @@ caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
         return handle(self, decode_shard_call(std::move(bytes)));
       },
       [](ping_atom) { return ping_atom::value; },
+      [on_finished](finished_atom) {
+        if (on_finished) on_finished();
+        return true;
+      },
       [data_port](net::data_port_atom) { return data_port; },
       [=](varnames_atom) { return store->names(); },
       [=](snapshot_atom, const std::vector<std::string>& names) -> caf::result<std::vector<char>> {
@@ -431,8 +436,8 @@ caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
 }  // namespace
 
 caf::actor spawn_parameter_shard(caf::actor_system& system, std::shared_ptr<ShardCalls> calls,
-                                 uint16_t data_port) {
-  return system.spawn(parameter_shard, std::move(calls), data_port);
+                                 uint16_t data_port, std::function<void()> on_finished) {
+  return system.spawn(parameter_shard, std::move(calls), data_port, std::move(on_finished));
 }
 
 }  // namespace troupe::actors

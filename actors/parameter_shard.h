@@ -13,6 +13,8 @@
 //   //         (snapshot_atom, vector<string> names) -> vector<char>, a checkpoint file's bytes
 //   //         of those entries (none named: all), for the chief's checkpoints
 //   //         (load_atom, vector<char> checkpoint) -> string, "" once its entries are stored
+//   // end:    (finished_atom) -> bool: the chief has finished training; the server's
+//   //         on_finished runs (a ps task ends then, as the operators that launch it expect)
 //
 // What a caller may run depends on its role (job_secret.h): a writer (the chief, a worker) any
 // call, a reader (the evaluator) reads of variables alone, outside synchronous rounds; a call
@@ -123,14 +125,16 @@ class ShardCalls {
 using varnames_atom = caf::atom_constant<caf::atom("varnames")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using load_atom = caf::atom_constant<caf::atom("load")>;
+using finished_atom = caf::atom_constant<caf::atom("finished")>;
 
 // A checkpoint file's bytes holding `names` from `store` (all when empty); an error naming an
 // entry it does not hold.
 runtime::Result<std::string> snapshot(const runtime::VariableStore& store,
                                       const std::vector<std::string>& names);
 
-// The shard actor: runs calls through `calls`, and expires their synchronous rounds on time.
+// The shard actor: runs calls through `calls`, and expires their synchronous rounds on time;
+// `on_finished` (may be empty) runs when the chief says training is over.
 caf::actor spawn_parameter_shard(caf::actor_system& system, std::shared_ptr<ShardCalls> calls,
-                                 uint16_t data_port);
+                                 uint16_t data_port, std::function<void()> on_finished = {});
 
 }  // namespace troupe::actors

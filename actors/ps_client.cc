@@ -24,6 +24,10 @@ Result<caf::actor> wait_for_server(Runtime& rt, const std::string& task, const s
                                    const WaitOptions& wait) {
   const auto start = Clock::now();
   auto last_log = start;
+  // Back-off from the poll interval up to a second: a peer still starting is found quickly, a
+  // name not yet in DNS is not asked many times a second.
+  auto pause = wait.poll;
+  const auto longest = std::max(wait.poll, std::chrono::milliseconds(1000));
   for (;;) {
     Result<caf::actor> server = connect_server(rt, address, task);
     if (server.ok() || server.status().code() == runtime::Code::kInvalidArgument) return server;
@@ -35,13 +39,16 @@ Result<caf::actor> wait_for_server(Runtime& rt, const std::string& task, const s
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
     if (waited >= wait.deadline) {
       return runtime::make_error(runtime::Code::kUnavailable, task, " at ", address,
-                                 " did not come up within ", wait.deadline.count(), " ms");
+                                 " did not come up within ", wait.deadline.count(),
+                                 " ms; the last try: ", server.status().message());
     }
     if (now - last_log >= wait.log_every) {
-      runtime::log_info("waiting for ", task, " at ", address, " (", waited.count() / 1000, " s)");
+      runtime::log_info("waiting for ", task, " at ", address, " (", waited.count() / 1000,
+                        " s): ", server.status().message());
       last_log = now;
     }
-    std::this_thread::sleep_for(wait.poll);
+    std::this_thread::sleep_for(pause);
+    pause = std::min(longest, pause * 2);
   }
 }
 
@@ -162,6 +169,15 @@ Status PsClient::push(const runtime::VariableStore& from, const Placement& where
     if (!error.empty()) return runtime::internal_error(task, " refused the state: ", error);
   }
   return runtime::ok_status();
+}
+
+Status PsClient::finish() {
+  Status all = runtime::ok_status();
+  for (const auto& [task, server] : servers_) {
+    Result<bool> told = ask<bool>(task, question_timeout_, finished_atom::value);
+    if (!told.ok() && all.ok()) all = told.status();
+  }
+  return all;
 }
 
 Result<int64_t> PsClient::read_int64(const std::string& variable, const std::string& task) {

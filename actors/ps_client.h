@@ -57,6 +57,8 @@ class PsClient {
   runtime::Status push(const runtime::VariableStore& from, const Placement& where);
   // One int64 scalar (the global step) from the task that holds it.
   runtime::Result<int64_t> read_int64(const std::string& variable, const std::string& task);
+  // Tells every task that training is over (the chief's last word): their servers end.
+  runtime::Status finish();
 
  private:
   explicit PsClient(Runtime& runtime) : runtime_(runtime) {}

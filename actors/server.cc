@@ -1,9 +1,15 @@
 #include "actors/server.h"
 
+#include <unistd.h>
+
 #include <caf/io/all.hpp>
+
+#include <cerrno>
+#include <cstring>
 
 #include "actors/messages.h"
 #include "actors/net/data_server.h"
+#include "actors/net/socket.h"
 #include "actors/parameter_shard.h"
 
 namespace troupe::actors {
@@ -16,7 +22,8 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
   server->advertised_data_port_ =
       options.advertised_data_port != 0 ? options.advertised_data_port : server->data_->port();
   auto calls = std::make_shared<ShardCalls>(server->variables_);
-  server->shard_ = spawn_parameter_shard(rt.system(), calls, server->advertised_data_port_);
+  server->shard_ = spawn_parameter_shard(rt.system(), calls, server->advertised_data_port_,
+                                         std::move(options.on_finished));
   auto handler = [calls](const runtime::Bytes& frame, const net::DataServer::Later& later,
                          const Peer& from) { return calls->call(frame, later, from); };
   if (runtime::Status s = server->data_->serve(handler); !s.ok()) {
@@ -60,12 +67,37 @@ runtime::Result<caf::actor> connect_server(Runtime& rt, const std::string& addre
   }
   if (port <= 0 || port > 65535)
     return runtime::invalid_argument("server address '", address, "': bad port");
+  // Pods come up in any order and a name may not resolve yet; resolved on every try, so that a
+  // task restarted at a new address is found there.
+  if (auto resolved = net::resolve(host, static_cast<uint16_t>(port)); !resolved.ok()) {
+    return runtime::unavailable("no troupe server at ", address,
+                                ": the name is not resolvable yet (", resolved.status().message(),
+                                ")");
+  }
   auto actor = rt.remote_actor(host, static_cast<uint16_t>(port), task);
   if (!actor.ok()) {
-    return runtime::make_error(runtime::Code::kUnavailable, "no troupe server at ", address, ": ",
-                               actor.status().message());
+    return runtime::unavailable("no troupe server at ", address, ": ",
+                                why_unreachable(host, static_cast<uint16_t>(port)), " (",
+                                actor.status().message(), ")");
   }
   return *actor;
+}
+
+std::string why_unreachable(const std::string& host, uint16_t port) {
+  auto fd = net::connect_tcp(host, port, std::chrono::milliseconds(1000));
+  if (fd.ok()) {
+    ::close(*fd);
+    return "it answers, but not as a troupe server that takes us";
+  }
+  const std::string what = fd.status().message();
+  if (what.find(std::strerror(ECONNREFUSED)) != std::string::npos)
+    return "refused: nothing listens";
+  if (what.find(std::strerror(EAGAIN)) != std::string::npos ||
+      what.find(std::strerror(EINPROGRESS)) != std::string::npos ||
+      what.find(std::strerror(ETIMEDOUT)) != std::string::npos) {
+    return "no answer";
+  }
+  return what;
 }
 
 }  // namespace troupe::actors

@@ -12,6 +12,7 @@
 
 #include <caf/all.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,9 @@ struct ServerOptions {
   // the one it listens on. Peers dial it on the host they reached the server at.
   uint16_t advertised_data_port = 0;
   net::DataServerOptions data;  // bounds on the data channel's peers
+  // Runs (on an actor's thread; it must only hand the news on) when the chief says training is
+  // over (PsClient::finish).
+  std::function<void()> on_finished;
 };
 
 class Server {
@@ -61,5 +65,8 @@ class Server {
 // another task is refused); an error that names the address when nothing answers there.
 runtime::Result<caf::actor> connect_server(Runtime& runtime, const std::string& address,
                                            const std::string& task = "");
+// Why nothing took a connection at host:port, as a log names it: "refused: nothing listens",
+// "no answer" (within a second), or that a socket connects but the handshake did not.
+std::string why_unreachable(const std::string& host, uint16_t port);
 
 }  // namespace troupe::actors

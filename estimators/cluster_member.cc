@@ -105,6 +105,12 @@ runtime::Result<input::Dataset> ClusterMember::part_of(const input::Dataset& dat
   return part;
 }
 
+Status ClusterMember::finish() {
+  if (!active() || !is_chief()) return runtime::ok_status();
+  TROUPE_RETURN_IF_ERROR(connect());
+  return ps_->finish();
+}
+
 bool ClusterMember::abandons_on_stop() const {
   return active() && !is_chief() && config_.replicas_to_aggregate > 0;
 }

@@ -72,6 +72,9 @@ class ClusterMember {
   // it trained is on the ps tasks once it has sent its update, so a stop need not wait for them.
   bool abandons_on_stop() const;
   size_t ps_count() const { return ps_tasks_.size(); }
+  // The chief, once training is over: the ps tasks end (as TFJob expects them to: the job has
+  // succeeded when its chief has, and its ps tasks would otherwise run forever, as TF's did).
+  runtime::Status finish();
 
  private:
   actors::WaitOptions wait() const;

@@ -120,6 +120,9 @@ class Estimator {
   // thread, say); nothing happens when no training runs. A run still waiting for its cluster
   // (ps tasks not up, or the chief not done initialising) ends at once, Cancelled.
   void request_stop();
+  // A cluster's chief, once its training is over for good: the ps tasks end (exit 0). Nothing
+  // outside a cluster, or on a worker.
+  runtime::Status finish_cluster() { return member_.finish(); }
   // train() in two halves, for supervisors that drive runs as actors (the ExperimentActor):
   // the EstimatorActor of one run, not yet started (send it train_atom; null when there is
   // nothing to train), and the result from its answer, which every spawned run must be given.

@@ -1,6 +1,8 @@
 #include "estimators/training.h"
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "runtime/log.h"
 #include "runtime/placement.h"
@@ -41,6 +43,11 @@ Status run_ps(const RunConfig& config, actors::ServerOptions options, StopReques
   // The address its cluster entry names, never every interface unless told.
   if (options.host.empty()) options.host = where.first;
   if (options.port == 0) options.port = where.second;
+  std::atomic<bool> finished{false};  // outlives rt, whose end waits for the shard actor
+  options.on_finished = [&stop, &finished] {
+    finished = true;
+    stop.request();
+  };
   actors::Runtime rt(actors::RuntimeOptions{.secret = config.job_secret,
                                             .task = c.task_name(),
                                             .members = c.task_names(),
@@ -53,6 +60,14 @@ Status run_ps(const RunConfig& config, actors::ServerOptions options, StopReques
                     ", ", config.job_secret ? "job secret required" : "no job secret",
                     options.data.follow_incoming_cpu ? ", calls on their peers' cores" : "", ")");
   stop.wait();
+  if (finished) {
+    // The workers' last steps may still be on their way: it ends once they have gone, or soon.
+    runtime::log_info("the chief has finished training: ", task, " ends");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while ((*server)->data_connections() > 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
   return runtime::ok_status();
 }
 

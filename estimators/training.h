@@ -41,7 +41,8 @@ class StopRequest {
   bool requested_ = false;
 };
 
-// A ps task: serves the ps RunConfig::cluster names, with RunConfig::job_secret, until `stop`.
+// A ps task: serves the ps RunConfig::cluster names, with RunConfig::job_secret, until `stop`
+// or until the chief says that training is over (then it returns OK too).
 // An empty `options.host` and a zero `options.port` are those of the task's cluster entry (bind
 // "0.0.0.0" to serve every interface).
 runtime::Status run_ps(const RunConfig& config, actors::ServerOptions options, StopRequest& stop);

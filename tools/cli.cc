@@ -5,6 +5,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "estimators/cluster_resolver.h"
 #include "runtime/log.h"
 
 namespace troupe::cli {
@@ -54,7 +56,7 @@ runtime::Result<Flags> parse_flags(const std::vector<std::string>& args,
 
 int usage_error(const std::string& what) {
   std::fprintf(stderr, "troupe: %s (troupe --help shows the usage)\n", what.c_str());
-  return 2;
+  return kExitUsage;
 }
 
 void print_metrics(const estimators::Metrics& m) {
@@ -83,7 +85,14 @@ void print_metrics(const estimators::Metrics& m) {
 
 int fail(const runtime::Status& s) {
   std::fprintf(stderr, "troupe: %s\n", s.to_string().c_str());
-  return 1;
+  switch (s.code()) {
+    case runtime::Code::kUnavailable:
+    case runtime::Code::kDeadlineExceeded:
+    case runtime::Code::kAborted:
+      return kExitRetryable;
+    default:
+      return kExitFailed;
+  }
 }
 
 bool to_int(const std::string& flag, const std::string& v, int64_t min, int64_t* out,
@@ -98,8 +107,56 @@ bool to_int(const std::string& flag, const std::string& v, int64_t min, int64_t*
   return false;
 }
 
+const std::vector<std::string> kClusterFlags = {"cluster",          "job", "task",      "secret",
+                                                "cluster-resolver", "ps",  "port-base", "hostfile"};
+
+namespace {
+
+// --cluster-resolver slurm|mpi: the cluster as the batch system's launcher describes it.
+runtime::Result<estimators::ClusterConfig> resolved_cluster(const Flags& flags,
+                                                            const std::string& resolver) {
+  estimators::LauncherJobs jobs;
+  std::string error;
+  int64_t n = 0;
+  if (flags.count("ps")) {
+    if (!to_int("ps", flags.at("ps"), 0, &n, &error)) return runtime::invalid_argument(error);
+    jobs.ps = static_cast<int>(std::min<int64_t>(n, 1 << 20));
+  }
+  if (flags.count("port-base")) {
+    if (!to_int("port-base", flags.at("port-base"), 1, &n, &error) || n > 65535) {
+      return runtime::invalid_argument("--port-base: '", flags.at("port-base"), "' is not a port");
+    }
+    jobs.port_base = static_cast<uint16_t>(n);
+  }
+  const estimators::Env env = [](const char* name) { return std::getenv(name); };
+  if (resolver == "slurm") return estimators::slurm_cluster(env, jobs);
+  const auto hostfile = flags.find("hostfile");
+  return estimators::mpi_cluster(env, hostfile == flags.end() ? "" : hostfile->second, jobs);
+}
+
+}  // namespace
+
 runtime::Result<estimators::ClusterConfig> cluster_of(const Flags& flags) {
   const bool has_file = flags.count("cluster") > 0;
+  std::string resolver = flags.count("cluster-resolver") ? flags.at("cluster-resolver") : "";
+  if (resolver.empty() && std::getenv("TROUPE_CLUSTER_RESOLVER")) {
+    resolver = std::getenv("TROUPE_CLUSTER_RESOLVER");
+  }
+  if (resolver != "" && resolver != "tf_config" && resolver != "slurm" && resolver != "mpi") {
+    return runtime::invalid_argument("--cluster-resolver: '", resolver,
+                                     "' is not tf_config, slurm or mpi");
+  }
+  const bool launched = resolver == "slurm" || resolver == "mpi";
+  for (const char* f : {"ps", "port-base", "hostfile"}) {
+    if (flags.count(f) && !launched) {
+      return runtime::invalid_argument("--", f, " goes with --cluster-resolver slurm or mpi");
+    }
+  }
+  if (launched && (has_file || flags.count("job") || flags.count("task"))) {
+    return runtime::invalid_argument("--cluster-resolver ", resolver,
+                                     " places this task itself: no --cluster, --job or --task");
+  }
+  if (launched) return resolved_cluster(flags, resolver);
   if (!has_file) {
     if (flags.count("job") || flags.count("task")) {
       return runtime::invalid_argument("--job and --task go with --cluster FILE");
@@ -135,6 +192,7 @@ runtime::Result<std::shared_ptr<const actors::JobSecret>> secret_of(const Flags&
 }
 
 std::atomic<bool> GracefulStop::signalled_{false};
+std::atomic<int> GracefulStop::received_{0};
 int GracefulStop::write_end_ = -1;
 
 void GracefulStop::watch(std::function<void()> stop) {
@@ -179,6 +237,7 @@ void GracefulStop::finish() {
 
 void GracefulStop::on_signal(int sig) {
   if (signalled_.exchange(true)) ::_exit(128 + sig);
+  received_ = sig;
   const char byte = static_cast<char>(sig);
   if (::write(write_end_, &byte, 1) != 1) ::_exit(128 + sig);
 }

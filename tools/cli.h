@@ -30,17 +30,30 @@ runtime::Result<Flags> parse_flags(const std::vector<std::string>& args,
                                    const std::vector<std::string>& valued,
                                    const std::vector<std::string>& switches = {});
 
-int usage_error(const std::string& what);  // one line on stderr; returns 2
-int fail(const runtime::Status& s);        // one line on stderr; returns 1
+// Exit statuses as the launchers read them (Kubeflow's ExitCode restart policy: 1-127 a
+// permanent error, 128 and above one a restart may cure).
+constexpr int kExitFailed = 1;       // bad data, a bad model, a secret refused
+constexpr int kExitUsage = 2;        // a bad flag
+constexpr int kExitRetryable = 128;  // a peer lost or not come, a deadline: Unavailable and alike
+
+int usage_error(const std::string& what);  // one line on stderr; returns kExitUsage
+// One line on stderr; returns kExitRetryable for what a restart may cure, else kExitFailed.
+int fail(const runtime::Status& s);
 // One JSON line of metrics on stdout: accuracy and loss first, then global_step, then the rest
 // (what train and evaluate end with, and an evaluator prints for each checkpoint).
 void print_metrics(const estimators::Metrics& m);
 bool to_int(const std::string& flag, const std::string& v, int64_t min, int64_t* out,
             std::string* error);
 
+// The flags that place a process in a cluster, which every command of a cluster task takes.
+extern const std::vector<std::string> kClusterFlags;
+
 // The cluster this process is a member of: --cluster FILE (a JSON object of jobs, each a list
-// of "host:port", as TF_CONFIG's "cluster") with --job and --task, else TF_CONFIG; none when
-// neither is given. Errors say which flag or which part of TF_CONFIG is wrong.
+// of "host:port", as TF_CONFIG's "cluster") with --job and --task; else as
+// --cluster-resolver (or TROUPE_CLUSTER_RESOLVER) says: tf_config (the default: TF_CONFIG),
+// slurm (Slurm's step variables) or mpi (an MPI launcher's rank and --hostfile FILE), the last
+// two with --ps N (the first N ranks) and --port-base P (8888); none when nothing is given.
+// Errors say which flag or which part of TF_CONFIG is wrong.
 runtime::Result<estimators::ClusterConfig> cluster_of(const Flags& flags);
 // --secret FILE, else TROUPE_JOB_SECRET; null when neither is given.
 runtime::Result<std::shared_ptr<const actors::JobSecret>> secret_of(const Flags& flags);
@@ -60,12 +73,18 @@ class GracefulStop {
   void wait();
   // Before what `stop` touches is destroyed.
   void finish();
+  // The first signal received (SIGINT, SIGTERM), 0 for none. A process that SIGTERM stopped
+  // exits 128 + 15 when it has stopped gracefully: the cluster's launcher (Kubernetes draining a
+  // node, Slurm preempting) asked it to go, and a restart goes on from its checkpoint; Ctrl-C is
+  // a user's own stop, and ends as the command would.
+  static int received() { return received_; }
 
  private:
   static void on_signal(int sig);
   int pipe_[2] = {-1, -1};
   std::thread watcher_;
   static std::atomic<bool> signalled_;
+  static std::atomic<int> received_;
   static int write_end_;
 };
 
@@ -77,6 +96,10 @@ int export_model(const std::vector<std::string>& args);
 int search(const std::vector<std::string>& args);
 int serve(const std::vector<std::string>& args);
 int server(const std::vector<std::string>& args);
+// A ps task until it is stopped or the chief has finished: `troupe server`'s, and `troupe
+// train`'s when its cluster makes it a ps (the operators start every replica with one command).
+// Without a job secret, an error when `secret_required`, else a warning.
+int serve_ps(const estimators::ClusterConfig& cluster, const Flags& flags, bool secret_required);
 int cluster(const std::vector<std::string>& args, const std::string& self);
 int secret(const std::vector<std::string>& args);
 int convert(const std::vector<std::string>& args);

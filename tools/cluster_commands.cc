@@ -34,10 +34,9 @@
 namespace troupe::cli {
 
 int server(const std::vector<std::string>& args) {
-  auto parsed = parse_flags(args,
-                            {"cluster", "job", "task", "secret", "bind", "data-port",
-                             "advertise-data-port", "handshake-timeout"},
-                            {"insecure", "pin"});
+  std::vector<std::string> valued = kClusterFlags;
+  valued.insert(valued.end(), {"bind", "data-port", "advertise-data-port", "handshake-timeout"});
+  auto parsed = parse_flags(args, valued, {"insecure", "pin"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
   auto cluster = cluster_of(flags);
@@ -51,15 +50,24 @@ int server(const std::vector<std::string>& args) {
     return usage_error("troupe server hosts a ps task, not " + cluster->task_label() +
                        " (which runs troupe train)");
   }
-  if (!std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster->task_label());
+  return serve_ps(*cluster, flags, /*secret_required=*/true);
+}
+
+int serve_ps(const estimators::ClusterConfig& cluster, const Flags& flags, bool secret_required) {
+  if (!std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster.task_label());
   // Checked here, so that a bad entry is a usage error; run_ps serves at it.
-  if (auto where = cluster->host_port(); !where.ok()) return usage_error(where.status().message());
+  if (auto where = cluster.host_port(); !where.ok()) return usage_error(where.status().message());
   auto secret = secret_of(flags);
   if (!secret.ok()) return fail(secret.status());
-  if (!*secret && !flags.count("insecure")) {
+  if (!*secret && secret_required && !flags.count("insecure")) {
     return usage_error(
         "troupe server needs the job secret (--secret FILE or TROUPE_JOB_SECRET; "
         "troupe secret FILE makes one), or --insecure on a trusted network");
+  }
+  if (!*secret && !secret_required) {
+    runtime::log_warning(
+        "no job secret (--secret or TROUPE_JOB_SECRET): anyone who can reach this ps can read "
+        "or change the model");
   }
   // Tensors travel on a port of their own: any free one unless told (a firewall's opening), and
   // peers dial the one advertised (a forward in front of the server: NAT, a container, a proxy).
@@ -74,7 +82,7 @@ int server(const std::vector<std::string>& args) {
     }
   }
   estimators::RunConfig config;
-  config.cluster = *cluster;
+  config.cluster = cluster;
   config.job_secret = *secret;
   actors::ServerOptions so;
   // The address its cluster entry names (run_ps), never every interface unless told (--bind).
@@ -361,7 +369,7 @@ runtime::Result<LaunchRequest> launch_request(const std::vector<std::string>& ar
       !to_int("grace", flags.count("grace") ? flags.at("grace") : "30", 1, &r.grace, &error)) {
     return runtime::invalid_argument(error);
   }
-  for (const char* f : {"--cluster", "--job", "--task", "--secret"}) {
+  for (const char* f : {"--cluster", "--job", "--task", "--secret", "--cluster-resolver"}) {
     if (std::find(r.command.begin(), r.command.end(), f) != r.command.end()) {
       return runtime::invalid_argument("the launcher sets ", f, " for each task itself");
     }
@@ -373,16 +381,17 @@ runtime::Result<LaunchRequest> launch_request(const std::vector<std::string>& ar
   return r;
 }
 
-// Passes the tasks' output on until every task has ended: the chief's end (or a ps's) ends the
-// others, a first signal stops the chief gracefully, a second kills every task, and tasks still
-// running `grace` seconds after they were asked to stop are killed. The launcher's exit status:
-// the chief's, or 1.
+// Passes the tasks' output on until every task has ended: the chief's end (or a ps's failure)
+// ends the others, a first signal stops the chief gracefully, a second kills every task, and
+// tasks still running `grace` seconds after they were asked to stop are killed. Tasks are
+// stopped with SIGINT, a user's stop (SIGTERM would make them exit 143: asked to go by their
+// launcher, to be restarted). The launcher's exit status: the chief's, or 1.
 int supervise(std::vector<Task>& tasks, int64_t grace, const runtime::Status& started) {
   using estimators::TaskType;
   int result = started.ok() ? -1 : 1;
   if (!started.ok()) {
     runtime::log_error(started.to_string());
-    signal_all(tasks, SIGTERM);
+    signal_all(tasks, SIGINT);
   }
   using Clock = std::chrono::steady_clock;
   int signals = 0;
@@ -444,10 +453,11 @@ int supervise(std::vector<Task>& tasks, int64_t grace, const runtime::Status& st
       if (t.status != 0 || !stopping) runtime::log_info(t.name, " exited with status ", t.status);
       if (t.type == TaskType::kChief) {
         if (result < 0) result = t.status;
-        stop_all(SIGTERM, "the chief has ended");
-      } else if (t.type == TaskType::kPs && !stopping) {
+        stop_all(SIGINT, "the chief has ended");
+      } else if (t.type == TaskType::kPs && !stopping && t.status != 0) {
+        // A ps ends by itself (status 0) once the chief has finished; otherwise it failed.
         if (result < 0) result = 1;
-        stop_all(SIGTERM, t.name + " has ended");
+        stop_all(SIGINT, t.name + " has ended");
       }
     }
     const bool all_done = std::all_of(tasks.begin(), tasks.end(), [](const Task& t) {
@@ -459,7 +469,7 @@ int supervise(std::vector<Task>& tasks, int64_t grace, const runtime::Status& st
     });
     if (stopping && !ps_stopping && only_ps) {
       ps_stopping = true;
-      signal_all(tasks, SIGTERM);
+      signal_all(tasks, SIGINT);
     }
     if (!killed && Clock::now() > deadline) {
       runtime::log_warning("tasks still running ", grace, " s after the stop: killing them");

@@ -44,10 +44,6 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "label",
                                               "n-classes",
                                               "export",
-                                              "cluster",
-                                              "job",
-                                              "task",
-                                              "secret",
                                               "ps-strategy",
                                               "cluster-deadline",
                                               "eval-timeout",
@@ -70,7 +66,8 @@ int run_task(estimators::Estimator& est, const input::Dataset& train, const inpu
   auto report = exp.train_and_evaluate();
   graceful.finish();
   if (!report.ok()) return fail(report.status());
-  if (est.config().cluster.task_type == estimators::TaskType::kWorker) {
+  if (est.config().cluster.task_type == estimators::TaskType::kWorker &&
+      !est.config().cluster.is_chief) {
     std::printf("{\"global_step\": %lld, \"steps\": %lld, \"loss\": %.4f, \"restarts\": %d}\n",
                 static_cast<long long>(report->global_step), static_cast<long long>(report->steps),
                 report->final_metrics.at("loss"), report->restarts);
@@ -145,9 +142,6 @@ int read_train_request(const Flags& flags, TrainRequest* r) {
   if (!cluster.ok()) return usage_error(cluster.status().message());
   const bool in_cluster = !cluster->cluster.empty();
   if (in_cluster && !std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster->task_label());
-  if (cluster->task_type == estimators::TaskType::kPs) {
-    return usage_error("a ps task runs `troupe server`, not `troupe train`");
-  }
   const bool trains = in_cluster && cluster->task_type != estimators::TaskType::kEvaluator;
   if (trains && cluster->num_ps_replicas == 0) {
     return usage_error("the cluster has no ps task: its variables live on ps tasks");
@@ -418,12 +412,19 @@ int run_chief(TrainRequest& r, const input::Dataset& train_data, const input::Da
 
 int train(const std::vector<std::string>& args) {
   std::vector<std::string> valued = kTrainFlags;
+  valued.insert(valued.end(), kClusterFlags.begin(), kClusterFlags.end());
   valued.insert(valued.end(), model_param_flags().begin(), model_param_flags().end());
   auto parsed = parse_flags(args, valued, {"sync", "regression"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
+  // Kubeflow's TFJob and srun start every replica with one command, as TF's train_and_evaluate
+  // has every task run one program: a ps task serves.
+  auto cluster = cluster_of(*parsed);
+  if (!cluster.ok()) return usage_error(cluster.status().message());
+  if (cluster->task_type == estimators::TaskType::kPs) {
+    return serve_ps(*cluster, *parsed, /*secret_required=*/false);
+  }
   TrainRequest r;
   if (int e = read_train_request(*parsed, &r)) return e;
-  const bool trains_in_cluster = r.in_cluster() && r.task() != estimators::TaskType::kEvaluator;
   const bool classifier = r.spec.task == estimators::Task::kClassifier;
   // A libsvm file's numeric labels name a classifier's classes, as a table's text labels do.
   auto train_data = open_data(r.data, "train", r.label,
@@ -434,7 +435,8 @@ int train(const std::vector<std::string>& args) {
                               {.class_names = classifier && r.spec.model != ModelKind::kKMeans});
   if (!train_data.ok()) return fail(train_data.status());
   if (int e = describe_model(*parsed, &r, &*train_data)) return e;
-  if (trains_in_cluster && r.steps == 0) {
+  // The evaluator too: it stops once it has evaluated the checkpoint of the last step.
+  if (r.in_cluster() && r.steps == 0) {
     auto rows = count_rows(*train_data);
     if (!rows.ok()) return fail(rows.status());
     // A synchronous step takes a batch from each of the replicas it aggregates.
@@ -444,7 +446,7 @@ int train(const std::vector<std::string>& args) {
                       " a step: the replicas stop at global step ", r.steps);
   }
   GracefulStop graceful;
-  if (r.task() == estimators::TaskType::kWorker) {
+  if (r.task() == estimators::TaskType::kWorker && !r.config.cluster.is_chief) {
     auto model_fn = model_fn_of(r.spec);
     if (!model_fn.ok()) return usage_error(model_fn.status().message());
     estimators::Estimator est(*model_fn, r.config);

@@ -18,7 +18,8 @@
 //                 --grid "NAME=VALUES ..." [--cv 5] [--random N] [--regression]
 //                 [--output results.csv]
 //   troupe serve --model_base_path BASE --model_name NAME [--port 8501] [--enable_batching]
-//   troupe server  (TF_CONFIG, or --cluster FILE --job ps --task N) [--secret FILE]
+//   troupe server  (TF_CONFIG, --cluster FILE --job ps --task N, or --cluster-resolver
+//                  slurm|mpi --ps N) [--secret FILE]
 //   troupe cluster --ps N --workers M [--evaluator] [--pin] -- train ...
 //   troupe secret FILE | troupe secret --reader JOB FILE
 //   troupe convert --data DATA --out PATH.tfrecord[.gz]|PATH.csv|PATH.trec
@@ -28,9 +29,13 @@
 // tfrecord:PATH (TFRecord files of tf.Example, gzip or zlib by suffix) with --label. train and
 // evaluate end with one JSON line of the evaluation metrics; predict writes a CSV of classes and
 // probabilities. A bad flag or bad data is one line on stderr and exit status 2 (usage) or 1 (data,
-// model). Ctrl-C (or SIGTERM) during training stops it gracefully: the running steps finish, the
-// checkpoint is saved, the model is evaluated and the JSON line printed; a second one exits at
-// once. `troupe COMMAND --help` prints that command's usage and options.
+// model); what a restart may cure (a peer lost, a deadline) 128. Ctrl-C (or SIGTERM) during
+// training stops it gracefully: the running steps finish, the checkpoint is saved, the model is
+// evaluated and the JSON line printed; a second one exits at once. After SIGTERM (a cluster's
+// launcher asking a task to go) the status is 143, so that the launcher restarts it. In a
+// cluster, `troupe train` plays any task: a ps task serves as `troupe server` does.
+// `troupe COMMAND --help` prints that command's usage and options.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -62,7 +67,11 @@ const char* kData =
 const char* kClusterTask =
     "a task of a cluster: TF_CONFIG, or --cluster FILE --job chief|worker|ps|evaluator --task N\n"
     "  FILE: {\"chief\": [\"host:port\"], \"worker\": [...], \"ps\": [...]}\n"
-    "  --secret FILE (or TROUPE_JOB_SECRET): the job secret every member holds\n";
+    "  --cluster-resolver slurm --ps N [--port-base 8888]: from Slurm's step (srun), the first N\n"
+    "    ranks ps tasks, the rest workers; --cluster-resolver mpi --hostfile FILE: from mpirun\n"
+    "  --secret FILE (or TROUPE_JOB_SECRET): the job secret every member holds\n"
+    "  exit status: 0 done, 1 bad data, 2 a bad flag, 128 a peer lost or a deadline, 143 after\n"
+    "    SIGTERM (a graceful stop: checkpointed, to be restarted)\n";
 
 const Command kCommands[] = {
     {"train", [](const auto& a, const auto&) { return troupe::cli::train(a); },
@@ -210,5 +219,9 @@ int main(int argc, char** argv) {
     std::fputs(command_usage(*command).c_str(), stdout);
     return 0;
   }
-  return command->run(args, self_path(argv[0]));
+  const int status = command->run(args, self_path(argv[0]));
+  if (troupe::cli::GracefulStop::received() == SIGTERM && status != troupe::cli::kExitUsage) {
+    return 128 + SIGTERM;
+  }
+  return status;
 }

@@ -1,12 +1,15 @@
 // The training executor: each task of a cluster played by an Experiment in one process, as a C++
-// program joins a cluster (a ps serves until asked to stop, the chief and a worker train to one
-// global step, the evaluator evaluates the checkpoints the chief writes); and the run_* functions
-// refusing a task that is not theirs.
+// program joins a cluster (a ps serves until the chief has finished, the chief and a worker train
+// to one global step, the evaluator evaluates the checkpoints the chief writes); and the run_*
+// functions refusing a task that is not theirs.
 #include "estimators/training.h"
 
 #include <doctest/doctest.h>
 
 #include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "estimators/canned/dnn.h"
@@ -76,13 +79,23 @@ TEST_CASE("an Experiment plays the task its RunConfig names: ps, chief, worker a
         *m.est, *train, std::vector<std::pair<std::string, input::Dataset>>{{"", *test}}, o);
   }
   std::map<TaskType, std::thread> threads;
+  std::atomic<bool> ps_ended{false};
   for (auto& [type, m] : members) {
-    threads.emplace(type, [&m = m] { m.report = m.exp->train_and_evaluate(); });
+    threads.emplace(type, [&m = m, &ps_ended, type = type] {
+      m.report = m.exp->train_and_evaluate();
+      if (type == TaskType::kPs) ps_ended = true;
+    });
   }
   for (TaskType t : {TaskType::kChief, TaskType::kWorker, TaskType::kEvaluator}) {
     threads.at(t).join();
   }
-  members.at(TaskType::kPs).exp->request_stop();  // a ps serves until asked
+  // The chief has told the ps that training is over: it ends by itself (within its 5 s wait
+  // for the workers' connections to go, which this process's Estimators keep).
+  for (int i = 0; i < 200 && !ps_ended; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(ps_ended);
+  members.at(TaskType::kPs).exp->request_stop();  // were it still serving
   threads.at(TaskType::kPs).join();
 
   const auto& chief = members.at(TaskType::kChief).report;
