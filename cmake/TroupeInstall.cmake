@@ -44,7 +44,10 @@ set(CPACK_PACKAGE_NAME troupe)
 set(CPACK_PACKAGE_VENDOR troupe)
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "An actor-model dataflow runtime for machine learning")
 set(CPACK_PACKAGE_CONTACT "troupe developers")
+# What libtroupe and the troupe command load (ldd build/tools/troupe), and the headers a
+# program built against the installed headers includes.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libcaf-dev (>= 0.17), libcapnp-dev, libopenblas0-pthread, zlib1g, libssl3")
+    "libcaf-dev (>= 0.17), libcapnp-dev, libopenblas0-pthread, zlib1g, libssl3, libprotobuf32, \
+libboost-program-options1.74.0, libsimdjson14")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 include(CPack)

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -505,7 +506,7 @@ TEST_CASE("a chief waiting for its ps, a worker for its chief: the first SIGTERM
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const std::string err = slurp(log);
-    CHECK_MESSAGE(r.status != 0, err);
+    CHECK_MESSAGE(r.status == 128 + SIGTERM, err);  // stopped by its launcher: restart it
     CHECK_MESSAGE(err.find(says) != std::string::npos, err);
     CHECK_MESSAGE(secs < 30, secs, " s: ", err);
   };
@@ -544,13 +545,155 @@ TEST_CASE("troupe server and cluster: unsafe or unclear starts are one line and 
             "--advertise-data-port: 'x' is not a port"},
            {"server --cluster " + spec + " --job ps --task 0 --insecure --handshake-timeout 0",
             "--handshake-timeout: '0' is not a number of milliseconds"},
-           {"train --cluster " + spec + " --job ps --task 0 --data fashion-mnist --model-dir x",
-            "runs `troupe server`"},
+           {"train --cluster-resolver slurm --ps 1 --data fashion-mnist --model-dir x",
+            "SLURM_PROCID is not set (run the task with srun)"},
+           {"train --ps 2 --data fashion-mnist --model-dir x",
+            "--ps goes with --cluster-resolver slurm or mpi"},
+           {"server --cluster-resolver kubernetes", "'kubernetes' is not tf_config, slurm or mpi"},
+           {"train --cluster-resolver mpi --data fashion-mnist --model-dir x",
+            "no rank (OMPI_COMM_WORLD_RANK"},
        }) {
-    Run r = shell("TF_CONFIG= " + kTroupe + " " + c.args);
+    Run r = shell(
+        "TF_CONFIG= env -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u PMIX_RANK -u "
+        "TROUPE_CLUSTER_RESOLVER " +
+        kTroupe + " " + c.args);
     CHECK_MESSAGE(r.status == 2, c.args, ": ", r.err);
     CHECK_MESSAGE(count(r.err, "\n") == 1, c.args, ": ", r.err);
     CHECK_MESSAGE(r.err.find(c.says) != std::string::npos, c.args, ": ", r.err);
   }
+  std::filesystem::remove_all(d.dir);
+}
+
+namespace {
+
+// A job secret as Kubernetes mounts a Secret: `dir`/job.secret a link into ..data/, mode 0400.
+void mount_secret(const std::string& dir, const std::string& secret) {
+  std::filesystem::create_directories(dir + "/..2026_12_05_00_00_00.1");
+  std::filesystem::copy_file(secret, dir + "/..2026_12_05_00_00_00.1/job.secret");
+  ::chmod((dir + "/..2026_12_05_00_00_00.1/job.secret").c_str(), 0400);
+  std::filesystem::create_directory_symlink("..2026_12_05_00_00_00.1", dir + "/..data");
+  std::filesystem::create_symlink("..data/job.secret", dir + "/job.secret");
+}
+
+// Every replica of `manifest` (deploy/kubernetes), as its launcher would start it (the TF_CONFIG
+// tests/deploy/operator_tf_config.py generates), on addresses of its own on the loopback network
+// and one port; run to their end (two minutes at most). Each replica's output is in
+// d.dir/<type>-<index>.{out,err,rc}; the replicas' names are returned.
+std::vector<std::string> run_deployment(const Data& d, const std::string& kind,
+                                        const std::string& manifest) {
+  const std::string job = (d.dir / "job.secret").string(), reader = (d.dir / "reader").string();
+  REQUIRE(shell(kTroupe + " secret " + job + " && " + kTroupe + " secret --reader " + job + " " +
+                reader)
+              .status == 0);
+  mount_secret((d.dir / "secret").string(), job);
+  mount_secret((d.dir / "reader-secret").string(), reader);
+  const int port = 26000 + ::getpid() % 3000;
+  Run replicas = shell("/usr/bin/python3 " TROUPE_DEPLOY_TESTS "/operator_tf_config.py " + kind +
+                       " " TROUPE_SOURCE_DIR "/deploy/kubernetes/" + manifest + " --loopback " +
+                       std::to_string(port) + " --mount /data=" + d.dir.string() +
+                       " --mount /model=" + (d.dir / "model").string() +
+                       " --mount /etc/troupe=" + (d.dir / "secret").string() +
+                       " --mount evaluator:/etc/troupe=" + (d.dir / "reader-secret").string());
+  REQUIRE_MESSAGE(replicas.status == 0, replicas.err);
+  std::string line;
+  std::vector<std::string> names;
+  std::istringstream rows(replicas.out);
+  for (std::string row; std::getline(rows, row);) {
+    std::vector<std::string> cells;
+    std::istringstream fields(row);
+    for (std::string cell; std::getline(fields, cell, '\t');) cells.push_back(cell);
+    REQUIRE(cells.size() == 4);
+    const std::string name = cells[0] + "-" + cells[1], base = (d.dir / name).string();
+    names.push_back(name);
+    REQUIRE(cells[3].rfind("troupe ", 0) == 0);
+    const std::string command = kTroupe + cells[3].substr(6);  // this build's troupe
+    line += "(TF_CONFIG='" + cells[2] + "' timeout 120 " + command + " >" + base + ".out 2>" +
+            base + ".err; echo $? >" + base + ".rc) & ";
+  }
+  shell(line + "wait");
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("a TFJob as Kubeflow's operator starts it: every replica one command, each ends") {
+  const Data d = make_data("troupe_tfjob");
+  const std::vector<std::string> names = run_deployment(d, "tfjob", "tfjob.yaml");
+  CHECK(names ==
+        std::vector<std::string>{"chief-0", "ps-0", "ps-1", "worker-0", "worker-1", "evaluator-0"});
+  for (const std::string& name : names) {
+    const std::string base = (d.dir / name).string();
+    CHECK_MESSAGE(std::atoi(slurp(base + ".rc").c_str()) == 0, name, ": ", slurp(base + ".err"));
+  }
+  // The chief's JSON line; the ps tasks ended by themselves once it had finished; the evaluator
+  // evaluated the last checkpoint with its reader's secret.
+  const std::string chief = slurp((d.dir / "chief-0.out").string());
+  CHECK(number_after(chief, "accuracy") > 0.9);
+  for (const char* ps : {"ps-0.err", "ps-1.err"}) {
+    CHECK(slurp((d.dir / ps).string()).find("the chief has finished training") !=
+          std::string::npos);
+  }
+  const std::string evaluator = slurp((d.dir / "evaluator-0.out").string());
+  // --epochs 10 of 1200 rows, 128 a step: the replicas stop at global step 94 (or a step or
+  // two past it, being asynchronous), and the evaluator once it has evaluated one as late.
+  CHECK(number_after(evaluator, "global_step") >= 94);
+  CHECK(number_after(evaluator, "global_step") <= number_after(chief, "global_step"));
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
+TEST_CASE("StatefulSets without a chief: worker 0 is the chief, and the job ends") {
+  const Data d = make_data("troupe_statefulset");
+  const std::vector<std::string> names = run_deployment(d, "statefulset", "statefulset.yaml");
+  CHECK(names == std::vector<std::string>{"ps-0", "ps-1", "worker-0", "worker-1", "worker-2"});
+  for (const std::string& name : names) {
+    const std::string base = (d.dir / name).string();
+    CHECK_MESSAGE(std::atoi(slurp(base + ".rc").c_str()) == 0, name, ": ", slurp(base + ".err"));
+  }
+  const std::string chief = slurp((d.dir / "worker-0.out").string());
+  CHECK(number_after(chief, "accuracy") > 0.9);  // the chief's JSON line of the metrics
+  CHECK(std::filesystem::exists(d.dir / "model" / "checkpoint"));
+  CHECK(slurp((d.dir / "worker-1.out").string()).find("\"accuracy\"") == std::string::npos);
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
+TEST_CASE("exit statuses as the operators read them: 128 for what a restart may cure, SIGTERM's") {
+  const Data d = make_data("troupe_cluster_exit");
+  const std::string model = (d.dir / "model").string();
+  const int port = 27000 + ::getpid() % 2000;
+  // Its ps never comes: the deadline passes, status 128, and the log said why it waited.
+  const std::string nobody = "{\"cluster\": {\"chief\": [\"127.0.0.1:" + std::to_string(port) +
+                             "\"], \"ps\": [\"127.0.0.1:" + std::to_string(port + 1) +
+                             "\"]}, \"task\": {\"type\": \"chief\", \"index\": 0}}";
+  Run lost = shell("TF_CONFIG='" + nobody + "' " + kTroupe + " train" + train_flags(d, model) +
+                   " --cluster-deadline 6");
+  CHECK_MESSAGE(lost.status == 128, lost.err);
+  CHECK_MESSAGE(lost.err.find("refused: nothing listens") != std::string::npos, lost.err);
+  // A name that does not resolve (a pod not up yet) is told apart.
+  const std::string unresolved =
+      "{\"cluster\": {\"chief\": [\"127.0.0.1:1\"], \"ps\": "
+      "[\"ps-0.troupe.invalid:2222\"]}, \"task\": {\"type\": "
+      "\"chief\", \"index\": 0}}";
+  Run dns = shell("TF_CONFIG='" + unresolved + "' " + kTroupe + " train" + train_flags(d, model) +
+                  " --cluster-deadline 6");
+  CHECK_MESSAGE(dns.status == 128, dns.err);
+  CHECK_MESSAGE(
+      dns.err.find("ps-0.troupe.invalid:2222: the name is not resolvable yet") != std::string::npos,
+      dns.err);
+  // Permanent: a bad flag (2), data that is not there (1).
+  CHECK(shell(kTroupe + " train --epoch 3").status == 2);
+  CHECK(
+      shell(kTroupe + " train --data csv:/nonexistent.csv --label y --model-dir " + model).status ==
+      1);
+  // SIGTERM in training: a graceful stop (the checkpoint saved, the JSON line printed), then 143
+  // so that the operator restarts it; Ctrl-C's own stop ends 0 (troupe_cli_test).
+  Run term = shell(kTroupe + " train" + train_flags(d, model) + " --epochs 100000 & p=$!; " +
+                   wait_until("ls " + model + "/events.out.tfevents.* >/dev/null 2>&1", "$p") +
+                   "; sleep 0.5; kill -TERM $p; wait $p");
+  CHECK_MESSAGE(term.status == 128 + SIGTERM, term.err);
+  CHECK(term.err.find("INFO: terminated") != std::string::npos);
+  CHECK(number_after(term.out, "global_step") > 0);
+  CHECK(std::filesystem::exists(std::filesystem::path(model) / "checkpoint"));
   std::filesystem::remove_all(d.dir);
 }
