@@ -7,6 +7,8 @@
 //                      the same response to the same request with `return 200` (the machine's
 //                      ceiling for these sizes); bar >= 0.5 of nginx's requests/s at 1 connection
 //   serve_p50_/p99_cN  wrk's latency percentiles beside nginx's
+//   serve_rps_c1_batching_vs_plain  one connection with batching against one without (adaptive
+//                      batching: bar >= 0.9)
 // wrk and nginx are Debian packages (wrk, nginx-light); without them the HTTP part is skipped
 // with a message. Each wrk run is 5 s (2 s with --quick); the machine's other load shows in them,
 // so compare ratios from one run.
@@ -217,6 +219,7 @@ void http_bars(const fs::path& work, const std::string& base, const runtime::Ten
   const std::string path = "/v1/models/fmnist:predict";
 
   WrkResult nginx1, nginx64;
+  double plain_c1 = 0;  // one connection's requests/s without batching
   std::string response;
   for (bool batching : {false, true}) {
     const uint16_t port = free_port();
@@ -246,6 +249,12 @@ void http_bars(const fs::path& work, const std::string& base, const runtime::Ten
       if (r.errors > 0) std::printf("serve_bench: %ld failed requests%s\n", r.errors, tag.c_str());
       bars.add("serve_rps" + tag, r.rps, "req/s", "nginx", peer.rps,
                peer.rps > 0 ? r.rps / peer.rps : 0);
+      if (c == 1 && !batching) plain_c1 = r.rps;
+      if (c == 1 && batching) {
+        // Adaptive batching: a lone client's requests wait for no company (bar >= 0.9).
+        bars.add("serve_rps_c1_batching_vs_plain", r.rps, "req/s", "no_batching", plain_c1,
+                 plain_c1 > 0 ? r.rps / plain_c1 : 0);
+      }
       bars.add("serve_p50" + tag, r.p50_ms, "ms", "nginx", peer.p50_ms,
                peer.p50_ms > 0 ? r.p50_ms / peer.p50_ms : 0);
       bars.add("serve_p99" + tag, r.p99_ms, "ms", "nginx", peer.p99_ms,

@@ -44,9 +44,11 @@ void ModelManager::poll() {
     states_[newest] = {newest, "LOADING", runtime::ok_status()};
   }
   const std::string dir = options_.base_path + "/" + std::to_string(newest);
-  // Batch runners each run one call at a time, and so do server threads without batching.
-  const int sessions =
-      options_.batching.enabled ? options_.batching.num_batch_threads : options_.sessions;
+  // Batch runners each run one call at a time (and an adaptive batcher's caller one more), and
+  // so do server threads without batching.
+  const int sessions = options_.batching.enabled ? options_.batching.num_batch_threads +
+                                                       (options_.batching.adaptive ? 1 : 0)
+                                                 : options_.sessions;
   auto loaded = serving::Predictor::load(
       dir, {.sessions = sessions, .batch_invariant = true, .runtime = &runtime_});
   if (!loaded.ok()) {

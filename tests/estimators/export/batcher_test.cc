@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
@@ -83,7 +84,7 @@ TEST_CASE("batched requests get what each gets alone, bit for bit") {
   fs::remove_all(base);
   const std::string dir = small_export(base);
   actors::Runtime rt;
-  auto p = serving::load(dir, {.sessions = 2, .batch_invariant = true, .runtime = &rt});
+  auto p = serving::load(dir, {.sessions = 3, .batch_invariant = true, .runtime = &rt});
   REQUIRE(p.ok());
   std::shared_ptr<serving::Predictor> predictor = std::move(*p);
   const int n = 60;
@@ -95,18 +96,34 @@ TEST_CASE("batched requests get what each gets alone, bit for bit") {
     REQUIRE(out.ok());
     alone.push_back(*out);
   }
-  for (bool enabled : {true, false}) {
-    CAPTURE(enabled);
+  struct Mode {
+    bool enabled, adaptive;
+  };
+  for (Mode mode : {Mode{true, false}, Mode{true, true}, Mode{false, false}}) {
+    CAPTURE(mode.enabled);
+    CAPTURE(mode.adaptive);
     Answers a;
     a.got.assign(n, runtime::internal_error("no answer"));
     int64_t batches = 0;
     {
       serving::Batcher batcher(rt, predictor,
-                               {.enabled = enabled,
+                               {.enabled = mode.enabled,
                                 .max_batch_size = 8,
                                 .batch_timeout = std::chrono::milliseconds(20),
-                                .num_batch_threads = 2});
-      for (int i = 0; i < n; ++i) batcher.submit("serving_default", {{"x", inputs[i]}}, a.slot(i));
+                                .num_batch_threads = 2,
+                                .adaptive = mode.adaptive});
+      // Adaptive, one caller alone runs each request itself (nothing else is in flight); four
+      // callers at once keep the runners busy, and requests queue and batch behind them.
+      const int callers = mode.adaptive ? 4 : 1;
+      std::vector<std::thread> threads;
+      for (int c = 0; c < callers; ++c) {
+        threads.emplace_back([&, c] {
+          for (int i = c; i < n; i += callers) {
+            batcher.submit("serving_default", {{"x", inputs[i]}}, a.slot(i));
+          }
+        });
+      }
+      for (std::thread& t : threads) t.join();
       a.wait();
       batches = batcher.stats().batches;
       CHECK(batcher.stats().requests == n);
@@ -116,13 +133,40 @@ TEST_CASE("batched requests get what each gets alone, bit for bit") {
       CHECK(same_bits(a.got[i]->at("probabilities"), alone[i].at("probabilities")));
       CHECK(same_bits(a.got[i]->at("logits"), alone[i].at("logits")));
     }
-    if (enabled) {
+    if (mode.enabled && !mode.adaptive) {
       CHECK(batches < n / 2);  // 120 rows in batches of at most 8 rows
+      CHECK(batches >= 120 / 8);
+    } else if (mode.enabled) {
+      // Some requests leave at once, the rest queue behind the busy runners and batch.
+      CHECK(batches < n);
       CHECK(batches >= 120 / 8);
     } else {
       CHECK(batches == n);
     }
   }
+  fs::remove_all(base);
+}
+
+TEST_CASE("adaptive batching: a lone request leaves at once, not after the timeout") {
+  const std::string base =
+      (fs::temp_directory_path() / ("troupe_batcher3_" + std::to_string(::getpid()))).string();
+  fs::remove_all(base);
+  const std::string dir = small_export(base);
+  actors::Runtime rt;
+  auto loaded = serving::load(dir, {.batch_invariant = true, .runtime = &rt});
+  REQUIRE(loaded.ok());
+  Answers a;
+  a.got.assign(1, runtime::internal_error("no answer"));
+  serving::Batcher batcher(
+      rt, std::move(*loaded),
+      {.max_batch_size = 1000, .batch_timeout = std::chrono::seconds(60), .num_batch_threads = 1});
+  const auto start = std::chrono::steady_clock::now();
+  batcher.submit("serving_default", {{"x", rows_of(2, 1)}}, a.slot(0));
+  a.wait();
+  REQUIRE(a.got[0].ok());
+  // Not the minute a batch of 1000 rows would wait for.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  CHECK(batcher.stats().batches == 1);
   fs::remove_all(base);
 }
 
@@ -141,7 +185,8 @@ TEST_CASE("a lone request leaves after the timeout; bad ones are refused; the en
     serving::Batcher batcher(rt, predictor,
                              {.max_batch_size = 1000,
                               .batch_timeout = std::chrono::milliseconds(30),
-                              .num_batch_threads = 1});
+                              .num_batch_threads = 1,
+                              .adaptive = false});
     const auto start = std::chrono::steady_clock::now();
     batcher.submit("serving_default", {{"x", rows_of(2, 1)}}, a.slot(0));
     a.wait();
