@@ -14,6 +14,8 @@ Output x_of(const Node& n) { return n.inputs[0]; }
 Output y_of(const Node& n) { return n.inputs[1]; }
 Output out_of(const Node& n) { return Output{n.id, 0}; }
 
+constexpr double kTwoOverSqrtPi = 1.1283791670955126;  // erf's derivative at 0
+
 // Gradients of z = f(x, y): each partial summed back to its operand's shape.
 Grads unbroadcast(GraphBuilder& b, const Node& n, Output dx, Output dy) {
   return Grads{sum_to_shape_of(b, dx, x_of(n)), sum_to_shape_of(b, dy, y_of(n))};
@@ -136,6 +138,165 @@ TROUPE_REGISTER_OP(Sin)
     })
     .doc("y = sin(x), x in radians");
 
+// y = tan x; dx = dy (1 + y^2)
+TROUPE_REGISTER_OP(Tan)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, dy[0], add(b, square(b, out_of(n)), 1.0))};
+    })
+    .doc("y = tan(x), x in radians");
+
+// y = asin x; dx = dy / sqrt(1 - x^2)
+TROUPE_REGISTER_OP(Asin)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{
+          mul(b, dy[0], rsqrt(b, sub(b, scalar_like(b, x_of(n), 1.0), square(b, x_of(n)))))};
+    })
+    .doc("y = arcsin(x), in [-pi/2, pi/2]");
+
+// y = acos x; dx = -dy / sqrt(1 - x^2)
+TROUPE_REGISTER_OP(Acos)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{neg(
+          b, mul(b, dy[0], rsqrt(b, sub(b, scalar_like(b, x_of(n), 1.0), square(b, x_of(n))))))};
+    })
+    .doc("y = arccos(x), in [0, pi]");
+
+// y = atan x; dx = dy / (1 + x^2)
+TROUPE_REGISTER_OP(Atan)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{div(b, dy[0], add(b, square(b, x_of(n)), 1.0))};
+    })
+    .doc("y = arctan(x), in (-pi/2, pi/2)");
+
+// y = sinh x; dx = dy cosh x
+TROUPE_REGISTER_OP(Sinh)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, dy[0], cosh(b, x_of(n)))};
+    })
+    .doc("y = sinh(x)");
+
+// y = cosh x; dx = dy sinh x
+TROUPE_REGISTER_OP(Cosh)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, dy[0], sinh(b, x_of(n)))};
+    })
+    .doc("y = cosh(x)");
+
+// y = asinh x; dx = dy / sqrt(x^2 + 1)
+TROUPE_REGISTER_OP(Asinh)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, dy[0], rsqrt(b, add(b, square(b, x_of(n)), 1.0)))};
+    })
+    .doc("y = arsinh(x)");
+
+// y = acosh x; dx = dy / sqrt(x^2 - 1)
+TROUPE_REGISTER_OP(Acosh)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, dy[0], rsqrt(b, sub(b, square(b, x_of(n)), 1.0)))};
+    })
+    .doc("y = arcosh(x), x >= 1");
+
+// y = atanh x; dx = dy / (1 - x^2)
+TROUPE_REGISTER_OP(Atanh)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{div(b, dy[0], sub(b, scalar_like(b, x_of(n), 1.0), square(b, x_of(n))))};
+    })
+    .doc("y = artanh(x), |x| < 1");
+
+// y = erf x; dx = dy 2/sqrt(pi) e^(-x^2)
+TROUPE_REGISTER_OP(Erf)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, mul(b, dy[0], exp(b, neg(b, square(b, x_of(n))))), kTwoOverSqrtPi)};
+    })
+    .doc("y = erf(x), the error function");
+
+// y = erfc x = 1 - erf x; dx = -dy 2/sqrt(pi) e^(-x^2)
+TROUPE_REGISTER_OP(Erfc)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, mul(b, dy[0], exp(b, neg(b, square(b, x_of(n))))), -kTwoOverSqrtPi)};
+    })
+    .doc("y = erfc(x) = 1 - erf(x), accurate where erf(x) is near 1");
+
+// y = ln |Gamma(x)|; dx = dy digamma(x)
+TROUPE_REGISTER_OP(Lgamma)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, dy[0], digamma(b, x_of(n)))};
+    })
+    .doc("y = ln |Gamma(x)|");
+
+// y = digamma x = d/dx ln Gamma(x); dx = dy polygamma(1, x)
+TROUPE_REGISTER_OP(Digamma)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, dy[0], polygamma(b, scalar_like(b, x_of(n), 1.0), x_of(n)))};
+    })
+    .doc("y = digamma(x), the derivative of ln Gamma(x)");
+
+// y = e^x - 1; dx = dy e^x
+TROUPE_REGISTER_OP(Expm1)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{mul(b, dy[0], add(b, out_of(n), 1.0))};
+    })
+    .doc("y = e^x - 1, accurate for small x");
+
+// y = 1 / x; dx = -dy y^2
+TROUPE_REGISTER_OP(Reciprocal)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{neg(b, mul(b, dy[0], square(b, out_of(n))))};
+    })
+    .doc("y = 1 / x");
+
+TROUPE_REGISTER_OP(Ceil)
+    .input("x")
+    .output("y")
+    .shape_fn(shape_fns::unchanged_floating)
+    .no_gradient()
+    .doc("y = the smallest integer >= x (zero gradient almost everywhere)");
+
 TROUPE_REGISTER_OP(Floor)
     .input("x")
     .output("y")
@@ -151,6 +312,65 @@ TROUPE_REGISTER_OP(Round)
     .doc("y = x rounded to the nearest integer, half to even (zero gradient almost everywhere)");
 
 // ---- binary ---------------------------------------------------------------------------------
+
+// z = atan2(y, x), the angle of (x, y); d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2)
+TROUPE_REGISTER_OP(Atan2)
+    .input("y")
+    .input("x")
+    .output("z")
+    .shape_fn(shape_fns::broadcast_binary)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dz) {
+      Output y = x_of(n), x = y_of(n);
+      Output scale = div(b, dz[0], add(b, square(b, x), square(b, y)));
+      return unbroadcast(b, n, mul(b, scale, x), neg(b, mul(b, scale, y)));
+    })
+    .doc("z = atan2(y, x), in (-pi, pi]");
+
+// z = (x - y)^2; dx = 2 dz (x - y), dy = -dx
+TROUPE_REGISTER_OP(SquaredDifference)
+    .input("x")
+    .input("y")
+    .output("z")
+    .shape_fn(shape_fns::broadcast_binary)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dz) {
+      Output dx = mul(b, mul(b, dz[0], sub(b, x_of(n), y_of(n))), 2.0);
+      return unbroadcast(b, n, dx, neg(b, dx));
+    })
+    .doc("z = (x - y)^2");
+
+TROUPE_REGISTER_OP(FloorDiv)
+    .input("x")
+    .input("y")
+    .output("z")
+    .shape_fn(shape_fns::broadcast_binary)
+    .no_gradient()
+    .doc("z = floor(x / y) (integers: toward negative infinity; a zero divisor is an error)");
+
+// z = x - floor(x / y) y; dx = dz, dy = -dz floor(x / y)
+TROUPE_REGISTER_OP(FloorMod)
+    .input("x")
+    .input("y")
+    .output("z")
+    .shape_fn(shape_fns::broadcast_binary)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dz) {
+      return unbroadcast(b, n, dz[0], neg(b, mul(b, dz[0], floor_div(b, x_of(n), y_of(n)))));
+    })
+    .doc(
+        "z = x - floor(x / y) * y, the sign of y's (Python's %); a zero integer divisor is an "
+        "error");
+
+// z = polygamma(a, x), the a-th derivative of digamma; dx = dz polygamma(a + 1, x). a is an
+// order, not differentiable.
+TROUPE_REGISTER_OP(Polygamma)
+    .input("a")
+    .input("x")
+    .output("z")
+    .shape_fn(shape_fns::broadcast_binary)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dz) {
+      Output dx = mul(b, dz[0], polygamma(b, add(b, x_of(n), 1.0), y_of(n)));
+      return Grads{zeros_like(b, x_of(n)), sum_to_shape_of(b, dx, y_of(n))};
+    })
+    .doc("z = polygamma(a, x) for integer orders a >= 0 (a = 0: digamma)");
 
 // z = x + y; dx = dy, dy = dy
 TROUPE_REGISTER_OP(Add)
@@ -608,6 +828,29 @@ Output cos(GraphBuilder& b, Output x) { return b.add("Cos", {x}); }
 Output sin(GraphBuilder& b, Output x) { return b.add("Sin", {x}); }
 Output floor(GraphBuilder& b, Output x) { return b.add("Floor", {x}); }
 Output round(GraphBuilder& b, Output x) { return b.add("Round", {x}); }
+Output tan(GraphBuilder& b, Output x) { return b.add("Tan", {x}); }
+Output asin(GraphBuilder& b, Output x) { return b.add("Asin", {x}); }
+Output acos(GraphBuilder& b, Output x) { return b.add("Acos", {x}); }
+Output atan(GraphBuilder& b, Output x) { return b.add("Atan", {x}); }
+Output sinh(GraphBuilder& b, Output x) { return b.add("Sinh", {x}); }
+Output cosh(GraphBuilder& b, Output x) { return b.add("Cosh", {x}); }
+Output asinh(GraphBuilder& b, Output x) { return b.add("Asinh", {x}); }
+Output acosh(GraphBuilder& b, Output x) { return b.add("Acosh", {x}); }
+Output atanh(GraphBuilder& b, Output x) { return b.add("Atanh", {x}); }
+Output erf(GraphBuilder& b, Output x) { return b.add("Erf", {x}); }
+Output erfc(GraphBuilder& b, Output x) { return b.add("Erfc", {x}); }
+Output lgamma(GraphBuilder& b, Output x) { return b.add("Lgamma", {x}); }
+Output digamma(GraphBuilder& b, Output x) { return b.add("Digamma", {x}); }
+Output expm1(GraphBuilder& b, Output x) { return b.add("Expm1", {x}); }
+Output reciprocal(GraphBuilder& b, Output x) { return b.add("Reciprocal", {x}); }
+Output ceil(GraphBuilder& b, Output x) { return b.add("Ceil", {x}); }
+Output atan2(GraphBuilder& b, Output y, Output x) { return b.add("Atan2", {y, x}); }
+Output squared_difference(GraphBuilder& b, Output x, Output y) {
+  return b.add("SquaredDifference", {x, y});
+}
+Output floor_div(GraphBuilder& b, Output x, Output y) { return b.add("FloorDiv", {x, y}); }
+Output floor_mod(GraphBuilder& b, Output x, Output y) { return b.add("FloorMod", {x, y}); }
+Output polygamma(GraphBuilder& b, Output a, Output x) { return b.add("Polygamma", {a, x}); }
 
 Output add(GraphBuilder& b, Output x, Output y) { return b.add("Add", {x, y}); }
 Output sub(GraphBuilder& b, Output x, Output y) { return b.add("Sub", {x, y}); }

@@ -31,6 +31,26 @@ Output sin(GraphBuilder& b, Output x);
 Output floor(GraphBuilder& b, Output x);
 // Rounds half to even, as TF and numpy do.
 Output round(GraphBuilder& b, Output x);
+Output ceil(GraphBuilder& b, Output x);
+// tf.math's trigonometric and hyperbolic functions and their inverses (radians).
+Output tan(GraphBuilder& b, Output x);
+Output asin(GraphBuilder& b, Output x);
+Output acos(GraphBuilder& b, Output x);
+Output atan(GraphBuilder& b, Output x);
+Output sinh(GraphBuilder& b, Output x);
+Output cosh(GraphBuilder& b, Output x);
+Output asinh(GraphBuilder& b, Output x);
+Output acosh(GraphBuilder& b, Output x);
+Output atanh(GraphBuilder& b, Output x);
+// The error function, its complement, ln |Gamma|, its derivative (digamma), e^x - 1, 1 / x.
+Output erf(GraphBuilder& b, Output x);
+Output erfc(GraphBuilder& b, Output x);
+Output lgamma(GraphBuilder& b, Output x);
+Output digamma(GraphBuilder& b, Output x);
+Output expm1(GraphBuilder& b, Output x);
+Output reciprocal(GraphBuilder& b, Output x);
+// The a-th derivative of digamma (a: whole numbers as floats, not differentiated).
+Output polygamma(GraphBuilder& b, Output a, Output x);
 
 // z = f(x, y), elementwise with broadcasting; x and y share a dtype.
 Output add(GraphBuilder& b, Output x, Output y);
@@ -41,6 +61,13 @@ Output div(GraphBuilder& b, Output x, Output y);
 Output pow(GraphBuilder& b, Output x, Output y);
 Output maximum(GraphBuilder& b, Output x, Output y);
 Output minimum(GraphBuilder& b, Output x, Output y);
+// The angle of the point (x, y), in (-pi, pi]: note y first, as tf.math.atan2.
+Output atan2(GraphBuilder& b, Output y, Output x);
+Output squared_difference(GraphBuilder& b, Output x, Output y);  // (x - y)^2
+// Division rounded toward negative infinity, and its remainder (with the divisor's sign, as
+// Python's // and %); integer divisors of zero are an error.
+Output floor_div(GraphBuilder& b, Output x, Output y);
+Output floor_mod(GraphBuilder& b, Output x, Output y);
 // With a scalar of x's dtype as the second operand.
 Output add(GraphBuilder& b, Output x, double y);
 Output sub(GraphBuilder& b, Output x, double y);

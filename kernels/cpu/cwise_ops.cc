@@ -1,5 +1,7 @@
 // Elementwise CPU kernels: unary math and activations, broadcasting binary arithmetic,
 // comparisons, logic, select, cast. Eigen array expressions vectorise each contiguous run.
+#include <unsupported/Eigen/SpecialFunctions>
+
 #include <cmath>
 #include <limits>
 
@@ -52,6 +54,22 @@ constexpr auto kLog1p = [](const auto& x, const KernelContext&) { return x.log1p
 constexpr auto kCos = [](const auto& x, const KernelContext&) { return x.cos(); };
 constexpr auto kSin = [](const auto& x, const KernelContext&) { return x.sin(); };
 constexpr auto kFloor = [](const auto& x, const KernelContext&) { return x.floor(); };
+constexpr auto kCeil = [](const auto& x, const KernelContext&) { return x.ceil(); };
+constexpr auto kTan = [](const auto& x, const KernelContext&) { return x.tan(); };
+constexpr auto kAsin = [](const auto& x, const KernelContext&) { return x.asin(); };
+constexpr auto kAcos = [](const auto& x, const KernelContext&) { return x.acos(); };
+constexpr auto kAtan = [](const auto& x, const KernelContext&) { return x.atan(); };
+constexpr auto kSinh = [](const auto& x, const KernelContext&) { return x.sinh(); };
+constexpr auto kCosh = [](const auto& x, const KernelContext&) { return x.cosh(); };
+constexpr auto kAsinh = [](const auto& x, const KernelContext&) { return x.asinh(); };
+constexpr auto kAcosh = [](const auto& x, const KernelContext&) { return x.acosh(); };
+constexpr auto kAtanh = [](const auto& x, const KernelContext&) { return x.atanh(); };
+constexpr auto kErf = [](const auto& x, const KernelContext&) { return x.erf(); };
+constexpr auto kErfc = [](const auto& x, const KernelContext&) { return x.erfc(); };
+constexpr auto kLgamma = [](const auto& x, const KernelContext&) { return x.lgamma(); };
+constexpr auto kDigamma = [](const auto& x, const KernelContext&) { return x.digamma(); };
+constexpr auto kExpm1 = [](const auto& x, const KernelContext&) { return x.expm1(); };
+constexpr auto kReciprocal = [](const auto& x, const KernelContext&) { return x.inverse(); };
 constexpr auto kRound = [](const auto& x, const KernelContext&) { return x.rint(); };
 constexpr auto kRelu = [](const auto& x, const KernelContext&) {
   using T = typename std::decay_t<decltype(x)>::Scalar;
@@ -196,6 +214,35 @@ constexpr auto kMin = [](const auto& x, const auto& y) { return x.min(y); };
 constexpr auto kPow = [](const auto& x, const auto& y) {
   return x.binaryExpr(y, [](auto p, auto q) { return std::pow(p, q); });
 };
+constexpr auto kAtan2 = [](const auto& y, const auto& x) {
+  return y.binaryExpr(x, [](auto p, auto q) { return std::atan2(p, q); });
+};
+constexpr auto kSquaredDifference = [](const auto& x, const auto& y) { return (x - y).square(); };
+constexpr auto kPolygamma = [](const auto& a, const auto& x) {
+  return a.binaryExpr(x, [](auto n, auto v) { return Eigen::numext::polygamma(n, v); });
+};
+// Python's // and %: the quotient rounded down, the remainder with the divisor's sign.
+constexpr auto kFloorDiv = [](const auto& x, const auto& y) {
+  return x.binaryExpr(y, [](auto p, auto q) {
+    if constexpr (std::is_integral_v<decltype(p)>) {
+      const auto t = p / q;
+      return (p % q != 0 && ((p < 0) != (q < 0))) ? t - 1 : t;
+    } else {
+      return std::floor(p / q);
+    }
+  });
+};
+constexpr auto kFloorMod = [](const auto& x, const auto& y) {
+  return x.binaryExpr(y, [](auto p, auto q) {
+    if constexpr (std::is_integral_v<decltype(p)>) {
+      const auto r = p % q;
+      return (r != 0 && ((r < 0) != (q < 0))) ? r + q : r;
+    } else {
+      const auto r = std::fmod(p, q);
+      return (r != 0 && ((r < 0) != (q < 0))) ? r + q : r;
+    }
+  });
+};
 constexpr auto kEqual = [](const auto& x, const auto& y) { return x == y; };
 constexpr auto kNotEqual = [](const auto& x, const auto& y) { return x != y; };
 constexpr auto kLess = [](const auto& x, const auto& y) { return x < y; };
@@ -206,16 +253,19 @@ constexpr auto kAnd = [](const auto& x, const auto& y) { return x && y; };
 constexpr auto kOr = [](const auto& x, const auto& y) { return x || y; };
 
 // Integer division truncates like C++ and TF; a zero divisor is an error, not a crash.
-template <class T>
-struct IntDivKernel {
-  static Status compute(KernelContext& ctx) {
-    const Tensor& d = ctx.input(1);
-    const T* p = d.data<T>();
-    for (int64_t i = 0; i < d.num_elements(); ++i) {
-      if (p[i] == 0) return runtime::invalid_argument("integer division by zero");
+template <const auto& F>
+struct IntDiv {
+  template <class T>
+  struct Kernel {
+    static Status compute(KernelContext& ctx) {
+      const Tensor& d = ctx.input(1);
+      const T* p = d.data<T>();
+      for (int64_t i = 0; i < d.num_elements(); ++i) {
+        if (p[i] == 0) return runtime::invalid_argument("integer division by zero");
+      }
+      return binary<T, T, F>(ctx);
     }
-    return binary<T, T, kDiv>(ctx);
-  }
+  };
 };
 
 template <class T>
@@ -306,6 +356,22 @@ TROUPE_REGISTER_KERNELS(cwise_cpu) {
   registry.add_typed<Unary<kCos>::Kernel, float, double>("Cos", kCpu);
   registry.add_typed<Unary<kSin>::Kernel, float, double>("Sin", kCpu);
   registry.add_typed<Unary<kFloor>::Kernel, float, double>("Floor", kCpu);
+  registry.add_typed<Unary<kCeil>::Kernel, float, double>("Ceil", kCpu);
+  registry.add_typed<Unary<kTan>::Kernel, float, double>("Tan", kCpu);
+  registry.add_typed<Unary<kAsin>::Kernel, float, double>("Asin", kCpu);
+  registry.add_typed<Unary<kAcos>::Kernel, float, double>("Acos", kCpu);
+  registry.add_typed<Unary<kAtan>::Kernel, float, double>("Atan", kCpu);
+  registry.add_typed<Unary<kSinh>::Kernel, float, double>("Sinh", kCpu);
+  registry.add_typed<Unary<kCosh>::Kernel, float, double>("Cosh", kCpu);
+  registry.add_typed<Unary<kAsinh>::Kernel, float, double>("Asinh", kCpu);
+  registry.add_typed<Unary<kAcosh>::Kernel, float, double>("Acosh", kCpu);
+  registry.add_typed<Unary<kAtanh>::Kernel, float, double>("Atanh", kCpu);
+  registry.add_typed<Unary<kErf>::Kernel, float, double>("Erf", kCpu);
+  registry.add_typed<Unary<kErfc>::Kernel, float, double>("Erfc", kCpu);
+  registry.add_typed<Unary<kLgamma>::Kernel, float, double>("Lgamma", kCpu);
+  registry.add_typed<Unary<kDigamma>::Kernel, float, double>("Digamma", kCpu);
+  registry.add_typed<Unary<kExpm1>::Kernel, float, double>("Expm1", kCpu);
+  registry.add_typed<Unary<kReciprocal>::Kernel, float, double>("Reciprocal", kCpu);
   registry.add_typed<Unary<kRound>::Kernel, float, double>("Round", kCpu);
   registry.add_typed<Unary<kRelu>::Kernel, float, double, int32_t, int64_t>("Relu", kCpu);
   registry.add_typed<Unary<kRelu6>::Kernel, float, double, int32_t, int64_t>("Relu6", kCpu);
@@ -325,7 +391,15 @@ TROUPE_REGISTER_KERNELS(cwise_cpu) {
   registry.add_typed<Binary<kSub>::Kernel, float, double, int32_t, int64_t>("Sub", kCpu);
   registry.add_typed<Binary<kMul>::Kernel, float, double, int32_t, int64_t>("Mul", kCpu);
   registry.add_typed<Binary<kDiv>::Kernel, float, double>("Div", kCpu);
-  registry.add_typed<IntDivKernel, int32_t, int64_t>("Div", kCpu);
+  registry.add_typed<IntDiv<kDiv>::Kernel, int32_t, int64_t>("Div", kCpu);
+  registry.add_typed<Binary<kFloorDiv>::Kernel, float, double>("FloorDiv", kCpu);
+  registry.add_typed<IntDiv<kFloorDiv>::Kernel, int32_t, int64_t>("FloorDiv", kCpu);
+  registry.add_typed<Binary<kFloorMod>::Kernel, float, double>("FloorMod", kCpu);
+  registry.add_typed<IntDiv<kFloorMod>::Kernel, int32_t, int64_t>("FloorMod", kCpu);
+  registry.add_typed<Binary<kAtan2>::Kernel, float, double>("Atan2", kCpu);
+  registry.add_typed<Binary<kSquaredDifference>::Kernel, float, double, int32_t, int64_t>(
+      "SquaredDifference", kCpu);
+  registry.add_typed<Binary<kPolygamma>::Kernel, float, double>("Polygamma", kCpu);
   registry.add_typed<Binary<kPow>::Kernel, float, double>("Pow", kCpu);
   registry.add_typed<Binary<kMax>::Kernel, float, double, int32_t, int64_t>("Maximum", kCpu);
   registry.add_typed<Binary<kMin>::Kernel, float, double, int32_t, int64_t>("Minimum", kCpu);

@@ -27,9 +27,19 @@ struct UnaryCase {
   std::function<Output(GraphBuilder&, Output)> op;
   std::function<double(double)> ref;
   double lo = -3, hi = 3;
+  double dtol = 1e-12, ftol = 2e-6;  // float64's and float32's
 };
 
 double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+
+// digamma by its recurrence up to x >= 10, then its asymptotic series (error below 1e-15).
+double digamma_ref(double x) {
+  double shift = 0;
+  for (; x < 10; x += 1) shift -= 1 / x;
+  const double r = 1 / (x * x);
+  return shift + std::log(x) - 0.5 / x -
+         r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r / 132))));
+}
 
 std::vector<UnaryCase> unary_cases() {
   return {
@@ -59,6 +69,22 @@ std::vector<UnaryCase> unary_cases() {
       {"tanh", ops::tanh, [](double x) { return std::tanh(x); }},
       {"softplus", ops::softplus, [](double x) { return std::log1p(std::exp(x)); }, -20, 20},
       {"softsign", ops::softsign, [](double x) { return x / (1 + std::abs(x)); }},
+      {"ceil", ops::ceil, [](double x) { return std::ceil(x); }},
+      {"tan", ops::tan, [](double x) { return std::tan(x); }, -1.2, 1.2},
+      {"asin", ops::asin, [](double x) { return std::asin(x); }, -0.99, 0.99},
+      {"acos", ops::acos, [](double x) { return std::acos(x); }, -0.99, 0.99},
+      {"atan", ops::atan, [](double x) { return std::atan(x); }},
+      {"sinh", ops::sinh, [](double x) { return std::sinh(x); }},
+      {"cosh", ops::cosh, [](double x) { return std::cosh(x); }},
+      {"asinh", ops::asinh, [](double x) { return std::asinh(x); }},
+      {"acosh", ops::acosh, [](double x) { return std::acosh(x); }, 1, 5},
+      {"atanh", ops::atanh, [](double x) { return std::atanh(x); }, -0.99, 0.99},
+      {"erf", ops::erf, [](double x) { return std::erf(x); }},
+      {"erfc", ops::erfc, [](double x) { return std::erfc(x); }},
+      {"lgamma", ops::lgamma, [](double x) { return std::lgamma(x); }, 0.1, 8, 1e-12, 1e-5},
+      {"digamma", ops::digamma, digamma_ref, 0.1, 8, 1e-12, 1e-5},
+      {"expm1", ops::expm1, [](double x) { return std::expm1(x); }},
+      {"reciprocal", ops::reciprocal, [](double x) { return 1 / x; }, 0.2, 5},
   };
 }
 
@@ -133,6 +159,12 @@ std::vector<BinaryCase> binary_cases() {
       {"greater_equal", ops::greater_equal, [](double x, double y) { return double(x >= y); }},
       {"equal", ops::equal, [](double x, double y) { return double(x == y); }},
       {"not_equal", ops::not_equal, [](double x, double y) { return double(x != y); }},
+      {"atan2", ops::atan2, [](double y, double x) { return std::atan2(y, x); }},
+      {"squared_difference", ops::squared_difference,
+       [](double x, double y) { return (x - y) * (x - y); }},
+      {"floor_div", ops::floor_div, [](double x, double y) { return std::floor(x / y); }, 0.5, 3},
+      {"floor_mod", ops::floor_mod, [](double x, double y) { return x - std::floor(x / y) * y; },
+       0.5, 3},
   };
 }
 
@@ -160,8 +192,8 @@ void check_binary(const BinaryCase& c, double tol, bool round_inputs = false) {
 
 TEST_CASE("unary ops match double-precision references (float64 and float32)") {
   for (const UnaryCase& c : unary_cases()) {
-    check_unary<double>(c, 1e-12);
-    check_unary<float>(c, 2e-6);
+    check_unary<double>(c, c.dtol);
+    check_unary<float>(c, c.ftol);
   }
 }
 
@@ -188,13 +220,32 @@ TEST_CASE("binary ops broadcast like numpy (float64, float32, int32)") {
   }
   for (const BinaryCase& c : binary_cases()) {
     std::string n = c.name;
-    if (n == "pow" || n == "div") continue;
+    // Float only, or with divisors: their integer forms are checked on their own below.
+    if (n == "pow" || n == "div" || n == "atan2" || n == "floor_div" || n == "floor_mod") continue;
     BinaryCase ints = c;
     ints.lo = -5;
     ints.hi = 5;
     check_binary<int32_t>(ints, 0);
     check_binary<int64_t>(ints, 0);
   }
+}
+
+TEST_CASE("floor_div and floor_mod round toward negative infinity, as Python's // and %") {
+  OpTest t;
+  Output x = t.feed(Tensor::from_vector<int32_t>(Shape{6}, {7, -7, 7, -7, 6, 0}));
+  Output y = t.feed(Tensor::from_vector<int32_t>(Shape{6}, {2, 2, -2, -2, 3, 5}));
+  CHECK(t.eval(ops::floor_div(t.b, x, y)).to_vector<int32_t>() ==
+        std::vector<int32_t>{3, -4, -4, 3, 2, 0});
+  CHECK(t.eval(ops::floor_mod(t.b, x, y)).to_vector<int32_t>() ==
+        std::vector<int32_t>{1, 1, -1, -1, 0, 0});
+  Output fx = t.feed(Tensor::from_vector<double>(Shape{2}, {-7.5, 7.5}));
+  Output fy = t.feed(Tensor::from_vector<double>(Shape{2}, {2, -2}));
+  CHECK(t.eval(ops::floor_mod(t.b, fx, fy)).to_vector<double>() == std::vector<double>{0.5, -0.5});
+  OpTest zero;
+  auto by_zero = zero.run({ops::floor_mod(zero.b, zero.feed(Tensor::scalar<int32_t>(3)),
+                                          zero.feed(Tensor::scalar<int32_t>(0)))});
+  REQUIRE_FALSE(by_zero.ok());
+  CHECK(by_zero.status().message().find("integer division by zero") != std::string::npos);
 }
 
 TEST_CASE("stable sigmoid and softplus at the extremes") {
