@@ -791,6 +791,137 @@ TROUPE_REGISTER_OP(Size)
     .no_gradient()
     .doc("n = the number of elements of x, as an int64 scalar");
 
+TROUPE_REGISTER_OP(Shape)
+    .input("x")
+    .output("shape")
+    .shape_fn([](InferenceContext& c) {
+      const Shape& s = c.input_shape(0);
+      c.set_output(0, DType::kInt64, s.rank_known() ? Shape{s.rank()} : Shape{-1});
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc("shape = the dimensions of x at run time, as an int64 vector (tf.shape)");
+
+TROUPE_REGISTER_OP(Rank)
+    .input("x")
+    .output("rank")
+    .shape_fn([](InferenceContext& c) {
+      c.set_output(0, DType::kInt64, Shape{});
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc("rank = the number of dimensions of x, as an int64 scalar (tf.rank)");
+
+// y = x with the order of `axes` reversed; dx = dy reversed the same way.
+TROUPE_REGISTER_OP(ReverseV2)
+    .input("x")
+    .output("y")
+    .attr("axes", std::vector<int64_t>{})
+    .shape_fn([](InferenceContext& c) -> Status {
+      const Shape& s = c.input_shape(0);
+      for (int64_t a : c.attr<std::vector<int64_t>>("axes")) {
+        int axis;
+        if (s.rank_known() && !s.canonical_axis(a, &axis)) {
+          return c.error("axis ", a, " out of range for ", s);
+        }
+      }
+      c.set_output(0, c.input_dtype(0), s);
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{reverse(b, dy[0], n.attr<std::vector<int64_t>>("axes"))};
+    })
+    .doc("y = x with each of `axes` in reverse order (tf.reverse)");
+
+namespace {
+
+// GatherNd's result: indices' leading dims, then params' dims past the index depth.
+Status gather_nd_shape(InferenceContext& c, const Shape& params, const Shape& indices, DType dt) {
+  const DType it = c.input_dtype(1);
+  if (it != DType::kInt32 && it != DType::kInt64) {
+    return c.error("indices must be int32 or int64, got ", runtime::dtype_name(it));
+  }
+  if (!params.rank_known() || !indices.rank_known() || indices.dim(indices.rank() - 1) < 0) {
+    c.set_output(0, dt, Shape::unknown());
+    return runtime::ok_status();
+  }
+  if (indices.rank() < 1) return c.error("indices need a last dimension, got ", indices);
+  const int64_t depth = indices.dim(indices.rank() - 1);
+  if (depth > params.rank()) {
+    return c.error("indices of depth ", depth, " index more dimensions than ", params, " has");
+  }
+  std::vector<int64_t> dims(indices.dims().begin(), indices.dims().end() - 1);
+  dims.insert(dims.end(), params.dims().begin() + depth, params.dims().end());
+  c.set_output(0, dt, Shape(dims));
+  return runtime::ok_status();
+}
+
+}  // namespace
+
+// y[i...] = params[indices[i..., :]]; dparams scatters dy back (summed where indices repeat).
+TROUPE_REGISTER_OP(GatherNd)
+    .input("params")
+    .input("indices")
+    .output("y")
+    .kernel_dtype_from_input(0)
+    .shape_fn([](InferenceContext& c) {
+      return gather_nd_shape(c, c.input_shape(0), c.input_shape(1), c.input_dtype(0));
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{b.add("GatherNdGrad", {n.inputs[0], n.inputs[1], dy[0]}), Output{}};
+    })
+    .doc(
+        "y = slices of params at the index tuples in indices' last dimension (tf.gather_nd); an "
+        "index out of range is an error");
+
+TROUPE_REGISTER_OP(GatherNdGrad)
+    .input("params")
+    .input("indices")
+    .input("dy")
+    .output("dparams")
+    .kernel_dtype_from_input(2)
+    .shape_fn([](InferenceContext& c) {
+      c.set_output(0, c.input_dtype(2), c.input_shape(0));
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc("dparams = dy scattered into params' shape at indices (params read for its shape)");
+
+// y = zeros of `shape` with updates added at indices; dupdates = dy gathered at indices.
+TROUPE_REGISTER_OP(ScatterNd)
+    .input("indices")
+    .input("updates")
+    .output("y")
+    .attr("shape", std::vector<int64_t>{})
+    .kernel_dtype_from_input(1)
+    .shape_fn([](InferenceContext& c) -> Status {
+      const DType it = c.input_dtype(0);
+      if (it != DType::kInt32 && it != DType::kInt64) {
+        return c.error("indices must be int32 or int64, got ", runtime::dtype_name(it));
+      }
+      const Shape out(c.attr<std::vector<int64_t>>("shape"));
+      const Shape& i = c.input_shape(0);
+      const Shape& u = c.input_shape(1);
+      if (i.rank_known() && u.rank_known() && i.rank() >= 1 && i.dim(i.rank() - 1) >= 0) {
+        const int64_t depth = i.dim(i.rank() - 1);
+        std::vector<int64_t> want(i.dims().begin(), i.dims().end() - 1);
+        if (depth > out.rank()) return c.error("indices of depth ", depth, " for ", out);
+        want.insert(want.end(), out.dims().begin() + depth, out.dims().end());
+        if (!Shape(want).compatible_with(u)) {
+          return c.error("updates ", u, " do not fit indices ", i, " into ", out, ": expected ",
+                         Shape(want));
+        }
+      }
+      c.set_output(0, c.input_dtype(1), out);
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{Output{}, gather_nd(b, dy[0], n.inputs[0])};
+    })
+    .doc(
+        "y = a tensor of `shape`, zero but where updates are added at indices (tf.scatter_nd; "
+        "repeated indices sum); an index out of range is an error");
+
 TROUPE_REGISTER_OP(NoOp)
     .shape_fn(shape_fns::no_outputs)
     .no_gradient()
@@ -984,6 +1115,17 @@ std::vector<Output> unstack(GraphBuilder& b, Output x, int64_t axis) {
 }
 
 Output size(GraphBuilder& b, Output x) { return b.add("Size", {x}); }
+Output shape(GraphBuilder& b, Output x) { return b.add("Shape", {x}); }
+Output rank(GraphBuilder& b, Output x) { return b.add("Rank", {x}); }
+Output reverse(GraphBuilder& b, Output x, const std::vector<int64_t>& axes) {
+  return b.add("ReverseV2", {x}, {{"axes", axes}});
+}
+Output gather_nd(GraphBuilder& b, Output params, Output indices) {
+  return b.add("GatherNd", {params, indices});
+}
+Output scatter_nd(GraphBuilder& b, Output indices, Output updates, const Shape& shape) {
+  return b.add("ScatterNd", {indices, updates}, {{"shape", shape.dims()}});
+}
 int no_op(GraphBuilder& b, const std::vector<int>& deps, const std::string& name) {
   auto scope = b.control_dependencies(deps);
   std::vector<runtime::Output> outs = b.add_node("NoOp", {}, {}, name);

@@ -100,6 +100,16 @@ Output stack(GraphBuilder& b, const std::vector<Output>& values, int64_t axis = 
 std::vector<Output> unstack(GraphBuilder& b, Output x, int64_t axis = 0);
 // The element count of x, as a scalar int64.
 Output size(GraphBuilder& b, Output x);
+// x's dimensions at run time (an int64 vector) and its number of dimensions (an int64 scalar).
+Output shape(GraphBuilder& b, Output x);
+Output rank(GraphBuilder& b, Output x);
+// x with each of `axes` in reverse order (tf.reverse).
+Output reverse(GraphBuilder& b, Output x, const std::vector<int64_t>& axes);
+// tf.gather_nd: indices' last dimension holds index tuples into params' first dimensions;
+// y[i...] = params[indices[i..., :]]. Its gradient scatters (repeats summed).
+Output gather_nd(GraphBuilder& b, Output params, Output indices);
+// tf.scatter_nd: a tensor of `shape`, zeros but where each update is added at its index tuple.
+Output scatter_nd(GraphBuilder& b, Output indices, Output updates, const Shape& shape);
 // A node that does nothing but wait for `deps`; returns its node id (a run target).
 int no_op(GraphBuilder& b, const std::vector<int>& deps, const std::string& name = "");
 

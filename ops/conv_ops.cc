@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ops/array_ops.h"
 #include "ops/op_def_names.h"
 #include "ops/shape_fns.h"
 
@@ -167,10 +168,16 @@ TROUPE_REGISTER_OP(Conv2DBackpropInput)
     .attrs(kConvDefaults)
     .kernel_dtype_from_input(2)
     .shape_fn([](InferenceContext& c) { return like_input(c, 0, 2); })
-    .no_gradient()
+    // As conv2d_transpose's forward op: for g = dL/d(dinput), d(dy) = conv2d(g, filter) (the
+    // adjoint of the adjoint), d(filter) = Conv2DBackpropFilter(g, filter, dy).
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& g) {
+      Output d_dy = b.add("Conv2D", {g[0], n.inputs[1]}, n.attrs);
+      Output d_filter = b.add("Conv2DBackpropFilter", {g[0], n.inputs[1], n.inputs[2]}, n.attrs);
+      return Grads{Output{}, d_filter, d_dy};
+    })
     .doc(
         "dinput = the gradient of Conv2D with respect to its input (input is read for its "
-        "shape only; second derivatives are not supported)");
+        "shape only), and the transposed convolution conv2d_transpose builds on it");
 
 TROUPE_REGISTER_OP(Conv2DBackpropFilter)
     .input("input")
@@ -229,6 +236,17 @@ TROUPE_REGISTER_OP(AvgPoolGrad)
     .shape_fn([](InferenceContext& c) { return like_input(c, 0, 1); })
     .no_gradient()
     .doc("dinput = dy spread evenly over each window (second derivatives are not supported)");
+
+Output conv2d_transpose(GraphBuilder& b, Output value, Output filter, const Shape& output_shape,
+                        std::array<int64_t, 2> strides, const std::string& padding,
+                        const std::string& name) {
+  auto scope = b.name_scope(name.empty() ? "conv2d_transpose" : name);
+  Output shaped = zeros(b, output_shape, b.dtype(value), "output_shape");
+  return b.add("Conv2DBackpropInput", {shaped, filter, value},
+               {{"strides", std::vector<int64_t>{1, strides[0], strides[1], 1}},
+                {"dilations", std::vector<int64_t>{1, 1, 1, 1}},
+                {"padding", padding}});
+}
 
 Output conv2d(GraphBuilder& b, Output input, Output filter, std::array<int64_t, 2> strides,
               const std::string& padding, std::array<int64_t, 2> dilations,

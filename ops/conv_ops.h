@@ -33,6 +33,12 @@ runtime::Status conv_geometry_for(const runtime::Node& node, const runtime::Shap
 Output conv2d(GraphBuilder& b, Output input, Output filter, std::array<int64_t, 2> strides,
               const std::string& padding, std::array<int64_t, 2> dilations = {1, 1},
               const std::string& name = "");
+// tf.nn.conv2d_transpose (a "deconvolution"): the transpose of conv2d, which maps `value`
+// [batch, h, w, in_c] to `output_shape` [batch, H, W, out_c] such that conv2d of the output
+// with the same filter [kh, kw, out_c, in_c], strides and padding has value's shape.
+Output conv2d_transpose(GraphBuilder& b, Output value, Output filter, const Shape& output_shape,
+                        std::array<int64_t, 2> strides, const std::string& padding,
+                        const std::string& name = "");
 Output max_pool(GraphBuilder& b, Output input, std::array<int64_t, 2> ksize,
                 std::array<int64_t, 2> strides, const std::string& padding,
                 const std::string& name = "");

@@ -784,6 +784,30 @@ TROUPE_REGISTER_OP(Cumsum)
     })
     .doc("y = the running sum of x along `axis` (tf.math.cumsum)");
 
+// y = the running product; dx = cumsum(y dy, the other way) / x (x nonzero, as TF's).
+TROUPE_REGISTER_OP(Cumprod)
+    .input("x")
+    .output("y")
+    .attr("axis", int64_t{0})
+    .attr("exclusive", false)
+    .attr("reverse", false)
+    .shape_fn([](InferenceContext& c) -> Status {
+      TROUPE_RETURN_IF_ERROR(shape_fns::unchanged_numeric(c));
+      const Shape& s = c.input_shape(0);
+      const int64_t axis = c.attr<int64_t>("axis");
+      if (s.rank_known() && (axis < -s.rank() || axis >= s.rank())) {
+        return c.error("axis ", axis, " out of range for ", s);
+      }
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      const int64_t axis = n.attr<int64_t>("axis");
+      const bool exclusive = n.attr<bool>("exclusive"), reverse = n.attr<bool>("reverse");
+      Output sums = cumsum(b, mul(b, out_of(n), dy[0]), axis, exclusive, !reverse);
+      return Grads{div(b, sums, x_of(n))};
+    })
+    .doc("y = the running product of x along `axis` (tf.math.cumprod)");
+
 TROUPE_REGISTER_OP(ArgMax)
     .input("x")
     .output("index")
@@ -911,6 +935,9 @@ Output reduce_logsumexp(GraphBuilder& b, Output x, const std::vector<int64_t>& a
   std::vector<int64_t> all = axes;
   for (int i = 0; all.empty() && i < b.shape(x).rank(); ++i) all.push_back(i);
   return squeeze(b, y, all);
+}
+Output cumprod(GraphBuilder& b, Output x, int64_t axis, bool exclusive, bool reverse) {
+  return b.add("Cumprod", {x}, {{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}});
 }
 Output cumsum(GraphBuilder& b, Output x, int64_t axis, bool exclusive, bool reverse) {
   return b.add("Cumsum", {x}, {{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}});

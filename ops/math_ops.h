@@ -113,6 +113,9 @@ Output clip_by_value(GraphBuilder& b, Output x, double lo, double hi);
 // own sum, `reverse` sums from the end.
 Output cumsum(GraphBuilder& b, Output x, int64_t axis = 0, bool exclusive = false,
               bool reverse = false);
+// tf.math.cumprod: the running product, likewise (its gradient divides by x: x nonzero).
+Output cumprod(GraphBuilder& b, Output x, int64_t axis = 0, bool exclusive = false,
+               bool reverse = false);
 
 // Index of the largest (smallest) value along `axis`, as `out` (int32 or int64).
 Output argmax(GraphBuilder& b, Output x, int64_t axis, DType out = DType::kInt64);

@@ -212,6 +212,79 @@ TROUPE_REGISTER_OP(_FusedMatMul)
     .no_gradient()
     .doc("y = activation(op(a) · op(b) + bias); a plan-time fusion, not differentiated");
 
+namespace {
+
+// [..., n] -> [..., k], for TopKV2's outputs.
+Status top_k_shape(InferenceContext& c) {
+  TROUPE_RETURN_IF_ERROR(c.expect_floating(0));
+  const int64_t k = c.attr<int64_t>("k");
+  if (k < 0) return c.error("k must be >= 0, got ", k);
+  Shape s = c.input_shape(0);
+  if (s.rank_known()) {
+    if (s.rank() < 1) return c.error("needs rank >= 1, got a scalar");
+    const int64_t n = s.dim(s.rank() - 1);
+    if (n >= 0 && k > n) return c.error("k ", k, " is more than the last dimension of ", s);
+    std::vector<int64_t> dims = s.dims();
+    dims.back() = k;
+    s = Shape(dims);
+  }
+  c.set_output(0, c.input_dtype(0), s);
+  c.set_output(1, DType::kInt32, s);
+  return runtime::ok_status();
+}
+
+}  // namespace
+
+// values, indices = the k largest entries of each last-dimension row, largest first (ties: the
+// lower index first); dx = dvalues routed to where each came from.
+TROUPE_REGISTER_OP(TopKV2)
+    .input("x")
+    .output("values")
+    .output("indices")
+    .attr("k", int64_t{1})
+    .shape_fn(top_k_shape)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      return Grads{b.add("TopKGrad", {x_of(n), out_of(n, 1), dy[0]})};
+    })
+    .doc("values, indices = the k largest of each row of x's last dimension (tf.math.top_k)");
+
+TROUPE_REGISTER_OP(TopKGrad)
+    .input("x")
+    .input("indices")
+    .input("dvalues")
+    .output("dx")
+    .kernel_dtype_from_input(2)
+    .shape_fn([](InferenceContext& c) {
+      c.set_output(0, c.input_dtype(2), c.input_shape(0));
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc("dx = dvalues put back where TopKV2 took each value (x read for its shape)");
+
+TROUPE_REGISTER_OP(InTopK)
+    .input("predictions")
+    .input("targets")
+    .output("in_top_k")
+    .attr("k", int64_t{1})
+    .kernel_dtype_from_input(0)
+    .shape_fn([](InferenceContext& c) -> Status {
+      TROUPE_RETURN_IF_ERROR(c.expect_floating(0));
+      TROUPE_RETURN_IF_ERROR(c.expect_rank(0, 2));
+      TROUPE_RETURN_IF_ERROR(c.expect_rank(1, 1));
+      const DType t = c.input_dtype(1);
+      if (t != DType::kInt32 && t != DType::kInt64) {
+        return c.error("targets must be int32 or int64, got ", runtime::dtype_name(t));
+      }
+      c.set_output(0, DType::kBool,
+                   Shape{c.input_shape(0).rank_known() ? c.input_shape(0).dim(0) : int64_t{-1}});
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc(
+        "in_top_k = whether each row's target class is among its k largest predictions "
+        "(tf.math.in_top_k; ties count as in, a non-finite prediction or a target out of range "
+        "as out)");
+
 // y = e^x / sum e^x along the last dim; dx = (dy - sum(dy y)) y
 TROUPE_REGISTER_OP(Softmax)
     .input("logits")
@@ -348,6 +421,16 @@ Output l2_normalize(GraphBuilder& b, Output x, const std::vector<int64_t>& axes,
   auto scope = b.name_scope("l2_normalize");
   Output sum = reduce_sum(b, square(b, x), axes, /*keep_dims=*/true);
   return mul(b, x, rsqrt(b, maximum(b, sum, scalar_like(b, sum, epsilon))));
+}
+
+TopK top_k(GraphBuilder& b, Output x, int64_t k) {
+  std::vector<Output> out = b.add_node("TopKV2", {x}, {{"k", k}});
+  if (out.size() != 2) return {};  // the builder holds the error
+  return {out[0], out[1]};
+}
+
+Output in_top_k(GraphBuilder& b, Output predictions, Output targets, int64_t k) {
+  return b.add("InTopK", {predictions, targets}, {{"k", k}});
 }
 
 Moments moments(GraphBuilder& b, Output x, const std::vector<int64_t>& axes, bool keep_dims) {

@@ -48,6 +48,15 @@ Output dropout(GraphBuilder& b, Output x, double rate, bool training, int64_t se
 // tf.nn.l2_normalize: x / sqrt(max(sum(x^2 over axes), epsilon)).
 Output l2_normalize(GraphBuilder& b, Output x, const std::vector<int64_t>& axes,
                     double epsilon = 1e-12);
+// tf.math.top_k: the k largest entries of each row of x's last dimension, largest first (ties:
+// the lower index first), and their positions (int32).
+struct TopK {
+  Output values, indices;
+};
+TopK top_k(GraphBuilder& b, Output x, int64_t k);
+// tf.math.in_top_k: whether each row's target (int32 or int64) is among its k largest
+// predictions ([batch, classes]); ties count as in, as TF's.
+Output in_top_k(GraphBuilder& b, Output predictions, Output targets, int64_t k);
 // tf.nn.moments: the mean and the (biased) variance of x over `axes`.
 struct Moments {
   Output mean, variance;

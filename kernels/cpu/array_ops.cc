@@ -1,5 +1,6 @@
 // CPU kernels for the array ops: constants, reshapes (which share buffers), transpose, concat,
 // split, slices, gather, tile, pad, one_hot, fill, range, broadcast and its reverse.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -786,6 +787,161 @@ struct SizeKernel {
   }
 };
 
+template <class T>
+struct ShapeKernel {
+  static Status compute(KernelContext& ctx) {
+    const Shape& s = ctx.input(0).shape();
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{s.rank()}, &y));
+    for (int d = 0; d < s.rank(); ++d) y->data<int64_t>()[d] = s.dim(d);
+    return runtime::ok_status();
+  }
+};
+
+template <class T>
+struct RankKernel {
+  static Status compute(KernelContext& ctx) {
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{}, &y));
+    y->data<int64_t>()[0] = ctx.input(0).rank();
+    return runtime::ok_status();
+  }
+};
+
+template <class T>
+struct ReverseKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const int r = x.rank();
+    std::vector<bool> flip(r, false);
+    for (int64_t a : ctx.attr<std::vector<int64_t>>("axes")) {
+      int axis;
+      if (!x.shape().canonical_axis(a, &axis)) {
+        return runtime::invalid_argument("ReverseV2 '", ctx.node().name, "': axis ", a,
+                                         " out of range for ", x.shape());
+      }
+      flip[axis] = !flip[axis];
+    }
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
+    const std::vector<int64_t> strides = strides_of(x.shape());
+    std::vector<int64_t> index(r, 0);
+    const T* in = x.data<T>();
+    T* out = y->data<T>();
+    for (int64_t o = 0; o < x.num_elements(); ++o) {
+      int64_t from = 0;
+      for (int d = 0; d < r; ++d)
+        from += (flip[d] ? x.dim(d) - 1 - index[d] : index[d]) * strides[d];
+      out[o] = in[from];
+      for (int d = r - 1; d >= 0; --d) {
+        if (++index[d] < x.dim(d)) break;
+        index[d] = 0;
+      }
+    }
+    return runtime::ok_status();
+  }
+};
+
+// The slices GatherNd and ScatterNd move: `indices`' last dimension of depth D indexes the first
+// D dimensions of `whole`; each tuple names a slice of `slice` elements at `offsets[i]`.
+struct NdSlices {
+  std::vector<int64_t> offsets;
+  int64_t slice = 1;
+};
+Status nd_slices(const KernelContext& ctx, const Shape& whole, const Tensor& indices,
+                 NdSlices* out) {
+  if (indices.rank() < 1) {
+    return runtime::invalid_argument(ctx.node().op, " '", ctx.node().name,
+                                     "': indices need a last dimension, got ", indices.shape());
+  }
+  const int64_t depth = indices.dim(indices.rank() - 1);
+  if (depth > whole.rank()) {
+    return runtime::invalid_argument(ctx.node().op, " '", ctx.node().name, "': indices of depth ",
+                                     depth, " index more dimensions than ", whole, " has");
+  }
+  for (int d = static_cast<int>(depth); d < whole.rank(); ++d) out->slice *= whole.dim(d);
+  const int64_t tuples = depth == 0 ? indices.num_elements() : indices.num_elements() / depth;
+  out->offsets.assign(static_cast<size_t>(tuples), 0);
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t offset = 0;
+    for (int64_t k = 0; k < depth; ++k) {
+      const int64_t at = t * depth + k;
+      const int64_t i = indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[at]
+                                                         : indices.data<int64_t>()[at];
+      if (i < 0 || i >= whole.dim(static_cast<int>(k))) {
+        return runtime::invalid_argument(ctx.node().op, " '", ctx.node().name, "': index ", i,
+                                         " of tuple ", t, " is out of range for dimension ", k,
+                                         " of ", whole);
+      }
+      offset = offset * whole.dim(static_cast<int>(k)) + i;
+    }
+    out->offsets[static_cast<size_t>(t)] = offset * out->slice;
+  }
+  return runtime::ok_status();
+}
+
+template <class T>
+struct GatherNdKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& params = ctx.input(0);
+    const Tensor& indices = ctx.input(1);
+    NdSlices s;
+    TROUPE_RETURN_IF_ERROR(nd_slices(ctx, params.shape(), indices, &s));
+    std::vector<int64_t> dims(indices.shape().dims().begin(), indices.shape().dims().end() - 1);
+    const int64_t depth = indices.dim(indices.rank() - 1);
+    dims.insert(dims.end(), params.shape().dims().begin() + depth, params.shape().dims().end());
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape(dims), &y));
+    for (size_t t = 0; t < s.offsets.size(); ++t) {
+      std::copy_n(params.data<T>() + s.offsets[t], s.slice, y->data<T>() + t * s.slice);
+    }
+    return runtime::ok_status();
+  }
+};
+
+// Adds input `from`'s slices into a zero tensor of `whole` at the slices of indices (input `at`).
+template <class T>
+Status scatter_nd_into(KernelContext& ctx, const Shape& whole, int at, int from) {
+  const Tensor& updates = ctx.input(from);
+  NdSlices s;
+  TROUPE_RETURN_IF_ERROR(nd_slices(ctx, whole, ctx.input(at), &s));
+  if (updates.num_elements() != static_cast<int64_t>(s.offsets.size()) * s.slice) {
+    return runtime::invalid_argument(ctx.node().op, " '", ctx.node().name, "': ", updates.shape(),
+                                     " holds not ", s.offsets.size(), " slices of ", s.slice,
+                                     " elements");
+  }
+  Tensor* y;
+  TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, whole, &y));
+  std::fill_n(y->data<T>(), y->num_elements(), T(0));
+  for (size_t t = 0; t < s.offsets.size(); ++t) {
+    T* to = y->data<T>() + s.offsets[t];
+    const T* u = updates.data<T>() + t * s.slice;
+    for (int64_t e = 0; e < s.slice; ++e) to[e] += u[e];
+  }
+  return runtime::ok_status();
+}
+
+template <class T>
+struct GatherNdGradKernel {
+  static Status compute(KernelContext& ctx) {
+    return scatter_nd_into<T>(ctx, ctx.input(0).shape(), 1, 2);
+  }
+};
+
+template <class T>
+struct ScatterNdKernel {
+  static Status compute(KernelContext& ctx) {
+    const auto& dims = ctx.attr<std::vector<int64_t>>("shape");
+    for (int64_t d : dims) {
+      if (d < 0) {
+        return runtime::invalid_argument("ScatterNd '", ctx.node().name, "': shape ", Shape(dims),
+                                         " has a negative dimension");
+      }
+    }
+    return scatter_nd_into<T>(ctx, Shape(dims), 0, 1);
+  }
+};
+
 Status no_op(KernelContext&) { return runtime::ok_status(); }
 
 }  // namespace
@@ -840,6 +996,14 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
   registry.add_typed<SumToShapeKernel, float, double, int32_t, int64_t>("SumToShapeOf", kCpu);
   registry.add_typed<AddNKernel, float, double, int32_t, int64_t>("AddN", kCpu);
   registry.add_typed<SizeKernel, int64_t>("Size", kCpu);
+  registry.add_typed<ShapeKernel, int64_t>("Shape", kCpu);
+  registry.add_typed<RankKernel, int64_t>("Rank", kCpu);
+  registry.add_typed<ReverseKernel, float, double, int32_t, int64_t, uint8_t, bool>("ReverseV2",
+                                                                                    kCpu);
+  registry.add_typed<GatherNdKernel, float, double, int32_t, int64_t, uint8_t, bool>("GatherNd",
+                                                                                     kCpu);
+  registry.add_typed<GatherNdGradKernel, float, double>("GatherNdGrad", kCpu);
+  registry.add_typed<ScatterNdKernel, float, double, int32_t, int64_t>("ScatterNd", kCpu);
   registry.add("NoOp", kCpu, DType::kInvalid, &no_op);
 }
 

@@ -194,38 +194,41 @@ struct ArgReduce {
   };
 };
 
-// The running sum along an axis, as [outer, n, inner] of the input's elements; accumulated in
-// the element type, as TF's.
-template <class T>
-struct CumsumKernel {
-  static Status compute(KernelContext& ctx) {
-    const Tensor& x = ctx.input(0);
-    AxisLayout l;
-    TROUPE_RETURN_IF_ERROR(axis_layout(ctx, x, &l));
-    const int64_t outer = l.outer, n = l.n, inner = l.inner;
-    const bool exclusive = ctx.attr<bool>("exclusive"), reverse = ctx.attr<bool>("reverse");
-    Tensor* y;
-    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
-    const T* in = x.data<T>();
-    T* out = y->data<T>();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        T sum = 0;
-        for (int64_t k = 0; k < n; ++k) {
-          const int64_t j = reverse ? n - 1 - k : k;
-          const int64_t at = (o * n + j) * inner + i;
-          if (exclusive) {
-            out[at] = sum;
-            sum += in[at];
-          } else {
-            sum += in[at];
-            out[at] = sum;
+// The running sum (or product) along an axis, as [outer, n, inner] of the input's elements;
+// accumulated in the element type, as TF's.
+template <bool kProduct>
+struct Cumulative {
+  template <class T>
+  struct Kernel {
+    static Status compute(KernelContext& ctx) {
+      const Tensor& x = ctx.input(0);
+      AxisLayout l;
+      TROUPE_RETURN_IF_ERROR(axis_layout(ctx, x, &l));
+      const int64_t outer = l.outer, n = l.n, inner = l.inner;
+      const bool exclusive = ctx.attr<bool>("exclusive"), reverse = ctx.attr<bool>("reverse");
+      Tensor* y;
+      TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
+      const T* in = x.data<T>();
+      T* out = y->data<T>();
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          T sum = kProduct ? T(1) : T(0);
+          for (int64_t k = 0; k < n; ++k) {
+            const int64_t j = reverse ? n - 1 - k : k;
+            const int64_t at = (o * n + j) * inner + i;
+            if (exclusive) out[at] = sum;
+            if constexpr (kProduct) {
+              sum *= in[at];
+            } else {
+              sum += in[at];
+            }
+            if (!exclusive) out[at] = sum;
           }
         }
       }
+      return runtime::ok_status();
     }
-    return runtime::ok_status();
-  }
+  };
 };
 
 }  // namespace
@@ -238,7 +241,8 @@ TROUPE_REGISTER_KERNELS(reduction_cpu) {
   registry.add_typed<Reducer<Reduce::kMin>::Kernel, float, double, int32_t, int64_t>("Min", kCpu);
   registry.add_typed<Reducer<Reduce::kProd>::Kernel, float, double, int32_t, int64_t>("Prod", kCpu);
   registry.add_typed<ProdGradKernel, float, double>("ProdGrad", kCpu);
-  registry.add_typed<CumsumKernel, float, double, int32_t, int64_t>("Cumsum", kCpu);
+  registry.add_typed<Cumulative<false>::Kernel, float, double, int32_t, int64_t>("Cumsum", kCpu);
+  registry.add_typed<Cumulative<true>::Kernel, float, double, int32_t, int64_t>("Cumprod", kCpu);
   registry.add_typed<ArgReduce<true>::Kernel, float, double, int32_t, int64_t, uint8_t>("ArgMax",
                                                                                         kCpu);
   registry.add_typed<ArgReduce<false>::Kernel, float, double, int32_t, int64_t, uint8_t>("ArgMin",

@@ -300,3 +300,49 @@ TEST_CASE("stack and unstack: a new axis, and slices along a known one") {
   CHECK(ops::unstack(t.b, unknown, 0).empty());
   CHECK(t.b.status().message().find("has no known size") != std::string::npos);
 }
+
+TEST_CASE("shape and rank at run time; reverse along axes") {
+  OpTest t;
+  Output x = t.feed(iota(Shape{2, 3}));
+  CHECK(t.eval(ops::shape(t.b, x)).to_vector<int64_t>() == std::vector<int64_t>{2, 3});
+  CHECK(t.eval(ops::rank(t.b, x)).to_vector<int64_t>() == std::vector<int64_t>{2});
+  CHECK(floats(t.eval(ops::reverse(t.b, x, {1}))) == std::vector<float>{2, 1, 0, 5, 4, 3});
+  CHECK(floats(t.eval(ops::reverse(t.b, x, {0, -1}))) == std::vector<float>{5, 4, 3, 2, 1, 0});
+  CHECK(floats(t.eval(ops::reverse(t.b, x, {}))) == floats(iota(Shape{2, 3})));
+  OpTest bad;
+  auto out = bad.run({ops::reverse(bad.b, bad.feed(iota(Shape{2})), {1})});
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().message().find("axis 1 out of range") != std::string::npos);
+}
+
+TEST_CASE("gather_nd and scatter_nd: index tuples into the first dimensions, as TF's") {
+  OpTest t;
+  Output params = t.feed(iota(Shape{3, 2}));
+  // Depth 2: elements; depth 1: rows.
+  Output elements = t.feed(Tensor::from_vector<int64_t>(Shape{2, 2}, {2, 1, 0, 1}));
+  Output rows = t.feed(Tensor::from_vector<int32_t>(Shape{2, 1}, {2, 0}));
+  Tensor e = t.eval(ops::gather_nd(t.b, params, elements));
+  CHECK(e.shape() == Shape{2});
+  CHECK(floats(e) == std::vector<float>{5, 1});
+  Tensor r = t.eval(ops::gather_nd(t.b, params, rows));
+  CHECK(r.shape() == Shape{2, 2});
+  CHECK(floats(r) == std::vector<float>{4, 5, 0, 1});
+  // Repeated indices sum.
+  Output at = t.feed(Tensor::from_vector<int64_t>(Shape{3, 1}, {1, 3, 1}));
+  Output updates = t.feed(Tensor::from_vector<float>(Shape{3}, {1, 2, 4}));
+  CHECK(floats(t.eval(ops::scatter_nd(t.b, at, updates, Shape{4}))) ==
+        std::vector<float>{0, 5, 0, 2});
+  // An index out of range is an error naming it, for both.
+  OpTest bad;
+  auto out = bad.run({ops::gather_nd(bad.b, bad.feed(iota(Shape{3, 2})),
+                                     bad.feed(Tensor::from_vector<int64_t>(Shape{1, 2}, {1, 2})))});
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().message().find("index 2 of tuple 0 is out of range for dimension 1") !=
+        std::string::npos);
+  OpTest bad_scatter;
+  auto scattered = bad_scatter.run({ops::scatter_nd(
+      bad_scatter.b, bad_scatter.feed(Tensor::from_vector<int64_t>(Shape{1, 1}, {-1})),
+      bad_scatter.feed(Tensor::from_vector<float>(Shape{1}, {1})), Shape{4})});
+  REQUIRE_FALSE(scattered.ok());
+  CHECK(scattered.status().message().find("index -1") != std::string::npos);
+}

@@ -218,6 +218,39 @@ std::vector<GradCase> cases() {
        },
        {rnd({2, 4}), rnd({2, 4})}},
       {"Sin", unary(ops::sin), {rnd({3}, -3, 3)}},
+      {"Cumprod",
+       [](GraphBuilder& b, const In& x) {
+         return ops::mul(b, ops::cumprod(b, x[0], 1, false, true), x[1]);
+       },
+       {rnd({2, 4}, 0.5, 1.5), rnd({2, 4})}},
+      {"Cumprod",
+       [](GraphBuilder& b, const In& x) { return ops::cumprod(b, x[0], 0, true); },
+       {rnd({3, 2}, -1.5, -0.5)}},
+      {"ReverseV2",
+       [](GraphBuilder& b, const In& x) {
+         return ops::mul(b, ops::reverse(b, x[0], {0, -1}), x[1]);
+       },
+       {rnd({2, 3}), rnd({2, 3})}},
+      // Index tuples of depth 1 (rows) and 2 (elements), one repeated: its gradient sums.
+      {"GatherNd",
+       [](GraphBuilder& b, const In& x) {
+         return ops::mul(b, ops::gather_nd(b, x[0], x[1]), x[2]);
+       },
+       {rnd({3, 2}), Tensor::from_vector<int64_t>(Shape{3, 2}, {2, 1, 0, 0, 2, 1}), rnd({3})}},
+      {"GatherNd",
+       [](GraphBuilder& b, const In& x) { return ops::square(b, ops::gather_nd(b, x[0], x[1])); },
+       {rnd({3, 2}), Tensor::from_vector<int32_t>(Shape{2, 1}, {2, 0})}},
+      {"ScatterNd",
+       [](GraphBuilder& b, const In& x) {
+         return ops::mul(b, ops::scatter_nd(b, x[0], x[1], Shape{4, 2}), x[2]);
+       },
+       {Tensor::from_vector<int64_t>(Shape{3, 1}, {3, 0, 3}), rnd({3, 2}), rnd({4, 2})}},
+      {"TopKV2",
+       [](GraphBuilder& b, const In& x) {
+         return ops::mul(b, ops::top_k(b, x[0], 2).values, x[1]);
+       },
+       {Tensor::from_vector<double>(Shape{2, 4}, {0.1, 0.9, -0.3, 0.5, 2.0, -1.0, 0.7, 1.2}),
+        rnd({2, 2})}},
       {"Log1p", unary(ops::log1p), {rnd({3}, -0.5, 2)}},
       {"Tan", unary(ops::tan), {rnd({3}, -1.2, 1.2)}},
       {"Asin", unary(ops::asin), {rnd({3}, -0.9, 0.9)}},
@@ -316,6 +349,11 @@ std::vector<GradCase> cases() {
        [](GraphBuilder& b,
           const In& x) { return ops::conv2d(b, x[0], x[1], {2, 1}, "VALID", {1, 2}); },
        {rnd({2, 5, 5, 1}), rnd({2, 2, 1, 3})}},
+      {"Conv2DBackpropInput",
+       [](GraphBuilder& b, const In& x) {
+         return ops::conv2d_transpose(b, x[0], x[1], Shape{1, 4, 4, 2}, {2, 2}, "SAME");
+       },
+       {rnd({1, 2, 2, 3}), rnd({3, 3, 2, 3})}},
       {"MaxPool",
        [](GraphBuilder& b, const In& x) { return ops::max_pool(b, x[0], {2, 2}, {2, 2}, "SAME"); },
        {rnd({1, 3, 3, 2})}},

@@ -149,3 +149,28 @@ TEST_CASE("l2_normalize, moments and batch_normalization: values and gradients")
             bn, {random_tensor<double>(Shape{6, 2}, rng), random_tensor<double>(Shape{2}, rng),
                  random_tensor<double>(Shape{2}, rng, 0.5, 2)}) < 1e-5);
 }
+
+TEST_CASE("top_k: the k largest, largest first, ties to the lower index; in_top_k counts ties in") {
+  OpTest t;
+  Output x = t.feed(Tensor::from_vector<float>(Shape{2, 4}, {1, 3, 3, 2, -1, -5, 0, -2}));
+  ops::TopK top = ops::top_k(t.b, x, 3);
+  auto got = t.run({top.values, top.indices});
+  REQUIRE(got.ok());
+  CHECK((*got)[0].to_vector<float>() == std::vector<float>{3, 3, 2, 0, -1, -2});
+  CHECK((*got)[1].to_vector<int32_t>() == std::vector<int32_t>{1, 2, 3, 2, 0, 3});
+  // Row 0's target 3 (value 2) has two larger values: in the top 3, not the top 2; row 1's
+  // target 2 (value 0) is its largest. A tie counts as in (row 0's target 2 ties its index 1).
+  Output targets = t.feed(Tensor::from_vector<int64_t>(Shape{2}, {3, 2}));
+  CHECK(t.eval(ops::in_top_k(t.b, x, targets, 2)).to_vector<bool>() ==
+        std::vector<bool>{false, true});
+  CHECK(t.eval(ops::in_top_k(t.b, x, targets, 3)).to_vector<bool>() ==
+        std::vector<bool>{true, true});
+  Output tied = t.feed(Tensor::from_vector<int32_t>(Shape{2}, {2, 7}));  // 7: out of range
+  CHECK(t.eval(ops::in_top_k(t.b, x, tied, 1)).to_vector<bool>() == std::vector<bool>{true, false});
+  OpTest bad;
+  auto too_many =
+      bad.run({ops::top_k(bad.b, bad.feed(Tensor(DType::kFloat32, Shape{2, 3})), 4).values});
+  REQUIRE_FALSE(too_many.ok());
+  CHECK(too_many.status().message().find("k 4 is more than the last dimension") !=
+        std::string::npos);
+}

@@ -205,3 +205,26 @@ TEST_CASE("pool gradients match direct loops: ties go to the first maximum, over
     CHECK_CLOSE_TENSOR((*r)[1], want_avg, 1e-12);
   }
 }
+
+TEST_CASE("conv2d_transpose is conv2d's adjoint: <conv2d(x, f), y> = <x, conv2d_transpose(y, f)>") {
+  std::mt19937_64 rng(5);
+  for (const char* padding : {"SAME", "VALID"}) {
+    CAPTURE(padding);
+    const Shape x_shape{2, 5, 5, 2};
+    OpTest t;
+    Tensor x = testing::random_tensor<double>(x_shape, rng);
+    Tensor f = testing::random_tensor<double>(Shape{3, 3, 2, 4}, rng);
+    Output fx = t.feed(x), ff = t.feed(f);
+    Output forward = ops::conv2d(t.b, fx, ff, {2, 2}, padding);
+    Tensor y_shaped = t.eval(forward);
+    Tensor y = testing::random_tensor<double>(y_shaped.shape(), rng);
+    Tensor back = t.eval(ops::conv2d_transpose(t.b, t.feed(y), ff, x_shape, {2, 2}, padding));
+    REQUIRE(back.shape() == x_shape);
+    double lhs = 0, rhs = 0;
+    for (int64_t i = 0; i < y.num_elements(); ++i)
+      lhs += y_shaped.data<double>()[i] * y.data<double>()[i];
+    for (int64_t i = 0; i < x.num_elements(); ++i)
+      rhs += x.data<double>()[i] * back.data<double>()[i];
+    CHECK(lhs == doctest::Approx(rhs).epsilon(1e-12));
+  }
+}
