@@ -19,8 +19,16 @@ using runtime::Status;
 using runtime::Tensor;
 
 std::string to_string(const FeatureSpec& spec) {
-  return std::string(runtime::dtype_name(spec.dtype)) + " " +
-         (spec.kind == FeatureSpec::Kind::kVarLen ? "varlen" : spec.shape.to_string());
+  const std::string type = std::string(runtime::dtype_name(spec.dtype)) + " ";
+  switch (spec.kind) {
+    case FeatureSpec::Kind::kVarLen:
+      return type + "varlen";
+    case FeatureSpec::Kind::kSequence:
+      return type + spec.shape.to_string() + " sequence";
+    case FeatureSpec::Kind::kFixedLen:
+      break;
+  }
+  return type + spec.shape.to_string();
 }
 
 Result<Compression> parse_compression(const std::string& name) {
@@ -149,11 +157,13 @@ Status check_spec(const std::string& name, const FeatureSpec& s) {
     return runtime::invalid_argument("feature '", name, "': ", runtime::dtype_name(s.dtype),
                                      " is not float32, int64 or string (tf.Example's kinds)");
   }
-  if (s.kind == FeatureSpec::Kind::kVarLen) {
+  if (s.kind == FeatureSpec::Kind::kVarLen || s.kind == FeatureSpec::Kind::kSequence) {
     if (s.default_value) {
-      return runtime::invalid_argument("feature '", name, "': a VarLen feature has no default");
+      return runtime::invalid_argument("feature '", name, "': a ",
+                                       s.kind == FeatureSpec::Kind::kVarLen ? "VarLen" : "sequence",
+                                       " feature has no default");
     }
-    return runtime::ok_status();
+    if (s.kind == FeatureSpec::Kind::kVarLen) return runtime::ok_status();
   }
   for (int64_t d : s.shape.dims()) {
     if (d < 0) {
@@ -170,14 +180,55 @@ Status check_spec(const std::string& name, const FeatureSpec& s) {
   return runtime::ok_status();
 }
 
-// One example's values of each feature into row `row` of `out` (FixedLen features: [n, ...]
-// tensors made by the caller) or into a [1, len] tensor of its own (VarLen).
-Status fill(const tensorflow::Example& ex, const FeatureSpecs& spec, int64_t row,
-            std::vector<Tensor>* out) {
-  const auto& features = ex.features().feature();
+// One example's feature list into row `row` of `t` ([n, length, step...]): its first `length`
+// steps, then padding (zeros, or empty strings).
+Status fill_sequence(const tensorflow::FeatureList* list, const std::string& name,
+                     const FeatureSpec& s, int64_t length, int64_t row, Tensor* t) {
+  const int64_t per = s.shape.num_elements();
+  const int64_t have = list ? list->feature_size() : 0;
+  const int64_t keep = std::min(have, length);
+  for (int64_t k = 0; k < keep; ++k) {
+    const tensorflow::Feature& step = list->feature(static_cast<int>(k));
+    const DType kind = kind_of(step);
+    if ((kind != DType::kInvalid && kind != s.dtype) || count_of(step) != per) {
+      return runtime::invalid_argument("feature list '", name, "': step ", k, " has ",
+                                       count_of(step), " values of ", runtime::dtype_name(kind),
+                                       ", not a step of ", to_string(s));
+    }
+    copy_values(step, t, (row * length + k) * per);
+  }
+  const int64_t from = (row * length + keep) * per, to = (row + 1) * length * per;
+  if (s.dtype == DType::kString) {
+    for (int64_t e = from; e < to; ++e) t->data<std::string>()[e].clear();
+  } else if (to > from) {
+    const size_t size = runtime::dtype_size(s.dtype);
+    std::memset(static_cast<char*>(t->raw_data()) + size * static_cast<size_t>(from), 0,
+                size * static_cast<size_t>(to - from));
+  }
+  return runtime::ok_status();
+}
+
+// One example's values of each feature into row `row` of `out` (FixedLen and sequence
+// features: [n, ...] tensors made by the caller) or into a [1, len] tensor of its own (VarLen).
+// `context` holds an Example's features or a SequenceExample's context; `lists` its feature
+// lists (null for an Example). The example's most steps go to `steps` when given.
+Status fill(const tensorflow::Features& context, const tensorflow::FeatureLists* lists,
+            const FeatureSpecs& spec, int64_t length, int64_t row, std::vector<Tensor>* out,
+            int64_t* steps = nullptr) {
+  const auto& features = context.feature();
   size_t i = 0;
   for (const auto& [name, s] : spec) {
     Tensor& t = (*out)[i++];
+    if (s.kind == FeatureSpec::Kind::kSequence) {
+      const tensorflow::FeatureList* list = nullptr;
+      if (lists) {
+        auto it = lists->feature_list().find(name);
+        if (it != lists->feature_list().end()) list = &it->second;
+      }
+      if (steps && list) *steps = std::max<int64_t>(*steps, list->feature_size());
+      TROUPE_RETURN_IF_ERROR(fill_sequence(list, name, s, length, row, &t));
+      continue;
+    }
     auto it = features.find(name);
     const bool present = it != features.end();
     const DType kind = present ? kind_of(it->second) : DType::kInvalid;
@@ -217,8 +268,9 @@ Status fill(const tensorflow::Example& ex, const FeatureSpecs& spec, int64_t row
   return runtime::ok_status();
 }
 
-// [rows, shape...] of each FixedLen feature, and a placeholder for each VarLen one.
-std::vector<Tensor> fixed_tensors(const FeatureSpecs& spec, int64_t rows) {
+// [rows, shape...] of each FixedLen feature, [rows, length, step...] of each sequence one, and a
+// placeholder for each VarLen one.
+std::vector<Tensor> fixed_tensors(const FeatureSpecs& spec, int64_t rows, int64_t length) {
   std::vector<Tensor> out;
   for (const auto& [name, s] : spec) {
     if (s.kind == FeatureSpec::Kind::kVarLen) {
@@ -226,14 +278,17 @@ std::vector<Tensor> fixed_tensors(const FeatureSpecs& spec, int64_t rows) {
       continue;
     }
     std::vector<int64_t> dims = {rows};
+    if (s.kind == FeatureSpec::Kind::kSequence) dims.push_back(length);
     for (int64_t d : s.shape.dims()) dims.push_back(d);
     out.emplace_back(s.dtype, runtime::Shape(dims));
   }
   return out;
 }
 
-// What the first records say of their features (see the header).
-Result<FeatureSpecs> infer(const std::vector<std::string_view>& records, const std::string& where) {
+// What the first records say of their features (see the header), and the most steps a
+// feature list of them has.
+Result<FeatureSpecs> infer(const std::vector<std::string_view>& records, const std::string& where,
+                           int64_t* most_steps) {
   if (records.empty()) {
     return runtime::invalid_argument(where, ": no records to infer the features from; give them");
   }
@@ -241,24 +296,39 @@ Result<FeatureSpecs> infer(const std::vector<std::string_view>& records, const s
     DType dtype = DType::kInvalid;
     int64_t records = 0, least = INT64_MAX, most = 0;
   };
-  std::map<std::string, Seen> seen;
-  tensorflow::Example ex;
+  std::map<std::string, Seen> seen, lists;  // a context's (an Example's) features; feature lists
+  auto see = [&](Seen& s, const tensorflow::Feature& f, const std::string& name, size_t r) {
+    const DType kind = kind_of(f);
+    if (kind != DType::kInvalid && s.dtype != DType::kInvalid && kind != s.dtype) {
+      return runtime::invalid_argument(where, ": feature '", name, "' is ",
+                                       runtime::dtype_name(s.dtype), " in one record and ",
+                                       runtime::dtype_name(kind), " in record ", r);
+    }
+    if (kind != DType::kInvalid) s.dtype = kind;
+    s.least = std::min(s.least, count_of(f));
+    s.most = std::max(s.most, count_of(f));
+    return runtime::ok_status();
+  };
+  *most_steps = 0;
+  tensorflow::SequenceExample ex;  // an Example's bytes read as one: its features the context
   for (size_t r = 0; r < records.size(); ++r) {
     if (!ex.ParseFromArray(records[r].data(), static_cast<int>(records[r].size()))) {
-      return runtime::invalid_argument(where, ": record ", r, " is not a tf.Example");
+      return runtime::invalid_argument(where, ": record ", r,
+                                       " is not a tf.Example or tf.train.SequenceExample");
     }
-    for (const auto& [name, f] : ex.features().feature()) {
-      Seen& s = seen[name];
-      const DType kind = kind_of(f);
-      if (kind != DType::kInvalid && s.dtype != DType::kInvalid && kind != s.dtype) {
-        return runtime::invalid_argument(where, ": feature '", name, "' is ",
-                                         runtime::dtype_name(s.dtype), " in one record and ",
-                                         runtime::dtype_name(kind), " in record ", r);
+    for (const auto& [name, f] : ex.context().feature()) {
+      TROUPE_RETURN_IF_ERROR(see(seen[name], f, name, r));
+      ++seen[name].records;
+    }
+    for (const auto& [name, list] : ex.feature_lists().feature_list()) {
+      if (seen.count(name)) {
+        return runtime::invalid_argument(where, ": '", name,
+                                         "' is both a context feature and a feature list");
       }
-      if (kind != DType::kInvalid) s.dtype = kind;
-      ++s.records;
-      s.least = std::min(s.least, count_of(f));
-      s.most = std::max(s.most, count_of(f));
+      for (const tensorflow::Feature& step : list.feature()) {
+        TROUPE_RETURN_IF_ERROR(see(lists[name], step, name, r));
+      }
+      *most_steps = std::max<int64_t>(*most_steps, list.feature_size());
     }
   }
   FeatureSpecs spec;
@@ -272,7 +342,26 @@ Result<FeatureSpecs> infer(const std::vector<std::string_view>& records, const s
                                .shape = s.most == 1 ? runtime::Shape{} : runtime::Shape{s.most}};
     }
   }
+  for (const auto& [name, s] : lists) {
+    if (spec.count(name)) {
+      return runtime::invalid_argument(where, ": '", name,
+                                       "' is both a context feature and a feature list");
+    }
+    if (s.least != s.most) {
+      return runtime::invalid_argument(where, ": feature list '", name, "' has steps of ", s.least,
+                                       " and of ", s.most,
+                                       " values; a sequence feature's steps are of one size");
+    }
+    spec[name] = FeatureSpec{.kind = FeatureSpec::Kind::kSequence,
+                             .dtype = s.dtype == DType::kInvalid ? DType::kFloat32 : s.dtype,
+                             .shape = s.most == 1 ? runtime::Shape{} : runtime::Shape{s.most}};
+  }
   return spec;
+}
+
+bool has_sequences(const FeatureSpecs& spec) {
+  return std::any_of(spec.begin(), spec.end(),
+                     [](const auto& e) { return e.second.kind == FeatureSpec::Kind::kSequence; });
 }
 
 }  // namespace
@@ -328,16 +417,16 @@ Result<std::shared_ptr<TfRecordSource>> TfRecordSource::open(const std::string& 
       if (++unit.records == options.records_per_unit) close_unit();
       std::string_view body;
       runtime::RecordReader one(bytes.data() + f.offset, f.size, path);
-      if (options.features.empty() && static_cast<int64_t>(first.size()) < options.infer_records &&
-          one.next(&body).ok()) {
+      if (static_cast<int64_t>(first.size()) < options.infer_records && one.next(&body).ok()) {
         first.push_back(body);
       }
     }
     close_unit();
     s->files_.push_back(std::move(file));
   }
+  int64_t most_steps = 0;
   if (options.features.empty()) {
-    TROUPE_ASSIGN_OR_RETURN(s->spec_, infer(first, "tfrecord " + pattern));
+    TROUPE_ASSIGN_OR_RETURN(s->spec_, infer(first, "tfrecord " + pattern, &most_steps));
     std::string said;
     for (const auto& [name, f] : s->spec_) {
       said += (said.empty() ? "" : ", ") + name + ": " + to_string(f);
@@ -346,8 +435,28 @@ Result<std::shared_ptr<TfRecordSource>> TfRecordSource::open(const std::string& 
                       " records: ", said);
   } else {
     s->spec_ = options.features;
+    if (has_sequences(s->spec_) && options.sequence_length == 0 && !first.empty()) {
+      TROUPE_RETURN_IF_ERROR(infer(first, "tfrecord " + pattern, &most_steps).status());
+    }
   }
   for (const auto& [name, f] : s->spec_) TROUPE_RETURN_IF_ERROR(check_spec(name, f));
+  if (options.sequence_length < 0) {
+    return runtime::invalid_argument("tfrecord: sequence_length ", options.sequence_length,
+                                     " is negative");
+  }
+  if (has_sequences(s->spec_)) {
+    s->sequence_length_ = options.sequence_length > 0 ? options.sequence_length : most_steps;
+    if (s->sequence_length_ == 0) {
+      return runtime::invalid_argument("tfrecord ", pattern,
+                                       ": its feature lists are empty in the first records; give "
+                                       "the sequence length");
+    }
+    if (options.sequence_length == 0) {
+      runtime::log_info("tfrecord ", pattern, ": sequences of ", s->sequence_length_,
+                        " steps (the most of the first ", first.size(),
+                        " records; longer ones are cut, shorter ones padded)");
+    }
+  }
   for (const auto& f : s->files_) {
     if (f->mapped) TROUPE_RETURN_IF_ERROR(f->mapped->status());
   }
@@ -388,9 +497,9 @@ Status TfRecordSource::read_unit(const Unit& u, std::vector<actors::Chunk>* out,
   const bool per_record = std::any_of(spec_.begin(), spec_.end(), [](const auto& e) {
     return e.second.kind == FeatureSpec::Kind::kVarLen;
   });
-  std::vector<Tensor> rows = fixed_tensors(spec_, per_record ? 1 : u.records);
+  std::vector<Tensor> rows = fixed_tensors(spec_, per_record ? 1 : u.records, sequence_length_);
   int64_t good = 0;
-  tensorflow::Example ex;
+  tensorflow::SequenceExample ex;  // an Example's bytes read as one: its features the context
   std::string_view body;
   for (int64_t r = 0; r < u.records; ++r) {
     const uint64_t at = u.begin + reader.offset();
@@ -402,9 +511,11 @@ Status TfRecordSource::read_unit(const Unit& u, std::vector<actors::Chunk>* out,
     } else if (!*more) {
       return runtime::data_loss(f.path, ": record at byte ", at, " is gone");
     } else if (!ex.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-      bad = runtime::data_loss(f.path, ": record at byte ", at, " is not a tf.Example");
+      bad = runtime::data_loss(f.path, ": record at byte ", at,
+                               " is not a tf.Example or tf.train.SequenceExample");
     } else {
-      bad = fill(ex, spec_, per_record ? 0 : good, &rows)
+      bad = fill(ex.context(), &ex.feature_lists(), spec_, sequence_length_, per_record ? 0 : good,
+                 &rows)
                 .with_context(f.path + ": record at byte " + std::to_string(at));
     }
     if (!bad.ok()) {
@@ -416,7 +527,7 @@ Status TfRecordSource::read_unit(const Unit& u, std::vector<actors::Chunk>* out,
       actors::Chunk chunk;
       chunk.components = std::move(rows);
       out->push_back(std::move(chunk));
-      rows = fixed_tensors(spec_, 1);
+      rows = fixed_tensors(spec_, 1, sequence_length_);
     }
     ++good;
   }
@@ -437,15 +548,51 @@ Result<std::vector<Tensor>> parse_examples(const std::vector<std::string_view>& 
       return runtime::invalid_argument("parse_examples: feature '", name,
                                        "' is VarLen; a Dataset batches those");
     }
+    if (s.kind == FeatureSpec::Kind::kSequence) {
+      return runtime::invalid_argument("parse_examples: feature '", name,
+                                       "' is a feature list: parse_sequence_examples reads those");
+    }
   }
-  std::vector<Tensor> out = fixed_tensors(spec, static_cast<int64_t>(serialized.size()));
+  std::vector<Tensor> out = fixed_tensors(spec, static_cast<int64_t>(serialized.size()), 0);
   tensorflow::Example ex;
   for (size_t r = 0; r < serialized.size(); ++r) {
     if (!ex.ParseFromArray(serialized[r].data(), static_cast<int>(serialized[r].size()))) {
       return runtime::invalid_argument("parse_examples: example ", r, " is not a tf.Example");
     }
-    TROUPE_RETURN_IF_ERROR(fill(ex, spec, static_cast<int64_t>(r), &out)
+    TROUPE_RETURN_IF_ERROR(fill(ex.features(), nullptr, spec, 0, static_cast<int64_t>(r), &out)
                                .with_context("parse_examples: example " + std::to_string(r)));
+  }
+  return out;
+}
+
+Result<std::vector<Tensor>> parse_sequence_examples(const std::vector<std::string_view>& serialized,
+                                                    const FeatureSpecs& spec,
+                                                    int64_t sequence_length,
+                                                    std::vector<int64_t>* lengths) {
+  if (sequence_length < 1) {
+    return runtime::invalid_argument("parse_sequence_examples: sequence_length ", sequence_length,
+                                     " is not positive");
+  }
+  for (const auto& [name, s] : spec) {
+    TROUPE_RETURN_IF_ERROR(check_spec(name, s));
+    if (s.kind == FeatureSpec::Kind::kVarLen) {
+      return runtime::invalid_argument("parse_sequence_examples: feature '", name,
+                                       "' is VarLen; a Dataset batches those");
+    }
+  }
+  std::vector<Tensor> out =
+      fixed_tensors(spec, static_cast<int64_t>(serialized.size()), sequence_length);
+  if (lengths) lengths->assign(serialized.size(), 0);
+  tensorflow::SequenceExample ex;
+  for (size_t r = 0; r < serialized.size(); ++r) {
+    if (!ex.ParseFromArray(serialized[r].data(), static_cast<int>(serialized[r].size()))) {
+      return runtime::invalid_argument("parse_sequence_examples: example ", r,
+                                       " is not a tf.train.SequenceExample");
+    }
+    TROUPE_RETURN_IF_ERROR(
+        fill(ex.context(), &ex.feature_lists(), spec, sequence_length, static_cast<int64_t>(r),
+             &out, lengths ? &(*lengths)[r] : nullptr)
+            .with_context("parse_sequence_examples: example " + std::to_string(r)));
   }
   return out;
 }

@@ -1,9 +1,13 @@
-// TFRecord files of tf.Example protos, TensorFlow's own training data, as a dataset: what
-// tf.data.TFRecordDataset and tf.io.parse_example read. Each feature of the spec is a
-// component. A FixedLen feature (tf.io.FixedLenFeature) has one shape in every example, of
-// float32, int64 or string, and a default for an example without it; a VarLen feature
-// (tf.io.VarLenFeature) is a list of any length, batched as a sparse tensor. Without a spec,
-// it is inferred from the first records: a feature every record has with n values is FixedLen
+// TFRecord files of tf.Example (or tf.train.SequenceExample) protos, TensorFlow's own training
+// data, as a dataset: what tf.data.TFRecordDataset and tf.io.parse_example (or
+// parse_single_sequence_example) read. Each feature of the spec is a component. A
+// SequenceExample's context features are read as an Example's features, and each of its
+// feature lists as a kSequence feature: the example's steps, cut or padded (zeros, or the
+// string "") to sequence_length, as a [sequence_length, step...] tensor. A FixedLen feature
+// (tf.io.FixedLenFeature) has one shape in every example, of float32, int64 or string, and a
+// default for an example without it; a VarLen feature (tf.io.VarLenFeature) is a list of any
+// length, batched as a sparse tensor. Without a spec, it is inferred from the first records: a
+// feature every record has with n values is FixedLen
 // ([] for one, [n] otherwise), any other VarLen. Files may be GZIP or ZLIB compressed (TF's
 // compression_type), told or known by the suffix (.gz, .zz or .zlib).
 //
@@ -38,10 +42,12 @@
 namespace troupe::estimators::input {
 
 struct FeatureSpec {
-  enum class Kind { kFixedLen, kVarLen };
+  // kSequence: a feature list of a tf.train.SequenceExample, each step of `shape`
+  // (tf.io.FixedLenSequenceFeature), as a [sequence_length, shape...] tensor an example.
+  enum class Kind { kFixedLen, kVarLen, kSequence };
   Kind kind = Kind::kFixedLen;
   runtime::DType dtype = runtime::DType::kFloat32;  // float32, int64 or string
-  runtime::Shape shape;                             // FixedLen: each example's
+  runtime::Shape shape;                             // FixedLen: each example's; kSequence: a step's
   std::optional<runtime::Tensor> default_value;     // FixedLen: for an example without it
 };
 using FeatureSpecs = std::map<std::string, FeatureSpec>;
@@ -62,6 +68,8 @@ struct TfRecordOptions {
   int64_t records_per_unit = 1024;
   // A record that fails its checksum or its spec is counted and skipped, not an error.
   bool skip_bad_records = false;
+  // The steps of every kSequence feature an example; 0: the most the inferred records have.
+  int64_t sequence_length = 0;
 };
 
 // Parses serialized tf.Example protos into one tensor per feature of `spec`, in its order, as
@@ -69,6 +77,13 @@ struct TfRecordOptions {
 // error here (a Dataset batches those).
 runtime::Result<std::vector<runtime::Tensor>> parse_examples(
     const std::vector<std::string_view>& serialized, const FeatureSpecs& spec);
+// tf.io.parse_single_sequence_example for a batch: SequenceExample protos into one tensor per
+// feature of `spec` (context features FixedLen, feature lists kSequence), [n, ...] each, every
+// feature list cut or padded to `sequence_length` steps; each example's own number of steps
+// goes to `lengths` when given (TF's feature_list_lengths, the longest list of the example).
+runtime::Result<std::vector<runtime::Tensor>> parse_sequence_examples(
+    const std::vector<std::string_view>& serialized, const FeatureSpecs& spec,
+    int64_t sequence_length, std::vector<int64_t>* lengths = nullptr);
 
 // Writes every example of `source` as a tf.Example record, each component a feature (float32
 // and float64 as a FloatList, integers and bools as an Int64List, strings as a BytesList),
@@ -83,6 +98,7 @@ class TfRecordSource : public actors::Source {
                                                                TfRecordOptions options = {});
   // The spec, given or inferred; its VarLen features, which a Dataset batches as sparse tensors.
   const FeatureSpecs& features() const { return spec_; }
+  int64_t sequence_length() const { return sequence_length_; }
   std::vector<std::string> var_len() const;
   // Stretches of bytes in which no record could be located (after a damaged length).
   int64_t damaged_stretches() const { return damaged_; }
@@ -106,6 +122,7 @@ class TfRecordSource : public actors::Source {
   std::string pattern_;
   TfRecordOptions options_;
   FeatureSpecs spec_;
+  int64_t sequence_length_ = 0;
   std::vector<std::shared_ptr<const File>> files_;
   std::vector<Unit> units_;
   int64_t damaged_ = 0;

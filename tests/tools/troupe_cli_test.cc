@@ -524,6 +524,27 @@ TEST_CASE("troupe train on TFRecord files of tf.Example: the accuracy of the sam
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("troupe train --model rnn on TFRecord files of tf.train.SequenceExample") {
+  const std::filesystem::path dir = fresh_dir("sequence");
+  // Written by another program: "frames" lists of 3 to 5 steps, whose first number's sign is the
+  // label (flipped for one example in ten); cut or padded to the longest, 5 steps of 2.
+  for (const auto& [name, n] : {std::pair{"train", 600}, {"test", 200}}) {
+    const std::string command = std::string("/usr/bin/python3 ") + TROUPE_TFRECORD_WRITER + " " +
+                                (dir / name).string() + ".tfrecord " + std::to_string(n) +
+                                " none --sequence";
+    REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  }
+  Run r = troupe("train --model rnn --time-steps 5 --rnn-units 16 --data tfrecord:" +
+                 (dir / "train.tfrecord").string() + " --eval-data tfrecord:" +
+                 (dir / "test.tfrecord").string() + " --label label --model-dir " +
+                 (dir / "model").string() + " --epochs 30 --seed 3");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.err.find("frames: float32 [2] sequence, label: int64 []") != std::string::npos);
+  CHECK(r.err.find("sequences of 5 steps") != std::string::npos);
+  CHECK(std::stod(r.out.substr(13)) > 0.85);  // 0.9 is the most: a tenth of labels flipped
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE(
     "troupe convert: CSV to TFRecord and back, the same rows; a bad suffix is a usage error") {
   const std::filesystem::path dir = fresh_dir("convert");

@@ -251,3 +251,68 @@ TEST_CASE("write_tfrecord writes what reads back the same, and parse_examples pa
   CHECK((*parsed)[1].to_vector<int64_t>() == std::vector<int64_t>{1, 0});
   CHECK_FALSE(parse_examples({std::string_view("\xff\xff", 2)}, {}).ok());
 }
+
+TEST_CASE("SequenceExample records: context features, feature lists cut or padded to a length") {
+  const std::string dir = testing::temp_dir("tfrecord_sequence");
+  // Example i: the context's "label", and "frames" of 3 + i mod 3 steps of 2 floats:
+  // step t = (s (t + 1) / 8, (i mod 5) / 8).
+  const std::string path = python_wrote(dir, "seq.tfrecord", 12, "none --sequence");
+  auto inferred = TfRecordSource::open(path);
+  REQUIRE_MESSAGE(inferred.ok(), inferred.status().to_string());
+  const auto& spec = (*inferred)->features();
+  REQUIRE(spec.size() == 2);
+  CHECK(to_string(spec.at("frames")) == "float32 [2] sequence");
+  CHECK(to_string(spec.at("label")) == "int64 []");
+  CHECK((*inferred)->sequence_length() == 5);  // the most steps of the records
+  CHECK((*inferred)->components() == std::vector<std::string>{"frames", "label"});
+  Read r = read_all(**inferred);
+  REQUIRE(r.rows() == 12);
+  const Tensor& frames = r.chunks[0].components[0];
+  REQUIRE(frames.shape() == Shape{12, 5, 2});
+  for (int i = 0; i < 12; ++i) {
+    const float sign = (i * 7) % 4 < 2 ? 1.f : -1.f;
+    const float* row = frames.data<float>() + i * 10;
+    for (int t = 0; t < 5; ++t) {
+      CAPTURE(i);
+      CAPTURE(t);
+      const bool present = t < 3 + i % 3;
+      CHECK(row[2 * t] == (present ? sign * (t + 1) / 8.f : 0.f));
+      CHECK(row[2 * t + 1] == (present ? (i % 5) / 8.f : 0.f));
+    }
+  }
+  // Told a length: longer lists are cut to it.
+  TfRecordOptions three;
+  three.sequence_length = 3;
+  auto cut = TfRecordSource::open(path, three);
+  REQUIRE(cut.ok());
+  Read c = read_all(**cut);
+  CHECK(c.chunks[0].components[0].shape() == Shape{12, 3, 2});
+  CHECK(c.chunks[0].components[0].data<float>()[2 * 3 * 5 + 4] == -3 / 8.f);  // example 5, step 2
+
+  // parse_sequence_examples on the records themselves, with each one's number of steps.
+  std::string bytes;
+  REQUIRE(runtime::read_file(path, &bytes).ok());
+  runtime::RecordReader reader(bytes.data(), bytes.size(), path);
+  std::vector<std::string_view> records;
+  for (std::string_view body;;) {
+    auto more = reader.next(&body);
+    REQUIRE(more.ok());
+    if (!*more) break;
+    records.push_back(body);
+  }
+  REQUIRE(records.size() == 12);
+  std::vector<int64_t> lengths;
+  auto parsed = parse_sequence_examples(records, spec, 4, &lengths);
+  REQUIRE_MESSAGE(parsed.ok(), parsed.status().to_string());
+  CHECK((*parsed)[0].shape() == Shape{12, 4, 2});
+  CHECK(lengths == std::vector<int64_t>{3, 4, 5, 3, 4, 5, 3, 4, 5, 3, 4, 5});
+  // A step of another size than the spec's is an error naming the list and the step.
+  FeatureSpecs wide = spec;
+  wide["frames"].shape = Shape{3};
+  auto bad = parse_sequence_examples(records, wide, 4);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("feature list 'frames': step 0 has 2 values") !=
+        std::string::npos);
+  CHECK_FALSE(parse_examples(records, spec).ok());  // a feature list is not an Example's
+  std::filesystem::remove_all(dir);
+}

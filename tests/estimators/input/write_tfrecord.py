@@ -4,13 +4,17 @@ troupe's code: the messages are built with Python's protobuf (Debian's python3-p
 descriptor made here with TensorFlow's field numbers, the framing and its masked CRC-32C are
 written here. tests/estimators/input/tfrecord_source_test.cc reads what this writes.
 
-  write_tfrecord.py OUT N [gzip|zlib|none] [--varlen] [--damage] [--table CSV]
+  write_tfrecord.py OUT N [gzip|zlib|none] [--varlen] [--damage] [--table CSV] [--sequence]
 
 Example i has "x" (2 floats: i, -i), "id" (int64 i), "word" (bytes "w<i mod 3>") and "label"
 (int64 i mod 2); with --varlen also "tags" (i mod 3 int64s: 0, 1, ...). --damage overwrites
 the length of the record in the middle with garbage. --table writes a learnable table instead,
 "a" and "b" (floats, eighths, exact in float32 and in text) and "label" (1 when a + b > 0,
-flipped for one example in ten), and the same rows to CSV with a header.
+flipped for one example in ten), and the same rows to CSV with a header. --sequence writes
+tf.train.SequenceExample protos instead: example i has the context feature "label" (int64) and
+the feature list "frames" of 3 + i mod 3 steps, each 2 floats (eighths, exact): step t is
+(s * (t + 1) / 8, (i mod 5) / 8) where s is +1 or -1, and the label is 1 when s is +1 (flipped
+for one example in ten).
 """
 import gzip
 import struct
@@ -20,7 +24,7 @@ import zlib
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 
-def example_class():
+def example_class(name="Example"):
     f = descriptor_pb2.FileDescriptorProto(name="tf_example_test.proto", package="tensorflow",
                                            syntax="proto3")
     T = descriptor_pb2.FieldDescriptorProto
@@ -55,9 +59,20 @@ def example_class():
     entry.field.add(name="value", number=2, type=T.TYPE_MESSAGE, label=opt,
                     type_name=".tensorflow.Feature")
     message("Example", [(1, "features", T.TYPE_MESSAGE, opt, ".tensorflow.Features")])
+    message("FeatureList", [(1, "feature", T.TYPE_MESSAGE, rep, ".tensorflow.Feature")])
+    lists = message("FeatureLists", [(1, "feature_list", T.TYPE_MESSAGE, rep,
+                                      ".tensorflow.FeatureLists.FeatureListEntry")])
+    list_entry = lists.nested_type.add(name="FeatureListEntry")
+    list_entry.options.map_entry = True
+    list_entry.field.add(name="key", number=1, type=T.TYPE_STRING, label=opt)
+    list_entry.field.add(name="value", number=2, type=T.TYPE_MESSAGE, label=opt,
+                         type_name=".tensorflow.FeatureList")
+    message("SequenceExample", [(1, "context", T.TYPE_MESSAGE, opt, ".tensorflow.Features"),
+                                (2, "feature_lists", T.TYPE_MESSAGE, opt,
+                                 ".tensorflow.FeatureLists")])
     pool = descriptor_pool.DescriptorPool()
     pool.Add(f)
-    descriptor = pool.FindMessageTypeByName("tensorflow.Example")
+    descriptor = pool.FindMessageTypeByName("tensorflow." + name)
     if hasattr(message_factory, "GetMessageClass"):  # protobuf 4.22 and later
         return message_factory.GetMessageClass(descriptor)
     return message_factory.MessageFactory(pool).GetPrototype(descriptor)
@@ -98,8 +113,19 @@ def main():
     varlen, damage = "--varlen" in sys.argv, "--damage" in sys.argv
     table = sys.argv[sys.argv.index("--table") + 1] if "--table" in sys.argv else None
     Example = example_class()
+    sequence = "--sequence" in sys.argv
+    SequenceExample = example_class("SequenceExample") if sequence else None
     frames, rows = [], []
     for i in range(n):
+        if sequence:
+            ex = SequenceExample()
+            sign = 1 if (i * 7) % 4 < 2 else -1
+            ex.context.feature["label"].int64_list.value.append(int(sign > 0) ^ int(i % 10 == 3))
+            steps = ex.feature_lists.feature_list["frames"].feature
+            for t in range(3 + i % 3):
+                steps.add().float_list.value.extend([sign * (t + 1) / 8, (i % 5) / 8])
+            frames.append(frame(ex.SerializeToString()))
+            continue
         ex = Example()
         feature = ex.features.feature
         if table:
