@@ -5,6 +5,9 @@ find_package(CapnProto REQUIRED)
 find_package(ZLIB REQUIRED)
 # Protocol Buffers: tf.Example, the records of TensorFlow's TFRecord files (schema/example.proto).
 find_package(Protobuf REQUIRED)
+# Images (runtime/image.h): libpng and libjpeg-turbo, for tf.image's codecs and TensorBoard's.
+find_package(PNG REQUIRED)
+find_package(JPEG REQUIRED)
 find_package(doctest QUIET)
 # JSON: nlohmann's for export metadata and the REST API's answers, simdjson to parse requests
 # (tools/serve/json_tensors.h says why two).

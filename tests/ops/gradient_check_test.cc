@@ -9,6 +9,7 @@
 #include "ops/array_ops.h"
 #include "ops/control_flow_ops.h"
 #include "ops/conv_ops.h"
+#include "ops/image_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/sparse_ops.h"
@@ -354,6 +355,19 @@ std::vector<GradCase> cases() {
          return ops::conv2d_transpose(b, x[0], x[1], Shape{1, 4, 4, 2}, {2, 2}, "SAME");
        },
        {rnd({1, 2, 2, 3}), rnd({3, 3, 2, 3})}},
+      {"ResizeBilinear",
+       [](GraphBuilder& b, const In& x) {
+         return ops::mul(b, ops::resize_bilinear(b, x[0], 5, 3), x[1]);
+       },
+       {rnd({2, 3, 4, 2}), rnd({2, 5, 3, 2})}},
+      {"ResizeBilinear",
+       [](GraphBuilder& b, const In& x) { return ops::resize_bilinear(b, x[0], 2, 7, false); },
+       {rnd({3, 4, 1})}},
+      {"ResizeNearestNeighbor",
+       [](GraphBuilder& b, const In& x) {
+         return ops::mul(b, ops::resize_nearest_neighbor(b, x[0], 3, 5), x[1]);
+       },
+       {rnd({1, 4, 3, 2}), rnd({1, 3, 5, 2})}},
       {"MaxPool",
        [](GraphBuilder& b, const In& x) { return ops::max_pool(b, x[0], {2, 2}, {2, 2}, "SAME"); },
        {rnd({1, 3, 3, 2})}},
