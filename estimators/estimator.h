@@ -81,6 +81,9 @@ struct EvaluationRun {
   std::string source;                                       // the dataset's, for errors
   std::string name;                                         // EvalOptions::name
   int64_t global_step = 0;
+  // The model_fn's summaries, and their values in the last batch (written with the metrics).
+  std::vector<ops::summary::Marked> summaries;
+  std::shared_ptr<std::vector<runtime::Tensor>> last_summaries;
 };
 
 struct PredictOptions {

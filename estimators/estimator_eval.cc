@@ -82,6 +82,11 @@ Result<EvaluationRun> Estimator::spawn_evaluation(const input::Dataset& data, Ev
     fetches.push_back(spec.predictions);
     if (spec.weights.valid()) fetches.push_back(spec.weights);
   }
+  // The model_fn's own summaries: their last batch's values go to the eval directory.
+  run.summaries = ops::summary::summaries(m->graph);
+  run.last_summaries = std::make_shared<std::vector<Tensor>>();
+  const size_t first_summary = fetches.size();
+  for (const ops::summary::Marked& s : run.summaries) fetches.push_back(s.output);
   HookSetup setup(m->graph, m->spec, Mode::kEval);
   std::vector<std::shared_ptr<SessionRunHook>> hooks = m->spec.evaluation_hooks;
   for (auto& h : options.hooks) hooks.push_back(h);
@@ -93,8 +98,11 @@ Result<EvaluationRun> Estimator::spawn_evaluation(const input::Dataset& data, Ev
   spec.fetches = std::move(fetches);
   add_hooks(spec, setup, hooks, store_, config_.model_dir);
   if (options.steps > 0) spec.max_steps = options.steps;
-  spec.consume = [tally = run.tally](const std::vector<Tensor>& v) -> Result<bool> {
+  spec.consume = [tally = run.tally, last = run.last_summaries, first_summary,
+                  n = run.summaries.size()](const std::vector<Tensor>& v) -> Result<bool> {
     TROUPE_RETURN_IF_ERROR(tally->add(v));
+    last->assign(v.begin() + static_cast<std::ptrdiff_t>(first_summary),
+                 v.begin() + static_cast<std::ptrdiff_t>(first_summary + n));
     return true;
   };
   run.actor = spawn_estimator_actor(runtime_->system(), std::move(spec));
@@ -119,6 +127,9 @@ Result<Metrics> Estimator::finish_evaluation(const EvaluationRun& run, const Run
     }
     for (const auto& [name, value] : out) {
       if (name != "global_step") w->scalar(name, value, run.global_step);
+    }
+    for (size_t i = 0; i < run.summaries.size() && i < run.last_summaries->size(); ++i) {
+      write_summary(*w, run.summaries[i], (*run.last_summaries)[i], run.global_step);
     }
     TROUPE_RETURN_IF_ERROR(w->flush());
   }

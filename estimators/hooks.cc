@@ -193,12 +193,37 @@ class CheckpointSaver : public SessionRunHook {
   GatherFn gather_;
 };
 
+}  // namespace
+
+void write_summary(const SummaryWriter& w, const ops::summary::Marked& m,
+                   const runtime::Tensor& value, int64_t step) {
+  switch (m.kind) {
+    case ops::summary::Kind::kScalar:
+      w.scalar(m.tag, value.scalar_as_double(), step);
+      break;
+    case ops::summary::Kind::kHistogram:
+      w.histogram(m.tag, value, step);
+      break;
+    case ops::summary::Kind::kImage:
+      w.images(m.tag, value, m.max_outputs, step);
+      break;
+    case ops::summary::Kind::kText:
+      w.text(m.tag, value, step);
+      break;
+  }
+}
+
+namespace {
+
 class SummarySaver : public SessionRunHook {
  public:
   SummarySaver(const SummaryWriter& w, int64_t every) : writer_(w), timer_(every, 0) {}
   Status begin(HookSetup& s) override {
     if (s.loss().valid()) loss_ = s.fetch(s.loss());
     if (s.learning_rate().valid()) learning_rate_ = s.fetch(s.learning_rate());
+    for (const ops::summary::Marked& m : ops::summary::summaries(s.graph())) {
+      marked_.push_back({m, s.fetch(m.output)});
+    }
     graph_ = &s.graph();
     return runtime::ok_status();
   }
@@ -220,6 +245,9 @@ class SummarySaver : public SessionRunHook {
     const Elapsed since = timer_.update(c.global_step);
     if (since.seconds > 0 && since.steps > 0) {
       writer_.scalar("global_step/sec", since.steps / since.seconds, c.global_step);
+    }
+    for (const auto& [m, fetched] : marked_) {
+      write_summary(writer_, m, c.value(fetched), c.global_step);
     }
     return runtime::ok_status();
   }
@@ -243,6 +271,7 @@ class SummarySaver : public SessionRunHook {
   SecondOrStepTimer timer_;
   int loss_ = -1;
   int learning_rate_ = -1;
+  std::vector<std::pair<ops::summary::Marked, int>> marked_;  // the model_fn's, and its fetch
   const runtime::Graph* graph_ = nullptr;
   bool graph_written_ = false;
 };

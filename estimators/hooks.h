@@ -27,6 +27,7 @@
 
 #include "actors/step_profiler.h"
 #include "estimators/model_fn.h"
+#include "ops/summary_ops.h"
 #include "runtime/checkpoint.h"
 #include "runtime/executor.h"
 #include "runtime/graph.h"
@@ -150,11 +151,14 @@ using GatherFn = std::function<runtime::Status(runtime::VariableStore&)>;
 std::shared_ptr<SessionRunHook> checkpoint_saver_hook(
     runtime::CheckpointManager* manager, int64_t every_steps, double every_secs,
     std::vector<CheckpointListener> listeners = {}, GatherFn gather = nullptr);
-// Writes the loss, the learning rate (EstimatorSpec::learning_rate, when given) and
-// global_step/sec every `every_steps` steps, and histograms of the variables at each sync
-// point, to `writer`.
+// Writes the loss, the learning rate (EstimatorSpec::learning_rate, when given),
+// global_step/sec and the model_fn's own summaries (ops/summary_ops.h) every `every_steps`
+// steps, and histograms of the variables at each sync point, to `writer`.
 std::shared_ptr<SessionRunHook> summary_saver_hook(const SummaryWriter& writer,
                                                    int64_t every_steps);
+// One of a model_fn's summaries (ops/summary_ops.h), its value as fetched at `step`.
+void write_summary(const SummaryWriter& writer, const ops::summary::Marked& summary,
+                   const runtime::Tensor& value, int64_t step);
 // Logs "loss = ..., step = ... (... sec)" and global_step/sec every `every_steps` steps.
 std::shared_ptr<SessionRunHook> step_counter_hook(int64_t every_steps, int64_t last_step);
 

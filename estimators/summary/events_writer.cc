@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/image.h"
+
 namespace troupe::estimators {
 
 using runtime::Status;
@@ -167,6 +169,48 @@ std::string graph_event(double wall_time, const runtime::Graph& graph) {
   return event(wall_time, 0, 4, g);
 }
 
+std::string image_event(double wall_time, int64_t step, const std::string& tag,
+                        const std::string& png, int64_t height, int64_t width, int64_t channels) {
+  std::string image;  // Summary.Image { height = 1; width = 2; colorspace = 3; encoded = 4; }
+  put_int(1, height, &image);
+  put_int(2, width, &image);
+  put_int(3, channels, &image);
+  put_bytes(4, png, &image);
+  std::string v;  // Summary.Value { tag = 1; image = 4; }
+  put_bytes(1, tag, &v);
+  put_bytes(4, image, &v);
+  std::string summary;
+  put_bytes(1, v, &summary);
+  return event(wall_time, step, 5, summary);
+}
+
+std::string text_event(double wall_time, int64_t step, const std::string& tag,
+                       const runtime::Tensor& strings) {
+  std::string shape;  // TensorShapeProto { repeated Dim dim = 2; }, Dim { size = 1; }
+  for (int64_t d : strings.shape().dims()) {
+    std::string dim;
+    put_int(1, d, &dim);
+    put_bytes(2, dim, &shape);
+  }
+  std::string tensor;      // TensorProto { dtype = 1; tensor_shape = 2; string_val = 8; }
+  put_int(1, 7, &tensor);  // DT_STRING
+  put_bytes(2, shape, &tensor);
+  for (int64_t i = 0; i < strings.num_elements(); ++i) {
+    put_bytes(8, strings.data<std::string>()[i], &tensor);
+  }
+  std::string plugin;  // SummaryMetadata.PluginData { plugin_name = 1; }
+  put_bytes(1, "text", &plugin);
+  std::string metadata;  // SummaryMetadata { plugin_data = 1; }
+  put_bytes(1, plugin, &metadata);
+  std::string v;  // Summary.Value { tag = 1; tensor = 8; metadata = 9; }
+  put_bytes(1, tag, &v);
+  put_bytes(8, tensor, &v);
+  put_bytes(9, metadata, &v);
+  std::string summary;
+  put_bytes(1, v, &summary);
+  return event(wall_time, step, 5, summary);
+}
+
 runtime::Result<std::unique_ptr<EventsWriter>> EventsWriter::open(const std::string& logdir) {
   std::string partial = logdir.empty() || logdir[0] != '/' ? "" : "/";
   for (size_t start = 0; start <= logdir.size();) {
@@ -229,6 +273,53 @@ Status EventsWriter::add_histogram(const std::string& tag, const runtime::Tensor
 
 Status EventsWriter::add_graph(const runtime::Graph& graph) {
   const std::string e = graph_event(wall_time_now(), graph);
+  return writer_.write(e.data(), e.size());
+}
+
+Status EventsWriter::add_images(const std::string& tag, const runtime::Tensor& images,
+                                int64_t max_outputs, int64_t step) {
+  if (images.rank() != 4 || !runtime::is_numeric(images.dtype())) {
+    return runtime::invalid_argument("image summary '", tag, "': ", images.shape(),
+                                     " is not [batch, height, width, channels] of numbers");
+  }
+  const int64_t n = std::min(images.dim(0), max_outputs);
+  const int64_t h = images.dim(1), w = images.dim(2), c = images.dim(3);
+  const int64_t per = h * w * c;
+  for (int64_t i = 0; i < n; ++i) {
+    runtime::Tensor pixels(runtime::DType::kUInt8, runtime::Shape{h, w, c});
+    if (images.dtype() == runtime::DType::kUInt8) {
+      std::memcpy(pixels.raw_data(), images.data<uint8_t>() + i * per, static_cast<size_t>(per));
+    } else {
+      // Floats in [0, 1] are scaled to 255; anything else is stretched from its least to its
+      // most, as tf.summary.image does.
+      std::vector<double> v(static_cast<size_t>(per));
+      runtime::visit_numeric(images.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        for (int64_t k = 0; k < per; ++k) v[k] = static_cast<double>(images.data<T>()[i * per + k]);
+      });
+      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      const bool unit = per == 0 || (*lo >= 0 && *hi <= 1);
+      const double from = unit ? 0 : *lo, span = unit ? 1 : std::max(*hi - *lo, 1e-12);
+      for (int64_t k = 0; k < per; ++k) {
+        const double s = std::clamp((v[k] - from) / span, 0.0, 1.0);
+        pixels.data<uint8_t>()[k] = static_cast<uint8_t>(std::lround(s * 255));
+      }
+    }
+    TROUPE_ASSIGN_OR_RETURN(std::string png, runtime::image::encode_png(pixels));
+    const std::string name = n == 1 ? tag + "/image" : tag + "/image/" + std::to_string(i);
+    const std::string e = image_event(wall_time_now(), step, name, png, h, w, c);
+    TROUPE_RETURN_IF_ERROR(writer_.write(e.data(), e.size()));
+  }
+  return runtime::ok_status();
+}
+
+Status EventsWriter::add_text(const std::string& tag, const runtime::Tensor& strings,
+                              int64_t step) {
+  if (strings.dtype() != runtime::DType::kString) {
+    return runtime::invalid_argument("text summary '", tag, "' of a ", dtype_name(strings.dtype()),
+                                     " tensor");
+  }
+  const std::string e = text_event(wall_time_now(), step, tag, strings);
   return writer_.write(e.data(), e.size());
 }
 

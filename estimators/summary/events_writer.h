@@ -1,7 +1,7 @@
 // TensorBoard event files: `events.out.tfevents.<seconds>.<host>` in a log directory, TFRecord
 // frames of Event protos (hand-encoded: field numbers from TF's event.proto and summary.proto),
-// holding the version record, scalars, histograms and the graph, so stock TensorBoard shows a
-// troupe run.
+// holding the version record, scalars, histograms, images, text and the graph, so stock
+// TensorBoard shows a troupe run.
 //
 //   auto w = EventsWriter::open("model_dir");                  // Result<unique_ptr<...>>
 //   (*w)->add_scalar("loss", 0.37, /*step=*/500);
@@ -30,6 +30,13 @@ std::string scalar_event(double wall_time, int64_t step, const std::string& tag,
 std::string histogram_event(double wall_time, int64_t step, const std::string& tag,
                             const runtime::Tensor& values);
 std::string graph_event(double wall_time, const runtime::Graph& graph);
+// Summary.Image { height, width, colorspace, encoded_image_string }: PNG bytes of an image of
+// height x width x channels.
+std::string image_event(double wall_time, int64_t step, const std::string& tag,
+                        const std::string& png, int64_t height, int64_t width, int64_t channels);
+// The text plugin's tensor summary: a DT_STRING TensorProto of `strings`' shape and values.
+std::string text_event(double wall_time, int64_t step, const std::string& tag,
+                       const runtime::Tensor& strings);
 // SessionLog { status = 1; checkpoint_path = 2; } (TF's SessionStatus values).
 enum class SessionStatus { kStart = 1, kStop = 2, kCheckpoint = 3 };
 std::string session_log_event(double wall_time, int64_t step, SessionStatus status,
@@ -45,6 +52,11 @@ class EventsWriter {
   runtime::Status add_histogram(const std::string& tag, const runtime::Tensor& values,
                                 int64_t step);
   runtime::Status add_graph(const runtime::Graph& graph);
+  // The first max_outputs images of [batch, h, w, 1 | 3 | 4] as PNGs (summary::image's scaling),
+  // tagged "tag/image/i" ("tag/image" for one).
+  runtime::Status add_images(const std::string& tag, const runtime::Tensor& images,
+                             int64_t max_outputs, int64_t step);
+  runtime::Status add_text(const std::string& tag, const runtime::Tensor& strings, int64_t step);
   // A START at step N tells TensorBoard that training (re)started there: it drops what an
   // interrupted run logged for later steps, so resumed curves do not double back.
   runtime::Status add_session_log(SessionStatus status, int64_t step,

@@ -16,11 +16,15 @@ using histo_atom = caf::atom_constant<caf::atom("histo")>;
 using graph_atom = caf::atom_constant<caf::atom("graph")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using session_atom = caf::atom_constant<caf::atom("session")>;
+using image_atom = caf::atom_constant<caf::atom("image")>;
+using text_atom = caf::atom_constant<caf::atom("text")>;
 
-struct Histogram {
+// A histogram's, images' or text's tensor (shared, not copied) and where it goes.
+struct TensorSummary {
   std::string tag;
   runtime::Tensor values;
   int64_t step = 0;
+  int64_t max_outputs = 0;  // images
 };
 struct GraphDef {
   std::shared_ptr<const runtime::Graph> graph;
@@ -29,7 +33,7 @@ struct GraphDef {
 }  // namespace
 }  // namespace troupe::estimators
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::estimators::Histogram)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::estimators::TensorSummary)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(troupe::estimators::GraphDef)
 
 namespace troupe::estimators {
@@ -50,8 +54,15 @@ caf::behavior summary_actor(caf::stateful_actor<WriterState>* self,
       [self, keep](scalar_atom, const std::string& tag, double value, int64_t step) {
         keep(self->state.writer->add_scalar(tag, value, step));
       },
-      [self, keep](histo_atom, const Histogram& h) {
+      [self, keep](histo_atom, const TensorSummary& h) {
         keep(self->state.writer->add_histogram(h.tag, h.values, h.step));
+      },
+      // PNG encoding happens here, off the training loop's thread.
+      [self, keep](image_atom, const TensorSummary& i) {
+        keep(self->state.writer->add_images(i.tag, i.values, i.max_outputs, i.step));
+      },
+      [self, keep](text_atom, const TensorSummary& t) {
+        keep(self->state.writer->add_text(t.tag, t.values, t.step));
       },
       [self, keep](graph_atom, const GraphDef& g) {
         keep(self->state.writer->add_graph(*g.graph));
@@ -86,7 +97,17 @@ void SummaryWriter::scalar(const std::string& tag, double value, int64_t step) c
 
 void SummaryWriter::histogram(const std::string& tag, const runtime::Tensor& values,
                               int64_t step) const {
-  caf::anon_send(actor_, histo_atom::value, Histogram{tag, values, step});
+  caf::anon_send(actor_, histo_atom::value, TensorSummary{tag, values, step, 0});
+}
+
+void SummaryWriter::images(const std::string& tag, const runtime::Tensor& images,
+                           int64_t max_outputs, int64_t step) const {
+  caf::anon_send(actor_, image_atom::value, TensorSummary{tag, images, step, max_outputs});
+}
+
+void SummaryWriter::text(const std::string& tag, const runtime::Tensor& strings,
+                         int64_t step) const {
+  caf::anon_send(actor_, text_atom::value, TensorSummary{tag, strings, step, 0});
 }
 
 void SummaryWriter::graph(std::shared_ptr<const runtime::Graph> graph) const {

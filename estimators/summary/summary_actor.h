@@ -30,6 +30,10 @@ class SummaryWriter {
 
   void scalar(const std::string& tag, double value, int64_t step) const;
   void histogram(const std::string& tag, const runtime::Tensor& values, int64_t step) const;
+  // EventsWriter::add_images and add_text, encoded on the writer's thread.
+  void images(const std::string& tag, const runtime::Tensor& images, int64_t max_outputs,
+              int64_t step) const;
+  void text(const std::string& tag, const runtime::Tensor& strings, int64_t step) const;
   void graph(std::shared_ptr<const runtime::Graph> graph) const;
   void session_log(SessionStatus status, int64_t step,
                    const std::string& checkpoint_path = "") const;

@@ -953,7 +953,9 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
   registry
       .add_typed<PlaceholderKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
           "Placeholder", kCpu);
-  for (const char* op : {"Identity", "StopGradient"}) {
+  // Summaries pass their tensor on for the SummarySaverHook to fetch (ops/summary_ops.h).
+  for (const char* op : {"Identity", "StopGradient", "ScalarSummary", "HistogramSummary",
+                         "ImageSummary", "TextSummary"}) {
     registry.add_typed<ForwardKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
         op, kCpu);
   }

@@ -19,6 +19,8 @@
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
+#include "ops/strided_slice.h"
+#include "ops/summary_ops.h"
 #include "ops/training_ops.h"
 #include "runtime/checkpoint.h"
 #include "runtime/record_io.h"
@@ -563,5 +565,70 @@ TEST_CASE("estimator: a checkpoint of another model is refused with the variable
       r.status().message().find(
           "variable 'linear/w' is float32[2,1] in the checkpoint but float32[2,3] in the graph") !=
       std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a model_fn's own summaries reach TensorBoard: scalars, histograms, images and text") {
+  const std::string dir = fresh_dir("user_summaries");
+  auto model_fn = [](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+    TROUPE_ASSIGN_OR_RETURN(EstimatorSpec spec, linear_model(in));
+    if (in.mode == Mode::kPredict) return spec;
+    auto& b = in.b;
+    ops::summary::scalar(b, "custom/loss_x2", ops::mul(b, spec.loss, 2.0));
+    ops::summary::histogram(b, "custom/inputs", in.features.at("x"));
+    // Each batch's inputs as a small picture: [1, batch, 2, 1] floats outside [0, 1], stretched.
+    ops::summary::image(b, "custom/picture", ops::reshape(b, in.features.at("x"), {1, -1, 2, 1}));
+    // The batch tiled to 3 RGB images [3, 4, 2, 3], of which 2 are written.
+    Output rows = ops::slice(b, in.features.at("x"), {0, 0}, {4, 2});
+    Output rgb = ops::tile(b, ops::reshape(b, rows, {1, 4, 2, 1}), {3, 1, 1, 3});
+    ops::summary::image(b, "custom/rgb", rgb, 2);
+    ops::summary::text(b, "custom/note",
+                       ops::constant(b, Tensor::from_vector<std::string>(
+                                            Shape{2}, {"mode " + std::string(mode_name(in.mode)),
+                                                       "second line"})));
+    return spec;
+  };
+  RunConfig c = quiet(dir);
+  c.save_summary_steps = 10;
+  Estimator est(model_fn, c);
+  REQUIRE(est.train(regression_data(256, 100), {.max_steps = 30}).ok());
+  REQUIRE(est.evaluate(regression_data(64, 1)).ok());
+  // Read as TensorBoard would, by another program.
+  auto read = [&](const std::string& logdir) {
+    std::string files;
+    for (const auto& e : std::filesystem::directory_iterator(logdir)) {
+      if (e.path().filename().string().rfind("events.out.tfevents", 0) == 0) {
+        files += " " + e.path().string();
+      }
+    }
+    REQUIRE(!files.empty());
+    const std::string out = logdir + "/read.jsonl";
+    REQUIRE(std::system(("/usr/bin/python3 " TROUPE_EVENTS_READER + files + " > " + out).c_str()) ==
+            0);
+    std::string text;
+    REQUIRE(runtime::read_file(out, &text).ok());
+    return text;
+  };
+  const std::string train = read(dir);
+  for (int step : {10, 20, 30}) {
+    CAPTURE(step);
+    const std::string at = "{\"step\": " + std::to_string(step) + ", \"tag\": ";
+    CHECK(train.find(at + "\"custom/loss_x2\", \"kind\": \"scalar\"") != std::string::npos);
+    CHECK(train.find(at + "\"custom/inputs\", \"kind\": \"histogram\"") != std::string::npos);
+    CHECK(train.find(at + "\"custom/picture/image\", \"kind\": \"image\"") != std::string::npos);
+    CHECK(train.find(at + "\"custom/rgb/image/1\", \"kind\": \"image\"") != std::string::npos);
+    CHECK(train.find(at + "\"custom/note\", \"kind\": \"text\"") != std::string::npos);
+  }
+  CHECK(train.find("\"custom/rgb/image/2\"") == std::string::npos);  // max_outputs 2
+  CHECK(train.find("\"width\": 2, \"height\": 4, \"mode\": \"RGB\", \"colorspace\": 3, "
+                   "\"declared\": [4, 2]") != std::string::npos);
+  CHECK(train.find("\"mode\": \"L\", \"colorspace\": 1") != std::string::npos);
+  CHECK(train.find("\"plugin\": \"text\", \"strings\": [\"mode train\", \"second line\"], "
+                   "\"dtype\": 7") != std::string::npos);
+  // The evaluation's last batch, at the global step it evaluated.
+  const std::string eval = read(dir + "/eval");
+  CHECK(eval.find("{\"step\": 30, \"tag\": \"custom/loss_x2\", \"kind\": \"scalar\"") !=
+        std::string::npos);
+  CHECK(eval.find("\"strings\": [\"mode eval\", \"second line\"]") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
