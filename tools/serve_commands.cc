@@ -89,11 +89,17 @@ int serve(const std::vector<std::string>& args) {
                  .num_batch_threads = static_cast<int>(batch_threads),
                  .max_enqueued_batches = static_cast<int>(enqueued)};
   mo.sessions = static_cast<int>(io_threads);
+  // Prometheus scrapes TF Serving's path; the batcher reports each batch's size and waits.
+  serve::ServingMetrics metrics;
+  mo.batching.on_batch = [&metrics, name = mo.name](
+                             int64_t rows, const std::vector<std::chrono::microseconds>& waits) {
+    metrics.batch(name, rows, waits);
+  };
   actors::Runtime rt({.idle_spin = serving::kServingIdleSpin});
   {
     serve::ModelManager models(mo, rt);
     models.poll();
-    serve::RestApi api(models);
+    serve::RestApi api(models, &metrics);
     auto server = serve::HttpServer::start(
         {.host = flag("host", "127.0.0.1"),
          .port = static_cast<uint16_t>(port),

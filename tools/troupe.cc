@@ -135,7 +135,9 @@ const Command kCommands[] = {
      "  --max_enqueued_batches 64 --file_system_poll_wait_seconds 1 --rest_api_num_threads 2\n"
      "  --max_body_bytes 16777216 --max_connections 1024 --idle_timeout_seconds 30\n"
      "  --drain_seconds 30 (Ctrl-C answers the requests in flight first)\n"
-     "  --ssl_cert_file PEM --ssl_key_file PEM (HTTPS) --auth_token_file F (Bearer token)\n"},
+     "  --ssl_cert_file PEM --ssl_key_file PEM (HTTPS) --auth_token_file F (Bearer token)\n"
+     "GET /monitoring/prometheus/metrics: requests, latencies, batch sizes and queue waits\n"
+     "  for Prometheus, under TF Serving's metric names\n"},
     {"server", [](const auto& a, const auto&) { return troupe::cli::server(a); },
      "troupe server [--cluster FILE --job ps --task N] [--secret FILE] [--bind HOST]\n"
      "              [--data-port P] [--advertise-data-port Q] [--pin] [--handshake-timeout MS]\n",

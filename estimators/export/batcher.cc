@@ -19,6 +19,7 @@ namespace batching {
 struct Request {
   std::string signature;
   NamedTensors inputs;
+  std::chrono::steady_clock::time_point enqueued;
   int64_t rows = 0;
   bool sparse = false;  // a sparse input's parts do not concatenate by rows: it runs alone
   PredictDone done;
@@ -58,9 +59,19 @@ std::string batch_key(const Request& r) {
 
 // Runs a batch and gives every request its rows. When an output does not have the batch's rows
 // in dimension 0 the outputs cannot be split: the requests then run one by one.
-void run_batch(Predictor& p, Batch& b, BatcherStats& stats) {
+void run_batch(Predictor& p, Batch& b, BatcherStats& stats, const BatchingOptions& o) {
   stats.requests += static_cast<int64_t>(b.requests.size());
   ++stats.batches;
+  if (o.on_batch) {
+    const auto now = std::chrono::steady_clock::now();
+    int64_t rows = 0;
+    std::vector<std::chrono::microseconds> waits;
+    for (const Request& r : b.requests) {
+      rows += r.rows;
+      waits.push_back(std::chrono::duration_cast<std::chrono::microseconds>(now - r.enqueued));
+    }
+    o.on_batch(rows, waits);
+  }
   if (b.requests.size() == 1) {
     Request& r = b.requests[0];
     r.done(p.predict(r.inputs, r.signature));
@@ -113,9 +124,9 @@ struct BatcherState {
 using BatcherActor = caf::stateful_actor<BatcherState>;
 
 caf::behavior runner_actor(caf::event_based_actor*, std::shared_ptr<Predictor> predictor,
-                           std::shared_ptr<BatcherStats> stats) {
-  return {[predictor, stats](std::shared_ptr<Batch>& b) {
-    run_batch(*predictor, *b, *stats);
+                           std::shared_ptr<BatcherStats> stats, BatchingOptions options) {
+  return {[predictor, stats, options](std::shared_ptr<Batch>& b) {
+    run_batch(*predictor, *b, *stats, options);
     return done_atom::value;
   }};
 }
@@ -177,7 +188,8 @@ caf::behavior batcher_actor(BatcherActor* self, std::shared_ptr<Predictor> predi
   st.options = options;
   st.runners = options.num_batch_threads;
   for (int i = 0; i < st.runners; ++i) {
-    st.idle.push_back(self->spawn<caf::detached + caf::linked>(runner_actor, predictor, stats));
+    st.idle.push_back(
+        self->spawn<caf::detached + caf::linked>(runner_actor, predictor, stats, options));
   }
   return {
       [self](std::shared_ptr<Request>& in) {
@@ -267,12 +279,14 @@ void Batcher::submit(const std::string& signature, NamedTensors inputs, PredictD
   if (options_.enabled && options_.adaptive && in_flight_->compare_exchange_strong(none, 1)) {
     ++stats_->batches;
     ++stats_->requests;
+    if (options_.on_batch) options_.on_batch(r->rows, {std::chrono::microseconds(0)});
     Result<NamedTensors> out = predictor_->predict(inputs, signature);
     in_flight_->fetch_sub(1);
     done(std::move(out));
     return;
   }
   in_flight_->fetch_add(1);
+  r->enqueued = std::chrono::steady_clock::now();
   r->signature = signature;
   r->inputs = std::move(inputs);
   r->done = [in_flight = in_flight_, done = std::move(done)](Result<NamedTensors> out) {

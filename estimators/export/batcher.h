@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/runtime_system.h"
 #include "estimators/export/predictor.h"
@@ -39,6 +40,9 @@ struct BatchingOptions {
   int num_batch_threads = 2;
   int max_enqueued_batches = 64;
   bool adaptive = true;
+  // Told each batch's rows and each of its requests' wait in the queue as the batch starts (on
+  // its runner's thread, or the caller's), for metrics; may be empty.
+  std::function<void(int64_t rows, const std::vector<std::chrono::microseconds>& waits)> on_batch;
 };
 
 using PredictDone = std::function<void(runtime::Result<NamedTensors>)>;

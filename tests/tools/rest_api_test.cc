@@ -81,8 +81,12 @@ struct Served {
   actors::Runtime rt;
   std::unique_ptr<ModelManager> models;
   std::unique_ptr<RestApi> api;
+  ServingMetrics metrics;
 
   explicit Served(serving::BatchingOptions batching = {.enabled = false}) {
+    batching.on_batch = [this](int64_t rows, const std::vector<std::chrono::microseconds>& w) {
+      metrics.batch("half_plus_two", rows, w);
+    };
     fs::remove_all(base);
     write_half_plus_two(base, "123", 2.0);
     models =
@@ -92,7 +96,7 @@ struct Served {
                                                     .batching = batching},
                                        rt);
     models->poll();
-    api = std::make_unique<RestApi>(*models);
+    api = std::make_unique<RestApi>(*models, &metrics);
   }
   ~Served() {
     api.reset();
@@ -563,4 +567,48 @@ TEST_CASE("over HTTPS: a client that trusts the certificate is answered; plain H
         std::string::npos);
   server->stop(std::chrono::seconds(5));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "Prometheus metrics at TF Serving's path, as the Prometheus project's parser reads them") {
+  Served served({.enabled = true, .max_batch_size = 4});
+  for (int i = 0; i < 5; ++i) {
+    CHECK(served.call("POST", "/v1/models/half_plus_two:predict", predict_body(i)).status == 200);
+  }
+  CHECK(served.call("POST", "/v1/models/half_plus_two:predict", "{garbage").status == 400);
+  CHECK(served.call("POST", "/v1/models/other:predict", predict_body(1)).status == 404);
+  CHECK(served.call("GET", "/v1/models/half_plus_two/metadata", "").status == 200);
+  const HttpReply scrape = served.call("GET", ServingMetrics::kPath, "");
+  REQUIRE(scrape.status == 200);
+  CHECK(scrape.content_type == "text/plain; version=0.0.4");
+  CHECK(served.call("POST", ServingMetrics::kPath, "").status == 405);
+  const std::string file = served.base + "/scrape.txt";
+  std::ofstream(file) << scrape.body;
+  const std::string parsed = file + ".parsed";
+  REQUIRE(std::system(
+              ("/usr/bin/python3 " TROUPE_PROMETHEUS_PARSER " " + file + " > " + parsed).c_str()) ==
+          0);
+  std::ifstream in(parsed);
+  const std::string samples((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto has = [&](const std::string& line) {
+    CHECK_MESSAGE(samples.find(line) != std::string::npos, line, "\n", samples);
+  };
+  // The parser names a counter's sample with "_total", as Prometheus does.
+  const std::string count = "counter :tensorflow:serving:request_count_total ";
+  has(count +
+      "API=predict,entrypoint=REST,model_name=half_plus_two,model_version=123,status=200 5.0");
+  has(count +
+      "API=predict,entrypoint=REST,model_name=half_plus_two,model_version=123,status=400 1.0");
+  has(count + "API=predict,entrypoint=REST,model_name=other,model_version=,status=404 1.0");
+  has(count +
+      "API=metadata,entrypoint=REST,model_name=half_plus_two,model_version=123,status=200 1.0");
+  // Every predict of the model timed (6, the bad one too); every good one batched.
+  has("histogram :tensorflow:serving:request_latency_count API=predict,entrypoint=REST,"
+      "model_name=half_plus_two 6.0");
+  has("histogram :tensorflow:serving:request_latency_bucket API=predict,entrypoint=REST,le=+Inf,"
+      "model_name=half_plus_two 6.0");
+  has("histogram :tensorflow:serving:batching_session:queuing_latency_count "
+      "model_name=half_plus_two 5.0");
+  has("histogram :tensorflow:serving:batching_session:input_batch_size_sum "
+      "model_name=half_plus_two 5.0");
 }

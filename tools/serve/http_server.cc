@@ -241,7 +241,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     res_.version(version_);
     res_.result(static_cast<http::status>(reply.status));
     res_.set(http::field::server, "troupe");
-    res_.set(http::field::content_type, "application/json");
+    res_.set(http::field::content_type, reply.content_type);
     if (reply.status == 401) res_.set(http::field::www_authenticate, "Bearer");
     res_.keep_alive(keep_alive && !server_.stopping);
     res_.body() = std::move(reply.body);

@@ -395,9 +395,37 @@ int http_status(runtime::Code code) {
 }
 
 void RestApi::handle(const HttpRequest& request, std::function<void(HttpReply)> reply) {
+  if (metrics_ != nullptr && request.target == ServingMetrics::kPath) {
+    if (request.method != "GET") {
+      return reply({405, error_body(request.method + " " + request.target + ": use GET"), {}});
+    }
+    HttpReply scrape{200, metrics_->render(), {}, "text/plain; version=0.0.4"};
+    return reply(std::move(scrape));
+  }
+  if (metrics_ == nullptr) {
+    RequestLabels unused;
+    return serve_request(request, &unused, reply);
+  }
+  // Counted when answered, on whichever thread answers; the labels are filled in as the request
+  // is understood (its model, its API, the version that answers).
+  auto labels = std::make_shared<RequestLabels>();
+  const auto started = std::chrono::steady_clock::now();
+  serve_request(request, labels.get(),
+                [this, labels, started, reply = std::move(reply)](HttpReply r) {
+                  metrics_->request(*labels, r.status,
+                                    std::chrono::duration_cast<std::chrono::microseconds>(
+                                        std::chrono::steady_clock::now() - started));
+                  reply(std::move(r));
+                });
+}
+
+void RestApi::serve_request(const HttpRequest& request, RequestLabels* counted,
+                            const std::function<void(HttpReply)>& reply) {
   auto route = parse_route(request.target);
   if (!route.ok()) return reply(error(route.status()));
   const Route r = *route;
+  counted->model = r.name;
+  counted->api = !r.verb.empty() ? r.verb : r.metadata ? "metadata" : "status";
   if (r.name != models_.options().name) {
     return reply(error(runtime::not_found(servable_missing(r))));
   }
@@ -414,6 +442,7 @@ void RestApi::handle(const HttpRequest& request, std::function<void(HttpReply)> 
     }
     std::shared_ptr<Servable> s = models_.find(r.version);
     if (!s) return reply(error(runtime::not_found(servable_missing(r))));
+    counted->version = s->version;
     HttpReply out = ok(metadata_json(r, *s));
     out.keep = std::move(s);
     return reply(std::move(out));
@@ -427,6 +456,7 @@ void RestApi::handle(const HttpRequest& request, std::function<void(HttpReply)> 
   }
   std::shared_ptr<Servable> s = models_.find(r.version);
   if (!s) return reply(error(runtime::not_found(servable_missing(r))));
+  counted->version = s->version;
 
   // One parser per server thread: it keeps its buffers between requests, and what it parsed
   // is turned into tensors before the next request on the thread.

@@ -5,7 +5,8 @@
 //   api.handle({"POST", "/v1/models/fmnist:predict", R"({"instances": [[0.1, ...]]})"},
 //              [](HttpReply r) { ... r.status == 200, r.body == {"predictions": [...]} ... });
 //
-// Routes: GET /v1/models/NAME[/versions/V] (status), GET .../metadata (signatures),
+// Routes: GET /v1/models/NAME[/versions/V] (status), GET .../metadata (signatures), GET
+// /monitoring/prometheus/metrics (with metrics),
 // POST ...:predict ({"instances": rows} or {"inputs": columns}, an optional "signature_name"),
 // POST ...:classify and ...:regress ({"examples": [...], "context": {...}}). Errors are
 // {"error": "..."} with TF Serving's codes: 400 a bad request, 404 an unknown model, version or
@@ -17,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "tools/serve/metrics.h"
 #include "tools/serve/model_manager.h"
 
 namespace troupe::serve {
@@ -33,15 +35,22 @@ struct HttpReply {
   // What the reply keeps alive until it is written: the servable that answered, so that a
   // version is unloaded on the server's threads, never on a runner's.
   std::shared_ptr<const void> keep;
+  std::string content_type = "application/json";
 };
 
 class RestApi {
  public:
-  explicit RestApi(ModelManager& models) : models_(models) {}
+  // With `metrics`, every request is counted and timed there, and GET
+  // /monitoring/prometheus/metrics answers its scrape.
+  explicit RestApi(ModelManager& models, ServingMetrics* metrics = nullptr)
+      : models_(models), metrics_(metrics) {}
   void handle(const HttpRequest& request, std::function<void(HttpReply)> reply);
 
  private:
+  void serve_request(const HttpRequest& request, RequestLabels* labels,
+                     const std::function<void(HttpReply)>& reply);
   ModelManager& models_;
+  ServingMetrics* metrics_;
 };
 
 // The JSON body of an error.
