@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
 
@@ -460,6 +461,18 @@ Result<std::unique_ptr<Metric>> class_metric(const std::string& kind, const std:
 }
 
 }  // namespace
+
+std::string class_metric_kind(const std::string& name, int64_t classes) {
+  const std::string c = std::to_string(classes);
+  if (name == "mean_iou" || name == "mean_per_class_accuracy") return name + ":" + c;
+  for (const char* average : {"_micro", "_macro", "_weighted"}) {
+    const size_t at = name.size() - std::min(name.size(), std::strlen(average));
+    if (name.compare(at, std::string::npos, average) == 0) {
+      return name.substr(0, at) + ":" + c + ":" + (average + 1);
+    }
+  }
+  return "";
+}
 
 Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
   const size_t colon = kind.find(':');

@@ -53,6 +53,10 @@ class Metric {
 };
 
 runtime::Result<std::unique_ptr<Metric>> make_metric(const std::string& kind);
+// The metric kind of a multi-class metric's name, for `classes` classes: f1_macro is
+// "f1:C:macro", precision_weighted "precision:C:weighted", mean_iou "mean_iou:C",
+// mean_per_class_accuracy "mean_per_class_accuracy:C"; "" for a name not of these.
+std::string class_metric_kind(const std::string& name, int64_t classes);
 
 using Metrics = std::map<std::string, double>;
 

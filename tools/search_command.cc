@@ -70,9 +70,9 @@ runtime::Result<ParamGrid> parse_grid(const std::string& text, const estimators:
 }  // namespace
 
 int search(const std::vector<std::string>& args) {
-  std::vector<std::string> valued = {"model",  "data",        "label",    "grid",
-                                     "cv",     "random",      "seed",     "n-jobs",
-                                     "output", "standardize", "n-classes"};
+  std::vector<std::string> valued = {"model",  "data",        "label",     "grid",
+                                     "cv",     "random",      "seed",      "n-jobs",
+                                     "output", "standardize", "n-classes", "scoring"};
   valued.insert(valued.end(), model_param_flags().begin(), model_param_flags().end());
   for (const char* fit : {"epochs", "batch-size"}) valued.push_back(fit);
   auto parsed = parse_flags(args, valued, {"regression"});
@@ -162,7 +162,8 @@ int search(const std::vector<std::string>& args) {
   const estimators::SearchOptions so{.cv = {.n_splits = static_cast<int>(folds),
                                             .shuffle = true,
                                             .seed = static_cast<uint64_t>(seed),
-                                            .n_jobs = static_cast<int>(n_jobs)},
+                                            .n_jobs = static_cast<int>(n_jobs),
+                                            .scoring = flag("scoring", "")},
                                      .refit = false};
   std::unique_ptr<estimators::SearchCV> search;
   if (random > 0) {

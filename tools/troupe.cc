@@ -125,6 +125,8 @@ const Command kCommands[] = {
      "              --grid \"NAME=VALUES ...\" [--cv 5] [--random N] [--n-jobs N]\n"
      "              [--output results.csv]\n",
      "options: --label COLUMN --regression --seed S --standardize auto|on|off --n-classes C\n"
+     "  --scoring NAME (scikit-learn's: accuracy, f1_macro, precision_weighted, r2,\n"
+     "    neg_mean_squared_error, ...; default the model's score: accuracy or R^2)\n"
      "  --epochs N --batch-size B, and each model's flags as train takes them\n"
      "  --grid \"hidden=64,128;256,128 learning_rate=0.001,0.003\": each name's values\n",
      true},

@@ -84,19 +84,6 @@ runtime::Result<Output> weighted_mean(ModelInputs& in, const Head& head, Output 
   return ops::reduce_mean(b, weights.valid() ? ops::mul(b, losses, weights) : losses);
 }
 
-// f1_macro -> f1:C:macro, mean_iou -> mean_iou:C (metrics.h); empty for a name not of these.
-std::string class_metric_kind(const std::string& name, int64_t classes) {
-  const std::string c = std::to_string(classes);
-  if (name == "mean_iou" || name == "mean_per_class_accuracy") return name + ":" + c;
-  for (const char* average : {"_micro", "_macro", "_weighted"}) {
-    const size_t at = name.size() - std::min(name.size(), std::strlen(average));
-    if (name.compare(at, std::string::npos, average) == 0) {
-      return name.substr(0, at) + ":" + c + ":" + (average + 1);
-    }
-  }
-  return "";
-}
-
 }  // namespace
 
 runtime::Status Head::validate() const {

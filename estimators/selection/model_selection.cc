@@ -65,8 +65,8 @@ struct FoldResult {
 Result<std::vector<std::vector<FoldResult>>> run_folds(const Model& model,
                                                        const std::vector<ParamMap>& candidates,
                                                        const std::vector<Split>& splits,
-                                                       const Tensor& x, const Tensor& y,
-                                                       int n_jobs) {
+                                                       const Tensor& x, const Tensor& y, int n_jobs,
+                                                       const std::string& scoring) {
   // Every candidate's params are tried on a clone first, so that a bad one fails before any
   // trial runs; each trial makes its own clone (an Estimator with its actor runtime) and ends it.
   for (const ParamMap& c : candidates) TROUPE_RETURN_IF_ERROR(model.clone()->set_params(c));
@@ -90,7 +90,7 @@ Result<std::vector<std::vector<FoldResult>>> run_folds(const Model& model,
           r.score = fitted;
           return;
         }
-        r.score = m->score(take_rows(x, splits[f].test), take_rows(y, splits[f].test));
+        r.score = score_by(*m, take_rows(x, splits[f].test), take_rows(y, splits[f].test), scoring);
       }));
   for (size_t c = 0; c < candidates.size(); ++c) {
     for (size_t f = 0; f < folds; ++f) {
@@ -225,12 +225,71 @@ Result<std::vector<Split>> cv_splits(const Model& model, const Tensor& y, const 
   return KFold(o.n_splits, o.shuffle, o.seed).split(y.rank() ? y.dim(0) : 0);
 }
 
+runtime::Status check_scoring(const std::string& scoring) {
+  static const char* const kNames[] = {"",
+                                       "accuracy",
+                                       "r2",
+                                       "neg_mean_squared_error",
+                                       "neg_root_mean_squared_error",
+                                       "neg_mean_absolute_error",
+                                       "mean_per_class_accuracy",
+                                       "mean_iou"};
+  for (const char* name : kNames) {
+    if (scoring == name) return runtime::ok_status();
+  }
+  for (const char* metric : {"f1", "precision", "recall"}) {
+    for (const char* average : {"_micro", "_macro", "_weighted"}) {
+      if (scoring == std::string(metric) + average) return runtime::ok_status();
+    }
+  }
+  return runtime::invalid_argument(
+      "scoring '", scoring,
+      "' is not accuracy, r2, neg_mean_squared_error, neg_root_mean_squared_error, "
+      "neg_mean_absolute_error, or (classifiers) f1, precision or recall with _micro, _macro "
+      "or _weighted, mean_per_class_accuracy or mean_iou");
+}
+
+Result<double> score_by(Model& model, const Tensor& x, const Tensor& y,
+                        const std::string& scoring) {
+  TROUPE_RETURN_IF_ERROR(check_scoring(scoring));
+  if (scoring.empty()) return model.score(x, y);
+  TROUPE_ASSIGN_OR_RETURN(Tensor predicted, model.predict(x));
+  if (scoring == "accuracy") return accuracy_score(y, predicted);
+  if (scoring == "r2") return r2_score(y, predicted);
+  static const std::map<std::string, const char*> kErrors = {
+      {"neg_mean_squared_error", "mse"},
+      {"neg_root_mean_squared_error", "rmse"},
+      {"neg_mean_absolute_error", "mae"}};
+  std::string kind;
+  double sign = 1;
+  if (auto it = kErrors.find(scoring); it != kErrors.end()) {
+    kind = it->second;
+    sign = -1;
+    predicted = predicted.reshaped(y.shape());
+  } else if (model.is_classifier()) {
+    // The classes seen in either labeling.
+    int64_t classes = 1;
+    for (double v : as_doubles(y)) classes = std::max(classes, static_cast<int64_t>(v) + 1);
+    for (double v : as_doubles(predicted)) classes = std::max(classes, static_cast<int64_t>(v) + 1);
+    kind = class_metric_kind(scoring, classes);
+  }
+  auto metric =
+      kind.empty() ? Result<std::unique_ptr<Metric>>(check_scoring("?")) : make_metric(kind);
+  if (!metric.ok()) {
+    TROUPE_RETURN_IF_ERROR(check_scoring(scoring));
+    return metric.status();
+  }
+  TROUPE_RETURN_IF_ERROR((*metric)->update(y, predicted));
+  return sign * (*metric)->result();
+}
+
 Result<std::vector<double>> cross_val_score(const Model& model, const Tensor& x, const Tensor& y,
                                             CvOptions options) {
+  TROUPE_RETURN_IF_ERROR(check_scoring(options.scoring));
   TROUPE_RETURN_IF_ERROR(check_rows(x, y));
   TROUPE_ASSIGN_OR_RETURN(auto splits, cv_splits(model, y, options));
-  TROUPE_ASSIGN_OR_RETURN(auto results,
-                          run_folds(model, {ParamMap{}}, splits, x, y, options.n_jobs));
+  TROUPE_ASSIGN_OR_RETURN(
+      auto results, run_folds(model, {ParamMap{}}, splits, x, y, options.n_jobs, options.scoring));
   std::vector<double> scores;
   for (const FoldResult& r : results[0]) scores.push_back(*r.score);
   return scores;
@@ -266,11 +325,12 @@ SearchCV::SearchCV(const Model& model, std::vector<ParamMap> candidates, SearchO
     : model_(model.clone()), candidates_(std::move(candidates)), options_(options) {}
 
 Status SearchCV::fit(const Tensor& x, const Tensor& y) {
+  TROUPE_RETURN_IF_ERROR(check_scoring(options_.cv.scoring));
   TROUPE_RETURN_IF_ERROR(check_rows(x, y));
   if (candidates_.empty()) return runtime::invalid_argument("the search has no candidates");
   TROUPE_ASSIGN_OR_RETURN(auto splits, cv_splits(*model_, y, options_.cv));
-  TROUPE_ASSIGN_OR_RETURN(auto results,
-                          run_folds(*model_, candidates_, splits, x, y, options_.cv.n_jobs));
+  TROUPE_ASSIGN_OR_RETURN(auto results, run_folds(*model_, candidates_, splits, x, y,
+                                                  options_.cv.n_jobs, options_.cv.scoring));
   const size_t folds = splits.size();
   std::vector<std::string> columns;
   std::vector<std::string> names;
@@ -334,7 +394,7 @@ Result<Tensor> SearchCV::predict(const Tensor& x) const {
 
 Result<double> SearchCV::score(const Tensor& x, const Tensor& y) const {
   if (!best_model_) return runtime::failed_precondition("the search has no refit model: fit first");
-  return best_model_->score(x, y);
+  return score_by(*best_model_, x, y, options_.cv.scoring);
 }
 
 GridSearchCV::GridSearchCV(const Model& model, const std::vector<ParamGrid>& grids,

@@ -11,7 +11,8 @@
 //   auto classes = search.predict(x_test);                // the best params, refit on all of x
 //
 // Classifiers are split stratified by class (StratifiedKFold), regressors by KFold, as
-// scikit-learn does with cv=int. Scores are the model's own score (accuracy, R^2).
+// scikit-learn does with cv=int. Scores are the model's own score (accuracy, R^2), or those
+// CvOptions::scoring names.
 #pragma once
 
 #include <cstdint>
@@ -75,7 +76,19 @@ struct CvOptions {
   bool shuffle = false;
   uint64_t seed = 0;
   int n_jobs = 0;  // trials at once; 0: one per core
+  // scikit-learn's scoring: "" the model's own score (accuracy, R^2); else one of score_by's.
+  std::string scoring;
 };
+
+// A fitted model's score on (x, y) by scikit-learn's scoring names, greater always better:
+// accuracy, r2, neg_mean_squared_error, neg_root_mean_squared_error, neg_mean_absolute_error,
+// and for classifiers f1, precision and recall with _micro, _macro or _weighted,
+// mean_per_class_accuracy and mean_iou (of the predicted classes). "" is the model's score();
+// another name is an error listing these.
+runtime::Result<double> score_by(Model& model, const runtime::Tensor& x, const runtime::Tensor& y,
+                                 const std::string& scoring);
+// An error naming `scoring` and listing the names when it is not one of them.
+runtime::Status check_scoring(const std::string& scoring);
 
 // The model's folds for (x, y): stratified for classifiers.
 runtime::Result<std::vector<Split>> cv_splits(const Model& model, const runtime::Tensor& y,
