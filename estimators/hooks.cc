@@ -195,6 +195,64 @@ class CheckpointSaver : public SessionRunHook {
 
 }  // namespace
 
+runtime::Status write_projector(const std::string& logdir, const runtime::Graph& graph,
+                                const runtime::VariableStore& variables) {
+  static const std::string kTable = "embedding_weights";
+  std::map<std::string, std::map<int, runtime::Tensor>> tables;  // name -> part -> rows
+  for (const std::string& name : variables.names()) {
+    std::string table = name;
+    int part = 0;
+    if (const size_t at = name.rfind("/part_"); at != std::string::npos) {
+      table = name.substr(0, at);
+      part = std::atoi(name.c_str() + at + 6);
+    }
+    if (table.size() < kTable.size() ||
+        table.compare(table.size() - kTable.size(), kTable.size(), kTable) != 0) {
+      continue;
+    }
+    auto rows = variables.read(name);
+    if (rows.ok() && rows->rank() == 2 && rows->dtype() == runtime::DType::kFloat32) {
+      tables[table][part] = *rows;
+    }
+  }
+  if (tables.empty()) return runtime::ok_status();
+  std::error_code ec;
+  std::filesystem::create_directories(logdir + "/projector", ec);
+  std::string config;
+  for (const auto& [table, parts] : tables) {
+    std::string file = table;
+    std::replace(file.begin(), file.end(), '/', '_');
+    std::string rows_text, labels_text;
+    int64_t rows = 0, width = 0;
+    for (const auto& [part, t] : parts) {
+      width = t.dim(1);
+      for (int64_t r = 0; r < t.dim(0); ++r, ++rows) {
+        for (int64_t c = 0; c < width; ++c) {
+          rows_text += (c ? "\t" : "") + std::to_string(t.data<float>()[r * width + c]);
+        }
+        rows_text += "\n";
+      }
+    }
+    TROUPE_RETURN_IF_ERROR(
+        runtime::write_file_atomic(logdir + "/projector/" + file + ".tsv", rows_text));
+    config += "embeddings {\n  tensor_name: \"" + table + "\"\n  tensor_path: \"projector/" + file +
+              ".tsv\"\n";
+    const int labels = graph.find(table + "/metadata");
+    if (labels >= 0 && graph.node(labels).attrs.count("value")) {
+      const auto& value = graph.node(labels).attr<runtime::Tensor>("value");
+      if (value.dtype() == runtime::DType::kString && value.num_elements() == rows) {
+        for (int64_t r = 0; r < rows; ++r) labels_text += value.data<std::string>()[r] + "\n";
+        TROUPE_RETURN_IF_ERROR(runtime::write_file_atomic(
+            logdir + "/projector/" + file + ".metadata.tsv", labels_text));
+        config += "  metadata_path: \"projector/" + file + ".metadata.tsv\"\n";
+      }
+    }
+    config += "  tensor_shape: " + std::to_string(rows) +
+              "\n  tensor_shape: " + std::to_string(width) + "\n}\n";
+  }
+  return runtime::write_file_atomic(logdir + "/projector_config.pbtxt", config);
+}
+
 void write_summary(const SummaryWriter& w, const ops::summary::Marked& m,
                    const runtime::Tensor& value, int64_t step) {
   switch (m.kind) {
@@ -263,6 +321,10 @@ class SummarySaver : public SessionRunHook {
   }
   Status end(HookContext& ctx) override {
     TROUPE_RETURN_IF_ERROR(at_sync(ctx));
+    if (graph_ != nullptr) {
+      TROUPE_RETURN_IF_ERROR(write_projector(
+          std::filesystem::path(writer_.path()).parent_path().string(), *graph_, ctx.variables));
+    }
     return writer_.flush();
   }
 

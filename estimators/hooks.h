@@ -156,6 +156,13 @@ std::shared_ptr<SessionRunHook> checkpoint_saver_hook(
 // steps, and histograms of the variables at each sync point, to `writer`.
 std::shared_ptr<SessionRunHook> summary_saver_hook(const SummaryWriter& writer,
                                                    int64_t every_steps);
+// TensorBoard's projector files in `logdir` for every embedding table of `variables` (a
+// variable ".../embedding_weights", whole or in parts): projector/<table>.tsv of its rows,
+// projector/<table>.metadata.tsv of their labels (the graph's ".../embedding_weights/metadata"
+// constant, when it has one: a vocabulary's words), and projector_config.pbtxt naming them.
+// Nothing when there is no table.
+runtime::Status write_projector(const std::string& logdir, const runtime::Graph& graph,
+                                const runtime::VariableStore& variables);
 // One of a model_fn's summaries (ops/summary_ops.h), its value as fetched at `step`.
 void write_summary(const SummaryWriter& writer, const ops::summary::Marked& summary,
                    const runtime::Tensor& value, int64_t step);

@@ -465,6 +465,24 @@ std::vector<Output> blocks(runtime::GraphBuilder& b, const std::string& name, co
   return ops::variable_parts(b, name, shape, DType::kFloat32, initial_value, parts);
 }
 
+// A label for each id of a categorical column: its vocabulary's words, then "<oov i>" for its
+// out-of-vocabulary buckets; "id i" for the ids of other columns.
+runtime::Tensor projector_labels(const FeatureColumn& c, int64_t ids) {
+  runtime::Tensor labels(DType::kString, Shape{ids});
+  const runtime::Tensor& v = c.vocabulary;
+  const int64_t words = c.kind == FeatureColumn::Kind::kVocabulary ? v.num_elements() : 0;
+  for (int64_t i = 0; i < ids; ++i) {
+    std::string& label = labels.data<std::string>()[i];
+    if (i < words) {
+      label = v.dtype() == DType::kString ? v.data<std::string>()[i]
+                                          : std::to_string(v.data<int64_t>()[i]);
+    } else {
+      label = words > 0 ? "<oov " + std::to_string(i - words) + ">" : "id " + std::to_string(i);
+    }
+  }
+  return labels;
+}
+
 Result<Output> embedding(ModelInputs& in, const FeatureColumn& c, int partitions) {
   runtime::GraphBuilder& b = in.b;
   TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
@@ -475,6 +493,9 @@ Result<Output> embedding(ModelInputs& in, const FeatureColumn& c, int partitions
       blocks(b, "embedding_weights", shape,
              ops::truncated_normal(b, shape, 0, 1.0 / std::sqrt(static_cast<double>(c.dimension))),
              partitions);
+  // What each row stands for, for TensorBoard's projector (write_projector): a constant no step
+  // computes, read from the graph by the summary hook.
+  ops::constant(b, projector_labels(c.sources[0], shape.dim(0)), "embedding_weights/metadata");
   if (!b.ok()) return b.status();
   return ops::embedding_lookup_sparse(b, table, ids.ids, ids.weights, c.combiner);
 }

@@ -23,6 +23,7 @@
 #include "harness/op_harness.h"
 #include "ops/state_ops.h"
 #include "runtime/fingerprint.h"
+#include "runtime/record_io.h"
 
 using namespace troupe;
 using namespace troupe::estimators;
@@ -321,6 +322,25 @@ TEST_CASE("a model over text columns restores from its model_dir and exports the
                            .feature_columns = {embedding_column(a, 3), embedding_column(b, 3)}};
   DNNClassifier first(options, test::quiet(dir.path));
   REQUIRE(first.fit(*input::arrays(train, "label", {.batch_size = 40, .num_epochs = 5})).ok());
+  // TensorBoard's projector: each embedding table's rows, labelled by its vocabulary's words.
+  std::string config, labels, rows;
+  REQUIRE(runtime::read_file(dir.path + "/projector_config.pbtxt", &config).ok());
+  CHECK(config.find("tensor_name: \"input_layer/a_embedding/embedding_weights\"\n"
+                    "  tensor_path: \"projector/input_layer_a_embedding_embedding_weights.tsv"
+                    "\"\n  metadata_path: \"projector/"
+                    "input_layer_a_embedding_embedding_weights.metadata.tsv\"\n"
+                    "  tensor_shape: 2\n  tensor_shape: 3\n") != std::string::npos);
+  CHECK(config.find("b_embedding/embedding_weights\"") != std::string::npos);
+  REQUIRE(
+      runtime::read_file(
+          dir.path + "/projector/input_layer_a_embedding_embedding_weights.metadata.tsv", &labels)
+          .ok());
+  CHECK(labels == "x\ny\n");
+  REQUIRE(runtime::read_file(dir.path + "/projector/input_layer_a_embedding_embedding_weights.tsv",
+                             &rows)
+              .ok());
+  CHECK(std::count(rows.begin(), rows.end(), '\n') == 2);
+  CHECK(std::count(rows.begin(), rows.end(), '\t') == 4);
   auto predict = [&](DNNClassifier& m) {
     auto p = m.estimator().predict_batches(*input::arrays(train, "label", {.batch_size = 400}));
     REQUIRE_MESSAGE(p.ok(), p.status().to_string());
