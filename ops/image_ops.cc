@@ -53,6 +53,14 @@ Status resized_shape(InferenceContext& c) {
   return runtime::ok_status();
 }
 
+// A resize's gradient: dy spread back by `grad_op` onto the images' shape.
+runtime::GradFn resize_gradient(const char* grad_op) {
+  return [grad_op](GraphBuilder& b, const Node& n, const Grads& dy) {
+    return Grads{b.add(grad_op, {dy[0], n.inputs[0]},
+                       {{"half_pixel_centers", n.attr<bool>("half_pixel_centers")}})};
+  };
+}
+
 Status like_images(InferenceContext& c) {
   c.set_output(0, c.input_dtype(0), c.input_shape(1));
   return runtime::ok_status();
@@ -111,10 +119,7 @@ TROUPE_REGISTER_OP(ResizeBilinear)
     .attr("size", std::vector<int64_t>{})
     .attr("half_pixel_centers", true)
     .shape_fn(resized_shape)
-    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
-      return Grads{b.add("ResizeBilinearGrad", {dy[0], n.inputs[0]},
-                         {{"half_pixel_centers", n.attr<bool>("half_pixel_centers")}})};
-    })
+    .gradient(resize_gradient("ResizeBilinearGrad"))
     .doc("y = images resized to size with bilinear interpolation (tf.image.resize)");
 
 TROUPE_REGISTER_OP(ResizeBilinearGrad)
@@ -134,10 +139,7 @@ TROUPE_REGISTER_OP(ResizeNearestNeighbor)
     .attr("size", std::vector<int64_t>{})
     .attr("half_pixel_centers", true)
     .shape_fn(resized_shape)
-    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
-      return Grads{b.add("ResizeNearestNeighborGrad", {dy[0], n.inputs[0]},
-                         {{"half_pixel_centers", n.attr<bool>("half_pixel_centers")}})};
-    })
+    .gradient(resize_gradient("ResizeNearestNeighborGrad"))
     .doc("y = images resized to size, each pixel its nearest source pixel (tf.image.resize)");
 
 TROUPE_REGISTER_OP(ResizeNearestNeighborGrad)

@@ -21,6 +21,17 @@ Grads unbroadcast(GraphBuilder& b, const Node& n, Output dx, Output dy) {
   return Grads{sum_to_shape_of(b, dx, x_of(n)), sum_to_shape_of(b, dy, y_of(n))};
 }
 
+// Cumsum's and Cumprod's: x's shape, and an axis within it.
+Status cumulative_shape(InferenceContext& c) {
+  TROUPE_RETURN_IF_ERROR(shape_fns::unchanged_numeric(c));
+  const Shape& s = c.input_shape(0);
+  const int64_t axis = c.attr<int64_t>("axis");
+  if (s.rank_known() && (axis < -s.rank() || axis >= s.rank())) {
+    return c.error("axis ", axis, " out of range for ", s);
+  }
+  return runtime::ok_status();
+}
+
 Status logical_binary(InferenceContext& c) {
   if (c.input_dtype(0) != DType::kBool || c.input_dtype(1) != DType::kBool) {
     return c.error("needs bool inputs");
@@ -769,15 +780,7 @@ TROUPE_REGISTER_OP(Cumsum)
     .attr("axis", int64_t{0})
     .attr("exclusive", false)
     .attr("reverse", false)
-    .shape_fn([](InferenceContext& c) -> Status {
-      TROUPE_RETURN_IF_ERROR(shape_fns::unchanged_numeric(c));
-      const Shape& s = c.input_shape(0);
-      const int64_t axis = c.attr<int64_t>("axis");
-      if (s.rank_known() && (axis < -s.rank() || axis >= s.rank())) {
-        return c.error("axis ", axis, " out of range for ", s);
-      }
-      return runtime::ok_status();
-    })
+    .shape_fn(cumulative_shape)
     .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
       return Grads{cumsum(b, dy[0], n.attr<int64_t>("axis"), n.attr<bool>("exclusive"),
                           !n.attr<bool>("reverse"))};
@@ -791,15 +794,7 @@ TROUPE_REGISTER_OP(Cumprod)
     .attr("axis", int64_t{0})
     .attr("exclusive", false)
     .attr("reverse", false)
-    .shape_fn([](InferenceContext& c) -> Status {
-      TROUPE_RETURN_IF_ERROR(shape_fns::unchanged_numeric(c));
-      const Shape& s = c.input_shape(0);
-      const int64_t axis = c.attr<int64_t>("axis");
-      if (s.rank_known() && (axis < -s.rank() || axis >= s.rank())) {
-        return c.error("axis ", axis, " out of range for ", s);
-      }
-      return runtime::ok_status();
-    })
+    .shape_fn(cumulative_shape)
     .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
       const int64_t axis = n.attr<int64_t>("axis");
       const bool exclusive = n.attr<bool>("exclusive"), reverse = n.attr<bool>("reverse");

@@ -59,6 +59,14 @@ void jpeg_error_exit(j_common_ptr info) {
 }
 void jpeg_quiet(j_common_ptr, int) {}  // warnings (a truncated file, extra bytes) are not errors
 
+// libjpeg's error manager reporting into `e`: an error jumps to e->jump, a warning is dropped.
+jpeg_error_mgr* reporting_to(JpegError* e) {
+  jpeg_std_error(&e->mgr);
+  e->mgr.error_exit = jpeg_error_exit;
+  e->mgr.emit_message = jpeg_quiet;
+  return &e->mgr;
+}
+
 struct JpegHeader {
   int64_t height = 0, width = 0, channels = 0;
 };
@@ -69,9 +77,7 @@ bool jpeg_decode(const unsigned char* bytes, size_t size, int want, JpegHeader* 
                  unsigned char* out, char* message) {
   jpeg_decompress_struct info;
   JpegError error;
-  info.err = jpeg_std_error(&error.mgr);
-  error.mgr.error_exit = jpeg_error_exit;
-  error.mgr.emit_message = jpeg_quiet;
+  info.err = reporting_to(&error);
   if (setjmp(error.jump)) {
     std::memcpy(message, error.message, JMSG_LENGTH_MAX);
     jpeg_destroy_decompress(&info);
@@ -103,9 +109,7 @@ bool jpeg_encode(const unsigned char* pixels, int64_t height, int64_t width, int
                  int quality, unsigned char** out, unsigned long* out_size, char* message) {
   jpeg_compress_struct info;
   JpegError error;
-  info.err = jpeg_std_error(&error.mgr);
-  error.mgr.error_exit = jpeg_error_exit;
-  error.mgr.emit_message = jpeg_quiet;
+  info.err = reporting_to(&error);
   if (setjmp(error.jump)) {
     std::memcpy(message, error.message, JMSG_LENGTH_MAX);
     jpeg_destroy_compress(&info);
@@ -248,8 +252,7 @@ Result<Tensor> decode_png(std::string_view bytes, int channels) {
   }
   Tensor out(DType::kUInt8, Shape{image.height, image.width, keep});
   std::vector<uint16_t> samples(wide ? static_cast<size_t>(out.num_elements()) : 0);
-  if (!png_image_finish_read(&image, nullptr, wide ? samples.data() : out.raw_data(), 0,
-                             nullptr)) {
+  if (!png_image_finish_read(&image, nullptr, wide ? samples.data() : out.raw_data(), 0, nullptr)) {
     return invalid_argument("decode_png: a damaged PNG image (", image.message, ")");
   }
   if (wide) {
