@@ -67,7 +67,9 @@ runtime::Result<input::Dataset> open_data(const std::string& spec, const std::st
     if (label.empty()) {
       return runtime::invalid_argument("--data tfrecord:... needs --label FEATURE");
     }
-    TROUPE_ASSIGN_OR_RETURN(input::Dataset d, input::tfrecord(spec.substr(9), label, {}, o));
+    TROUPE_ASSIGN_OR_RETURN(
+        input::Dataset d,
+        input::tfrecord(spec.substr(9), label, {.sequence_length = data.sequence_length}, o));
     if (!d.sparse.empty()) {
       return runtime::invalid_argument(
           spec, ": feature '", d.sparse[0],
@@ -79,6 +81,11 @@ runtime::Result<input::Dataset> open_data(const std::string& spec, const std::st
   return runtime::invalid_argument("--data '", spec,
                                    "' is not fashion-mnist, csv:PATH, libsvm:PATH or "
                                    "tfrecord:PATH");
+}
+
+int64_t sequence_length_of(const input::Dataset& d) {
+  auto source = std::dynamic_pointer_cast<const input::TfRecordSource>(d.source);
+  return source ? source->sequence_length() : 0;
 }
 
 int64_t libsvm_features(const input::Dataset& d) {

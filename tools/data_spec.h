@@ -19,7 +19,12 @@ namespace troupe::cli {
 struct DataOptions {
   bool class_names = false;  // labels as text ("1", "-1"): a classifier's class names
   int64_t num_features = 0;  // the width a model was trained on; 0: the files' largest index
+  // tfrecord of SequenceExample: the steps a sequence is cut or padded to (the training data's,
+  // for the evaluation data); 0: the longest of the first records.
+  int64_t sequence_length = 0;
 };
+// The steps the sequences of `d` were cut or padded to; 0 for data without sequences.
+int64_t sequence_length_of(const estimators::input::Dataset& d);
 // libsvm files are read as dense rows ("features" float32 [n]) up to this width; wider sparse
 // data trains from C++ (input::libsvm and a weighted categorical column).
 constexpr int64_t kMaxLibsvmFeatures = 32768;

@@ -455,8 +455,10 @@ int train(const std::vector<std::string>& args) {
   if (!parsed->count("eval-data") && r.eval_data != "fashion-mnist") {
     runtime::log_warning("evaluating on the training data; pass --eval-data for a held-out set");
   }
-  auto eval_data =
-      open_data(r.eval_data, "test", r.label, {.batch_size = 1000}, data_options(r.spec));
+  DataOptions eval_options = data_options(r.spec);
+  // Sequences as long as the training data's, which the model's inputs are shaped by.
+  eval_options.sequence_length = sequence_length_of(*train_data);
+  auto eval_data = open_data(r.eval_data, "test", r.label, {.batch_size = 1000}, eval_options);
   if (!eval_data.ok()) return fail(eval_data.status());
   if (r.task() == estimators::TaskType::kEvaluator) {
     auto model_fn = model_fn_of(r.spec);
