@@ -93,8 +93,10 @@ struct TrainRequest {
   estimators::TaskType task() const { return config.cluster.task_type; }
 };
 
-// Flags -> request: 0, or the exit status after the error's line.
-int read_train_request(const Flags& flags, TrainRequest* r) {
+// Flags, and the cluster they place this process in, -> request: 0, or the exit status after
+// the error's line.
+int read_train_request(const Flags& flags, const estimators::ClusterConfig& cluster,
+                       TrainRequest* r) {
   auto flag = [&](const std::string& k, const std::string& d) {
     auto it = flags.find(k);
     return it == flags.end() ? d : it->second;
@@ -138,12 +140,10 @@ int read_train_request(const Flags& flags, TrainRequest* r) {
   }
   auto strategy = runtime::parse_ps_strategy(flag("ps-strategy", "round_robin"));
   if (!strategy.ok()) return usage_error("--ps-strategy: " + strategy.status().message());
-  auto cluster = cluster_of(flags);
-  if (!cluster.ok()) return usage_error(cluster.status().message());
-  const bool in_cluster = !cluster->cluster.empty();
-  if (in_cluster && !std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster->task_label());
-  const bool trains = in_cluster && cluster->task_type != estimators::TaskType::kEvaluator;
-  if (trains && cluster->num_ps_replicas == 0) {
+  const bool in_cluster = !cluster.cluster.empty();
+  if (in_cluster && !std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster.task_label());
+  const bool trains = in_cluster && cluster.task_type != estimators::TaskType::kEvaluator;
+  if (trains && cluster.num_ps_replicas == 0) {
     return usage_error("the cluster has no ps task: its variables live on ps tasks");
   }
   auto secret = secret_of(flags);
@@ -174,7 +174,7 @@ int read_train_request(const Flags& flags, TrainRequest* r) {
   // restore into any number of parts (runtime::fit_partitions): a cluster may resume with more
   // or fewer ps tasks, or one process.
   if (model.partitioned) {
-    const int64_t parts = std::max(1, cluster->num_ps_replicas);
+    const int64_t parts = std::max(1, cluster.num_ps_replicas);
     if (auto s = set_params(&r->spec, {{"partitions", parts}}); !s.ok()) return fail(s);
   }
   estimators::RunConfig& config = r->config;
@@ -182,7 +182,7 @@ int read_train_request(const Flags& flags, TrainRequest* r) {
   config.tf_random_seed = r->seed;
   config.save_checkpoints_steps = r->eval_every > 0 ? r->eval_every : 1000;
   config.log_step_count_steps = 100;
-  config.cluster = *cluster;
+  config.cluster = cluster;
   config.job_secret = *secret;
   config.ps_strategy = *strategy;
   config.cluster_deadline_ms = deadline_s * 1000;
@@ -190,12 +190,12 @@ int read_train_request(const Flags& flags, TrainRequest* r) {
   // (the rest are backups, their late gradients dropped).
   config.replicas_to_aggregate =
       static_cast<int>(aggregate > 0         ? aggregate
-                       : flags.count("sync") ? cluster->num_worker_replicas
+                       : flags.count("sync") ? cluster.num_worker_replicas
                                              : 0);
   config.sync_timeout_ms = sync_timeout_s * 1000;
   if (auto valid = config.validate(); !valid.ok()) return usage_error(valid.message());
   r->repeat = r->steps > 0 || model.trees ||
-              (in_cluster && cluster->task_type != estimators::TaskType::kEvaluator);
+              (in_cluster && cluster.task_type != estimators::TaskType::kEvaluator);
   return 0;
 }
 
@@ -424,7 +424,7 @@ int train(const std::vector<std::string>& args) {
     return serve_ps(*cluster, *parsed, /*secret_required=*/false);
   }
   TrainRequest r;
-  if (int e = read_train_request(*parsed, &r)) return e;
+  if (int e = read_train_request(*parsed, *cluster, &r)) return e;
   const bool classifier = r.spec.task == estimators::Task::kClassifier;
   // A libsvm file's numeric labels name a classifier's classes, as a table's text labels do.
   auto train_data = open_data(r.data, "train", r.label,
