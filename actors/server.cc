@@ -1,7 +1,5 @@
 #include "actors/server.h"
 
-#include <unistd.h>
-
 #include <caf/io/all.hpp>
 
 #include <cerrno>
@@ -84,20 +82,18 @@ runtime::Result<caf::actor> connect_server(Runtime& rt, const std::string& addre
 }
 
 std::string why_unreachable(const std::string& host, uint16_t port) {
-  auto fd = net::connect_tcp(host, port, std::chrono::milliseconds(1000));
-  if (fd.ok()) {
-    ::close(*fd);
-    return "it answers, but not as a troupe server that takes us";
+  switch (const int err = net::probe_tcp(host, port, std::chrono::milliseconds(1000))) {
+    case 0:
+      return "it answers, but not as a troupe server that takes us";
+    case ECONNREFUSED:
+      return "refused: nothing listens";
+    case EAGAIN:
+    case EINPROGRESS:
+    case ETIMEDOUT:
+      return "no answer";
+    default:
+      return std::strerror(err);
   }
-  const std::string what = fd.status().message();
-  if (what.find(std::strerror(ECONNREFUSED)) != std::string::npos)
-    return "refused: nothing listens";
-  if (what.find(std::strerror(EAGAIN)) != std::string::npos ||
-      what.find(std::strerror(EINPROGRESS)) != std::string::npos ||
-      what.find(std::strerror(ETIMEDOUT)) != std::string::npos) {
-    return "no answer";
-  }
-  return what;
 }
 
 }  // namespace troupe::actors

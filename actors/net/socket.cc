@@ -54,22 +54,44 @@ runtime::Result<Listening> listen_tcp(const std::string& host, uint16_t port) {
   return Listening{fd, ntohs(addr.sin_port)};
 }
 
-runtime::Result<int> connect_tcp(const std::string& host, uint16_t port,
-                                 std::chrono::milliseconds timeout) {
-  const std::string peer = host + ":" + std::to_string(port);
-  TROUPE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, port));
+namespace {
+
+// A blocking socket connected to `addr` within `timeout`, reads and writes timing out alike;
+// -1 with errno set when it is not.
+int connected_socket(const sockaddr_in& addr, std::chrono::milliseconds timeout) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return runtime::unavailable("data channel to ", peer, ": ", errno_text());
+  if (fd < 0) return -1;
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    const std::string why = errno_text();
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
     ::close(fd);
-    return runtime::unavailable("data channel to ", peer, ": ", why);
+    errno = err;
+    return -1;
   }
+  return fd;
+}
+
+}  // namespace
+
+int probe_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+  auto addr = resolve(host, port);
+  if (!addr.ok()) return EHOSTUNREACH;
+  const int fd = connected_socket(*addr, timeout);
+  if (fd < 0) return errno;
+  ::close(fd);
+  return 0;
+}
+
+runtime::Result<int> connect_tcp(const std::string& host, uint16_t port,
+                                 std::chrono::milliseconds timeout) {
+  const std::string peer = host + ":" + std::to_string(port);
+  TROUPE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, port));
+  const int fd = connected_socket(addr, timeout);
+  if (fd < 0) return runtime::unavailable("data channel to ", peer, ": ", errno_text());
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;

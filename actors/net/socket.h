@@ -36,6 +36,10 @@ runtime::Result<Listening> listen_tcp(const std::string& host, uint16_t port);
 // A blocking connection with TCP_NODELAY, whose reads and writes fail after `timeout`.
 runtime::Result<int> connect_tcp(const std::string& host, uint16_t port,
                                  std::chrono::milliseconds timeout);
+// Whether a connection to host:port opens within `timeout` (closed again at once): 0, or the
+// errno it failed with (ECONNREFUSED: nothing listens; EINPROGRESS or ETIMEDOUT: no answer),
+// or EHOSTUNREACH for a name that does not resolve. What a log says of a peer not reached.
+int probe_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
 
 // O_NONBLOCK on from now on; an error text, or "" when it is set.
 std::string set_nonblocking(int fd);
