@@ -34,10 +34,39 @@ Status assign_shape(InferenceContext& c) {
   return runtime::ok_status();
 }
 
+// Scatter<Op>(indices, updates): updates is [indices..., the variable's row dims].
+Status scatter_shape(InferenceContext& c) {
+  const Shape& s = c.attr<Shape>("shape");
+  const std::string& var = c.attr<std::string>("var");
+  const DType t = c.input_dtype(0);
+  if (t != DType::kInt32 && t != DType::kInt64) {
+    return c.error("indices must be int32 or int64, got ", runtime::dtype_name(t));
+  }
+  if (c.input_dtype(1) != c.attr<DType>("dtype")) {
+    return c.error("variable '", var, "' is ", runtime::dtype_name(c.attr<DType>("dtype")),
+                   ", the updates are ", runtime::dtype_name(c.input_dtype(1)));
+  }
+  if (!s.fully_defined() || s.rank() < 1) {
+    return c.error("variable '", var, "' of shape ", s, " has no rows to scatter into");
+  }
+  const Shape& i = c.input_shape(0);
+  if (i.rank_known()) {
+    std::vector<int64_t> dims = i.dims();
+    dims.insert(dims.end(), s.dims().begin() + 1, s.dims().end());
+    if (!c.input_shape(1).compatible_with(Shape(dims))) {
+      return c.error("updates of shape ", c.input_shape(1), " for indices ", i, " of variable '",
+                     var, "' ", s, ": they must be ", Shape(dims));
+    }
+  }
+  c.set_output(0, c.attr<DType>("dtype"), s);
+  return runtime::ok_status();
+}
+
 const runtime::AttrMap kAssignDefaults{
     {"var", std::string()}, {"shape", Shape{}}, {"dtype", DType::kFloat32}};
 
-Output write(GraphBuilder& b, const char* op, Output var, Output value) {
+// A node of `op` writing the variable `var` reads, on `inputs`.
+Output write(GraphBuilder& b, const char* op, Output var, const std::vector<Output>& inputs) {
   if (!var.valid()) return Output{};
   const Node& v = b.graph().node(var.node);
   if (v.op != "Variable") {
@@ -45,7 +74,7 @@ Output write(GraphBuilder& b, const char* op, Output var, Output value) {
     return Output{};
   }
   return b.add(
-      op, {value},
+      op, inputs,
       {{"var", variable_name(v)}, {"shape", v.output_shapes[0]}, {"dtype", v.output_dtypes[0]}});
 }
 
@@ -129,6 +158,85 @@ TROUPE_REGISTER_OP(AssignSub)
     .no_gradient()
     .doc("var -= delta; new_value = var");
 
+// tf.scatter_*: rows of a variable updated in place, the rows not named left as they are;
+// stateful, so not differentiated (as TF's). new_value = the variable after the update.
+TROUPE_REGISTER_OP(ScatterUpdate)
+    .input("indices")
+    .input("updates")
+    .output("new_value")
+    .attrs(kAssignDefaults)
+    .writes_variable()
+    .kernel_dtype_from_input(1)
+    .shape_fn(scatter_shape)
+    .no_gradient()
+    .doc("var[indices[j]] = updates[j] (rows named twice: the last one wins)");
+
+TROUPE_REGISTER_OP(ScatterAdd)
+    .input("indices")
+    .input("updates")
+    .output("new_value")
+    .attrs(kAssignDefaults)
+    .writes_variable()
+    .kernel_dtype_from_input(1)
+    .shape_fn(scatter_shape)
+    .no_gradient()
+    .doc("var[indices[j]] += updates[j] (rows named twice add up)");
+
+TROUPE_REGISTER_OP(ScatterSub)
+    .input("indices")
+    .input("updates")
+    .output("new_value")
+    .attrs(kAssignDefaults)
+    .writes_variable()
+    .kernel_dtype_from_input(1)
+    .shape_fn(scatter_shape)
+    .no_gradient()
+    .doc("var[indices[j]] -= updates[j]");
+
+TROUPE_REGISTER_OP(ScatterMul)
+    .input("indices")
+    .input("updates")
+    .output("new_value")
+    .attrs(kAssignDefaults)
+    .writes_variable()
+    .kernel_dtype_from_input(1)
+    .shape_fn(scatter_shape)
+    .no_gradient()
+    .doc("var[indices[j]] *= updates[j]");
+
+TROUPE_REGISTER_OP(ScatterDiv)
+    .input("indices")
+    .input("updates")
+    .output("new_value")
+    .attrs(kAssignDefaults)
+    .writes_variable()
+    .kernel_dtype_from_input(1)
+    .shape_fn(scatter_shape)
+    .no_gradient()
+    .doc("var[indices[j]] /= updates[j]");
+
+TROUPE_REGISTER_OP(ScatterMin)
+    .input("indices")
+    .input("updates")
+    .output("new_value")
+    .attrs(kAssignDefaults)
+    .writes_variable()
+    .kernel_dtype_from_input(1)
+    .shape_fn(scatter_shape)
+    .no_gradient()
+    .doc("var[indices[j]] = min(var[indices[j]], updates[j])");
+
+TROUPE_REGISTER_OP(ScatterMax)
+    .input("indices")
+    .input("updates")
+    .output("new_value")
+    .attrs(kAssignDefaults)
+    .writes_variable()
+    .kernel_dtype_from_input(1)
+    .shape_fn(scatter_shape)
+    .no_gradient()
+    .doc("var[indices[j]] = max(var[indices[j]], updates[j])");
+
 Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,
                 Output initial_value, bool trainable) {
   const std::string unique = b.unique_name(name);
@@ -144,7 +252,7 @@ Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DT
   Output init;
   {
     auto scope = b.name_scope(name);
-    init = write(b, "Assign", v, initial_value);
+    init = write(b, "Assign", v, {initial_value});
   }
   if (!init.valid()) return Output{};
   b.graph().add_to_collection("variable_initializers", init.node);
@@ -187,12 +295,20 @@ Output partitioned_variable(GraphBuilder& b, const std::string& name, const Shap
 
 const std::string& variable_name(const Node& n) { return n.attr<std::string>("var"); }
 
-Output assign(GraphBuilder& b, Output var, Output value) { return write(b, "Assign", var, value); }
+Output assign(GraphBuilder& b, Output var, Output value) {
+  return write(b, "Assign", var, {value});
+}
 Output assign_add(GraphBuilder& b, Output var, Output value) {
-  return write(b, "AssignAdd", var, value);
+  return write(b, "AssignAdd", var, {value});
 }
 Output assign_sub(GraphBuilder& b, Output var, Output value) {
-  return write(b, "AssignSub", var, value);
+  return write(b, "AssignSub", var, {value});
+}
+
+Output scatter(GraphBuilder& b, Scatter how, Output var, Output indices, Output updates) {
+  static const char* const kOps[] = {"ScatterUpdate", "ScatterAdd", "ScatterSub", "ScatterMul",
+                                     "ScatterDiv",    "ScatterMin", "ScatterMax"};
+  return write(b, kOps[static_cast<int>(how)], var, {indices, updates});
 }
 
 int global_variables_initializer(GraphBuilder& b) {

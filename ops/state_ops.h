@@ -6,6 +6,7 @@
 //                       glorot_uniform(b, Shape{784, 256}));
 //   int init = global_variables_initializer(b);   // run once as a target, or restore instead
 //   Output step = global_step(b);                 // int64, not trainable
+//   Output rows = scatter(b, Scatter::kAdd, w, ids, deltas);   // tf.scatter_add
 //
 // Not thread-safe (builders).
 #pragma once
@@ -38,6 +39,13 @@ const std::string& variable_name(const runtime::Node& variable_node);
 Output assign(GraphBuilder& b, Output var, Output value);
 Output assign_add(GraphBuilder& b, Output var, Output value);
 Output assign_sub(GraphBuilder& b, Output var, Output value);
+// tf.scatter_update, scatter_add, _sub, _mul, _div, _min and _max: the rows `indices` (int32
+// or int64, any shape) of the variable `var` reads are replaced by, or combined with, `updates`
+// ([indices..., the variable's row dims]); other rows stay. A row named twice takes each
+// update in turn (kUpdate: the last). An index out of range is the step's error, and nothing
+// is written. Returns the variable's new value.
+enum class Scatter { kUpdate, kAdd, kSub, kMul, kDiv, kMin, kMax };
+Output scatter(GraphBuilder& b, Scatter how, Output var, Output indices, Output updates);
 // A NoOp that runs every variable's initializer: a run target.
 int global_variables_initializer(GraphBuilder& b);
 // The graph's int64 step counter, created (at 0) on first use.

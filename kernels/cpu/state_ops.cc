@@ -75,6 +75,61 @@ struct AssignUpdate {
   };
 };
 
+// Scatter<Op>: the rows at `indices` combined with `updates`, one index after another. Every
+// index is checked before anything is written, so a bad one leaves the variable as it was.
+enum class Combine { kUpdate, kAdd, kSub, kMul, kDiv, kMin, kMax };
+
+template <Combine C>
+struct ScatterUpdate {
+  template <class T>
+  struct Kernel {
+    static Status compute(KernelContext& ctx) {
+      const Shape& shape = ctx.attr<Shape>("shape");
+      const Tensor& indices = ctx.input(0);
+      const Tensor& updates = ctx.input(1);
+      const int64_t rows = shape.dim(0);
+      const int64_t row = rows == 0 ? 0 : shape.num_elements() / rows;
+      const int64_t k = indices.num_elements();
+      if (updates.dtype() != runtime::dtype_of<T>() || updates.num_elements() != k * row) {
+        return runtime::invalid_argument("updates of ", runtime::dtype_name(updates.dtype()),
+                                         updates.shape(), " for ", k, " rows of variable '",
+                                         var_name(ctx), "' ", shape);
+      }
+      std::vector<int64_t> at(static_cast<size_t>(k));
+      for (int64_t j = 0; j < k; ++j) {
+        at[j] = indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[j]
+                                                 : indices.data<int64_t>()[j];
+        if (at[j] < 0 || at[j] >= rows) {
+          return runtime::invalid_argument("row ", at[j], " at position ", j,
+                                           " is out of range [0, ", rows, ") of variable '",
+                                           var_name(ctx), "'");
+        }
+      }
+      VariableStore* store;
+      TROUPE_RETURN_IF_ERROR(store_of(ctx, &store));
+      TROUPE_ASSIGN_OR_RETURN(Tensor var,
+                              store->for_update(var_name(ctx), runtime::dtype_of<T>(), shape));
+      T* v = var.data<T>();
+      const T* u = updates.data<T>();
+      for (int64_t j = 0; j < k; ++j) {
+        T* dst = v + at[j] * row;
+        const T* src = u + j * row;
+        for (int64_t e = 0; e < row; ++e) {
+          if constexpr (C == Combine::kUpdate) dst[e] = src[e];
+          if constexpr (C == Combine::kAdd) dst[e] += src[e];
+          if constexpr (C == Combine::kSub) dst[e] -= src[e];
+          if constexpr (C == Combine::kMul) dst[e] *= src[e];
+          if constexpr (C == Combine::kDiv) dst[e] /= src[e];
+          if constexpr (C == Combine::kMin) dst[e] = std::min(dst[e], src[e]);
+          if constexpr (C == Combine::kMax) dst[e] = std::max(dst[e], src[e]);
+        }
+      }
+      ctx.set_output(0, var);
+      return runtime::ok_status();
+    }
+  };
+};
+
 // What every update rule gets: the variable (writable) and the learning rate.
 template <class T>
 struct Update {
@@ -355,6 +410,20 @@ TROUPE_REGISTER_KERNELS(state_cpu) {
   registry.add_typed<AssignKernel, float, double, int32_t, int64_t>("Assign", kCpu);
   registry.add_typed<AssignUpdate<1>::Kernel, float, double, int32_t, int64_t>("AssignAdd", kCpu);
   registry.add_typed<AssignUpdate<-1>::Kernel, float, double, int32_t, int64_t>("AssignSub", kCpu);
+  // Integer division by zero would end the process: ScatterDiv divides floats only.
+  registry.add_typed<ScatterUpdate<Combine::kUpdate>::Kernel, float, double, int32_t, int64_t>(
+      "ScatterUpdate", kCpu);
+  registry.add_typed<ScatterUpdate<Combine::kAdd>::Kernel, float, double, int32_t, int64_t>(
+      "ScatterAdd", kCpu);
+  registry.add_typed<ScatterUpdate<Combine::kSub>::Kernel, float, double, int32_t, int64_t>(
+      "ScatterSub", kCpu);
+  registry.add_typed<ScatterUpdate<Combine::kMul>::Kernel, float, double, int32_t, int64_t>(
+      "ScatterMul", kCpu);
+  registry.add_typed<ScatterUpdate<Combine::kDiv>::Kernel, float, double>("ScatterDiv", kCpu);
+  registry.add_typed<ScatterUpdate<Combine::kMin>::Kernel, float, double, int32_t, int64_t>(
+      "ScatterMin", kCpu);
+  registry.add_typed<ScatterUpdate<Combine::kMax>::Kernel, float, double, int32_t, int64_t>(
+      "ScatterMax", kCpu);
   add_rule<SgdRule>(registry, "GradientDescent");
   add_rule<MomentumRule>(registry, "Momentum");
   add_rule<AdagradRule>(registry, "Adagrad");

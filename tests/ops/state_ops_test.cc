@@ -1,5 +1,6 @@
 // Variables against the store: VariableGather, the rows of a variable read where it lives (the
-// plan compiler makes it from a Gather of a Variable on another task: actors/step_plan.h).
+// plan compiler makes it from a Gather of a Variable on another task: actors/step_plan.h); the
+// scatter updates, row by row.
 #include "ops/state_ops.h"
 
 #include <doctest/doctest.h>
@@ -44,4 +45,48 @@ TEST_CASE("VariableGather gives a variable's rows, and refuses what does not fit
   OpTest scalar;
   variable_gather(scalar, "emb", Shape{}, scalar.feed(Tensor::from_vector<int32_t>(Shape{1}, {0})));
   CHECK(scalar.b.status().message().find("with rows") != std::string::npos);
+}
+
+TEST_CASE("scatter updates combine the rows named, index by index, and leave the others") {
+  // w = [[1, 2], [3, 4], [5, 6], [7, 8]]; rows 2, 0, 2 get [1, 1], [2, 2], [3, 3].
+  struct Case {
+    ops::Scatter how;
+    std::vector<float> want;
+  };
+  const Case cases[] = {{ops::Scatter::kUpdate, {2, 2, 3, 4, 3, 3, 7, 8}},
+                        {ops::Scatter::kAdd, {3, 4, 3, 4, 9, 10, 7, 8}},
+                        {ops::Scatter::kSub, {-1, 0, 3, 4, 1, 2, 7, 8}},
+                        {ops::Scatter::kMul, {2, 4, 3, 4, 15, 18, 7, 8}},
+                        {ops::Scatter::kDiv, {0.5f, 1, 3, 4, 5.0f / 3, 2, 7, 8}},
+                        {ops::Scatter::kMin, {1, 2, 3, 4, 1, 1, 7, 8}},
+                        {ops::Scatter::kMax, {2, 2, 3, 4, 5, 6, 7, 8}}};
+  for (const Case& c : cases) {
+    CAPTURE(static_cast<int>(c.how));
+    OpTest t;
+    t.vars.assign("w", Tensor::from_vector<float>(Shape{4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}));
+    Output w = t.b.add("Variable", {}, {{"var", std::string("w")}, {"shape", Shape{4, 2}}});
+    Output ids = t.feed(Tensor::from_vector<int64_t>(Shape{3}, {2, 0, 2}));
+    Output updates = t.feed(Tensor::from_vector<float>(Shape{3, 2}, {1, 1, 2, 2, 3, 3}));
+    Output after = ops::scatter(t.b, c.how, w, ids, updates);
+    REQUIRE(t.b.ok());
+    CHECK(t.b.shape(after) == Shape{4, 2});
+    CHECK(t.eval(after).to_vector<float>() == c.want);
+    CHECK(t.vars.read("w")->to_vector<float>() == c.want);
+  }
+
+  // An index out of range writes nothing; updates of the wrong shape are the builder's error.
+  OpTest t;
+  const std::vector<float> before{1, 2, 3, 4};
+  t.vars.assign("w", Tensor::from_vector<float>(Shape{2, 2}, before));
+  Output w = t.b.add("Variable", {}, {{"var", std::string("w")}, {"shape", Shape{2, 2}}});
+  auto beyond = t.run({ops::scatter(
+      t.b, ops::Scatter::kAdd, w, t.feed(Tensor::from_vector<int32_t>(Shape{2}, {0, 2})),
+      t.feed(Tensor::from_vector<float>(Shape{2, 2}, {1, 1, 1, 1})))});
+  REQUIRE_FALSE(beyond.ok());
+  CHECK(beyond.status().message().find("row 2 at position 1 is out of range [0, 2)") !=
+        std::string::npos);
+  CHECK(t.vars.read("w")->to_vector<float>() == before);
+  ops::scatter(t.b, ops::Scatter::kUpdate, w, t.feed(Tensor::from_vector<int32_t>(Shape{1}, {0})),
+               t.feed(Tensor::from_vector<float>(Shape{1, 3}, {1, 1, 1})));
+  CHECK(t.b.status().message().find("they must be [1,2]") != std::string::npos);
 }
