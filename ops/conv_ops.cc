@@ -109,6 +109,18 @@ Status conv_shape(InferenceContext& c) {
   return runtime::ok_status();
 }
 
+// As conv_shape, with in_c * multiplier output channels.
+Status depthwise_shape(InferenceContext& c) {
+  TROUPE_RETURN_IF_ERROR(c.expect_floating(0));
+  TROUPE_RETURN_IF_ERROR(c.expect_same_dtype(0, 1));
+  ConvGeometry g;
+  Status s = conv_geometry_for(c.node(), c.input_shape(0), c.input_shape(1), &g);
+  if (!s.ok()) return c.error(s.message());
+  const int64_t out_c = g.in_c < 0 || g.out_c < 0 ? -1 : g.in_c * g.out_c;
+  c.set_output(0, c.input_dtype(0), Shape{g.batch, g.out_h, g.out_w, out_c});
+  return runtime::ok_status();
+}
+
 Status pool_shape(InferenceContext& c) {
   TROUPE_RETURN_IF_ERROR(c.expect_floating(0));
   ConvGeometry g;
@@ -192,6 +204,55 @@ TROUPE_REGISTER_OP(Conv2DBackpropFilter)
         "dfilter = the gradient of Conv2D with respect to its filter (filter is read for its "
         "shape only; second derivatives are not supported)");
 
+// Depthwise: each input channel c is convolved with its own `multiplier` filters
+// filter[., ., c, q], giving output channels c * multiplier + q (tf.nn.depthwise_conv2d).
+TROUPE_REGISTER_OP(DepthwiseConv2dNative)
+    .input("input")
+    .input("filter")
+    .output("y")
+    .attrs(kConvDefaults)
+    .shape_fn(depthwise_shape)
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      Output di =
+          b.add("DepthwiseConv2dNativeBackpropInput", {n.inputs[0], n.inputs[1], dy[0]}, n.attrs);
+      Output df =
+          b.add("DepthwiseConv2dNativeBackpropFilter", {n.inputs[0], n.inputs[1], dy[0]}, n.attrs);
+      return Grads{di, df};
+    })
+    .doc(
+        "y[b,i,j,c*m+q] = sum_{di,dj} input[b, i*s+di*d-pad, j*s+dj*d-pad, c] * "
+        "filter[di,dj,c,q] (NHWC input, filter [h, w, in, multiplier])");
+
+TROUPE_REGISTER_OP(DepthwiseConv2dNativeBackpropInput)
+    .input("input")
+    .input("filter")
+    .input("dy")
+    .output("dinput")
+    .attrs(kConvDefaults)
+    .kernel_dtype_from_input(2)
+    .shape_fn([](InferenceContext& c) { return like_input(c, 0, 2); })
+    // Linear in dy and in filter, as Conv2DBackpropInput: its adjoint in dy is the forward op.
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& g) {
+      Output d_dy = b.add("DepthwiseConv2dNative", {g[0], n.inputs[1]}, n.attrs);
+      Output d_filter =
+          b.add("DepthwiseConv2dNativeBackpropFilter", {g[0], n.inputs[1], n.inputs[2]}, n.attrs);
+      return Grads{Output{}, d_filter, d_dy};
+    })
+    .doc("dinput = the gradient of DepthwiseConv2dNative with respect to its input");
+
+TROUPE_REGISTER_OP(DepthwiseConv2dNativeBackpropFilter)
+    .input("input")
+    .input("filter")
+    .input("dy")
+    .output("dfilter")
+    .attrs(kConvDefaults)
+    .kernel_dtype_from_input(2)
+    .shape_fn([](InferenceContext& c) { return like_input(c, 1, 2); })
+    .no_gradient()
+    .doc(
+        "dfilter = the gradient of DepthwiseConv2dNative with respect to its filter (second "
+        "derivatives are not supported)");
+
 // y = max over each window; dx routes dy to the first maximum of each window.
 TROUPE_REGISTER_OP(MaxPool)
     .input("input")
@@ -268,6 +329,16 @@ Output pool(GraphBuilder& b, const char* op, Output input, std::array<int64_t, 2
                name);
 }
 }  // namespace
+
+Output depthwise_conv2d(GraphBuilder& b, Output input, Output filter,
+                        std::array<int64_t, 2> strides, const std::string& padding,
+                        std::array<int64_t, 2> dilations, const std::string& name) {
+  return b.add("DepthwiseConv2dNative", {input, filter},
+               {{"strides", std::vector<int64_t>{1, strides[0], strides[1], 1}},
+                {"dilations", std::vector<int64_t>{1, dilations[0], dilations[1], 1}},
+                {"padding", padding}},
+               name);
+}
 
 Output max_pool(GraphBuilder& b, Output input, std::array<int64_t, 2> ksize,
                 std::array<int64_t, 2> strides, const std::string& padding,

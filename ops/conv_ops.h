@@ -2,6 +2,7 @@
 // is shared by the shape functions and the kernels.
 //
 //   Output y = conv2d(b, images, filters, {1, 1}, "SAME");        // filters: [kh, kw, in, out]
+//   Output d = depthwise_conv2d(b, images, f, {1, 1}, "SAME");    // f: [kh, kw, in, mult]
 //   Output p = max_pool(b, y, {2, 2}, {2, 2}, "VALID");
 //
 // Not thread-safe (builders); conv_geometry is a pure function.
@@ -39,6 +40,12 @@ Output conv2d(GraphBuilder& b, Output input, Output filter, std::array<int64_t, 
 Output conv2d_transpose(GraphBuilder& b, Output value, Output filter, const Shape& output_shape,
                         std::array<int64_t, 2> strides, const std::string& padding,
                         const std::string& name = "");
+// tf.nn.depthwise_conv2d: filter [kh, kw, in_c, multiplier]; each input channel is convolved
+// with its own filters, giving in_c * multiplier output channels (MobileNet's separable
+// convolutions: a depthwise_conv2d, then a 1x1 conv2d).
+Output depthwise_conv2d(GraphBuilder& b, Output input, Output filter,
+                        std::array<int64_t, 2> strides, const std::string& padding,
+                        std::array<int64_t, 2> dilations = {1, 1}, const std::string& name = "");
 Output max_pool(GraphBuilder& b, Output input, std::array<int64_t, 2> ksize,
                 std::array<int64_t, 2> strides, const std::string& padding,
                 const std::string& name = "");

@@ -1,5 +1,7 @@
 // Conv2D (NHWC, HWIO filters) as im2col + GEMM, its two gradients, _FusedConv2D (Conv2D,
-// BiasAdd and Relu in one), and max / average pooling.
+// BiasAdd and Relu in one), depthwise convolution and its gradients (direct loops: each output
+// channel reads one input channel, so there is no GEMM to hand it to), and max / average
+// pooling.
 // One image at a time, so the column buffer stays small (out_h * out_w * k_h * k_w * in_c).
 #include <limits>
 #include <vector>
@@ -155,6 +157,70 @@ struct Conv2DBackpropFilterKernel {
   }
 };
 
+// DepthwiseConv2dNative and its two gradients walk the same (image, output position, tap,
+// output channel) loop: y += x * w, dx += dy * w, or dw += x * dy. Output channel k = c * m + q
+// reads input channel c = k / m and filter[tap, c, q], which is filter element tap * in_c * m + k.
+enum class Depthwise { kForward, kInput, kFilter };
+
+template <class T, Depthwise D>
+Status depthwise(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  ConvGeometry g;
+  TROUPE_RETURN_IF_ERROR(geometry(ctx, x, w.shape(), &g));
+  const int64_t m = g.out_c, out_c = g.in_c * m;  // geometry's out_c is the filter's last dim
+  const Shape y_shape{g.batch, g.out_h, g.out_w, out_c};
+  const T* dy = nullptr;
+  if constexpr (D != Depthwise::kForward) {
+    if (ctx.input(2).shape() != y_shape) {
+      return runtime::invalid_argument("dy has shape ", ctx.input(2).shape(),
+                                       " for a depthwise output of ", y_shape);
+    }
+    dy = ctx.input(2).data<T>();
+  }
+  Tensor* out;
+  TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0,
+                                             D == Depthwise::kForward ? y_shape
+                                             : D == Depthwise::kInput ? x.shape()
+                                                                      : w.shape(),
+                                             &out));
+  T* o = out->data<T>();
+  std::fill_n(o, out->num_elements(), T(0));
+  const T* xs = x.data<T>();
+  const T* ws = w.data<T>();
+  for (int64_t b = 0; b < g.batch; ++b) {
+    const int64_t image = b * g.in_h * g.in_w * g.in_c, outputs = b * g.out_h * g.out_w * out_c;
+    for_each_tap(g, [&](int64_t row, int64_t tap, int64_t iy, int64_t ix) {
+      const int64_t xi = image + (iy * g.in_w + ix) * g.in_c, yi = outputs + row * out_c,
+                    wi = tap * out_c;
+      for (int64_t k = 0; k < out_c; ++k) {
+        const int64_t c = k / m;
+        if constexpr (D == Depthwise::kForward) {
+          o[yi + k] += xs[xi + c] * ws[wi + k];
+        } else if constexpr (D == Depthwise::kInput) {
+          o[xi + c] += dy[yi + k] * ws[wi + k];
+        } else {
+          o[wi + k] += xs[xi + c] * dy[yi + k];
+        }
+      }
+    });
+  }
+  return runtime::ok_status();
+}
+
+template <class T>
+struct DepthwiseKernel {
+  static Status compute(KernelContext& ctx) { return depthwise<T, Depthwise::kForward>(ctx); }
+};
+template <class T>
+struct DepthwiseBackpropInputKernel {
+  static Status compute(KernelContext& ctx) { return depthwise<T, Depthwise::kInput>(ctx); }
+};
+template <class T>
+struct DepthwiseBackpropFilterKernel {
+  static Status compute(KernelContext& ctx) { return depthwise<T, Depthwise::kFilter>(ctx); }
+};
+
 // Calls f(out_index, in_index) for each input position inside window (b, oy, ox, c); returns
 // nothing. Pools use the same geometry as convolutions, with channels kept.
 template <class F>
@@ -291,6 +357,11 @@ TROUPE_REGISTER_KERNELS(conv_cpu) {
   registry.add_typed<FusedConv2DKernel, float, double>("_FusedConv2D", kCpu);
   registry.add_typed<Conv2DBackpropInputKernel, float, double>("Conv2DBackpropInput", kCpu);
   registry.add_typed<Conv2DBackpropFilterKernel, float, double>("Conv2DBackpropFilter", kCpu);
+  registry.add_typed<DepthwiseKernel, float, double>("DepthwiseConv2dNative", kCpu);
+  registry.add_typed<DepthwiseBackpropInputKernel, float, double>(
+      "DepthwiseConv2dNativeBackpropInput", kCpu);
+  registry.add_typed<DepthwiseBackpropFilterKernel, float, double>(
+      "DepthwiseConv2dNativeBackpropFilter", kCpu);
   registry.add_typed<MaxPoolKernel, float, double>("MaxPool", kCpu);
   registry.add_typed<MaxPoolGradKernel, float, double>("MaxPoolGrad", kCpu);
   registry.add_typed<AvgPoolKernel, float, double>("AvgPool", kCpu);

@@ -355,6 +355,22 @@ std::vector<GradCase> cases() {
          return ops::conv2d_transpose(b, x[0], x[1], Shape{1, 4, 4, 2}, {2, 2}, "SAME");
        },
        {rnd({1, 2, 2, 3}), rnd({3, 3, 2, 3})}},
+      {"DepthwiseConv2dNative",
+       [](GraphBuilder& b,
+          const In& x) { return ops::depthwise_conv2d(b, x[0], x[1], {1, 1}, "SAME"); },
+       {rnd({2, 4, 3, 2}), rnd({3, 2, 2, 2})}},
+      {"DepthwiseConv2dNative",
+       [](GraphBuilder& b,
+          const In& x) { return ops::depthwise_conv2d(b, x[0], x[1], {2, 1}, "VALID", {1, 2}); },
+       {rnd({1, 5, 5, 3}), rnd({2, 2, 3, 1})}},
+      {"DepthwiseConv2dNativeBackpropInput",
+       [](GraphBuilder& b, const In& x) {
+         // The input's gradient for dy = x[0], a function of dy and the filter x[1].
+         return b.add("DepthwiseConv2dNativeBackpropInput",
+                      {ops::zeros(b, Shape{1, 4, 4, 2}, DType::kFloat64), x[1], x[0]},
+                      {{"strides", std::vector<int64_t>{1, 2, 2, 1}}, {"padding", std::string("SAME")}});
+       },
+       {rnd({1, 2, 2, 4}), rnd({3, 3, 2, 2})}},
       {"ResizeBilinear",
        [](GraphBuilder& b, const In& x) {
          return ops::mul(b, ops::resize_bilinear(b, x[0], 5, 3), x[1]);

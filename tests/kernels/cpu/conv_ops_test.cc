@@ -1,14 +1,18 @@
 // Conv2D and pooling kernels against direct loops, SAME and VALID, strided and dilated;
-// _FusedConv2D against the Conv2D -> BiasAdd (-> Relu) chain it stands for, bit for bit.
+// _FusedConv2D against the Conv2D -> BiasAdd (-> Relu) chain it stands for, bit for bit;
+// depthwise_conv2d against a conv2d per channel.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "harness/op_harness.h"
+#include "ops/array_ops.h"
 #include "ops/conv_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
+#include "ops/strided_slice.h"
 #include "runtime/gradients.h"
 
 using namespace troupe;
@@ -227,4 +231,36 @@ TEST_CASE("conv2d_transpose is conv2d's adjoint: <conv2d(x, f), y> = <x, conv2d_
       rhs += x.data<double>()[i] * back.data<double>()[i];
     CHECK(lhs == doctest::Approx(rhs).epsilon(1e-12));
   }
+}
+
+TEST_CASE("depthwise_conv2d is a conv2d of each channel with its own filters, channels in order") {
+  std::mt19937_64 rng(11);
+  struct Case {
+    Shape x, f;
+    std::array<int64_t, 2> strides, dilations;
+    const char* padding;
+  };
+  for (const Case& c : {Case{{2, 5, 6, 3}, {3, 3, 3, 2}, {1, 1}, {1, 1}, "SAME"},
+                        Case{{1, 7, 7, 2}, {2, 3, 2, 3}, {2, 1}, {1, 2}, "VALID"},
+                        Case{{1, 4, 4, 4}, {1, 1, 4, 1}, {2, 2}, {1, 1}, "SAME"}}) {
+    CAPTURE(c.x);
+    OpTest t;
+    Output x = t.feed(testing::random_tensor<float>(c.x, rng));
+    Output f = t.feed(testing::random_tensor<float>(c.f, rng));
+    Output y = ops::depthwise_conv2d(t.b, x, f, c.strides, c.padding, c.dilations);
+    const int64_t channels = c.x.dim(3);
+    std::vector<Output> per_channel;
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      Output xc = ops::slice(t.b, x, {0, 0, 0, ch}, {-1, -1, -1, 1});
+      Output fc = ops::slice(t.b, f, {0, 0, ch, 0}, {-1, -1, 1, -1});
+      per_channel.push_back(ops::conv2d(t.b, xc, fc, c.strides, c.padding, c.dilations));
+    }
+    Output want = ops::concat(t.b, per_channel, 3);
+    CHECK(t.g.shape(y) == t.g.shape(want));
+    CHECK_CLOSE_TENSOR(t.eval(y), t.eval(want), 1e-5);
+  }
+  OpTest bad;
+  ops::depthwise_conv2d(bad.b, bad.feed(Tensor(DType::kFloat32, Shape{1, 4, 4, 3})),
+                        bad.feed(Tensor(DType::kFloat32, Shape{3, 3, 2, 1})), {1, 1}, "SAME");
+  CHECK(bad.b.status().message().find("channels") != std::string::npos);
 }
