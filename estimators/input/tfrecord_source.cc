@@ -9,7 +9,6 @@
 
 #include "runtime/log.h"
 #include "runtime/record_io.h"
-#include "schema/example.pb.h"
 
 namespace troupe::estimators::input {
 
@@ -17,19 +16,6 @@ using runtime::DType;
 using runtime::Result;
 using runtime::Status;
 using runtime::Tensor;
-
-std::string to_string(const FeatureSpec& spec) {
-  const std::string type = std::string(runtime::dtype_name(spec.dtype)) + " ";
-  switch (spec.kind) {
-    case FeatureSpec::Kind::kVarLen:
-      return type + "varlen";
-    case FeatureSpec::Kind::kSequence:
-      return type + spec.shape.to_string() + " sequence";
-    case FeatureSpec::Kind::kFixedLen:
-      break;
-  }
-  return type + spec.shape.to_string();
-}
 
 Result<Compression> parse_compression(const std::string& name) {
   std::string lower = name;
@@ -104,261 +90,6 @@ Result<std::string> inflate_all(std::string_view in, Compression c, const std::s
   return out;
 }
 
-// The values of a feature, as a kind and a count.
-DType kind_of(const tensorflow::Feature& f) {
-  switch (f.kind_case()) {
-    case tensorflow::Feature::kFloatList:
-      return DType::kFloat32;
-    case tensorflow::Feature::kInt64List:
-      return DType::kInt64;
-    case tensorflow::Feature::kBytesList:
-      return DType::kString;
-    default:
-      return DType::kInvalid;  // no values: any kind
-  }
-}
-
-int64_t count_of(const tensorflow::Feature& f) {
-  switch (f.kind_case()) {
-    case tensorflow::Feature::kFloatList:
-      return f.float_list().value_size();
-    case tensorflow::Feature::kInt64List:
-      return f.int64_list().value_size();
-    case tensorflow::Feature::kBytesList:
-      return f.bytes_list().value_size();
-    default:
-      return 0;
-  }
-}
-
-// Copies the `count` values of `f` (of `dtype`, checked) to `out` from element `at` on.
-void copy_values(const tensorflow::Feature& f, Tensor* out, int64_t at) {
-  switch (f.kind_case()) {
-    case tensorflow::Feature::kFloatList:
-      std::memcpy(out->data<float>() + at, f.float_list().value().data(),
-                  sizeof(float) * static_cast<size_t>(f.float_list().value_size()));
-      break;
-    case tensorflow::Feature::kInt64List:
-      std::memcpy(out->data<int64_t>() + at, f.int64_list().value().data(),
-                  sizeof(int64_t) * static_cast<size_t>(f.int64_list().value_size()));
-      break;
-    case tensorflow::Feature::kBytesList:
-      for (int i = 0; i < f.bytes_list().value_size(); ++i) {
-        out->data<std::string>()[at + i] = f.bytes_list().value(i);
-      }
-      break;
-    default:
-      break;
-  }
-}
-
-Status check_spec(const std::string& name, const FeatureSpec& s) {
-  if (s.dtype != DType::kFloat32 && s.dtype != DType::kInt64 && s.dtype != DType::kString) {
-    return runtime::invalid_argument("feature '", name, "': ", runtime::dtype_name(s.dtype),
-                                     " is not float32, int64 or string (tf.Example's kinds)");
-  }
-  if (s.kind == FeatureSpec::Kind::kVarLen || s.kind == FeatureSpec::Kind::kSequence) {
-    if (s.default_value) {
-      return runtime::invalid_argument("feature '", name, "': a ",
-                                       s.kind == FeatureSpec::Kind::kVarLen ? "VarLen" : "sequence",
-                                       " feature has no default");
-    }
-    if (s.kind == FeatureSpec::Kind::kVarLen) return runtime::ok_status();
-  }
-  for (int64_t d : s.shape.dims()) {
-    if (d < 0) {
-      return runtime::invalid_argument("feature '", name, "': FixedLen shape ", s.shape.to_string(),
-                                       " is not fully defined");
-    }
-  }
-  if (s.default_value && (s.default_value->dtype() != s.dtype ||
-                          s.default_value->num_elements() != s.shape.num_elements())) {
-    return runtime::invalid_argument("feature '", name, "': its default is ",
-                                     runtime::dtype_name(s.default_value->dtype()), " ",
-                                     s.default_value->shape().to_string(), ", not ", to_string(s));
-  }
-  return runtime::ok_status();
-}
-
-// One example's feature list into row `row` of `t` ([n, length, step...]): its first `length`
-// steps, then padding (zeros, or empty strings).
-Status fill_sequence(const tensorflow::FeatureList* list, const std::string& name,
-                     const FeatureSpec& s, int64_t length, int64_t row, Tensor* t) {
-  const int64_t per = s.shape.num_elements();
-  const int64_t have = list ? list->feature_size() : 0;
-  const int64_t keep = std::min(have, length);
-  for (int64_t k = 0; k < keep; ++k) {
-    const tensorflow::Feature& step = list->feature(static_cast<int>(k));
-    const DType kind = kind_of(step);
-    if ((kind != DType::kInvalid && kind != s.dtype) || count_of(step) != per) {
-      return runtime::invalid_argument("feature list '", name, "': step ", k, " has ",
-                                       count_of(step), " values of ", runtime::dtype_name(kind),
-                                       ", not a step of ", to_string(s));
-    }
-    copy_values(step, t, (row * length + k) * per);
-  }
-  const int64_t from = (row * length + keep) * per, to = (row + 1) * length * per;
-  if (s.dtype == DType::kString) {
-    for (int64_t e = from; e < to; ++e) t->data<std::string>()[e].clear();
-  } else if (to > from) {
-    const size_t size = runtime::dtype_size(s.dtype);
-    std::memset(static_cast<char*>(t->raw_data()) + size * static_cast<size_t>(from), 0,
-                size * static_cast<size_t>(to - from));
-  }
-  return runtime::ok_status();
-}
-
-// One example's values of each feature into row `row` of `out` (FixedLen and sequence
-// features: [n, ...] tensors made by the caller) or into a [1, len] tensor of its own (VarLen).
-// `context` holds an Example's features or a SequenceExample's context; `lists` its feature
-// lists (null for an Example). The example's most steps go to `steps` when given.
-Status fill(const tensorflow::Features& context, const tensorflow::FeatureLists* lists,
-            const FeatureSpecs& spec, int64_t length, int64_t row, std::vector<Tensor>* out,
-            int64_t* steps = nullptr) {
-  const auto& features = context.feature();
-  size_t i = 0;
-  for (const auto& [name, s] : spec) {
-    Tensor& t = (*out)[i++];
-    if (s.kind == FeatureSpec::Kind::kSequence) {
-      const tensorflow::FeatureList* list = nullptr;
-      if (lists) {
-        auto it = lists->feature_list().find(name);
-        if (it != lists->feature_list().end()) list = &it->second;
-      }
-      if (steps && list) *steps = std::max<int64_t>(*steps, list->feature_size());
-      TROUPE_RETURN_IF_ERROR(fill_sequence(list, name, s, length, row, &t));
-      continue;
-    }
-    auto it = features.find(name);
-    const bool present = it != features.end();
-    const DType kind = present ? kind_of(it->second) : DType::kInvalid;
-    const int64_t n = present ? count_of(it->second) : 0;
-    if (kind != DType::kInvalid && kind != s.dtype) {
-      return runtime::invalid_argument("feature '", name, "' is ", runtime::dtype_name(kind),
-                                       ", not ", to_string(s));
-    }
-    if (s.kind == FeatureSpec::Kind::kVarLen) {
-      t = Tensor(s.dtype, runtime::Shape{1, n});
-      if (n > 0) copy_values(it->second, &t, 0);
-      continue;
-    }
-    const int64_t per = s.shape.num_elements();
-    if (n == 0 && !(present && per == 0)) {
-      if (!s.default_value) {
-        return runtime::invalid_argument("feature '", name,
-                                         "' is missing and its spec has no default");
-      }
-      if (s.dtype == DType::kString) {
-        for (int64_t e = 0; e < per; ++e) {
-          t.data<std::string>()[row * per + e] = s.default_value->data<std::string>()[e];
-        }
-      } else {
-        const size_t bytes = runtime::dtype_size(s.dtype) * static_cast<size_t>(per);
-        std::memcpy(static_cast<char*>(t.raw_data()) + bytes * static_cast<size_t>(row),
-                    s.default_value->raw_data(), bytes);
-      }
-      continue;
-    }
-    if (n != per) {
-      return runtime::invalid_argument("feature '", name, "' has ", n, " values, not the ", per,
-                                       " of ", to_string(s));
-    }
-    copy_values(it->second, &t, row * per);
-  }
-  return runtime::ok_status();
-}
-
-// [rows, shape...] of each FixedLen feature, [rows, length, step...] of each sequence one, and a
-// placeholder for each VarLen one.
-std::vector<Tensor> fixed_tensors(const FeatureSpecs& spec, int64_t rows, int64_t length) {
-  std::vector<Tensor> out;
-  for (const auto& [name, s] : spec) {
-    if (s.kind == FeatureSpec::Kind::kVarLen) {
-      out.emplace_back();
-      continue;
-    }
-    std::vector<int64_t> dims = {rows};
-    if (s.kind == FeatureSpec::Kind::kSequence) dims.push_back(length);
-    for (int64_t d : s.shape.dims()) dims.push_back(d);
-    out.emplace_back(s.dtype, runtime::Shape(dims));
-  }
-  return out;
-}
-
-// What the first records say of their features (see the header), and the most steps a
-// feature list of them has.
-Result<FeatureSpecs> infer(const std::vector<std::string_view>& records, const std::string& where,
-                           int64_t* most_steps) {
-  if (records.empty()) {
-    return runtime::invalid_argument(where, ": no records to infer the features from; give them");
-  }
-  struct Seen {
-    DType dtype = DType::kInvalid;
-    int64_t records = 0, least = INT64_MAX, most = 0;
-  };
-  std::map<std::string, Seen> seen, lists;  // a context's (an Example's) features; feature lists
-  auto see = [&](Seen& s, const tensorflow::Feature& f, const std::string& name, size_t r) {
-    const DType kind = kind_of(f);
-    if (kind != DType::kInvalid && s.dtype != DType::kInvalid && kind != s.dtype) {
-      return runtime::invalid_argument(where, ": feature '", name, "' is ",
-                                       runtime::dtype_name(s.dtype), " in one record and ",
-                                       runtime::dtype_name(kind), " in record ", r);
-    }
-    if (kind != DType::kInvalid) s.dtype = kind;
-    s.least = std::min(s.least, count_of(f));
-    s.most = std::max(s.most, count_of(f));
-    return runtime::ok_status();
-  };
-  *most_steps = 0;
-  tensorflow::SequenceExample ex;  // an Example's bytes read as one: its features the context
-  for (size_t r = 0; r < records.size(); ++r) {
-    if (!ex.ParseFromArray(records[r].data(), static_cast<int>(records[r].size()))) {
-      return runtime::invalid_argument(where, ": record ", r,
-                                       " is not a tf.Example or tf.train.SequenceExample");
-    }
-    for (const auto& [name, f] : ex.context().feature()) {
-      TROUPE_RETURN_IF_ERROR(see(seen[name], f, name, r));
-      ++seen[name].records;
-    }
-    for (const auto& [name, list] : ex.feature_lists().feature_list()) {
-      if (seen.count(name)) {
-        return runtime::invalid_argument(where, ": '", name,
-                                         "' is both a context feature and a feature list");
-      }
-      for (const tensorflow::Feature& step : list.feature()) {
-        TROUPE_RETURN_IF_ERROR(see(lists[name], step, name, r));
-      }
-      *most_steps = std::max<int64_t>(*most_steps, list.feature_size());
-    }
-  }
-  FeatureSpecs spec;
-  for (const auto& [name, s] : seen) {
-    const DType dtype = s.dtype == DType::kInvalid ? DType::kFloat32 : s.dtype;
-    const bool fixed = s.records == static_cast<int64_t>(records.size()) && s.least == s.most;
-    if (!fixed) {
-      spec[name] = FeatureSpec{.kind = FeatureSpec::Kind::kVarLen, .dtype = dtype};
-    } else {
-      spec[name] = FeatureSpec{.dtype = dtype,
-                               .shape = s.most == 1 ? runtime::Shape{} : runtime::Shape{s.most}};
-    }
-  }
-  for (const auto& [name, s] : lists) {
-    if (spec.count(name)) {
-      return runtime::invalid_argument(where, ": '", name,
-                                       "' is both a context feature and a feature list");
-    }
-    if (s.least != s.most) {
-      return runtime::invalid_argument(where, ": feature list '", name, "' has steps of ", s.least,
-                                       " and of ", s.most,
-                                       " values; a sequence feature's steps are of one size");
-    }
-    spec[name] = FeatureSpec{.kind = FeatureSpec::Kind::kSequence,
-                             .dtype = s.dtype == DType::kInvalid ? DType::kFloat32 : s.dtype,
-                             .shape = s.most == 1 ? runtime::Shape{} : runtime::Shape{s.most}};
-  }
-  return spec;
-}
-
 bool has_sequences(const FeatureSpecs& spec) {
   return std::any_of(spec.begin(), spec.end(),
                      [](const auto& e) { return e.second.kind == FeatureSpec::Kind::kSequence; });
@@ -426,7 +157,8 @@ Result<std::shared_ptr<TfRecordSource>> TfRecordSource::open(const std::string& 
   }
   int64_t most_steps = 0;
   if (options.features.empty()) {
-    TROUPE_ASSIGN_OR_RETURN(s->spec_, infer(first, "tfrecord " + pattern, &most_steps));
+    TROUPE_ASSIGN_OR_RETURN(
+        s->spec_, runtime::infer_feature_specs(first, "tfrecord " + pattern, &most_steps));
     std::string said;
     for (const auto& [name, f] : s->spec_) {
       said += (said.empty() ? "" : ", ") + name + ": " + to_string(f);
@@ -436,10 +168,12 @@ Result<std::shared_ptr<TfRecordSource>> TfRecordSource::open(const std::string& 
   } else {
     s->spec_ = options.features;
     if (has_sequences(s->spec_) && options.sequence_length == 0 && !first.empty()) {
-      TROUPE_RETURN_IF_ERROR(infer(first, "tfrecord " + pattern, &most_steps).status());
+      TROUPE_RETURN_IF_ERROR(
+          runtime::infer_feature_specs(first, "tfrecord " + pattern, &most_steps).status());
     }
   }
-  for (const auto& [name, f] : s->spec_) TROUPE_RETURN_IF_ERROR(check_spec(name, f));
+  for (const auto& [name, f] : s->spec_)
+    TROUPE_RETURN_IF_ERROR(runtime::check_feature_spec(name, f));
   if (options.sequence_length < 0) {
     return runtime::invalid_argument("tfrecord: sequence_length ", options.sequence_length,
                                      " is negative");
@@ -497,9 +231,9 @@ Status TfRecordSource::read_unit(const Unit& u, std::vector<actors::Chunk>* out,
   const bool per_record = std::any_of(spec_.begin(), spec_.end(), [](const auto& e) {
     return e.second.kind == FeatureSpec::Kind::kVarLen;
   });
-  std::vector<Tensor> rows = fixed_tensors(spec_, per_record ? 1 : u.records, sequence_length_);
+  std::vector<Tensor> rows =
+      runtime::example_batch(spec_, per_record ? 1 : u.records, sequence_length_);
   int64_t good = 0;
-  tensorflow::SequenceExample ex;  // an Example's bytes read as one: its features the context
   std::string_view body;
   for (int64_t r = 0; r < u.records; ++r) {
     const uint64_t at = u.begin + reader.offset();
@@ -510,12 +244,8 @@ Status TfRecordSource::read_unit(const Unit& u, std::vector<actors::Chunk>* out,
       if (reader.offset() == at - u.begin) return bad;  // the index found this frame whole
     } else if (!*more) {
       return runtime::data_loss(f.path, ": record at byte ", at, " is gone");
-    } else if (!ex.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
-      bad = runtime::data_loss(f.path, ": record at byte ", at,
-                               " is not a tf.Example or tf.train.SequenceExample");
     } else {
-      bad = fill(ex.context(), &ex.feature_lists(), spec_, sequence_length_, per_record ? 0 : good,
-                 &rows)
+      bad = runtime::parse_example_into(body, spec_, sequence_length_, per_record ? 0 : good, &rows)
                 .with_context(f.path + ": record at byte " + std::to_string(at));
     }
     if (!bad.ok()) {
@@ -527,7 +257,7 @@ Status TfRecordSource::read_unit(const Unit& u, std::vector<actors::Chunk>* out,
       actors::Chunk chunk;
       chunk.components = std::move(rows);
       out->push_back(std::move(chunk));
-      rows = fixed_tensors(spec_, 1, sequence_length_);
+      rows = runtime::example_batch(spec_, 1, sequence_length_);
     }
     ++good;
   }
@@ -538,63 +268,6 @@ Status TfRecordSource::read_unit(const Unit& u, std::vector<actors::Chunk>* out,
   }
   out->push_back(std::move(chunk));
   return runtime::ok_status();
-}
-
-Result<std::vector<Tensor>> parse_examples(const std::vector<std::string_view>& serialized,
-                                           const FeatureSpecs& spec) {
-  for (const auto& [name, s] : spec) {
-    TROUPE_RETURN_IF_ERROR(check_spec(name, s));
-    if (s.kind == FeatureSpec::Kind::kVarLen) {
-      return runtime::invalid_argument("parse_examples: feature '", name,
-                                       "' is VarLen; a Dataset batches those");
-    }
-    if (s.kind == FeatureSpec::Kind::kSequence) {
-      return runtime::invalid_argument("parse_examples: feature '", name,
-                                       "' is a feature list: parse_sequence_examples reads those");
-    }
-  }
-  std::vector<Tensor> out = fixed_tensors(spec, static_cast<int64_t>(serialized.size()), 0);
-  tensorflow::Example ex;
-  for (size_t r = 0; r < serialized.size(); ++r) {
-    if (!ex.ParseFromArray(serialized[r].data(), static_cast<int>(serialized[r].size()))) {
-      return runtime::invalid_argument("parse_examples: example ", r, " is not a tf.Example");
-    }
-    TROUPE_RETURN_IF_ERROR(fill(ex.features(), nullptr, spec, 0, static_cast<int64_t>(r), &out)
-                               .with_context("parse_examples: example " + std::to_string(r)));
-  }
-  return out;
-}
-
-Result<std::vector<Tensor>> parse_sequence_examples(const std::vector<std::string_view>& serialized,
-                                                    const FeatureSpecs& spec,
-                                                    int64_t sequence_length,
-                                                    std::vector<int64_t>* lengths) {
-  if (sequence_length < 1) {
-    return runtime::invalid_argument("parse_sequence_examples: sequence_length ", sequence_length,
-                                     " is not positive");
-  }
-  for (const auto& [name, s] : spec) {
-    TROUPE_RETURN_IF_ERROR(check_spec(name, s));
-    if (s.kind == FeatureSpec::Kind::kVarLen) {
-      return runtime::invalid_argument("parse_sequence_examples: feature '", name,
-                                       "' is VarLen; a Dataset batches those");
-    }
-  }
-  std::vector<Tensor> out =
-      fixed_tensors(spec, static_cast<int64_t>(serialized.size()), sequence_length);
-  if (lengths) lengths->assign(serialized.size(), 0);
-  tensorflow::SequenceExample ex;
-  for (size_t r = 0; r < serialized.size(); ++r) {
-    if (!ex.ParseFromArray(serialized[r].data(), static_cast<int>(serialized[r].size()))) {
-      return runtime::invalid_argument("parse_sequence_examples: example ", r,
-                                       " is not a tf.train.SequenceExample");
-    }
-    TROUPE_RETURN_IF_ERROR(
-        fill(ex.context(), &ex.feature_lists(), spec, sequence_length, static_cast<int64_t>(r),
-             &out, lengths ? &(*lengths)[r] : nullptr)
-            .with_context("parse_sequence_examples: example " + std::to_string(r)));
-  }
-  return out;
 }
 
 namespace {
@@ -647,35 +320,6 @@ class Sink {
   bool ok_ = true, started_ = false;
 };
 
-// Element `e` of `t` as a feature's value.
-void add_value(const Tensor& t, int64_t e, tensorflow::Feature* f) {
-  switch (t.dtype()) {
-    case DType::kFloat32:
-      f->mutable_float_list()->add_value(t.data<float>()[e]);
-      break;
-    case DType::kFloat64:
-      f->mutable_float_list()->add_value(static_cast<float>(t.data<double>()[e]));
-      break;
-    case DType::kInt32:
-      f->mutable_int64_list()->add_value(t.data<int32_t>()[e]);
-      break;
-    case DType::kInt64:
-      f->mutable_int64_list()->add_value(t.data<int64_t>()[e]);
-      break;
-    case DType::kUInt8:
-      f->mutable_int64_list()->add_value(t.data<uint8_t>()[e]);
-      break;
-    case DType::kBool:
-      f->mutable_int64_list()->add_value(t.data<bool>()[e] ? 1 : 0);
-      break;
-    case DType::kString:
-      f->mutable_bytes_list()->add_value(t.data<std::string>()[e]);
-      break;
-    default:
-      break;
-  }
-}
-
 }  // namespace
 
 Status write_tfrecord(const actors::Source& source, const std::string& path,
@@ -688,7 +332,6 @@ Status write_tfrecord(const actors::Source& source, const std::string& path,
   Status status;
   {
     Sink sink(f, c);
-    tensorflow::Example ex;
     std::string serialized, frames;
     for (int64_t u = 0; u < source.num_units() && status.ok(); ++u) {
       std::vector<actors::Chunk> chunks;
@@ -696,20 +339,9 @@ Status write_tfrecord(const actors::Source& source, const std::string& path,
       status = source.read(u, &chunks, &skipped);
       for (const actors::Chunk& chunk : chunks) {
         for (int64_t row = chunk.first(); row < chunk.last() && status.ok(); ++row) {
-          ex.Clear();
-          auto* features = ex.mutable_features()->mutable_feature();
-          for (size_t i = 0; i < names.size(); ++i) {
-            const Tensor& t = chunk.components[i];
-            const int64_t per = t.dim(0) > 0 ? t.num_elements() / t.dim(0) : 0;
-            tensorflow::Feature& feature = (*features)[names[i]];
-            if (t.dtype() == DType::kString) feature.mutable_bytes_list();
-            for (int64_t e = row * per; e < (row + 1) * per; ++e) add_value(t, e, &feature);
-          }
-          serialized.clear();
-          if (!ex.SerializeToString(&serialized)) {
-            status = runtime::internal_error("cannot serialize a tf.Example for ", path);
-            break;
-          }
+          status =
+              runtime::encode_example(names, chunk.components, row, &serialized).with_context(path);
+          if (!status.ok()) break;
           runtime::append_record_frame(serialized.data(), serialized.size(), &frames);
         }
         sink.write(frames);

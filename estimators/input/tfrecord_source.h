@@ -26,34 +26,21 @@
 // inflated into memory once, at open); read() is thread-safe.
 #pragma once
 
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "actors/queue_runner.h"
 #include "estimators/input/mapped_file.h"
-#include "runtime/dtype.h"
-#include "runtime/shape.h"
-#include "runtime/tensor.h"
+#include "runtime/example.h"
 
 namespace troupe::estimators::input {
 
-struct FeatureSpec {
-  // kSequence: a feature list of a tf.train.SequenceExample, each step of `shape`
-  // (tf.io.FixedLenSequenceFeature), as a [sequence_length, shape...] tensor an example.
-  enum class Kind { kFixedLen, kVarLen, kSequence };
-  Kind kind = Kind::kFixedLen;
-  runtime::DType dtype = runtime::DType::kFloat32;  // float32, int64 or string
-  runtime::Shape shape;                             // FixedLen: each example's; kSequence: a step's
-  std::optional<runtime::Tensor> default_value;     // FixedLen: for an example without it
-};
-using FeatureSpecs = std::map<std::string, FeatureSpec>;
-
-// "float32 [784]", "int64 varlen": how errors and logs show a spec.
-std::string to_string(const FeatureSpec& spec);
+// The spec's types and the parsers are runtime/example.h's, shared with the ParseExample op.
+using runtime::FeatureSpec;
+using runtime::FeatureSpecs;
+using runtime::parse_examples;
+using runtime::parse_sequence_examples;
 
 enum class Compression { kAuto, kNone, kGzip, kZlib };
 // "", "none", "gzip", "zlib" or "auto" (any case); an error naming the word otherwise.
@@ -71,19 +58,6 @@ struct TfRecordOptions {
   // The steps of every kSequence feature an example; 0: the most the inferred records have.
   int64_t sequence_length = 0;
 };
-
-// Parses serialized tf.Example protos into one tensor per feature of `spec`, in its order, as
-// tf.io.parse_example does for FixedLen features: [n, shape...] each. A VarLen feature is an
-// error here (a Dataset batches those).
-runtime::Result<std::vector<runtime::Tensor>> parse_examples(
-    const std::vector<std::string_view>& serialized, const FeatureSpecs& spec);
-// tf.io.parse_single_sequence_example for a batch: SequenceExample protos into one tensor per
-// feature of `spec` (context features FixedLen, feature lists kSequence), [n, ...] each, every
-// feature list cut or padded to `sequence_length` steps; each example's own number of steps
-// goes to `lengths` when given (TF's feature_list_lengths, the longest list of the example).
-runtime::Result<std::vector<runtime::Tensor>> parse_sequence_examples(
-    const std::vector<std::string_view>& serialized, const FeatureSpecs& spec,
-    int64_t sequence_length, std::vector<int64_t>* lengths = nullptr);
 
 // Writes every example of `source` as a tf.Example record, each component a feature (float32
 // and float64 as a FloatList, integers and bools as an Int64List, strings as a BytesList),
