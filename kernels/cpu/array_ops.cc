@@ -45,7 +45,7 @@ struct PlaceholderKernel {
 };
 
 template <class T>
-struct ForwardKernel {  // Identity, StopGradient
+struct ForwardKernel {  // Identity, StopGradient, summaries, PlaceholderWithDefault
   static Status compute(KernelContext& ctx) {
     ctx.set_output(0, ctx.input(0));
     return runtime::ok_status();
@@ -953,9 +953,10 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
   registry
       .add_typed<PlaceholderKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
           "Placeholder", kCpu);
-  // Summaries pass their tensor on for the SummarySaverHook to fetch (ops/summary_ops.h).
+  // Summaries pass their tensor on for the SummarySaverHook to fetch (ops/summary_ops.h); a
+  // PlaceholderWithDefault its default, when it is not fed (ops/parsing_ops.h).
   for (const char* op : {"Identity", "StopGradient", "ScalarSummary", "HistogramSummary",
-                         "ImageSummary", "TextSummary"}) {
+                         "ImageSummary", "TextSummary", "PlaceholderWithDefault"}) {
     registry.add_typed<ForwardKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
         op, kCpu);
   }

@@ -12,6 +12,7 @@
 #include "ops/image_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
+#include "ops/parsing_ops.h"
 #include "ops/sparse_ops.h"
 #include "ops/strided_slice.h"
 #include "runtime/op_registry.h"
@@ -355,6 +356,11 @@ std::vector<GradCase> cases() {
          return ops::conv2d_transpose(b, x[0], x[1], Shape{1, 4, 4, 2}, {2, 2}, "SAME");
        },
        {rnd({1, 2, 2, 3}), rnd({3, 3, 2, 3})}},
+      {"PlaceholderWithDefault",
+       [](GraphBuilder& b, const In& x) {
+         return ops::mul(b, ops::placeholder_with_default(b, x[0], Shape{-1, 3}), x[0]);
+       },
+       {rnd({2, 3})}},
       {"DepthwiseConv2dNative",
        [](GraphBuilder& b,
           const In& x) { return ops::depthwise_conv2d(b, x[0], x[1], {1, 1}, "SAME"); },

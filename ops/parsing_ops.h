@@ -1,0 +1,39 @@
+// tf.io.parse_example and tf.placeholder_with_default as graph ops: a batch of serialized
+// tf.Example protos (a string vector) into one tensor per FixedLen feature and a sparse tensor
+// per VarLen one, in the graph, so that an export can take what TF Serving's :classify and
+// :regress send (TF's build_parsing_serving_input_receiver_fn).
+//
+//   Output serialized = placeholder(b, DType::kString, Shape{-1}, "input_example_tensor");
+//   ParsedExamples f = parse_example(b, serialized, spec);      // runtime/example.h's spec
+//   Output x = placeholder_with_default(b, f.dense["x"], Shape{-1, 4}, "x");  // fed or parsed
+//
+// A missing FixedLen feature without a default, a value of another kind or size, and bytes
+// that are no tf.Example are the step's error, naming the example and the feature. Neither
+// ParseExample nor its outputs have a gradient. Not thread-safe (builders).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "ops/builder_names.h"
+#include "ops/sparse_ops.h"
+#include "runtime/example.h"
+
+namespace troupe::ops {
+
+struct ParsedExamples {
+  std::map<std::string, Output> dense;         // FixedLen features: [batch, shape...]
+  std::map<std::string, SparseOutput> sparse;  // VarLen features: [batch, longest]
+};
+
+// One ParseExample node for every feature of `spec` (FixedLen or VarLen; a sequence feature is
+// an error of the builder). `serialized`: string [batch].
+ParsedExamples parse_example(GraphBuilder& b, Output serialized, const runtime::FeatureSpecs& spec,
+                             const std::string& name = "ParseExample");
+
+// `input` unless the output is fed, of `shape` (-1 where it varies): a placeholder that needs
+// no feed. The input's nodes do not run when it is fed.
+Output placeholder_with_default(GraphBuilder& b, Output input, const Shape& shape,
+                                const std::string& name = "PlaceholderWithDefault");
+
+}  // namespace troupe::ops
