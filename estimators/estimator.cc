@@ -459,14 +459,25 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
     TROUPE_RETURN_IF_ERROR(pull_from_cluster());
   }
   TROUPE_RETURN_IF_ERROR(ensure_variables(m, Mode::kPredict));
-  std::map<std::string, Output> inputs;
-  for (size_t i = 0; i < m.components.size(); ++i) {
-    // A prediction model built on labelled data has a label placeholder nothing serves.
-    if (m.components[i].name != m.label) inputs[m.components[i].name] = m.inputs[i];
+  // The graph exported is built anew so that its features may also be parsed from serialized
+  // tf.Example protos, which TF Serving's classify and regress send. Its variables are the
+  // model's, by name.
+  ModelGraph parsing;
+  const Status parses =
+      build_serving_graph(model_fn_, m.components, m.label, params_, config_, &parsing);
+  if (!parses.ok()) {
+    runtime::log_warning("export: classify and regress take named inputs, not tf.Example: ",
+                         parses.message());
   }
-  TROUPE_ASSIGN_OR_RETURN(
-      serving::SavedModel saved,
-      saved_model_of(m.graph, m.spec, inputs, *store_, global_step(), options.class_labels));
+  const ModelGraph& g = parses.ok() ? parsing : m;
+  std::map<std::string, Output> inputs;
+  for (size_t i = 0; i < g.components.size(); ++i) {
+    // A prediction model built on labelled data has a label placeholder nothing serves.
+    if (g.components[i].name != g.label) inputs[g.components[i].name] = g.inputs[i];
+  }
+  TROUPE_ASSIGN_OR_RETURN(serving::SavedModel saved,
+                          saved_model_of(g.graph, g.spec, inputs, g.examples, *store_,
+                                         global_step(), options.class_labels));
   return serving::write_saved_model(export_dir_base, saved);
 }
 

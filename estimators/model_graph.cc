@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ops/array_ops.h"
+#include "ops/parsing_ops.h"
 #include "ops/sparse_ops.h"
 #include "ops/state_ops.h"
 
@@ -54,29 +55,97 @@ bool same_components(const std::vector<InputComponent>& a, const std::vector<Inp
   return true;
 }
 
-Status build_model_graph(const ModelFn& model_fn, Mode mode, const input::Dataset& data,
-                         std::vector<InputComponent> components, const Params& params,
-                         const RunConfig& config, ModelGraph* out) {
+namespace {
+
+// The spec that parses each feature of `components` (all but `label`) from a tf.Example: a
+// sparse feature's three parts are one VarLen feature. A dtype tf.Example lacks is read as the
+// kind that holds it (float64 as float32, the integers and bool as int64) and cast after.
+Result<runtime::FeatureSpecs> example_spec(const std::vector<InputComponent>& components,
+                                           const std::string& label) {
+  runtime::FeatureSpecs spec;
+  for (const InputComponent& c : components) {
+    if (c.name == label) continue;
+    const runtime::DType kind = c.dtype == runtime::DType::kString ? runtime::DType::kString
+                                : runtime::is_floating(c.dtype)    ? runtime::DType::kFloat32
+                                                                   : runtime::DType::kInt64;
+    const std::string values = ops::kSparseParts[1];
+    if (!c.by_example) {  // a sparse feature's part; its values tell the kind
+      const size_t cut = c.name.rfind('/');
+      if (c.name.compare(cut, std::string::npos, values) == 0) {
+        spec[c.name.substr(0, cut)] = {.kind = runtime::FeatureSpec::Kind::kVarLen, .dtype = kind};
+      }
+      continue;
+    }
+    for (int64_t d : c.dims) {
+      if (d < 0) {
+        return runtime::invalid_argument("feature '", c.name,
+                                         "' varies in shape between examples: a tf.Example "
+                                         "cannot carry it as one fixed-length feature");
+      }
+    }
+    spec[c.name] = {.dtype = kind, .shape = runtime::Shape(c.dims)};
+  }
+  return spec;
+}
+
+// A placeholder per component of `out`, or with `parse`, a string vector of serialized
+// tf.Example protos parsed into every feature, each a placeholder_with_default that a caller
+// may still feed by name.
+Status make_inputs(runtime::GraphBuilder& b, const std::string& label, bool parse, ModelGraph* out,
+                   std::map<std::string, Output>* features, Output* labels) {
+  ops::ParsedExamples parsed;
+  if (parse) {
+    TROUPE_ASSIGN_OR_RETURN(runtime::FeatureSpecs spec, example_spec(out->components, label));
+    out->examples =
+        ops::placeholder(b, runtime::DType::kString, runtime::Shape{-1}, "input_example_tensor");
+    parsed = ops::parse_example(b, out->examples, spec);
+    TROUPE_RETURN_IF_ERROR(b.status());
+  }
+  for (const InputComponent& c : out->components) {
+    std::vector<int64_t> dims{-1};
+    dims.insert(dims.end(), c.dims.begin(), c.dims.end());
+    const runtime::Shape shape(dims);
+    Output p;
+    if (!parse || c.name == label) {
+      p = ops::placeholder(b, c.dtype, shape, c.name);
+    } else {
+      Output value;
+      if (c.by_example) {
+        value = parsed.dense.at(c.name);
+      } else {
+        const size_t cut = c.name.rfind('/');
+        const ops::SparseOutput& sp = parsed.sparse.at(c.name.substr(0, cut));
+        const std::string part = c.name.substr(cut);
+        value = part == ops::kSparseParts[0]   ? sp.indices
+                : part == ops::kSparseParts[1] ? sp.values
+                                               : sp.dense_shape;
+      }
+      if (b.dtype(value) != c.dtype) value = ops::cast(b, value, c.dtype, c.name + "/cast");
+      p = ops::placeholder_with_default(b, value, shape, c.name);
+    }
+    out->inputs.push_back(p);
+    if (c.name == label && !label.empty()) {
+      *labels = p;
+    } else {
+      (*features)[c.name] = p;
+    }
+  }
+  return b.status();
+}
+
+Status build(const ModelFn& model_fn, Mode mode, const std::string& source,
+             const std::string& label, bool parse, std::vector<InputComponent> components,
+             const Params& params, const RunConfig& config, ModelGraph* out) {
   out->components = std::move(components);
-  out->label = data.label;
+  out->label = label;
   if (config.tf_random_seed != 0) out->graph.set_seed(config.tf_random_seed);
   runtime::GraphBuilder b(&out->graph);
   out->global_step = ops::global_step(b);
   std::map<std::string, Output> features;
   Output labels;
-  for (const InputComponent& c : out->components) {
-    std::vector<int64_t> dims{-1};
-    dims.insert(dims.end(), c.dims.begin(), c.dims.end());
-    Output p = ops::placeholder(b, c.dtype, runtime::Shape(dims), c.name);
-    out->inputs.push_back(p);
-    if (c.name == data.label && !data.label.empty()) {
-      labels = p;
-    } else {
-      features[c.name] = p;
-    }
-  }
+  TROUPE_RETURN_IF_ERROR(make_inputs(b, label, parse, out, &features, &labels));
   if (mode != Mode::kPredict && !labels.valid()) {
-    return runtime::invalid_argument(mode_name(mode), ": the dataset ", data.source->name(),
+    return runtime::invalid_argument(mode_name(mode), ": the dataset ", source,
                                      " has no label column");
   }
   ModelInputs in{b, features, mode == Mode::kPredict ? Output{} : labels, mode, params, config};
@@ -89,6 +158,22 @@ Status build_model_graph(const ModelFn& model_fn, Mode mode, const input::Datase
   out->init = ops::global_variables_initializer(b);
   if (!b.ok()) return b.status().with_context(where);
   return runtime::ok_status();
+}
+
+}  // namespace
+
+Status build_model_graph(const ModelFn& model_fn, Mode mode, const input::Dataset& data,
+                         std::vector<InputComponent> components, const Params& params,
+                         const RunConfig& config, ModelGraph* out) {
+  return build(model_fn, mode, data.source ? data.source->name() : "", data.label,
+               /*parse=*/false, std::move(components), params, config, out);
+}
+
+Status build_serving_graph(const ModelFn& model_fn, std::vector<InputComponent> components,
+                           const std::string& label, const Params& params, const RunConfig& config,
+                           ModelGraph* out) {
+  return build(model_fn, Mode::kPredict, "", label, /*parse=*/true, std::move(components), params,
+               config, out);
 }
 
 }  // namespace troupe::estimators

@@ -9,6 +9,9 @@
 //                                            config, &g));
 //   g.inputs[k];     // the placeholder fed with component k of each batch
 //   g.spec.loss;     // what the model_fn said
+//
+// build_serving_graph builds an export's graph, whose features may also be parsed from
+// serialized tf.Example protos.
 #pragma once
 
 #include <string>
@@ -42,6 +45,7 @@ struct ModelGraph {
   std::string label;                    // the component that is the label; empty: none
   runtime::Output global_step;          // its read
   int init = -1;                        // initialises every variable
+  runtime::Output examples;  // build_serving_graph: the serialized tf.Example protos it parses
 };
 
 // Builds `mode`'s graph of `model_fn` into `out` (empty). Errors of the model_fn, of its graph
@@ -49,5 +53,13 @@ struct ModelGraph {
 runtime::Status build_model_graph(const ModelFn& model_fn, Mode mode, const input::Dataset& data,
                                   std::vector<InputComponent> components, const Params& params,
                                   const RunConfig& config, ModelGraph* out);
+// The prediction graph an export serves, as TF's build_parsing_serving_input_receiver_fn
+// makes it: `examples`, a string vector of serialized tf.Example protos, is parsed into every
+// feature, and each feature is a placeholder_with_default (ops/parsing_ops.h) that a caller may
+// still feed by name. The label component stays a plain placeholder. A feature whose shape
+// varies between examples is an error naming it.
+runtime::Status build_serving_graph(const ModelFn& model_fn, std::vector<InputComponent> components,
+                                    const std::string& label, const Params& params,
+                                    const RunConfig& config, ModelGraph* out);
 
 }  // namespace troupe::estimators

@@ -6,8 +6,9 @@ namespace troupe::estimators {
 
 runtime::Result<serving::SavedModel> saved_model_of(
     const runtime::Graph& graph, const EstimatorSpec& spec,
-    const std::map<std::string, runtime::Output>& inputs, const runtime::VariableStore& variables,
-    int64_t global_step, std::vector<std::string> class_labels) {
+    const std::map<std::string, runtime::Output>& inputs, runtime::Output examples,
+    const runtime::VariableStore& variables, int64_t global_step,
+    std::vector<std::string> class_labels) {
   if (!class_labels.empty() && spec.export_scores.valid()) {
     const runtime::Shape& scores = graph.shape(spec.export_scores);
     if (scores.rank_known() && scores.rank() == 2 && scores.dim(1) >= 0 &&
@@ -29,13 +30,15 @@ runtime::Result<serving::SavedModel> saved_model_of(
   const serving::Signature predict = serving::make_signature(graph, "predict", inputs, outputs);
   saved.signatures[serving::kDefaultSignature] = predict;
   saved.signatures["predict"] = predict;
+  std::map<std::string, runtime::Output> parsed = inputs;
+  if (examples.valid()) parsed = {{"inputs", examples}};
   if (spec.export_scores.valid()) {
     std::map<std::string, runtime::Output> out{{"scores", spec.export_scores}};
-    saved.signatures["classification"] = serving::make_signature(graph, "classify", inputs, out);
+    saved.signatures["classification"] = serving::make_signature(graph, "classify", parsed, out);
   }
   if (spec.export_regression.valid()) {
     std::map<std::string, runtime::Output> out{{"outputs", spec.export_regression}};
-    saved.signatures["regression"] = serving::make_signature(graph, "regress", inputs, out);
+    saved.signatures["regression"] = serving::make_signature(graph, "regress", parsed, out);
   }
   return saved;
 }

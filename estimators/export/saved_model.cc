@@ -231,7 +231,8 @@ Result<SavedModel> read_saved_model(const std::string& dir) {
     s.method = sj["method"].get<std::string>();
     for (const auto& [name, t] : sj["inputs"].items()) {
       TROUPE_ASSIGN_OR_RETURN(s.inputs[name], tensor_from(m.graph, t, where + " input " + name));
-      if (m.graph.node(s.inputs[name].tensor.node).op != "Placeholder") {
+      const std::string& op = m.graph.node(s.inputs[name].tensor.node).op;
+      if (op != "Placeholder" && op != "PlaceholderWithDefault") {
         return runtime::data_loss(where, " input ", name, ": not a placeholder of the graph");
       }
     }

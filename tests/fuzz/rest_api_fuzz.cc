@@ -10,6 +10,7 @@
 #include "fuzz/fuzz_input.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
+#include "ops/parsing_ops.h"
 #include "tools/serve/rest_api.h"
 
 namespace {
@@ -37,8 +38,13 @@ struct Fixture {
     m.signatures["mixed"] =
         make_signature(m.graph, "predict", {{"x", x}, {"k", k}, {"s", s}},
                        {{"y", y}, {"k", ops::identity(b, k)}, {"s_bytes", ops::identity(b, s)}});
+    // classify parses serialized tf.Example protos, as TF's signatures do.
+    auto examples = ops::placeholder(b, runtime::DType::kString, runtime::Shape{-1}, "examples");
+    auto parsed = ops::parse_example(
+        b, examples, {{"x", {.dtype = runtime::DType::kFloat32, .shape = runtime::Shape{3}}}});
     m.signatures["classification"] =
-        make_signature(m.graph, "classify", {{"x", x}}, {{"scores", y}});
+        make_signature(m.graph, "classify", {{"inputs", examples}},
+                       {{"scores", ops::add(b, ops::mul(b, parsed.dense["x"], 0.5), 2.0)}});
     m.signatures["regression"] =
         make_signature(m.graph, "regress", {{"x", x}}, {{"outputs", ops::reduce_sum(b, y, {1})}});
     (void)serving::write_saved_model(base, m);

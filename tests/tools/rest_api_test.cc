@@ -28,6 +28,7 @@
 
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
+#include "ops/parsing_ops.h"
 #include "tools/serve/http_server.h"
 #include "tools/serve/json_tensors.h"
 #include "tools/serve/rest_api.h"
@@ -63,9 +64,17 @@ void write_half_plus_two(const std::string& base, const std::string& version, do
   m.signatures["echo"] =
       make_signature(m.graph, "predict", {{"s", s}},
                      {{"s_bytes", ops::identity(b, s)}, {"text", ops::identity(b, s)}});
-  m.signatures["classify_x_to_y"] =
+  // As TF Serving's half_plus_two: classify and regress parse serialized tf.Example protos.
+  auto examples = ops::placeholder(b, DType::kString, Shape{-1}, "tf_example");
+  auto parsed = ops::parse_example(b, examples, {{"x", {.dtype = DType::kFloat32}}});
+  auto y_of_x = ops::add(b, ops::mul(b, parsed.dense["x"], 0.5), offset);
+  m.signatures["classify_x_to_y"] = make_signature(m.graph, "classify", {{"inputs", examples}},
+                                                   {{"scores", ops::reshape(b, y_of_x, {-1, 1})}});
+  m.signatures["regression"] =
+      make_signature(m.graph, "regress", {{"inputs", examples}}, {{"outputs", y_of_x}});
+  // A classify signature of named inputs, which the examples' fields feed directly.
+  m.signatures["classify_named"] =
       make_signature(m.graph, "classify", {{"x", x}}, {{"scores", ops::reshape(b, y, {-1, 1})}});
-  m.signatures["regression"] = make_signature(m.graph, "regress", {{"x", x}}, {{"outputs", y}});
   m.class_labels = {"y"};
   REQUIRE(b.ok());
   const std::string tmp = base + "/tmp";
@@ -178,7 +187,7 @@ TEST_CASE("metadata lists every signature with TF's dtype and shape spelling") {
   CHECK(m["model_spec"]["name"] == "half_plus_two");
   CHECK(m["model_spec"]["version"] == "123");
   const json& defs = m["metadata"]["signature_def"]["signature_def"];
-  CHECK(defs.size() == 6);
+  CHECK(defs.size() == 7);
   const json& x = defs["serving_default"]["inputs"]["x"];
   CHECK(x["dtype"] == "DT_FLOAT");
   CHECK(x["name"] == "x:0");
@@ -188,6 +197,37 @@ TEST_CASE("metadata lists every signature with TF's dtype and shape spelling") {
   CHECK(defs["pair"]["inputs"]["k"]["dtype"] == "DT_INT64");
   CHECK(defs["echo"]["inputs"]["s"]["dtype"] == "DT_STRING");
   CHECK(served.call("GET", "/v1/models/half_plus_two/versions/123/metadata", "").status == 200);
+}
+
+TEST_CASE("classify and regress send each example as a serialized tf.Example the graph parses") {
+  Served served;
+  auto regress = [&](const std::string& examples) {
+    return served.call("POST", "/v1/models/half_plus_two:regress",
+                       R"({"signature_name": "regression", "examples": )" + examples + "}");
+  };
+  HttpReply ok = regress(R"([{"x": 1.5}, {"x": [3.0]}, {"x": 1.0, "unused": ["a", "b"]}])");
+  REQUIRE_MESSAGE(ok.status == 200, ok.body);
+  CHECK(json::parse(ok.body)["results"] == json::parse("[2.75, 3.5, 2.5]"));
+  // What the parse refuses is the client's error, named.
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {R"([{"x": 3}])", "'x' is int64, not float32"},
+      {R"([{"y": 1.0}])", "'x' is missing"},
+      {R"([{"x": [1.0, 2.0]}])", "'x' has 2 values"},
+      {R"([{"x": [1.0, "a"]}])", "mixes strings and numbers"},
+      {R"([{"x": true}])", "a tf.Example holds numbers or strings"},
+      {R"([7])", "every example must be an object"}};
+  for (const auto& [examples, says] : refused) {
+    CAPTURE(examples);
+    HttpReply r = regress(examples);
+    CHECK(r.status == 400);
+    CHECK_MESSAGE(r.body.find(says) != std::string::npos, r.body);
+  }
+  // A classify signature of named inputs still takes the examples' fields as those inputs.
+  HttpReply named =
+      served.call("POST", "/v1/models/half_plus_two:classify",
+                  R"({"signature_name": "classify_named", "examples": [{"x": 1.0}]})");
+  REQUIRE_MESSAGE(named.status == 200, named.body);
+  CHECK(json::parse(named.body)["results"] == json::parse(R"([[["y", 2.5]]])"));
 }
 
 TEST_CASE("floats are written as the shortest decimal that reads back as the same float") {

@@ -2,9 +2,12 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <limits>
+
+#include "runtime/example.h"
 
 namespace troupe::serve {
 
@@ -293,6 +296,70 @@ json json_row(const Tensor& t, int64_t row, const std::string& name) {
     out = nested<T>(t.data<T>() + row * stride, inner, 0, stride, ends_with_bytes(name));
   });
   return out;
+}
+
+namespace {
+
+// The tf.Example kind of a feature's JSON value, as TF Serving reads one: strings (or b64
+// objects) are bytes, numbers that are all integers an Int64List, other numbers a FloatList.
+Result<DType> feature_kind(element v, const std::string& name) {
+  bool strings = false, floats = false, numbers = false;
+  std::vector<element> todo{v};
+  while (!todo.empty()) {
+    element e = todo.back();
+    todo.pop_back();
+    switch (e.type()) {
+      case element_type::ARRAY: {
+        // A copy: the result object get_array() returns dies at the end of this statement.
+        const simdjson::dom::array list = e.get_array().value_unsafe();
+        for (element x : list) todo.push_back(x);
+        break;
+      }
+      case element_type::STRING:
+      case element_type::OBJECT:  // {"b64": ...}, checked when read
+        strings = true;
+        break;
+      case element_type::DOUBLE:
+        floats = numbers = true;
+        break;
+      case element_type::INT64:
+      case element_type::UINT64:
+        numbers = true;
+        break;
+      default:
+        return runtime::invalid_argument("feature '", name, "' holds ", type_name(e), " ", shown(e),
+                                         ": a tf.Example holds numbers or strings");
+    }
+  }
+  if (strings && numbers) {
+    return runtime::invalid_argument("feature '", name, "' mixes strings and numbers");
+  }
+  return strings ? DType::kString : floats ? DType::kFloat32 : DType::kInt64;
+}
+
+}  // namespace
+
+Result<std::string> example_from_json(simdjson::dom::object features,
+                                      const simdjson::dom::object* context) {
+  std::vector<std::string> names;
+  std::vector<Tensor> columns;
+  auto add = [&](simdjson::dom::object o) -> runtime::Status {
+    for (auto field : o) {
+      const std::string name(field.key);
+      // The example's own value wins over the context's, as a proto merged after it does.
+      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+      TROUPE_ASSIGN_OR_RETURN(DType kind, feature_kind(field.value, name));
+      TROUPE_ASSIGN_OR_RETURN(Tensor t, tensor_from_json(field.value, kind, name));
+      names.push_back(name);
+      columns.push_back(t.reshaped(runtime::Shape{1, t.num_elements()}));
+    }
+    return runtime::ok_status();
+  };
+  TROUPE_RETURN_IF_ERROR(add(features));
+  if (context) TROUPE_RETURN_IF_ERROR(add(*context));
+  std::string bytes;
+  TROUPE_RETURN_IF_ERROR(runtime::encode_example(names, columns, 0, &bytes));
+  return bytes;
 }
 
 }  // namespace troupe::serve

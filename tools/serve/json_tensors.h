@@ -10,6 +10,7 @@
 //   auto s = tensor_from_rows({row0, row1}, DType::kFloat32, "x");    // stacked: [2, ...]
 //   json v = json_from_tensor(t, "probabilities");                   // the whole tensor
 //   json r = json_row(t, 3, "probabilities");                         // row 3 (dimension 0)
+//   auto bytes = example_from_json(example, &context);  // a serialized tf.Example (:classify)
 //
 // A ragged list, a value of another type ("x": a string where float32 is declared) or an integer
 // out of the dtype's range is InvalidArgument naming the input. Outputs whose names end in
@@ -41,5 +42,12 @@ json json_row(const runtime::Tensor& t, int64_t row, const std::string& name);
 // One element of a float tensor as JSON: the shortest decimal that reads back as the same float
 // (0.1f is written 0.1, not 0.10000000149011612).
 json json_float(float v);
+// One example of a :classify or :regress request (with the request's context, whose features
+// every example shares) as a serialized tf.Example, as TF Serving builds it: strings and
+// {"b64": ...} as a BytesList, integers as an Int64List, other numbers as a FloatList; a
+// scalar is a list of one value. An example's own feature wins over the context's (TF Serving
+// merges the context's proto first). A feature of mixed kinds is InvalidArgument naming it.
+runtime::Result<std::string> example_from_json(simdjson::dom::object features,
+                                               const simdjson::dom::object* context);
 
 }  // namespace troupe::serve

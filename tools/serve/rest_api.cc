@@ -215,6 +215,28 @@ Result<NamedTensors> inputs_from_objects(const Signature& sig, simdjson::dom::ar
   return inputs;
 }
 
+// Whether a classify or regress signature takes serialized tf.Example protos, as TF's do: one
+// string input named "inputs".
+bool takes_examples(const Signature& sig) {
+  return sig.inputs.size() == 1 && sig.inputs.begin()->first == "inputs" &&
+         sig.inputs.begin()->second.dtype == runtime::DType::kString;
+}
+
+// The examples, each merged with the context, as a [n] vector of serialized tf.Example.
+Result<NamedTensors> serialized_examples(simdjson::dom::array examples,
+                                         const simdjson::dom::object* context) {
+  Tensor serialized(runtime::DType::kString, runtime::Shape{static_cast<int64_t>(examples.size())});
+  int64_t i = 0;
+  for (element e : examples) {
+    simdjson::dom::object o;
+    if (e.get_object().get(o) != simdjson::SUCCESS) {
+      return runtime::invalid_argument("every example must be an object of features");
+    }
+    TROUPE_ASSIGN_OR_RETURN(serialized.data<std::string>()[i++], example_from_json(o, context));
+  }
+  return NamedTensors{{"inputs", std::move(serialized)}};
+}
+
 Result<NamedTensors> predict_inputs(const Signature& sig, simdjson::dom::object body, bool* rows) {
   element instances, columns;
   const bool has_instances = body.at_key("instances").get(instances) == simdjson::SUCCESS;
@@ -491,7 +513,9 @@ void RestApi::serve_request(const HttpRequest& request, RequestLabels* counted,
         examples.size() == 0) {
       return reply(error(runtime::invalid_argument("\"examples\" must be a non-empty list")));
     }
-    inputs = inputs_from_objects(sig, examples, has_context ? &context : nullptr);
+    inputs = takes_examples(sig)
+                 ? serialized_examples(examples, has_context ? &context : nullptr)
+                 : inputs_from_objects(sig, examples, has_context ? &context : nullptr);
   }
   if (!inputs.ok()) return reply(error(inputs.status()));
 

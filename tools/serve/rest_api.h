@@ -8,7 +8,9 @@
 // Routes: GET /v1/models/NAME[/versions/V] (status), GET .../metadata (signatures), GET
 // /monitoring/prometheus/metrics (with metrics),
 // POST ...:predict ({"instances": rows} or {"inputs": columns}, an optional "signature_name"),
-// POST ...:classify and ...:regress ({"examples": [...], "context": {...}}). Errors are
+// POST ...:classify and ...:regress ({"examples": [...], "context": {...}}: each example, with
+// the context's features, becomes a serialized tf.Example when the signature takes them, as
+// TF's do; else its fields are the signature's named inputs). Errors are
 // {"error": "..."} with TF Serving's codes: 400 a bad request, 404 an unknown model, version or
 // path, 405 a wrong method, 503 a full queue, 500 a failed run. `reply` runs once, on the calling
 // thread or on a runner's; what it captures must not hold the servable (nothing does).

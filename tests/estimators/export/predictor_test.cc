@@ -13,6 +13,7 @@
 #include "estimators/canned/dnn.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
+#include "runtime/example.h"
 #include "runtime/record_io.h"
 
 using namespace troupe;
@@ -100,8 +101,16 @@ TEST_CASE("an export loads and predicts what the training session predicted, bit
   REQUIRE_MESSAGE(out.ok(), out.status().to_string());
   CHECK(same_bits(out->at("probabilities"), probabilities));
   CHECK(same_bits(out->at("classes"), classes));
-  auto scores = (*p)->predict({{"x", x}}, "classification");
-  REQUIRE(scores.ok());
+  // classification takes serialized tf.Example protos, as TF's does, parsed in the graph.
+  const serving::Signature& classification = *(*p)->signature("classification");
+  REQUIRE(classification.inputs.count("inputs"));
+  CHECK(classification.inputs.at("inputs").dtype == runtime::DType::kString);
+  Tensor examples(runtime::DType::kString, Shape{x.dim(0)});
+  for (int64_t r = 0; r < x.dim(0); ++r) {
+    REQUIRE(runtime::encode_example({"x"}, {x}, r, &examples.data<std::string>()[r]).ok());
+  }
+  auto scores = (*p)->predict({{"inputs", examples}}, "classification");
+  REQUIRE_MESSAGE(scores.ok(), scores.status().to_string());
   CHECK(same_bits(scores->at("scores"), probabilities));
 
   // Concurrent callers share the sessions; each gets its own answer.
