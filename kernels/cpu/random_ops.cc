@@ -4,6 +4,7 @@
 // fresh values. seed == seed2 == 0 means unseeded (std::random_device).
 #include <cmath>
 #include <random>
+#include <vector>
 
 namespace troupe::kernels::cpu {
 
@@ -80,6 +81,66 @@ struct RandomKernel {
   };
 };
 
+// LogUniform- and UniformCandidateSampler (ops/candidate_sampling.h): draws from the op's
+// stream, and the expected count of a class with probability p in the draws, as TF's
+// RangeSampler: num_sampled * p, or with unique draws after `tries` tries, 1 - (1 - p)^tries.
+template <bool kLogUniform>
+Status candidate_sampler(KernelContext& ctx) {
+  const int64_t num_sampled = ctx.attr<int64_t>("num_sampled");
+  const int64_t range_max = ctx.attr<int64_t>("range_max");
+  const bool unique = ctx.attr<bool>("unique");
+  const Tensor& labels = ctx.input(0);
+  const double log_range = std::log1p(static_cast<double>(range_max));
+  auto probability = [&](int64_t k) {
+    if (k < 0 || k >= range_max) return 0.0;
+    if constexpr (kLogUniform) {
+      return (std::log(static_cast<double>(k) + 2) - std::log(static_cast<double>(k) + 1)) /
+             log_range;
+    }
+    return 1.0 / static_cast<double>(range_max);
+  };
+  std::mt19937_64 g = stream_for(ctx);
+  auto draw = [&]() -> int64_t {
+    const double u = uniform<double>(g);
+    int64_t k;
+    if constexpr (kLogUniform) {
+      k = static_cast<int64_t>(std::exp(u * log_range)) - 1;
+    } else {
+      k = static_cast<int64_t>(u * static_cast<double>(range_max));
+    }
+    return std::min(std::max<int64_t>(k, 0), range_max - 1);
+  };
+  Tensor* sampled;
+  TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, Shape{num_sampled}, &sampled));
+  int64_t* out = sampled->data<int64_t>();
+  int64_t tries = 0;
+  if (unique) {
+    std::vector<bool> seen(static_cast<size_t>(range_max), false);
+    for (int64_t n = 0; n < num_sampled; ++tries) {
+      const int64_t k = draw();
+      if (seen[static_cast<size_t>(k)]) continue;
+      seen[static_cast<size_t>(k)] = true;
+      out[n++] = k;
+    }
+  } else {
+    for (int64_t n = 0; n < num_sampled; ++n) out[n] = draw();
+  }
+  auto expected = [&](int64_t k) {
+    const double p = probability(k);
+    if (!unique) return static_cast<float>(p * static_cast<double>(num_sampled));
+    return static_cast<float>(-std::expm1(static_cast<double>(tries) * std::log1p(-p)));
+  };
+  Tensor* true_count;
+  TROUPE_RETURN_IF_ERROR(ctx.allocate_output(1, labels.shape(), &true_count));
+  for (int64_t i = 0; i < labels.num_elements(); ++i) {
+    true_count->data<float>()[i] = expected(labels.data<int64_t>()[i]);
+  }
+  Tensor* sampled_count;
+  TROUPE_RETURN_IF_ERROR(ctx.allocate_output(2, Shape{num_sampled}, &sampled_count));
+  for (int64_t n = 0; n < num_sampled; ++n) sampled_count->data<float>()[n] = expected(out[n]);
+  return runtime::ok_status();
+}
+
 }  // namespace
 
 TROUPE_REGISTER_KERNELS(random_cpu) {
@@ -88,6 +149,8 @@ TROUPE_REGISTER_KERNELS(random_cpu) {
   registry.add_typed<RandomKernel<Dist::kNormal>::Kernel, float, double>("RandomNormal", kCpu);
   registry.add_typed<RandomKernel<Dist::kTruncated>::Kernel, float, double>("TruncatedNormal",
                                                                             kCpu);
+  registry.add("LogUniformCandidateSampler", kCpu, DType::kInt64, &candidate_sampler<true>);
+  registry.add("UniformCandidateSampler", kCpu, DType::kInt64, &candidate_sampler<false>);
 }
 
 }  // namespace troupe::kernels::cpu
