@@ -355,7 +355,8 @@ runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& 
 
 DataOptions data_options(const ModelSpec& spec) {
   return {.class_names = spec.task == Task::kClassifier && spec.model != ModelKind::kKMeans,
-          .num_features = spec.libsvm_features};
+          .num_features = spec.libsvm_features,
+          .sequence_length = spec.sequence_length};
 }
 
 runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
@@ -366,6 +367,9 @@ runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
                      "\nlabel " + spec.label + "\n";
   for (const auto& [k, v] : params_of(spec)) {
     text += "param " + k + " " + estimators::to_text(v) + "\n";
+  }
+  if (spec.sequence_length > 0) {
+    text += "sequence_length " + std::to_string(spec.sequence_length) + "\n";
   }
   if (spec.libsvm_features > 0) {
     text += "libsvm_features " + std::to_string(spec.libsvm_features) + "\n";
@@ -422,6 +426,13 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
       params[k] = rest_of_line();
     } else if (word == "label") {
       spec.label = rest_of_line();
+    } else if (word == "sequence_length") {
+      const std::string n = rest_of_line();
+      char* end = nullptr;
+      spec.sequence_length = std::strtoll(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || spec.sequence_length <= 0) {
+        return runtime::data_loss(path, ": sequence_length '", n, "' is not a number of steps");
+      }
     } else if (word == "libsvm_features") {
       const std::string n = rest_of_line();
       char* end = nullptr;

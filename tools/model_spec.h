@@ -88,6 +88,9 @@ struct ModelSpec {
   std::vector<estimators::ServingInput> inputs;  // once trained
   std::vector<float> initial_centers;            // kmeans's, drawn from the training data
   int64_t libsvm_features = 0;  // libsvm data: the width of the rows it was trained on
+  // SequenceExample data: the steps its sequences were cut or padded to, which the model's
+  // inputs are shaped by; evaluation and prediction read theirs at this length.
+  int64_t sequence_length = 0;
 };
 
 const std::vector<std::string>& model_param_flags();  // every model's, for parse_flags

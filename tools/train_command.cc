@@ -48,7 +48,8 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "cluster-deadline",
                                               "eval-timeout",
                                               "replicas-to-aggregate",
-                                              "sync-timeout"};
+                                              "sync-timeout",
+                                              "sequence-length"};
 
 // A worker or the evaluator of a cluster, as the training executor plays it (estimators/
 // training.h): a worker trains its part of the data until the global step reaches --steps, the
@@ -83,6 +84,9 @@ struct TrainRequest {
   bool standardize = false;
   int64_t epochs = 0, steps = 0, batch = 128, eval_every = 0, rounds = 0, seed = 42;
   int64_t plateau = 0;  // --reduce-lr-on-plateau: evaluations without improvement, 0: off
+  // --sequence-length: the steps SequenceExample data is cut or padded to; 0: the longest of
+  // its first records.
+  int64_t sequence_length = 0;
   int64_t eval_timeout_s = 600;
   // In a cluster every replica reads its part round and round and all stop at one global step
   // (--epochs becomes the steps one process takes for that many passes over all the data);
@@ -135,7 +139,8 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
       !to_int("cluster-deadline", flag("cluster-deadline", "60"), 1, &deadline_s, &error) ||
       !to_int("eval-timeout", flag("eval-timeout", "600"), 1, &r->eval_timeout_s, &error) ||
       !to_int("replicas-to-aggregate", flag("replicas-to-aggregate", "0"), 0, &aggregate, &error) ||
-      !to_int("sync-timeout", flag("sync-timeout", "30"), 1, &sync_timeout_s, &error)) {
+      !to_int("sync-timeout", flag("sync-timeout", "30"), 1, &sync_timeout_s, &error) ||
+      !to_int("sequence-length", flag("sequence-length", "0"), 0, &r->sequence_length, &error)) {
     return usage_error(error);
   }
   auto strategy = runtime::parse_ps_strategy(flag("ps-strategy", "round_robin"));
@@ -281,6 +286,7 @@ int describe_model(const Flags& flags, TrainRequest* r, input::Dataset* train_da
   const bool kmeans = spec.model == ModelKind::kKMeans;
   const bool classifier = spec.task == estimators::Task::kClassifier;
   spec.libsvm_features = libsvm_features(*train_data);
+  spec.sequence_length = sequence_length_of(*train_data);
   if (kmeans && !classifier) return usage_error("--regression: k-means clusters");
   std::vector<std::string> text_labels;
   if (int e = read_classes(flags, *r, *train_data, &spec, &text_labels)) return e;
@@ -432,7 +438,8 @@ int train(const std::vector<std::string>& args) {
                                .num_epochs = r.repeat ? 0 : r.epochs,
                                .shuffle = true,
                                .seed = static_cast<uint64_t>(r.seed)},
-                              {.class_names = classifier && r.spec.model != ModelKind::kKMeans});
+                              {.class_names = classifier && r.spec.model != ModelKind::kKMeans,
+                               .sequence_length = r.sequence_length});
   if (!train_data.ok()) return fail(train_data.status());
   if (int e = describe_model(*parsed, &r, &*train_data)) return e;
   // The evaluator too: it stops once it has evaluated the checkpoint of the last step.
@@ -455,9 +462,8 @@ int train(const std::vector<std::string>& args) {
   if (!parsed->count("eval-data") && r.eval_data != "fashion-mnist") {
     runtime::log_warning("evaluating on the training data; pass --eval-data for a held-out set");
   }
-  DataOptions eval_options = data_options(r.spec);
   // Sequences as long as the training data's, which the model's inputs are shaped by.
-  eval_options.sequence_length = sequence_length_of(*train_data);
+  const DataOptions eval_options = data_options(r.spec);
   auto eval_data = open_data(r.eval_data, "test", r.label, {.batch_size = 1000}, eval_options);
   if (!eval_data.ok()) return fail(eval_data.status());
   if (r.task() == estimators::TaskType::kEvaluator) {

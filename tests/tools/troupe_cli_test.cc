@@ -542,6 +542,27 @@ TEST_CASE("troupe train --model rnn on TFRecord files of tf.train.SequenceExampl
   CHECK(r.err.find("frames: float32 [2] sequence, label: int64 []") != std::string::npos);
   CHECK(r.err.find("sequences of 5 steps") != std::string::npos);
   CHECK(std::stod(r.out.substr(13)) > 0.85);  // 0.9 is the most: a tenth of labels flipped
+
+  // Sequences padded to a length of the user's: the model keeps it, so that evaluate and
+  // predict read files whose own longest sequence is shorter (5) at the model's 6 steps.
+  const std::string model6 = (dir / "model6").string();
+  Run six = troupe(
+      "train --model rnn --time-steps 6 --sequence-length 6 --rnn-units 16 --data "
+      "tfrecord:" +
+      (dir / "train.tfrecord").string() + " --label label --model-dir " + model6 +
+      " --epochs 30 --seed 3");
+  REQUIRE_MESSAGE(six.status == 0, six.err);
+  CHECK(six.err.find("frames: float32 [2] sequence") != std::string::npos);
+  Run e = troupe("evaluate --model-dir " + model6 +
+                 " --data tfrecord:" + (dir / "test.tfrecord").string());
+  REQUIRE_MESSAGE(e.status == 0, e.err);
+  CHECK(std::stod(e.out.substr(e.out.find("\"accuracy\": ") + 12)) > 0.85);
+  Run p = troupe("predict --model-dir " + model6 +
+                 " --data tfrecord:" + (dir / "test.tfrecord").string());
+  REQUIRE_MESSAGE(p.status == 0, p.err);
+  CHECK(std::count(p.out.begin(), p.out.end(), '\n') == 201);  // a header and 200 rows
+  CHECK(troupe("train --model rnn --sequence-length -1 --data tfrecord:x --model-dir " + model6)
+            .status == 2);
   std::filesystem::remove_all(dir);
 }
 
