@@ -1,5 +1,6 @@
 #include "estimators/model_graph.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -57,6 +58,26 @@ bool same_components(const std::vector<InputComponent>& a, const std::vector<Inp
 
 namespace {
 
+// The sparse feature a component is a part of (ops::kSparseParts: "tags" for "tags/values"),
+// when `components` hold all three of its parts; empty otherwise. Parts come as parts of a
+// sparse dataset's batch, and as plain inputs of the same names when an export's inputs are
+// rebuilt from what the model saw (ServingInput).
+std::string sparse_feature(const std::vector<InputComponent>& components, const std::string& name) {
+  const size_t cut = name.rfind('/');
+  if (cut == std::string::npos) return "";
+  const std::string base = name.substr(0, cut), part = name.substr(cut);
+  if (part != ops::kSparseParts[0] && part != ops::kSparseParts[1] &&
+      part != ops::kSparseParts[2]) {
+    return "";
+  }
+  for (const char* p : ops::kSparseParts) {
+    const bool held = std::any_of(components.begin(), components.end(),
+                                  [&](const InputComponent& c) { return c.name == base + p; });
+    if (!held) return "";
+  }
+  return base;
+}
+
 // The spec that parses each feature of `components` (all but `label`) from a tf.Example: a
 // sparse feature's three parts are one VarLen feature. A dtype tf.Example lacks is read as the
 // kind that holds it (float64 as float32, the integers and bool as int64) and cast after.
@@ -68,11 +89,9 @@ Result<runtime::FeatureSpecs> example_spec(const std::vector<InputComponent>& co
     const runtime::DType kind = c.dtype == runtime::DType::kString ? runtime::DType::kString
                                 : runtime::is_floating(c.dtype)    ? runtime::DType::kFloat32
                                                                    : runtime::DType::kInt64;
-    const std::string values = ops::kSparseParts[1];
-    if (!c.by_example) {  // a sparse feature's part; its values tell the kind
-      const size_t cut = c.name.rfind('/');
-      if (c.name.compare(cut, std::string::npos, values) == 0) {
-        spec[c.name.substr(0, cut)] = {.kind = runtime::FeatureSpec::Kind::kVarLen, .dtype = kind};
+    if (const std::string sparse = sparse_feature(components, c.name); !sparse.empty()) {
+      if (c.name == sparse + ops::kSparseParts[1]) {  // the values tell the kind
+        spec[sparse] = {.kind = runtime::FeatureSpec::Kind::kVarLen, .dtype = kind};
       }
       continue;
     }
@@ -110,12 +129,11 @@ Status make_inputs(runtime::GraphBuilder& b, const std::string& label, bool pars
       p = ops::placeholder(b, c.dtype, shape, c.name);
     } else {
       Output value;
-      if (c.by_example) {
+      if (const std::string sparse = sparse_feature(out->components, c.name); sparse.empty()) {
         value = parsed.dense.at(c.name);
       } else {
-        const size_t cut = c.name.rfind('/');
-        const ops::SparseOutput& sp = parsed.sparse.at(c.name.substr(0, cut));
-        const std::string part = c.name.substr(cut);
+        const ops::SparseOutput& sp = parsed.sparse.at(sparse);
+        const std::string part = c.name.substr(sparse.size());
         value = part == ops::kSparseParts[0]   ? sp.indices
                 : part == ops::kSparseParts[1] ? sp.values
                                                : sp.dense_shape;

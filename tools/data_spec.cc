@@ -32,6 +32,37 @@ int64_t per_example(const runtime::Tensor& t) {
   return t.dim(0) > 0 ? t.num_elements() / t.dim(0) : 0;
 }
 
+// The spec of what a model with columns reads of TFRecord files: data.features, the label and
+// data.inferred as the first records hold them. A VarLen string feature (TF's default for a
+// hash bucket or a cross) takes the records' kind when they hold integers.
+runtime::Result<runtime::FeatureSpecs> features_read(const std::string& pattern,
+                                                     const DataOptions& data,
+                                                     const std::string& label) {
+  TROUPE_ASSIGN_OR_RETURN(auto source, input::TfRecordSource::open(pattern, {}));
+  const runtime::FeatureSpecs& held = source->features();
+  runtime::FeatureSpecs spec = data.features;
+  for (auto& [name, f] : spec) {
+    auto it = held.find(name);
+    if (it == held.end()) continue;  // missing from the first records: read as the column says
+    if (f.kind == runtime::FeatureSpec::Kind::kVarLen && f.dtype == runtime::DType::kString &&
+        it->second.dtype == runtime::DType::kInt64) {
+      f.dtype = runtime::DType::kInt64;
+    }
+  }
+  std::vector<std::string> names = data.inferred;
+  names.push_back(label);
+  for (const std::string& name : names) {
+    if (name.empty() || spec.count(name)) continue;
+    auto it = held.find(name);
+    if (it == held.end()) {
+      return runtime::invalid_argument("tfrecord ", pattern, ": feature '", name,
+                                       "' is in none of its first records");
+    }
+    spec[name] = it->second;
+  }
+  return spec;
+}
+
 }  // namespace
 
 runtime::Result<input::Dataset> open_data(const std::string& spec, const std::string& split,
@@ -67,14 +98,18 @@ runtime::Result<input::Dataset> open_data(const std::string& spec, const std::st
     if (label.empty()) {
       return runtime::invalid_argument("--data tfrecord:... needs --label FEATURE");
     }
-    TROUPE_ASSIGN_OR_RETURN(
-        input::Dataset d,
-        input::tfrecord(spec.substr(9), label, {.sequence_length = data.sequence_length}, o));
+    const std::string pattern = spec.substr(9);
+    input::TfRecordOptions options{.sequence_length = data.sequence_length};
+    if (!data.features.empty()) {
+      TROUPE_ASSIGN_OR_RETURN(options.features, features_read(pattern, data, label));
+      return input::tfrecord(pattern, label, options, o);
+    }
+    TROUPE_ASSIGN_OR_RETURN(input::Dataset d, input::tfrecord(pattern, label, options, o));
     if (!d.sparse.empty()) {
       return runtime::invalid_argument(
           spec, ": feature '", d.sparse[0],
-          "' has a varying number of values; troupe's commands read features of one size "
-          "(train from C++ with input::tfrecord and a sparse column)");
+          "' has a varying number of values: give --columns that read it (a categorical "
+          "column), or train from C++ with input::tfrecord and a sparse column");
     }
     return d;
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "estimators/input/dataset.h"
+#include "runtime/example.h"
 #include "runtime/tensor.h"
 
 namespace troupe::cli {
@@ -22,6 +23,12 @@ struct DataOptions {
   // tfrecord of SequenceExample: the steps a sequence is cut or padded to (the training data's,
   // for the evaluation data); 0: the longest of the first records.
   int64_t sequence_length = 0;
+  // tfrecord: each feature as the model's columns read it (make_parse_example_spec: a
+  // categorical column's feature VarLen, a sparse tensor a batch), and the features named in
+  // `inferred` (the label, a weight column) as the first records hold them; nothing else is
+  // read. Empty: every feature inferred, and none may vary in length.
+  runtime::FeatureSpecs features;
+  std::vector<std::string> inferred;
 };
 // The steps the sequences of `d` were cut or padded to; 0 for data without sequences.
 int64_t sequence_length_of(const estimators::input::Dataset& d);
@@ -31,7 +38,8 @@ constexpr int64_t kMaxLibsvmFeatures = 32768;
 
 // fashion-mnist (its `split`), csv:PATH (a glob too), whose `label` column is the label, or
 // libsvm:PATH (svmlight files, a glob too: "label" and "features"), or tfrecord:PATH (TFRecord
-// files of tf.Example, a glob too: a feature each, the spec inferred; none of varying length).
+// files of tf.Example, a glob too: a feature each, the spec inferred, none of varying length;
+// or as DataOptions::features says).
 runtime::Result<estimators::input::Dataset> open_data(const std::string& spec,
                                                       const std::string& split,
                                                       const std::string& label,

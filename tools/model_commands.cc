@@ -41,7 +41,9 @@ int evaluate(const std::vector<std::string>& args) {
   auto est = open_model(flags, &info);
   if (!est.ok()) return fail(est.status());
   const std::string label = flags.count("label") ? flags.at("label") : info.label;
-  auto data = open_data(flags.at("data"), "test", label, {.batch_size = 1000}, data_options(info));
+  auto options = data_options(info);
+  if (!options.ok()) return fail(options.status());
+  auto data = open_data(flags.at("data"), "test", label, {.batch_size = 1000}, *options);
   if (!data.ok()) return fail(data.status());
   auto m = (*est)->evaluate(*data);
   if (!m.ok()) return fail(m.status());
@@ -188,7 +190,9 @@ int predict(const std::vector<std::string>& args) {
     data = input::csv(spec.substr(4), "", {}, o);
     if (data.ok() && data->component(label) >= 0) data = input::csv(spec.substr(4), label, {}, o);
   } else {
-    data = open_data(spec, "test", label, o, data_options(info));
+    auto options = data_options(info);
+    if (!options.ok()) return fail(options.status());
+    data = open_data(spec, "test", label, o, *options);
   }
   if (!data.ok()) return fail(data.status());
   FILE* out = stdout;

@@ -353,10 +353,21 @@ runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& 
   return entry_of(spec.model).make(spec, who(spec), std::move(config));
 }
 
-DataOptions data_options(const ModelSpec& spec) {
-  return {.class_names = spec.task == Task::kClassifier && spec.model != ModelKind::kKMeans,
-          .num_features = spec.libsvm_features,
-          .sequence_length = spec.sequence_length};
+runtime::Result<DataOptions> data_options(const ModelSpec& spec) {
+  DataOptions o{.class_names = spec.task == Task::kClassifier && spec.model != ModelKind::kKMeans,
+                .num_features = spec.libsvm_features,
+                .sequence_length = spec.sequence_length};
+  if (spec.parse_by_columns) {
+    std::vector<estimators::FeatureColumn> all = spec.columns;
+    all.insert(all.end(), spec.wide_columns.begin(), spec.wide_columns.end());
+    TROUPE_ASSIGN_OR_RETURN(o.features, estimators::make_parse_example_spec(all));
+    const auto params = params_of(spec);
+    auto weight = params.find("weight_column");
+    if (weight != params.end() && std::holds_alternative<std::string>(weight->second)) {
+      o.inferred.push_back(std::get<std::string>(weight->second));
+    }
+  }
+  return o;
 }
 
 runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
@@ -371,6 +382,7 @@ runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec) {
   if (spec.sequence_length > 0) {
     text += "sequence_length " + std::to_string(spec.sequence_length) + "\n";
   }
+  if (spec.parse_by_columns) text += "parse_by_columns\n";
   if (spec.libsvm_features > 0) {
     text += "libsvm_features " + std::to_string(spec.libsvm_features) + "\n";
   }
@@ -426,6 +438,8 @@ runtime::Result<ModelSpec> load_model_spec(const std::string& dir) {
       params[k] = rest_of_line();
     } else if (word == "label") {
       spec.label = rest_of_line();
+    } else if (word == "parse_by_columns") {
+      spec.parse_by_columns = true;
     } else if (word == "sequence_length") {
       const std::string n = rest_of_line();
       char* end = nullptr;

@@ -91,6 +91,8 @@ struct ModelSpec {
   // SequenceExample data: the steps its sequences were cut or padded to, which the model's
   // inputs are shaped by; evaluation and prediction read theirs at this length.
   int64_t sequence_length = 0;
+  // TFRecord data is parsed as the columns read it (--columns given): data_options says so.
+  bool parse_by_columns = false;
 };
 
 const std::vector<std::string>& model_param_flags();  // every model's, for parse_flags
@@ -123,8 +125,9 @@ runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& 
                                                                estimators::RunConfig config);
 
 // How a trained model reads more of its data: libsvm rows as wide as in training, and their
-// labels as its class names.
-DataOptions data_options(const ModelSpec& spec);
+// labels as its class names; sequences at its length; TFRecord features as its columns read
+// them when it was trained so (an error names a column that cannot say).
+runtime::Result<DataOptions> data_options(const ModelSpec& spec);
 
 runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec);
 runtime::Result<ModelSpec> load_model_spec(const std::string& dir);

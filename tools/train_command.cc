@@ -433,13 +433,27 @@ int train(const std::vector<std::string>& args) {
   if (int e = read_train_request(*parsed, *cluster, &r)) return e;
   const bool classifier = r.spec.task == estimators::Task::kClassifier;
   // A libsvm file's numeric labels name a classifier's classes, as a table's text labels do.
+  DataOptions train_options{.class_names = classifier && r.spec.model != ModelKind::kKMeans,
+                            .sequence_length = r.sequence_length};
+  // TFRecord files are parsed as the given columns read them, as TF's input functions parse
+  // with make_parse_example_spec: a categorical feature of varying length is a sparse tensor.
+  if (parsed->count("columns") && r.data.rfind("tfrecord:", 0) == 0) {
+    auto read = read_columns_file(parsed->at("columns"));
+    if (!read.ok()) return usage_error(read.status().message());
+    r.spec.columns = read->columns;
+    r.spec.wide_columns = read->wide;
+    r.spec.parse_by_columns = true;
+    auto options = data_options(r.spec);
+    if (!options.ok()) return usage_error("--columns: " + options.status().message());
+    train_options.features = options->features;
+    if (parsed->count("weight-column")) train_options.inferred = {parsed->at("weight-column")};
+  }
   auto train_data = open_data(r.data, "train", r.label,
                               {.batch_size = r.batch,
                                .num_epochs = r.repeat ? 0 : r.epochs,
                                .shuffle = true,
                                .seed = static_cast<uint64_t>(r.seed)},
-                              {.class_names = classifier && r.spec.model != ModelKind::kKMeans,
-                               .sequence_length = r.sequence_length});
+                              train_options);
   if (!train_data.ok()) return fail(train_data.status());
   if (int e = describe_model(*parsed, &r, &*train_data)) return e;
   // The evaluator too: it stops once it has evaluated the checkpoint of the last step.
@@ -462,9 +476,11 @@ int train(const std::vector<std::string>& args) {
   if (!parsed->count("eval-data") && r.eval_data != "fashion-mnist") {
     runtime::log_warning("evaluating on the training data; pass --eval-data for a held-out set");
   }
-  // Sequences as long as the training data's, which the model's inputs are shaped by.
-  const DataOptions eval_options = data_options(r.spec);
-  auto eval_data = open_data(r.eval_data, "test", r.label, {.batch_size = 1000}, eval_options);
+  // Sequences as long as the training data's, which the model's inputs are shaped by; features
+  // as its columns read them.
+  auto eval_options = data_options(r.spec);
+  if (!eval_options.ok()) return usage_error(eval_options.status().message());
+  auto eval_data = open_data(r.eval_data, "test", r.label, {.batch_size = 1000}, *eval_options);
   if (!eval_data.ok()) return fail(eval_data.status());
   if (r.task() == estimators::TaskType::kEvaluator) {
     auto model_fn = model_fn_of(r.spec);

@@ -258,6 +258,59 @@ Status validate_column(const FeatureColumn& c) {
 
 }  // namespace
 
+namespace {
+
+Status add_spec(const std::string& key, const runtime::FeatureSpec& spec,
+                runtime::FeatureSpecs* out) {
+  auto [it, added] = out->emplace(key, spec);
+  const runtime::FeatureSpec& had = it->second;
+  if (!added && (had.kind != spec.kind || had.dtype != spec.dtype || had.shape != spec.shape)) {
+    return runtime::invalid_argument("feature '", key, "' is read as ", runtime::to_string(had),
+                                     " by one column and as ", runtime::to_string(spec),
+                                     " by another");
+  }
+  return runtime::ok_status();
+}
+
+Status spec_of(const FeatureColumn& c, runtime::FeatureSpecs* out) {
+  auto var_len = [](DType dtype) {
+    return runtime::FeatureSpec{.kind = runtime::FeatureSpec::Kind::kVarLen, .dtype = dtype};
+  };
+  switch (c.kind) {
+    case Kind::kNumeric:
+      return add_spec(
+          c.key, {.dtype = DType::kFloat32, .shape = c.width == 1 ? Shape{} : Shape{c.width}}, out);
+    case Kind::kVocabulary:
+      return add_spec(c.key, var_len(c.vocabulary.dtype()), out);
+    case Kind::kIdentity:
+      return add_spec(c.key, var_len(DType::kInt64), out);
+    case Kind::kHashBucket:
+      return add_spec(c.key, var_len(DType::kString), out);
+    case Kind::kWeighted:
+      TROUPE_RETURN_IF_ERROR(add_spec(c.weight_key, var_len(DType::kFloat32), out));
+      break;
+    case Kind::kCrossed:
+      for (const std::string& key : c.cross_keys) {
+        TROUPE_RETURN_IF_ERROR(add_spec(key, var_len(DType::kString), out));
+      }
+      break;
+    case Kind::kBucketized:
+    case Kind::kEmbedding:
+    case Kind::kIndicator:
+      break;
+  }
+  for (const FeatureColumn& source : c.sources) TROUPE_RETURN_IF_ERROR(spec_of(source, out));
+  return runtime::ok_status();
+}
+
+}  // namespace
+
+Result<runtime::FeatureSpecs> make_parse_example_spec(const std::vector<FeatureColumn>& columns) {
+  runtime::FeatureSpecs spec;
+  for (const FeatureColumn& c : columns) TROUPE_RETURN_IF_ERROR(spec_of(c, &spec));
+  return spec;
+}
+
 Status validate_columns(const std::vector<FeatureColumn>& columns, bool for_linear) {
   if (columns.empty()) return runtime::invalid_argument("no feature columns");
   for (const FeatureColumn& c : columns) {

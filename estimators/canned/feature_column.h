@@ -10,6 +10,7 @@
 //   auto job_x_education = crossed_column({"occupation", "education"}, {}, 10000);
 //   DNNOptions dnn{.feature_columns = {age, embedding_column(job, 8), indicator_column(work)}};
 //   LinearOptions wide{.feature_columns = {age_buckets, work, job, job_x_education}};
+//   auto spec = make_parse_example_spec(wide.feature_columns);  // for tfrecord or ParseExample
 //
 // Ids stay ids: a hash bucket of 10^6 is a million-row weight variable read by Gather, whose
 // gradient updates only the rows a batch touched (ops/training_ops.h), never a dense one-hot.
@@ -26,6 +27,7 @@
 #include "estimators/canned/input_layer.h"
 #include "estimators/model_fn.h"
 #include "ops/sparse_ops.h"
+#include "runtime/example.h"
 #include "runtime/tensor.h"
 
 namespace troupe::estimators {
@@ -95,6 +97,15 @@ FeatureColumn weighted_categorical_column(const FeatureColumn& categorical,
 FeatureColumn embedding_column(const FeatureColumn& categorical, int64_t dimension,
                                const std::string& combiner = "mean");
 FeatureColumn indicator_column(const FeatureColumn& categorical);
+
+// tf.feature_column.make_parse_example_spec: how a tf.Example holds what `columns` read. A
+// numeric column's feature is FixedLen float32 of its width ([] for one value); a categorical
+// column's is VarLen (a sparse tensor a batch): of its vocabulary's dtype, int64 for identity,
+// string for a hash bucket or a cross by value (TF's defaults), and a weighted column's weights
+// float32; bucketized, embedding, indicator and crossed columns take their sources'. A feature
+// read two ways is an error naming it.
+runtime::Result<runtime::FeatureSpecs> make_parse_example_spec(
+    const std::vector<FeatureColumn>& columns);
 
 // What is wrong with a column, naming it: an empty vocabulary, no buckets, an embedding of a
 // numeric column, ... `for_linear`: the columns a linear model takes (numeric and categorical),

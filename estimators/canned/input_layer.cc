@@ -12,7 +12,11 @@
 namespace troupe::estimators {
 
 runtime::Result<Standardization> standardization(const input::Dataset& data, bool with_label) {
-  std::vector<std::string> names = data.features;
+  // A feature of varying length is categorical ids, not numbers to standardize.
+  std::vector<std::string> names;
+  for (const std::string& f : data.features) {
+    if (!data.is_sparse(f)) names.push_back(f);
+  }
   if (with_label && !data.label.empty()) names.push_back(data.label);
   struct Sums {
     std::vector<double> sum, squares;

@@ -43,7 +43,7 @@ Status parse_example(KernelContext& ctx) {
   }
   std::map<std::string, runtime::SparseTensor> var_len;
   auto parsed = runtime::parse_examples(records, spec, &var_len);
-  if (!parsed.ok()) return parsed.status().with_context("ParseExample '" + ctx.node().name + "'");
+  if (!parsed.ok()) return parsed.status();  // the executor names the node
   // parse_examples answers in the spec's (sorted) order; the outputs follow the attributes'.
   std::map<std::string, Tensor> dense;
   size_t i = 0;

@@ -534,3 +534,30 @@ TEST_CASE("heads: text labels through a label vocabulary, example and class weig
   CHECK(predicted_class({.feature_keys = {"x"}, .head = {.class_weights = {0.2, 1.0}}}) > 0.7f);
   CHECK(predicted_class({.feature_keys = {"x"}}) == doctest::Approx(0.5f).epsilon(0.05));
 }
+
+TEST_CASE("make_parse_example_spec: how a tf.Example holds what the columns read, as TF's") {
+  auto age = numeric_column("age");
+  auto spec = make_parse_example_spec(
+      {age, bucketized_column(age, {18, 65}), numeric_column("pixels", 784),
+       embedding_column(categorical_column_with_vocabulary_list("work", {"a", "b"}), 4),
+       indicator_column(categorical_column_with_int_vocabulary_list("code", {3, 7})),
+       weighted_categorical_column(categorical_column_with_identity("item", 100), "item_weight"),
+       categorical_column_with_hash_bucket("city", 1000), crossed_column({"x", "y"}, {}, 10)});
+  REQUIRE_MESSAGE(spec.ok(), spec.status().to_string());
+  std::map<std::string, std::string> said;
+  for (const auto& [name, f] : *spec) said[name] = runtime::to_string(f);
+  CHECK(said == std::map<std::string, std::string>{{"age", "float32 []"},
+                                                   {"pixels", "float32 [784]"},
+                                                   {"work", "string varlen"},
+                                                   {"code", "int64 varlen"},
+                                                   {"item", "int64 varlen"},
+                                                   {"item_weight", "float32 varlen"},
+                                                   {"city", "string varlen"},
+                                                   {"x", "string varlen"},
+                                                   {"y", "string varlen"}});
+  auto clash =
+      make_parse_example_spec({numeric_column("age"), categorical_column_with_identity("age", 9)});
+  REQUIRE_FALSE(clash.ok());
+  CHECK(clash.status().message().find("feature 'age' is read as float32 [] by one column and as "
+                                      "int64 varlen by another") != std::string::npos);
+}
