@@ -345,19 +345,35 @@ Result<std::vector<Tensor>> parse_examples(const std::vector<std::string_view>& 
   return out;
 }
 
-Result<std::vector<Tensor>> parse_sequence_examples(const std::vector<std::string_view>& serialized,
-                                                    const FeatureSpecs& spec,
-                                                    int64_t sequence_length,
-                                                    std::vector<int64_t>* lengths) {
-  if (sequence_length < 1) {
+Result<std::vector<Tensor>> parse_sequence_examples(
+    const std::vector<std::string_view>& serialized, const FeatureSpecs& spec,
+    int64_t sequence_length, std::vector<int64_t>* lengths,
+    std::map<std::string, std::vector<int64_t>>* list_lengths) {
+  if (sequence_length < 0) {
     return invalid_argument("parse_sequence_examples: sequence_length ", sequence_length,
-                            " is not positive");
+                            " is negative");
   }
   for (const auto& [name, s] : spec) {
     TROUPE_RETURN_IF_ERROR(check_feature_spec(name, s));
     if (s.kind == FeatureSpec::Kind::kVarLen) {
       return invalid_argument("parse_sequence_examples: feature '", name,
                               "' is VarLen; a Dataset batches those");
+    }
+  }
+  if (sequence_length == 0) {
+    // As tf.io.parse_sequence_example pads a batch: to its longest list of the spec's.
+    tensorflow::SequenceExample ex;
+    for (size_t r = 0; r < serialized.size(); ++r) {
+      if (!ex.ParseFromArray(serialized[r].data(), static_cast<int>(serialized[r].size()))) {
+        return invalid_argument("parse_sequence_examples: example ", r,
+                                " is not a tf.train.SequenceExample");
+      }
+      for (const auto& [name, list] : ex.feature_lists().feature_list()) {
+        auto it = spec.find(name);
+        if (it != spec.end() && it->second.kind == FeatureSpec::Kind::kSequence) {
+          sequence_length = std::max<int64_t>(sequence_length, list.feature_size());
+        }
+      }
     }
   }
   std::vector<Tensor> out =
@@ -373,6 +389,13 @@ Result<std::vector<Tensor>> parse_sequence_examples(const std::vector<std::strin
         fill(ex.context(), &ex.feature_lists(), spec, sequence_length, static_cast<int64_t>(r),
              &out, lengths ? &(*lengths)[r] : nullptr)
             .with_context("parse_sequence_examples: example " + std::to_string(r)));
+    if (!list_lengths) continue;
+    for (const auto& [name, f] : spec) {
+      if (f.kind != FeatureSpec::Kind::kSequence) continue;
+      auto it = ex.feature_lists().feature_list().find(name);
+      (*list_lengths)[name].push_back(
+          it == ex.feature_lists().feature_list().end() ? 0 : it->second.feature_size());
+    }
   }
   return out;
 }

@@ -57,14 +57,15 @@ Status check_feature_spec(const std::string& name, const FeatureSpec& spec);
 Result<std::vector<Tensor>> parse_examples(const std::vector<std::string_view>& serialized,
                                            const FeatureSpecs& spec,
                                            std::map<std::string, SparseTensor>* var_len = nullptr);
-// tf.io.parse_single_sequence_example for a batch: SequenceExample protos into one tensor per
-// feature of `spec` (context features FixedLen, feature lists kSequence), [n, ...] each, every
-// feature list cut or padded to `sequence_length` steps; each example's own number of steps
-// goes to `lengths` when given (TF's feature_list_lengths, the longest list of the example).
-Result<std::vector<Tensor>> parse_sequence_examples(const std::vector<std::string_view>& serialized,
-                                                    const FeatureSpecs& spec,
-                                                    int64_t sequence_length,
-                                                    std::vector<int64_t>* lengths = nullptr);
+// tf.io.parse_sequence_example: SequenceExample protos into one tensor per feature of `spec`
+// (context features FixedLen, feature lists kSequence), [n, ...] each, every feature list cut
+// or padded to `sequence_length` steps (0: the longest list of the batch, as TF pads one); each
+// example's own number of steps goes to `lengths` when given (TF's feature_list_lengths, the
+// longest list of the example), and each feature list's to `list_lengths`, by name.
+Result<std::vector<Tensor>> parse_sequence_examples(
+    const std::vector<std::string_view>& serialized, const FeatureSpecs& spec,
+    int64_t sequence_length, std::vector<int64_t>* lengths = nullptr,
+    std::map<std::string, std::vector<int64_t>>* list_lengths = nullptr);
 
 // For readers that fill batches of their own record by record: the tensors of `rows` examples
 // ([rows, shape...], [rows, sequence_length, step...]; an empty tensor for a VarLen feature),

@@ -2,7 +2,8 @@
 // Python's protobuf and a framing of its own) read with their features inferred or given,
 // compressed or not; a gzip stream cut short, a feature of the wrong size or kind and a missing
 // one without a default are errors that name them; a damaged length loses only its record;
-// VarLen features batch as sparse tensors; what write_tfrecord writes reads back the same.
+// VarLen features batch as sparse tensors; what write_tfrecord writes reads back the same;
+// SequenceExample records through parse_sequence_examples and the graph's parsing ops.
 #include "estimators/input/tfrecord_source.h"
 
 #include <doctest/doctest.h>
@@ -15,7 +16,9 @@
 
 #include "actors/runtime_system.h"
 #include "estimators/input/dataset.h"
+#include "harness/op_harness.h"
 #include "harness/temp_dir.h"
+#include "ops/parsing_ops.h"
 #include "runtime/record_io.h"
 
 using namespace troupe;
@@ -314,5 +317,24 @@ TEST_CASE("SequenceExample records: context features, feature lists cut or padde
   CHECK(bad.status().message().find("feature list 'frames': step 0 has 2 values") !=
         std::string::npos);
   CHECK_FALSE(parse_examples(records, spec).ok());  // a feature list is not an Example's
+
+  // The same records through the graph ops: a batch padded to its longest list (TF's
+  // parse_sequence_example), and one proto alone at its own length.
+  testing::OpTest t;
+  Tensor batch(DType::kString, Shape{4});
+  for (int i = 0; i < 4; ++i) batch.data<std::string>()[i] = std::string(records[i]);
+  ops::ParsedSequences seq = ops::parse_sequence_example(t.b, t.feed(batch), spec);
+  REQUIRE(t.b.ok());
+  const Tensor padded = t.eval(seq.sequences.at("frames"));
+  CHECK(padded.shape() == Shape{4, 5, 2});
+  CHECK(padded.data<float>()[10 + 2 * 3] == (7 % 4 < 2 ? 4 / 8.f : -4 / 8.f));  // example 1, step 3
+  CHECK(padded.data<float>()[2 * 4] == 0.f);  // example 0 has 3 steps: step 4 is padding
+  CHECK(t.eval(seq.lengths.at("frames")).to_vector<int64_t>() == std::vector<int64_t>{3, 4, 5, 3});
+  CHECK(t.eval(seq.context.at("label")).shape() == Shape{4});
+  runtime::Output one = t.feed(Tensor::scalar<std::string>(std::string(records[1])));
+  ops::ParsedSequences single = ops::parse_single_sequence_example(t.b, one, spec);
+  CHECK(t.eval(single.sequences.at("frames")).shape() == Shape{4, 2});
+  CHECK(t.eval(single.lengths.at("frames")).to_vector<int64_t>() == std::vector<int64_t>{4});
+  CHECK(t.eval(single.context.at("label")).shape() == Shape{});
   std::filesystem::remove_all(dir);
 }
