@@ -113,12 +113,26 @@ TROUPE_REGISTER_OP(ParseExample)
     .attr("dense_shapes", std::vector<int64_t>{})
     .attr("sparse_keys", Tensor(DType::kString, Shape{0}))
     .attr("sparse_types", std::vector<int64_t>{})
+    // A tf.io.SparseFeature's index and value features and size; "", "" and 0 for a VarLen one.
+    // Empty: every sparse key is VarLen.
+    .attr("sparse_index_keys", Tensor(DType::kString, Shape{0}))
+    .attr("sparse_value_keys", Tensor(DType::kString, Shape{0}))
+    .attr("sparse_sizes", std::vector<int64_t>{})
     .shape_fn([](InferenceContext& c) -> Status {
-      TROUPE_RETURN_IF_ERROR(check_keys(c, {"dense_keys", "sparse_keys"}));
+      TROUPE_RETURN_IF_ERROR(check_keys(
+          c, {"dense_keys", "sparse_keys", "sparse_index_keys", "sparse_value_keys"}));
       const Tensor& sparse = c.attr<Tensor>("sparse_keys");
       const auto& types = c.attr<std::vector<int64_t>>("sparse_types");
       const int ns = static_cast<int>(sparse.num_elements());
       if (static_cast<int>(types.size()) != ns) return c.error("a type is needed each sparse key");
+      const auto& sizes = c.attr<std::vector<int64_t>>("sparse_sizes");
+      const int64_t index_keys = c.attr<Tensor>("sparse_index_keys").num_elements();
+      const int64_t value_keys = c.attr<Tensor>("sparse_value_keys").num_elements();
+      if (!(index_keys == 0 && value_keys == 0 && sizes.empty()) &&
+          !(index_keys == ns && value_keys == ns && static_cast<int>(sizes.size()) == ns)) {
+        return c.error("sparse_index_keys, sparse_value_keys and sparse_sizes hold one each ",
+                       "sparse key, or none");
+      }
       for (int i = 0; i < ns; ++i) {
         DType dtype;
         TROUPE_RETURN_IF_ERROR(kind_of(c, types[i], sparse.data<std::string>()[i], &dtype));
@@ -196,9 +210,9 @@ TROUPE_REGISTER_OP(PlaceholderWithDefault)
 
 ParsedExamples parse_example(GraphBuilder& b, Output serialized, const runtime::FeatureSpecs& spec,
                              const std::string& name) {
-  std::vector<std::string> dense_keys, sparse_keys;
+  std::vector<std::string> dense_keys, sparse_keys, index_keys, value_keys;
   std::vector<Shape> dense_shapes;
-  std::vector<int64_t> sparse_types;
+  std::vector<int64_t> sparse_types, sizes;
   std::vector<Output> inputs{serialized};
   for (const auto& [key, s] : spec) {
     if (Status bad = runtime::check_feature_spec(key, s); !bad.ok()) {
@@ -210,9 +224,12 @@ ParsedExamples parse_example(GraphBuilder& b, Output serialized, const runtime::
                                                "' is a feature list, which no tf.Example has"));
       return {};
     }
-    if (s.kind == FeatureSpec::Kind::kVarLen) {
+    if (s.kind == FeatureSpec::Kind::kVarLen || s.kind == FeatureSpec::Kind::kSparse) {
       sparse_keys.push_back(key);
       sparse_types.push_back(static_cast<int64_t>(s.dtype));
+      index_keys.push_back(s.index_key);
+      value_keys.push_back(s.value_key);
+      sizes.push_back(s.size);
       continue;
     }
     dense_keys.push_back(key);
@@ -223,7 +240,10 @@ ParsedExamples parse_example(GraphBuilder& b, Output serialized, const runtime::
                                              {{"dense_keys", keys_tensor(dense_keys)},
                                               {"dense_shapes", flatten(dense_shapes)},
                                               {"sparse_keys", keys_tensor(sparse_keys)},
-                                              {"sparse_types", sparse_types}},
+                                              {"sparse_types", sparse_types},
+                                              {"sparse_index_keys", keys_tensor(index_keys)},
+                                              {"sparse_value_keys", keys_tensor(value_keys)},
+                                              {"sparse_sizes", sizes}},
                                              name);
   ParsedExamples parsed;
   if (out.empty()) return parsed;

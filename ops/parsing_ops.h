@@ -26,11 +26,11 @@ namespace troupe::ops {
 
 struct ParsedExamples {
   std::map<std::string, Output> dense;         // FixedLen features: [batch, shape...]
-  std::map<std::string, SparseOutput> sparse;  // VarLen features: [batch, longest]
+  std::map<std::string, SparseOutput> sparse;  // VarLen: [batch, longest]; kSparse: [batch, size]
 };
 
-// One ParseExample node for every feature of `spec` (FixedLen or VarLen; a sequence feature is
-// an error of the builder). `serialized`: string [batch].
+// One ParseExample node for every feature of `spec` (FixedLen, VarLen or kSparse: TF's
+// SparseFeature; a sequence feature is an error of the builder). `serialized`: string [batch].
 ParsedExamples parse_example(GraphBuilder& b, Output serialized, const runtime::FeatureSpecs& spec,
                              const std::string& name = "ParseExample");
 

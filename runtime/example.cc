@@ -14,6 +14,9 @@ std::string to_string(const FeatureSpec& spec) {
       return type + "varlen";
     case FeatureSpec::Kind::kSequence:
       return type + spec.shape.to_string() + " sequence";
+    case FeatureSpec::Kind::kSparse:
+      return type + "sparse [" + std::to_string(spec.size) + "] of " + spec.value_key + " at " +
+             spec.index_key;
     case FeatureSpec::Kind::kFixedLen:
       break;
   }
@@ -77,13 +80,17 @@ Status check_feature_spec(const std::string& name, const FeatureSpec& s) {
     return invalid_argument("feature '", name, "': ", dtype_name(s.dtype),
                             " is not float32, int64 or string (tf.Example's kinds)");
   }
-  if (s.kind == FeatureSpec::Kind::kVarLen || s.kind == FeatureSpec::Kind::kSequence) {
-    if (s.default_value) {
-      return invalid_argument("feature '", name, "': a ",
-                              s.kind == FeatureSpec::Kind::kVarLen ? "VarLen" : "sequence",
-                              " feature has no default");
+  if (s.kind != FeatureSpec::Kind::kFixedLen && s.default_value) {
+    return invalid_argument("feature '", name, "': only a FixedLen feature has a default");
+  }
+  if (s.kind == FeatureSpec::Kind::kVarLen) return ok_status();
+  if (s.kind == FeatureSpec::Kind::kSparse) {
+    if (s.index_key.empty() || s.value_key.empty() || s.size < 1) {
+      return invalid_argument("feature '", name,
+                              "': a sparse feature names its index and value features and has a "
+                              "size of at least 1");
     }
-    if (s.kind == FeatureSpec::Kind::kVarLen) return ok_status();
+    return ok_status();
   }
   for (int64_t d : s.shape.dims()) {
     if (d < 0) {
@@ -140,6 +147,7 @@ Status fill(const tensorflow::Features& context, const tensorflow::FeatureLists*
   size_t i = 0;
   for (const auto& [name, s] : spec) {
     Tensor& t = (*out)[i++];
+    if (s.kind == FeatureSpec::Kind::kSparse) continue;  // parse_examples reads these
     if (s.kind == FeatureSpec::Kind::kSequence) {
       const tensorflow::FeatureList* list = nullptr;
       if (lists) {
@@ -188,16 +196,20 @@ Status fill(const tensorflow::Features& context, const tensorflow::FeatureLists*
 }
 
 // Rows of one VarLen feature ([1, count] each, as fill leaves them) as a [rows, longest] sparse
-// tensor.
-SparseTensor stack_rows(DType dtype, const std::vector<Tensor>& rows) {
+// tensor, entry j of a row at column j; with `positions`, at column positions[row][j] of a
+// [rows, width] one.
+SparseTensor stack_rows(DType dtype, const std::vector<Tensor>& rows,
+                        const std::vector<std::vector<int64_t>>* positions = nullptr,
+                        int64_t width = 0) {
   int64_t nnz = 0, longest = 0;
   for (const Tensor& r : rows) {
     nnz += r.num_elements();
     longest = std::max(longest, r.num_elements());
   }
-  SparseTensor st{Tensor(DType::kInt64, Shape{nnz, 2}), Tensor(dtype, Shape{nnz}),
-                  Tensor::from_vector(
-                      Shape{2}, std::vector<int64_t>{static_cast<int64_t>(rows.size()), longest})};
+  SparseTensor st{
+      Tensor(DType::kInt64, Shape{nnz, 2}), Tensor(dtype, Shape{nnz}),
+      Tensor::from_vector(Shape{2}, std::vector<int64_t>{static_cast<int64_t>(rows.size()),
+                                                         positions ? width : longest})};
   int64_t* index = st.indices.data<int64_t>();
   int64_t at = 0;
   const size_t size = dtype == DType::kString ? 0 : dtype_size(dtype);
@@ -205,7 +217,7 @@ SparseTensor stack_rows(DType dtype, const std::vector<Tensor>& rows) {
     const int64_t n = rows[r].num_elements();
     for (int64_t j = 0; j < n; ++j) {
       index[2 * (at + j)] = static_cast<int64_t>(r);
-      index[2 * (at + j) + 1] = j;
+      index[2 * (at + j) + 1] = positions ? (*positions)[r][static_cast<size_t>(j)] : j;
       if (dtype == DType::kString) {
         st.values.data<std::string>()[at + j] = rows[r].data<std::string>()[j];
       }
@@ -219,12 +231,64 @@ SparseTensor stack_rows(DType dtype, const std::vector<Tensor>& rows) {
   return st;
 }
 
+// One example's entries of the kSparse feature `name`: its values ([1, k]) and their positions,
+// in order of position.
+Status sparse_row(const tensorflow::Features& features, const std::string& name,
+                  const FeatureSpec& s, Tensor* values, std::vector<int64_t>* positions) {
+  const auto& all = features.feature();
+  auto idx = all.find(s.index_key);
+  auto val = all.find(s.value_key);
+  const int64_t ni = idx == all.end() ? 0 : count_of(idx->second);
+  const int64_t nv = val == all.end() ? 0 : count_of(val->second);
+  if (ni > 0 && kind_of(idx->second) != DType::kInt64) {
+    return invalid_argument("sparse feature '", name, "': its index feature '", s.index_key,
+                            "' is ", dtype_name(kind_of(idx->second)), ", not int64");
+  }
+  if (nv > 0 && kind_of(val->second) != s.dtype) {
+    return invalid_argument("sparse feature '", name, "': its value feature '", s.value_key,
+                            "' is ", dtype_name(kind_of(val->second)), ", not ",
+                            dtype_name(s.dtype));
+  }
+  if (ni != nv) {
+    return invalid_argument("sparse feature '", name, "': ", ni, " positions in '", s.index_key,
+                            "' for ", nv, " values in '", s.value_key, "'");
+  }
+  Tensor raw(s.dtype, Shape{1, nv});
+  if (nv > 0) copy_values(val->second, &raw, 0);
+  std::vector<int64_t> order(static_cast<size_t>(nv));
+  for (int64_t j = 0; j < nv; ++j) {
+    const int64_t p = idx->second.int64_list().value(static_cast<int>(j));
+    if (p < 0 || p >= s.size) {
+      return invalid_argument("sparse feature '", name, "': position ", p, " (value ", j,
+                              ") is outside [0, ", s.size, ")");
+    }
+    order[static_cast<size_t>(j)] = j;
+  }
+  auto position = [&](int64_t j) { return idx->second.int64_list().value(static_cast<int>(j)); };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return position(a) < position(b); });
+  *values = Tensor(s.dtype, Shape{1, nv});
+  positions->clear();
+  const size_t size = s.dtype == DType::kString ? 0 : dtype_size(s.dtype);
+  for (int64_t k = 0; k < nv; ++k) {
+    const int64_t j = order[static_cast<size_t>(k)];
+    positions->push_back(position(j));
+    if (s.dtype == DType::kString) {
+      values->data<std::string>()[k] = raw.data<std::string>()[j];
+    } else {
+      std::memcpy(static_cast<char*>(values->raw_data()) + size * static_cast<size_t>(k),
+                  static_cast<const char*>(raw.raw_data()) + size * static_cast<size_t>(j), size);
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 std::vector<Tensor> example_batch(const FeatureSpecs& spec, int64_t rows, int64_t length) {
   std::vector<Tensor> out;
   for (const auto& [name, s] : spec) {
-    if (s.kind == FeatureSpec::Kind::kVarLen) {
+    if (s.kind == FeatureSpec::Kind::kVarLen || s.kind == FeatureSpec::Kind::kSparse) {
       out.emplace_back();
       continue;
     }
@@ -310,9 +374,10 @@ Result<std::vector<Tensor>> parse_examples(const std::vector<std::string_view>& 
                                            std::map<std::string, SparseTensor>* var_len) {
   for (const auto& [name, s] : spec) {
     TROUPE_RETURN_IF_ERROR(check_feature_spec(name, s));
-    if (s.kind == FeatureSpec::Kind::kVarLen && !var_len) {
+    if ((s.kind == FeatureSpec::Kind::kVarLen || s.kind == FeatureSpec::Kind::kSparse) &&
+        !var_len) {
       return invalid_argument("parse_examples: feature '", name,
-                              "' is VarLen; a Dataset batches those");
+                              "' is a sparse tensor, and there is nowhere to put it");
     }
     if (s.kind == FeatureSpec::Kind::kSequence) {
       return invalid_argument("parse_examples: feature '", name,
@@ -320,17 +385,28 @@ Result<std::vector<Tensor>> parse_examples(const std::vector<std::string_view>& 
     }
   }
   std::vector<Tensor> out = example_batch(spec, static_cast<int64_t>(serialized.size()), 0);
-  std::map<std::string, std::vector<Tensor>> rows;  // each VarLen feature's, example by example
+  // Each VarLen and kSparse feature's values, example by example; kSparse ones' positions.
+  std::map<std::string, std::vector<Tensor>> rows;
+  std::map<std::string, std::vector<std::vector<int64_t>>> positions;
   tensorflow::Example ex;
   for (size_t r = 0; r < serialized.size(); ++r) {
+    const std::string where = "parse_examples: example " + std::to_string(r);
     if (!ex.ParseFromArray(serialized[r].data(), static_cast<int>(serialized[r].size()))) {
-      return invalid_argument("parse_examples: example ", r, " is not a tf.Example");
+      return invalid_argument(where, " is not a tf.Example");
     }
-    TROUPE_RETURN_IF_ERROR(fill(ex.features(), nullptr, spec, 0, static_cast<int64_t>(r), &out)
-                               .with_context("parse_examples: example " + std::to_string(r)));
+    TROUPE_RETURN_IF_ERROR(
+        fill(ex.features(), nullptr, spec, 0, static_cast<int64_t>(r), &out).with_context(where));
     size_t i = 0;
     for (const auto& [name, s] : spec) {
       if (s.kind == FeatureSpec::Kind::kVarLen) rows[name].push_back(std::move(out[i]));
+      if (s.kind == FeatureSpec::Kind::kSparse) {
+        Tensor values;
+        std::vector<int64_t> at;
+        TROUPE_RETURN_IF_ERROR(
+            sparse_row(ex.features(), name, s, &values, &at).with_context(where));
+        rows[name].push_back(std::move(values));
+        positions[name].push_back(std::move(at));
+      }
       ++i;
     }
   }
@@ -338,6 +414,9 @@ Result<std::vector<Tensor>> parse_examples(const std::vector<std::string_view>& 
   for (const auto& [name, s] : spec) {
     if (s.kind == FeatureSpec::Kind::kVarLen) {
       (*var_len)[name] = stack_rows(s.dtype, rows[name]);
+      out[i] = Tensor();
+    } else if (s.kind == FeatureSpec::Kind::kSparse) {
+      (*var_len)[name] = stack_rows(s.dtype, rows[name], &positions[name], s.size);
       out[i] = Tensor();
     }
     ++i;
@@ -355,9 +434,9 @@ Result<std::vector<Tensor>> parse_sequence_examples(
   }
   for (const auto& [name, s] : spec) {
     TROUPE_RETURN_IF_ERROR(check_feature_spec(name, s));
-    if (s.kind == FeatureSpec::Kind::kVarLen) {
+    if (s.kind == FeatureSpec::Kind::kVarLen || s.kind == FeatureSpec::Kind::kSparse) {
       return invalid_argument("parse_sequence_examples: feature '", name,
-                              "' is VarLen; a Dataset batches those");
+                              "' is a sparse tensor; a Dataset batches those");
     }
   }
   if (sequence_length == 0) {
@@ -432,6 +511,30 @@ void add_value(const Tensor& t, int64_t e, tensorflow::Feature* f) {
 }
 
 }  // namespace
+
+Result<FeatureSpecs> split_sparse_features(const FeatureSpecs& spec) {
+  FeatureSpecs out;
+  auto put = [&](const std::string& name, const FeatureSpec& f) -> Status {
+    auto [it, added] = out.emplace(name, f);
+    if (!added && (it->second.kind != f.kind || it->second.dtype != f.dtype)) {
+      return invalid_argument("feature '", name, "' is read as ", to_string(it->second), " and as ",
+                              to_string(f));
+    }
+    return ok_status();
+  };
+  for (const auto& [name, f] : spec) {
+    if (f.kind != FeatureSpec::Kind::kSparse) {
+      TROUPE_RETURN_IF_ERROR(put(name, f));
+      continue;
+    }
+    TROUPE_RETURN_IF_ERROR(check_feature_spec(name, f));
+    TROUPE_RETURN_IF_ERROR(
+        put(f.index_key, {.kind = FeatureSpec::Kind::kVarLen, .dtype = DType::kInt64}));
+    TROUPE_RETURN_IF_ERROR(
+        put(f.value_key, {.kind = FeatureSpec::Kind::kVarLen, .dtype = f.dtype}));
+  }
+  return out;
+}
 
 Status parse_example_into(std::string_view record, const FeatureSpecs& spec,
                           int64_t sequence_length, int64_t row, std::vector<Tensor>* batch,

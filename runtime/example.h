@@ -37,11 +37,15 @@ namespace troupe::runtime {
 struct FeatureSpec {
   // kSequence: a feature list of a tf.train.SequenceExample, each step of `shape`
   // (tf.io.FixedLenSequenceFeature), as a [sequence_length, shape...] tensor an example.
-  enum class Kind { kFixedLen, kVarLen, kSequence };
+  // kSparse: tf.io.SparseFeature, a [batch, size] sparse tensor of the values in feature
+  // `value_key`, each at the position the int64 feature `index_key` gives it (same count).
+  enum class Kind { kFixedLen, kVarLen, kSequence, kSparse };
   Kind kind = Kind::kFixedLen;
   DType dtype = DType::kFloat32;        // float32, int64 or string
   Shape shape;                          // FixedLen: each example's; kSequence: a step's
   std::optional<Tensor> default_value;  // FixedLen: for an example without it
+  std::string index_key, value_key;     // kSparse
+  int64_t size = 0;                     // kSparse: positions are in [0, size)
 };
 using FeatureSpecs = std::map<std::string, FeatureSpec>;
 
@@ -53,7 +57,9 @@ Status check_feature_spec(const std::string& name, const FeatureSpec& spec);
 
 // Parses serialized tf.Example protos into one tensor per feature of `spec`, in its order:
 // [n, shape...] for each FixedLen feature. A VarLen feature's place holds an empty tensor and its
-// [n, longest] sparse tensor goes to `var_len`; without `var_len`, a VarLen feature is an error.
+// [n, longest] sparse tensor goes to `var_len`, as does a kSparse one's [n, size] (positions in
+// order within a row); without `var_len`, either is an error. A position outside [0, size), or
+// counts of positions and values that differ, is an error naming the example and the feature.
 Result<std::vector<Tensor>> parse_examples(const std::vector<std::string_view>& serialized,
                                            const FeatureSpecs& spec,
                                            std::map<std::string, SparseTensor>* var_len = nullptr);
@@ -66,6 +72,12 @@ Result<std::vector<Tensor>> parse_sequence_examples(
     const std::vector<std::string_view>& serialized, const FeatureSpecs& spec,
     int64_t sequence_length, std::vector<int64_t>* lengths = nullptr,
     std::map<std::string, std::vector<int64_t>>* list_lengths = nullptr);
+
+// A spec whose kSparse features are their two VarLen features instead (index_key int64,
+// value_key of the values' dtype), as an input pipeline batches them: what
+// weighted_categorical_column(categorical_column_with_identity(index_key, size), value_key)
+// reads. A feature named twice with two kinds is an error.
+Result<FeatureSpecs> split_sparse_features(const FeatureSpecs& spec);
 
 // For readers that fill batches of their own record by record: the tensors of `rows` examples
 // ([rows, shape...], [rows, sequence_length, step...]; an empty tensor for a VarLen feature),

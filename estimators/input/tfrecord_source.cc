@@ -166,7 +166,8 @@ Result<std::shared_ptr<TfRecordSource>> TfRecordSource::open(const std::string& 
     runtime::log_info("tfrecord ", pattern, ": features inferred from ", first.size(),
                       " records: ", said);
   } else {
-    s->spec_ = options.features;
+    // A SparseFeature is batched as its two VarLen features (runtime/example.h).
+    TROUPE_ASSIGN_OR_RETURN(s->spec_, runtime::split_sparse_features(options.features));
     if (has_sequences(s->spec_) && options.sequence_length == 0 && !first.empty()) {
       TROUPE_RETURN_IF_ERROR(
           runtime::infer_feature_specs(first, "tfrecord " + pattern, &most_steps).status());

@@ -6,7 +6,9 @@
 // string "") to sequence_length, as a [sequence_length, step...] tensor. A FixedLen feature
 // (tf.io.FixedLenFeature) has one shape in every example, of float32, int64 or string, and a
 // default for an example without it; a VarLen feature (tf.io.VarLenFeature) is a list of any
-// length, batched as a sparse tensor. Without a spec, it is inferred from the first records: a
+// length, batched as a sparse tensor; a SparseFeature (kSparse) is batched as its index and
+// value features, two VarLen ones, which a weighted categorical column reads. Without a spec,
+// it is inferred from the first records: a
 // feature every record has with n values is FixedLen
 // ([] for one, [n] otherwise), any other VarLen. Files may be GZIP or ZLIB compressed (TF's
 // compression_type), told or known by the suffix (.gz, .zz or .zlib).

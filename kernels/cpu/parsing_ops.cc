@@ -54,10 +54,20 @@ Status parse_example(KernelContext& ctx) {
   TROUPE_RETURN_IF_ERROR(dense_spec(ctx, "dense_keys", "dense_shapes", &spec));
   const Tensor& sparse_keys = ctx.attr<Tensor>("sparse_keys");
   const auto& types = ctx.attr<std::vector<int64_t>>("sparse_types");
+  const Tensor& index_keys = ctx.attr<Tensor>("sparse_index_keys");
+  const Tensor& value_keys = ctx.attr<Tensor>("sparse_value_keys");
+  const auto& sizes = ctx.attr<std::vector<int64_t>>("sparse_sizes");
   for (int64_t i = 0; i < sparse_keys.num_elements(); ++i) {
-    spec[sparse_keys.data<std::string>()[i]] =
-        FeatureSpec{.kind = FeatureSpec::Kind::kVarLen,
-                    .dtype = static_cast<DType>(types[static_cast<size_t>(i)])};
+    FeatureSpec s{.kind = FeatureSpec::Kind::kVarLen,
+                  .dtype = static_cast<DType>(types[static_cast<size_t>(i)])};
+    // The shape function checked that these hold one each sparse key, or none.
+    if (!sizes.empty() && !index_keys.data<std::string>()[i].empty()) {
+      s.kind = FeatureSpec::Kind::kSparse;
+      s.index_key = index_keys.data<std::string>()[i];
+      s.value_key = value_keys.data<std::string>()[i];
+      s.size = sizes[static_cast<size_t>(i)];
+    }
+    spec[sparse_keys.data<std::string>()[i]] = std::move(s);
   }
   std::map<std::string, runtime::SparseTensor> var_len;
   TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> parsed,

@@ -122,3 +122,57 @@ TEST_CASE("placeholder_with_default: its default unless fed, and then its input 
                                 Shape{-1, 2});
   CHECK_FALSE(wrong.b.ok());
 }
+
+TEST_CASE("a SparseFeature: values at the positions their index feature gives, rows in order") {
+  // Example 0: positions 4, 1 for values 0.5, 2.5; example 1: none; example 2: position 0.
+  const std::vector<std::vector<int64_t>> at{{4, 1}, {}, {0}};
+  const std::vector<std::vector<float>> values{{0.5f, 2.5f}, {}, {7.f}};
+  Tensor serialized(DType::kString, Shape{3});
+  for (int64_t r = 0; r < 3; ++r) {
+    const auto n = static_cast<int64_t>(at[r].size());
+    REQUIRE(encode_example({"idx", "val"},
+                           {Tensor::from_vector(Shape{1, n}, at[r]),
+                            Tensor::from_vector(Shape{1, n}, values[r])},
+                           0, &serialized.data<std::string>()[r])
+                .ok());
+  }
+  const FeatureSpecs spec = {{"x",
+                              {.kind = FeatureSpec::Kind::kSparse,
+                               .dtype = DType::kFloat32,
+                               .index_key = "idx",
+                               .value_key = "val",
+                               .size = 6}}};
+  OpTest t;
+  ops::SparseOutput x = ops::parse_example(t.b, t.feed(serialized), spec).sparse["x"];
+  REQUIRE(t.b.ok());
+  CHECK(t.eval(x.indices).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 0, 4, 2, 0});
+  CHECK(t.eval(x.values).to_vector<float>() == std::vector<float>{2.5f, 0.5f, 7.f});
+  CHECK(t.eval(x.dense_shape).to_vector<int64_t>() == std::vector<int64_t>{3, 6});
+
+  // A position outside [0, size) is named; so are counts that differ.
+  FeatureSpecs small = spec;
+  small["x"].size = 4;
+  std::map<std::string, SparseTensor> out;
+  std::vector<std::string_view> records;
+  for (int64_t r = 0; r < 3; ++r) records.push_back(serialized.data<std::string>()[r]);
+  auto beyond = parse_examples(records, small, &out);
+  REQUIRE_FALSE(beyond.ok());
+  CHECK(beyond.status().message().find("example 0: sparse feature 'x': position 4 (value 0) is "
+                                       "outside [0, 4)") != std::string::npos);
+  std::string uneven;
+  REQUIRE(encode_example({"idx", "val"},
+                         {Tensor::from_vector(Shape{1, 1}, std::vector<int64_t>{0}),
+                          Tensor::from_vector(Shape{1, 2}, std::vector<float>{1, 2})},
+                         0, &uneven)
+              .ok());
+  auto counts = parse_examples({uneven}, spec, &out);
+  REQUIRE_FALSE(counts.ok());
+  CHECK(counts.status().message().find("1 positions in 'idx' for 2 values in 'val'") !=
+        std::string::npos);
+  // An input pipeline batches it as its two VarLen features.
+  auto split = split_sparse_features(spec);
+  REQUIRE(split.ok());
+  CHECK(to_string(split->at("idx")) == "int64 varlen");
+  CHECK(to_string(split->at("val")) == "float32 varlen");
+  CHECK(split->count("x") == 0);
+}
