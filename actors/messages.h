@@ -172,6 +172,11 @@ struct LoopRequest {
   // before on_step; one profiled step in flight at a time.
   std::function<bool(int64_t i)> profile;
   std::function<void(int64_t i, std::vector<NodeTiming> timings)> on_profile;
+  // Fetched after `fetches` on the steps (by loop index) `occasional` picks; the other steps'
+  // values end with `fetches`'. What a hook writes every N steps (a model_fn's summaries, whose
+  // nodes may exist for them alone) then costs nothing on the steps between.
+  std::vector<runtime::Output> occasional_fetches;
+  std::function<bool(int64_t i)> occasional;
   int64_t batch_size = 0;
   bool allow_smaller_final_batch = true;
   // Actors that watch every step (the Estimator's hook actors): each gets StepReports of the

@@ -76,7 +76,10 @@ void begin_loop_step(SessionActor* self, int64_t index, runtime::FeedList feeds)
     loop.profiling = index;
     profiler->watch(self->state.next_step);  // the id start_step gives this step
   }
-  start_step(self, feeds, loop.request.fetches, loop.request.targets,
+  const bool occasional = !loop.request.occasional_fetches.empty() && loop.request.occasional &&
+                          loop.request.occasional(index);
+  start_step(self, feeds, occasional ? loop.with_occasional : loop.request.fetches,
+             loop.request.targets,
              [self, index](RunResult r) { finish_loop_step(self, index, std::move(r)); });
 }
 
@@ -274,6 +277,10 @@ caf::typed_response_promise<LoopResult> start_loop(SessionActor* self, LoopReque
   }
   auto loop = std::make_unique<Loop>();
   loop->request = std::move(req);
+  loop->with_occasional = loop->request.fetches;
+  loop->with_occasional.insert(loop->with_occasional.end(),
+                               loop->request.occasional_fetches.begin(),
+                               loop->request.occasional_fetches.end());
   loop->promise = promise;
   loop->acked.assign(loop->request.observers.size(), 0);
   for (const caf::actor& o : loop->request.observers) self->monitor(o);

@@ -39,8 +39,9 @@ struct Loop {
   // A dequeue of ready batches is out: the next steps wait for what it brings, so that steps
   // take the queue's batches in its order.
   bool dequeuing = false;
-  int64_t profiling = -1;      // the loop index of the step being profiled
-  int64_t reported = 0;        // reports sent to the observers
+  std::vector<runtime::Output> with_occasional;  // fetches, then occasional_fetches
+  int64_t profiling = -1;                        // the loop index of the step being profiled
+  int64_t reported = 0;                          // reports sent to the observers
   std::vector<int64_t> acked;  // per observer: reports acknowledged (INT64_MAX once it is gone)
   std::shared_ptr<std::vector<ReportedStep>> unreported;  // finished, to report together
   std::chrono::steady_clock::time_point last_report = std::chrono::steady_clock::now();

@@ -279,6 +279,8 @@ Result<caf::actor> Estimator::spawn_training(const input::Dataset& all_data, Tra
       return runtime::ok_status();
     };
   }
+  spec.occasional_fetches = setup.occasional();
+  spec.occasional_every = setup.occasional_every();
   spec.profile_every = setup.profile_every();
   spec.profile_sink = setup.profile_sink();
   spec.variables = store_;

@@ -113,7 +113,8 @@ void watch(RunActor* self) {
   self->monitor(st.spec.parts.session);
   if (st.spec.parts.input) self->monitor(st.spec.parts.input);
   st.hooks.clear();
-  for (const HookActorSpec& h : st.spec.hooks) {
+  for (HookActorSpec h : st.spec.hooks) {
+    h.occasional_at = st.spec.fetches.size();
     caf::actor a = spawn_hook_actor(self->system(), h);
     self->monitor(a);
     st.hooks.push_back(a);
@@ -294,6 +295,13 @@ void segment(RunActor* self) {
   if (st.spec.step_fetch >= 0) {
     loop.step_number_fetch = st.spec.step_fetch;
     loop.last_number = stop_at;
+  }
+  if (!st.spec.occasional_fetches.empty()) {
+    loop.occasional_fetches = st.spec.occasional_fetches;
+    loop.occasional = [at, every = st.spec.occasional_every](int64_t i) {
+      return std::any_of(every.begin(), every.end(),
+                         [&](int64_t e) { return (at + i + 1) % e == 0; });
+    };
   }
   auto profile_error = std::make_shared<Status>();
   if (st.spec.profile_every > 0) {

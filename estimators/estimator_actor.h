@@ -69,6 +69,10 @@ struct EstimatorActorSpec {
   std::vector<HookActorSpec> hooks;  // spawned by the run, in this order
   // From the hooks' setup; run inside the session actor.
   std::function<runtime::Status(runtime::FeedList*)> feed;
+  // The hooks' fetch_every outputs, each fetched on the global steps that are multiples of
+  // its `every` (after `fetches`, on the steps of any).
+  std::vector<runtime::Output> occasional_fetches;
+  std::vector<int64_t> occasional_every;
   int64_t profile_every = 0;
   std::function<runtime::Status(int64_t step, std::vector<actors::NodeTiming>)> profile_sink;
   std::shared_ptr<runtime::VariableStore> variables;  // holds global_step

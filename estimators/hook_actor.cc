@@ -62,7 +62,7 @@ caf::behavior hook_actor(HookActor* self, HookActorSpec spec) {
         // one still lets the hook see the steps that ran meanwhile; an error ends it there.
         for (const actors::ReportedStep& step : *r.steps) {
           StepContext sc(st.spec.fixed_step ? st.global_step : step.number, step.values,
-                         st.spec.offset);
+                         st.spec.offset, st.spec.occasional_at);
           ack.status = st.spec.hook->after_run(sc);
           ack.stop = ack.stop || sc.stop_requested();
           ack.sync = ack.sync || sc.sync_requested();

@@ -48,8 +48,10 @@ struct HookActorSpec {
   std::string name;  // in errors and logs
   std::shared_ptr<runtime::VariableStore> variables;
   std::string model_dir;
-  // Where the hooks' fetches start among a StepReport's values (the loop's own come first).
+  // Where the hooks' fetches start among a StepReport's values (the loop's own come first),
+  // and where their fetch_every ones do, after every other fetch, on the steps with them.
   size_t offset = 0;
+  size_t occasional_at = 0;
   // Evaluation and prediction do not move the global step: hooks see the one at the start.
   bool fixed_step = false;
 };

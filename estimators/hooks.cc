@@ -24,6 +24,20 @@ int HookSetup::fetch(runtime::Output o) {
   return static_cast<int>(fetches_.size()) - 1;
 }
 
+int HookSetup::fetch_every(runtime::Output o, int64_t every) {
+  if (mode_ != Mode::kTrain || every < 1) return fetch(o);
+  occasional_.push_back(o);
+  occasional_every_.push_back(every);
+  return kOccasional + static_cast<int>(occasional_.size()) - 1;
+}
+
+const runtime::Tensor& StepContext::value(int fetch) const {
+  if (fetch < HookSetup::kOccasional) return values_[offset_ + fetch];
+  static const runtime::Tensor kNone;
+  const size_t at = occasional_at_ + static_cast<size_t>(fetch - HookSetup::kOccasional);
+  return at < values_.size() ? values_[at] : kNone;
+}
+
 runtime::Output HookSetup::find(const std::string& name) const { return graph_.find_output(name); }
 
 namespace {
@@ -275,12 +289,13 @@ namespace {
 
 class SummarySaver : public SessionRunHook {
  public:
-  SummarySaver(const SummaryWriter& w, int64_t every) : writer_(w), timer_(every, 0) {}
+  SummarySaver(const SummaryWriter& w, int64_t every)
+      : writer_(w), every_(every), timer_(every, 0) {}
   Status begin(HookSetup& s) override {
     if (s.loss().valid()) loss_ = s.fetch(s.loss());
     if (s.learning_rate().valid()) learning_rate_ = s.fetch(s.learning_rate());
     for (const ops::summary::Marked& m : ops::summary::summaries(s.graph())) {
-      marked_.push_back({m, s.fetch(m.output)});
+      marked_.push_back({m, s.fetch_every(m.output, every_)});
     }
     graph_ = &s.graph();
     return runtime::ok_status();
@@ -296,6 +311,9 @@ class SummarySaver : public SessionRunHook {
   }
   Status after_run(StepContext& c) override {
     if (!timer_.should_trigger(c.global_step)) return runtime::ok_status();
+    // The model_fn's summaries come with the steps whose global step is a multiple of every_
+    // (fetch_every): the first such step once due writes everything.
+    if (!marked_.empty() && !c.value(marked_[0].second).valid()) return runtime::ok_status();
     if (loss_ >= 0) writer_.scalar("loss", c.value(loss_).scalar_as_double(), c.global_step);
     if (learning_rate_ >= 0) {
       writer_.scalar("learning_rate", c.value(learning_rate_).scalar_as_double(), c.global_step);
@@ -330,6 +348,7 @@ class SummarySaver : public SessionRunHook {
 
  private:
   SummaryWriter writer_;
+  int64_t every_;
   SecondOrStepTimer timer_;
   int loss_ = -1;
   int learning_rate_ = -1;

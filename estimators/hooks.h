@@ -44,6 +44,14 @@ class HookSetup {
       : graph_(graph), spec_(spec), mode_(mode) {}
   // Fetched with every step from now on; returns the index for StepContext::value.
   int fetch(runtime::Output o);
+  // In training, fetched only with the steps whose global step is a multiple of `every` (its
+  // value is an empty tensor on the others), so that what a hook writes every N steps costs
+  // nothing on the steps between; in evaluation and prediction, with every step.
+  int fetch_every(runtime::Output o, int64_t every);
+  const std::vector<runtime::Output>& occasional() const { return occasional_; }
+  const std::vector<int64_t>& occasional_every() const { return occasional_every_; }
+  // Where fetch_every's indices begin: StepContext::value tells them from fetch's by this.
+  static constexpr int kOccasional = 1 << 24;
   // An output by name ("loss" or "dense/MatMul:0"); invalid if there is none.
   runtime::Output find(const std::string& name) const;
   runtime::Output loss() const { return spec_.loss; }
@@ -73,6 +81,8 @@ class HookSetup {
   const EstimatorSpec& spec_;
   Mode mode_;
   std::vector<runtime::Output> fetches_;
+  std::vector<runtime::Output> occasional_;
+  std::vector<int64_t> occasional_every_;
   std::vector<std::function<runtime::Status(runtime::FeedList*)>> feeds_;
   int64_t profile_every_ = 0;
   ProfileSink profile_sink_;
@@ -81,10 +91,14 @@ class HookSetup {
 // One finished step.
 class StepContext {
  public:
-  StepContext(int64_t global_step, const std::vector<runtime::Tensor>& values, size_t offset)
-      : global_step(global_step), values_(values), offset_(offset) {}
+  // `offset`: where the hooks' fetches begin among `values`; `occasional_at`: where fetch_every's
+  // begin, on the steps that carry them.
+  StepContext(int64_t global_step, const std::vector<runtime::Tensor>& values, size_t offset,
+              size_t occasional_at = 0)
+      : global_step(global_step), values_(values), offset_(offset), occasional_at_(occasional_at) {}
   const int64_t global_step;  // after this step
-  const runtime::Tensor& value(int fetch) const { return values_[offset_ + fetch]; }
+  // A fetch's value; a fetch_every one's is an empty tensor on the steps without it.
+  const runtime::Tensor& value(int fetch) const;
   void request_stop() { stop_ = true; }
   void request_sync() { sync_ = true; }
   bool stop_requested() const { return stop_; }
@@ -92,7 +106,7 @@ class StepContext {
 
  private:
   const std::vector<runtime::Tensor>& values_;
-  size_t offset_;
+  size_t offset_, occasional_at_;
   bool stop_ = false, sync_ = false;
 };
 

@@ -586,12 +586,23 @@ TEST_CASE("a model_fn's own summaries reach TensorBoard: scalars, histograms, im
                        ops::constant(b, Tensor::from_vector<std::string>(
                                             Shape{2}, {"mode " + std::string(mode_name(in.mode)),
                                                        "second line"})));
+    if (in.mode == Mode::kTrain) {
+      // Counts the steps that compute the summaries: only those that write them, as TF's hook
+      // fetches them only then.
+      Output runs = ops::variable(b, "summary_runs", Shape{}, DType::kFloat32,
+                                  ops::scalar(b, 0, DType::kFloat32), /*trainable=*/false);
+      ops::summary::scalar(b, "custom/runs",
+                           ops::assign_add(b, runs, ops::scalar(b, 1, DType::kFloat32)));
+    }
     return spec;
   };
   RunConfig c = quiet(dir);
   c.save_summary_steps = 10;
   Estimator est(model_fn, c);
   REQUIRE(est.train(regression_data(256, 100), {.max_steps = 30}).ok());
+  auto runs = est.get_variable_value("summary_runs");
+  REQUIRE(runs.ok());
+  CHECK(runs->scalar_as_double() == 3);  // steps 10, 20 and 30 of 30
   REQUIRE(est.evaluate(regression_data(64, 1)).ok());
   // Read as TensorBoard would, by another program.
   auto read = [&](const std::string& logdir) {
@@ -619,6 +630,9 @@ TEST_CASE("a model_fn's own summaries reach TensorBoard: scalars, histograms, im
     CHECK(train.find(at + "\"custom/rgb/image/1\", \"kind\": \"image\"") != std::string::npos);
     CHECK(train.find(at + "\"custom/note\", \"kind\": \"text\"") != std::string::npos);
   }
+  CHECK(
+      train.find("{\"step\": 30, \"tag\": \"custom/runs\", \"kind\": \"scalar\", \"value\": 3.0") !=
+      std::string::npos);
   CHECK(train.find("\"custom/rgb/image/2\"") == std::string::npos);  // max_outputs 2
   CHECK(train.find("\"width\": 2, \"height\": 4, \"mode\": \"RGB\", \"colorspace\": 3, "
                    "\"declared\": [4, 2]") != std::string::npos);
