@@ -1,5 +1,6 @@
 #include "estimators/estimator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -115,12 +116,12 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
   auto found = models_.find(mode);
   // The same source again (an Experiment evaluating every N steps): nothing to read.
   if (found != models_.end() && found->second->source == data.source &&
-      found->second->label == data.label) {
+      found->second->labels == data.labels()) {
     return found->second.get();
   }
   TROUPE_ASSIGN_OR_RETURN(std::vector<InputComponent> components, input_components(data));
   if (found != models_.end() && same_components(components, found->second->components) &&
-      found->second->label == data.label) {
+      found->second->labels == data.labels()) {
     found->second->source = data.source;
     return found->second.get();  // resident: graph and session as they were
   }
@@ -131,8 +132,11 @@ Result<Estimator::Model*> Estimator::model_for(Mode mode, const input::Dataset& 
   if (mode == Mode::kTrain && in_cluster()) TROUPE_RETURN_IF_ERROR(member_.place(&m->graph));
   TROUPE_RETURN_IF_ERROR(open_sessions(*m, mode));
   last_components_.clear();
+  const std::vector<std::string> labels = data.labels();
   for (const InputComponent& c : components) {
-    if (c.name != data.label) last_components_.push_back(c);
+    if (std::find(labels.begin(), labels.end(), c.name) == labels.end()) {
+      last_components_.push_back(c);
+    }
   }
   Model* raw = m.get();
   models_[mode] = std::move(m);
@@ -466,7 +470,7 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
   // model's, by name.
   ModelGraph parsing;
   const Status parses =
-      build_serving_graph(model_fn_, m.components, m.label, params_, config_, &parsing);
+      build_serving_graph(model_fn_, m.components, m.labels, params_, config_, &parsing);
   if (!parses.ok()) {
     runtime::log_warning("export: classify and regress take named inputs, not tf.Example: ",
                          parses.message());
@@ -474,8 +478,11 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
   const ModelGraph& g = parses.ok() ? parsing : m;
   std::map<std::string, Output> inputs;
   for (size_t i = 0; i < g.components.size(); ++i) {
-    // A prediction model built on labelled data has a label placeholder nothing serves.
-    if (g.components[i].name != g.label) inputs[g.components[i].name] = g.inputs[i];
+    // A prediction model built on labelled data has label placeholders nothing serves.
+    const std::string& name = g.components[i].name;
+    if (std::find(g.labels.begin(), g.labels.end(), name) == g.labels.end()) {
+      inputs[name] = g.inputs[i];
+    }
   }
   TROUPE_ASSIGN_OR_RETURN(serving::SavedModel saved,
                           saved_model_of(g.graph, g.spec, inputs, g.examples, *store_,

@@ -42,6 +42,9 @@ struct ModelInputs {
   Mode mode;
   const Params& params;
   const RunConfig& config;
+  // Every label by its column's name, `labels` among them, as TF's dict of labels: a
+  // multi-head model's heads read theirs (input::with_labels). Empty when predicting.
+  std::map<std::string, runtime::Output> labels_by_name;
 };
 
 // A streaming metric (metrics.h kind) over two fetched tensors.
@@ -66,6 +69,10 @@ struct EstimatorSpec {
   // signature), a value per example [batch] or [batch, 1] (a "regression" signature).
   runtime::Output export_scores;
   runtime::Output export_regression;
+  // A multi-head model's (heads.h): each head's, by its name, served through a classify or
+  // regress signature of that name, as TF's multi_head exports a signature per head.
+  std::map<std::string, runtime::Output> head_scores;
+  std::map<std::string, runtime::Output> head_regression;
   std::vector<std::shared_ptr<SessionRunHook>> training_hooks;
   std::vector<std::shared_ptr<SessionRunHook>> evaluation_hooks;
   std::vector<std::shared_ptr<SessionRunHook>> prediction_hooks;

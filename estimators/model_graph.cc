@@ -31,7 +31,8 @@ Result<std::vector<InputComponent>> input_components(const input::Dataset& data)
   for (size_t c = 0; c < names.size() && c < chunks[0].components.size(); ++c) {
     const Tensor& t = chunks[0].components[c];
     if (data.is_sparse(names[c])) {
-      if (names[c] == data.label) {
+      if (names[c] == data.label || std::find(data.more_labels.begin(), data.more_labels.end(),
+                                              names[c]) != data.more_labels.end()) {
         return runtime::invalid_argument(data.source->name(), ": the label '", names[c],
                                          "' cannot be sparse");
       }
@@ -78,14 +79,18 @@ std::string sparse_feature(const std::vector<InputComponent>& components, const 
   return base;
 }
 
-// The spec that parses each feature of `components` (all but `label`) from a tf.Example: a
+bool is_label(const std::vector<std::string>& labels, const std::string& name) {
+  return std::find(labels.begin(), labels.end(), name) != labels.end();
+}
+
+// The spec that parses each feature of `components` (all but `labels`) from a tf.Example: a
 // sparse feature's three parts are one VarLen feature. A dtype tf.Example lacks is read as the
 // kind that holds it (float64 as float32, the integers and bool as int64) and cast after.
 Result<runtime::FeatureSpecs> example_spec(const std::vector<InputComponent>& components,
-                                           const std::string& label) {
+                                           const std::vector<std::string>& labels) {
   runtime::FeatureSpecs spec;
   for (const InputComponent& c : components) {
-    if (c.name == label) continue;
+    if (is_label(labels, c.name)) continue;
     const runtime::DType kind = c.dtype == runtime::DType::kString ? runtime::DType::kString
                                 : runtime::is_floating(c.dtype)    ? runtime::DType::kFloat32
                                                                    : runtime::DType::kInt64;
@@ -110,11 +115,11 @@ Result<runtime::FeatureSpecs> example_spec(const std::vector<InputComponent>& co
 // A placeholder per component of `out`, or with `parse`, a string vector of serialized
 // tf.Example protos parsed into every feature, each a placeholder_with_default that a caller
 // may still feed by name.
-Status make_inputs(runtime::GraphBuilder& b, const std::string& label, bool parse, ModelGraph* out,
-                   std::map<std::string, Output>* features, Output* labels) {
+Status make_inputs(runtime::GraphBuilder& b, bool parse, ModelGraph* out,
+                   std::map<std::string, Output>* features, std::map<std::string, Output>* labels) {
   ops::ParsedExamples parsed;
   if (parse) {
-    TROUPE_ASSIGN_OR_RETURN(runtime::FeatureSpecs spec, example_spec(out->components, label));
+    TROUPE_ASSIGN_OR_RETURN(runtime::FeatureSpecs spec, example_spec(out->components, out->labels));
     out->examples =
         ops::placeholder(b, runtime::DType::kString, runtime::Shape{-1}, "input_example_tensor");
     parsed = ops::parse_example(b, out->examples, spec);
@@ -125,7 +130,8 @@ Status make_inputs(runtime::GraphBuilder& b, const std::string& label, bool pars
     dims.insert(dims.end(), c.dims.begin(), c.dims.end());
     const runtime::Shape shape(dims);
     Output p;
-    if (!parse || c.name == label) {
+    const bool label = is_label(out->labels, c.name);
+    if (!parse || label) {
       p = ops::placeholder(b, c.dtype, shape, c.name);
     } else {
       Output value;
@@ -142,31 +148,36 @@ Status make_inputs(runtime::GraphBuilder& b, const std::string& label, bool pars
       p = ops::placeholder_with_default(b, value, shape, c.name);
     }
     out->inputs.push_back(p);
-    if (c.name == label && !label.empty()) {
-      *labels = p;
-    } else {
-      (*features)[c.name] = p;
-    }
+    (label ? *labels : *features)[c.name] = p;
   }
   return b.status();
 }
 
 Status build(const ModelFn& model_fn, Mode mode, const std::string& source,
-             const std::string& label, bool parse, std::vector<InputComponent> components,
-             const Params& params, const RunConfig& config, ModelGraph* out) {
+             const std::vector<std::string>& labels, bool parse,
+             std::vector<InputComponent> components, const Params& params, const RunConfig& config,
+             ModelGraph* out) {
   out->components = std::move(components);
-  out->label = label;
+  out->labels = labels;
+  out->label = labels.empty() ? "" : labels[0];
   if (config.tf_random_seed != 0) out->graph.set_seed(config.tf_random_seed);
   runtime::GraphBuilder b(&out->graph);
   out->global_step = ops::global_step(b);
-  std::map<std::string, Output> features;
-  Output labels;
-  TROUPE_RETURN_IF_ERROR(make_inputs(b, label, parse, out, &features, &labels));
-  if (mode != Mode::kPredict && !labels.valid()) {
+  std::map<std::string, Output> features, by_name;
+  TROUPE_RETURN_IF_ERROR(make_inputs(b, parse, out, &features, &by_name));
+  for (const std::string& l : labels) {
+    if (mode != Mode::kPredict && !by_name.count(l)) {
+      return runtime::invalid_argument(mode_name(mode), ": the dataset ", source,
+                                       " has no label column '", l, "'");
+    }
+  }
+  if (mode != Mode::kPredict && labels.empty()) {
     return runtime::invalid_argument(mode_name(mode), ": the dataset ", source,
                                      " has no label column");
   }
-  ModelInputs in{b, features, mode == Mode::kPredict ? Output{} : labels, mode, params, config};
+  if (mode == Mode::kPredict) by_name.clear();
+  const Output label = by_name.empty() ? Output{} : by_name.at(out->label);
+  ModelInputs in{b, features, label, mode, params, config, by_name};
   Result<EstimatorSpec> spec = model_fn(in);
   const std::string where = std::string("model_fn (") + mode_name(mode) + ")";
   if (!spec.ok()) return spec.status().with_context(where);
@@ -183,14 +194,14 @@ Status build(const ModelFn& model_fn, Mode mode, const std::string& source,
 Status build_model_graph(const ModelFn& model_fn, Mode mode, const input::Dataset& data,
                          std::vector<InputComponent> components, const Params& params,
                          const RunConfig& config, ModelGraph* out) {
-  return build(model_fn, mode, data.source ? data.source->name() : "", data.label,
+  return build(model_fn, mode, data.source ? data.source->name() : "", data.labels(),
                /*parse=*/false, std::move(components), params, config, out);
 }
 
 Status build_serving_graph(const ModelFn& model_fn, std::vector<InputComponent> components,
-                           const std::string& label, const Params& params, const RunConfig& config,
-                           ModelGraph* out) {
-  return build(model_fn, Mode::kPredict, "", label, /*parse=*/true, std::move(components), params,
+                           const std::vector<std::string>& labels, const Params& params,
+                           const RunConfig& config, ModelGraph* out) {
+  return build(model_fn, Mode::kPredict, "", labels, /*parse=*/true, std::move(components), params,
                config, out);
 }
 

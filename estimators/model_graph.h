@@ -43,6 +43,7 @@ struct ModelGraph {
   std::vector<InputComponent> components;
   std::vector<runtime::Output> inputs;  // one placeholder per component
   std::string label;                    // the component that is the label; empty: none
+  std::vector<std::string> labels;      // label, then a multi-head model's further labels
   runtime::Output global_step;          // its read
   int init = -1;                        // initialises every variable
   runtime::Output examples;  // build_serving_graph: the serialized tf.Example protos it parses
@@ -59,7 +60,7 @@ runtime::Status build_model_graph(const ModelFn& model_fn, Mode mode, const inpu
 // still feed by name. The label component stays a plain placeholder. A feature whose shape
 // varies between examples is an error naming it.
 runtime::Status build_serving_graph(const ModelFn& model_fn, std::vector<InputComponent> components,
-                                    const std::string& label, const Params& params,
+                                    const std::vector<std::string>& labels, const Params& params,
                                     const RunConfig& config, ModelGraph* out);
 
 }  // namespace troupe::estimators

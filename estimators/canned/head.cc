@@ -1,5 +1,8 @@
 #include "estimators/canned/head.h"
 
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "estimators/canned/runtime_names.h"
@@ -14,7 +17,139 @@
 
 namespace troupe::estimators {
 
+namespace {
+
+// HeadOptions::heads' escaping: ',', ':', '|' and '%' as %XX.
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == ',' || c == ':' || c == '|' || c == '%') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+runtime::Result<std::string> unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[i + 1])) ||
+        !std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      return runtime::invalid_argument("'", s, "' has a bad %-escape");
+    }
+    out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+    i += 2;
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t from = 0;
+  while (true) {
+    const size_t at = s.find(sep, from);
+    parts.push_back(s.substr(from, at == std::string::npos ? std::string::npos : at - from));
+    if (at == std::string::npos) return parts;
+    from = at + 1;
+  }
+}
+
+}  // namespace
+
+runtime::Result<std::vector<HeadPart>> parse_heads(const std::string& text) {
+  std::vector<HeadPart> heads;
+  if (text.empty()) return heads;
+  for (const std::string& item : split(text, ',')) {
+    const std::vector<std::string> f = split(item, ':');
+    auto bad = [&](const std::string& why) {
+      return runtime::invalid_argument("heads: '", item, "' ", why);
+    };
+    if (f.size() < 3) return bad("is not NAME:classifier:N or NAME:regressor:D");
+    HeadPart h;
+    TROUPE_ASSIGN_OR_RETURN(h.name, unescape(f[0]));
+    if (h.name.empty()) return bad("has no name");
+    if (f[1] != "classifier" && f[1] != "regressor") return bad("is no classifier or regressor");
+    h.task = f[1] == "classifier" ? Task::kClassifier : Task::kRegressor;
+    char* end = nullptr;
+    const long long n = std::strtoll(f[2].c_str(), &end, 10);
+    if (f[2].empty() || *end != '\0' || n < 1) return bad("has no count of outputs");
+    (h.task == Task::kClassifier ? h.n_classes : h.label_dimension) = n;
+    for (size_t k = 3; k < f.size(); ++k) {
+      if (f[k].rfind("weight=", 0) == 0) {
+        h.weight = std::strtod(f[k].c_str() + 7, &end);
+        if (*end != '\0' || !(h.weight >= 0)) return bad("has a bad weight");
+      } else if (f[k].rfind("vocabulary=", 0) == 0) {
+        for (const std::string& w : split(f[k].substr(11), '|')) {
+          TROUPE_ASSIGN_OR_RETURN(std::string word, unescape(w));
+          h.label_vocabulary.push_back(std::move(word));
+        }
+      } else {
+        return bad("has '" + f[k] + "', not weight= or vocabulary=");
+      }
+    }
+    for (const HeadPart& other : heads) {
+      if (other.name == h.name) return bad("names a head twice");
+    }
+    heads.push_back(std::move(h));
+  }
+  return heads;
+}
+
+std::string heads_text(const std::vector<HeadPart>& heads) {
+  std::string text;
+  for (const HeadPart& h : heads) {
+    if (!text.empty()) text += ",";
+    const bool classifier = h.task == Task::kClassifier;
+    text += escape(h.name) + (classifier ? ":classifier:" : ":regressor:") +
+            std::to_string(classifier ? h.n_classes : h.label_dimension);
+    if (h.weight != 1) text += ":weight=" + estimators::to_text(ParamValue{h.weight});
+    if (!h.label_vocabulary.empty()) {
+      text += ":vocabulary=";
+      for (size_t i = 0; i < h.label_vocabulary.size(); ++i) {
+        text += (i ? "|" : "") + escape(h.label_vocabulary[i]);
+      }
+    }
+  }
+  return text;
+}
+
+namespace {
+
+// Each head of a multi-head model as a Head of its own.
+std::vector<Head> heads_of(const Head& head, const std::vector<HeadPart>& parts) {
+  std::vector<Head> out;
+  for (const HeadPart& p : parts) {
+    Head h;
+    h.task = p.task;
+    h.n_classes = p.n_classes;
+    h.label_dimension = p.label_dimension;
+    h.options.label_vocabulary = p.label_vocabulary;
+    h.options.weight_column = head.options.weight_column;
+    if (p.task == Task::kClassifier) h.options.metrics = head.options.metrics;
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+}  // namespace
+
 int64_t logits_dimension(const Head& head) {
+  if (!head.options.heads.empty()) {
+    auto parts = parse_heads(head.options.heads);
+    int64_t d = 0;
+    if (parts.ok()) {
+      for (const Head& h : heads_of(head, *parts)) d += logits_dimension(h);
+    }
+    return d;
+  }
   return head.task == Task::kClassifier ? head.n_classes : head.label_dimension;
 }
 
@@ -87,7 +222,21 @@ runtime::Result<Output> weighted_mean(ModelInputs& in, const Head& head, Output 
 }  // namespace
 
 runtime::Status Head::validate() const {
-  const auto& [label_vocabulary, class_weights, multi_label, weight_column, metrics] = options;
+  const auto& [label_vocabulary, class_weights, multi_label, weight_column, metrics, heads] =
+      options;
+  if (!heads.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(std::vector<HeadPart> parts, parse_heads(heads));
+    if (!label_vocabulary.empty() || !class_weights.empty() || multi_label || !loss.empty() ||
+        !label.mean.empty()) {
+      return runtime::invalid_argument(
+          "heads: a multi-head model's vocabularies are its heads'; class weights, multi-label "
+          "heads, other losses and label statistics are single-head options");
+    }
+    for (const Head& h : heads_of(*this, parts)) {
+      TROUPE_RETURN_IF_ERROR(h.validate().with_context("heads"));
+    }
+    return runtime::ok_status();
+  }
   if (task == Task::kClassifier) {
     if (!label_vocabulary.empty() && static_cast<int64_t>(label_vocabulary.size()) != n_classes) {
       return runtime::invalid_argument("label_vocabulary has ", label_vocabulary.size(),
@@ -136,8 +285,57 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
                    regularization);
 }
 
+namespace {
+
+// TF's multi_head: each head on its slice of the logits and its own label column; the loss
+// the weighted sum of theirs.
+runtime::Result<EstimatorSpec> multi_head_spec(ModelInputs& in, const Head& head, Output logits) {
+  TROUPE_ASSIGN_OR_RETURN(std::vector<HeadPart> parts, parse_heads(head.options.heads));
+  const std::vector<Head> heads = heads_of(head, parts);
+  runtime::GraphBuilder& b = in.b;
+  const runtime::Shape& shape = b.shape(logits);
+  if (shape.rank_known() && shape.rank() == 2 && shape.dim(1) >= 0 &&
+      shape.dim(1) != logits_dimension(head)) {
+    return runtime::invalid_argument("heads: the logits are ", shape.to_string(),
+                                     ", the heads take ", logits_dimension(head));
+  }
+  EstimatorSpec spec;
+  int64_t at = 0;
+  for (size_t k = 0; k < heads.size(); ++k) {
+    const std::string& name = parts[k].name;
+    const int64_t d = logits_dimension(heads[k]);
+    ModelInputs own = in;
+    if (in.mode != Mode::kPredict) {
+      auto label = in.labels_by_name.find(name);
+      if (label == in.labels_by_name.end()) {
+        return runtime::invalid_argument("head '", name, "': the data has no label column '", name,
+                                         "' (input::with_labels names a model's labels)");
+      }
+      own.labels = label->second;
+    }
+    auto scope = b.name_scope(name);
+    Output part = ops::slice(b, logits, {0, at}, {-1, d});
+    at += d;
+    TROUPE_ASSIGN_OR_RETURN(EstimatorSpec one, head_spec(own, heads[k], part));
+    for (const auto& [key, value] : one.predictions) spec.predictions[name + "/" + key] = value;
+    if (one.export_scores.valid()) spec.head_scores[name] = one.export_scores;
+    if (one.export_regression.valid()) spec.head_regression[name] = one.export_regression;
+    if (in.mode == Mode::kPredict) continue;
+    for (const auto& [key, metric] : one.eval_metric_ops) {
+      spec.eval_metric_ops[key + "/" + name] = metric;
+    }
+    spec.eval_metric_ops["loss/" + name] = {"mean", one.loss, one.loss};
+    Output weighted = parts[k].weight == 1 ? one.loss : ops::mul(b, one.loss, parts[k].weight);
+    spec.loss = spec.loss.valid() ? ops::add(b, spec.loss, weighted) : weighted;
+  }
+  return spec;
+}
+
+}  // namespace
+
 runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Output logits) {
   TROUPE_RETURN_IF_ERROR(head.validate());
+  if (!head.options.heads.empty()) return multi_head_spec(in, head, logits);
   runtime::GraphBuilder& b = in.b;
   EstimatorSpec spec;
   if (head.task == Task::kClassifier && head.options.multi_label) {
@@ -288,6 +486,9 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
 
 runtime::Result<HeadTargets> head_targets(ModelInputs& in, const Head& head) {
   TROUPE_RETURN_IF_ERROR(head.validate());
+  if (!head.options.heads.empty()) {
+    return runtime::invalid_argument("heads: the tree models train one head");
+  }
   runtime::GraphBuilder& b = in.b;
   HeadTargets out;
   TROUPE_ASSIGN_OR_RETURN(Output w, example_weights(in, head));

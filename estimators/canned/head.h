@@ -1,6 +1,9 @@
 // Heads: what a canned model's logits become (predictions, loss, evaluation metrics, the train
 // op and the export outputs), as tf.estimator's heads, so that every canned model of a task
-// predicts, evaluates and serves alike.
+// predicts, evaluates and serves alike. A multi-head model (HeadOptions::heads, TF's
+// multi_head) has a head per label column: its logits split among them, its loss their
+// weighted sum, each head's predictions "<head>/classes", metrics "accuracy/<head>" and
+// "loss/<head>", and an export signature "<head>".
 //
 //   Output logits = ...;                               // [batch, logits_dimension(head)]
 //   return head_spec(in, {.task = Task::kClassifier, .n_classes = 3}, logits, optimizer);
@@ -41,6 +44,13 @@ struct HeadOptions {
   // recall), by name: precision_, recall_ and f1_ with micro, macro or weighted (scikit-learn's
   // averages), mean_per_class_accuracy and mean_iou (tf.metrics'); single-label heads only.
   std::vector<std::string> metrics;
+  // Several heads, one per label column (tf.contrib.estimator.multi_head): "NAME:classifier:N"
+  // (N classes) or "NAME:regressor:D" (D values), each optionally followed by ":weight=W" (its
+  // loss's weight in the sum; 1) and, for a classifier of text labels, ":vocabulary=a|b|c",
+  // separated by commas; names, words and vocabularies percent-escape ',', ':', '|' and '%'.
+  // The model's logits are the heads' side by side; its task, n_classes and label_dimension,
+  // and the options above but weight_column, are each head's instead. Empty: one head.
+  std::string heads;
 
   template <class Self, class F>
   static void fields(Self& o, Task task, F&& f) {
@@ -50,8 +60,22 @@ struct HeadOptions {
       f("metrics", o.metrics);
     }
     f("weight_column", o.weight_column);
+    f("heads", o.heads);
   }
 };
+
+// One head of a multi-head model, as HeadOptions::heads spells it.
+struct HeadPart {
+  std::string name;  // the label column it reads; names its metrics, predictions and signature
+  Task task = Task::kClassifier;
+  int64_t n_classes = 2;        // classifiers
+  int64_t label_dimension = 1;  // regressors
+  double weight = 1;
+  std::vector<std::string> label_vocabulary;
+};
+// HeadOptions::heads read, or the error naming the part that does not read; and written.
+runtime::Result<std::vector<HeadPart>> parse_heads(const std::string& text);
+std::string heads_text(const std::vector<HeadPart>& heads);
 
 struct Head {
   Task task = Task::kClassifier;

@@ -40,6 +40,14 @@ runtime::Result<serving::SavedModel> saved_model_of(
     std::map<std::string, runtime::Output> out{{"outputs", spec.export_regression}};
     saved.signatures["regression"] = serving::make_signature(graph, "regress", parsed, out);
   }
+  for (const auto& [head, scores] : spec.head_scores) {
+    saved.signatures[head] =
+        serving::make_signature(graph, "classify", parsed, {{"scores", scores}});
+  }
+  for (const auto& [head, values] : spec.head_regression) {
+    saved.signatures[head] =
+        serving::make_signature(graph, "regress", parsed, {{"outputs", values}});
+  }
   return saved;
 }
 

@@ -2,7 +2,8 @@
 // prediction graph with the signatures its spec asks for. predict and serving_default answer
 // every prediction (or export output); a spec with export_scores adds classification, one with
 // export_regression adds regression (TF Serving's classify and regress methods), both taking
-// serialized tf.Example protos where the graph parses them.
+// serialized tf.Example protos where the graph parses them; a multi-head spec adds a classify
+// or regress signature per head, named after it.
 //
 //   TROUPE_ASSIGN_OR_RETURN(serving::SavedModel saved,
 //                           saved_model_of(graph, spec, {{"x", x}}, examples, store, step, {}));

@@ -23,6 +23,33 @@ using runtime::Shape;
 using runtime::Status;
 using runtime::Tensor;
 
+std::vector<std::string> Dataset::labels() const {
+  std::vector<std::string> all;
+  if (!label.empty()) all.push_back(label);
+  all.insert(all.end(), more_labels.begin(), more_labels.end());
+  return all;
+}
+
+runtime::Result<Dataset> with_labels(Dataset data, const std::vector<std::string>& labels) {
+  if (labels.empty()) return runtime::invalid_argument("with_labels: no label");
+  for (const std::string& l : labels) {
+    if (data.component(l) < 0) {
+      return runtime::invalid_argument(data.source->name(), " has no column '", l, "' to label");
+    }
+    if (data.is_sparse(l)) {
+      return runtime::invalid_argument(data.source->name(), ": the label '", l,
+                                       "' cannot be sparse");
+    }
+  }
+  data.label = labels[0];
+  data.more_labels.assign(labels.begin() + 1, labels.end());
+  data.features.clear();
+  for (const std::string& c : data.source->components()) {
+    if (std::find(labels.begin(), labels.end(), c) == labels.end()) data.features.push_back(c);
+  }
+  return data;
+}
+
 int Dataset::component(const std::string& name) const {
   const std::vector<std::string> names = source->components();
   auto it = std::find(names.begin(), names.end(), name);

@@ -53,7 +53,9 @@ struct Dataset {
   DatasetOptions options;
   std::vector<std::string> features;  // component names fed as features, in order
   std::string label;                  // empty: no label (prediction)
-  bool pad = false;                   // examples differ in shape: batch through a padding queue
+  // A multi-head model's further labels (with_labels), each a head's; not features.
+  std::vector<std::string> more_labels;
+  bool pad = false;  // examples differ in shape: batch through a padding queue
   // Components whose examples are lists of varying length, batched as sparse tensors: in a
   // batch each is three, <name>/indices, <name>/values and <name>/dense_shape
   // (ops/sparse_ops.h), which feature columns read as one sparse feature.
@@ -61,10 +63,17 @@ struct Dataset {
 
   // Component index of a name in the source's examples, or -1.
   int component(const std::string& name) const;
+  // `label`, then `more_labels`.
+  std::vector<std::string> labels() const;
   bool is_sparse(const std::string& name) const;
   // The names of a batch's components, in order: the source's, a sparse one as its three.
   std::vector<std::string> batch_components() const;
 };
+
+// `data` with several labels, as a multi-head model reads them (heads.h): `labels[0]` is its
+// label, the others its more_labels; none of them is a feature. A name that is no component is
+// an error naming it.
+runtime::Result<Dataset> with_labels(Dataset data, const std::vector<std::string>& labels);
 
 // In-memory columns (the numpy_input_fn analog): examples along dimension 0 of each tensor.
 // Every column but `label` is a feature. A column of another length is an error naming it.

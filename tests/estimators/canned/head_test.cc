@@ -1,0 +1,139 @@
+// Multi-head models (HeadOptions::heads, as TF's multi_head): one network predicting a class and
+// a value from two label columns, each head's metrics and loss in the evaluation, its
+// predictions, and an export signature per head that TF Serving's classify and regress answer;
+// the heads' text round-trips, and what is wrong with it is named.
+#include "estimators/canned/head.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "estimators/canned/dnn.h"
+#include "estimators/canned/linear.h"
+#include "estimators/canned/test_data.h"
+#include "estimators/export/predictor.h"
+#include "harness/temp_dir.h"
+#include "runtime/example.h"
+
+using namespace troupe;
+using namespace troupe::estimators;
+using runtime::Shape;
+using runtime::Tensor;
+
+namespace {
+
+// x uniform in [-1, 1]^2; "kind" is whether x0 + x1 > 0 (a class), "size" is 3 x0 - x1 (a value).
+std::vector<std::pair<std::string, Tensor>> two_labels(int64_t n, uint64_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(2 * n), size(n);
+  std::vector<int64_t> kind(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[2 * i] = u(rng);
+    x[2 * i + 1] = u(rng);
+    kind[i] = x[2 * i] + x[2 * i + 1] > 0;
+    size[i] = 3 * x[2 * i] - x[2 * i + 1];
+  }
+  return {{"x", Tensor::from_vector(Shape{n, 2}, x)},
+          {"kind", Tensor::from_vector(Shape{n}, kind)},
+          {"size", Tensor::from_vector(Shape{n}, size)}};
+}
+
+}  // namespace
+
+TEST_CASE("a multi-head DNN learns a class and a value, evaluates, predicts and serves both") {
+  const std::string dir = testing::temp_dir("multi_head");
+  DNNOptions o{.hidden_units = {32, 16}, .optimizer = ops::Optimizer::adam(0.01)};
+  o.head.heads = "kind:classifier:2,size:regressor:1:weight=0.5";
+  DNNClassifier model(o, test::quiet(dir));
+  Estimator& est = model.estimator();
+  auto train =
+      input::with_labels(*input::arrays(two_labels(2000, 1), "",
+                                        {.batch_size = 64, .num_epochs = 20, .shuffle = true}),
+                         {"kind", "size"});
+  REQUIRE_MESSAGE(train.ok(), train.status().to_string());
+  auto trained = est.train(*train);
+  REQUIRE_MESSAGE(trained.ok(), trained.status().to_string());
+  auto test = input::with_labels(*input::arrays(two_labels(500, 2), "", {.batch_size = 100}),
+                                 {"kind", "size"});
+  auto m = est.evaluate(*test);
+  REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+  CHECK(m->at("accuracy/kind") > 0.95);
+  CHECK(m->at("rmse/size") < 0.3);  // of values spread over [-4, 4]
+  CHECK(m->at("auc/kind") > 0.98);
+  // The total loss is the heads' weighted sum.
+  CHECK(m->at("loss") ==
+        doctest::Approx(m->at("loss/kind") + 0.5 * m->at("loss/size")).epsilon(1e-3));
+
+  auto features = two_labels(4, 3);
+  features.resize(1);  // x alone
+  auto batches = est.predict_batches(*input::arrays(features, "", {.batch_size = 4}));
+  REQUIRE_MESSAGE(batches.ok(), batches.status().to_string());
+  const auto& p = batches->at(0);
+  CHECK(p.at("kind/classes").shape() == Shape{4});
+  CHECK(p.at("kind/probabilities").shape() == Shape{4, 2});
+  CHECK(p.at("size/predictions").shape() == Shape{4, 1});
+
+  // One signature per head, each taking serialized tf.Example protos.
+  auto exported = est.export_saved_model(dir + "/export");
+  REQUIRE_MESSAGE(exported.ok(), exported.status().to_string());
+  auto served = serving::load(*exported);
+  REQUIRE_MESSAGE(served.ok(), served.status().to_string());
+  REQUIRE((*served)->signature("kind") != nullptr);
+  REQUIRE((*served)->signature("size") != nullptr);
+  CHECK((*served)->signature("kind")->method == "classify");
+  CHECK((*served)->signature("size")->method == "regress");
+  CHECK((*served)->signature("classification") == nullptr);
+  const Tensor x = Tensor::from_vector(Shape{2, 2}, std::vector<float>{0.5f, 0.25f, -0.5f, -0.25f});
+  Tensor examples(runtime::DType::kString, Shape{2});
+  for (int64_t r = 0; r < 2; ++r) {
+    REQUIRE(runtime::encode_example({"x"}, {x}, r, &examples.data<std::string>()[r]).ok());
+  }
+  auto scores = (*served)->predict({{"inputs", examples}}, "kind");
+  REQUIRE_MESSAGE(scores.ok(), scores.status().to_string());
+  CHECK(scores->at("scores").data<float>()[1] > 0.5f);  // 0.75 > 0: class 1
+  CHECK(scores->at("scores").data<float>()[3] < 0.5f);
+  auto values = (*served)->predict({{"inputs", examples}}, "size");
+  REQUIRE(values.ok());
+  CHECK(std::abs(values->at("outputs").data<float>()[0] - 1.25f) < 0.4f);
+  CHECK(std::abs(values->at("outputs").data<float>()[1] + 1.25f) < 0.4f);
+}
+
+TEST_CASE("a multi-head linear model; heads read and written; what is wrong is named") {
+  LinearOptions o{.optimizer = ops::Optimizer::adam(0.05)};
+  o.head.heads = "kind:classifier:2,size:regressor:1";
+  LinearClassifier model(o, test::quiet());
+  auto train = input::with_labels(
+      *input::arrays(two_labels(1000, 4), "", {.batch_size = 50, .num_epochs = 10}),
+      {"kind", "size"});
+  REQUIRE(model.estimator().train(*train).ok());
+  auto m = model.estimator().evaluate(*train);
+  REQUIRE(m.ok());
+  CHECK(m->at("accuracy/kind") > 0.9);
+  CHECK(m->at("rmse/size") < 0.2);  // a line: the linear model fits it
+
+  // A label the heads name but the data lacks.
+  auto one = input::arrays(two_labels(100, 5), "kind", {.batch_size = 50});
+  auto missing = model.estimator().evaluate(*one);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().find("head 'size': the data has no label column 'size'") !=
+        std::string::npos);
+
+  auto parts = parse_heads("a%3Ab:classifier:3:weight=2:vocabulary=x|y%7Cz|w,c:regressor:2");
+  REQUIRE_MESSAGE(parts.ok(), parts.status().to_string());
+  REQUIRE(parts->size() == 2);
+  CHECK((*parts)[0].name == "a:b");
+  CHECK((*parts)[0].weight == 2);
+  CHECK((*parts)[0].label_vocabulary == std::vector<std::string>{"x", "y|z", "w"});
+  CHECK((*parts)[1].label_dimension == 2);
+  CHECK(heads_text(*parts) == "a%3Ab:classifier:3:weight=2:vocabulary=x|y%7Cz|w,c:regressor:2");
+  CHECK(parse_heads("a:tree:2").status().message().find("'a:tree:2' is no classifier") !=
+        std::string::npos);
+  CHECK(parse_heads("a:classifier:2,a:regressor:1").status().message().find("twice") !=
+        std::string::npos);
+  Head bad;
+  bad.options.heads = "a:classifier:3:vocabulary=x|y";
+  CHECK(bad.validate().message().find("label_vocabulary has 2 names for 3 classes") !=
+        std::string::npos);
+}
