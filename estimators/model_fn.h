@@ -73,6 +73,8 @@ struct EstimatorSpec {
   // regress signature of that name, as TF's multi_head exports a signature per head.
   std::map<std::string, runtime::Output> head_scores;
   std::map<std::string, runtime::Output> head_regression;
+  // A classifier head's class names [batch, classes] beside its scores, when it has names.
+  std::map<std::string, runtime::Output> head_classes;
   std::vector<std::shared_ptr<SessionRunHook>> training_hooks;
   std::vector<std::shared_ptr<SessionRunHook>> evaluation_hooks;
   std::vector<std::shared_ptr<SessionRunHook>> prediction_hooks;

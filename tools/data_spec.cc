@@ -65,9 +65,10 @@ runtime::Result<runtime::FeatureSpecs> features_read(const std::string& pattern,
 
 }  // namespace
 
-runtime::Result<input::Dataset> open_data(const std::string& spec, const std::string& split,
-                                          const std::string& label, const input::DatasetOptions& o,
-                                          const DataOptions& data) {
+// open_data with one label.
+runtime::Result<input::Dataset> open_one(const std::string& spec, const std::string& split,
+                                         const std::string& label, const input::DatasetOptions& o,
+                                         const DataOptions& data) {
   if (spec == "fashion-mnist" || spec == "fashion_mnist") return input::fashion_mnist(split, o);
   if (spec.rfind("csv:", 0) == 0) {
     if (label.empty()) return runtime::invalid_argument("--data csv:... needs --label COLUMN");
@@ -116,6 +117,29 @@ runtime::Result<input::Dataset> open_data(const std::string& spec, const std::st
   return runtime::invalid_argument("--data '", spec,
                                    "' is not fashion-mnist, csv:PATH, libsvm:PATH or "
                                    "tfrecord:PATH");
+}
+
+runtime::Result<input::Dataset> open_data(const std::string& spec, const std::string& split,
+                                          const std::string& label, const input::DatasetOptions& o,
+                                          const DataOptions& data) {
+  std::vector<std::string> labels;
+  for (size_t from = 0; from <= label.size();) {
+    const size_t comma = std::min(label.find(',', from), label.size());
+    labels.push_back(label.substr(from, comma - from));
+    from = comma + 1;
+  }
+  if (labels.size() == 1) return open_one(spec, split, label, o, data);
+  for (const std::string& l : labels) {
+    if (l.empty()) return runtime::invalid_argument("--label '", label, "' names an empty column");
+  }
+  if (spec.rfind("csv:", 0) != 0 && spec.rfind("tfrecord:", 0) != 0) {
+    return runtime::invalid_argument(
+        "--label ", label, ": several labels are columns of csv:... or tfrecord:... data");
+  }
+  DataOptions more = data;
+  more.inferred.insert(more.inferred.end(), labels.begin() + 1, labels.end());
+  TROUPE_ASSIGN_OR_RETURN(input::Dataset d, open_one(spec, split, labels[0], o, more));
+  return input::with_labels(std::move(d), labels);
 }
 
 int64_t sequence_length_of(const input::Dataset& d) {

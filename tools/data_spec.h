@@ -36,7 +36,8 @@ int64_t sequence_length_of(const estimators::input::Dataset& d);
 // data trains from C++ (input::libsvm and a weighted categorical column).
 constexpr int64_t kMaxLibsvmFeatures = 32768;
 
-// fashion-mnist (its `split`), csv:PATH (a glob too), whose `label` column is the label, or
+// fashion-mnist (its `split`), csv:PATH (a glob too), whose `label` column is the label
+// (several, "a,b": a multi-head model's, input::with_labels), or
 // libsvm:PATH (svmlight files, a glob too: "label" and "features"), or tfrecord:PATH (TFRecord
 // files of tf.Example, a glob too: a feature each, the spec inferred, none of varying length;
 // or as DataOptions::features says).

@@ -88,6 +88,10 @@ class PredictionWriter {
     }
     std::string line;
     auto add = [&](const runtime::Tensor& t, int64_t k, const char* format) {
+      if (t.dtype() == runtime::DType::kString) {  // a multi-head model's class names
+        line += (line.empty() ? "" : ",") + csv_field(t.data<std::string>()[k]);
+        return;
+      }
       char buf[64];
       double v = 0;
       runtime::visit_numeric(

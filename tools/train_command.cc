@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "estimators/canned/head.h"
 #include "estimators/canned/kmeans.h"
 #include "estimators/experiment.h"
 #include "estimators/metrics.h"
@@ -230,6 +231,44 @@ int read_classes(const Flags& flags, const TrainRequest& r, const input::Dataset
   return 0;
 }
 
+// A head per label column (--label a,b): a classifier where the column holds text or whole
+// numbers (its classes from the data, as a single head's), a regressor where it holds other
+// numbers, or with --regression.
+int read_heads(const Flags& flags, const input::Dataset& data, ModelSpec* spec) {
+  if (spec->model != ModelKind::kDnn && spec->model != ModelKind::kLinear &&
+      spec->model != ModelKind::kWideDeep) {
+    return usage_error("--label " + data.label + "," + data.more_labels[0] +
+                       ": a head per label trains with --model dnn, linear or wide_deep");
+  }
+  if (flags.count("n-classes")) {
+    return usage_error("--n-classes: each head's classes come from its label column");
+  }
+  std::vector<estimators::HeadPart> heads;
+  for (const std::string& label : data.labels()) {
+    input::Dataset one = data;
+    one.label = label;
+    estimators::HeadPart h{.name = label};
+    auto classes = spec->task == estimators::Task::kRegressor
+                       ? runtime::Result<Classes>(runtime::invalid_argument("regression"))
+                       : classes_of(one, "csv", 0);
+    if (classes.ok()) {
+      h.n_classes = classes->count;
+      h.label_vocabulary = std::move(classes->names);
+    } else {
+      h.task = estimators::Task::kRegressor;
+    }
+    runtime::log_info("head '", label, "': ",
+                      h.task == estimators::Task::kClassifier
+                          ? "a classifier of " + std::to_string(h.n_classes) + " classes"
+                          : std::string("a regressor"));
+    heads.push_back(std::move(h));
+  }
+  if (auto s = set_params(spec, {{"heads", estimators::heads_text(heads)}}); !s.ok()) {
+    return usage_error(s.message());
+  }
+  return 0;
+}
+
 // How the model reads its features: columns from --columns, or inferred from the data, with
 // the training data's statistics for the numbers.
 int read_columns(const Flags& flags, const input::Dataset& data, ModelSpec* spec) {
@@ -289,7 +328,11 @@ int describe_model(const Flags& flags, TrainRequest* r, input::Dataset* train_da
   spec.sequence_length = sequence_length_of(*train_data);
   if (kmeans && !classifier) return usage_error("--regression: k-means clusters");
   std::vector<std::string> text_labels;
-  if (int e = read_classes(flags, *r, *train_data, &spec, &text_labels)) return e;
+  const bool heads = !train_data->more_labels.empty();
+  if (int e = heads ? read_heads(flags, *train_data, &spec)
+                    : read_classes(flags, *r, *train_data, &spec, &text_labels)) {
+    return e;
+  }
   if (r->epochs == 0 && r->steps == 0 && !model_info(spec.model).trees) {
     // As many passes as a small table needs (FitParams::epochs_for): 10 over Fashion-MNIST.
     auto rows = count_rows(*train_data);
@@ -301,7 +344,8 @@ int describe_model(const Flags& flags, TrainRequest* r, input::Dataset* train_da
   // with the model); Fashion-MNIST's pixels already lie in [0, 1].
   // k-means clusters the columns as they are (its starting centers are rows of the data).
   if (!kmeans && r->standardize) {
-    auto stats = estimators::standardization(*train_data, /*with_label=*/!classifier);
+    // A multi-head model's regressors fit their targets as they are.
+    auto stats = estimators::standardization(*train_data, /*with_label=*/!classifier && !heads);
     if (!stats.ok()) return fail(stats.status());
     spec.standardize = std::move(*stats);
   }
@@ -387,7 +431,11 @@ int run_chief(TrainRequest& r, const input::Dataset& train_data, const input::Da
   xo.early_stopping_rounds = static_cast<int>(r.rounds);
   xo.reduce_lr_patience = static_cast<int>(r.plateau);
   xo.export_strategy = r.export_strategy;
-  xo.early_stopping_metric = classifier ? "accuracy" : "loss";
+  // A multi-head model has an accuracy per classifier head: the loss weighs them all.
+  const estimators::ParamMap params = params_of(spec);
+  auto named = params.find("heads");
+  const bool heads = named != params.end() && !std::get<std::string>(named->second).empty();
+  xo.early_stopping_metric = classifier && !heads ? "accuracy" : "loss";
   if (r.steps > 0 && r.in_cluster()) {
     xo.train_steps = r.steps;
   } else if (r.steps > 0) {

@@ -318,7 +318,18 @@ runtime::Result<EstimatorSpec> multi_head_spec(ModelInputs& in, const Head& head
     at += d;
     TROUPE_ASSIGN_OR_RETURN(EstimatorSpec one, head_spec(own, heads[k], part));
     for (const auto& [key, value] : one.predictions) spec.predictions[name + "/" + key] = value;
-    if (one.export_scores.valid()) spec.head_scores[name] = one.export_scores;
+    if (one.export_scores.valid()) {
+      spec.head_scores[name] = one.export_scores;
+      if (!parts[k].label_vocabulary.empty()) {
+        // TF's ClassificationOutput classes: every class's name, a row an example.
+        const int64_t n = heads[k].n_classes;
+        std::vector<int64_t> range(static_cast<size_t>(n));
+        for (int64_t c = 0; c < n; ++c) range[static_cast<size_t>(c)] = c;
+        Output ids = ops::add(b, ops::cast(b, ops::zeros_like(b, one.export_scores), DType::kInt64),
+                              ops::constant(b, runtime::Tensor::from_vector(Shape{n}, range)));
+        spec.head_classes[name] = ops::gather(b, vocabulary(b, heads[k]), ids);
+      }
+    }
     if (one.export_regression.valid()) spec.head_regression[name] = one.export_regression;
     if (in.mode == Mode::kPredict) continue;
     for (const auto& [key, metric] : one.eval_metric_ops) {

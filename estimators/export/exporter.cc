@@ -41,8 +41,11 @@ runtime::Result<serving::SavedModel> saved_model_of(
     saved.signatures["regression"] = serving::make_signature(graph, "regress", parsed, out);
   }
   for (const auto& [head, scores] : spec.head_scores) {
-    saved.signatures[head] =
-        serving::make_signature(graph, "classify", parsed, {{"scores", scores}});
+    std::map<std::string, runtime::Output> out{{"scores", scores}};
+    if (auto names = spec.head_classes.find(head); names != spec.head_classes.end()) {
+      out["classes"] = names->second;
+    }
+    saved.signatures[head] = serving::make_signature(graph, "classify", parsed, out);
   }
   for (const auto& [head, values] : spec.head_regression) {
     saved.signatures[head] =

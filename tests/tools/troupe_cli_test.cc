@@ -777,6 +777,64 @@ TEST_CASE(
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("troupe train --label kind,size: one model, a head per label column, served per head") {
+  const std::filesystem::path dir = fresh_dir("multi_head");
+  const std::string d = dir.string();
+  // kind (text) is whether x0 + x1 > 0; size (a number) is 3 x0 - x1, one more when red.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (const auto& [name, rows] :
+       {std::pair<const char*, int>{"train.csv", 2000}, {"test.csv", 400}}) {
+    std::ofstream f(dir / name);
+    f << "x0,x1,color,kind,size\n";
+    for (int i = 0; i < rows; ++i) {
+      const double x0 = u(rng), x1 = u(rng);
+      const bool red = rng() % 2;
+      f << x0 << "," << x1 << "," << (red ? "red" : "green") << ","
+        << (x0 + x1 > 0 ? "big" : "small") << "," << 3 * x0 - x1 + (red ? 1 : 0) << "\n";
+    }
+  }
+  const std::string data = " --data csv:" + d + "/train.csv --eval-data csv:" + d + "/test.csv";
+  Run r = troupe("train --model dnn" + data + " --label kind,size --model-dir " + d +
+                 "/model --epochs 20 --hidden 32,16 --seed 1");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(r.err.find("head 'kind': a classifier of 2 classes") != std::string::npos);
+  CHECK(r.err.find("head 'size': a regressor") != std::string::npos);
+  auto metric = [&](const std::string& out, const std::string& name) {
+    const size_t at = out.find("\"" + name + "\": ");
+    REQUIRE_MESSAGE(at != std::string::npos, name, out);
+    return std::stod(out.substr(at + name.size() + 4));
+  };
+  CHECK(metric(r.out, "accuracy/kind") > 0.95);
+  CHECK(metric(r.out, "rmse/size") < 0.3);
+  CHECK(metric(r.out, "loss") ==
+        doctest::Approx(metric(r.out, "loss/kind") + metric(r.out, "loss/size")).epsilon(2e-3));
+  Run e = troupe("evaluate --model-dir " + d + "/model --data csv:" + d + "/test.csv");
+  REQUIRE_MESSAGE(e.status == 0, e.err);
+  CHECK(e.out == r.out);
+  Run p = troupe("predict --model-dir " + d + "/model --data csv:" + d + "/test.csv");
+  REQUIRE_MESSAGE(p.status == 0, p.err);
+  CHECK(p.out.rfind("kind/class_labels,kind/classes,", 0) == 0);
+  CHECK(p.out.find(",size/predictions\n") != std::string::npos);
+  REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
+  Run c = serve_once(d, d + "/exports", "m:classify",
+                     R"({"signature_name": "kind", "examples": [{"x0": 0.5, "x1": 0.25, )"
+                     R"("color": "red"}]})");
+  CHECK_MESSAGE(c.out.find("{\"results\":[[[\"big\",") != std::string::npos, c.out);
+  Run v = serve_once(d, d + "/exports", "m:regress",
+                     R"({"signature_name": "size", "examples": [{"x0": 0.5, "x1": 0.25, )"
+                     R"("color": "red"}]})");
+  const size_t at = v.out.find("{\"results\":[");
+  REQUIRE_MESSAGE(at != std::string::npos, v.out);
+  CHECK(std::abs(std::stod(v.out.substr(at + 12)) - 2.25) < 0.4);  // 1.5 - 0.25 + 1
+  Run trees = troupe("train --model boosted_trees" + data + " --label kind,size --model-dir " + d +
+                     "/trees");
+  CHECK(trees.status == 2);
+  CHECK(trees.err.find("a head per label trains with --model dnn, linear or wide_deep") !=
+        std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("troupe train on a table with text columns: inferred, from a spec, wide & deep") {
   const auto dir =
       std::filesystem::temp_directory_path() / ("troupe_cli_text_" + std::to_string(::getpid()));
