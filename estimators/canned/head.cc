@@ -86,13 +86,15 @@ runtime::Result<std::vector<HeadPart>> parse_heads(const std::string& text) {
       if (f[k].rfind("weight=", 0) == 0) {
         h.weight = std::strtod(f[k].c_str() + 7, &end);
         if (*end != '\0' || !(h.weight >= 0)) return bad("has a bad weight");
+      } else if (f[k] == "multi_label") {
+        h.multi_label = true;
       } else if (f[k].rfind("vocabulary=", 0) == 0) {
         for (const std::string& w : split(f[k].substr(11), '|')) {
           TROUPE_ASSIGN_OR_RETURN(std::string word, unescape(w));
           h.label_vocabulary.push_back(std::move(word));
         }
       } else {
-        return bad("has '" + f[k] + "', not weight= or vocabulary=");
+        return bad("has '" + f[k] + "', not weight=, multi_label or vocabulary=");
       }
     }
     for (const HeadPart& other : heads) {
@@ -111,6 +113,7 @@ std::string heads_text(const std::vector<HeadPart>& heads) {
     text += escape(h.name) + (classifier ? ":classifier:" : ":regressor:") +
             std::to_string(classifier ? h.n_classes : h.label_dimension);
     if (h.weight != 1) text += ":weight=" + estimators::to_text(ParamValue{h.weight});
+    if (h.multi_label) text += ":multi_label";
     if (!h.label_vocabulary.empty()) {
       text += ":vocabulary=";
       for (size_t i = 0; i < h.label_vocabulary.size(); ++i) {
@@ -132,8 +135,9 @@ std::vector<Head> heads_of(const Head& head, const std::vector<HeadPart>& parts)
     h.n_classes = p.n_classes;
     h.label_dimension = p.label_dimension;
     h.options.label_vocabulary = p.label_vocabulary;
+    h.options.multi_label = p.multi_label;
     h.options.weight_column = head.options.weight_column;
-    if (p.task == Task::kClassifier) h.options.metrics = head.options.metrics;
+    if (p.task == Task::kClassifier && !p.multi_label) h.options.metrics = head.options.metrics;
     out.push_back(std::move(h));
   }
   return out;

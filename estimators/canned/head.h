@@ -46,7 +46,8 @@ struct HeadOptions {
   std::vector<std::string> metrics;
   // Several heads, one per label column (tf.contrib.estimator.multi_head): "NAME:classifier:N"
   // (N classes) or "NAME:regressor:D" (D values), each optionally followed by ":weight=W" (its
-  // loss's weight in the sum; 1) and, for a classifier of text labels, ":vocabulary=a|b|c",
+  // loss's weight in the sum; 1), ":multi_label" (a classifier of 0/1 labels per class) and,
+  // for a classifier of text labels, ":vocabulary=a|b|c",
   // separated by commas; names, words and vocabularies percent-escape ',', ':', '|' and '%'.
   // The model's logits are the heads' side by side; its task, n_classes and label_dimension,
   // and the options above but weight_column, are each head's instead. Empty: one head.
@@ -72,6 +73,7 @@ struct HeadPart {
   int64_t label_dimension = 1;  // regressors
   double weight = 1;
   std::vector<std::string> label_vocabulary;
+  bool multi_label = false;  // a classifier's labels [batch, n_classes] of 0 and 1 (":multi_label")
 };
 // HeadOptions::heads read, or the error naming the part that does not read; and written.
 runtime::Result<std::vector<HeadPart>> parse_heads(const std::string& text);

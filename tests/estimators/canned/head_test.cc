@@ -10,8 +10,10 @@
 #include <random>
 
 #include "estimators/canned/dnn.h"
+#include "estimators/canned/feature_column.h"
 #include "estimators/canned/linear.h"
 #include "estimators/canned/test_data.h"
+#include "estimators/canned/wide_deep.h"
 #include "estimators/export/predictor.h"
 #include "harness/temp_dir.h"
 #include "runtime/example.h"
@@ -100,7 +102,7 @@ TEST_CASE("a multi-head DNN learns a class and a value, evaluates, predicts and 
   CHECK(std::abs(values->at("outputs").data<float>()[1] + 1.25f) < 0.4f);
 }
 
-TEST_CASE("a multi-head linear model; heads read and written; what is wrong is named") {
+TEST_CASE("multi-head linear and wide & deep models; heads read and written; errors named") {
   LinearOptions o{.optimizer = ops::Optimizer::adam(0.05)};
   o.head.heads = "kind:classifier:2,size:regressor:1";
   LinearClassifier model(o, test::quiet());
@@ -120,14 +122,42 @@ TEST_CASE("a multi-head linear model; heads read and written; what is wrong is n
   CHECK(missing.status().message().find("head 'size': the data has no label column 'size'") !=
         std::string::npos);
 
-  auto parts = parse_heads("a%3Ab:classifier:3:weight=2:vocabulary=x|y%7Cz|w,c:regressor:2");
+  // Wide & deep takes heads too, and a head may be multi-label: "both" is [kind, size > 0].
+  auto with_both = two_labels(1000, 6);
+  std::vector<int64_t> both(2000);
+  for (int64_t i = 0; i < 1000; ++i) {
+    both[2 * i] = with_both[1].second.data<int64_t>()[i];
+    both[2 * i + 1] = with_both[2].second.data<float>()[i] > 0;
+  }
+  with_both.push_back({"both", Tensor::from_vector(Shape{1000, 2}, both)});
+  with_both.erase(with_both.begin() + 1);  // kind is in "both" now
+  DNNLinearCombinedOptions wd{.linear_feature_columns = {numeric_column("x", 2)},
+                              .dnn_feature_columns = {numeric_column("x", 2)},
+                              .dnn_hidden_units = {16}};
+  wd.head.heads = "size:regressor:1,both:classifier:2:multi_label";
+  DNNLinearCombinedClassifier wide_deep(wd, test::quiet());
+  auto data = input::with_labels(
+      *input::arrays(with_both, "", {.batch_size = 50, .num_epochs = 20}), {"size", "both"});
+  REQUIRE(data.ok());
+  auto fitted = wide_deep.estimator().train(*data);
+  REQUIRE_MESSAGE(fitted.ok(), fitted.status().to_string());
+  auto wm = wide_deep.estimator().evaluate(*data);
+  REQUIRE_MESSAGE(wm.ok(), wm.status().to_string());
+  CHECK(wm->at("accuracy/both") > 0.9);  // over every (example, class) pair
+  CHECK(wm->at("rmse/size") < 0.5);
+
+  auto parts = parse_heads(
+      "a%3Ab:classifier:3:weight=2:vocabulary=x|y%7Cz|w,c:regressor:2,m:classifier:4:multi_label");
   REQUIRE_MESSAGE(parts.ok(), parts.status().to_string());
-  REQUIRE(parts->size() == 2);
+  REQUIRE(parts->size() == 3);
+  CHECK((*parts)[2].multi_label);
   CHECK((*parts)[0].name == "a:b");
   CHECK((*parts)[0].weight == 2);
   CHECK((*parts)[0].label_vocabulary == std::vector<std::string>{"x", "y|z", "w"});
   CHECK((*parts)[1].label_dimension == 2);
-  CHECK(heads_text(*parts) == "a%3Ab:classifier:3:weight=2:vocabulary=x|y%7Cz|w,c:regressor:2");
+  CHECK(
+      heads_text(*parts) ==
+      "a%3Ab:classifier:3:weight=2:vocabulary=x|y%7Cz|w,c:regressor:2,m:classifier:4:multi_label");
   CHECK(parse_heads("a:tree:2").status().message().find("'a:tree:2' is no classifier") !=
         std::string::npos);
   CHECK(parse_heads("a:classifier:2,a:regressor:1").status().message().find("twice") !=
