@@ -210,35 +210,74 @@ class LogLoss : public Metric {
   double sum_ = 0, n_ = 0;
 };
 
+// Where each example's labels rank among its scores ([n, c]): top_k_accuracy (the label in the
+// k best), and tf.metrics' precision_at_k and recall_at_k, micro-averaged: of the k best
+// classes of every example, the share that are its labels; of its labels, the share among its
+// k best. Labels are class ids [n], or 0/1 [n, c] (several labels an example).
 class TopK : public Metric {
  public:
-  explicit TopK(int k) : k_(k) {}
+  enum Summary { kAccuracy, kPrecision, kRecall };
+  TopK(Summary summary, int k) : summary_(summary), k_(k) {}
   Status accumulate(const Tensor& labels, const Tensor& predictions,
                     const std::vector<double>&) override {
-    if (predictions.rank() != 2 || predictions.dim(0) != labels.num_elements()) {
-      return runtime::invalid_argument("top_k_accuracy: scores ", predictions.shape().to_string(),
+    const bool multi = labels.rank() == 2 && labels.shape() == predictions.shape();
+    if (predictions.rank() != 2 || (!multi && predictions.dim(0) != labels.num_elements()) ||
+        (multi && summary_ == kAccuracy)) {
+      return runtime::invalid_argument(name(), ": scores ", predictions.shape().to_string(),
                                        " for labels ", labels.shape().to_string());
     }
     const std::vector<double> y = as_doubles(labels), s = as_doubles(predictions);
-    const int64_t c = predictions.dim(1);
-    for (size_t i = 0; i < y.size(); ++i) {
-      const auto k = static_cast<int64_t>(y[i]);
-      if (k < 0 || k >= c)
-        return runtime::invalid_argument("top_k_accuracy: label ", k, " of ", c, " classes");
-      const double target = s[i * c + k];
-      int64_t above = 0;
-      for (int64_t j = 0; j < c; ++j) above += s[i * c + j] > target;
-      hits_ += above < k_;
+    const int64_t n = predictions.dim(0), c = predictions.dim(1);
+    for (int64_t i = 0; i < n; ++i) {
+      const double* row = s.data() + i * c;
+      // Class j is among the k best when fewer than k score above it (ties: all of them).
+      auto in_top = [&](int64_t j) {
+        int64_t above = 0;
+        for (int64_t m = 0; m < c; ++m) above += row[m] > row[j];
+        return above < k_;
+      };
+      if (!multi) {
+        const auto label = static_cast<int64_t>(y[i]);
+        if (label < 0 || label >= c) {
+          return runtime::invalid_argument(name(), ": label ", label, " of ", c, " classes");
+        }
+        hits_ += in_top(label);
+        relevant_ += 1;
+      } else {
+        for (int64_t j = 0; j < c; ++j) {
+          if (y[i * c + j] > 0.5) {
+            hits_ += in_top(j);
+            relevant_ += 1;
+          }
+        }
+      }
+      retrieved_ += std::min<int64_t>(k_, c);
+      ++n_;
     }
-    n_ += static_cast<double>(y.size());
     return runtime::ok_status();
   }
-  double result() const override { return n_ > 0 ? hits_ / n_ : 0; }
-  void reset() override { hits_ = n_ = 0; }
+  double result() const override {
+    switch (summary_) {
+      case kAccuracy:
+        return n_ > 0 ? hits_ / n_ : 0;
+      case kPrecision:
+        return retrieved_ > 0 ? hits_ / retrieved_ : 0;
+      case kRecall:
+        break;
+    }
+    return relevant_ > 0 ? hits_ / relevant_ : 0;
+  }
+  void reset() override { hits_ = n_ = relevant_ = retrieved_ = 0; }
 
  private:
+  const char* name() const {
+    return summary_ == kAccuracy    ? "top_k_accuracy"
+           : summary_ == kPrecision ? "precision_at_k"
+                                    : "recall_at_k";
+  }
+  Summary summary_;
   int k_;
-  double hits_ = 0, n_ = 0;
+  double hits_ = 0, n_ = 0, relevant_ = 0, retrieved_ = 0;
 };
 
 // Counts of (label, predicted class) pairs, and what they give: accuracy (confusion_matrix:C),
@@ -465,6 +504,14 @@ Result<std::unique_ptr<Metric>> class_metric(const std::string& kind, const std:
 std::string class_metric_kind(const std::string& name, int64_t classes) {
   const std::string c = std::to_string(classes);
   if (name == "mean_iou" || name == "mean_per_class_accuracy") return name + ":" + c;
+  // precision_at_5, recall_at_3, top_5_accuracy: over the scores.
+  for (const char* at : {"precision_at_", "recall_at_"}) {
+    const size_t len = std::strlen(at);
+    if (name.compare(0, len, at) == 0 && name.size() > len &&
+        name.find_first_not_of("0123456789", len) == std::string::npos) {
+      return name.substr(0, len - 1) + "_k:" + name.substr(len);
+    }
+  }
   for (const char* average : {"_micro", "_macro", "_weighted"}) {
     const size_t at = name.size() - std::min(name.size(), std::strlen(average));
     if (name.compare(at, std::string::npos, average) == 0) {
@@ -489,7 +536,8 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
     }
     if (arg < 1)
       return runtime::invalid_argument("metric '", kind, "': the number after ':' must be >= 1");
-    if (name != "confusion_matrix" && name != "top_k_accuracy") {
+    if (name != "confusion_matrix" && name != "top_k_accuracy" && name != "precision_at_k" &&
+        name != "recall_at_k" && name != "auc" && name != "auc_pr") {
       return class_metric(kind, name, arg, average);
     }
   }
@@ -502,12 +550,23 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
     return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kPrecision));
   if (name == "recall") return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kRecall));
   if (name == "f1") return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kF1));
-  if (name == "auc") return std::unique_ptr<Metric>(new Auc(false));
-  if (name == "auc_pr") return std::unique_ptr<Metric>(new Auc(true));
+  if (name == "auc" || name == "auc_pr") {
+    if (colon != std::string::npos && arg < 2) {
+      return runtime::invalid_argument("metric '", kind, "': an AUC needs 2 thresholds or more");
+    }
+    return std::unique_ptr<Metric>(new Auc(name == "auc_pr", arg > 0 ? arg : 200));
+  }
   if (name == "log_loss") return std::unique_ptr<Metric>(new LogLoss());
   if (name == "sum") return std::unique_ptr<Metric>(new Sum());
   if (name == "adjusted_rand_index") return std::unique_ptr<Metric>(new AdjustedRand());
-  if (name == "top_k_accuracy") return std::unique_ptr<Metric>(new TopK(arg > 0 ? arg : 5));
+  if (name == "top_k_accuracy") {
+    return std::unique_ptr<Metric>(new TopK(TopK::kAccuracy, arg > 0 ? arg : 5));
+  }
+  if (name == "precision_at_k" || name == "recall_at_k") {
+    if (arg < 1) return runtime::invalid_argument("metric '", kind, "' needs its k: ", name, ":5");
+    return std::unique_ptr<Metric>(
+        new TopK(name == "precision_at_k" ? TopK::kPrecision : TopK::kRecall, arg));
+  }
   if (name == "confusion_matrix") {
     if (arg < 1)
       return runtime::invalid_argument("confusion_matrix needs its classes: confusion_matrix:10");

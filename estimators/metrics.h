@@ -8,9 +8,11 @@
 //
 // Kinds: accuracy, precision, recall, f1 (binary: labels 0/1, predictions 0/1 or probabilities
 // thresholded at 0.5), auc and auc_pr (binary labels, probabilities; 200 thresholds, trapezoids,
-// as tf.metrics.auc), log_loss (binary probabilities [n] or class probabilities [n, c] with
-// integer labels), mean (of the predictions), mse, rmse, mae, top_k_accuracy:K (scores [n, c],
-// integer labels), confusion_matrix:C (result: accuracy; matrix() has the counts), sum (of the
+// as tf.metrics.auc; auc:T and auc_pr:T with T thresholds), log_loss (binary probabilities [n]
+// or class probabilities [n, c] with integer labels), mean (of the predictions), mse, rmse,
+// mae, top_k_accuracy:K (scores [n, c], integer labels), precision_at_k:K and recall_at_k:K
+// (tf.metrics', scores [n, c]; labels integer [n] or 0/1 [n, c], several an example),
+// confusion_matrix:C (result: accuracy; matrix() has the counts), sum (of the
 // predictions), adjusted_rand_index (labels against predicted groups, e.g. cluster ids);
 // multi-class, over C classes (integer labels and predicted classes): precision:C:AVG,
 // recall:C:AVG and f1:C:AVG with AVG micro, macro (the default) or weighted, as scikit-learn's
@@ -55,7 +57,8 @@ class Metric {
 runtime::Result<std::unique_ptr<Metric>> make_metric(const std::string& kind);
 // The metric kind of a multi-class metric's name, for `classes` classes: f1_macro is
 // "f1:C:macro", precision_weighted "precision:C:weighted", mean_iou "mean_iou:C",
-// mean_per_class_accuracy "mean_per_class_accuracy:C"; "" for a name not of these.
+// mean_per_class_accuracy "mean_per_class_accuracy:C", precision_at_5 "precision_at_k:5" and
+// recall_at_5 "recall_at_k:5" (these two over scores, not classes); "" for a name not of these.
 std::string class_metric_kind(const std::string& name, int64_t classes);
 
 using Metrics = std::map<std::string, double>;

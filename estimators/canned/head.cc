@@ -264,7 +264,7 @@ runtime::Status Head::validate() const {
         return runtime::invalid_argument(
             "metrics: '", name,
             "' is not precision_, recall_ or f1_ with micro, macro or weighted, "
-            "mean_per_class_accuracy or mean_iou");
+            "mean_per_class_accuracy, mean_iou, precision_at_K or recall_at_K");
       }
     }
   } else if (!label_vocabulary.empty() || !class_weights.empty() || multi_label ||
@@ -417,7 +417,10 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     TROUPE_ASSIGN_OR_RETURN(spec.loss, weighted_mean(in, head, losses, weights));
     spec.eval_metric_ops["accuracy"] = {"accuracy", labels, classes};
     for (const std::string& name : head.options.metrics) {
-      spec.eval_metric_ops[name] = {class_metric_kind(name, head.n_classes), labels, classes};
+      const std::string kind = class_metric_kind(name, head.n_classes);
+      // The at-k metrics rank the scores; the others count the predicted classes.
+      const bool ranks = kind.find("_at_k:") != std::string::npos;
+      spec.eval_metric_ops[name] = {kind, labels, ranks ? spec.export_scores : classes};
     }
     if (head.n_classes == 2) {
       if (!hinge) {

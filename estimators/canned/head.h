@@ -42,7 +42,8 @@ struct HeadOptions {
   std::string weight_column;
   // A classifier's evaluation metrics beyond accuracy (and a binary one's auc, precision and
   // recall), by name: precision_, recall_ and f1_ with micro, macro or weighted (scikit-learn's
-  // averages), mean_per_class_accuracy and mean_iou (tf.metrics'); single-label heads only.
+  // averages), mean_per_class_accuracy, mean_iou, precision_at_K and recall_at_K (tf.metrics');
+  // single-label heads only.
   std::vector<std::string> metrics;
   // Several heads, one per label column (tf.contrib.estimator.multi_head): "NAME:classifier:N"
   // (N classes) or "NAME:regressor:D" (D values), each optionally followed by ":weight=W" (its

@@ -54,6 +54,30 @@ TEST_CASE("auc: ROC and PR against exact areas") {
   CHECK(run("auc_pr", {{f({0, 1}), f({0.2f, 0.9f})}}) == doctest::Approx(1.0).epsilon(0.02));
   auto m = estimators::make_metric("auc");
   CHECK(!(*m)->update(f({1}), f({1.5f})).ok());
+  // With 3 thresholds (-eps, 0.5, 1 + eps) the ROC is three points: (0, 0), (0.5, 0.5), (1, 1)
+  // for these scores, an area of 0.5, where 200 thresholds tell the pairs apart (0.75).
+  CHECK(run("auc:3", {{f({0, 0, 1, 1}), f({0.1f, 0.6f, 0.35f, 0.8f})}}) ==
+        doctest::Approx(0.5).epsilon(0.01));
+  CHECK(run("auc", {{f({0, 0, 1, 1}), f({0.1f, 0.6f, 0.35f, 0.8f})}}) ==
+        doctest::Approx(0.75).epsilon(0.01));
+  CHECK_FALSE(estimators::make_metric("auc:1").ok());
+}
+
+TEST_CASE("precision_at_k and recall_at_k over scores, one label or several an example") {
+  // Scores of 2 examples over 4 classes; their top 2: {1, 2} and {3, 0}.
+  Tensor s = Tensor::from_vector<float>(Shape{2, 4}, {0.1f, 0.5f, 0.3f, 0.1f,  //
+                                                      0.3f, 0.1f, 0.2f, 0.4f});
+  // One label each, 2 and 1: the first is in its top 2, the second not.
+  CHECK(run("recall_at_k:2", {{i64({2, 1}), s}}) == doctest::Approx(0.5));
+  CHECK(run("precision_at_k:2", {{i64({2, 1}), s}}) == doctest::Approx(1.0 / 4));
+  // Several labels: {1, 3} and {0, 2, 3}. Hits: 1 of the first's top 2, 2 of the second's.
+  Tensor labels = Tensor::from_vector<int64_t>(Shape{2, 4}, {0, 1, 0, 1, 1, 0, 1, 1});
+  CHECK(run("precision_at_k:2", {{labels, s}}) == doctest::Approx(3.0 / 4));
+  CHECK(run("recall_at_k:2", {{labels, s}}) == doctest::Approx(3.0 / 5));
+  CHECK(estimators::class_metric_kind("precision_at_5", 10) == "precision_at_k:5");
+  CHECK(estimators::class_metric_kind("recall_at_3", 10) == "recall_at_k:3");
+  CHECK(estimators::class_metric_kind("recall_at_x", 10).empty());
+  CHECK_FALSE(estimators::make_metric("precision_at_k").ok());
 }
 
 TEST_CASE("confusion matrix and bad metrics") {
