@@ -813,6 +813,33 @@ TROUPE_REGISTER_OP(Rank)
     .doc("rank = the number of dimensions of x, as an int64 scalar (tf.rank)");
 
 // y = x with the order of `axes` reversed; dx = dy reversed the same way.
+// Row b's first seq_lengths[b] entries along seq_axis reversed, the rest as they are.
+TROUPE_REGISTER_OP(ReverseSequence)
+    .input("x")
+    .input("seq_lengths")
+    .output("y")
+    .attr("seq_axis", int64_t{1})
+    .attr("batch_axis", int64_t{0})
+    .shape_fn([](InferenceContext& c) -> Status {
+      const Shape& s = c.input_shape(0);
+      const int64_t seq = c.attr<int64_t>("seq_axis"), batch = c.attr<int64_t>("batch_axis");
+      const DType t = c.input_dtype(1);
+      if (t != DType::kInt32 && t != DType::kInt64) {
+        return c.error("seq_lengths must be int32 or int64, got ", runtime::dtype_name(t));
+      }
+      if (s.rank_known() &&
+          (seq < 0 || batch < 0 || seq >= s.rank() || batch >= s.rank() || seq == batch)) {
+        return c.error("seq_axis ", seq, " and batch_axis ", batch, " must be two axes of ", s);
+      }
+      c.set_output(0, c.input_dtype(0), s);
+      return runtime::ok_status();
+    })
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      // Its own inverse: the gradient reverses the same spans back.
+      return Grads{b.add("ReverseSequence", {dy[0], n.inputs[1]}, n.attrs), Output{}};
+    })
+    .doc("y = x with each batch row's first seq_lengths entries along seq_axis reversed");
+
 TROUPE_REGISTER_OP(ReverseV2)
     .input("x")
     .output("y")
@@ -1122,6 +1149,11 @@ Output reverse(GraphBuilder& b, Output x, const std::vector<int64_t>& axes) {
 }
 Output gather_nd(GraphBuilder& b, Output params, Output indices) {
   return b.add("GatherNd", {params, indices});
+}
+Output reverse_sequence(GraphBuilder& b, Output x, Output seq_lengths, int64_t seq_axis,
+                        int64_t batch_axis) {
+  return b.add("ReverseSequence", {x, seq_lengths},
+               {{"seq_axis", seq_axis}, {"batch_axis", batch_axis}});
 }
 Output scatter_nd(GraphBuilder& b, Output indices, Output updates, const Shape& shape) {
   return b.add("ScatterNd", {indices, updates}, {{"shape", shape.dims()}});

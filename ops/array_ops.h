@@ -105,6 +105,10 @@ Output shape(GraphBuilder& b, Output x);
 Output rank(GraphBuilder& b, Output x);
 // x with each of `axes` in reverse order (tf.reverse).
 Output reverse(GraphBuilder& b, Output x, const std::vector<int64_t>& axes);
+// tf.reverse_sequence: in each row b (along batch_axis), the first seq_lengths[b] entries along
+// seq_axis reversed, the rest left; a length outside [0, that axis's size] is an error.
+Output reverse_sequence(GraphBuilder& b, Output x, Output seq_lengths, int64_t seq_axis = 1,
+                        int64_t batch_axis = 0);
 // tf.gather_nd: indices' last dimension holds index tuples into params' first dimensions;
 // y[i...] = params[indices[i..., :]]. Its gradient scatters (repeats summed).
 Output gather_nd(GraphBuilder& b, Output params, Output indices);

@@ -159,4 +159,21 @@ RnnOutputs dynamic_rnn(GraphBuilder& b, const RnnCell& cell, Output inputs, Outp
   return {transpose(b, r[1], {1, 0, 2}), std::vector<Output>(r.begin() + 2, r.end())};
 }
 
+BidirectionalOutputs bidirectional_dynamic_rnn(GraphBuilder& b, const RnnCell& fw,
+                                               const RnnCell& bw, Output inputs,
+                                               Output sequence_length, const std::string& name) {
+  auto scope = b.name_scope(name);
+  auto backwards = [&](Output x) {
+    return sequence_length.valid() ? reverse_sequence(b, x, sequence_length, 1, 0)
+                                   : reverse(b, x, {1});
+  };
+  BidirectionalOutputs out;
+  out.fw = dynamic_rnn(b, fw, inputs, sequence_length, "fw");
+  out.bw = dynamic_rnn(b, bw, backwards(inputs), sequence_length, "bw");
+  if (!b.ok()) return out;
+  out.bw.outputs = backwards(out.bw.outputs);
+  out.outputs = concat(b, {out.fw.outputs, out.bw.outputs}, 2);
+  return out;
+}
+
 }  // namespace troupe::ops

@@ -6,6 +6,7 @@
 //   auto cell = lstm_cell(b, "rnn/lstm", /*input_size=*/28, /*units=*/128);
 //   RnnOutputs r = dynamic_rnn(b, *cell, images /* [batch, 28, 28] */, lengths /* optional */);
 //   Output logits = matmul(b, r.final_state[1] /* h */, w_out);
+//   BidirectionalOutputs both = bidirectional_dynamic_rnn(b, *fw, *bw, images, lengths);
 //
 // A cell's variables are made when the cell is (kernel and bias, named as TF names them: an LSTM
 // cell's "kernel" [input + units, 4 units] holds its input, new-value, forget and output gates'
@@ -52,5 +53,19 @@ struct RnnOutputs {
 // length on leave its state as it was and output zeros, as TF does.
 RnnOutputs dynamic_rnn(GraphBuilder& b, const RnnCell& cell, Output inputs,
                        Output sequence_length = {}, const std::string& name = "rnn");
+
+struct BidirectionalOutputs {
+  RnnOutputs fw;   // `fw` over the sequences
+  RnnOutputs bw;   // `bw` over each sequence reversed within its length, outputs put back in
+                   // the sequence's order
+  Output outputs;  // [batch, time, fw units + bw units]: both, step by step
+};
+// tf.nn.bidirectional_dynamic_rnn: a forward and a backward layer, so that each step's output
+// sees the whole sequence; the backward layer reads every example from its last step
+// (reverse_sequence by `sequence_length`, or the whole time axis without it) to its first.
+BidirectionalOutputs bidirectional_dynamic_rnn(GraphBuilder& b, const RnnCell& fw,
+                                               const RnnCell& bw, Output inputs,
+                                               Output sequence_length = {},
+                                               const std::string& name = "bidirectional_rnn");
 
 }  // namespace troupe::ops

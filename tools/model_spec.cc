@@ -220,15 +220,17 @@ const std::vector<Entry>& registry() {
           {"n_trees", "max_nodes", "max_bins"}),
       // Each example's numbers as time_steps steps (Fashion-MNIST: --time-steps 28, a row a
       // step).
-      entry<estimators::RNNOptions>(
-          {ModelKind::kRnn, "rnn", false, false},
-          with_optimizer(
-              {{"rnn-units", "num_units"}, {"cell", "cell_type"}, {"time-steps", "time_steps"}}),
-          [](Task) -> ModelOptions {
-            return estimators::RNNOptions{.num_units = {64},
+      entry<estimators::RNNOptions>({ModelKind::kRnn, "rnn", false, false},
+                                    with_optimizer({{"rnn-units", "num_units"},
+                                                    {"cell", "cell_type"},
+                                                    {"time-steps", "time_steps"},
+                                                    {"bidirectional", "bidirectional"}}),
+                                    [](Task) -> ModelOptions {
+                                      return estimators::RNNOptions{
+                                          .num_units = {64},
                                           .optimizer = ops::Optimizer::adam(0.001)};
-          },
-          {"num_units", "cell_type", "time_steps"}),
+                                    },
+                                    {"num_units", "cell_type", "time_steps", "bidirectional"}),
   };
   return entries;
 }

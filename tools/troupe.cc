@@ -103,7 +103,7 @@ const Command kCommands[] = {
      "    --max-features F --max-bins 64. Trees train until grown (no --epochs); each layer\n"
      "    grows from a batch (--batch-size, default 10000 for boosting, 100000 for forests)\n"
      "  rnn: --rnn-units 64[,32] (stacked layers) --cell lstm|gru --time-steps T (each\n"
-     "    example's numbers as T steps; Fashion-MNIST: 28, a row a step)\n"
+     "    example's numbers as T steps; Fashion-MNIST: 28, a row a step) --bidirectional true\n"
      "  --sequence-length T: tfrecord:... of SequenceExample, every sequence cut or padded to T\n"
      "    steps (default: the longest of the first records; evaluate and predict use the\n"
      "    model's)\n"

@@ -50,9 +50,22 @@ ModelFn RNNOptions::model_fn(Task task) const {
     Output last;
     for (size_t i = 0; i < o.num_units.size(); ++i) {
       const std::string layer = "rnn/layer_" + std::to_string(i);
-      auto cell = o.cell_type == "gru"
-                      ? ops::gru_cell(b, layer + "/gru_cell", size, o.num_units[i])
-                      : ops::lstm_cell(b, layer + "/lstm_cell", size, o.num_units[i]);
+      auto make_cell = [&](const std::string& scope) {
+        return o.cell_type == "gru" ? ops::gru_cell(b, scope + "/gru_cell", size, o.num_units[i])
+                                    : ops::lstm_cell(b, scope + "/lstm_cell", size, o.num_units[i]);
+      };
+      if (o.bidirectional) {
+        auto fw = make_cell(layer + "/fw");
+        auto bw = make_cell(layer + "/bw");
+        ops::BidirectionalOutputs r =
+            ops::bidirectional_dynamic_rnn(b, *fw, *bw, sequence, {}, layer);
+        sequence = r.outputs;
+        // Each direction's h after reading the whole sequence its way.
+        last = ops::concat(b, {r.fw.final_state.back(), r.bw.final_state.back()}, 1);
+        size = 2 * o.num_units[i];
+        continue;
+      }
+      auto cell = make_cell(layer);
       ops::RnnOutputs r = ops::dynamic_rnn(b, *cell, sequence, {}, layer);
       sequence = r.outputs;
       last = r.final_state.back();  // h, the last step's output

@@ -26,6 +26,9 @@ namespace troupe::estimators {
 struct RNNOptions {
   std::vector<int64_t> num_units{64};  // one recurrent layer each, stacked
   std::string cell_type = "lstm";      // lstm or gru
+  // Each layer a forward and a backward one (tf.nn.bidirectional_dynamic_rnn), their outputs
+  // side by side: each step sees the whole sequence.
+  bool bidirectional = false;
   // How many steps an example's numbers make, each of width / time_steps numbers; 0: one
   // number a step.
   int64_t time_steps = 0;
@@ -45,6 +48,7 @@ struct RNNOptions {
   static void fields(Self& o, Task task, F&& f) {
     f("num_units", o.num_units);
     f("cell_type", o.cell_type);
+    f("bidirectional", o.bidirectional);
     f("time_steps", o.time_steps);
     output_fields(o, task, f);
     optimizer_fields(o.optimizer, f);

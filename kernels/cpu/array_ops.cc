@@ -842,6 +842,46 @@ struct ReverseKernel {
   }
 };
 
+template <class T>
+struct ReverseSequenceKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const Tensor& lengths = ctx.input(1);
+    const auto seq = static_cast<int>(ctx.attr<int64_t>("seq_axis"));
+    const auto batch = static_cast<int>(ctx.attr<int64_t>("batch_axis"));
+    if (seq >= x.rank() || batch >= x.rank() || lengths.num_elements() != x.dim(batch)) {
+      return runtime::invalid_argument("ReverseSequence '", ctx.node().name,
+                                       "': ", lengths.num_elements(), " lengths for x ", x.shape(),
+                                       " with batch_axis ", batch);
+    }
+    std::vector<int64_t> length(static_cast<size_t>(x.dim(batch)));
+    for (int64_t i = 0; i < x.dim(batch); ++i) {
+      length[i] = lengths.dtype() == DType::kInt32 ? lengths.data<int32_t>()[i]
+                                                   : lengths.data<int64_t>()[i];
+      if (length[i] < 0 || length[i] > x.dim(seq)) {
+        return runtime::invalid_argument("ReverseSequence '", ctx.node().name, "': length ",
+                                         length[i], " of row ", i, " is outside [0, ", x.dim(seq),
+                                         "]");
+      }
+    }
+    Tensor* y;
+    TROUPE_RETURN_IF_ERROR(ctx.allocate_output(0, x.shape(), &y));
+    const std::vector<int64_t> strides = strides_of(x.shape());
+    std::vector<int64_t> index(x.rank(), 0);
+    const T* in = x.data<T>();
+    T* out = y->data<T>();
+    for (int64_t o = 0; o < x.num_elements(); ++o) {
+      const int64_t n = length[index[batch]], t = index[seq];
+      out[o] = in[o + (t < n ? (n - 1 - 2 * t) * strides[seq] : 0)];
+      for (int d = x.rank() - 1; d >= 0; --d) {
+        if (++index[d] < x.dim(d)) break;
+        index[d] = 0;
+      }
+    }
+    return runtime::ok_status();
+  }
+};
+
 // The slices GatherNd and ScatterNd move: `indices`' last dimension of depth D indexes the first
 // D dimensions of `whole`; each tuple names a slice of `slice` elements at `offsets[i]`.
 struct NdSlices {
@@ -1001,6 +1041,8 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
   registry.add_typed<SizeKernel, int64_t>("Size", kCpu);
   registry.add_typed<ShapeKernel, int64_t>("Shape", kCpu);
   registry.add_typed<RankKernel, int64_t>("Rank", kCpu);
+  registry.add_typed<ReverseSequenceKernel, float, double, int32_t, int64_t, uint8_t, bool>(
+      "ReverseSequence", kCpu);
   registry.add_typed<ReverseKernel, float, double, int32_t, int64_t, uint8_t, bool>("ReverseV2",
                                                                                     kCpu);
   registry.add_typed<GatherNdKernel, float, double, int32_t, int64_t, uint8_t, bool>("GatherNd",

@@ -356,6 +356,15 @@ std::vector<GradCase> cases() {
          return ops::conv2d_transpose(b, x[0], x[1], Shape{1, 4, 4, 2}, {2, 2}, "SAME");
        },
        {rnd({1, 2, 2, 3}), rnd({3, 3, 2, 3})}},
+      {"ReverseSequence",
+       [](GraphBuilder& b, const In& x) {
+         return ops::mul(
+             b,
+             ops::reverse_sequence(
+                 b, x[0], ops::constant(b, Tensor::from_vector<int64_t>(Shape{2}, {2, 3}))),
+             x[1]);
+       },
+       {rnd({2, 3, 2}), rnd({2, 3, 2})}},
       {"PlaceholderWithDefault",
        [](GraphBuilder& b, const In& x) {
          return ops::mul(b, ops::placeholder_with_default(b, x[0], Shape{-1, 3}), x[0]);

@@ -1,6 +1,7 @@
 // dynamic_rnn on a while_loop against the same cell unrolled step by step: the same outputs,
 // final state and gradients, for LSTM and GRU cells; sequence lengths mask what lies past each
-// example's end; and an LSTM trained through its loop's gradient learns a sequence task.
+// example's end; a bidirectional layer's backward half reads each sequence reversed within its
+// length; and an LSTM trained through its loop's gradient learns a sequence task.
 #include "ops/rnn.h"
 
 #include <doctest/doctest.h>
@@ -18,6 +19,7 @@
 
 using namespace troupe;
 using namespace troupe::runtime;
+using testing::OpTest;
 
 namespace {
 
@@ -142,6 +144,67 @@ TEST_CASE("sequence lengths: past its end an example outputs zeros and keeps its
     CHECK((*got)[1].data<float>()[5 + u] ==
           doctest::Approx((*got)[2].data<float>()[u]).epsilon(1e-5));
   }
+}
+
+TEST_CASE("reverse_sequence reverses each row within its length; the backward layer reads so") {
+  OpTest t;
+  // Two rows of 4 steps of 2 values: row 0 reversed in its first 3 steps, row 1 in its 4.
+  Tensor x = Tensor::from_vector<float>(Shape{2, 4, 2}, {0, 1, 2, 3, 4, 5, 6, 7,  //
+                                                         8, 9, 10, 11, 12, 13, 14, 15});
+  Output rev =
+      ops::reverse_sequence(t.b, t.feed(x), t.feed(Tensor::from_vector<int64_t>(Shape{2}, {3, 4})));
+  CHECK(t.eval(rev).to_vector<float>() ==
+        std::vector<float>{4, 5, 2, 3, 0, 1, 6, 7, 14, 15, 12, 13, 10, 11, 8, 9});
+  OpTest bad;
+  auto long_row = bad.run({ops::reverse_sequence(
+      bad.b, bad.feed(x), bad.feed(Tensor::from_vector<int64_t>(Shape{2}, {3, 5})))});
+  REQUIRE_FALSE(long_row.ok());
+  CHECK(long_row.status().message().find("length 5 of row 1 is outside [0, 4]") !=
+        std::string::npos);
+
+  // The backward layer of a bidirectional RNN is the same cell run over each example reversed
+  // within its length, its outputs put back in order.
+  Graph g;
+  GraphBuilder b(&g);
+  Output in = ops::placeholder(b, DType::kFloat32, Shape{2, 4, 3}, "x");
+  Output lengths = ops::placeholder(b, DType::kInt32, Shape{2}, "lengths");
+  auto fw = ops::lstm_cell(b, "fw_cell", 3, 4);
+  auto bw = ops::gru_cell(b, "bw_cell", 3, 5);
+  ops::BidirectionalOutputs both = ops::bidirectional_dynamic_rnn(b, *fw, *bw, in, lengths);
+  Output reversed = ops::placeholder(b, DType::kFloat32, Shape{2, 4, 3}, "reversed");
+  ops::RnnOutputs alone = ops::dynamic_rnn(b, *bw, reversed, lengths, "alone");
+  int init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  CHECK(g.shape(both.outputs) == Shape{2, 4, 9});
+  Initialised run(g, init);
+  std::mt19937_64 rng(3);
+  const Tensor value = testing::random_tensor<float>(Shape{2, 4, 3}, rng);
+  const std::vector<int32_t> n{2, 4};
+  Tensor flipped = value.clone();
+  for (int r = 0; r < 2; ++r) {
+    for (int step = 0; step < n[r]; ++step) {
+      for (int k = 0; k < 3; ++k) {
+        flipped.data<float>()[(r * 4 + step) * 3 + k] =
+            value.data<float>()[(r * 4 + n[r] - 1 - step) * 3 + k];
+      }
+    }
+  }
+  auto got =
+      run.exec.run({{in, value}, {lengths, Tensor::from_vector(Shape{2}, n)}, {reversed, flipped}},
+                   {both.outputs, alone.outputs, both.bw.final_state[0], alone.final_state[0]});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  const float* out = (*got)[0].data<float>();
+  const float* ref = (*got)[1].data<float>();
+  for (int r = 0; r < 2; ++r) {
+    for (int step = 0; step < 4; ++step) {
+      for (int u = 0; u < 5; ++u) {
+        // Step `step` of the backward layer is the reference's step n - 1 - step.
+        const float want = step < n[r] ? ref[(r * 4 + n[r] - 1 - step) * 5 + u] : 0.f;
+        CHECK(out[(r * 4 + step) * 9 + 4 + u] == doctest::Approx(want).epsilon(1e-5));
+      }
+    }
+  }
+  CHECK(testing::max_error((*got)[2], (*got)[3]) < 1e-5);
 }
 
 TEST_CASE("an LSTM trained through its loop's gradient learns whether a sequence sums above 0") {

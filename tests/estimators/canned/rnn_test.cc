@@ -74,6 +74,24 @@ TEST_CASE("RNNRegressor: stacked GRU layers fit a weighted sum of a sequence") {
   CHECK(held_out_score(reg) > 0.9);  // R^2
 }
 
+TEST_CASE("RNNClassifier: a bidirectional GRU layer tells which end is larger too") {
+  RNNClassifier clf({.num_units = {8},
+                     .cell_type = "gru",
+                     .bidirectional = true,
+                     .time_steps = 8,
+                     .optimizer = ops::Optimizer::adam(0.02),
+                     .fit = {.batch_size = 32, .epochs = 6}},
+                    quiet());
+  CHECK(held_out_score(clf) > 0.9);
+  CHECK(std::get<bool>(clf.get_params().at("bidirectional")));
+  // Both directions' variables, named as their scopes say.
+  CHECK(clf.estimator().get_variable_value("rnn/layer_0/fw/gru_cell/gates/kernel").ok());
+  CHECK(clf.estimator().get_variable_value("rnn/layer_0/bw/gru_cell/gates/kernel").ok());
+  auto logits = clf.estimator().get_variable_value("rnn/logits/kernel");
+  REQUIRE(logits.ok());
+  CHECK(logits->shape() == Shape{16, 2});  // h of both directions
+}
+
 TEST_CASE("RNN params are checked where they are set, and against the data when it comes") {
   Sequences data = sequences(64, 5);
   RNNClassifier clf({.time_steps = 3}, quiet());
