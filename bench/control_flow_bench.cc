@@ -4,6 +4,8 @@
 //                          the loop, Adam), as dynamic_rnn's while_loop against the same cell
 //                          written out as a straight graph of 28 steps: examples/s, ratio >= 0.9
 //                          (issue 40's second peer)
+//   lstm_fused_vs_composite the loop's LSTM with a fused LSTMBlockCell a step against the cell
+//                          written as a node per product and activation: examples/s, ratio
 //   lstm_actors_vs_executor the loop's LSTM trained through an actors::Session (its loops run in
 //                          a control-flow region, the layers around them as node actors)
 //                          against runtime::Executor: examples/s, their ratio
@@ -38,7 +40,7 @@ namespace {
 bool quick = false;
 constexpr int64_t kBatch = 128, kSteps = 28, kFeatures = 28, kUnits = 128;
 
-enum class Run { kLoop, kUnrolled, kLoopOnActors };
+enum class Run { kLoop, kUnrolled, kLoopOnActors, kLoopComposite };
 
 // Seconds per training step of the LSTM classifier, through a loop or written out, on the
 // reference executor or on actors.
@@ -49,7 +51,7 @@ double lstm_step_seconds(Run run) {
   g.set_seed(1);
   Output x = ops::placeholder(b, DType::kFloat32, Shape{kBatch, kSteps, kFeatures}, "x");
   Output y = ops::placeholder(b, DType::kInt32, Shape{kBatch}, "y");
-  auto cell = ops::lstm_cell(b, "lstm", kFeatures, kUnits);
+  auto cell = ops::lstm_cell(b, "lstm", kFeatures, kUnits, 1.0, run != Run::kLoopComposite);
   Output h;
   if (loop) {
     h = ops::dynamic_rnn(b, *cell, x).final_state[1];
@@ -136,12 +138,14 @@ int main(int argc, char** argv) {
   quick = flags.quick;
   bench::Bars bars("control_flow");
   // Alternated rounds, the ratio taken within each and its median reported.
-  std::vector<double> loop_s, unrolled_s, actors_s, ratios, actor_ratios;
+  std::vector<double> loop_s, unrolled_s, actors_s, composite_s, ratios, actor_ratios, fused_ratios;
   for (int round = 0; round < (quick ? 1 : 3); ++round) {
     loop_s.push_back(lstm_step_seconds(Run::kLoop));
     unrolled_s.push_back(lstm_step_seconds(Run::kUnrolled));
     actors_s.push_back(lstm_step_seconds(Run::kLoopOnActors));
+    composite_s.push_back(lstm_step_seconds(Run::kLoopComposite));
     ratios.push_back(unrolled_s.back() / loop_s.back());
+    fused_ratios.push_back(composite_s.back() / loop_s.back());
     actor_ratios.push_back(loop_s.back() / actors_s.back());
   }
   auto median = [](std::vector<double> v) {
@@ -150,6 +154,8 @@ int main(int argc, char** argv) {
   };
   bars.add("lstm_loop_vs_unrolled", kBatch / median(loop_s), "examples/s", "unrolled",
            kBatch / median(unrolled_s), median(ratios));
+  bars.add("lstm_fused_vs_composite", kBatch / median(loop_s), "examples/s", "composite_cell",
+           kBatch / median(composite_s), median(fused_ratios));
   bars.add("lstm_actors_vs_executor", kBatch / median(actors_s), "examples/s", "executor",
            kBatch / median(loop_s), median(actor_ratios));
   const double iteration = per_add_us(true), node = per_add_us(false);

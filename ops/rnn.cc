@@ -4,17 +4,102 @@
 #include "ops/control_flow_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
+#include "ops/op_def_names.h"
 #include "ops/state_ops.h"
 
 namespace troupe::ops {
 
 namespace {
 
+// LSTMBlockCell's outputs, in TF's order: the gates i, f, o (sigmoids), cs (the new cell), ci
+// (tanh of the candidate), co (tanh of cs), h (the output). Its gradient needs them all.
+enum Block { kI, kCs, kF, kO, kCi, kCo, kH };
+
+Status block_shape(InferenceContext& c) {
+  TROUPE_RETURN_IF_ERROR(c.expect_floating(0));
+  const Shape& x = c.input_shape(0);
+  const Shape& w = c.input_shape(3);
+  if (w.rank_known() && w.rank() != 2) return c.error("w must be [input + units, 4 units]");
+  const int64_t units = w.rank_known() && w.dim(1) >= 0 ? w.dim(1) / 4 : -1;
+  const int64_t batch = x.rank_known() && x.rank() == 2 ? x.dim(0) : -1;
+  for (int i = 0; i < 7; ++i) c.set_output(i, c.input_dtype(0), Shape{batch, units});
+  return runtime::ok_status();
+}
+
+}  // namespace
+
+TROUPE_REGISTER_OP(LSTMBlockCell)
+    .input("x")
+    .input("cs_prev")
+    .input("h_prev")
+    .input("w")
+    .input("b")
+    .output("i")
+    .output("cs")
+    .output("f")
+    .output("o")
+    .output("ci")
+    .output("co")
+    .output("h")
+    .attr("forget_bias", 1.0)
+    .shape_fn(block_shape)
+    // TF's _LSTMBlockCellGrad: the gates' pre-activation gradients from the kernel, then the
+    // products that carry them to x, h_prev, w and b. Only cs and h pass gradients on.
+    .gradient([](GraphBuilder& b, const Node& n, const Grads& dy) {
+      const Output x = n.inputs[0], cs_prev = n.inputs[1], h_prev = n.inputs[2], w = n.inputs[3];
+      auto out = [&](int k) { return Output{n.id, k}; };
+      const std::vector<Output> grads =
+          b.add_node("LSTMBlockCellGrad",
+                     {x, cs_prev, h_prev, w, out(kI), out(kCs), out(kF), out(kO), out(kCi),
+                      out(kCo), dy[kCs], dy[kH]},
+                     {});
+      if (grads.size() != 2) return Grads(5);
+      const Output dgates = grads[1];  // [batch, 4 units]
+      const Output dxh = matmul(b, dgates, w, false, true);
+      std::vector<Output> parts = split_like(b, dxh, {x, h_prev}, 1);
+      if (parts.size() != 2) return Grads(5);
+      const Output dw = matmul(b, concat(b, {x, h_prev}, 1), dgates, true, false);
+      return Grads{parts[0], grads[0], parts[1], dw, reduce_sum(b, dgates, {0})};
+    })
+    .doc(
+        "one LSTM step fused (TF's LSTMBlockCell, no peepholes): gates [x, h_prev] w + b in the "
+        "order i, ci, f, o; cs = sigmoid(f + forget_bias) cs_prev + sigmoid(i) tanh(ci)");
+
+TROUPE_REGISTER_OP(LSTMBlockCellGrad)
+    .input("x")
+    .input("cs_prev")
+    .input("h_prev")
+    .input("w")
+    .input("i")
+    .input("cs")
+    .input("f")
+    .input("o")
+    .input("ci")
+    .input("co")
+    .input("cs_grad")
+    .input("h_grad")
+    .output("cs_prev_grad")
+    .output("dgates")
+    .shape_fn([](InferenceContext& c) -> Status {
+      c.set_output(0, c.input_dtype(1), c.input_shape(1));
+      const Shape& cs = c.input_shape(1);
+      const int64_t batch = cs.rank_known() && cs.rank() == 2 ? cs.dim(0) : -1;
+      const int64_t units = cs.rank_known() && cs.rank() == 2 && cs.dim(1) >= 0 ? cs.dim(1) : -1;
+      c.set_output(1, c.input_dtype(1), Shape{batch, units < 0 ? -1 : 4 * units});
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc(
+        "LSTMBlockCell's gradient for cs_prev, and for the gates' pre-activations (second "
+        "derivatives are not supported)");
+
+namespace {
+
 class LstmCell : public RnnCell {
  public:
   LstmCell(GraphBuilder& b, const std::string& name, int64_t input_size, int64_t units,
-           double forget_bias)
-      : units_(units), forget_bias_(forget_bias) {
+           double forget_bias, bool fused)
+      : units_(units), forget_bias_(forget_bias), fused_(fused) {
     const Shape shape{input_size + units, 4 * units};
     kernel_ = variable(b, name + "/kernel", shape, DType::kFloat32, glorot_uniform(b, shape));
     bias_ = variable(b, name + "/bias", Shape{4 * units}, DType::kFloat32,
@@ -22,7 +107,18 @@ class LstmCell : public RnnCell {
   }
   int64_t units() const override { return units_; }
   int state_size() const override { return 2; }
+  // One LSTMBlockCell node a step: a node of the loop's body instead of a dozen, and no
+  // intermediate tensors but the ones its gradient reads.
+  // Fused: one LSTMBlockCell node a step, a node of the loop's body instead of a dozen.
   Output step(GraphBuilder& b, Output input, std::vector<Output>* state) const override {
+    if (fused_) {
+      const std::vector<Output> out =
+          b.add_node("LSTMBlockCell", {input, (*state)[0], (*state)[1], kernel_, bias_},
+                     {{"forget_bias", forget_bias_}});
+      if (out.size() != 7) return {};
+      *state = {out[kCs], out[kH]};
+      return out[kH];
+    }
     Output c = (*state)[0], h = (*state)[1];
     Output gates = bias_add(b, matmul(b, concat(b, {input, h}, 1), kernel_), bias_);
     std::vector<Output> ijfo = split(b, gates, 4, 1);
@@ -37,6 +133,7 @@ class LstmCell : public RnnCell {
  private:
   const int64_t units_;
   const double forget_bias_;
+  const bool fused_;
   Output kernel_, bias_;
 };
 
@@ -80,8 +177,8 @@ class GruCell : public RnnCell {
 }  // namespace
 
 std::unique_ptr<RnnCell> lstm_cell(GraphBuilder& b, const std::string& name, int64_t input_size,
-                                   int64_t units, double forget_bias) {
-  return std::make_unique<LstmCell>(b, name, input_size, units, forget_bias);
+                                   int64_t units, double forget_bias, bool fused) {
+  return std::make_unique<LstmCell>(b, name, input_size, units, forget_bias, fused);
 }
 
 std::unique_ptr<RnnCell> gru_cell(GraphBuilder& b, const std::string& name, int64_t input_size,

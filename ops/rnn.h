@@ -35,9 +35,11 @@ class RnnCell {
 
 // tf.nn.rnn_cell.LSTMCell without peepholes or projection: c = f * c + i * tanh(j),
 // h = o * tanh(c), the gates sigmoids of [input, h] times the kernel plus the bias, with
-// forget_bias added to the forget gate's. State: {c, h}.
+// forget_bias added to the forget gate's. State: {c, h}. `fused`: each step one LSTMBlockCell
+// node (TF's LSTMBlockCell: one kernel for the gates, activations and state); else a node per
+// product and activation. The same variables and values either way.
 std::unique_ptr<RnnCell> lstm_cell(GraphBuilder& b, const std::string& name, int64_t input_size,
-                                   int64_t units, double forget_bias = 1.0);
+                                   int64_t units, double forget_bias = 1.0, bool fused = true);
 // tf.nn.rnn_cell.GRUCell: r, u = sigmoid([input, h] gates), candidate = tanh([input, r * h]
 // candidate), h = u * h + (1 - u) * candidate. State: {h}.
 std::unique_ptr<RnnCell> gru_cell(GraphBuilder& b, const std::string& name, int64_t input_size,

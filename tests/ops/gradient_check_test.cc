@@ -356,6 +356,14 @@ std::vector<GradCase> cases() {
          return ops::conv2d_transpose(b, x[0], x[1], Shape{1, 4, 4, 2}, {2, 2}, "SAME");
        },
        {rnd({1, 2, 2, 3}), rnd({3, 3, 2, 3})}},
+      {"LSTMBlockCell",
+       [](GraphBuilder& b, const In& x) {
+         std::vector<Output> out =
+             b.add_node("LSTMBlockCell", {x[0], x[1], x[2], x[3], x[4]}, {{"forget_bias", 1.0}});
+         // cs and h, the outputs that carry gradients (outputs 1 and 6).
+         return ops::add(b, ops::mul(b, out[1], x[5]), out[6]);
+       },
+       {rnd({2, 3}), rnd({2, 2}), rnd({2, 2}), rnd({5, 8}), rnd({8}), rnd({2, 2})}},
       {"ReverseSequence",
        [](GraphBuilder& b, const In& x) {
          return ops::mul(

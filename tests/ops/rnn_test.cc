@@ -146,6 +146,39 @@ TEST_CASE("sequence lengths: past its end an example outputs zeros and keeps its
   }
 }
 
+TEST_CASE("LSTMBlockCell gives what the LSTM's formulas give, step by step") {
+  OpTest t;
+  std::mt19937_64 rng(9);
+  const int64_t batch = 3, in = 4, units = 5;
+  Output x = t.feed(testing::random_tensor<float>(Shape{batch, in}, rng));
+  Output c = t.feed(testing::random_tensor<float>(Shape{batch, units}, rng));
+  Output h = t.feed(testing::random_tensor<float>(Shape{batch, units}, rng));
+  Output w = t.feed(testing::random_tensor<float>(Shape{in + units, 4 * units}, rng));
+  Output bias = t.feed(testing::random_tensor<float>(Shape{4 * units}, rng));
+  std::vector<Output> fused =
+      t.b.add_node("LSTMBlockCell", {x, c, h, w, bias}, {{"forget_bias", 1.0}});
+  REQUIRE(fused.size() == 7);
+  // c' = sigmoid(f + 1) c + sigmoid(i) tanh(j), h' = sigmoid(o) tanh(c'), gates i, j, f, o.
+  Output gates = ops::bias_add(t.b, ops::matmul(t.b, ops::concat(t.b, {x, h}, 1), w), bias);
+  std::vector<Output> ijfo = ops::split(t.b, gates, 4, 1);
+  Output c2 = ops::add(t.b, ops::mul(t.b, c, ops::sigmoid(t.b, ops::add(t.b, ijfo[2], 1.0))),
+                       ops::mul(t.b, ops::sigmoid(t.b, ijfo[0]), ops::tanh(t.b, ijfo[1])));
+  Output h2 = ops::mul(t.b, ops::tanh(t.b, c2), ops::sigmoid(t.b, ijfo[3]));
+  CHECK(testing::max_error(t.eval(fused[1]), t.eval(c2)) < 1e-5);
+  CHECK(testing::max_error(t.eval(fused[6]), t.eval(h2)) < 1e-5);
+  OpTest bad;
+  bad.b.add_node("LSTMBlockCell",
+                 {bad.feed(Tensor(DType::kFloat32, Shape{3, 4})),
+                  bad.feed(Tensor(DType::kFloat32, Shape{3, 5})),
+                  bad.feed(Tensor(DType::kFloat32, Shape{3, 5})),
+                  bad.feed(Tensor(DType::kFloat32, Shape{8, 20})),
+                  bad.feed(Tensor(DType::kFloat32, Shape{20}))},
+                 {{"forget_bias", 1.0}});
+  auto run = bad.run({Output{bad.g.num_nodes() - 1, 6}});
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.status().message().find("do not fit together") != std::string::npos);
+}
+
 TEST_CASE("reverse_sequence reverses each row within its length; the backward layer reads so") {
   OpTest t;
   // Two rows of 4 steps of 2 values: row 0 reversed in its first 3 steps, row 1 in its 4.
