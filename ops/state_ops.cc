@@ -159,83 +159,33 @@ TROUPE_REGISTER_OP(AssignSub)
     .doc("var -= delta; new_value = var");
 
 // tf.scatter_*: rows of a variable updated in place, the rows not named left as they are;
-// stateful, so not differentiated (as TF's). new_value = the variable after the update.
-TROUPE_REGISTER_OP(ScatterUpdate)
-    .input("indices")
-    .input("updates")
-    .output("new_value")
-    .attrs(kAssignDefaults)
-    .writes_variable()
-    .kernel_dtype_from_input(1)
-    .shape_fn(scatter_shape)
-    .no_gradient()
-    .doc("var[indices[j]] = updates[j] (rows named twice: the last one wins)");
+// stateful, so not differentiated (as TF's). new_value = the variable after the update. Seven
+// ops of one signature: one definition, registered under each name.
+namespace {
 
-TROUPE_REGISTER_OP(ScatterAdd)
-    .input("indices")
-    .input("updates")
-    .output("new_value")
-    .attrs(kAssignDefaults)
-    .writes_variable()
-    .kernel_dtype_from_input(1)
-    .shape_fn(scatter_shape)
-    .no_gradient()
-    .doc("var[indices[j]] += updates[j] (rows named twice add up)");
+runtime::OpDefBuilder scatter_op(const char* name, const char* doc) {
+  return std::move(runtime::OpDefBuilder(name)
+                       .input("indices")
+                       .input("updates")
+                       .output("new_value")
+                       .attrs(kAssignDefaults)
+                       .writes_variable()
+                       .kernel_dtype_from_input(1)
+                       .shape_fn(scatter_shape)
+                       .no_gradient()
+                       .doc(doc));
+}
 
-TROUPE_REGISTER_OP(ScatterSub)
-    .input("indices")
-    .input("updates")
-    .output("new_value")
-    .attrs(kAssignDefaults)
-    .writes_variable()
-    .kernel_dtype_from_input(1)
-    .shape_fn(scatter_shape)
-    .no_gradient()
-    .doc("var[indices[j]] -= updates[j]");
+const runtime::OpRegistrar kScatterOps[] = {
+    scatter_op("ScatterUpdate", "var[indices[j]] = updates[j] (rows named twice: the last wins)"),
+    scatter_op("ScatterAdd", "var[indices[j]] += updates[j] (rows named twice add up)"),
+    scatter_op("ScatterSub", "var[indices[j]] -= updates[j]"),
+    scatter_op("ScatterMul", "var[indices[j]] *= updates[j]"),
+    scatter_op("ScatterDiv", "var[indices[j]] /= updates[j]"),
+    scatter_op("ScatterMin", "var[indices[j]] = min(var[indices[j]], updates[j])"),
+    scatter_op("ScatterMax", "var[indices[j]] = max(var[indices[j]], updates[j])")};
 
-TROUPE_REGISTER_OP(ScatterMul)
-    .input("indices")
-    .input("updates")
-    .output("new_value")
-    .attrs(kAssignDefaults)
-    .writes_variable()
-    .kernel_dtype_from_input(1)
-    .shape_fn(scatter_shape)
-    .no_gradient()
-    .doc("var[indices[j]] *= updates[j]");
-
-TROUPE_REGISTER_OP(ScatterDiv)
-    .input("indices")
-    .input("updates")
-    .output("new_value")
-    .attrs(kAssignDefaults)
-    .writes_variable()
-    .kernel_dtype_from_input(1)
-    .shape_fn(scatter_shape)
-    .no_gradient()
-    .doc("var[indices[j]] /= updates[j]");
-
-TROUPE_REGISTER_OP(ScatterMin)
-    .input("indices")
-    .input("updates")
-    .output("new_value")
-    .attrs(kAssignDefaults)
-    .writes_variable()
-    .kernel_dtype_from_input(1)
-    .shape_fn(scatter_shape)
-    .no_gradient()
-    .doc("var[indices[j]] = min(var[indices[j]], updates[j])");
-
-TROUPE_REGISTER_OP(ScatterMax)
-    .input("indices")
-    .input("updates")
-    .output("new_value")
-    .attrs(kAssignDefaults)
-    .writes_variable()
-    .kernel_dtype_from_input(1)
-    .shape_fn(scatter_shape)
-    .no_gradient()
-    .doc("var[indices[j]] = max(var[indices[j]], updates[j])");
+}  // namespace
 
 Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,
                 Output initial_value, bool trainable) {

@@ -75,6 +75,23 @@ struct AssignUpdate {
   };
 };
 
+// The rows `indices` (int32 or int64) name, each checked against the variable's `rows`: one
+// outside [0, rows) is the error, naming its position and the variable.
+Status rows_of(const KernelContext& ctx, const Tensor& indices, int64_t rows,
+               std::vector<int64_t>* out) {
+  out->resize(static_cast<size_t>(indices.num_elements()));
+  for (int64_t j = 0; j < indices.num_elements(); ++j) {
+    const int64_t i =
+        indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[j] : indices.data<int64_t>()[j];
+    if (i < 0 || i >= rows) {
+      return runtime::invalid_argument("row ", i, " at position ", j, " is out of range [0, ", rows,
+                                       ") of variable '", var_name(ctx), "'");
+    }
+    (*out)[static_cast<size_t>(j)] = i;
+  }
+  return runtime::ok_status();
+}
+
 // Scatter<Op>: the rows at `indices` combined with `updates`, one index after another. Every
 // index is checked before anything is written, so a bad one leaves the variable as it was.
 enum class Combine { kUpdate, kAdd, kSub, kMul, kDiv, kMin, kMax };
@@ -95,16 +112,8 @@ struct ScatterUpdate {
                                          updates.shape(), " for ", k, " rows of variable '",
                                          var_name(ctx), "' ", shape);
       }
-      std::vector<int64_t> at(static_cast<size_t>(k));
-      for (int64_t j = 0; j < k; ++j) {
-        at[j] = indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[j]
-                                                 : indices.data<int64_t>()[j];
-        if (at[j] < 0 || at[j] >= rows) {
-          return runtime::invalid_argument("row ", at[j], " at position ", j,
-                                           " is out of range [0, ", rows, ") of variable '",
-                                           var_name(ctx), "'");
-        }
-      }
+      std::vector<int64_t> at;
+      TROUPE_RETURN_IF_ERROR(rows_of(ctx, indices, rows, &at));
       VariableStore* store;
       TROUPE_RETURN_IF_ERROR(store_of(ctx, &store));
       TROUPE_ASSIGN_OR_RETURN(Tensor var,
@@ -341,16 +350,10 @@ struct SparseApply {
         return runtime::invalid_argument("values of shape ", values.shape(), " for ", k,
                                          " rows of variable '", var_name(ctx), "' ", shape);
       }
+      std::vector<int64_t> at;
+      TROUPE_RETURN_IF_ERROR(rows_of(ctx, indices, rows, &at));
       std::vector<std::pair<int64_t, int64_t>> order(k);  // (row index, position in values)
-      for (int64_t j = 0; j < k; ++j) {
-        const int64_t i = indices.dtype() == DType::kInt32 ? indices.data<int32_t>()[j]
-                                                           : indices.data<int64_t>()[j];
-        if (i < 0 || i >= rows) {
-          return runtime::invalid_argument("row ", i, " at position ", j, " is out of range [0, ",
-                                           rows, ") of variable '", var_name(ctx), "'");
-        }
-        order[j] = {i, j};
-      }
+      for (int64_t j = 0; j < k; ++j) order[j] = {at[j], j};
       std::sort(order.begin(), order.end());
       Update<T> u;
       TROUPE_RETURN_IF_ERROR(begin_update(ctx, shape, 2, &u));

@@ -35,6 +35,19 @@ ops::SampledCandidates given(GraphBuilder& b, const std::vector<int64_t>& ids, i
           ops::constant(b, Tensor::from_vector(Shape{n}, std::vector<float>(n, 1.0f)))};
 }
 
+// A softmax layer's weights [classes, dim] and biases, and inputs [batch, dim], at random.
+struct Layer {
+  Tensor w, bias, x;
+};
+Layer random_layer(uint64_t seed, int64_t batch, int64_t classes, int64_t dim) {
+  std::mt19937_64 rng(seed);
+  Layer l;
+  l.w = testing::random_tensor<float>(Shape{classes, dim}, rng);
+  l.bias = testing::random_tensor<float>(Shape{classes}, rng);
+  l.x = testing::random_tensor<float>(Shape{batch, dim}, rng);
+  return l;
+}
+
 }  // namespace
 
 TEST_CASE("the samplers draw by their distributions, with TF's expected counts") {
@@ -94,14 +107,11 @@ TEST_CASE("the samplers draw by their distributions, with TF's expected counts")
 }
 
 TEST_CASE("sampled softmax over every class, each counted once, is the full softmax") {
-  std::mt19937_64 rng(3);
-  const int64_t batch = 4, classes = 6, dim = 3;
+  const int64_t batch = 4, classes = 6;
   OpTest t;
-  Tensor w = testing::random_tensor<float>(Shape{classes, dim}, rng);
-  Tensor bias = testing::random_tensor<float>(Shape{classes}, rng);
-  Tensor x = testing::random_tensor<float>(Shape{batch, dim}, rng);
+  const Layer layer = random_layer(3, batch, classes, 3);
   Tensor labels = Tensor::from_vector<int64_t>(Shape{batch, 1}, {0, 5, 2, 2});
-  Output W = t.feed(w), B = t.feed(bias), X = t.feed(x), L = t.feed(labels);
+  Output W = t.feed(layer.w), B = t.feed(layer.bias), X = t.feed(layer.x), L = t.feed(labels);
   ops::SampledCandidates all = given(t.b, {0, 1, 2, 3, 4, 5}, batch, 1);
   Output sampled = ops::sampled_softmax_loss(t.b, W, B, L, X, classes, classes, {.sampled = &all});
   Output full = ops::sparse_softmax_cross_entropy_with_logits(
@@ -118,12 +128,10 @@ TEST_CASE("sampled softmax over every class, each counted once, is the full soft
 }
 
 TEST_CASE("nce_loss is the logistic loss of the labels against the sampled classes") {
-  std::mt19937_64 rng(4);
   const int64_t batch = 3, classes = 5, dim = 2;
   OpTest t;
-  Tensor w = testing::random_tensor<float>(Shape{classes, dim}, rng);
-  Tensor bias = testing::random_tensor<float>(Shape{classes}, rng);
-  Tensor x = testing::random_tensor<float>(Shape{batch, dim}, rng);
+  const Layer layer = random_layer(4, batch, classes, dim);
+  const Tensor &w = layer.w, &bias = layer.bias, &x = layer.x;
   const std::vector<int64_t> label{1, 4, 0}, noise{2, 3};
   ops::SampledCandidates cand = given(t.b, noise, batch, 1);
   Output loss = ops::nce_loss(t.b, t.feed(w), t.feed(bias),
