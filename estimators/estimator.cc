@@ -487,6 +487,12 @@ Result<std::string> Estimator::export_saved_model(const std::string& export_dir_
   TROUPE_ASSIGN_OR_RETURN(serving::SavedModel saved,
                           saved_model_of(g.graph, g.spec, inputs, g.examples, *store_,
                                          global_step(), options.class_labels));
+  for (const auto& [name, path] : options.assets_extra) {
+    if (name.empty() || name.find('/') != std::string::npos) {
+      return runtime::invalid_argument("export: assets_extra name '", name, "' is no file name");
+    }
+    TROUPE_RETURN_IF_ERROR(runtime::read_file(path, &saved.assets_extra[name]));
+  }
   return serving::write_saved_model(export_dir_base, saved);
 }
 

@@ -106,6 +106,10 @@ struct ExportOptions {
   // into the model as EvalOptions::checkpoint_path is.
   std::string checkpoint_path;
   std::vector<std::string> class_labels;  // names of the classes classify answers with
+  // Files copied into the export's assets.extra/ by name (TF's assets_extra): a warm-up file of
+  // TF Serving's requests as "tf_serving_warmup_requests", which troupe serve runs before it
+  // serves the version.
+  std::map<std::string, std::string> assets_extra;  // name -> path
 };
 
 using Prediction = std::map<std::string, runtime::Tensor>;

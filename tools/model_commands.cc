@@ -225,7 +225,7 @@ int predict(const std::vector<std::string>& args) {
 // troupe export: the model of a model_dir at its latest or best checkpoint (or a given one), as
 // a version folder under --out that serving::load and troupe serve read.
 int export_model(const std::vector<std::string>& args) {
-  auto parsed = parse_flags(args, {"model-dir", "out", "checkpoint", "class-labels"});
+  auto parsed = parse_flags(args, {"model-dir", "out", "checkpoint", "class-labels", "warmup"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
   if (!flags.count("model-dir")) return usage_error("export needs --model-dir");
@@ -262,6 +262,7 @@ int export_model(const std::vector<std::string>& args) {
     std::stringstream list(flags.at("class-labels"));
     for (std::string l; std::getline(list, l, ',');) o.class_labels.push_back(l);
   }
+  if (flags.count("warmup")) o.assets_extra["tf_serving_warmup_requests"] = flags.at("warmup");
   auto dir = (*est)->export_saved_model(flags.at("out"), o);
   if (!dir.ok()) return fail(dir.status());
   runtime::log_info("exported ", o.checkpoint_path, " to ", *dir);

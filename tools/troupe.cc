@@ -127,6 +127,8 @@ const Command kCommands[] = {
     {"export", [](const auto& a, const auto&) { return troupe::cli::export_model(a); },
      "troupe export --model-dir DIR --out BASE [--checkpoint latest|best|PATH]\n",
      "options: --class-labels FILE (one class name a line)\n"
+     "  --warmup FILE (TF Serving's warm-up requests, a TFRecord of PredictionLog protos, as\n"
+     "    assets.extra/tf_serving_warmup_requests: troupe serve runs them before it serves)\n"
      "writes BASE/<version>: the graph, the variables and the signatures troupe serve loads\n"},
     {"search", [](const auto& a, const auto&) { return troupe::cli::search(a); },
      "troupe search --model dnn|linear|svm|kmeans|boosted_trees|random_forest --data DATA\n"

@@ -148,6 +148,7 @@ Result<std::string> write_saved_model(const std::string& base, const SavedModel&
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp + "/variables", ec);
   if (!ec && !model.assets.empty()) fs::create_directories(tmp + "/assets", ec);
+  if (!ec && !model.assets_extra.empty()) fs::create_directories(tmp + "/assets.extra", ec);
   if (ec) return runtime::internal_error("export: cannot create ", tmp, ": ", ec.message());
   auto written = [&]() -> Status {
     std::vector<char> graph;
@@ -158,6 +159,9 @@ Result<std::string> write_saved_model(const std::string& base, const SavedModel&
         runtime::write_checkpoint(tmp + "/variables/variables.ckpt", model.variables));
     for (const auto& [name, bytes] : model.assets) {
       TROUPE_RETURN_IF_ERROR(runtime::write_file_atomic(tmp + "/assets/" + name, bytes));
+    }
+    for (const auto& [name, bytes] : model.assets_extra) {
+      TROUPE_RETURN_IF_ERROR(runtime::write_file_atomic(tmp + "/assets.extra/" + name, bytes));
     }
     return runtime::write_file_atomic(
         tmp + "/saved_model.json", meta.dump(2, ' ', false, json::error_handler_t::replace) + "\n");

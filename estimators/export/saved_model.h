@@ -5,6 +5,7 @@
 //   graph.capnp          the prediction graph (schema/graph.capnp)
 //   variables/variables.ckpt   the variables that graph reads (schema/checkpoint.capnp, CRC'd)
 //   assets/              files the graph needs beside its variables (vocabularies), by name
+//   assets.extra/        files for the server (TF Serving's tf_serving_warmup_requests)
 //
 //   SavedModel m{.graph = g, .variables = vars, .signatures = {{"serving_default", sig}}};
 //   auto dir = write_saved_model("exports", m);          // Result<string>: exports/1733100000
@@ -48,6 +49,9 @@ struct SavedModel {
   runtime::CheckpointData variables;
   std::map<std::string, Signature> signatures;
   std::map<std::string, std::string> assets;  // file name -> contents
+  // Files for the server, not the graph (TF's assets.extra: tf_serving_warmup_requests), by
+  // name; written into assets.extra/, read by whoever serves it.
+  std::map<std::string, std::string> assets_extra;
   // Class names for classify results, index by index (empty: the indices as text).
   std::vector<std::string> class_labels;
   int64_t version = 0;  // read_saved_model: the folder's name

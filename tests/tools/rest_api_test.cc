@@ -29,9 +29,11 @@
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
 #include "ops/parsing_ops.h"
+#include "runtime/record_io.h"
 #include "tools/serve/http_server.h"
 #include "tools/serve/json_tensors.h"
 #include "tools/serve/rest_api.h"
+#include "tools/serve/warmup.h"
 
 using namespace troupe;
 using namespace troupe::serve;
@@ -228,6 +230,60 @@ TEST_CASE("classify and regress send each example as a serialized tf.Example the
                   R"({"signature_name": "classify_named", "examples": [{"x": 1.0}]})");
   REQUIRE_MESSAGE(named.status == 200, named.body);
   CHECK(json::parse(named.body)["results"] == json::parse(R"([[["y", 2.5]]])"));
+}
+
+TEST_CASE("a version runs its warm-up requests before it is AVAILABLE; a bad one does not load") {
+  const std::string base =
+      (fs::temp_directory_path() / ("troupe_warmup_" + std::to_string(::getpid()))).string();
+  fs::remove_all(base);
+  // Warm-up files as TF Serving's users write them, by another program.
+  auto warmup = [&](const std::string& version, const std::string& how) {
+    const std::string command = std::string("/usr/bin/python3 ") + TROUPE_WARMUP_WRITER + " " +
+                                TROUPE_SCHEMA + " " + base + "/" + version + "/" + kWarmupFile +
+                                how;
+    REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  };
+  write_half_plus_two(base, "7", 2.0);
+  warmup("7", "");
+  actors::Runtime rt;
+  ModelManager models({.base_path = base,
+                       .name = "half_plus_two",
+                       .poll_interval = std::chrono::milliseconds(0),
+                       .batching = {.enabled = false}},
+                      rt);
+  models.poll();
+  std::vector<VersionState> states = models.states();
+  REQUIRE(states.size() == 1);
+  CHECK(states[0].state == "AVAILABLE");
+  CHECK(states[0].warmup_requests == 3);  // predict, classify and regress
+  // A newer version whose warm-up asks for a signature it lacks: END, the error naming the
+  // record; the version served before stays.
+  write_half_plus_two(base, "8", 3.0);
+  warmup("8", " --bad");
+  models.poll();
+  states = models.states();
+  REQUIRE(states.size() == 2);
+  CHECK(states[0].version == 8);
+  CHECK(states[0].state == "END");
+  CHECK_MESSAGE(
+      states[0].status.message().find(
+          "warm-up record 2: the model has no signature 'no_such_signature'") != std::string::npos,
+      states[0].status.to_string());
+  REQUIRE(models.find(0) != nullptr);
+  CHECK(models.find(0)->version == 7);
+  // An export written with the file among its assets_extra warms up the same.
+  std::string requests;
+  REQUIRE(runtime::read_file(base + "/7/" + kWarmupFile, &requests).ok());
+  auto seven = serving::read_saved_model(base + "/7");
+  REQUIRE(seven.ok());
+  seven->assets_extra["tf_serving_warmup_requests"] = requests;
+  auto nine = serving::write_saved_model(base, *seven);
+  REQUIRE_MESSAGE(nine.ok(), nine.status().to_string());
+  models.poll();
+  states = models.states();
+  CHECK(states[0].state == "AVAILABLE");
+  CHECK(states[0].warmup_requests == 3);
+  fs::remove_all(base);
 }
 
 TEST_CASE("floats are written as the shortest decimal that reads back as the same float") {

@@ -1,6 +1,7 @@
 #include "tools/serve/model_manager.h"
 
 #include "runtime/log.h"
+#include "tools/serve/warmup.h"
 
 namespace troupe::serve {
 
@@ -57,6 +58,17 @@ void ModelManager::poll() {
     set_state(newest, "END", loaded.status());
     return;
   }
+  auto warmed = run_warmup(dir, **loaded);
+  if (!warmed.ok()) {
+    runtime::log_error("model ", options_.name, " version ", newest,
+                       " did not warm up: ", warmed.status().to_string());
+    set_state(newest, "END", warmed.status());
+    return;
+  }
+  if (*warmed > 0) {
+    runtime::log_info("model ", options_.name, " version ", newest, " warmed up with ", *warmed,
+                      " requests");
+  }
   auto s = std::make_shared<Servable>();
   s->version = newest;
   s->predictor = std::move(*loaded);
@@ -68,7 +80,7 @@ void ModelManager::poll() {
     std::lock_guard<std::mutex> lock(mu_);
     old = std::move(current_);
     current_ = std::move(s);
-    states_[newest] = {newest, "AVAILABLE", runtime::ok_status()};
+    states_[newest] = {newest, "AVAILABLE", runtime::ok_status(), *warmed};
     if (old) states_[old->version] = {old->version, "END", runtime::ok_status()};
   }
   runtime::log_info("model ", options_.name, " serves version ", newest, " (", dir, ")");

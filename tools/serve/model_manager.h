@@ -7,7 +7,8 @@
 //   if (auto s = models.find(0)) ...;                 // 0: the newest; else that version
 //   for (auto& v : models.states()) ...               // {version, "AVAILABLE" | "END", status}
 //
-// A version that fails to load is logged, reported END with its error, and not retried; the
+// A version runs its export's warm-up requests (warmup.h) before it becomes AVAILABLE. A version
+// that fails to load or to warm up is logged, reported END with its error, and not retried; the
 // version served before stays. Thread-safe.
 #pragma once
 
@@ -47,6 +48,7 @@ struct VersionState {
   int64_t version = 0;
   std::string state;  // "AVAILABLE", "LOADING" or "END"
   runtime::Status status;
+  int64_t warmup_requests = 0;  // run before it became AVAILABLE (warmup.h)
 };
 
 class ModelManager {
