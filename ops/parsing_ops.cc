@@ -119,8 +119,8 @@ TROUPE_REGISTER_OP(ParseExample)
     .attr("sparse_value_keys", Tensor(DType::kString, Shape{0}))
     .attr("sparse_sizes", std::vector<int64_t>{})
     .shape_fn([](InferenceContext& c) -> Status {
-      TROUPE_RETURN_IF_ERROR(check_keys(
-          c, {"dense_keys", "sparse_keys", "sparse_index_keys", "sparse_value_keys"}));
+      TROUPE_RETURN_IF_ERROR(
+          check_keys(c, {"dense_keys", "sparse_keys", "sparse_index_keys", "sparse_value_keys"}));
       const Tensor& sparse = c.attr<Tensor>("sparse_keys");
       const auto& types = c.attr<std::vector<int64_t>>("sparse_types");
       const int ns = static_cast<int>(sparse.num_elements());

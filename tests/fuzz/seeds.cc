@@ -155,7 +155,8 @@ void text_files(const std::string& scratch) {
   put("rest_api", 1,
       std::string("\x00", 1) +
           R"({"signature_name": "mixed", "inputs": {"x": [[1, 2, 3]], "k": [7], "s": [{"b64": "aGk="}]}})");
-  put("rest_api", 2, std::string("\x01", 1) + R"({"examples": [{"x": [1.5, 2, 3]}], "context": {}})");
+  put("rest_api", 2,
+      std::string("\x01", 1) + R"({"examples": [{"x": [1.5, 2, 3]}], "context": {}})");
   put("rest_api", 3, std::string("\x02", 1) + R"({"examples": [{}], "context": {"x": [1, 2, 3]}})");
   put("rest_api", 4, std::string("\x03", 1) + "m/versions/1/metadata");
   // A stranger's hello and proof; a server's answer of the right length.
