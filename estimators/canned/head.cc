@@ -339,7 +339,10 @@ runtime::Result<EstimatorSpec> multi_head_spec(ModelInputs& in, const Head& head
     for (const auto& [key, metric] : one.eval_metric_ops) {
       spec.eval_metric_ops[key + "/" + name] = metric;
     }
-    spec.eval_metric_ops["loss/" + name] = {"mean", one.loss, one.loss};
+    // The batch's loss once per example, so that the mean over an evaluation weighs batches by
+    // their examples, as the total loss does.
+    Output per_example = ops::add(b, ops::zeros_like(b, ops::reduce_sum(b, part, {1})), one.loss);
+    spec.eval_metric_ops["loss/" + name] = {"mean", per_example, per_example};
     Output weighted = parts[k].weight == 1 ? one.loss : ops::mul(b, one.loss, parts[k].weight);
     spec.loss = spec.loss.valid() ? ops::add(b, spec.loss, weighted) : weighted;
   }

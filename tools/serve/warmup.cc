@@ -45,7 +45,13 @@ Result<Tensor> tensor_of(const tensorflow::TensorProto& p, const std::string& na
                                        " is not one troupe serves");
   }
   std::vector<int64_t> dims;
-  for (const auto& d : p.tensor_shape().dim()) dims.push_back(d.size());
+  for (const auto& d : p.tensor_shape().dim()) {
+    // A request's tensor has every dimension: -1 is no size here (and no tensor could hold it).
+    if (d.size() < 0) {
+      return runtime::invalid_argument("input '", name, "': dimension ", d.size(), " in its shape");
+    }
+    dims.push_back(d.size());
+  }
   const runtime::Shape shape(dims);
   TROUPE_RETURN_IF_ERROR(
       runtime::check_tensor_size(dtype, shape).with_context("input '" + name + "'"));
