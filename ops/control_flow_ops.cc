@@ -102,7 +102,7 @@ TROUPE_REGISTER_OP(Merge)
       // that branch was the one taken.
       Grads dx;
       for (const Output& in : n.inputs) {
-        auto in_branch = b.enter_context(b.context_of(in.node));
+        auto in_branch = b.enter_context(b.gradient_context(b.context_of(in.node)));
         dx.push_back(b.capture(dy[0]));
       }
       return dx;
@@ -145,6 +145,13 @@ TROUPE_REGISTER_OP(LoopCond)
     })
     .no_gradient()
     .doc("output = input, a loop's condition: whether its variables go round again");
+
+// A loop's gradient pushes forward values inside a cond's branch too: the loop's next iteration
+// waits for those pushes through a ControlTrigger, which a branch not taken does not kill.
+TROUPE_REGISTER_OP(ControlTrigger)
+    .shape_fn(shape_fns::no_outputs)
+    .no_gradient()
+    .doc("Does nothing; runs once its control inputs have come, dead or live, and is never dead");
 
 // A while loop's gradient reads the forward values of every iteration from stacks: each
 // iteration pushes, and the gradient's loop pops them in reverse (while_loop.cc).
@@ -203,7 +210,20 @@ Output loop_cond(GraphBuilder& b, Output pred, const std::string& name) {
   return b.add("LoopCond", {pred}, {}, name);
 }
 
+int control_trigger(GraphBuilder& b, const std::vector<int>& deps, const std::string& name) {
+  auto scope = b.control_dependencies(deps);
+  b.add_node("ControlTrigger", {}, {}, name);
+  return b.ok() ? b.graph().num_nodes() - 1 : -1;
+}
+
 namespace {
+
+// The pivot of a branch taken when `pred` is `branch`, built in the current context: the
+// predicate's live side, which a node of the branch without inputs waits for.
+Output branch_pivot(GraphBuilder& b, Output pred, bool branch) {
+  auto [pf, pt] = switch_(b, pred, pred, branch ? "pivot_switch_t" : "pivot_switch_f");
+  return identity(b, branch ? pt : pf, branch ? "pivot_t" : "pivot_f");
+}
 
 // A branch of a cond: outer values enter through a Switch on the predicate, live only when the
 // branch is taken.
@@ -220,28 +240,72 @@ class CondContext : public runtime::ControlFlowContext {
   int pivot() const override { return pivot_; }
   std::string name() const override { return "cond '" + name_ + "'"; }
   bool is_loop() const override { return false; }
+  int gradient_branch(GraphBuilder& b) override;
 
- private:
+  int id = 0;
+
+ protected:
   const std::string name_;
   const Output pred_;
   const bool branch_;
+
+ private:
   const int pivot_;
   std::map<Output, Output> captured_;
 };
+
+// The gradient's branch of a cond's branch inside a loop's body, in the gradient's loop: its
+// predicate is the one the forward iteration took, popped from a stack, and the forward
+// branch's values it reads are popped from stacks that branch pushed them on when it ran.
+class CondGradContext : public CondContext {
+ public:
+  CondGradContext(std::string name, Output pred, bool branch, int pivot, int forward)
+      : CondContext(std::move(name), pred, branch, pivot), forward_(forward) {}
+  bool imports_from(int from) const override { return from == forward_; }
+  Output capture(GraphBuilder& b, Output value) override {
+    if (b.context_of(value.node) != forward_) return CondContext::capture(b, value);
+    return b.context(b.loop_around(id)).pop_forward(b, value, id);
+  }
+  int gradient_branch(GraphBuilder&) override { return 0; }
+  Output untaken_zeros(GraphBuilder& b, Output like) override {
+    // A known shape costs nothing to remember; an unknown one is the forward value's, popped.
+    Output zeros = b.shape(like).fully_defined() ? ops::zeros(b, b.shape(like), b.dtype(like))
+                                                 : zeros_like(b, b.capture(like));
+    auto [f, t] = switch_(b, zeros, pred_, "untaken_zeros");
+    return branch_ ? f : t;
+  }
+
+ private:
+  const int forward_;
+};
+
+int CondContext::gradient_branch(GraphBuilder& b) {
+  Output pred = b.capture(pred_);  // each iteration's, from the forward loop's stack
+  if (!pred.valid()) return 0;
+  auto scope = b.name_scope(name_ + "_grad");
+  Output pivot = branch_pivot(b, pred, branch_);
+  if (!b.ok()) return 0;
+  auto context = std::make_unique<CondGradContext>(name_ + "_grad", pred, branch_, pivot.node, id);
+  CondGradContext& made = *context;
+  made.id = b.add_context(std::move(context));
+  b.set_context(pivot.node, made.id);
+  return made.id;
+}
 
 // One branch's outputs, each a value of the branch (an outer value the branch returns as it is
 // enters it, so that the Merge sees it dead when the other branch is taken).
 std::vector<Output> build_branch(GraphBuilder& b, Output pred, bool branch,
                                  const std::string& cond_name, const BranchFn& fn) {
-  auto [pf, pt] = switch_(b, pred, pred, branch ? "pivot_switch_t" : "pivot_switch_f");
-  Output pivot = identity(b, branch ? pt : pf, branch ? "pivot_t" : "pivot_f");
+  Output pivot = branch_pivot(b, pred, branch);
   if (!b.ok()) return {};
-  const int ctx = b.add_context(std::make_unique<CondContext>(cond_name, pred, branch, pivot.node));
-  b.set_context(pivot.node, ctx);
-  auto inside = b.enter_context(ctx);
+  auto context = std::make_unique<CondContext>(cond_name, pred, branch, pivot.node);
+  CondContext& made = *context;
+  made.id = b.add_context(std::move(context));
+  b.set_context(pivot.node, made.id);
+  auto inside = b.enter_context(made.id);
   std::vector<Output> outs = fn(b);
   for (Output& o : outs) {
-    if (o.valid() && b.context_of(o.node) != ctx) o = identity(b, o);
+    if (o.valid() && b.context_of(o.node) != made.id) o = identity(b, o);
   }
   return outs;
 }

@@ -17,14 +17,16 @@
 // its own: Enter takes a value into it, NextIteration to the next iteration, Exit out of it once
 // LoopCond says false; frames nest. A value from outside that a branch or a body uses enters
 // through a Switch or an Enter the builder adds (GraphBuilder's control-flow contexts).
-// Executed by runtime::Executor; the actor runtime refuses such graphs for now.
+// Executed by runtime::Executor, and on actors as regions (actors/control_flow_region.h).
 //
 // Gradients (runtime/gradients.h): a cond's flows through the branch taken. A loop's is a second
 // loop (while_loop.cc) that runs as many iterations as the first did, each differentiating the
 // body backwards, with the forward values it reads popped from stacks that every forward
 // iteration pushed them on (StackPush, StackPop); an outer value the body read gets the sum over
-// the iterations. Nested loops differentiate inside out; a cond inside a loop's body has no
-// gradient yet (an error says so).
+// the iterations. Nested loops differentiate inside out. A cond inside a loop's body is
+// differentiated in a cond of the gradient's loop, steered by the predicate each forward
+// iteration took (pushed on a stack too); the values its branch pushed, it pops only in the
+// iterations that branch ran.
 //
 // Not thread-safe (builders).
 #pragma once
@@ -55,6 +57,8 @@ Output exit(GraphBuilder& b, Output data, const std::string& name = "");
 Output next_iteration(GraphBuilder& b, Output data, const std::string& name = "");
 // `pred` as the loop's condition: what each loop variable's Switch is steered by.
 Output loop_cond(GraphBuilder& b, Output pred, const std::string& name = "");
+// A node that runs once `deps` have, whether they ran or were dead, and is never dead: its id.
+int control_trigger(GraphBuilder& b, const std::vector<int>& deps, const std::string& name = "");
 
 using BranchFn = std::function<std::vector<Output>(GraphBuilder&)>;
 

@@ -57,9 +57,9 @@ class WhileContext : public runtime::ControlFlowContext {
   Output go_on;
   std::vector<Output> vars, merges, body_inputs, results, exits;
   std::vector<Shape> invariants;
-  // The gradient's: the values pushed each iteration (the iteration count's NextIteration waits
-  // for them).
-  std::vector<int> pushes;
+  // The gradient's: the values pushed each iteration, and those pushed inside a cond's branch
+  // in the iterations it ran (the iteration count's NextIteration waits for them all).
+  std::vector<int> pushes, branch_pushes;
 
  protected:
   std::map<Output, Output> captured_;  // an outer value -> its Enter
@@ -79,17 +79,21 @@ class WhileGradContext : public WhileContext {
   bool imports_from(int from) const override { return from == forward_.id; }
   Output capture(GraphBuilder& b, Output value) override {
     if (b.context_of(value.node) != forward_.id) return WhileContext::capture(b, value);
+    return pop_forward(b, value, id);
+  }
+  Output pop_forward(GraphBuilder& b, Output value, int into) override {
     auto it = popped_.find(value);
     if (it != popped_.end()) return it->second;
+    const int where = b.context_of(value.node);
     Output pushed;
     {
-      auto in_forward = b.enter_context(forward_.id);
+      auto in_forward = b.enter_context(where);
       pushed = b.add("StackPush", {value}, {{"stack", std::string()}}, "stack_push");
       if (!pushed.valid()) return {};
       b.graph().set_attr(pushed.node, "stack", b.graph().node(pushed.node).name);
-      forward_.pushes.push_back(pushed.node);
+      (where == forward_.id ? forward_.pushes : forward_.branch_pushes).push_back(pushed.node);
     }
-    auto here = b.enter_context(id);
+    auto here = b.enter_context(into);  // a pop without inputs waits for that context's pivot
     return popped_[value] = b.add("StackPop", {},
                                   {{"stack", b.graph().node(pushed.node).name},
                                    {"dtype", b.dtype(value)},
@@ -336,7 +340,9 @@ std::vector<std::pair<Output, Output>> WhileContext::loop_gradient(
 
   {
     auto inside = b.enter_context(id);
-    auto after_pushes = b.control_dependencies(pushes);
+    std::vector<int> pushed = pushes;
+    if (!branch_pushes.empty()) pushed.push_back(control_trigger(b, branch_pushes, "pushed"));
+    auto after_pushes = b.control_dependencies(pushed);
     Output next = next_iteration(b, count_next_value, "count_next");
     if (!b.ok()) return {};
     if (Status s = b.graph().set_back_edge(count_merge.node, 1, next); !s.ok()) {

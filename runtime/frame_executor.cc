@@ -15,7 +15,7 @@ bool is_control_flow_op(const std::string& op) {
 
 namespace {
 
-enum class Kind { kNormal, kSwitch, kMerge, kEnter, kExit, kNextIteration };
+enum class Kind { kNormal, kSwitch, kMerge, kEnter, kExit, kNextIteration, kControlTrigger };
 
 Kind kind_of(const std::string& op) {
   if (op == "Switch") return Kind::kSwitch;
@@ -23,6 +23,7 @@ Kind kind_of(const std::string& op) {
   if (op == "Enter") return Kind::kEnter;
   if (op == "Exit") return Kind::kExit;
   if (op == "NextIteration") return Kind::kNextIteration;
+  if (op == "ControlTrigger") return Kind::kControlTrigger;
   return Kind::kNormal;
 }
 
@@ -293,7 +294,8 @@ void FrameExecutor::Run::maybe_fire(int item, int instance, int64_t iter, Waitin
     dead = !live;
   } else {
     if (w.missing > 0 || w.missing_control > 0) return;
-    dead = w.dead > 0 || w.control_dead;
+    // A ControlTrigger orders, it carries nothing: dead inputs do not kill it.
+    dead = it.kind != Kind::kControlTrigger && (w.dead > 0 || w.control_dead);
   }
   make_ready(Ready{item, instance, iter, std::move(w.inputs), dead});
   if (it.kind == Kind::kMerge) {

@@ -3,8 +3,9 @@
 // takes a value into a child frame (made for each iteration of its parent frame that enters
 // it), NextIteration to its frame's next iteration, Exit back to the parent; a Switch sends a
 // dead tensor down the output it does not pick; a node with a dead input is dead and runs no
-// kernel; a Merge forwards the first live input. A frame whose work is done while some Exit
-// never sent a live value (a loop on a branch not taken) sends dead ones from them.
+// kernel (but a ControlTrigger, which only orders); a Merge forwards the first live input. A
+// frame whose work is done while some Exit never sent a live value (a loop on a branch not
+// taken) sends dead ones from them.
 //
 //   auto frames = FrameExecutor::plan(graph, nodes, fed);   // nodes: a pruned run, in id order
 //   auto out = frames->run(kernels, feeds, fetches);          // kernels[i]: nodes[i]'s

@@ -1,5 +1,6 @@
 #include "runtime/gradients.h"
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -54,21 +55,20 @@ void reach(const Graph& g, const std::vector<Output>& ys, const std::vector<Outp
   }
 }
 
-// Within a loop's body, a cond's branches would need contexts of their own in the gradient's
-// loop: not built yet, so refused, naming the first node.
+// Within a loop's body, a loop inside a cond's branch would run its gradient's loop inside the
+// gradient's branch: not built yet, so refused, naming the first node.
 Status check_body(const GraphBuilder& b, const std::vector<bool>& needed, int body) {
   for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
-    const int context = b.context_of(id);
-    if (!needed[id] || context == body) continue;
-    bool in_cond = false;
-    for (int c = context; c != body && c != 0; c = b.outer_context(c)) {
-      in_cond = !b.context(c).is_loop();  // a nested loop: differentiated at its Exits
-      if (!in_cond) break;
-    }
-    if (in_cond) {
-      const Node& node = b.graph().node(id);
-      return unimplemented("no gradient yet for ", node.op, " '", node.name,
-                           "', inside a cond inside a while loop's body");
+    if (!needed[id]) continue;
+    bool loop_inside = false;
+    for (int c = b.context_of(id); c != body && c != 0; c = b.outer_context(c)) {
+      if (b.context(c).is_loop()) {
+        loop_inside = true;
+      } else if (loop_inside) {
+        const Node& node = b.graph().node(id);
+        return unimplemented("no gradient yet for ", node.op, " '", node.name,
+                             "', in a while loop inside a cond inside a while loop's body");
+      }
     }
   }
   return ok_status();
@@ -115,7 +115,26 @@ std::vector<Output> differentiate(GraphBuilder& b, const std::vector<Output>& ys
     if (dx.valid() && from_x[in.node] && is_floating(g.dtype(in))) pending[in].push_back(dx);
   };
 
+  // The context a node's gradient is built in: where the gradients are asked for, for a node of
+  // the body (or of the graph); a cond's own branch outside loops. In a loop's body, a cond's
+  // branch has a branch of the gradient's loop, made when first needed.
   const int here = b.current_context();
+  std::map<int, int> branches;
+  std::function<int(int)> grad_context_of = [&](int c) -> int {
+    if (c == body) return here;
+    if (body == 0 || b.loop_around(c) != body) return c;
+    auto it = branches.find(c);
+    if (it != branches.end()) return it->second;
+    const int outer = grad_context_of(b.outer_context(c));
+    auto in_outer = b.enter_context(outer);
+    const int made = b.context(c).gradient_branch(b);
+    if (made == 0) {
+      b.record_error(internal_error("no gradient branch for ", b.context(c).name()));
+      return outer;
+    }
+    return branches[c] = made;
+  };
+  auto mapped = b.map_gradient_contexts(grad_context_of);
   std::set<int> loops_done;
   for (int id = n - 1; id >= 0 && b.ok(); --id) {
     if (!needed[id]) continue;
@@ -127,6 +146,7 @@ std::vector<Output> differentiate(GraphBuilder& b, const std::vector<Output>& ys
       const int loop = b.context_of(node.inputs[0].node);
       if (loop != 0 && b.context(loop).is_loop()) {
         if (!loops_done.insert(loop).second) continue;
+        auto around = b.enter_context(grad_context_of(context));
         const std::vector<Output> exits = b.context(loop).loop_exits();
         std::vector<Output> d_exits(exits.size());
         for (size_t i = 0; i < exits.size(); ++i) {
@@ -137,12 +157,14 @@ std::vector<Output> differentiate(GraphBuilder& b, const std::vector<Output>& ys
         continue;
       }
     }
-    if (context != body && b.in_loop(id)) continue;  // its loop's, at that loop's Exits
-    // A node inside a cond's branch gets its gradient there too: what enters from outside (the
-    // gradient of the cond's output) is live only when the branch was taken. A Switch that took
-    // a value into a branch is differentiated where the value came from. A loop's body is
-    // differentiated inside the loop that runs it backwards.
-    const int grad_context = context == body ? here : context;
+    if (b.loop_around(context) != body) continue;  // a nested loop's, at that loop's Exits
+    // A node inside a cond's branch gets its gradient in that branch (or its gradient branch):
+    // what enters from outside (the gradient of the cond's output) is live only when the branch
+    // was taken. A Switch that took a value into a branch is differentiated where the value came
+    // from. A loop's body is differentiated inside the loop that runs it backwards.
+    const int grad_context = grad_context_of(context);
+    if (!b.ok()) break;
+    const bool into_branch = node.op == "Switch" && context != body;
     auto in_node_context = b.enter_context(grad_context);
     std::vector<Output> dys(node.num_outputs());
     bool any = false;
@@ -162,14 +184,20 @@ std::vector<Output> differentiate(GraphBuilder& b, const std::vector<Output>& ys
     bool has_upstream = false;
     for (const Output& in : node.inputs) has_upstream |= needed[in.node] || from_x[in.node];
     if (!has_upstream) continue;  // e.g. x itself is this node's output
-    for (int i = 0; i < node.num_outputs(); ++i) {
-      if (!dys[i].valid()) dys[i] = b.add("ZerosLike", {Output{id, i}});
-    }
     auto node_scope = b.name_scope(node.name);
+    for (int i = 0; i < node.num_outputs(); ++i) {
+      if (dys[i].valid()) continue;
+      if (into_branch && grad_context != context) {
+        // In a gradient branch, the forward output not taken was dead whenever the branch ran:
+        // its zeros are live in the iterations the branch was not taken.
+        auto around = b.enter_context(b.outer_context(grad_context));
+        dys[i] = b.context(grad_context).untaken_zeros(b, node.inputs[0]);
+      } else {
+        dys[i] = b.add("ZerosLike", {Output{id, i}});
+      }
+    }
     auto in_grad_context =
-        b.enter_context(node.op == "Switch" && grad_context != 0 && grad_context == context
-                            ? b.outer_context(context)
-                            : grad_context);
+        b.enter_context(into_branch ? b.outer_context(grad_context) : grad_context);
     std::vector<Output> dxs = node.def->grad_fn(b, node, dys);
     for (size_t i = 0; i < dxs.size() && i < node.inputs.size(); ++i) give(node.inputs[i], dxs[i]);
   }

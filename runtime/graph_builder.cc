@@ -71,11 +71,19 @@ void GraphBuilder::set_context(int node, int id) {
   node_context_[node] = id;
 }
 
-bool GraphBuilder::in_loop(int node) const {
-  for (int c = context_of(node); c != 0; c = outer_of_[c]) {
-    if (contexts_[c - 1]->is_loop()) return true;
+bool GraphBuilder::in_loop(int node) const { return loop_around(context_of(node)) != 0; }
+
+int GraphBuilder::loop_around(int id) const {
+  for (int c = id; c != 0; c = outer_of_[c]) {
+    if (contexts_[c - 1]->is_loop()) return c;
   }
-  return false;
+  return 0;
+}
+
+ScopeGuard GraphBuilder::map_gradient_contexts(std::function<int(int)> map) {
+  auto saved = std::make_shared<std::function<int(int)>>(std::move(gradient_context_));
+  gradient_context_ = std::move(map);
+  return ScopeGuard([this, saved] { gradient_context_ = std::move(*saved); });
 }
 
 Output GraphBuilder::capture(Output o) {
@@ -200,10 +208,13 @@ std::vector<Output> GraphBuilder::add_node(const std::string& op, const std::vec
   }
   if (current_context_ != 0) {
     ControlFlowContext& here = context(current_context_);
+    // Within one frame (a loop's body and the conds inside it) control edges are free.
+    const int frame = loop_around(current_context_);
     for (int c : node.control_inputs) {
-      if (context_of(c) != current_context_ && here.is_loop()) {
+      if (frame != 0 && loop_around(context_of(c)) != frame) {
         record_error(invalid_argument(op, " '", node.name, "': a control dependency on '",
-                                      graph_->node(c).name, "', built outside ", here.name(),
+                                      graph_->node(c).name, "', built outside ",
+                                      context(frame).name(),
                                       ", cannot reach into its frame: depend on it before the "
                                       "loop, or pass its value in"));
         return {};

@@ -69,6 +69,19 @@ class ControlFlowContext {
                                                                const std::vector<Output>& /*d*/) {
     return {};
   }
+  // A loop's gradient's loop: `value`, of the forward loop's body or of a cond's branch inside
+  // it, pushed there each time it is computed and popped in context `into` (this loop, or a
+  // branch inside it that runs in the iterations the value's branch ran, backwards). Others:
+  // invalid.
+  virtual Output pop_forward(GraphBuilder& /*b*/, Output /*value*/, int /*into*/) { return {}; }
+  // A cond's branch inside a loop's body, when the body is differentiated: a branch of the
+  // gradient's loop, built in the current context (the gradient's of this one's outer context),
+  // taken in the iterations this one was: its number. Not a cond's branch: 0.
+  virtual int gradient_branch(GraphBuilder& /*b*/) { return 0; }
+  // Such a gradient branch: zeros shaped as the forward value `like` (of the context around
+  // its cond), live only in the iterations the branch was not taken; built in the current
+  // context, the one around this. Others: invalid.
+  virtual Output untaken_zeros(GraphBuilder& /*b*/, Output /*like*/) { return {}; }
 };
 
 class GraphBuilder {
@@ -125,6 +138,16 @@ class GraphBuilder {
   // context between; invalid, with the error recorded, when `o` was built inside a context the
   // current one is not within.
   Output capture(Output o);
+  // The innermost while loop's context around context `id` (itself when a loop), or 0.
+  int loop_around(int id) const;
+
+  // While a gradient is built (runtime/gradients.cc), the context in which the gradient of a
+  // node of context `forward` is built: a cond's branch inside a loop's body has a branch of
+  // its own in the gradient's loop. Outside a gradient: `forward` itself.
+  int gradient_context(int forward) {
+    return gradient_context_ ? gradient_context_(forward) : forward;
+  }
+  [[nodiscard]] ScopeGuard map_gradient_contexts(std::function<int(int)> map);
 
  private:
   // `in` as a value of the current context: captured into it, context by context, when it was
@@ -140,6 +163,7 @@ class GraphBuilder {
   std::vector<int> outer_of_{0};   // by context number
   std::vector<int> node_context_;  // by node id; nodes beyond it were built outside any
   int current_context_ = 0;
+  std::function<int(int)> gradient_context_;
 };
 
 }  // namespace troupe::runtime

@@ -13,6 +13,8 @@ Status forward(KernelContext& ctx) {  // Enter, Exit, NextIteration, LoopCond
   return runtime::ok_status();
 }
 
+Status control_trigger(KernelContext&) { return runtime::ok_status(); }
+
 Status switch_kernel(KernelContext& ctx) {
   const Tensor& pred = ctx.input(1);
   if (pred.num_elements() != 1) {
@@ -75,6 +77,7 @@ TROUPE_REGISTER_KERNELS(control_flow_cpu) {
     registry.add("StackPop", kCpu, t, stack_pop);
   }
   registry.add("LoopCond", kCpu, DType::kBool, forward);
+  registry.add("ControlTrigger", kCpu, DType::kInvalid, control_trigger);
 }
 
 }  // namespace troupe::kernels::cpu

@@ -669,3 +669,60 @@ TEST_CASE("a loop that reads and counts in variables, trained around it, as on t
   CHECK((*s)->variables().read("iterations")->data<int64_t>()[0] == 18);
   CHECK(vars.read("iterations")->data<int64_t>()[0] == 18);
 }
+
+TEST_CASE(
+    "a cond inside a loop, a variable read in one branch, trains on actors as on the "
+    "executor: each backward iteration takes its forward iteration's branch") {
+  // Each of 4 iterations: v = v < 1 ? v * w : v - 0.25 (w read inside the branch), from x; the
+  // branches taken change as w trains.
+  auto build = [](runtime::Graph* g, Output* x, Output* out, int* train, int* init) {
+    runtime::GraphBuilder b(g);
+    *x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+    Output w =
+        ops::variable(b, "w", Shape{}, DType::kFloat32, ops::scalar(b, 1.5, DType::kFloat32));
+    std::vector<Output> loop = ops::while_loop(
+        b,
+        [&](runtime::GraphBuilder& b, const std::vector<Output>& v) {
+          return ops::less(b, v[0], ops::scalar(b, 4, DType::kInt32));
+        },
+        [&](runtime::GraphBuilder& b, const std::vector<Output>& v) {
+          std::vector<Output> next = ops::cond(
+              b, ops::less(b, v[1], ops::scalar(b, 1, DType::kFloat32)),
+              [&](runtime::GraphBuilder& b) { return std::vector<Output>{ops::mul(b, v[1], w)}; },
+              [&](runtime::GraphBuilder& b) {
+                return std::vector<Output>{
+                    ops::sub(b, v[1], ops::scalar(b, 0.25, DType::kFloat32))};
+              });
+          return std::vector<Output>{ops::add(b, v[0], ops::scalar(b, 1, DType::kInt32)), next[0]};
+        },
+        {ops::scalar(b, 0, DType::kInt32), *x});
+    *out = ops::square(b, ops::sub(b, loop[1], ops::scalar(b, 2, DType::kFloat32)));
+    *train = ops::minimize(b, *out, ops::Optimizer::sgd(0.02));
+    *init = ops::global_variables_initializer(b);
+    REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  };
+  runtime::Graph g;
+  Output x, loss;
+  int train = -1, init = -1;
+  build(&g, &x, &loss, &train, &init);
+  runtime::VariableStore vars;
+  runtime::Executor exec(g, {.variables = &vars});
+  REQUIRE(exec.run({}, {}, {init}).ok());
+  actors::Runtime rt;
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  REQUIRE((*s)->run({}, {}, {init}).ok());
+  std::vector<float> losses;
+  for (int i = 0; i < 8; ++i) {
+    const runtime::FeedList feed = {{x, Tensor::scalar<float>(0.3f + 0.1f * (i % 3))}};
+    auto want = exec.run(feed, {loss}, {train});
+    REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+    auto got = (*s)->run(feed, {loss}, {train});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    CHECK((*got)[0].data<float>()[0] == (*want)[0].data<float>()[0]);
+    losses.push_back((*want)[0].data<float>()[0]);
+  }
+  CHECK(losses[6] < losses[0]);
+  CHECK((*s)->variables().read("w")->data<float>()[0] == vars.read("w")->data<float>()[0]);
+  CHECK(vars.read("w")->data<float>()[0] != 1.5f);
+}

@@ -44,6 +44,11 @@ Tensor away(const Shape& s, std::vector<double> kinks, double lo = -2, double hi
   return t;
 }
 
+Tensor vec(std::vector<double> v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return Tensor::from_vector<double>(Shape{n}, std::move(v));
+}
+
 struct GradCase {
   const char* op;  // the op whose gradient this case checks
   testing::GraphFn f;
@@ -74,6 +79,45 @@ std::vector<GradCase> cases() {
                     ops::add(b, ops::mul(b, v[1], x[1]), ops::tanh(b, v[1]))};
         },
         {ops::scalar(b, 0, DType::kInt32), x[0]})[1];
+  };
+  // v = x0; 4 times: v = sum(v) > 0 ? v * x1 + sin(v) : v * v * x1; the branch each iteration
+  // takes depends on the values.
+  auto cond_in_loop_case = [](GraphBuilder& b, const In& x) {
+    return ops::while_loop(
+        b,
+        [](GraphBuilder& b, const In& v) {
+          return ops::less(b, v[0], ops::scalar(b, 4, DType::kInt32));
+        },
+        [&](GraphBuilder& b, const In& v) {
+          Output pred =
+              ops::greater(b, ops::reduce_sum(b, v[1]), ops::scalar(b, 0, DType::kFloat64));
+          Output next = ops::cond(
+              b, pred,
+              [&](GraphBuilder& b) {
+                return In{ops::add(b, ops::mul(b, v[1], x[1]), ops::sin(b, v[1]))};
+              },
+              [&](GraphBuilder& b) { return In{ops::mul(b, ops::square(b, v[1]), x[1])}; })[0];
+          return In{ops::add(b, v[0], 1.0), next};
+        },
+        {ops::scalar(b, 0, DType::kInt32), x[0]})[1];
+  };
+  // A loop inside a cond: x0 * x1^3 when sum(x0) > 0, else x0 * 2.
+  auto loop_in_cond_case = [](GraphBuilder& b, const In& x) {
+    Output pred = ops::greater(b, ops::reduce_sum(b, x[0]), ops::scalar(b, 0, DType::kFloat64));
+    return ops::cond(
+        b, pred,
+        [&](GraphBuilder& b) {
+          return In{ops::while_loop(
+              b,
+              [](GraphBuilder& b, const In& v) {
+                return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
+              },
+              [&](GraphBuilder& b, const In& v) {
+                return In{ops::add(b, v[0], 1.0), ops::mul(b, v[1], x[1])};
+              },
+              {ops::scalar(b, 0, DType::kInt32), x[0]})[1]};
+        },
+        [&](GraphBuilder& b) { return In{ops::mul(b, x[0], 2.0)}; })[0];
   };
   auto binary = [](Output (*op)(GraphBuilder&, Output, Output)) {
     return [op](GraphBuilder& b, const In& x) { return op(b, x[0], x[1]); };
@@ -208,6 +252,12 @@ std::vector<GradCase> cases() {
       {"Enter", loop_case, {rnd({3}, 0.5, 1.5), rnd({3})}},
       {"Exit", loop_case, {rnd({3}, -1.5, -0.5), rnd({3})}},
       {"NextIteration", loop_case, {rnd({2, 3}, 0.5, 1.5), rnd({3})}},
+      // Both branches taken over the iterations: true, then false three times; false, then
+      // true three times.
+      {"Switch", cond_in_loop_case, {vec({0.3, 0.2, 0.1}), vec({-2, -1.5, -2.5})}},
+      {"Merge", cond_in_loop_case, {vec({-0.3, -0.2, -0.1}), vec({0.5, 0.7, 0.6})}},
+      {"Exit", loop_in_cond_case, {rnd({3}, 0.2, 1), rnd({3})}},
+      {"Exit", loop_in_cond_case, {rnd({3}, -1, -0.2), rnd({3})}},
       {"Square", unary(ops::square), {rnd({3})}},
       {"Sqrt", unary(ops::sqrt), {rnd({3}, 0.5, 2)}},
       {"Rsqrt", unary(ops::rsqrt), {rnd({3}, 0.5, 2)}},
