@@ -55,25 +55,6 @@ void reach(const Graph& g, const std::vector<Output>& ys, const std::vector<Outp
   }
 }
 
-// Within a loop's body, a loop inside a cond's branch would run its gradient's loop inside the
-// gradient's branch: not built yet, so refused, naming the first node.
-Status check_body(const GraphBuilder& b, const std::vector<bool>& needed, int body) {
-  for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
-    if (!needed[id]) continue;
-    bool loop_inside = false;
-    for (int c = b.context_of(id); c != body && c != 0; c = b.outer_context(c)) {
-      if (b.context(c).is_loop()) {
-        loop_inside = true;
-      } else if (loop_inside) {
-        const Node& node = b.graph().node(id);
-        return unimplemented("no gradient yet for ", node.op, " '", node.name,
-                             "', in a while loop inside a cond inside a while loop's body");
-      }
-    }
-  }
-  return ok_status();
-}
-
 // gradients(), and a loop's body's (body: its context, differentiated where the builder is).
 std::vector<Output> differentiate(GraphBuilder& b, const std::vector<Output>& ys,
                                   const std::vector<Output>& xs, const std::vector<Output>& grad_ys,
@@ -96,12 +77,6 @@ std::vector<Output> differentiate(GraphBuilder& b, const std::vector<Output>& ys
   const int n = g.num_nodes();
   std::vector<bool> from_x, needed;
   reach(g, ys, xs, body, &from_x, &needed);
-  if (body != 0) {
-    if (Status s = check_body(b, needed, body); !s.ok()) {
-      b.record_error(s);
-      return result;
-    }
-  }
 
   auto scope = b.name_scope("gradients");
   std::map<Output, std::vector<Output>> pending;

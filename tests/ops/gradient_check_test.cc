@@ -119,6 +119,34 @@ std::vector<GradCase> cases() {
         },
         [&](GraphBuilder& b) { return In{ops::mul(b, x[0], 2.0)}; })[0];
   };
+  auto loop_cond_loop_case = [](GraphBuilder& b, const In& x) {
+    return ops::while_loop(
+        b,
+        [](GraphBuilder& b, const In& v) {
+          return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
+        },
+        [&](GraphBuilder& b, const In& v) {
+          Output pred =
+              ops::greater(b, ops::reduce_sum(b, v[1]), ops::scalar(b, 0, DType::kFloat64));
+          Output next = ops::cond(
+              b, pred,
+              [&](GraphBuilder& b) {
+                return In{ops::while_loop(
+                    b,
+                    [](GraphBuilder& b, const In& u) {
+                      return ops::less(b, u[0], ops::scalar(b, 2, DType::kInt32));
+                    },
+                    [&](GraphBuilder& b, const In& u) {
+                      return In{ops::add(b, u[0], 1.0),
+                                ops::add(b, ops::mul(b, u[1], x[1]), ops::sin(b, u[1]))};
+                    },
+                    {ops::scalar(b, 0, DType::kInt32), v[1]})[1]};
+              },
+              [&](GraphBuilder& b) { return In{ops::mul(b, ops::square(b, v[1]), x[1])}; })[0];
+          return In{ops::add(b, v[0], 1.0), next};
+        },
+        {ops::scalar(b, 0, DType::kInt32), x[0]})[1];
+  };
   auto binary = [](Output (*op)(GraphBuilder&, Output, Output)) {
     return [op](GraphBuilder& b, const In& x) { return op(b, x[0], x[1]); };
   };
@@ -258,6 +286,8 @@ std::vector<GradCase> cases() {
       {"Merge", cond_in_loop_case, {vec({-0.3, -0.2, -0.1}), vec({0.5, 0.7, 0.6})}},
       {"Exit", loop_in_cond_case, {rnd({3}, 0.2, 1), rnd({3})}},
       {"Exit", loop_in_cond_case, {rnd({3}, -1, -0.2), rnd({3})}},
+      {"Exit", loop_cond_loop_case, {vec({0.3, 0.2, 0.1}), vec({-2, -1.5, -2.5})}},
+      {"Exit", loop_cond_loop_case, {vec({-0.3, -0.2, -0.1}), vec({0.5, 0.7, 0.6})}},
       {"Square", unary(ops::square), {rnd({3})}},
       {"Sqrt", unary(ops::sqrt), {rnd({3}, 0.5, 2)}},
       {"Rsqrt", unary(ops::rsqrt), {rnd({3}, 0.5, 2)}},
