@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -131,7 +132,9 @@ bool to_int64(const std::string& s, int64_t* out) {
 
 }  // namespace
 
-std::string column_text(const FeatureColumn& c) {
+namespace {
+
+std::string plain_column_text(const FeatureColumn& c) {
   switch (c.kind) {
     case Kind::kNumeric: {
       std::string text = "numeric " + c.key;
@@ -152,6 +155,12 @@ std::string column_text(const FeatureColumn& c) {
   }
 }
 
+}  // namespace
+
+std::string column_text(const FeatureColumn& c) {
+  return (c.is_sequence() ? "sequence_" : "") + plain_column_text(c);
+}
+
 Result<FeatureColumn> parse_column(const std::string& line) {
   std::vector<std::string> words;
   for (const std::string& w : split(line, ' ')) {
@@ -161,7 +170,7 @@ Result<FeatureColumn> parse_column(const std::string& line) {
     return runtime::invalid_argument("feature column '", line, "': ", why);
   };
   if (words.size() < 2) return bad("needs a kind and a feature");
-  const std::string& kind = words[0];
+  std::string kind = words[0];
   const std::string& key = words[1];
   std::map<std::string, std::string> opt;
   for (size_t i = 2; i < words.size(); ++i) {
@@ -190,6 +199,16 @@ Result<FeatureColumn> parse_column(const std::string& line) {
   if (!int_opt("oov", 0, &oov) || !int_opt("default", -1, &fallback) ||
       !int_opt("buckets", 0, &buckets) || !int_opt("width", 1, &width)) {
     return bad("oov, default, buckets and width take integers");
+  }
+  // sequence_numeric, sequence_identity, ...: the column's feature is a sequence an example.
+  const bool sequence = kind.rfind("sequence_", 0) == 0;
+  if (sequence) {
+    kind = kind.substr(std::strlen("sequence_"));
+    if (kind != "numeric" && kind != "vocabulary" && kind != "identity" && kind != "hash") {
+      return bad("sequence_" + kind + " is not sequence_numeric, sequence_vocabulary, " +
+                 "sequence_identity or sequence_hash");
+    }
+    if (opt.count("weight")) return bad("a sequence column takes no weight=");
   }
   FeatureColumn c;
   if (kind == "numeric") {
@@ -237,6 +256,7 @@ Result<FeatureColumn> parse_column(const std::string& line) {
                "' is not numeric, bucketized, vocabulary, vocabulary_file, identity, hash or "
                "crossed");
   }
+  c.sequence = sequence;
   if (opt.count("weight")) c = estimators::weighted_categorical_column(c, take("weight"));
   if (opt.count("embedding")) {
     int64_t dim = 0;
@@ -249,7 +269,9 @@ Result<FeatureColumn> parse_column(const std::string& line) {
   }
   if (!opt.empty()) return bad("unknown option '" + opt.begin()->first + "'");
   const bool dense_only = c.kind == Kind::kEmbedding || c.kind == Kind::kIndicator;
-  if (runtime::Status s = estimators::validate_columns({c}, /*for_linear=*/!dense_only); !s.ok()) {
+  if (runtime::Status s = sequence ? estimators::validate_sequence_columns({c})
+                                   : estimators::validate_columns({c}, /*for_linear=*/!dense_only);
+      !s.ok()) {
     return bad(s.message());
   }
   return c;

@@ -10,6 +10,8 @@
 //   identity digit buckets=10
 //   hash native_country buckets=1000 embedding=6
 //   crossed education,occupation buckets=10000
+//   sequence_identity tokens buckets=1000 embedding=16     # --model rnn: a sequence an example
+//   sequence_numeric readings width=3
 //
 // Options: oov=, default=, buckets=, weight=FEATURE (a weighted categorical), embedding=D and
 // combiner= (sum, mean, sqrtn), indicator, mean= and scale= (numeric: a normalizer), width=.

@@ -12,6 +12,7 @@
 #include "ops/random_ops.h"
 #include "ops/sparse_ops.h"
 #include "ops/state_ops.h"
+#include "ops/strided_slice.h"
 
 namespace troupe::estimators {
 
@@ -57,6 +58,12 @@ int64_t FeatureColumn::id_count() const {
     default:
       return 0;
   }
+}
+
+bool FeatureColumn::is_sequence() const {
+  return (kind == Kind::kEmbedding || kind == Kind::kIndicator) && !sources.empty()
+             ? sources[0].sequence
+             : sequence;
 }
 
 FeatureColumn numeric_column(const std::string& key, int64_t width, FeatureStats normalizer) {
@@ -141,6 +148,36 @@ FeatureColumn categorical_column_with_hash_bucket(const std::string& key,
   c.key = key;
   c.num_buckets = hash_bucket_size;
   return c;
+}
+
+namespace {
+
+FeatureColumn as_sequence(FeatureColumn c) {
+  c.sequence = true;
+  return c;
+}
+
+}  // namespace
+
+FeatureColumn sequence_numeric_column(const std::string& key, int64_t width) {
+  return as_sequence(numeric_column(key, width));
+}
+
+FeatureColumn sequence_categorical_column_with_identity(const std::string& key, int64_t num_buckets,
+                                                        int64_t default_value) {
+  return as_sequence(categorical_column_with_identity(key, num_buckets, default_value));
+}
+
+FeatureColumn sequence_categorical_column_with_vocabulary_list(
+    const std::string& key, const std::vector<std::string>& vocabulary, int64_t num_oov_buckets,
+    int64_t default_value) {
+  return as_sequence(
+      categorical_column_with_vocabulary_list(key, vocabulary, num_oov_buckets, default_value));
+}
+
+FeatureColumn sequence_categorical_column_with_hash_bucket(const std::string& key,
+                                                           int64_t hash_bucket_size) {
+  return as_sequence(categorical_column_with_hash_bucket(key, hash_bucket_size));
 }
 
 FeatureColumn crossed_column(const std::vector<std::string>& keys,
@@ -278,6 +315,7 @@ Status spec_of(const FeatureColumn& c, runtime::FeatureSpecs* out) {
   };
   switch (c.kind) {
     case Kind::kNumeric:
+      if (c.sequence) return add_spec(c.key, var_len(DType::kFloat32), out);  // steps * width
       return add_spec(
           c.key, {.dtype = DType::kFloat32, .shape = c.width == 1 ? Shape{} : Shape{c.width}}, out);
     case Kind::kVocabulary:
@@ -315,6 +353,11 @@ Status validate_columns(const std::vector<FeatureColumn>& columns, bool for_line
   if (columns.empty()) return runtime::invalid_argument("no feature columns");
   for (const FeatureColumn& c : columns) {
     TROUPE_RETURN_IF_ERROR(validate_column(c));
+    if (c.is_sequence()) {
+      return column_error(c,
+                          "is a sequence column: a recurrent model reads it, a step at a time "
+                          "(sequence_input_layer)");
+    }
     const bool dense = c.kind == Kind::kNumeric || c.kind == Kind::kBucketized ||
                        c.kind == Kind::kEmbedding || c.kind == Kind::kIndicator;
     if (for_linear && (c.kind == Kind::kEmbedding || c.kind == Kind::kIndicator)) {
@@ -639,6 +682,143 @@ Result<Output> linear_model(ModelInputs& in, const std::vector<FeatureColumn>& c
   }
   if (!b.ok()) return b.status();
   return ops::bias_add(b, terms.size() == 1 ? terms[0] : ops::add_n(b, terms), bias);
+}
+
+namespace {
+
+// [batch, length * width] as [batch, length, width].
+Output as_steps(runtime::GraphBuilder& b, Output x, int64_t width) {
+  if (width == 1) return ops::expand_dims(b, x, 2);
+  // A tensor of the wanted shape to reshape like: every width-th value, broadcast over a step.
+  Output firsts = ops::strided_slice(
+      b, x,
+      {.begin = {0, 0}, .end = {0, 0}, .strides = {1, width}, .begin_mask = 3, .end_mask = 3});
+  Output like =
+      ops::add(b, ops::expand_dims(b, firsts, 2), ops::zeros(b, Shape{width}, b.dtype(x)));
+  return ops::reshape_like(b, x, like);
+}
+
+// `sp` [batch, k] as the dense tensor, `missing` where it has no entry. A dense_shape fed in
+// may be of unknown length: it is 2, so that the result's rank is known.
+Output dense_of(runtime::GraphBuilder& b, const ops::SparseOutput& sp, Output missing) {
+  return ops::sparse_to_dense(b, {sp.indices, sp.values, ops::reshape(b, sp.dense_shape, {2})},
+                              missing);
+}
+
+// Entries a row of `sp` holds, as int64 [batch].
+Output entries_by_row(runtime::GraphBuilder& b, const ops::SparseOutput& sp) {
+  Output ones = ops::ones_like(b, ops::cast(b, sp.values, DType::kFloat32));
+  return ops::cast(b, ops::sum_by_row(b, ones, sp), DType::kInt64);
+}
+
+Result<SequenceInput> sequence_numeric(ModelInputs& in, const FeatureColumn& c) {
+  runtime::GraphBuilder& b = in.b;
+  auto part = [&](int i) {
+    auto it = in.features.find(c.key + ops::kSparseParts[i]);
+    return it == in.features.end() ? Output{} : it->second;
+  };
+  const ops::SparseOutput given{part(0), part(1), part(2)};
+  Output x, lengths;
+  if (given.valid()) {
+    if (!runtime::is_numeric(b.dtype(given.values))) {
+      return runtime::invalid_argument("feature '", c.key, "' holds ",
+                                       runtime::dtype_name(b.dtype(given.values)),
+                                       ": a numeric sequence takes numbers");
+    }
+    const ops::SparseOutput sp{given.indices, ops::cast(b, given.values, DType::kFloat32),
+                               given.dense_shape};
+    x = dense_of(b, sp, ops::scalar(b, 0, DType::kFloat32));
+    lengths = entries_by_row(b, sp);
+    if (c.width > 1) lengths = ops::floor_div(b, lengths, ops::scalar(b, c.width, DType::kInt64));
+  } else {
+    int64_t k = 0;
+    TROUPE_ASSIGN_OR_RETURN(x, feature_rows(in, c.key, &k));
+    if (!runtime::is_numeric(b.dtype(x))) {
+      return runtime::invalid_argument("feature '", c.key, "' holds ",
+                                       runtime::dtype_name(b.dtype(x)),
+                                       ": a numeric sequence takes numbers");
+    }
+    if (k % c.width != 0) {
+      return column_error(
+          c, std::to_string(k) + " values an example are not steps of " + std::to_string(c.width));
+    }
+    x = ops::cast(b, x, DType::kFloat32);
+    // Complete: every example has every step.
+    lengths = ops::cast(b, ops::reduce_sum(b, ops::ones_like(b, x), {1}), DType::kInt64);
+    if (c.width > 1) lengths = ops::floor_div(b, lengths, ops::scalar(b, c.width, DType::kInt64));
+  }
+  return SequenceInput{as_steps(b, x, c.width), lengths};
+}
+
+// An embedding or indicator of a sequence categorical column: each step's id read alone.
+Result<SequenceInput> sequence_categorical(ModelInputs& in, const FeatureColumn& c) {
+  runtime::GraphBuilder& b = in.b;
+  const FeatureColumn& source = c.sources[0];
+  TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, source));
+  // The ids at their steps, -1 past an example's length.
+  Output dense = dense_of(b, ids.ids, ops::scalar(b, -1, b.dtype(ids.ids.values)));
+  Output present =
+      ops::expand_dims(b,
+                       ops::cast(b, ops::greater_equal(b, dense, ops::scalar(b, 0, b.dtype(dense))),
+                                 DType::kFloat32),
+                       2);
+  Output safe = ops::maximum(b, dense, ops::scalar(b, 0, b.dtype(dense)));
+  Output values;
+  if (c.kind == Kind::kEmbedding) {
+    auto scope = b.name_scope("sequence_input_layer/" + c.name());
+    const Shape shape{source.id_count(), c.dimension};
+    std::vector<Output> table = blocks(
+        b, "embedding_weights", shape,
+        ops::truncated_normal(b, shape, 0, 1.0 / std::sqrt(static_cast<double>(c.dimension))), 1);
+    ops::constant(b, projector_labels(source, shape.dim(0)), "embedding_weights/metadata");
+    values = ops::embedding_lookup(b, table, safe);
+  } else {
+    values = ops::one_hot(b, safe, source.id_count());
+  }
+  return SequenceInput{ops::mul(b, values, present), entries_by_row(b, ids.ids)};
+}
+
+}  // namespace
+
+Status validate_sequence_columns(const std::vector<FeatureColumn>& columns) {
+  if (columns.empty()) return runtime::invalid_argument("no sequence feature columns");
+  for (const FeatureColumn& c : columns) {
+    TROUPE_RETURN_IF_ERROR(validate_column(c));
+    const bool numeric = c.kind == Kind::kNumeric && c.sequence;
+    const bool categorical =
+        (c.kind == Kind::kEmbedding || c.kind == Kind::kIndicator) && c.sources[0].sequence;
+    if (numeric || categorical) continue;
+    return column_error(c, c.is_sequence()
+                               ? "is categorical: a sequence is read through embedding_column or "
+                                 "indicator_column"
+                               : "is not a sequence column (sequence_numeric_column, "
+                                 "sequence_categorical_column_with_*)");
+  }
+  return runtime::ok_status();
+}
+
+Result<SequenceInput> sequence_input_layer(ModelInputs& in,
+                                           const std::vector<FeatureColumn>& columns,
+                                           int64_t* width) {
+  TROUPE_RETURN_IF_ERROR(validate_sequence_columns(columns));
+  runtime::GraphBuilder& b = in.b;
+  std::vector<Output> parts;
+  Output lengths;
+  *width = 0;
+  for (const FeatureColumn& c : columns) {
+    SequenceInput part;
+    if (c.kind == Kind::kNumeric) {
+      TROUPE_ASSIGN_OR_RETURN(part, sequence_numeric(in, c));
+      *width += c.width;
+    } else {
+      TROUPE_ASSIGN_OR_RETURN(part, sequence_categorical(in, c));
+      *width += c.kind == Kind::kEmbedding ? c.dimension : c.sources[0].id_count();
+    }
+    parts.push_back(part.values);
+    if (!lengths.valid()) lengths = part.lengths;
+  }
+  if (!b.ok()) return b.status();
+  return SequenceInput{parts.size() == 1 ? parts[0] : ops::concat(b, parts, 2), lengths};
 }
 
 }  // namespace troupe::estimators

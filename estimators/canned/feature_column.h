@@ -17,8 +17,10 @@
 // A feature holds one value per example ([batch]), k ([batch, k]), or as many as it has (a
 // sparse tensor, or a padded dense feature whose missing values are "" or -1); an example's ids
 // are combined by the embedding's combiner (sum, mean, sqrtn) or summed (indicator, linear),
-// through embedding_lookup_sparse. Variables are named as
-// TF's: input_layer/<column>/embedding_weights, linear_model/<column>/weights.
+// through embedding_lookup_sparse. Sequence columns (sequence_numeric_column, ...) keep the
+// order instead: a recurrent model reads them a step at a time (sequence_input_layer).
+// Variables are named as TF's: input_layer/<column>/embedding_weights,
+// linear_model/<column>/weights.
 #pragma once
 
 #include <string>
@@ -60,6 +62,8 @@ struct FeatureColumn {
   std::string weight_key;               // weighted: the feature holding each id's weight
   int64_t dimension = 0;                // embedding
   std::string combiner = "mean";        // embedding: sum, mean or sqrtn
+  // sequence_*: an example's feature is a sequence of steps, a value each (numeric: width).
+  bool sequence = false;
 
   // TF's column names: "age", "age_bucketized", "a_X_b", "work_embedding", "work_indicator".
   std::string name() const;
@@ -67,6 +71,8 @@ struct FeatureColumn {
   bool categorical() const;
   // Ids of a categorical column are in [0, id_count()).
   int64_t id_count() const;
+  // A sequence column, or an embedding or indicator of one.
+  bool is_sequence() const;
 };
 
 FeatureColumn numeric_column(const std::string& key, int64_t width = 1,
@@ -97,6 +103,20 @@ FeatureColumn weighted_categorical_column(const FeatureColumn& categorical,
 FeatureColumn embedding_column(const FeatureColumn& categorical, int64_t dimension,
                                const std::string& combiner = "mean");
 FeatureColumn indicator_column(const FeatureColumn& categorical);
+
+// Sequence columns, as tf.contrib.feature_column's sequence_*: an example's feature is a
+// sequence of steps, one value each (numeric: `width` values each), given as a sparse tensor
+// (a VarLen feature: the example's steps in order) or as a dense one, padded past its length
+// with the missing value ("" or -1; a dense numeric one is complete). Categorical ones are read
+// through embedding_column or indicator_column, step by step, by sequence_input_layer.
+FeatureColumn sequence_numeric_column(const std::string& key, int64_t width = 1);
+FeatureColumn sequence_categorical_column_with_identity(const std::string& key, int64_t num_buckets,
+                                                        int64_t default_value = -1);
+FeatureColumn sequence_categorical_column_with_vocabulary_list(
+    const std::string& key, const std::vector<std::string>& vocabulary, int64_t num_oov_buckets = 0,
+    int64_t default_value = -1);
+FeatureColumn sequence_categorical_column_with_hash_bucket(const std::string& key,
+                                                           int64_t hash_bucket_size);
 
 // tf.feature_column.make_parse_example_spec: how a tf.Example holds what `columns` read. A
 // numeric column's feature is FixedLen float32 of its width ([] for one value); a categorical
@@ -131,6 +151,23 @@ runtime::Result<CategoricalIds> categorical_ids(ModelInputs& in, const FeatureCo
 // a lookup gathers from each where it lives (ops::embedding_lookup).
 constexpr int64_t kMinSliceBytes = 256 << 10;
 int variable_partitions(int64_t bytes, int max_parts);
+
+// What is wrong with columns sequence_input_layer reads, naming the column: each a sequence
+// numeric column, or an embedding or indicator of a sequence categorical one.
+runtime::Status validate_sequence_columns(const std::vector<FeatureColumn>& columns);
+
+// tf.contrib.feature_column.sequence_input_layer: `values` [batch, steps, width] float32, the
+// columns side by side at each step (steps: the batch's longest sequence), zeros past an
+// example's length; `lengths` [batch] int64, each example's steps (the first column's: the
+// columns of one example must agree, as TF asserts). Embeddings are
+// sequence_input_layer/<column>/embedding_weights; an id's row is read for each step it is at.
+struct SequenceInput {
+  runtime::Output values;
+  runtime::Output lengths;
+};
+runtime::Result<SequenceInput> sequence_input_layer(ModelInputs& in,
+                                                    const std::vector<FeatureColumn>& columns,
+                                                    int64_t* width);
 
 // The DNN's input: every column as float32 values, concatenated in the given order, [batch,
 // width]. Embeddings are split into up to `partitions` blocks (variable_partitions).

@@ -1,5 +1,7 @@
 #include "estimators/canned/rnn.h"
 
+#include <algorithm>
+
 #include "estimators/canned/model_impl.h"
 #include "estimators/canned/runtime_names.h"
 #include "ops/array_ops.h"
@@ -23,11 +25,28 @@ Status RNNOptions::validate(Task task) const {
   TROUPE_RETURN_IF_ERROR(check_outputs(model, task, n_classes, label_dimension));
   TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
   TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
+  const bool sequences = std::any_of(feature_columns.begin(), feature_columns.end(),
+                                     [](const FeatureColumn& c) { return c.is_sequence(); });
   for (const FeatureColumn& c : feature_columns) {
-    if (c.kind != FeatureColumn::Kind::kNumeric) {
+    if (sequences && !c.is_sequence()) {
       return param_error(model, "feature_columns",
-                         "'" + c.key + "' is not numeric: a sequence is read from numbers");
+                         "'" + c.name() +
+                             "' is not a sequence column, beside sequence columns: context "
+                             "features are not read yet");
     }
+    if (!sequences && c.kind != FeatureColumn::Kind::kNumeric) {
+      return param_error(model, "feature_columns",
+                         "'" + c.key +
+                             "' is not numeric: a sequence is read from numbers, or from "
+                             "sequence columns");
+    }
+  }
+  if (sequences) {
+    TROUPE_RETURN_IF_ERROR(validate_sequence_columns(feature_columns).with_context(model));
+  }
+  if (sequences && time_steps != 0) {
+    return param_error(model, "time_steps",
+                       "sequence columns give their own steps; leave time_steps at 0");
   }
   return fit.validate(model);
 }
@@ -35,18 +54,28 @@ Status RNNOptions::validate(Task task) const {
 ModelFn RNNOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
     TROUPE_RETURN_IF_ERROR(o.validate(task));
-    int64_t width = 0;
-    TROUPE_ASSIGN_OR_RETURN(Output x, dense_features(in, o, &width));
     runtime::GraphBuilder& b = in.b;
     const Head head = head_of(o, task);
-    const int64_t steps = o.time_steps == 0 ? width : o.time_steps;
-    if (width % steps != 0) {
-      return param_error(model_name<RNNOptions>(task), "time_steps",
-                         std::to_string(width) + " numbers an example do not split into " +
-                             std::to_string(steps) + " steps");
+    // The steps: sequence columns' (each example as long as it is), or an example's numbers
+    // split into time_steps.
+    Output sequence, lengths;
+    int64_t size = 0;
+    if (!o.feature_columns.empty() && o.feature_columns[0].is_sequence()) {
+      TROUPE_ASSIGN_OR_RETURN(SequenceInput s, sequence_input_layer(in, o.feature_columns, &size));
+      sequence = s.values;
+      lengths = s.lengths;
+    } else {
+      int64_t width = 0;
+      TROUPE_ASSIGN_OR_RETURN(Output x, dense_features(in, o, &width));
+      const int64_t steps = o.time_steps == 0 ? width : o.time_steps;
+      if (width % steps != 0) {
+        return param_error(model_name<RNNOptions>(task), "time_steps",
+                           std::to_string(width) + " numbers an example do not split into " +
+                               std::to_string(steps) + " steps");
+      }
+      size = width / steps;
+      sequence = ops::reshape(b, x, {-1, steps, size});
     }
-    int64_t size = width / steps;
-    Output sequence = ops::reshape(b, x, {-1, steps, size});
     Output last;
     for (size_t i = 0; i < o.num_units.size(); ++i) {
       const std::string layer = "rnn/layer_" + std::to_string(i);
@@ -58,7 +87,8 @@ ModelFn RNNOptions::model_fn(Task task) const {
         auto fw = make_cell(layer + "/fw");
         auto bw = make_cell(layer + "/bw");
         ops::BidirectionalOutputs r =
-            ops::bidirectional_dynamic_rnn(b, *fw, *bw, sequence, {}, layer);
+            ops::bidirectional_dynamic_rnn(b, *fw, *bw, sequence, lengths, layer);
+        if (!b.ok()) return b.status();
         sequence = r.outputs;
         // Each direction's h after reading the whole sequence its way.
         last = ops::concat(b, {r.fw.final_state.back(), r.bw.final_state.back()}, 1);
@@ -66,7 +96,8 @@ ModelFn RNNOptions::model_fn(Task task) const {
         continue;
       }
       auto cell = make_cell(layer);
-      ops::RnnOutputs r = ops::dynamic_rnn(b, *cell, sequence, {}, layer);
+      ops::RnnOutputs r = ops::dynamic_rnn(b, *cell, sequence, lengths, layer);
+      if (!b.ok()) return b.status();
       sequence = r.outputs;
       last = r.final_state.back();  // h, the last step's output
       size = o.num_units[i];

@@ -9,7 +9,13 @@
 //
 // Features are read as the DNN reads them (input_layer.h: in name order, or through numeric
 // feature columns) into [batch, width], then split into time_steps steps of width / time_steps
-// numbers each, in order.
+// numbers each, in order. Or, with sequence columns (feature_column.h: sequence_numeric_column,
+// embeddings and indicators of sequence_categorical_column_with_*), each example is as many
+// steps as its sequence holds: a batch is padded to its longest, and each example's final
+// state is at its own last step (dynamic_rnn's sequence_length).
+//
+//   RNNClassifier words({.num_units = {32}, .feature_columns = {embedding_column(
+//       sequence_categorical_column_with_identity("tokens", 1000), 16)}}, config);
 #pragma once
 
 #include <string>
@@ -36,7 +42,7 @@ struct RNNOptions {
   int64_t label_dimension = 1;  // regressors
   ops::Optimizer optimizer = ops::Optimizer::adagrad(0.05);
   std::vector<std::string> feature_keys;       // empty: every feature
-  std::vector<FeatureColumn> feature_columns;  // numeric ones; not a param
+  std::vector<FeatureColumn> feature_columns;  // numeric, or sequence ones; not a param
   HeadOptions head;
   FitParams fit;
   Standardization standardize;  // data, not a param

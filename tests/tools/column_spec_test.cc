@@ -30,6 +30,31 @@ TEST_CASE("a column's spec line reads back as the same column") {
   CHECK(c->kind == FeatureColumn::Kind::kIndicator);
 }
 
+TEST_CASE("sequence columns read back as sequences; a kind without a sequence form is named") {
+  for (const std::string line : {"sequence_identity tokens buckets=1000 embedding=16 combiner=mean",
+                                 "sequence_vocabulary words values=a,b oov=1 indicator",
+                                 "sequence_hash words buckets=100 embedding=4 combiner=mean",
+                                 "sequence_numeric readings width=3"}) {
+    CAPTURE(line);
+    auto c = parse_column(line);
+    REQUIRE_MESSAGE(c.ok(), c.status().to_string());
+    CHECK(c->is_sequence());
+    CHECK(column_text(*c) == line);
+  }
+  CHECK(parse_column("sequence_crossed a,b buckets=4")
+            .status()
+            .message()
+            .find("sequence_crossed is not sequence_numeric") != std::string::npos);
+  CHECK(parse_column("sequence_identity tokens buckets=4")
+            .status()
+            .message()
+            .find("through embedding_column or indicator_column") != std::string::npos);
+  CHECK(parse_column("sequence_identity t buckets=4 weight=w indicator")
+            .status()
+            .message()
+            .find("takes no weight=") != std::string::npos);
+}
+
 TEST_CASE("vocabulary values with commas, spaces and percent signs survive the text") {
   const FeatureColumn c = estimators::categorical_column_with_vocabulary_list(
       "city", {"Washington, D.C.", "100%", "New York"}, 1);

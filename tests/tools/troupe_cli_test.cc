@@ -777,6 +777,42 @@ TEST_CASE(
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE(
+    "troupe train --model rnn over a sequence column: token lists of any length, to evaluation, "
+    "export and :classify") {
+  const std::filesystem::path dir = fresh_dir("sequence_columns");
+  const std::string d = dir.string();
+  // "tokens", 2 to 9 ids in [0, 6) an example; the label says whether the last exceeds the first.
+  const std::string command = std::string("/usr/bin/python3 ") + TROUPE_TFRECORD_WRITER + " " + d +
+                              "/t.tfrecord 3000 none --tokens";
+  REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+  std::ofstream(dir / "columns.txt") << "sequence_identity tokens buckets=6 embedding=8\n";
+  const std::string data = " --data tfrecord:" + d + "/t.tfrecord";
+  Run r = troupe("train --model rnn" + data + " --columns " + d + "/columns.txt --model-dir " + d +
+                 "/model --epochs 20 --rnn-units 16 --learning-rate 0.02 --seed 1");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(std::stod(r.out.substr(13)) > 0.95);
+  Run e = troupe("evaluate --model-dir " + d + "/model" + data);
+  REQUIRE_MESSAGE(e.status == 0, e.err);
+  CHECK(e.out == r.out);
+  REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
+  // Three sequences of 3, 2 and 8 steps in one call: last > first, no, yes.
+  Run c = serve_once(d, d + "/exports", "m:classify",
+                     R"({"examples": [{"tokens": [1, 2, 5]}, {"tokens": [4, 0]}, )"
+                     R"({"tokens": [3, 1, 2, 2, 0, 5, 1, 4]}]})");
+  CHECK_MESSAGE(c.out.find("HTTP/1.1 200 OK") != std::string::npos, c.out, c.err);
+  std::vector<double> p1;
+  for (size_t at = c.out.find("[\"1\","); at != std::string::npos;
+       at = c.out.find("[\"1\",", at + 1)) {
+    p1.push_back(std::stod(c.out.substr(at + 5)));
+  }
+  REQUIRE(p1.size() == 3);
+  CHECK(p1[0] > 0.5);
+  CHECK(p1[1] < 0.5);
+  CHECK(p1[2] > 0.5);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("troupe train --label kind,size: one model, a head per label column, served per head") {
   const std::filesystem::path dir = fresh_dir("multi_head");
   const std::string d = dir.string();

@@ -561,3 +561,70 @@ TEST_CASE("make_parse_example_spec: how a tf.Example holds what the columns read
   CHECK(clash.status().message().find("feature 'age' is read as float32 [] by one column and as "
                                       "int64 varlen by another") != std::string::npos);
 }
+
+TEST_CASE("sequence columns read a step at a time: padded to the batch's longest, with lengths") {
+  // Example 0 says b a c, example 1 nothing, example 2 c; sparse, and padded with "" as a dense
+  // feature; readings two numbers a step, given sparse, their steps as the words'.
+  const auto words = runtime::SparseTensor::from_rows<std::string>({{"b", "a", "c"}, {}, {"c"}});
+  const auto readings = runtime::SparseTensor::from_rows<float>({{1, 2, 3, 4, 5, 6}, {}, {7, 8}});
+  LayerTest l(
+      {{"words/indices", words.indices},
+       {"words/values", words.values},
+       {"words/dense_shape", words.dense_shape},
+       {"padded", strings(Shape{3, 4}, {"b", "a", "c", "", "", "", "", "", "c", "", "", ""})},
+       {"readings/indices", readings.indices},
+       {"readings/values", readings.values},
+       {"readings/dense_shape", readings.dense_shape}});
+  const std::vector<std::string> vocab{"a", "b", "c"};
+  int64_t width = 0;
+  auto seq = sequence_input_layer(
+      l.in,
+      {indicator_column(sequence_categorical_column_with_vocabulary_list("words", vocab)),
+       sequence_numeric_column("readings", 2)},
+      &width);
+  REQUIRE_MESSAGE(seq.ok(), seq.status().to_string());
+  CHECK(width == 3 + 2);
+  const Tensor values = l.eval(seq->values);
+  CHECK(values.shape() == Shape{3, 3, 5});
+  CHECK(floats(values) == std::vector<float>{0, 1, 0, 1, 2,  // example 0: b
+                                             1, 0, 0, 3, 4,  // a
+                                             0, 0, 1, 5, 6,  // c
+                                             0, 0, 0, 0, 0,  // example 1: no steps
+                                             0, 0, 0, 0, 0,  //
+                                             0, 0, 0, 0, 0,  //
+                                             0, 0, 1, 7, 8,  // example 2: c
+                                             0, 0, 0, 0, 0,  //
+                                             0, 0, 0, 0, 0});
+  CHECK(l.eval(seq->lengths).to_vector<int64_t>() == std::vector<int64_t>{3, 0, 1});
+
+  // The padded dense feature reads as the sparse one; an embedding looks up each step's row.
+  auto padded = sequence_input_layer(
+      l.in,
+      {embedding_column(sequence_categorical_column_with_vocabulary_list("padded", vocab), 2)},
+      &width);
+  REQUIRE_MESSAGE(padded.ok(), padded.status().to_string());
+  CHECK(width == 2);
+  const Tensor emb = l.eval(padded->values);
+  CHECK(emb.shape() == Shape{3, 4, 2});
+  // (Read before the next eval initializes the table anew.)
+  auto table = l.t.vars.read("sequence_input_layer/padded_embedding/embedding_weights");
+  REQUIRE(table.ok());
+  const std::vector<float> rows = floats(*table), got = floats(emb);
+  // Example 0's steps are rows 1, 0, 2; every step past a length is zeros.
+  CHECK(std::vector<float>(got.begin(), got.begin() + 6) ==
+        std::vector<float>{rows[2], rows[3], rows[0], rows[1], rows[4], rows[5]});
+  CHECK(std::vector<float>(got.begin() + 6, got.begin() + 16) == std::vector<float>(10, 0));
+  CHECK(std::vector<float>(got.begin() + 16, got.begin() + 18) ==
+        std::vector<float>{rows[4], rows[5]});
+  CHECK(l.eval(padded->lengths).to_vector<int64_t>() == std::vector<int64_t>{3, 0, 1});
+
+  // A plain column is not a sequence, and a plain model does not read a sequence.
+  auto plain = sequence_input_layer(l.in, {numeric_column("readings")}, &width);
+  CHECK(plain.status().message().find("'readings': is not a sequence column") != std::string::npos);
+  auto flat = input_layer(l.in, {sequence_numeric_column("readings")}, &width);
+  CHECK(flat.status().message().find("is a sequence column") != std::string::npos);
+  auto bare =
+      sequence_input_layer(l.in, {sequence_categorical_column_with_identity("n", 4)}, &width);
+  CHECK(bare.status().message().find("through embedding_column or indicator_column") !=
+        std::string::npos);
+}

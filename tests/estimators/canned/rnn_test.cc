@@ -104,3 +104,50 @@ TEST_CASE("RNN params are checked where they are set, and against the data when 
   CHECK(clf.set_params({{"num_units", std::vector<int64_t>{8, 0}}}).message().find("num_units") !=
         std::string::npos);
 }
+
+namespace {
+
+// n sequences of 2 to 10 tokens in [0, 10), padded with -1 to 10; label: whether the last
+// token is larger than the first. The last is at each example's own length: a model that read
+// the padding, or only the first steps, could not tell.
+std::vector<std::pair<std::string, Tensor>> token_sequences(int64_t n, uint64_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int64_t> tokens(n * 10, -1), labels(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t length = 2 + static_cast<int64_t>(rng() % 9);
+    for (int64_t t = 0; t < length; ++t) tokens[i * 10 + t] = static_cast<int64_t>(rng() % 10);
+    labels[i] = tokens[i * 10 + length - 1] > tokens[i * 10];
+  }
+  return {{"tokens", Tensor::from_vector<int64_t>(Shape{n, 10}, tokens)},
+          {"label", Tensor::from_vector<int64_t>(Shape{n}, labels)}};
+}
+
+}  // namespace
+
+TEST_CASE("RNNClassifier over a sequence column: sequences of any length, through an embedding") {
+  const auto tokens = embedding_column(sequence_categorical_column_with_identity("tokens", 10), 8);
+  RNNClassifier clf({.num_units = {16},
+                     .optimizer = ops::Optimizer::adam(0.02),
+                     .feature_columns = {tokens},
+                     .fit = {.batch_size = 32, .epochs = 1}},
+                    quiet());
+  auto train = input::arrays(token_sequences(2048, 1), "label",
+                             {.batch_size = 32, .num_epochs = 12, .shuffle = true});
+  REQUIRE(train.ok());
+  auto fitted = clf.fit(*train);
+  REQUIRE_MESSAGE(fitted.ok(), fitted.status().to_string());
+  auto m = clf.evaluate(*input::arrays(token_sequences(512, 2), "label", {.batch_size = 128}));
+  REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+  CHECK(m->at("accuracy") > 0.9);
+  CHECK(clf.estimator()
+            .get_variable_value("sequence_input_layer/tokens_embedding/embedding_weights")
+            .ok());
+
+  // Sequence columns give their own steps, and take no plain column beside them.
+  RNNClassifier both({.time_steps = 5, .feature_columns = {tokens}}, quiet());
+  CHECK(both.fit(*train).status().message().find("sequence columns give their own steps") !=
+        std::string::npos);
+  RNNClassifier mixed({.feature_columns = {tokens, numeric_column("x")}}, quiet());
+  CHECK(mixed.fit(*train).status().message().find("'x' is not a sequence column") !=
+        std::string::npos);
+}

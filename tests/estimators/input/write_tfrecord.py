@@ -5,6 +5,7 @@ descriptor made here with TensorFlow's field numbers, the framing and its masked
 written here. tests/estimators/input/tfrecord_source_test.cc reads what this writes.
 
   write_tfrecord.py OUT N [gzip|zlib|none] [--varlen] [--damage] [--table CSV] [--sequence]
+                    [--tokens]
 
 Example i has "x" (2 floats: i, -i), "id" (int64 i), "word" (bytes "w<i mod 3>") and "label"
 (int64 i mod 2); with --varlen also "tags" (i mod 3 int64s: 0, 1, ...). --damage overwrites
@@ -14,7 +15,8 @@ flipped for one example in ten), and the same rows to CSV with a header. --seque
 tf.train.SequenceExample protos instead: example i has the context feature "label" (int64) and
 the feature list "frames" of 3 + i mod 3 steps, each 2 floats (eighths, exact): step t is
 (s * (t + 1) / 8, (i mod 5) / 8) where s is +1 or -1, and the label is 1 when s is +1 (flipped
-for one example in ten).
+for one example in ten). --tokens writes Examples of "tokens" (2 to 9 int64s in [0, 6), from
+a fixed pseudo-random sequence) and "label" (1 when the last token is larger than the first).
 """
 import gzip
 import struct
@@ -115,8 +117,21 @@ def main():
     Example = example_class()
     sequence = "--sequence" in sys.argv
     SequenceExample = example_class("SequenceExample") if sequence else None
+    tokens = "--tokens" in sys.argv
     frames, rows = [], []
+    state = 12345
     for i in range(n):
+        if tokens:
+            ex = Example()
+            values = []
+            for _ in range(9):
+                state = (state * 1103515245 + 12345) % 2**31
+                values.append(state >> 16)
+            values = [v % 6 for v in values[: 2 + values[0] % 8]]
+            ex.features.feature["tokens"].int64_list.value.extend(values)
+            ex.features.feature["label"].int64_list.value.append(int(values[-1] > values[0]))
+            frames.append(frame(ex.SerializeToString()))
+            continue
         if sequence:
             ex = SequenceExample()
             sign = 1 if (i * 7) % 4 < 2 else -1
