@@ -72,7 +72,9 @@ runtime::Result<input::Dataset> open_one(const std::string& spec, const std::str
   if (spec == "fashion-mnist" || spec == "fashion_mnist") return input::fashion_mnist(split, o);
   if (spec.rfind("csv:", 0) == 0) {
     if (label.empty()) return runtime::invalid_argument("--data csv:... needs --label COLUMN");
-    return input::csv(spec.substr(4), label, {}, o);
+    input::CsvOptions csv;
+    csv.sequences = data.sequences;
+    return input::csv(spec.substr(4), label, std::move(csv), o);
   }
   if (spec.rfind("libsvm:", 0) == 0) {
     if (label != "label") {

@@ -29,6 +29,9 @@ struct DataOptions {
   // read. Empty: every feature inferred, and none may vary in length.
   runtime::FeatureSpecs features;
   std::vector<std::string> inferred;
+  // csv: columns whose field holds a sequence of space-separated values (a sequence column's
+  // feature), batched as sparse tensors.
+  std::vector<std::string> sequences;
 };
 // The steps the sequences of `d` were cut or padded to; 0 for data without sequences.
 int64_t sequence_length_of(const estimators::input::Dataset& d);

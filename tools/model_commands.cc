@@ -191,8 +191,10 @@ int predict(const std::vector<std::string>& args) {
   runtime::Result<input::Dataset> data = runtime::invalid_argument("no data");
   if (spec.rfind("csv:", 0) == 0) {
     // Rows to predict may come without the label column.
-    data = input::csv(spec.substr(4), "", {}, o);
-    if (data.ok() && data->component(label) >= 0) data = input::csv(spec.substr(4), label, {}, o);
+    input::CsvOptions csv;
+    csv.sequences = sequence_keys(info.columns);
+    data = input::csv(spec.substr(4), "", csv, o);
+    if (data.ok() && data->component(label) >= 0) data = input::csv(spec.substr(4), label, csv, o);
   } else {
     auto options = data_options(info);
     if (!options.ok()) return fail(options.status());

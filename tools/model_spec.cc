@@ -355,10 +355,21 @@ runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& 
   return entry_of(spec.model).make(spec, who(spec), std::move(config));
 }
 
+std::vector<std::string> sequence_keys(const std::vector<estimators::FeatureColumn>& columns) {
+  std::vector<std::string> keys;
+  for (const estimators::FeatureColumn& c : columns) {
+    if (c.is_sequence())
+      keys.push_back(c.kind == estimators::FeatureColumn::Kind::kNumeric ? c.key
+                                                                         : c.sources[0].key);
+  }
+  return keys;
+}
+
 runtime::Result<DataOptions> data_options(const ModelSpec& spec) {
   DataOptions o{.class_names = spec.task == Task::kClassifier && spec.model != ModelKind::kKMeans,
                 .num_features = spec.libsvm_features,
                 .sequence_length = spec.sequence_length};
+  o.sequences = sequence_keys(spec.columns);
   if (spec.parse_by_columns) {
     std::vector<estimators::FeatureColumn> all = spec.columns;
     all.insert(all.end(), spec.wide_columns.begin(), spec.wide_columns.end());

@@ -126,8 +126,11 @@ runtime::Result<std::unique_ptr<estimators::Model>> make_model(const ModelSpec& 
 
 // How a trained model reads more of its data: libsvm rows as wide as in training, and their
 // labels as its class names; sequences at its length; TFRecord features as its columns read
-// them when it was trained so (an error names a column that cannot say).
+// them when it was trained so (an error names a column that cannot say); a CSV's sequence
+// columns as sequences.
 runtime::Result<DataOptions> data_options(const ModelSpec& spec);
+// The features sequence columns read (sequence_numeric, sequence_identity, ...).
+std::vector<std::string> sequence_keys(const std::vector<estimators::FeatureColumn>& columns);
 
 runtime::Status save_model_spec(const std::string& dir, const ModelSpec& spec);
 runtime::Result<ModelSpec> load_model_spec(const std::string& dir);

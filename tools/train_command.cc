@@ -485,6 +485,12 @@ int train(const std::vector<std::string>& args) {
                             .sequence_length = r.sequence_length};
   // TFRecord files are parsed as the given columns read them, as TF's input functions parse
   // with make_parse_example_spec: a categorical feature of varying length is a sparse tensor.
+  if (parsed->count("columns") && r.data.rfind("csv:", 0) == 0) {
+    // A CSV's sequence columns are split into their values as the rows are read.
+    auto read = read_columns_file(parsed->at("columns"));
+    if (!read.ok()) return usage_error(read.status().message());
+    train_options.sequences = sequence_keys(read->columns);
+  }
   if (parsed->count("columns") && r.data.rfind("tfrecord:", 0) == 0) {
     auto read = read_columns_file(parsed->at("columns"));
     if (!read.ok()) return usage_error(read.status().message());

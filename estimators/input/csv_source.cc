@@ -111,6 +111,14 @@ Result<std::shared_ptr<CsvSource>> CsvSource::open(const std::string& pattern, C
     }
     TROUPE_RETURN_IF_ERROR(s->scan(static_cast<int>(f), body));
   }
+  s->sequence_.assign(s->columns_.size(), false);
+  for (const std::string& name : o.sequences) {
+    auto it = std::find(s->columns_.begin(), s->columns_.end(), name);
+    if (it == s->columns_.end()) {
+      return runtime::invalid_argument(s->name(), ": no column '", name, "' to read as a sequence");
+    }
+    s->sequence_[it - s->columns_.begin()] = true;
+  }
   TROUPE_RETURN_IF_ERROR(s->infer_types());
   for (const auto& file : s->files_) TROUPE_RETURN_IF_ERROR(file->status());
   if (o.select.empty()) {
@@ -166,6 +174,43 @@ Status CsvSource::scan(int file, size_t body) {
   return runtime::ok_status();
 }
 
+namespace {
+
+// A sequence field's values: separated by `delimiter`, runs of it counting once.
+std::vector<std::string> split_values(const std::string& field, char delimiter) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < field.size()) {
+    const size_t next = std::min(field.find(delimiter, at), field.size());
+    if (next > at) out.push_back(field.substr(at, next - at));
+    at = next + 1;
+  }
+  return out;
+}
+
+// `v` as element i of `t`, in t's dtype; false when it is not one.
+bool parse_into(const std::string& v, Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kInt64:
+      return parse_int(v, &t.data<int64_t>()[i]);
+    case DType::kInt32: {
+      int64_t x = 0;
+      const bool good = parse_int(v, &x) && x == static_cast<int32_t>(x);
+      t.data<int32_t>()[i] = static_cast<int32_t>(x);
+      return good;
+    }
+    case DType::kFloat32:
+      return parse_float(v, &t.data<float>()[i]);
+    case DType::kFloat64:
+      return parse_float(v, &t.data<double>()[i]);
+    default:
+      t.data<std::string>()[i] = v;
+      return true;
+  }
+}
+
+}  // namespace
+
 Status CsvSource::infer_types() {
   const size_t n = columns_.size();
   types_.assign(n, DType::kInvalid);
@@ -182,12 +227,17 @@ Status CsvSource::infer_types() {
       if (blank(start, p) || fields.size() != n) continue;  // reported when read
       ++rows;
       for (size_t c = 0; c < n; ++c) {
-        if (fields[c].empty()) continue;
-        seen[c] = true;
-        int64_t i;
-        float x;
-        if (is_int[c] && !parse_int(fields[c], &i)) is_int[c] = false;
-        if (is_float[c] && !parse_float(fields[c], &x)) is_float[c] = false;
+        const std::vector<std::string> values =
+            sequence_[c] ? split_values(fields[c], options_.value_delimiter)
+                         : std::vector<std::string>{fields[c]};
+        for (const std::string& v : values) {
+          if (v.empty()) continue;
+          seen[c] = true;
+          int64_t i;
+          float x;
+          if (is_int[c] && !parse_int(v, &i)) is_int[c] = false;
+          if (is_float[c] && !parse_float(v, &x)) is_float[c] = false;
+        }
       }
     }
     if (rows >= options_.infer_rows) break;
@@ -217,6 +267,14 @@ std::vector<std::string> CsvSource::components() const {
   return out;
 }
 
+std::vector<std::string> CsvSource::var_len() const {
+  std::vector<std::string> out;
+  for (int c : selected_) {
+    if (sequence_[c]) out.push_back(columns_[c]);
+  }
+  return out;
+}
+
 DType CsvSource::type_of(const std::string& column) const {
   auto it = std::find(columns_.begin(), columns_.end(), column);
   return it == columns_.end() ? DType::kInvalid : types_[it - columns_.begin()];
@@ -235,6 +293,10 @@ Status CsvSource::read_unit(int64_t unit, std::vector<actors::Chunk>* out, int64
   const std::string& path = files_[u.file]->path();
   std::vector<Tensor> cols;
   for (int c : selected_) cols.emplace_back(types_[c], runtime::Shape{u.rows});
+  // A sequence column's rows, each [1, length]: an example a chunk when there are any.
+  std::vector<std::vector<Tensor>> sequences(selected_.size());
+  bool any_sequence = false;
+  for (int c : selected_) any_sequence |= sequence_[c];
   const char* p = files_[u.file]->bytes().data() + u.begin;
   const char* end = files_[u.file]->bytes().data() + u.end;
   int64_t line = u.line;
@@ -256,6 +318,19 @@ Status CsvSource::read_unit(int64_t unit, std::vector<actors::Chunk>* out, int64
     }
     for (size_t k = 0; k < selected_.size() && bad.ok(); ++k) {
       const int c = selected_[k];
+      if (sequence_[c]) {
+        const std::vector<std::string> values = split_values(fields[c], options_.value_delimiter);
+        Tensor t(types_[c], runtime::Shape{1, static_cast<int64_t>(values.size())});
+        for (size_t i = 0; i < values.size() && bad.ok(); ++i) {
+          if (!parse_into(values[i], t, static_cast<int64_t>(i))) {
+            bad = runtime::invalid_argument(path, ":", record_line, ": column '", columns_[c],
+                                            "': '", values[i], "' is not ", dtype_name(t.dtype()));
+          }
+        }
+        sequences[k].resize(static_cast<size_t>(row) + 1);
+        sequences[k][static_cast<size_t>(row)] = std::move(t);
+        continue;
+      }
       const std::string* v = &fields[c];
       if (v->empty()) {
         auto d = options_.defaults.find(columns_[c]);
@@ -268,27 +343,7 @@ Status CsvSource::read_unit(int64_t unit, std::vector<actors::Chunk>* out, int64
         }
       }
       Tensor& t = cols[k];
-      bool good = true;
-      switch (t.dtype()) {
-        case DType::kInt64:
-          good = parse_int(*v, &t.data<int64_t>()[row]);
-          break;
-        case DType::kInt32: {
-          int64_t x = 0;
-          good = parse_int(*v, &x) && x == static_cast<int32_t>(x);
-          t.data<int32_t>()[row] = static_cast<int32_t>(x);
-          break;
-        }
-        case DType::kFloat32:
-          good = parse_float(*v, &t.data<float>()[row]);
-          break;
-        case DType::kFloat64:
-          good = parse_float(*v, &t.data<double>()[row]);
-          break;
-        default:
-          t.data<std::string>()[row] = *v;
-      }
-      if (!good) {
+      if (!parse_into(*v, t, row)) {
         bad = runtime::invalid_argument(path, ":", record_line, ": column '", columns_[c], "': '",
                                         *v, "' is not ", dtype_name(t.dtype()));
       }
@@ -299,6 +354,21 @@ Status CsvSource::read_unit(int64_t unit, std::vector<actors::Chunk>* out, int64
       continue;
     }
     ++row;
+  }
+  if (any_sequence) {
+    // Sequences differ in length: each example its own chunk, its other columns' values beside.
+    for (int64_t r = 0; r < row; ++r) {
+      actors::Chunk one;
+      for (size_t k = 0; k < selected_.size(); ++k) {
+        if (sequence_[selected_[k]]) {
+          one.components.push_back(std::move(sequences[k][static_cast<size_t>(r)]));
+        } else {
+          one.components.push_back(runtime::slice_rows(cols[k], r, 1));
+        }
+      }
+      out->push_back(std::move(one));
+    }
+    return runtime::ok_status();
   }
   actors::Chunk chunk;
   chunk.components = std::move(cols);

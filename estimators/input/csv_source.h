@@ -7,6 +7,7 @@
 //   auto src = CsvSource::open("/data/train-*.csv", o);   // Result<shared_ptr<CsvSource>>
 //   src->components();                                    // {"age", "income", "label"}
 //
+// A column may hold a sequence an example (CsvOptions::sequences: "3 1 4 1 5").
 // A row with the wrong number of fields, a value that is not of its column's type or a missing
 // value with no default is an error naming the file and line, or, with skip_bad_records, is
 // counted and skipped. Files are memory-mapped; opening scans them once for row boundaries.
@@ -33,6 +34,11 @@ struct CsvOptions {
   int64_t infer_rows = 1000;
   int64_t rows_per_unit = 4096;
   bool skip_bad_records = false;
+  // Columns whose field holds a sequence: values separated by `value_delimiter` (runs of it
+  // count once), of the type the values have; an empty field is an empty sequence. Each is a
+  // component of varying length (var_len()), which a dataset batches as a sparse tensor.
+  std::vector<std::string> sequences;
+  char value_delimiter = ' ';
 };
 
 class CsvSource : public actors::Source {
@@ -48,6 +54,8 @@ class CsvSource : public actors::Source {
   runtime::Status read(int64_t unit, std::vector<actors::Chunk>* out,
                        int64_t* skipped) const override;
   runtime::DType type_of(const std::string& column) const;
+  // The selected sequence columns (CsvOptions::sequences).
+  std::vector<std::string> var_len() const;
   const std::vector<std::string>& columns() const { return columns_; }
 
  private:
@@ -69,6 +77,7 @@ class CsvSource : public actors::Source {
   std::vector<std::string> columns_;   // all, in file order
   std::vector<runtime::DType> types_;  // per column
   std::vector<int> selected_;          // column index per component
+  std::vector<bool> sequence_;         // per column
 };
 
 // Splits one CSV record starting at `p` (before `end`) into `fields`, unquoting; returns where

@@ -187,7 +187,16 @@ Result<Dataset> csv(const std::string& pattern, const std::string& label, CsvOpt
                     DatasetOptions options) {
   csv_options.skip_bad_records = csv_options.skip_bad_records || options.skip_bad_records;
   TROUPE_ASSIGN_OR_RETURN(auto source, CsvSource::open(pattern, std::move(csv_options)));
-  return make(std::move(source), label, std::move(options));
+  std::vector<std::string> sequences = source->var_len();
+  TROUPE_ASSIGN_OR_RETURN(Dataset d, make(std::move(source), label, std::move(options)));
+  for (const std::string& name : sequences) {
+    if (name == label) {
+      return runtime::invalid_argument(d.source->name(), ": the label '", label,
+                                       "' cannot be a sequence");
+    }
+  }
+  d.sparse = std::move(sequences);
+  return d;
 }
 
 Result<Dataset> fashion_mnist(const std::string& split, DatasetOptions options,

@@ -79,7 +79,8 @@ runtime::Result<Dataset> with_labels(Dataset data, const std::vector<std::string
 // Every column but `label` is a feature. A column of another length is an error naming it.
 runtime::Result<Dataset> arrays(std::vector<std::pair<std::string, runtime::Tensor>> columns,
                                 const std::string& label, DatasetOptions options = {});
-// CSV files with a header; `label` (may be empty) is the label column, the rest features.
+// CSV files with a header; `label` (may be empty) is the label column, the rest features;
+// CsvOptions::sequences are batched as sparse tensors.
 runtime::Result<Dataset> csv(const std::string& pattern, const std::string& label,
                              CsvOptions csv_options = {}, DatasetOptions options = {});
 // Fashion-MNIST (or MNIST) from IDX files, gzipped or not: "image" float32 [784] in [0, 1] and

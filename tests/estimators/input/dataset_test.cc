@@ -271,6 +271,40 @@ TEST_CASE("csv: bad rows name file and line, or are skipped and counted") {
   CHECK(csv(open_quote, "y").status().code() == runtime::Code::kDataLoss);
 }
 
+TEST_CASE("csv: a sequence column an example, batched as a sparse tensor; bad values named") {
+  // Runs of spaces count once; an empty field is an empty sequence.
+  const std::string path = write("seq.csv", "tokens,x,y\n3 1  4,0.5,1\n,1.5,0\n\"2 7\",2.5,1\n");
+  CsvOptions o;
+  o.sequences = {"tokens"};
+  auto d = csv(path, "y", o, {.batch_size = 3});
+  REQUIRE_MESSAGE(d.ok(), d.status().to_string());
+  CHECK(d->sparse == std::vector<std::string>{"tokens"});
+  CHECK(d->batch_components() == std::vector<std::string>{"tokens/indices", "tokens/values",
+                                                          "tokens/dense_shape", "x", "y"});
+  Drained r = drain(*d);
+  CHECK(r.end.code() == runtime::Code::kOutOfRange);
+  CHECK(r.numbers[0] == std::vector<double>{0, 0, 0, 1, 0, 2, 2, 0, 2, 1});  // one batch
+  CHECK(r.numbers[1] == std::vector<double>{3, 1, 4, 2, 7});  // int64, inferred from the values
+  CHECK(r.numbers[2] == std::vector<double>{3, 3});
+  CHECK(r.numbers[3] == std::vector<double>{0.5, 1.5, 2.5});
+  CHECK(r.numbers[4] == std::vector<double>{1, 0, 1});
+
+  const std::string bad = write("seq_bad.csv", "tokens,y\n1 2,1\n3 x 4,0\n");
+  CsvOptions ints = o;
+  ints.types = {{"tokens", DType::kInt64}};
+  Drained e = drain(*csv(bad, "y", ints, {.batch_size = 2}));
+  CHECK(e.end.message().find("seq_bad.csv:3: column 'tokens': 'x' is not int64") !=
+        std::string::npos);
+  CsvOptions label = o;
+  label.sequences = {"y"};
+  CHECK(csv(path, "y", label).status().message().find("the label 'y' cannot be a sequence") !=
+        std::string::npos);
+  CsvOptions typo = o;
+  typo.sequences = {"tokenz"};
+  CHECK(csv(path, "y", typo).status().message().find("no column 'tokenz' to read as a sequence") !=
+        std::string::npos);
+}
+
 TEST_CASE("libsvm: sparse tensors, dense, and bad lines") {
   const std::string path = write("a.svm", "1 1:0.5 3:2 # first\n-1 2:1\n\n+1 qid:3 1:1 2:2 4:4\n");
   Drained sparse = drain(*libsvm(path, {}, {.batch_size = 3}));
