@@ -9,6 +9,9 @@
 //   lstm_actors_vs_executor the loop's LSTM trained through an actors::Session (its loops run in
 //                          a control-flow region, the layers around them as node actors)
 //                          against runtime::Executor: examples/s, their ratio
+//   parallel_iterations    a loop of 100 independent iterations (each a chain of three 64 x 64
+//                          matmuls, summed into a total) with parallel_iterations 10 against 1:
+//                          loops/s, ratio >= 1.5 on 2 cores (issue 40)
 //   while_iteration        one iteration of a loop whose body is a scalar add against one node of
 //                          a straight chain of adds: us each, their ratio (what frames cost
 //                          per node on the reference executor)
@@ -16,6 +19,7 @@
 //   control_flow_bench [--quick] [--json FILE]
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -130,6 +134,43 @@ double per_add_us(bool loop) {
          n * 1e6;
 }
 
+// Seconds per run of a loop of 100 iterations that do not depend on each other but for a sum:
+// each multiplies x by w three times. With parallel_iterations 1 they run one after another.
+double independent_loop_seconds(int64_t parallel_iterations) {
+  Graph g;
+  GraphBuilder b(&g);
+  std::mt19937 rng(3);
+  Tensor xv(DType::kFloat32, Shape{64, 64}), wv(DType::kFloat32, Shape{64, 64});
+  std::normal_distribution<float> normal(0, 0.1f);
+  for (int64_t i = 0; i < xv.num_elements(); ++i) {
+    xv.data<float>()[i] = normal(rng);
+    wv.data<float>()[i] = normal(rng);
+  }
+  Output x = ops::constant(b, xv, "x"), w = ops::constant(b, wv, "w");
+  Output total = ops::while_loop(
+      b,
+      [](GraphBuilder& b, const std::vector<Output>& v) {
+        return ops::less(b, v[0], ops::scalar(b, 100, DType::kInt32));
+      },
+      [&](GraphBuilder& b, const std::vector<Output>& v) {
+        Output y = ops::matmul(b, ops::matmul(b, ops::matmul(b, x, w), w), w);
+        return std::vector<Output>{ops::add(b, v[0], 1.0),
+                                   ops::add(b, v[1], ops::reduce_sum(b, y))};
+      },
+      {ops::scalar(b, 0, DType::kInt32), ops::scalar(b, 0, DType::kFloat32)},
+      {.parallel_iterations = parallel_iterations})[1];
+  if (!b.ok()) {
+    std::fprintf(stderr, "control_flow_bench: %s\n", b.status().to_string().c_str());
+    std::exit(1);
+  }
+  Executor exec(g);
+  return bench::median_seconds(
+      [&] {
+        if (!exec.run({}, {total}).ok()) std::abort();
+      },
+      quick ? 3 : 9, quick ? 0.1 : 0.5);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,6 +178,19 @@ int main(int argc, char** argv) {
   flags.parse(argc, argv);
   quick = flags.quick;
   bench::Bars bars("control_flow");
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  // First, before the LSTM's big GEMMs leave OpenBLAS's threads spinning on the cores.
+  std::vector<double> wide_s, narrow_s, wide_ratios;
+  for (int round = 0; round < (quick ? 1 : 3); ++round) {
+    wide_s.push_back(independent_loop_seconds(10));
+    narrow_s.push_back(independent_loop_seconds(1));
+    wide_ratios.push_back(narrow_s.back() / wide_s.back());
+  }
+  bars.add("parallel_iterations", 1 / median(wide_s), "loops/s", "parallel_iterations_1",
+           1 / median(narrow_s), median(wide_ratios));
   // Alternated rounds, the ratio taken within each and its median reported.
   std::vector<double> loop_s, unrolled_s, actors_s, composite_s, ratios, actor_ratios, fused_ratios;
   for (int round = 0; round < (quick ? 1 : 3); ++round) {
@@ -148,10 +202,6 @@ int main(int argc, char** argv) {
     fused_ratios.push_back(composite_s.back() / loop_s.back());
     actor_ratios.push_back(loop_s.back() / actors_s.back());
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   bars.add("lstm_loop_vs_unrolled", kBatch / median(loop_s), "examples/s", "unrolled",
            kBatch / median(unrolled_s), median(ratios));
   bars.add("lstm_fused_vs_composite", kBatch / median(loop_s), "examples/s", "composite_cell",
