@@ -49,6 +49,30 @@ Tensor vec(std::vector<double> v) {
   return Tensor::from_vector<double>(Shape{n}, std::move(v));
 }
 
+// `start`, then `times` times v = step(v), in a while loop counting its iterations.
+Output repeat(GraphBuilder& b, int times, Output start,
+              const std::function<Output(GraphBuilder&, Output)>& step) {
+  return ops::while_loop(
+      b,
+      [times](GraphBuilder& b, const In& v) {
+        return ops::less(b, v[0], ops::scalar(b, times, DType::kInt32));
+      },
+      [&](GraphBuilder& b, const In& v) {
+        return In{ops::add(b, v[0], 1.0), step(b, v[1])};
+      },
+      {ops::scalar(b, 0, DType::kInt32), start})[1];
+}
+
+// A cond on whether sum(v) > 0.
+Output if_positive_sum(GraphBuilder& b, Output v,
+                       const std::function<Output(GraphBuilder&)>& then_fn,
+                       const std::function<Output(GraphBuilder&)>& else_fn) {
+  Output pred = ops::greater(b, ops::reduce_sum(b, v), ops::scalar(b, 0, DType::kFloat64));
+  return ops::cond(
+      b, pred, [&](GraphBuilder& b) { return In{then_fn(b)}; },
+      [&](GraphBuilder& b) { return In{else_fn(b)}; })[0];
+}
+
 struct GradCase {
   const char* op;  // the op whose gradient this case checks
   testing::GraphFn f;
@@ -69,83 +93,41 @@ std::vector<GradCase> cases() {
   };
   // v = x0; 3 times: v = v * x1 + tanh(v): x1 read inside the body, v going round.
   auto loop_case = [](GraphBuilder& b, const In& x) {
-    return ops::while_loop(
-        b,
-        [](GraphBuilder& b, const In& v) {
-          return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
-        },
-        [&](GraphBuilder& b, const In& v) {
-          return In{ops::add(b, v[0], 1.0),
-                    ops::add(b, ops::mul(b, v[1], x[1]), ops::tanh(b, v[1]))};
-        },
-        {ops::scalar(b, 0, DType::kInt32), x[0]})[1];
+    return repeat(b, 3, x[0], [&](GraphBuilder& b, Output v) {
+      return ops::add(b, ops::mul(b, v, x[1]), ops::tanh(b, v));
+    });
   };
   // v = x0; 4 times: v = sum(v) > 0 ? v * x1 + sin(v) : v * v * x1; the branch each iteration
   // takes depends on the values.
   auto cond_in_loop_case = [](GraphBuilder& b, const In& x) {
-    return ops::while_loop(
-        b,
-        [](GraphBuilder& b, const In& v) {
-          return ops::less(b, v[0], ops::scalar(b, 4, DType::kInt32));
-        },
-        [&](GraphBuilder& b, const In& v) {
-          Output pred =
-              ops::greater(b, ops::reduce_sum(b, v[1]), ops::scalar(b, 0, DType::kFloat64));
-          Output next = ops::cond(
-              b, pred,
-              [&](GraphBuilder& b) {
-                return In{ops::add(b, ops::mul(b, v[1], x[1]), ops::sin(b, v[1]))};
-              },
-              [&](GraphBuilder& b) { return In{ops::mul(b, ops::square(b, v[1]), x[1])}; })[0];
-          return In{ops::add(b, v[0], 1.0), next};
-        },
-        {ops::scalar(b, 0, DType::kInt32), x[0]})[1];
+    return repeat(b, 4, x[0], [&](GraphBuilder& b, Output v) {
+      return if_positive_sum(
+          b, v, [&](GraphBuilder& b) { return ops::add(b, ops::mul(b, v, x[1]), ops::sin(b, v)); },
+          [&](GraphBuilder& b) { return ops::mul(b, ops::square(b, v), x[1]); });
+    });
   };
   // A loop inside a cond: x0 * x1^3 when sum(x0) > 0, else x0 * 2.
   auto loop_in_cond_case = [](GraphBuilder& b, const In& x) {
-    Output pred = ops::greater(b, ops::reduce_sum(b, x[0]), ops::scalar(b, 0, DType::kFloat64));
-    return ops::cond(
-        b, pred,
+    return if_positive_sum(
+        b, x[0],
         [&](GraphBuilder& b) {
-          return In{ops::while_loop(
-              b,
-              [](GraphBuilder& b, const In& v) {
-                return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
-              },
-              [&](GraphBuilder& b, const In& v) {
-                return In{ops::add(b, v[0], 1.0), ops::mul(b, v[1], x[1])};
-              },
-              {ops::scalar(b, 0, DType::kInt32), x[0]})[1]};
+          return repeat(b, 3, x[0],
+                        [&](GraphBuilder& b, Output v) { return ops::mul(b, v, x[1]); });
         },
-        [&](GraphBuilder& b) { return In{ops::mul(b, x[0], 2.0)}; })[0];
+        [&](GraphBuilder& b) { return ops::mul(b, x[0], 2.0); });
   };
+  // The cond in a loop with a loop of 2 inside the true branch.
   auto loop_cond_loop_case = [](GraphBuilder& b, const In& x) {
-    return ops::while_loop(
-        b,
-        [](GraphBuilder& b, const In& v) {
-          return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
-        },
-        [&](GraphBuilder& b, const In& v) {
-          Output pred =
-              ops::greater(b, ops::reduce_sum(b, v[1]), ops::scalar(b, 0, DType::kFloat64));
-          Output next = ops::cond(
-              b, pred,
-              [&](GraphBuilder& b) {
-                return In{ops::while_loop(
-                    b,
-                    [](GraphBuilder& b, const In& u) {
-                      return ops::less(b, u[0], ops::scalar(b, 2, DType::kInt32));
-                    },
-                    [&](GraphBuilder& b, const In& u) {
-                      return In{ops::add(b, u[0], 1.0),
-                                ops::add(b, ops::mul(b, u[1], x[1]), ops::sin(b, u[1]))};
-                    },
-                    {ops::scalar(b, 0, DType::kInt32), v[1]})[1]};
-              },
-              [&](GraphBuilder& b) { return In{ops::mul(b, ops::square(b, v[1]), x[1])}; })[0];
-          return In{ops::add(b, v[0], 1.0), next};
-        },
-        {ops::scalar(b, 0, DType::kInt32), x[0]})[1];
+    return repeat(b, 3, x[0], [&](GraphBuilder& b, Output v) {
+      return if_positive_sum(
+          b, v,
+          [&](GraphBuilder& b) {
+            return repeat(b, 2, v, [&](GraphBuilder& b, Output u) {
+              return ops::add(b, ops::mul(b, u, x[1]), ops::sin(b, u));
+            });
+          },
+          [&](GraphBuilder& b) { return ops::mul(b, ops::square(b, v), x[1]); });
+    });
   };
   auto binary = [](Output (*op)(GraphBuilder&, Output, Output)) {
     return [op](GraphBuilder& b, const In& x) { return op(b, x[0], x[1]); };
