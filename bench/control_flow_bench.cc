@@ -11,7 +11,8 @@
 //                          against runtime::Executor: examples/s, their ratio
 //   parallel_iterations    a loop of 100 independent iterations (each a chain of three 64 x 64
 //                          matmuls, summed into a total) with parallel_iterations 10 against 1:
-//                          loops/s, ratio >= 1.5 on 2 cores (issue 40)
+//                          loops/s, ratio >= 1.5 on 2 cores (issue 40's bar; the frame executor
+//                          runs iterations one after another, so this line shows the gap)
 //   while_iteration        one iteration of a loop whose body is a scalar add against one node of
 //                          a straight chain of adds: us each, their ratio (what frames cost
 //                          per node on the reference executor)

@@ -96,7 +96,6 @@ std::pair<Output, Output> sampled_logits(GraphBuilder& b, Output weights, Output
 }  // namespace
 
 TROUPE_REGISTER_OP(LogUniformCandidateSampler)
-    .stateful()
     .input("true_classes")
     .output("sampled_candidates")
     .output("true_expected_count")
@@ -108,7 +107,6 @@ TROUPE_REGISTER_OP(LogUniformCandidateSampler)
     .doc("classes drawn by P(k) = log((k+2)/(k+1)) / log(range_max+1), and expected counts");
 
 TROUPE_REGISTER_OP(UniformCandidateSampler)
-    .stateful()
     .input("true_classes")
     .output("sampled_candidates")
     .output("true_expected_count")

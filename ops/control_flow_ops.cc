@@ -156,7 +156,6 @@ TROUPE_REGISTER_OP(ControlTrigger)
 // A while loop's gradient reads the forward values of every iteration from stacks: each
 // iteration pushes, and the gradient's loop pops them in reverse (while_loop.cc).
 TROUPE_REGISTER_OP(StackPush)
-    .stateful()
     .input("value")
     .output("output")
     .required_attr<std::string>("stack")
@@ -165,7 +164,6 @@ TROUPE_REGISTER_OP(StackPush)
     .doc("pushes value on the run's stack named stack; output = value");
 
 TROUPE_REGISTER_OP(StackPop)
-    .stateful()
     .output("value")
     .required_attr<std::string>("stack")
     .required_attr<DType>("dtype")

@@ -44,7 +44,6 @@ Output affine(GraphBuilder& b, Output x, double scale, double shift) {
 }  // namespace
 
 TROUPE_REGISTER_OP(RandomUniform)
-    .stateful()
     .variadic_input("like", 0)
     .output("y")
     .attrs(kRandomDefaults)
@@ -53,7 +52,6 @@ TROUPE_REGISTER_OP(RandomUniform)
     .doc("y ~ U[0, 1), elementwise");
 
 TROUPE_REGISTER_OP(RandomNormal)
-    .stateful()
     .variadic_input("like", 0)
     .output("y")
     .attrs(kRandomDefaults)
@@ -62,7 +60,6 @@ TROUPE_REGISTER_OP(RandomNormal)
     .doc("y ~ N(0, 1), elementwise");
 
 TROUPE_REGISTER_OP(TruncatedNormal)
-    .stateful()
     .variadic_input("like", 0)
     .output("y")
     .attrs(kRandomDefaults)

@@ -1,17 +1,10 @@
 #include "runtime/frame_executor.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <functional>
 #include <map>
-#include <mutex>
 #include <set>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
-
-#include "runtime/denormal.h"
-#include "runtime/op_registry.h"
 
 namespace troupe::runtime {
 
@@ -58,8 +51,7 @@ struct FrameExecutor::Frame {
   std::string name;  // the Enter's frame_name; "" for the root
   int parent = -1;
   int depth = 0;
-  std::vector<int> exits;           // its Exit items
-  int64_t parallel_iterations = 1;  // iterations in flight at once (its Enters' largest)
+  std::vector<int> exits;  // its Exit items
 };
 
 FrameExecutor::FrameExecutor(const Graph& graph) : graph_(graph) {}
@@ -145,8 +137,6 @@ Result<std::unique_ptr<FrameExecutor>> FrameExecutor::plan(const Graph& graph,
       }
       item.out_frame = it->second;
       item.constant = n.attr<bool>("is_constant");
-      int64_t& window = fx->frames_[it->second].parallel_iterations;
-      window = std::max(window, n.attr<int64_t>("parallel_iterations"));
     } else if (item.kind == Kind::kExit) {
       if (item.frame == 0) {
         return invalid_argument("Exit '", n.name, "': not inside a loop's frame");
@@ -156,13 +146,6 @@ Result<std::unique_ptr<FrameExecutor>> FrameExecutor::plan(const Graph& graph,
     }
     if (item.num_inputs == 0 && item.num_control == 0) fx->sources_.push_back(i);
   }
-  // Stateless plans run on up to a thread a core, as many as the widest loop lets run at once.
-  bool stateful = false;
-  int64_t widest = 1;
-  for (const Item& item : fx->items_) stateful |= graph.node(item.node).def->stateful;
-  for (const Frame& f : fx->frames_) widest = std::max(widest, f.parallel_iterations);
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  fx->workers_ = stateful ? 1 : static_cast<int>(std::min<int64_t>(cores, widest));
   // A back edge stays in its loop's frame.
   for (const Item& item : fx->items_) {
     const Node& n = graph.node(item.node);
@@ -194,12 +177,6 @@ class FrameExecutor::Run {
                                  const std::vector<Output>& fetches);
 
  private:
-  // A NextIteration's value held back: its iteration would be beyond the loop's window.
-  struct Deferred {
-    int item;
-    int64_t iter;  // the NextIteration's; the value goes to iter + 1
-    std::vector<Entry> outs;
-  };
   struct Instance {  // a frame made for one iteration of its parent's
     int frame;
     int parent;
@@ -209,11 +186,6 @@ class FrameExecutor::Run {
     std::set<int> exited;                          // Exit items that sent a live value
     bool done;
     std::vector<int64_t> path;  // the iterations of the frames around it, outermost first
-    // Node instances of each iteration not yet run (its child frames' among them), and the
-    // earliest iteration some are left in: the window starts there.
-    std::map<int64_t, int64_t> pending = {};
-    int64_t earliest = 0;
-    std::vector<Deferred> deferred = {};
   };
   struct Waiting {  // a node instance with some of its inputs
     std::vector<Entry> inputs;
@@ -268,19 +240,7 @@ class FrameExecutor::Run {
 
   void deliver(int item, int instance, int64_t iter, int input, const Entry& e);
   void maybe_fire(int item, int instance, int64_t iter, Waiting& w);
-  // Runs r's kernel on `ctx` (r is live); touches no state of the run but `outs`.
-  Status compute(Ready& r, KernelContext& ctx, uint64_t invocation, std::vector<Entry>* outs);
   Status process(Ready& r);
-  // After r's kernel: its outputs sent on, and r counted as run.
-  void finish(const Ready& r, std::vector<Entry>& outs);
-  Status run_parallel();
-  // Counts a node instance of (instance, iter) made (+1) or run (-1); iterations with none
-  // left move their loop's window on.
-  void count(int instance, int64_t iter, int delta);
-  void settle(int instance);
-  // Sends the held-back values the window now lets through; with `all`, every one.
-  bool release(int instance, bool all);
-  bool release_all();
   void propagate(int item, int instance, int64_t iter, std::vector<Entry>& outs, bool dead);
   void send(int item, int instance, int64_t iter, const std::vector<Entry>& outs, bool dead);
   int child(int item, int instance, int64_t iter);
@@ -310,7 +270,6 @@ void FrameExecutor::Run::deliver(int item, int instance, int64_t iter, int input
     w.has.assign(it.num_inputs, false);
     w.missing = it.num_inputs;
     w.missing_control = it.num_control;
-    count(instance, iter, +1);
   }
   if (w.fired) return;  // a Merge's input after it forwarded one
   if (input < 0) {
@@ -347,17 +306,22 @@ void FrameExecutor::Run::maybe_fire(int item, int instance, int64_t iter, Waitin
   }
 }
 
-Status FrameExecutor::Run::compute(Ready& r, KernelContext& ctx, uint64_t invocation,
-                                   std::vector<Entry>* outs) {
+Status FrameExecutor::Run::process(Ready& r) {
   const Item& it = fx_.items_[r.item];
   const Node& n = fx_.graph_.node(it.node);
-  outs->assign(n.num_outputs(), Entry{});
+  std::vector<Entry> outs(n.num_outputs());
+  if (r.dead) {
+    for (Entry& e : outs) e.dead = true;
+    propagate(r.item, r.instance, r.iter, outs, true);
+    return ok_status();
+  }
+  KernelContext& ctx = *kernels_[r.item].ctx;
   std::vector<Tensor>& inputs = ctx.inputs();
   inputs.resize(r.inputs.size());
   for (size_t i = 0; i < r.inputs.size(); ++i) {
     inputs[i] = r.inputs[i].dead ? Tensor() : std::move(r.inputs[i].value);
   }
-  ctx.set_invocation(invocation);
+  ctx.set_invocation((*invocations_)[it.node]++);
   ctx.set_stacks(&stacks_);
   Status status = run_kernel(kernels_[r.item].fn, ctx);
   ctx.set_stacks(nullptr);
@@ -367,184 +331,18 @@ Status FrameExecutor::Run::compute(Ready& r, KernelContext& ctx, uint64_t invoca
     for (Tensor& t : got) t = Tensor();
     return status;
   }
-  for (size_t i = 0; i < outs->size(); ++i) {
+  for (size_t i = 0; i < outs.size(); ++i) {
     if (got[i].valid()) {
-      (*outs)[i].value = std::move(got[i]);
+      outs[i].value = std::move(got[i]);
     } else if (it.kind == Kind::kSwitch) {
-      (*outs)[i].dead = true;  // the branch not taken
+      outs[i].dead = true;  // the branch not taken
     } else {
       return internal_error(n.op, " '", n.name, "': kernel produced no output ", i);
     }
     got[i] = Tensor();
   }
+  propagate(r.item, r.instance, r.iter, outs, false);
   return ok_status();
-}
-
-void FrameExecutor::Run::finish(const Ready& r, std::vector<Entry>& outs) {
-  propagate(r.item, r.instance, r.iter, outs, r.dead);
-  count(r.instance, r.iter, -1);
-}
-
-Status FrameExecutor::Run::process(Ready& r) {
-  std::vector<Entry> outs;
-  if (r.dead) {
-    outs.assign(fx_.graph_.node(fx_.items_[r.item].node).num_outputs(), Entry{Tensor(), true});
-  } else {
-    TROUPE_RETURN_IF_ERROR(
-        compute(r, *kernels_[r.item].ctx, (*invocations_)[fx_.items_[r.item].node]++, &outs));
-  }
-  finish(r, outs);
-  return ok_status();
-}
-
-// Workers take ready nodes earliest iteration first and run their kernels outside the lock,
-// each on a context of its own (a node of several iterations at once needs several); the
-// bookkeeping is the sequential run's, under the lock. As TF's executor runs inexpensive nodes
-// inline, a worker goes on with what its node made ready; another thread is woken (or started,
-// up to workers_) only for a node worth one, whose inputs hold some thousands of values.
-Status FrameExecutor::Run::run_parallel() {
-  std::mutex mu;
-  std::condition_variable changed;
-  int in_flight = 0, idle = 0;
-  bool finished = false;
-  Status failed;
-  std::vector<char> busy(fx_.items_.size(), 0);  // the plan's own context of each item
-  std::vector<std::vector<KernelContext*>> spare(fx_.items_.size());
-  std::vector<std::unique_ptr<KernelContext>> extra;
-  std::vector<std::thread> helpers;
-  auto acquire = [&](int item) -> KernelContext* {
-    if (!busy[item]) {
-      busy[item] = 1;
-      return kernels_[item].ctx;
-    }
-    if (!spare[item].empty()) {
-      KernelContext* c = spare[item].back();
-      spare[item].pop_back();
-      return c;
-    }
-    const KernelContext& plan = *kernels_[item].ctx;
-    extra.push_back(
-        std::make_unique<KernelContext>(plan.node(), plan.allocator(), plan.variables()));
-    return extra.back().get();
-  };
-  std::function<void()> work;
-  // Whether one of the next few ready nodes is worth another thread.
-  auto worth_waking = [&] {
-    int looked = 0;
-    for (auto it = ready_.begin(); it != ready_.end() && looked < 8; ++it, ++looked) {
-      int64_t values = 0;
-      for (const Entry& e : it->second.inputs) values += e.value.num_elements();
-      if (values >= 4096) return true;
-    }
-    return false;
-  };
-  auto wake = [&] {
-    if (!worth_waking()) return;
-    if (idle > 0) {
-      changed.notify_one();
-    } else if (static_cast<int>(helpers.size()) + 1 < fx_.workers_) {
-      helpers.emplace_back([&] {
-        ScopedFlushDenormal flush;  // as the caller's kernels run
-        work();
-      });
-    }
-  };
-  work = [&] {
-    std::unique_lock<std::mutex> lock(mu);
-    while (!finished) {
-      if (!failed.ok() || ready_.empty()) {
-        if (in_flight > 0) {
-          ++idle;
-          changed.wait(lock);
-          --idle;
-          continue;
-        }
-        if (failed.ok() && (release_all() || close_a_frame())) continue;
-        finished = true;
-        changed.notify_all();
-        break;
-      }
-      Ready r = std::move(ready_.begin()->second);
-      ready_.erase(ready_.begin());
-      std::vector<Entry> outs;
-      if (r.dead) {
-        outs.assign(fx_.graph_.node(fx_.items_[r.item].node).num_outputs(), Entry{Tensor(), true});
-        finish(r, outs);
-        continue;
-      }
-      KernelContext* ctx = acquire(r.item);
-      const uint64_t invocation = (*invocations_)[fx_.items_[r.item].node]++;
-      ++in_flight;
-      wake();
-      lock.unlock();
-      Status s = compute(r, *ctx, invocation, &outs);
-      lock.lock();
-      if (ctx == kernels_[r.item].ctx) {
-        busy[r.item] = 0;
-      } else {
-        spare[r.item].push_back(ctx);
-      }
-      --in_flight;
-      if (s.ok()) {
-        finish(r, outs);
-      } else if (failed.ok()) {
-        failed = s;
-      }
-      if (in_flight == 0 && idle > 0) changed.notify_all();  // they wait for this, or for work
-    }
-  };
-  work();
-  // No helper starts once the run has finished (starting takes the lock, finishing holds it).
-  for (std::thread& t : helpers) t.join();
-  return failed;
-}
-
-void FrameExecutor::Run::count(int instance, int64_t iter, int delta) {
-  std::vector<int> emptied;
-  for (int i = instance; i >= 0;) {
-    Instance& in = instances_[i];
-    int64_t& n = in.pending[iter];
-    n += delta;
-    if (n == 0) emptied.push_back(i);
-    iter = in.parent_iter;
-    i = in.parent;
-  }
-  for (int i : emptied) settle(i);
-}
-
-void FrameExecutor::Run::settle(int instance) {
-  Instance& in = instances_[instance];
-  while (in.earliest < in.iterations) {
-    auto it = in.pending.find(in.earliest);
-    if (it != in.pending.end() && it->second > 0) break;
-    if (it != in.pending.end()) in.pending.erase(it);
-    ++in.earliest;
-  }
-  release(instance, /*all=*/false);
-}
-
-bool FrameExecutor::Run::release(int instance, bool all) {
-  std::vector<Deferred> go;
-  {
-    Instance& in = instances_[instance];
-    const int64_t window = fx_.frames_[in.frame].parallel_iterations;
-    std::vector<Deferred> keep;
-    for (Deferred& d : in.deferred) {
-      (all || d.iter + 1 < in.earliest + window ? go : keep).push_back(std::move(d));
-    }
-    in.deferred = std::move(keep);
-  }
-  for (Deferred& d : go) {  // sending may add instances: no reference held
-    start_iteration(instance, d.iter + 1);
-    send(d.item, instance, d.iter + 1, d.outs, false);
-  }
-  return !go.empty();
-}
-
-bool FrameExecutor::Run::release_all() {
-  bool any = false;
-  for (int i = 0; i < static_cast<int>(instances_.size()); ++i) any |= release(i, /*all=*/true);
-  return any;
 }
 
 void FrameExecutor::Run::propagate(int item, int instance, int64_t iter, std::vector<Entry>& outs,
@@ -568,11 +366,6 @@ void FrameExecutor::Run::propagate(int item, int instance, int64_t iter, std::ve
     }
     case Kind::kNextIteration: {
       if (dead) return;  // the loop ended: no next iteration
-      Instance& in = instances_[instance];
-      if (fx_.workers_ > 1 && iter + 1 >= in.earliest + fx_.frames_[in.frame].parallel_iterations) {
-        in.deferred.push_back(Deferred{item, iter, outs});  // beyond the window, for now
-        return;
-      }
       start_iteration(instance, iter + 1);
       return send(item, instance, iter + 1, outs, dead);
     }
@@ -654,21 +447,14 @@ Result<std::vector<Tensor>> FrameExecutor::Run::go(const std::vector<Tensor>& fe
       deliver(fx_.fed_to_[f][j], 0, 0, fx_.fed_at_[f][j], Entry{feeds[f], false});
     }
   }
-  for (int s : fx_.sources_) {
-    count(0, 0, +1);
-    make_ready(Ready{s, 0, 0, {}, false});
-  }
-  if (fx_.workers_ > 1) {
-    TROUPE_RETURN_IF_ERROR(run_parallel());
-  } else {
-    do {
-      while (!ready_.empty()) {
-        Ready r = std::move(ready_.begin()->second);
-        ready_.erase(ready_.begin());
-        TROUPE_RETURN_IF_ERROR(process(r));
-      }
-    } while (close_a_frame());
-  }
+  for (int s : fx_.sources_) make_ready(Ready{s, 0, 0, {}, false});
+  do {
+    while (!ready_.empty()) {
+      Ready r = std::move(ready_.begin()->second);
+      ready_.erase(ready_.begin());
+      TROUPE_RETURN_IF_ERROR(process(r));
+    }
+  } while (close_a_frame());
 
   std::vector<Tensor> result;
   for (const Output& f : fetches) {

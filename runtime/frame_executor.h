@@ -11,14 +11,9 @@
 //   auto out = frames->run(kernels, feeds, fetches);          // kernels[i]: nodes[i]'s
 //
 // Executor (executor.h) uses it for runs that need a control-flow op, and runs straight-line
-// ones without. Nodes run earliest iteration first. A plan with a stateful node (a stack push
-// or pop, a random op, a variable written: OpDef::stateful) runs them one at a time on the
-// calling thread, so that a loop's iterations push their values on its gradient's stacks in
-// order and draw their random numbers in order. Any other plan runs ready nodes side by side
-// on as many threads as there are cores (the caller's among them), up to the largest
-// parallel_iterations of its loops, and each loop keeps at most its parallel_iterations
-// iterations in flight (TF's executor's window): a later iteration starts once the earliest
-// one still running is within that many. Not thread-safe: one run at a time.
+// ones without. Sequential: nodes run one at a time on the calling thread, earliest iteration
+// first, so that a loop's iterations push their values on its gradient's stacks (StackPush) in
+// order. Not thread-safe.
 #pragma once
 
 #include <memory>
@@ -56,8 +51,6 @@ class FrameExecutor {
                                   const std::vector<Tensor>& feeds,
                                   const std::vector<Output>& fetches,
                                   std::vector<uint64_t>* invocations) const;
-  // The threads a run uses: 1 for a plan with a stateful node.
-  int workers() const { return workers_; }
 
  private:
   struct Item;
@@ -73,7 +66,6 @@ class FrameExecutor {
   std::vector<std::vector<int>> fed_to_;  // per fed output: the items it feeds, and where
   std::vector<std::vector<int>> fed_at_;
   std::vector<int> sources_;  // items with no inputs at all
-  int workers_ = 1;
 };
 
 }  // namespace troupe::runtime

@@ -84,11 +84,6 @@ OpDefBuilder&& OpDefBuilder::reads_variable() && {
 }
 OpDefBuilder&& OpDefBuilder::writes_variable() && {
   def_.variable_access = VariableAccess::kWrite;
-  def_.stateful = true;
-  return std::move(*this);
-}
-OpDefBuilder&& OpDefBuilder::stateful() && {
-  def_.stateful = true;
   return std::move(*this);
 }
 OpDefBuilder&& OpDefBuilder::kernel_dtype_from_input(int i) && {

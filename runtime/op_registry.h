@@ -89,10 +89,6 @@ struct OpDef {
   // Whether it reads or writes the variable named by its "var" attribute; runtimes order such
   // nodes across steps by this (a read waits for earlier steps' writes).
   VariableAccess variable_access = VariableAccess::kNone;
-  // Its runs depend on more than its inputs, or change more than its outputs (random numbers
-  // drawn by invocation, a run's stacks; a variable written is so too): the frame executor
-  // runs such nodes one at a time, in order, as TF's executor keeps a stateful op's order.
-  bool stateful = false;
   int kernel_dtype_input = -1;  // kernels are keyed by this input's dtype; -1: output 0's dtype
   std::string doc;
 };
@@ -117,8 +113,7 @@ class OpDefBuilder {
   OpDefBuilder&& gradient(GradFn fn) &&;
   OpDefBuilder&& no_gradient() &&;
   OpDefBuilder&& reads_variable() &&;
-  OpDefBuilder&& writes_variable() &&;  // stateful too
-  OpDefBuilder&& stateful() &&;
+  OpDefBuilder&& writes_variable() &&;
   OpDefBuilder&& kernel_dtype_from_input(int i) &&;
   OpDefBuilder&& doc(const char* text) &&;
   OpDef&& release() && { return std::move(def_); }

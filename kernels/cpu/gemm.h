@@ -12,35 +12,12 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "runtime/parallel_section.h"
 
 namespace troupe::kernels::cpu {
-
-// c = op(a) op(b) + beta c with Eigen, on this thread.
-template <class T>
-void eigen_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c,
-                T beta) {
-  using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  Eigen::Map<const Mat> A(a, ta ? k : m, ta ? m : k);
-  Eigen::Map<const Mat> B(b, tb ? n : k, tb ? k : n);
-  Eigen::Map<Mat> C(c, m, n);
-  if (beta == T(0)) {
-    C.setZero();
-  } else {
-    C *= beta;
-  }
-  if (ta && tb) {
-    C.noalias() += A.transpose() * B.transpose();
-  } else if (ta) {
-    C.noalias() += A.transpose() * B;
-  } else if (tb) {
-    C.noalias() += A * B.transpose();
-  } else {
-    C.noalias() += A * B;
-  }
-}
 
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c,
@@ -76,14 +53,11 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T
     return;
   }
   // OpenBLAS runs a GEMM of more than 2^18 multiply-adds on all its threads: background work
-  // steps aside for it when they take every core (runtime/parallel_section.h). A smaller one it
-  // runs on the caller's thread, but calls from several threads at once contend inside it (two
-  // threads multiplying 64x64 matrices: 1.13-1.26x one thread's throughput), where Eigen's
-  // scale (1.97x) at the same speed on one (8.7 us against 8.6-9.8): concurrent nodes and
-  // parallel loop iterations multiply small matrices side by side.
-  const bool small = m * n * k <= (int64_t(1) << 18);
-  if (small || std::is_integral_v<T>) return eigen_gemm(ta, tb, m, n, k, a, b, c, beta);
-  runtime::ParallelSection busy(openblas_get_num_threads());
+  // steps aside for it when they take every core (runtime/parallel_section.h).
+  std::optional<runtime::ParallelSection> busy;
+  if (m * n * k > (int64_t(1) << 18) && !std::is_integral_v<T>) {
+    busy.emplace(openblas_get_num_threads());
+  }
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (gemv) {
       constexpr auto kRow = CblasRowMajor;
@@ -110,6 +84,22 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T
   } else if constexpr (std::is_same_v<T, double>) {
     cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
                 k, 1.0, a, lda, b, ldb, beta, c, n);
+  } else {
+    using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    Eigen::Map<const Mat> A(a, ta ? k : m, ta ? m : k);
+    Eigen::Map<const Mat> B(b, tb ? n : k, tb ? k : n);
+    Eigen::Map<Mat> C(c, m, n);
+    Mat product;
+    if (ta && tb) {
+      product = A.transpose() * B.transpose();
+    } else if (ta) {
+      product = A.transpose() * B;
+    } else if (tb) {
+      product = A * B.transpose();
+    } else {
+      product = A * B;
+    }
+    C = beta == T(0) ? product : (C * beta + product).eval();
   }
 }
 
