@@ -1,7 +1,5 @@
 #include "estimators/canned/rnn.h"
 
-#include <algorithm>
-
 #include "estimators/canned/model_impl.h"
 #include "estimators/canned/runtime_names.h"
 #include "ops/array_ops.h"
@@ -9,8 +7,19 @@
 #include "ops/nn_ops.h"
 #include "ops/rnn.h"
 #include "ops/state_ops.h"
+#include "ops/strided_slice.h"
 
 namespace troupe::estimators {
+
+namespace {
+
+// Sequence columns, and the others: TF's sequence_feature_columns and context_feature_columns.
+void split_columns(const std::vector<FeatureColumn>& all, std::vector<FeatureColumn>* sequence,
+                   std::vector<FeatureColumn>* context) {
+  for (const FeatureColumn& c : all) (c.is_sequence() ? sequence : context)->push_back(c);
+}
+
+}  // namespace
 
 Status RNNOptions::validate(Task task) const {
   const std::string model = model_name<RNNOptions>(task);
@@ -25,15 +34,10 @@ Status RNNOptions::validate(Task task) const {
   TROUPE_RETURN_IF_ERROR(check_outputs(model, task, n_classes, label_dimension));
   TROUPE_RETURN_IF_ERROR(check_optimizer(model, optimizer));
   TROUPE_RETURN_IF_ERROR(head_of(*this, task).validate().with_context(model));
-  const bool sequences = std::any_of(feature_columns.begin(), feature_columns.end(),
-                                     [](const FeatureColumn& c) { return c.is_sequence(); });
+  std::vector<FeatureColumn> sequence_columns, context_columns;
+  split_columns(feature_columns, &sequence_columns, &context_columns);
+  const bool sequences = !sequence_columns.empty();
   for (const FeatureColumn& c : feature_columns) {
-    if (sequences && !c.is_sequence()) {
-      return param_error(model, "feature_columns",
-                         "'" + c.name() +
-                             "' is not a sequence column, beside sequence columns: context "
-                             "features are not read yet");
-    }
     if (!sequences && c.kind != FeatureColumn::Kind::kNumeric) {
       return param_error(model, "feature_columns",
                          "'" + c.key +
@@ -42,7 +46,11 @@ Status RNNOptions::validate(Task task) const {
     }
   }
   if (sequences) {
-    TROUPE_RETURN_IF_ERROR(validate_sequence_columns(feature_columns).with_context(model));
+    TROUPE_RETURN_IF_ERROR(validate_sequence_columns(sequence_columns).with_context(model));
+    if (!context_columns.empty()) {
+      TROUPE_RETURN_IF_ERROR(
+          validate_columns(context_columns, /*for_linear=*/false).with_context(model));
+    }
   }
   if (sequences && time_steps != 0) {
     return param_error(model, "time_steps",
@@ -60,10 +68,28 @@ ModelFn RNNOptions::model_fn(Task task) const {
     // split into time_steps.
     Output sequence, lengths;
     int64_t size = 0;
-    if (!o.feature_columns.empty() && o.feature_columns[0].is_sequence()) {
-      TROUPE_ASSIGN_OR_RETURN(SequenceInput s, sequence_input_layer(in, o.feature_columns, &size));
+    std::vector<FeatureColumn> sequence_columns, context_columns;
+    split_columns(o.feature_columns, &sequence_columns, &context_columns);
+    if (!sequence_columns.empty()) {
+      TROUPE_ASSIGN_OR_RETURN(SequenceInput s, sequence_input_layer(in, sequence_columns, &size));
       sequence = s.values;
       lengths = s.lengths;
+      if (!context_columns.empty()) {
+        // TF's concatenate_context_input: the example's other features beside every step.
+        int64_t width = 0;
+        TROUPE_ASSIGN_OR_RETURN(Output context, input_layer(in, context_columns, &width));
+        Output one_a_step = ops::strided_slice(b, sequence,
+                                               {.begin = {0, 0, 0},
+                                                .end = {0, 0, 1},
+                                                .strides = {1, 1, 1},
+                                                .begin_mask = 7,
+                                                .end_mask = 3});
+        sequence = ops::concat(b,
+                               {sequence, ops::add(b, ops::expand_dims(b, context, 1),
+                                                   ops::zeros_like(b, one_a_step))},
+                               2);
+        size += width;
+      }
     } else {
       int64_t width = 0;
       TROUPE_ASSIGN_OR_RETURN(Output x, dense_features(in, o, &width));

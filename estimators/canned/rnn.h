@@ -12,7 +12,8 @@
 // numbers each, in order. Or, with sequence columns (feature_column.h: sequence_numeric_column,
 // embeddings and indicators of sequence_categorical_column_with_*), each example is as many
 // steps as its sequence holds: a batch is padded to its longest, and each example's final
-// state is at its own last step (dynamic_rnn's sequence_length).
+// state is at its own last step (dynamic_rnn's sequence_length). Other columns beside them are
+// TF's context features: read as a DNN reads them and given to every step.
 //
 //   RNNClassifier words({.num_units = {32}, .feature_columns = {embedding_column(
 //       sequence_categorical_column_with_identity("tokens", 1000), 16)}}, config);
@@ -41,8 +42,9 @@ struct RNNOptions {
   int64_t n_classes = 2;        // classifiers
   int64_t label_dimension = 1;  // regressors
   ops::Optimizer optimizer = ops::Optimizer::adagrad(0.05);
-  std::vector<std::string> feature_keys;       // empty: every feature
-  std::vector<FeatureColumn> feature_columns;  // numeric, or sequence ones; not a param
+  std::vector<std::string> feature_keys;  // empty: every feature
+  // Numeric ones, or sequence ones and context ones beside them; not a param.
+  std::vector<FeatureColumn> feature_columns;
   HeadOptions head;
   FitParams fit;
   Standardization standardize;  // data, not a param

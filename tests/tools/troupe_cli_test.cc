@@ -813,24 +813,29 @@ TEST_CASE(
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("troupe train --model rnn on a CSV whose sequence column holds space-separated ids") {
+TEST_CASE(
+    "troupe train --model rnn on a CSV whose sequence column holds space-separated ids, with a "
+    "context column beside it") {
   const std::filesystem::path dir = fresh_dir("csv_sequences");
   const std::string d = dir.string();
-  // 2 to 9 ids in [0, 6) a row; the label says whether the last exceeds the first.
+  // 2 to 9 ids in [0, 6) a row; the label says whether the last exceeds the first, flipped
+  // where "flip" is 1 (a context feature every step sees).
   std::mt19937 rng(3);
   {
     std::ofstream f(dir / "t.csv");
-    f << "tokens,label\n";
+    f << "tokens,flip,label\n";
     for (int i = 0; i < 3000; ++i) {
       const int n = 2 + static_cast<int>(rng() % 8);
       std::vector<int> t(n);
       for (int& v : t) v = static_cast<int>(rng() % 6);
       for (int k = 0; k < n; ++k) f << (k ? " " : "") << t[k];
-      f << "," << (t.back() > t.front()) << "\n";
+      const int flip = static_cast<int>(rng() % 2);
+      f << "," << flip << "," << ((t.back() > t.front()) != (flip == 1)) << "\n";
     }
   }
-  std::ofstream(dir / "p.csv") << "tokens\n1 2 5\n4 0\n3 1 2 2 0 5 1 4\n";
-  std::ofstream(dir / "columns.txt") << "sequence_identity tokens buckets=6 embedding=8\n";
+  std::ofstream(dir / "p.csv") << "tokens,flip\n1 2 5,0\n4 0,0\n3 1 2 2 0 5 1 4,1\n";
+  std::ofstream(dir / "columns.txt")
+      << "sequence_identity tokens buckets=6 embedding=8\nnumeric flip\n";
   Run r = troupe("train --model rnn --data csv:" + d + "/t.csv --label label --columns " + d +
                  "/columns.txt --model-dir " + d +
                  "/model --epochs 20 --rnn-units 16 --learning-rate 0.02 --seed 1");
@@ -838,13 +843,13 @@ TEST_CASE("troupe train --model rnn on a CSV whose sequence column holds space-s
   CHECK(std::stod(r.out.substr(13)) > 0.95);
   Run p = troupe("predict --model-dir " + d + "/model --data csv:" + d + "/p.csv");
   REQUIRE_MESSAGE(p.status == 0, p.err);
-  // Sequences of 3, 2 and 8 steps: last > first, no, yes.
+  // Sequences of 3, 2 and 8 steps: last > first, no, yes (flipped).
   std::vector<char> classes;
   for (size_t at = p.out.find('\n'); at + 1 < p.out.size(); at = p.out.find('\n', at + 1)) {
     classes.push_back(p.out[at + 1]);
   }
   CHECK(p.out.rfind("class,p0,p1\n", 0) == 0);
-  CHECK(classes == std::vector<char>{'1', '0', '1'});
+  CHECK(classes == std::vector<char>{'1', '0', '0'});
   std::filesystem::remove_all(dir);
 }
 

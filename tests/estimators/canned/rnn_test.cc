@@ -143,11 +143,38 @@ TEST_CASE("RNNClassifier over a sequence column: sequences of any length, throug
             .get_variable_value("sequence_input_layer/tokens_embedding/embedding_weights")
             .ok());
 
-  // Sequence columns give their own steps, and take no plain column beside them.
+  // Sequence columns give their own steps.
   RNNClassifier both({.time_steps = 5, .feature_columns = {tokens}}, quiet());
   CHECK(both.fit(*train).status().message().find("sequence columns give their own steps") !=
         std::string::npos);
-  RNNClassifier mixed({.feature_columns = {tokens, numeric_column("x")}}, quiet());
-  CHECK(mixed.fit(*train).status().message().find("'x' is not a sequence column") !=
-        std::string::npos);
+}
+
+TEST_CASE("RNNClassifier: a context feature beside a sequence column reaches every step") {
+  // The label flips where "flip" is 1: neither the sequence nor the flag alone tells it.
+  auto flipped = [](int64_t n, uint64_t seed) {
+    auto columns = token_sequences(n, seed);
+    std::mt19937 rng(seed + 10);
+    Tensor flip(runtime::DType::kFloat32, Shape{n});
+    Tensor& label = columns[1].second;
+    for (int64_t i = 0; i < n; ++i) {
+      flip.data<float>()[i] = static_cast<float>(rng() % 2);
+      if (flip.data<float>()[i] > 0) label.data<int64_t>()[i] = 1 - label.data<int64_t>()[i];
+    }
+    columns.push_back({"flip", flip});
+    return columns;
+  };
+  RNNClassifier clf(
+      {.num_units = {16},
+       .optimizer = ops::Optimizer::adam(0.02),
+       .feature_columns = {embedding_column(sequence_categorical_column_with_identity("tokens", 10),
+                                            8),
+                           numeric_column("flip")},
+       .fit = {.batch_size = 32, .epochs = 1}},
+      quiet());
+  auto fitted = clf.fit(*input::arrays(flipped(2048, 3), "label",
+                                       {.batch_size = 32, .num_epochs = 12, .shuffle = true}));
+  REQUIRE_MESSAGE(fitted.ok(), fitted.status().to_string());
+  auto m = clf.evaluate(*input::arrays(flipped(512, 4), "label", {.batch_size = 128}));
+  REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+  CHECK(m->at("accuracy") > 0.9);
 }
