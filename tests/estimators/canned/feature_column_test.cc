@@ -618,6 +618,18 @@ TEST_CASE("sequence columns read a step at a time: padded to the batch's longest
         std::vector<float>{rows[4], rows[5]});
   CHECK(l.eval(padded->lengths).to_vector<int64_t>() == std::vector<int64_t>{3, 0, 1});
 
+  // A dense numeric feature is complete: every example has all its steps.
+  LayerTest dense({{"r", Tensor::from_vector<float>(Shape{2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})}});
+  auto steps = sequence_input_layer(dense.in, {sequence_numeric_column("r", 2)}, &width);
+  REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+  const Tensor stepped = dense.eval(steps->values);
+  CHECK(stepped.shape() == Shape{2, 2, 2});
+  CHECK(floats(stepped) == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK(dense.eval(steps->lengths).to_vector<int64_t>() == std::vector<int64_t>{2, 2});
+  auto uneven = sequence_input_layer(dense.in, {sequence_numeric_column("r", 3)}, &width);
+  CHECK(uneven.status().message().find("4 values an example are not steps of 3") !=
+        std::string::npos);
+
   // A plain column is not a sequence, and a plain model does not read a sequence.
   auto plain = sequence_input_layer(l.in, {numeric_column("readings")}, &width);
   CHECK(plain.status().message().find("'readings': is not a sequence column") != std::string::npos);
