@@ -812,7 +812,6 @@ TROUPE_REGISTER_OP(Rank)
     .no_gradient()
     .doc("rank = the number of dimensions of x, as an int64 scalar (tf.rank)");
 
-// y = x with the order of `axes` reversed; dx = dy reversed the same way.
 // Row b's first seq_lengths[b] entries along seq_axis reversed, the rest as they are.
 TROUPE_REGISTER_OP(ReverseSequence)
     .input("x")
@@ -840,6 +839,7 @@ TROUPE_REGISTER_OP(ReverseSequence)
     })
     .doc("y = x with each batch row's first seq_lengths entries along seq_axis reversed");
 
+// y = x with the order of `axes` reversed; dx = dy reversed the same way.
 TROUPE_REGISTER_OP(ReverseV2)
     .input("x")
     .output("y")

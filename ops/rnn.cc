@@ -11,8 +11,9 @@ namespace troupe::ops {
 
 namespace {
 
-// LSTMBlockCell's outputs, in TF's order: the gates i, f, o (sigmoids), cs (the new cell), ci
-// (tanh of the candidate), co (tanh of cs), h (the output). Its gradient needs them all.
+// LSTMBlockCell's outputs, in TF's order: i (the input gate), cs (the new cell), f and o (the
+// forget and output gates), ci (tanh of the candidate), co (tanh of cs), h (the output). Its
+// gradient needs them all.
 enum Block { kI, kCs, kF, kO, kCi, kCo, kH };
 
 Status block_shape(InferenceContext& c) {
@@ -107,9 +108,8 @@ class LstmCell : public RnnCell {
   }
   int64_t units() const override { return units_; }
   int state_size() const override { return 2; }
-  // One LSTMBlockCell node a step: a node of the loop's body instead of a dozen, and no
+  // Fused: one LSTMBlockCell node a step, a node of the loop's body instead of a dozen, and no
   // intermediate tensors but the ones its gradient reads.
-  // Fused: one LSTMBlockCell node a step, a node of the loop's body instead of a dozen.
   Output step(GraphBuilder& b, Output input, std::vector<Output>* state) const override {
     if (fused_) {
       const std::vector<Output> out =

@@ -71,8 +71,6 @@ void GraphBuilder::set_context(int node, int id) {
   node_context_[node] = id;
 }
 
-bool GraphBuilder::in_loop(int node) const { return loop_around(context_of(node)) != 0; }
-
 int GraphBuilder::loop_around(int id) const {
   for (int c = id; c != 0; c = outer_of_[c]) {
     if (contexts_[c - 1]->is_loop()) return c;

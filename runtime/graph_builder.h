@@ -131,8 +131,6 @@ class GraphBuilder {
   void set_context(int node, int id);
   ControlFlowContext& context(int id) { return *contexts_[id - 1]; }
   const ControlFlowContext& context(int id) const { return *contexts_[id - 1]; }
-  // Whether `node` belongs to a while loop's frame, or to a context inside one.
-  bool in_loop(int node) const;
   int outer_context(int id) const { return outer_of_[id]; }
   // `o` as a value of the current context: a value from outside enters it, through every
   // context between; invalid, with the error recorded, when `o` was built inside a context the

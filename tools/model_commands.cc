@@ -189,15 +189,15 @@ int predict(const std::vector<std::string>& args) {
   const std::string spec = flags.at("data");
   input::DatasetOptions o{.batch_size = 1000};
   runtime::Result<input::Dataset> data = runtime::invalid_argument("no data");
+  auto options = data_options(info);
+  if (!options.ok()) return fail(options.status());
   if (spec.rfind("csv:", 0) == 0) {
     // Rows to predict may come without the label column.
     input::CsvOptions csv;
-    csv.sequences = sequence_keys(info.columns);
+    csv.sequences = options->sequences;
     data = input::csv(spec.substr(4), "", csv, o);
     if (data.ok() && data->component(label) >= 0) data = input::csv(spec.substr(4), label, csv, o);
   } else {
-    auto options = data_options(info);
-    if (!options.ok()) return fail(options.status());
     data = open_data(spec, "test", label, o, *options);
   }
   if (!data.ok()) return fail(data.status());

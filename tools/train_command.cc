@@ -485,22 +485,21 @@ int train(const std::vector<std::string>& args) {
                             .sequence_length = r.sequence_length};
   // TFRecord files are parsed as the given columns read them, as TF's input functions parse
   // with make_parse_example_spec: a categorical feature of varying length is a sparse tensor.
-  if (parsed->count("columns") && r.data.rfind("csv:", 0) == 0) {
-    // A CSV's sequence columns are split into their values as the rows are read.
+  // A CSV's sequence columns are split into their values as the rows are read.
+  const bool csv = r.data.rfind("csv:", 0) == 0, tfrecord = r.data.rfind("tfrecord:", 0) == 0;
+  if (parsed->count("columns") && (csv || tfrecord)) {
     auto read = read_columns_file(parsed->at("columns"));
     if (!read.ok()) return usage_error(read.status().message());
     train_options.sequences = sequence_keys(read->columns);
-  }
-  if (parsed->count("columns") && r.data.rfind("tfrecord:", 0) == 0) {
-    auto read = read_columns_file(parsed->at("columns"));
-    if (!read.ok()) return usage_error(read.status().message());
-    r.spec.columns = read->columns;
-    r.spec.wide_columns = read->wide;
-    r.spec.parse_by_columns = true;
-    auto options = data_options(r.spec);
-    if (!options.ok()) return usage_error("--columns: " + options.status().message());
-    train_options.features = options->features;
-    if (parsed->count("weight-column")) train_options.inferred = {parsed->at("weight-column")};
+    if (tfrecord) {
+      r.spec.columns = read->columns;
+      r.spec.wide_columns = read->wide;
+      r.spec.parse_by_columns = true;
+      auto options = data_options(r.spec);
+      if (!options.ok()) return usage_error("--columns: " + options.status().message());
+      train_options.features = options->features;
+      if (parsed->count("weight-column")) train_options.inferred = {parsed->at("weight-column")};
+    }
   }
   auto train_data = open_data(r.data, "train", r.label,
                               {.batch_size = r.batch,

@@ -461,16 +461,22 @@ Result<Output> dense_ids(ModelInputs& in, const FeatureColumn& c) {
   }
 }
 
-// Feature `key` as entries: the sparse tensor given as <key>/indices, <key>/values and
-// <key>/dense_shape, or the dense feature without its missing values; `positions` gets each
-// entry's flat position in a dense feature (invalid for a sparse one).
-Result<ops::SparseOutput> feature_entries(ModelInputs& in, const std::string& key,
-                                          Output* positions) {
+// Feature `key` as the sparse tensor given as <key>/indices, <key>/values and <key>/dense_shape;
+// invalid when it is not given so.
+ops::SparseOutput given_sparse(const ModelInputs& in, const std::string& key) {
   auto part = [&](int i) {
     auto it = in.features.find(key + ops::kSparseParts[i]);
     return it == in.features.end() ? Output{} : it->second;
   };
-  ops::SparseOutput given{part(0), part(1), part(2)};
+  return {part(0), part(1), part(2)};
+}
+
+// Feature `key` as entries: the sparse tensor given as its three parts, or the dense feature
+// without its missing values; `positions` gets each entry's flat position in a dense feature
+// (invalid for a sparse one).
+Result<ops::SparseOutput> feature_entries(ModelInputs& in, const std::string& key,
+                                          Output* positions) {
+  const ops::SparseOutput given = given_sparse(in, key);
   *positions = Output{};
   if (given.valid()) return given;
   int64_t k = 0;
@@ -579,10 +585,10 @@ runtime::Tensor projector_labels(const FeatureColumn& c, int64_t ids) {
   return labels;
 }
 
-Result<Output> embedding(ModelInputs& in, const FeatureColumn& c, int partitions) {
-  runtime::GraphBuilder& b = in.b;
-  TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
-  auto scope = b.name_scope("input_layer/" + c.name());
+// An embedding column's table, <layer>/<column>/embedding_weights, in up to `partitions` blocks.
+std::vector<Output> embedding_table(runtime::GraphBuilder& b, const FeatureColumn& c,
+                                    const std::string& layer, int partitions) {
+  auto scope = b.name_scope(layer + "/" + c.name());
   const Shape shape{c.sources[0].id_count(), c.dimension};
   // TF's default: truncated normal with stddev 1/sqrt(dimension).
   std::vector<Output> table =
@@ -592,6 +598,13 @@ Result<Output> embedding(ModelInputs& in, const FeatureColumn& c, int partitions
   // What each row stands for, for TensorBoard's projector (write_projector): a constant no step
   // computes, read from the graph by the summary hook.
   ops::constant(b, projector_labels(c.sources[0], shape.dim(0)), "embedding_weights/metadata");
+  return table;
+}
+
+Result<Output> embedding(ModelInputs& in, const FeatureColumn& c, int partitions) {
+  runtime::GraphBuilder& b = in.b;
+  TROUPE_ASSIGN_OR_RETURN(CategoricalIds ids, categorical_ids(in, c.sources[0]));
+  std::vector<Output> table = embedding_table(b, c, "input_layer", partitions);
   if (!b.ok()) return b.status();
   return ops::embedding_lookup_sparse(b, table, ids.ids, ids.weights, c.combiner);
 }
@@ -713,40 +726,33 @@ Output entries_by_row(runtime::GraphBuilder& b, const ops::SparseOutput& sp) {
 
 Result<SequenceInput> sequence_numeric(ModelInputs& in, const FeatureColumn& c) {
   runtime::GraphBuilder& b = in.b;
-  auto part = [&](int i) {
-    auto it = in.features.find(c.key + ops::kSparseParts[i]);
-    return it == in.features.end() ? Output{} : it->second;
+  auto numbers = [&](Output values) -> Status {
+    if (runtime::is_numeric(b.dtype(values))) return runtime::ok_status();
+    return runtime::invalid_argument("feature '", c.key, "' holds ",
+                                     runtime::dtype_name(b.dtype(values)),
+                                     ": a numeric sequence takes numbers");
   };
-  const ops::SparseOutput given{part(0), part(1), part(2)};
+  const ops::SparseOutput given = given_sparse(in, c.key);
   Output x, lengths;
   if (given.valid()) {
-    if (!runtime::is_numeric(b.dtype(given.values))) {
-      return runtime::invalid_argument("feature '", c.key, "' holds ",
-                                       runtime::dtype_name(b.dtype(given.values)),
-                                       ": a numeric sequence takes numbers");
-    }
+    TROUPE_RETURN_IF_ERROR(numbers(given.values));
     const ops::SparseOutput sp{given.indices, ops::cast(b, given.values, DType::kFloat32),
                                given.dense_shape};
     x = dense_of(b, sp, ops::scalar(b, 0, DType::kFloat32));
     lengths = entries_by_row(b, sp);
-    if (c.width > 1) lengths = ops::floor_div(b, lengths, ops::scalar(b, c.width, DType::kInt64));
   } else {
     int64_t k = 0;
     TROUPE_ASSIGN_OR_RETURN(x, feature_rows(in, c.key, &k));
-    if (!runtime::is_numeric(b.dtype(x))) {
-      return runtime::invalid_argument("feature '", c.key, "' holds ",
-                                       runtime::dtype_name(b.dtype(x)),
-                                       ": a numeric sequence takes numbers");
-    }
+    TROUPE_RETURN_IF_ERROR(numbers(x));
     if (k % c.width != 0) {
       return column_error(
           c, std::to_string(k) + " values an example are not steps of " + std::to_string(c.width));
     }
+    // Complete: every example has every value.
     x = ops::cast(b, x, DType::kFloat32);
-    // Complete: every example has every step.
     lengths = ops::cast(b, ops::reduce_sum(b, ops::ones_like(b, x), {1}), DType::kInt64);
-    if (c.width > 1) lengths = ops::floor_div(b, lengths, ops::scalar(b, c.width, DType::kInt64));
   }
+  if (c.width > 1) lengths = ops::floor_div(b, lengths, ops::scalar(b, c.width, DType::kInt64));
   return SequenceInput{as_steps(b, x, c.width), lengths};
 }
 
@@ -765,13 +771,7 @@ Result<SequenceInput> sequence_categorical(ModelInputs& in, const FeatureColumn&
   Output safe = ops::maximum(b, dense, ops::scalar(b, 0, b.dtype(dense)));
   Output values;
   if (c.kind == Kind::kEmbedding) {
-    auto scope = b.name_scope("sequence_input_layer/" + c.name());
-    const Shape shape{source.id_count(), c.dimension};
-    std::vector<Output> table = blocks(
-        b, "embedding_weights", shape,
-        ops::truncated_normal(b, shape, 0, 1.0 / std::sqrt(static_cast<double>(c.dimension))), 1);
-    ops::constant(b, projector_labels(source, shape.dim(0)), "embedding_weights/metadata");
-    values = ops::embedding_lookup(b, table, safe);
+    values = ops::embedding_lookup(b, embedding_table(b, c, "sequence_input_layer", 1), safe);
   } else {
     values = ops::one_hot(b, safe, source.id_count());
   }

@@ -618,6 +618,37 @@ TEST_CASE("an LSTM trains on actors exactly as on the reference executor, loop g
         vars.read("lstm/kernel")->to_vector<float>());
 }
 
+namespace {
+
+// `g` trained `steps` times (feed(i) at step i) on the reference executor and on an
+// actors::Session side by side, each step's loss the same on both: the executor's losses, and
+// `check` shown both variable stores (the executor's first).
+std::vector<float> train_side_by_side(
+    const runtime::Graph& g, Output loss, int train, int init, int steps,
+    const std::function<runtime::FeedList(int)>& feed,
+    const std::function<void(runtime::VariableStore&, runtime::VariableStore&)>& check) {
+  runtime::VariableStore vars;
+  runtime::Executor exec(g, {.variables = &vars});
+  REQUIRE(exec.run({}, {}, {init}).ok());
+  actors::Runtime rt;
+  auto s = actors::Session::create(rt, g);
+  REQUIRE(s.ok());
+  REQUIRE((*s)->run({}, {}, {init}).ok());
+  std::vector<float> losses;
+  for (int i = 0; i < steps; ++i) {
+    auto want = exec.run(feed(i), {loss}, {train});
+    REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+    auto got = (*s)->run(feed(i), {loss}, {train});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    CHECK((*got)[0].data<float>()[0] == (*want)[0].data<float>()[0]);
+    losses.push_back((*want)[0].data<float>()[0]);
+  }
+  check(vars, (*s)->variables());
+  return losses;
+}
+
+}  // namespace
+
 TEST_CASE("a loop that reads and counts in variables, trained around it, as on the executor") {
   // Each iteration scales by w (read inside the loop) and counts itself in `iterations`; w
   // trains outside the loop, so every step's loop must see the last step's update.
@@ -649,25 +680,17 @@ TEST_CASE("a loop that reads and counts in variables, trained around it, as on t
   Output x, loss;
   int train = -1, init = -1;
   build(&g, &x, &loss, &train, &init);
-  runtime::VariableStore vars;
-  runtime::Executor exec(g, {.variables = &vars});
-  REQUIRE(exec.run({}, {}, {init}).ok());
-  actors::Runtime rt;
-  auto s = actors::Session::create(rt, g);
-  REQUIRE(s.ok());
-  REQUIRE((*s)->run({}, {}, {init}).ok());
-  for (int i = 0; i < 6; ++i) {
-    const runtime::FeedList feed = {{x, Tensor::scalar<float>(1.0f + 0.1f * i)}};
-    auto want = exec.run(feed, {loss}, {train});
-    REQUIRE_MESSAGE(want.ok(), want.status().to_string());
-    auto got = (*s)->run(feed, {loss}, {train});
-    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-    CHECK((*got)[0].data<float>()[0] == (*want)[0].data<float>()[0]);
-  }
-  CHECK((*s)->variables().read("w")->data<float>()[0] == vars.read("w")->data<float>()[0]);
-  CHECK(vars.read("w")->data<float>()[0] != 0.9f);
-  CHECK((*s)->variables().read("iterations")->data<int64_t>()[0] == 18);
-  CHECK(vars.read("iterations")->data<int64_t>()[0] == 18);
+  train_side_by_side(
+      g, loss, train, init, 6,
+      [&](int i) {
+        return runtime::FeedList{{x, Tensor::scalar<float>(1.0f + 0.1f * i)}};
+      },
+      [](runtime::VariableStore& vars, runtime::VariableStore& session) {
+        CHECK(session.read("w")->data<float>()[0] == vars.read("w")->data<float>()[0]);
+        CHECK(vars.read("w")->data<float>()[0] != 0.9f);
+        CHECK(session.read("iterations")->data<int64_t>()[0] == 18);
+        CHECK(vars.read("iterations")->data<int64_t>()[0] == 18);
+      });
 }
 
 TEST_CASE(
@@ -705,24 +728,14 @@ TEST_CASE(
   Output x, loss;
   int train = -1, init = -1;
   build(&g, &x, &loss, &train, &init);
-  runtime::VariableStore vars;
-  runtime::Executor exec(g, {.variables = &vars});
-  REQUIRE(exec.run({}, {}, {init}).ok());
-  actors::Runtime rt;
-  auto s = actors::Session::create(rt, g);
-  REQUIRE(s.ok());
-  REQUIRE((*s)->run({}, {}, {init}).ok());
-  std::vector<float> losses;
-  for (int i = 0; i < 8; ++i) {
-    const runtime::FeedList feed = {{x, Tensor::scalar<float>(0.3f + 0.1f * (i % 3))}};
-    auto want = exec.run(feed, {loss}, {train});
-    REQUIRE_MESSAGE(want.ok(), want.status().to_string());
-    auto got = (*s)->run(feed, {loss}, {train});
-    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-    CHECK((*got)[0].data<float>()[0] == (*want)[0].data<float>()[0]);
-    losses.push_back((*want)[0].data<float>()[0]);
-  }
+  const std::vector<float> losses = train_side_by_side(
+      g, loss, train, init, 8,
+      [&](int i) {
+        return runtime::FeedList{{x, Tensor::scalar<float>(0.3f + 0.1f * (i % 3))}};
+      },
+      [](runtime::VariableStore& vars, runtime::VariableStore& session) {
+        CHECK(session.read("w")->data<float>()[0] == vars.read("w")->data<float>()[0]);
+        CHECK(vars.read("w")->data<float>()[0] != 1.5f);
+      });
   CHECK(losses[6] < losses[0]);
-  CHECK((*s)->variables().read("w")->data<float>()[0] == vars.read("w")->data<float>()[0]);
-  CHECK(vars.read("w")->data<float>()[0] != 1.5f);
 }
