@@ -90,15 +90,27 @@ std::vector<ControlFlowRegion> find_regions(const Graph& g, const std::vector<in
   return regions;
 }
 
+std::vector<int> running_nodes(const ControlFlowRegion& region) {
+  std::vector<int> nodes;
+  for (int id : region.nodes) {
+    const auto& gone = region.absorbed;
+    if (std::find(gone.begin(), gone.end(), id) == gone.end()) nodes.push_back(id);
+  }
+  return nodes;
+}
+
 runtime::Result<std::unique_ptr<RegionRunner>> RegionRunner::make(
     const Graph& g, const ControlFlowRegion& region, const std::vector<int32_t>& wanted,
     runtime::Allocator* allocator, runtime::VariableStore* variables) {
   std::unique_ptr<RegionRunner> r(new RegionRunner());
   r->region_ = &region;
-  TROUPE_ASSIGN_OR_RETURN(r->frames_, runtime::FrameExecutor::plan(g, region.nodes, region.inputs,
-                                                                   /*outside_controls_ran=*/true));
-  for (int id : region.nodes) {
-    const runtime::Node& node = g.node(id);
+  const std::vector<int> nodes = running_nodes(region);
+  TROUPE_ASSIGN_OR_RETURN(
+      r->frames_, runtime::FrameExecutor::plan(g, nodes, region.inputs,
+                                               /*outside_controls_ran=*/true, region.stand_ins));
+  for (int id : nodes) {
+    auto stand_in = region.stand_ins.find(id);
+    const runtime::Node& node = stand_in != region.stand_ins.end() ? *stand_in->second : g.node(id);
     TROUPE_ASSIGN_OR_RETURN(runtime::KernelFn fn,
                             runtime::find_kernel(node, runtime::kernel_device(node.device)));
     r->contexts_.push_back(std::make_unique<runtime::KernelContext>(node, allocator, variables));

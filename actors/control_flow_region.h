@@ -28,12 +28,20 @@ struct ControlFlowRegion {
   std::vector<runtime::Output> inputs;   // values from outside it, in its input slots' order
   std::vector<int> controls;             // nodes outside it that must run first
   std::vector<runtime::Output> outputs;  // every output of its nodes, in order: its outputs
+  // What the plan makes of its nodes (step_plan.cc), as outside regions: a node whose value is
+  // fixed runs as a constant (still in its frame, dead with its branch), a MatMul or Conv2D
+  // chain as one fused node in its last node's place, and the chain's other nodes not at all.
+  runtime::FrameExecutor::StandIns stand_ins;
+  std::vector<int> absorbed;
 };
 
 // The regions of `order` (a pruned run in id order): each connected set of nodes that are
 // control-flow ops or lie both downstream and upstream of one.
 std::vector<ControlFlowRegion> find_regions(const runtime::Graph& graph,
                                             const std::vector<int>& order);
+
+// The nodes of `region` that run in it: all but the fused chains' absorbed ones.
+std::vector<int> running_nodes(const ControlFlowRegion& region);
 
 class RegionRunner {
  public:

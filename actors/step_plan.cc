@@ -230,14 +230,53 @@ void run_in_regions(const Graph& g, const std::vector<ControlFlowRegion>& region
   }
 }
 
+// A node whose value is fixed, as a constant that still takes its inputs: inside a region it
+// must come once per iteration of its frame, and be dead on a branch not taken. Null when no
+// constant kernel takes its dtype.
+std::shared_ptr<const runtime::Node> as_constant(const runtime::Node& n,
+                                                 const std::vector<Tensor>& values) {
+  if (values.size() != 1 || !runtime::kernel_registry().find(
+                                "Const", runtime::kernel_device(n.device), values[0].dtype())) {
+    return nullptr;
+  }
+  auto node = std::make_shared<runtime::Node>(n);
+  node->op = "Const";
+  node->def = runtime::find_op("Const");
+  node->attrs = {{"value", values[0]}, {"dtype", values[0].dtype()}};
+  node->kernel_dtype = values[0].dtype();
+  return node;
+}
+
+// A region's nodes fold and fuse as the others do (`runs`: the plan's nodes that read their
+// inputs each step, in regions or not): the values fixed before any step are computed once,
+// product chains run as one node.
+void rewrite_region(const Graph& g, const std::vector<bool>& runs,
+                    const runtime::RunSignature& signature, bool fuse, ControlFlowRegion* region) {
+  for (const auto& [id, values] : runtime::fold_constants(g, region->nodes, signature.fed)) {
+    if (auto constant = as_constant(g.node(id), values)) region->stand_ins[id] = constant;
+  }
+  if (!fuse) return;
+  std::vector<bool> eligible(g.num_nodes(), false);
+  for (int id : region->nodes) {
+    const runtime::Node& n = g.node(id);
+    eligible[id] =
+        !runtime::is_control_flow_op(n.op) && n.op != "Const" && region->stand_ins.count(id) == 0;
+  }
+  for (runtime::Fusion& f : runtime::fuse_product_chains(g, runs, eligible, signature.fed,
+                                                         signature.fetches, signature.targets)) {
+    region->absorbed.insert(region->absorbed.end(), f.absorbed.begin(), f.absorbed.end());
+    region->stand_ins[f.root] = std::move(f.node);
+  }
+}
+
 template <class Remote>
 Rewrites rewrite(const Graph& g, const std::vector<int>& order,
                  const runtime::RunSignature& signature, const CompileOptions& options,
-                 const Remote& remote, const std::vector<ControlFlowRegion>& regions) {
+                 const Remote& remote, std::vector<ControlFlowRegion> regions) {
   const std::vector<Output>& fed = signature.fed;
   Rewrites r;
   // Bound values are neither fetched nor targets: no actor, no message per step. A region's
-  // nodes run in it, as they are.
+  // nodes run in it, folded and fused on their own.
   std::vector<bool> in_region(g.num_nodes(), false);
   for (const ControlFlowRegion& region : regions) {
     for (int id : region.nodes) in_region[id] = true;
@@ -253,15 +292,19 @@ Rewrites rewrite(const Graph& g, const std::vector<int>& order,
   for (int t : signature.targets) r.bound[t] = false;
   // Chains that run as one fused node (runtime/remapper.h): its root runs it, the rest idle.
   r.absorbed.assign(g.num_nodes(), false);
+  std::vector<bool> runs(g.num_nodes(), false);
+  for (int id : order) runs[id] = !r.bound[id];
   if (options.fuse_ops) {
     std::vector<bool> eligible(g.num_nodes(), false);
     for (int id : plain) eligible[id] = !r.bound[id] && !remote(g.node(id));
-    for (runtime::Fusion& f :
-         runtime::fuse_product_chains(g, eligible, fed, signature.fetches, signature.targets)) {
+    for (runtime::Fusion& f : runtime::fuse_product_chains(g, runs, eligible, fed,
+                                                           signature.fetches, signature.targets)) {
       for (int a : f.absorbed) r.absorbed[a] = true;
       r.fused[f.root] = std::move(f.node);
     }
   }
+  for (ControlFlowRegion& region : regions)
+    rewrite_region(g, runs, signature, options.fuse_ops, &region);
   std::vector<bool> reported(g.num_nodes(), false), targeted(g.num_nodes(), false);
   for (const Output& o : signature.fetches) reported[o.node] = true;
   for (int t : signature.targets) reported[t] = targeted[t] = true;

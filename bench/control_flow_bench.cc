@@ -9,6 +9,9 @@
 //   lstm_actors_vs_executor the loop's LSTM trained through an actors::Session (its loops run in
 //                          a control-flow region, the layers around them as node actors)
 //                          against runtime::Executor: examples/s, their ratio
+//   loop_fusion            the composite cell's LSTM trained through an actors::Session whose
+//                          plan fuses each step's MatMul and BiasAdd inside the loop, against one
+//                          that runs them apart (SessionOptions::fuse_ops): examples/s, ratio
 //   parallel_iterations    a loop of 100 independent iterations (each a chain of three 64 x 64
 //                          matmuls, summed into a total) with parallel_iterations 10 against 1:
 //                          loops/s, ratio >= 1.5 on 2 cores (issue 40's bar; the frame executor
@@ -45,18 +48,19 @@ namespace {
 bool quick = false;
 constexpr int64_t kBatch = 128, kSteps = 28, kFeatures = 28, kUnits = 128;
 
-enum class Run { kLoop, kUnrolled, kLoopOnActors, kLoopComposite };
+enum class Run { kLoop, kUnrolled, kLoopOnActors, kLoopComposite, kCompositeOnActors };
 
 // Seconds per training step of the LSTM classifier, through a loop or written out, on the
-// reference executor or on actors.
-double lstm_step_seconds(Run run) {
+// reference executor or on actors (with fused chains or not).
+double lstm_step_seconds(Run run, bool fuse = true) {
   const bool loop = run != Run::kUnrolled;
   Graph g;
   GraphBuilder b(&g);
   g.set_seed(1);
   Output x = ops::placeholder(b, DType::kFloat32, Shape{kBatch, kSteps, kFeatures}, "x");
   Output y = ops::placeholder(b, DType::kInt32, Shape{kBatch}, "y");
-  auto cell = ops::lstm_cell(b, "lstm", kFeatures, kUnits, 1.0, run != Run::kLoopComposite);
+  const bool composite = run == Run::kLoopComposite || run == Run::kCompositeOnActors;
+  auto cell = ops::lstm_cell(b, "lstm", kFeatures, kUnits, 1.0, !composite);
   Output h;
   if (loop) {
     h = ops::dynamic_rnn(b, *cell, x).final_state[1];
@@ -85,9 +89,9 @@ double lstm_step_seconds(Run run) {
   for (int64_t i = 0; i < kBatch; ++i) ys.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
   const int reps = quick ? 3 : 5;
   const double seconds = quick ? 0.3 : 1.0;
-  if (run == Run::kLoopOnActors) {
+  if (run == Run::kLoopOnActors || run == Run::kCompositeOnActors) {
     actors::Runtime rt;
-    auto session = actors::Session::create(rt, g);
+    auto session = actors::Session::create(rt, g, {.fuse_ops = fuse});
     if (!session.ok() || !(*session)->run({}, {}, {init}).ok()) return 0;
     return bench::median_seconds(
         [&] {
@@ -194,6 +198,7 @@ int main(int argc, char** argv) {
            1 / median(narrow_s), median(wide_ratios));
   // Alternated rounds, the ratio taken within each and its median reported.
   std::vector<double> loop_s, unrolled_s, actors_s, composite_s, ratios, actor_ratios, fused_ratios;
+  std::vector<double> in_loop_s, apart_s, in_loop_ratios;
   for (int round = 0; round < (quick ? 1 : 3); ++round) {
     loop_s.push_back(lstm_step_seconds(Run::kLoop));
     unrolled_s.push_back(lstm_step_seconds(Run::kUnrolled));
@@ -202,6 +207,9 @@ int main(int argc, char** argv) {
     ratios.push_back(unrolled_s.back() / loop_s.back());
     fused_ratios.push_back(composite_s.back() / loop_s.back());
     actor_ratios.push_back(loop_s.back() / actors_s.back());
+    in_loop_s.push_back(lstm_step_seconds(Run::kCompositeOnActors, true));
+    apart_s.push_back(lstm_step_seconds(Run::kCompositeOnActors, false));
+    in_loop_ratios.push_back(apart_s.back() / in_loop_s.back());
   }
   bars.add("lstm_loop_vs_unrolled", kBatch / median(loop_s), "examples/s", "unrolled",
            kBatch / median(unrolled_s), median(ratios));
@@ -209,6 +217,8 @@ int main(int argc, char** argv) {
            kBatch / median(composite_s), median(fused_ratios));
   bars.add("lstm_actors_vs_executor", kBatch / median(actors_s), "examples/s", "executor",
            kBatch / median(loop_s), median(actor_ratios));
+  bars.add("loop_fusion", kBatch / median(in_loop_s), "examples/s", "unfused",
+           kBatch / median(apart_s), median(in_loop_ratios));
   const double iteration = per_add_us(true), node = per_add_us(false);
   bars.add("while_iteration", iteration, "us", "straight_node", node, node / iteration);
   bars.write_json(flags.json);

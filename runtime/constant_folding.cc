@@ -37,7 +37,7 @@ std::map<int, std::vector<Tensor>> fold_constants(const Graph& g, const std::vec
   };
   std::vector<bool> fixed(g.num_nodes(), false);
   std::vector<int> folded;
-  FeedList shapes;  // stand-ins for the inputs read for their shape alone
+  FeedList shapes;  // stand-ins for the inputs read for their shape alone, and pivoted constants
   std::set<std::pair<int, int>> stood_in;
   for (int id : order) {
     const Node& n = g.node(id);
@@ -58,8 +58,12 @@ std::map<int, std::vector<Tensor>> fold_constants(const Graph& g, const std::vec
     folded.push_back(id);
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const Output& in = n.inputs[i];
-      if (fixed[in.node] || !stood_in.insert({in.node, in.index}).second) continue;
-      shapes.push_back({in, Tensor(g.dtype(in), g.shape(in))});
+      const Node& from = g.node(in.node);
+      // A constant inside a loop or a branch waits for its frame's pivot: given, it is cut off.
+      const bool pivoted = from.op == "Const" && !from.control_inputs.empty();
+      if ((fixed[in.node] && !pivoted) || !stood_in.insert({in.node, in.index}).second) continue;
+      shapes.push_back(
+          {in, pivoted ? from.attr<Tensor>("value") : Tensor(g.dtype(in), g.shape(in))});
     }
   }
   std::map<int, std::vector<Tensor>> out;

@@ -3,7 +3,9 @@
 // or an input the op reads only for its shape, which the graph knows in full. The gradient of
 // a mean, for one: ones_like(loss), expand_dims, broadcast to the input's shape, divide by the
 // count; with a known batch size all of it is one constant. A runtime binds the values into
-// the consumers like constants: no kernel, no message per step.
+// the consumers like constants: no kernel, no message per step. Inside a loop or a branch, a
+// constant waits for its frame's pivot (a control edge) and still counts as one; a runtime
+// that runs frames keeps a folded node there as a constant of its frame.
 //
 //   auto folded = fold_constants(graph, order, fed);    // node id -> its outputs' values
 //   if (folded.count(id)) { ... bind folded[id][index] ... }

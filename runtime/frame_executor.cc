@@ -37,6 +37,7 @@ struct Entry {
 
 struct FrameExecutor::Item {
   int node = -1;
+  const Node* def = nullptr;  // the graph's node, or what stands in for it
   Kind kind = Kind::kNormal;
   int frame = 0;      // the static frame it runs in
   int out_frame = 0;  // where its outputs go: a child's for Enter, the parent's for Exit
@@ -60,7 +61,8 @@ FrameExecutor::~FrameExecutor() = default;
 Result<std::unique_ptr<FrameExecutor>> FrameExecutor::plan(const Graph& graph,
                                                            const std::vector<int>& nodes,
                                                            const std::vector<Output>& fed,
-                                                           bool outside_controls_ran) {
+                                                           bool outside_controls_ran,
+                                                           const StandIns& stand_ins) {
   std::unique_ptr<FrameExecutor> fx(new FrameExecutor(graph));
   fx->frames_.push_back(Frame{});
   fx->item_of_.assign(graph.num_nodes(), -1);
@@ -68,12 +70,15 @@ Result<std::unique_ptr<FrameExecutor>> FrameExecutor::plan(const Graph& graph,
     fx->item_of_[id] = static_cast<int>(fx->items_.size());
     Item item;
     item.node = id;
-    item.kind = kind_of(graph.node(id).op);
-    item.num_inputs = static_cast<int>(graph.node(id).inputs.size());
-    item.num_control = static_cast<int>(graph.node(id).control_inputs.size());
-    item.out.resize(graph.node(id).num_outputs());
+    auto stand_in = stand_ins.find(id);
+    item.def = stand_in != stand_ins.end() ? stand_in->second.get() : &graph.node(id);
+    item.kind = kind_of(item.def->op);
+    item.num_inputs = static_cast<int>(item.def->inputs.size());
+    item.num_control = static_cast<int>(item.def->control_inputs.size());
+    item.out.resize(item.def->num_outputs());
     fx->items_.push_back(std::move(item));
   }
+  fx->stand_ins_ = stand_ins;
   fx->fed_ = fed;
   fx->fed_to_.resize(fed.size());
   fx->fed_at_.resize(fed.size());
@@ -86,7 +91,7 @@ Result<std::unique_ptr<FrameExecutor>> FrameExecutor::plan(const Graph& graph,
   // where its first input comes from, and every other input must come from there too.
   for (int i = 0; i < static_cast<int>(fx->items_.size()); ++i) {
     Item& item = fx->items_[i];
-    const Node& n = graph.node(item.node);
+    const Node& n = *item.def;
     int frame = -1;
     std::string from;
     auto arrive = [&](int producer_frame, const std::string& what) -> Status {
@@ -148,7 +153,7 @@ Result<std::unique_ptr<FrameExecutor>> FrameExecutor::plan(const Graph& graph,
   }
   // A back edge stays in its loop's frame.
   for (const Item& item : fx->items_) {
-    const Node& n = graph.node(item.node);
+    const Node& n = *item.def;
     for (int k = 0; k < item.num_inputs; ++k) {
       if (!graph.is_back_edge(n, k) || fx->item_of_[n.inputs[k].node] < 0) continue;
       if (fx->items_[fx->item_of_[n.inputs[k].node]].frame != item.frame) {
@@ -308,7 +313,7 @@ void FrameExecutor::Run::maybe_fire(int item, int instance, int64_t iter, Waitin
 
 Status FrameExecutor::Run::process(Ready& r) {
   const Item& it = fx_.items_[r.item];
-  const Node& n = fx_.graph_.node(it.node);
+  const Node& n = *it.def;
   std::vector<Entry> outs(n.num_outputs());
   if (r.dead) {
     for (Entry& e : outs) e.dead = true;

@@ -16,6 +16,7 @@
 // order. Not thread-safe.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,11 +34,14 @@ class FrameExecutor {
   // The static frames of `nodes` (Enter opens the frame it names, Exit closes it). An error
   // when a value crosses frames other than through Enter and Exit. `outside_controls_ran`: a
   // control input from a node not in `nodes` has run before every run (a part of a plan that
-  // waits for it), rather than being an error.
+  // waits for it), rather than being an error. `stand_ins`: nodes that run in the place of the
+  // graph's node of their id, with their own inputs (a fused chain's node, say).
+  using StandIns = std::map<int, std::shared_ptr<const Node>>;
   static Result<std::unique_ptr<FrameExecutor>> plan(const Graph& graph,
                                                      const std::vector<int>& nodes,
                                                      const std::vector<Output>& fed,
-                                                     bool outside_controls_ran = false);
+                                                     bool outside_controls_ran = false,
+                                                     const StandIns& stand_ins = {});
   ~FrameExecutor();
 
   // The kernel of each node and the context it runs in, in `nodes`' order.
@@ -66,6 +70,7 @@ class FrameExecutor {
   std::vector<std::vector<int>> fed_to_;  // per fed output: the items it feeds, and where
   std::vector<std::vector<int>> fed_at_;
   std::vector<int> sources_;  // items with no inputs at all
+  StandIns stand_ins_;        // the items' own, kept alive
 };
 
 }  // namespace troupe::runtime

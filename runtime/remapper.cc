@@ -13,18 +13,19 @@ namespace {
 // Who reads each node's outputs in the plan, counting fetches and control edges too.
 struct Readers {
   std::vector<std::vector<int>> of;  // per node id: eligible readers of its output 0, by node
-  std::vector<int> others;           // per node id: reads of any other kind (fetch, control, feed)
+  std::vector<int> others;  // per node id: reads of any other kind (fetch, control, feed, a node
+                            // that may not fuse)
 };
 
-Readers readers_of(const Graph& g, const std::vector<bool>& eligible,
+Readers readers_of(const Graph& g, const std::vector<bool>& runs, const std::vector<bool>& eligible,
                    const std::vector<Output>& fed, const std::vector<Output>& fetches,
                    const std::vector<int>& targets) {
   Readers r{std::vector<std::vector<int>>(g.num_nodes()), std::vector<int>(g.num_nodes(), 0)};
   for (int id = 0; id < g.num_nodes(); ++id) {
-    if (!eligible[id]) continue;
+    if (!runs[id]) continue;
     const Node& n = g.node(id);
     for (const Output& in : n.inputs) {
-      if (in.index == 0) {
+      if (in.index == 0 && eligible[id]) {
         r.of[in.node].push_back(id);
       } else {
         ++r.others[in.node];
@@ -82,12 +83,13 @@ std::shared_ptr<const Node> fused_node(const Node& product, const Node& bias_add
 
 }  // namespace
 
-std::vector<Fusion> fuse_product_chains(const Graph& g, const std::vector<bool>& eligible,
+std::vector<Fusion> fuse_product_chains(const Graph& g, const std::vector<bool>& runs,
+                                        const std::vector<bool>& eligible,
                                         const std::vector<Output>& fed,
                                         const std::vector<Output>& fetches,
                                         const std::vector<int>& targets) {
   std::vector<Fusion> fusions;
-  const Readers readers = readers_of(g, eligible, fed, fetches, targets);
+  const Readers readers = readers_of(g, runs, eligible, fed, fetches, targets);
   for (int id = 0; id < g.num_nodes(); ++id) {
     const Node& product = g.node(id);
     if (!eligible[id]) continue;

@@ -4,8 +4,9 @@
 // of the chain's last node (same id, same outputs) and gives the other nodes of the chain nothing
 // to do.
 //
-//   std::vector<bool> eligible = ...;   // per node id: in the plan, computed each step, local
-//   for (const Fusion& f : fuse_product_chains(graph, eligible, fed, fetches, targets)) {
+//   std::vector<bool> runs = ...;       // per node id: the plan runs it (somewhere)
+//   std::vector<bool> eligible = ...;   // ... and it may fuse: computed each step, local
+//   for (const Fusion& f : fuse_product_chains(graph, runs, eligible, fed, fetches, targets)) {
 //     run *f.node where f.root is; skip f.absorbed;
 //   }
 //
@@ -25,11 +26,13 @@ struct Fusion {
   std::shared_ptr<const Node> node;
 };
 
-// `eligible[id]`: node id is in the plan and runs in it (neither a constant nor folded) on this
-// process. A chain is fused only when all its nodes are eligible and placed alike, no value
-// inside it is fed, fetched or read by another eligible node, none of its nodes is a target,
-// and a CPU kernel of the fused op takes its dtype.
-std::vector<Fusion> fuse_product_chains(const Graph& graph, const std::vector<bool>& eligible,
+// `runs[id]`: the plan runs node id, here or on another process, and it reads its inputs then.
+// `eligible[id]`: it runs, on this process, and may join a chain (it is no constant, nothing
+// folded, no part of a loop that fuses apart). A chain is fused only when all its nodes are
+// eligible and placed alike, no value inside it is fed, fetched or read by another node that
+// runs, none of its nodes is a target, and a CPU kernel of the fused op takes its dtype.
+std::vector<Fusion> fuse_product_chains(const Graph& graph, const std::vector<bool>& runs,
+                                        const std::vector<bool>& eligible,
                                         const std::vector<Output>& fed,
                                         const std::vector<Output>& fetches,
                                         const std::vector<int>& targets);

@@ -565,6 +565,66 @@ TEST_CASE("cond and while_loop run on actors as on the reference executor") {
   }
 }
 
+TEST_CASE(
+    "a loop whose body folds constants and fuses a dense layer runs as on the reference "
+    "executor, fused or not, also when what enters it feeds a chain outside it") {
+  // h = relu(h w + bias) * (0.5 * 3), n times, adding 2 * 4 on a cond's branch while i < 1;
+  // h starts as x w, which also goes to a BiasAdd outside the loop.
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{2, 4}, "x");
+  Output w = ops::placeholder(b, DType::kFloat32, Shape{4, 4}, "w");
+  Output bias = ops::placeholder(b, DType::kFloat32, Shape{4}, "bias");
+  Output n = ops::placeholder(b, DType::kInt32, Shape{}, "n");
+  Output start = ops::matmul(b, x, w);
+  Output outside = ops::bias_add(b, start, bias);
+  std::vector<Output> loop = ops::while_loop(
+      b,
+      [&](runtime::GraphBuilder& b, const std::vector<Output>& v) { return ops::less(b, v[0], n); },
+      [&](runtime::GraphBuilder& b, const std::vector<Output>& v) {
+        Output scale =
+            ops::mul(b, ops::scalar(b, 0.5, DType::kFloat32), ops::scalar(b, 3, DType::kFloat32));
+        Output h =
+            ops::mul(b, ops::relu(b, ops::bias_add(b, ops::matmul(b, v[1], w), bias)), scale);
+        std::vector<Output> next = ops::cond(
+            b, ops::less(b, v[0], ops::scalar(b, 1, DType::kInt32)),
+            [&](runtime::GraphBuilder& b) {
+              return std::vector<Output>{ops::add(b, h,
+                                                  ops::mul(b, ops::scalar(b, 2, DType::kFloat32),
+                                                           ops::scalar(b, 4, DType::kFloat32)))};
+            },
+            [&](runtime::GraphBuilder&) { return std::vector<Output>{h}; });
+        return std::vector<Output>{ops::add(b, v[0], ops::scalar(b, 1, DType::kInt32)), next[0]};
+      },
+      {ops::scalar(b, 0, DType::kInt32), start});
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  std::mt19937_64 rng(3);
+  auto feeds = [&](int32_t times) {
+    return runtime::FeedList{{x, testing::random_tensor<float>(Shape{2, 4}, rng)},
+                             {w, testing::random_tensor<float>(Shape{4, 4}, rng)},
+                             {bias, testing::random_tensor<float>(Shape{4}, rng)},
+                             {n, Tensor::scalar<int32_t>(times)}};
+  };
+  actors::Runtime rt;
+  auto fused = actors::Session::create(rt, g, {.fuse_ops = true});
+  auto plain = actors::Session::create(rt, g, {.fuse_ops = false});
+  REQUIRE(fused.ok());
+  REQUIRE(plain.ok());
+  runtime::Executor exec(g);
+  for (int32_t times : {0, 1, 3}) {
+    const runtime::FeedList f = feeds(times);
+    auto want = exec.run(f, {loop[1], outside});
+    REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+    for (auto* s : {&*fused, &*plain}) {
+      auto got = (*s)->run(f, {loop[1], outside});
+      REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+      CAPTURE(times);
+      CHECK((*got)[0].to_vector<float>() == (*want)[0].to_vector<float>());
+      CHECK((*got)[1].to_vector<float>() == (*want)[1].to_vector<float>());
+    }
+  }
+}
+
 namespace {
 
 // An LSTM over 5 steps of 3 features, its last output classified into 3 classes.

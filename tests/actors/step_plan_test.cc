@@ -11,6 +11,7 @@
 #include "ops/control_flow_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
+#include "ops/rnn.h"
 #include "ops/state_ops.h"
 #include "ops/training_ops.h"
 #include "runtime/graph_builder.h"
@@ -450,4 +451,93 @@ TEST_CASE("a loop is one node of the plan, gated on the variables it reads, refu
   CHECK(refused.status().message().find("'" + g.node(scaled.node).name +
                                         "' runs on another task inside a loop") !=
         std::string::npos);
+}
+
+TEST_CASE("inside a loop, fixed values run as constants of their frame and dense chains fuse") {
+  // h = relu(h w + bias) * (0.5 * 3), three times; in the iterations where i < 1 it also adds
+  // 2 * 4 on a branch of a cond.
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{2, 4}, "x");
+  Output w = ops::placeholder(b, DType::kFloat32, Shape{4, 4}, "w");
+  Output bias = ops::placeholder(b, DType::kFloat32, Shape{4}, "bias");
+  Output product, sum, dense, scale, offset;
+  std::vector<Output> loop = ops::while_loop(
+      b,
+      [](runtime::GraphBuilder& b, const std::vector<Output>& v) {
+        return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
+      },
+      [&](runtime::GraphBuilder& b, const std::vector<Output>& v) {
+        product = ops::matmul(b, v[1], w);
+        sum = ops::bias_add(b, product, bias);
+        dense = ops::relu(b, sum);
+        scale =
+            ops::mul(b, ops::scalar(b, 0.5, DType::kFloat32), ops::scalar(b, 3, DType::kFloat32));
+        Output h = ops::mul(b, dense, scale);
+        std::vector<Output> next = ops::cond(
+            b, ops::less(b, v[0], ops::scalar(b, 1, DType::kInt32)),
+            [&](runtime::GraphBuilder& b) {
+              offset = ops::mul(b, ops::scalar(b, 2, DType::kFloat32),
+                                ops::scalar(b, 4, DType::kFloat32));
+              return std::vector<Output>{ops::add(b, h, offset)};
+            },
+            [&](runtime::GraphBuilder&) { return std::vector<Output>{h}; });
+        return std::vector<Output>{ops::add(b, v[0], ops::scalar(b, 1, DType::kInt32)), next[0]};
+      },
+      {ops::scalar(b, 0, DType::kInt32), x});
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+
+  auto region_of = [&](const actors::CompileOptions& o) {
+    auto plan = compile_plan(g, {{x, w, bias}, {loop[1]}, {}}, o);
+    REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+    std::shared_ptr<const actors::ControlFlowRegion> region;
+    for (const auto& [id, step] : plan->nodes) {
+      if (step.region) region = step.region;
+    }
+    REQUIRE(region);
+    return region;
+  };
+  auto fused = region_of({});
+  const auto& stand_ins = fused->stand_ins;
+  REQUIRE(stand_ins.count(scale.node) == 1);
+  CHECK(stand_ins.at(scale.node)->op == "Const");
+  CHECK(stand_ins.at(scale.node)->attr<Tensor>("value").data<float>()[0] == 1.5f);
+  // Still in its frame: it takes the constants that wait for the loop's pivot.
+  CHECK(stand_ins.at(scale.node)->inputs == g.node(scale.node).inputs);
+  REQUIRE(stand_ins.count(offset.node) == 1);
+  CHECK(stand_ins.at(offset.node)->attr<Tensor>("value").data<float>()[0] == 8.0f);
+  REQUIRE(stand_ins.count(dense.node) == 1);
+  CHECK(stand_ins.at(dense.node)->op == "_FusedMatMul");
+  CHECK(fused->absorbed == std::vector<int>{product.node, sum.node});
+  const std::vector<int> running = actors::running_nodes(*fused);
+  CHECK(std::find(running.begin(), running.end(), product.node) == running.end());
+  CHECK(std::find(running.begin(), running.end(), dense.node) != running.end());
+
+  // Unfused, the constants still fold; the chain runs node by node.
+  auto plain = region_of({.fuse_ops = false});
+  CHECK(plain->stand_ins.size() == 2);
+  CHECK(plain->absorbed.empty());
+}
+
+TEST_CASE("a composite LSTM's loop, trained, runs each step's gates as one fused node") {
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{-1, 5, 3}, "x");
+  auto cell = ops::lstm_cell(b, "lstm", 3, 8, 1.0, /*fused=*/false);
+  REQUIRE(cell);
+  Output h = ops::dynamic_rnn(b, *cell, x).final_state[1];
+  Output loss = ops::reduce_sum(b, ops::square(b, h));
+  const int train = ops::minimize(b, loss, ops::Optimizer::sgd(0.1));
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  auto plan = compile_plan(g, {{x}, {loss}, {train}});
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  std::vector<std::string> fused;
+  for (const auto& [id, step] : plan->nodes) {
+    if (!step.region) continue;
+    for (const auto& [node, stand_in] : step.region->stand_ins) {
+      if (stand_in->op == "_FusedMatMul")
+        fused.push_back(stand_in->attr<std::string>("fused_from"));
+    }
+  }
+  CHECK(fused == std::vector<std::string>{"rnn/while/MatMul, rnn/while/BiasAdd"});
 }

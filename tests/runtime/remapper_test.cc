@@ -44,7 +44,7 @@ std::vector<bool> all(const runtime::Graph& g) { return std::vector<bool>(g.num_
 
 TEST_CASE("remapper: a dense layer's chain becomes one fused node in the Relu's place") {
   auto d = dense();
-  auto fusions = runtime::fuse_product_chains(d->g, all(d->g), {}, {d->y}, {});
+  auto fusions = runtime::fuse_product_chains(d->g, all(d->g), all(d->g), {}, {d->y}, {});
   REQUIRE(fusions.size() == 1);
   const runtime::Fusion& f = fusions[0];
   CHECK(f.root == d->y.node);
@@ -68,7 +68,7 @@ TEST_CASE("remapper: a value someone else needs keeps its node") {
   const auto& g = d->g;
   auto fuse = [&](std::vector<bool> eligible, std::vector<Output> fed, std::vector<Output> fetches,
                   std::vector<int> targets = {}) {
-    return runtime::fuse_product_chains(g, eligible, fed, fetches, targets);
+    return runtime::fuse_product_chains(g, all(g), eligible, fed, fetches, targets);
   };
   // The sum is fetched: the product still fuses into it, the Relu stays apart.
   auto f = fuse(all(g), {}, {d->y, d->sum});
@@ -80,19 +80,22 @@ TEST_CASE("remapper: a value someone else needs keeps its node") {
   CHECK(fuse(all(g), {}, {d->y, d->product}).empty());
   CHECK(fuse(all(g), {d->product}, {d->y}).empty());
   CHECK(fuse(all(g), {}, {d->y}, {d->product.node}).empty());
-  // A node of the chain does not run in the plan (another process's, say).
+  // A node of the chain may not fuse (it runs on another process, say).
   std::vector<bool> some = all(g);
   some[d->sum.node] = false;
   CHECK(fuse(some, {}, {d->y}).empty());
-  // A node that does not run in the plan reads the product: it does not count.
+  // Another node reads the product: it counts when the plan runs it, fusable or not (a node of
+  // another process, a loop that runs apart); not when the plan leaves it out.
   runtime::Graph g2 = g;
   runtime::GraphBuilder b(&g2);
   Output reader = ops::identity(b, d->product);
   REQUIRE(b.ok());
-  std::vector<bool> eligible(g2.num_nodes(), true);
-  CHECK(runtime::fuse_product_chains(g2, eligible, {}, {d->y}, {}).empty());
+  std::vector<bool> runs(g2.num_nodes(), true), eligible = runs;
+  CHECK(runtime::fuse_product_chains(g2, runs, eligible, {}, {d->y}, {}).empty());
   eligible[reader.node] = false;
-  CHECK(runtime::fuse_product_chains(g2, eligible, {}, {d->y}, {}).size() == 1);
+  CHECK(runtime::fuse_product_chains(g2, runs, eligible, {}, {d->y}, {}).empty());
+  runs[reader.node] = false;
+  CHECK(runtime::fuse_product_chains(g2, runs, eligible, {}, {d->y}, {}).size() == 1);
 }
 
 TEST_CASE("remapper: chains on different devices, or read through a control edge, stay apart") {
@@ -115,7 +118,7 @@ TEST_CASE("remapper: chains on different devices, or read through a control edge
     after = ops::identity(b, x);
   }
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
-  CHECK(runtime::fuse_product_chains(g, all(g), {}, {s1, s2, after}, {}).empty());
+  CHECK(runtime::fuse_product_chains(g, all(g), all(g), {}, {s1, s2, after}, {}).empty());
 }
 
 TEST_CASE("remapper: a convolution's chain fuses too, keeping its geometry") {
@@ -128,7 +131,7 @@ TEST_CASE("remapper: a convolution's chain fuses too, keeping its geometry") {
   Output sum = ops::bias_add(b, conv, bias);
   Output y = ops::relu(b, sum);
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
-  auto fusions = runtime::fuse_product_chains(g, all(g), {}, {y}, {});
+  auto fusions = runtime::fuse_product_chains(g, all(g), all(g), {}, {y}, {});
   REQUIRE(fusions.size() == 1);
   const runtime::Node& n = *fusions[0].node;
   CHECK(n.op == "_FusedConv2D");
