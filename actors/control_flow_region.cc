@@ -109,6 +109,11 @@ runtime::Result<std::unique_ptr<RegionRunner>> RegionRunner::make(
       r->frames_, runtime::FrameExecutor::plan(g, nodes, region.inputs,
                                                /*outside_controls_ran=*/true, region.stand_ins));
   for (int id : nodes) {
+    const auto& there = region.elsewhere;
+    if (std::find(there.begin(), there.end(), id) != there.end()) {
+      r->kernels_.push_back({});  // the run waits for it
+      continue;
+    }
     auto stand_in = region.stand_ins.find(id);
     const runtime::Node& node = stand_in != region.stand_ins.end() ? *stand_in->second : g.node(id);
     TROUPE_ASSIGN_OR_RETURN(runtime::KernelFn fn,
@@ -122,12 +127,18 @@ runtime::Result<std::unique_ptr<RegionRunner>> RegionRunner::make(
   return r;
 }
 
-Status RegionRunner::run(std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
+Status RegionRunner::start(std::vector<Tensor>& inputs) {
   std::vector<Tensor> feeds(inputs.begin(), inputs.begin() + region_->inputs.size());
-  TROUPE_ASSIGN_OR_RETURN(std::vector<Tensor> got,
-                          frames_->run(kernels_, feeds, fetches_, &invocations_));
+  run_ = frames_->start(kernels_, std::move(feeds), fetches_, &invocations_);
+  return run_->status();
+}
+
+Status RegionRunner::finish(std::vector<Tensor>* outputs) {
+  auto got = run_->results();
+  run_.reset();
+  TROUPE_RETURN_IF_ERROR(got.status());
   outputs->resize(region_->outputs.size());
-  for (size_t k = 0; k < wanted_.size(); ++k) (*outputs)[wanted_[k]] = std::move(got[k]);
+  for (size_t k = 0; k < wanted_.size(); ++k) (*outputs)[wanted_[k]] = std::move((*got)[k]);
   return runtime::ok_status();
 }
 

@@ -6,11 +6,14 @@
 //
 //   std::vector<ControlFlowRegion> regions = find_regions(graph, order);  // order: pruned
 //   auto runner = RegionRunner::make(graph, regions[0], wanted, allocator, variables);
-//   Status s = (*runner)->run(inputs, &outputs);   // inputs in regions[0].inputs' order
+//   Status s = (*runner)->start(inputs);            // inputs in regions[0].inputs' order
+//   while (s.ok() && (*runner)->waiting()) s = (*runner)->resume(run_there(...));
+//   if (s.ok()) s = (*runner)->finish(&outputs);
 //
-// A region holds no node of another task (step_plan.cc refuses them): its values come in and go
-// out as the node's inputs and outputs, and its variables are this process's, read and written
-// behind the gates of the variables it touches (step_plan.h). Not thread-safe.
+// Its values come in and go out as the node's inputs and outputs. Its variables are read and
+// written behind the gates of the variables it touches (step_plan.h); a node of another task
+// (a ps variable read each iteration) runs there, the run waiting for it (`elsewhere`). Not
+// thread-safe.
 #pragma once
 
 #include <memory>
@@ -33,6 +36,7 @@ struct ControlFlowRegion {
   // chain as one fused node in its last node's place, and the chain's other nodes not at all.
   runtime::FrameExecutor::StandIns stand_ins;
   std::vector<int> absorbed;
+  std::vector<int> elsewhere;  // its nodes that run on another task, in id order
 };
 
 // The regions of `order` (a pruned run in id order): each connected set of nodes that are
@@ -51,14 +55,23 @@ class RegionRunner {
                                                              const std::vector<int32_t>& wanted,
                                                              runtime::Allocator* allocator,
                                                              runtime::VariableStore* variables);
-  // One run: `inputs` holds the region's inputs first (then its control slots, ignored);
-  // `outputs` (one per region output) gets the wanted ones.
-  runtime::Status run(std::vector<runtime::Tensor>& inputs, std::vector<runtime::Tensor>* outputs);
+  // Starts a run: `inputs` holds the region's inputs first (then its control slots, ignored).
+  // It runs until it is done or until a node of another task is to run: waiting() names it,
+  // waiting_inputs() holds its inputs, and resume() takes its outputs and runs on. Done, finish()
+  // gives `outputs` (one per region output) the wanted ones.
+  runtime::Status start(std::vector<runtime::Tensor>& inputs);
+  const runtime::Node* waiting() const { return run_ ? run_->waiting() : nullptr; }
+  std::vector<runtime::Tensor>& waiting_inputs() { return run_->waiting_inputs(); }
+  runtime::Status resume(std::vector<runtime::Tensor> outputs) {
+    return run_->resume(std::move(outputs));
+  }
+  runtime::Status finish(std::vector<runtime::Tensor>* outputs);
 
  private:
   RegionRunner() = default;
   const ControlFlowRegion* region_ = nullptr;
   std::unique_ptr<runtime::FrameExecutor> frames_;
+  std::unique_ptr<runtime::FrameExecutor::Resumable> run_;
   std::vector<std::unique_ptr<runtime::KernelContext>> contexts_;
   std::vector<runtime::FrameExecutor::Kernel> kernels_;
   std::vector<runtime::Output> fetches_;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <map>
+#include <set>
 
 #include "actors/control_flow_region.h"
 #include "actors/messages.h"
@@ -13,6 +14,7 @@
 #include "runtime/denormal.h"
 #include "runtime/device.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/placement.h"
 
 namespace troupe::actors {
 
@@ -80,6 +82,11 @@ struct NodeState {
   std::shared_ptr<Call> call;
   uint64_t calls = 0;
   runtime::Status remote_down;  // set when the server's process is gone
+  // A region's call in flight goes to one of the cluster's servers, each watched once; those
+  // gone fail their calls at once, as remote_down does.
+  caf::actor_addr region_server;
+  std::set<caf::actor_addr> watched;
+  std::map<caf::actor_addr, std::string> lost;
 };
 
 using NodeActor = caf::stateful_actor<NodeState>;
@@ -259,6 +266,78 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
           });
 }
 
+void region_answer(NodeActor* self, std::shared_ptr<NodeState::Call> call, uint64_t tag,
+                   runtime::Result<std::vector<Tensor>> outputs);
+
+// The node of another task that a region waits for runs there: a call to its task's server
+// over CAF, answered into the region's run (region_answer).
+void call_for_region(NodeActor* self, std::shared_ptr<NodeState::Call> call) {
+  NodeState& st = self->state;
+  RegionRunner& region = *st.plans.at(call->plan).exec->region;
+  const runtime::Node& node = *region.waiting();
+  const uint64_t tag = ++call->tag;  // answers to earlier calls of this run are stale
+  auto server = st.spec.servers.find(runtime::task_of(node.device));
+  if (server == st.spec.servers.end()) {
+    return region_answer(self, call, tag,
+                         runtime::internal_error("no server for ", node.device, " in the cluster"));
+  }
+  std::vector<char> blob;
+  Status s = encode_shard_call(*st.spec.graph, node, region.waiting_inputs(), &blob,
+                               ShardCallExtras{st.spec.sync, false, {}, {}});
+  if (!s.ok()) return region_answer(self, call, tag, s);
+  const caf::actor& to = server->second;
+  // A lost connection takes the server's proxy down: the call fails then, not at its timeout.
+  if (auto gone = st.lost.find(to.address()); gone != st.lost.end()) {
+    return region_answer(self, call, tag, runtime::unavailable(gone->second));
+  }
+  if (st.watched.insert(to.address()).second) self->monitor(to);
+  st.region_server = to.address();
+  self->request(to, st.spec.remote_timeout, call_atom::value, std::move(blob))
+      .then(
+          [self, call, tag](std::vector<char>& reply) {
+            region_answer(
+                self, call, tag,
+                decode_shard_reply(std::make_shared<const std::vector<char>>(std::move(reply))));
+          },
+          [self, call, tag](caf::error& err) {
+            region_answer(self, call, tag,
+                          runtime::unavailable("its server is unreachable (",
+                                               self->system().render(err), ")"));
+          });
+}
+
+// The waited node's outputs go into the region's run, which waits for the next such node or
+// ends the step.
+void region_answer(NodeActor* self, std::shared_ptr<NodeState::Call> call, uint64_t tag,
+                   runtime::Result<std::vector<Tensor>> outputs) {
+  NodeState& st = self->state;
+  if (call->answered || call->tag != tag) return;
+  const PlanState& p = st.plans.at(call->plan);
+  Exec& exec = *p.exec;
+  RegionRunner& region = *exec.region;
+  Status s;
+  if (outputs.ok()) {
+    runtime::ScopedFlushDenormal flush;  // the rest of the run's kernels, as in try_fire
+    s = region.resume(std::move(*outputs));
+  } else {
+    const runtime::Node& n = *region.waiting();
+    s = outputs.status().with_context(n.op + " '" + n.name + "' on " + n.device);
+  }
+  if (s.ok() && region.waiting()) return call_for_region(self, call);
+  call->answered = true;
+  st.busy = false;
+  st.call.reset();
+  std::vector<Tensor>& out = exec.ctx->outputs();
+  if (s.ok()) s = region.finish(&out);
+  if (s.ok()) {
+    finish(self, call->pending, p.plan, out, false);
+  } else {
+    fail(self, call->pending, p.plan, s);
+  }
+  for (Tensor& t : out) t = Tensor();
+  self->send(self, Resume{});
+}
+
 void try_fire(NodeActor* self) {
   NodeState& st = self->state;
   while (!st.busy && !st.queue.empty()) {
@@ -293,7 +372,18 @@ void try_fire(NodeActor* self) {
     {
       runtime::ScopedFlushDenormal flush;
       if (exec.region) {
-        s = exec.region->run(ctx.inputs(), &ctx.outputs());
+        s = exec.region->start(ctx.inputs());
+        if (s.ok() && exec.region->waiting()) {
+          recycle(st, std::move(ctx.inputs()));
+          ctx.inputs().clear();
+          st.busy = true;  // until the region's run ends
+          st.call = std::make_shared<NodeState::Call>();
+          st.call->pending = std::move(pd);
+          st.call->plan = plan.plan;
+          call_for_region(self, st.call);
+          continue;
+        }
+        if (s.ok()) s = exec.region->finish(&ctx.outputs());
       } else if (!exec.region_error.ok()) {
         s = exec.region_error;
       } else {
@@ -332,13 +422,21 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
     // A lost connection (or missed heartbeats) takes the server's proxy down: fail the call in
     // flight now rather than at its timeout, and every later one at once.
     self->monitor(st.spec.remote);
-    self->set_down_handler([self](caf::down_msg& dm) {
-      NodeState& st = self->state;
-      if (dm.source != st.spec.remote) return;
+  }
+  self->set_down_handler([self](caf::down_msg& dm) {
+    NodeState& st = self->state;
+    if (st.spec.remote && dm.source == st.spec.remote) {
       st.remote_down = unreachable(self, self->system().render(dm.reason));
       if (st.call) answer(self, st.call, st.remote_down);
-    });
-  }
+    } else if (st.watched.count(dm.source) != 0) {
+      const std::string why =
+          "its server is unreachable (" + self->system().render(dm.reason) + ")";
+      st.lost[dm.source] = why;
+      if (st.call && dm.source == st.region_server) {
+        region_answer(self, st.call, st.call->tag, runtime::unavailable(why));
+      }
+    }
+  });
   // Packets first: CAF tries the cases in order, and each miss costs a type comparison.
   return {
       [self](Packet& p) {

@@ -14,7 +14,9 @@
 
 #include <caf/all.hpp>
 
+#include <map>
 #include <memory>
+#include <string>
 
 #include "actors/shard_codec.h"
 #include "actors/step_profiler.h"
@@ -39,6 +41,8 @@ struct NodeSpec {
   caf::duration remote_timeout;
   std::shared_ptr<StepProfiler> profiler;  // the session's
   SyncTag sync;                            // what its remote calls say of synchronous replication
+  // The servers of the cluster's other tasks, by task: where a loop's nodes placed there run.
+  std::map<std::string, caf::actor> servers;
 };
 
 caf::actor spawn_node_actor(caf::event_based_actor* parent, NodeSpec spec);

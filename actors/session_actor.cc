@@ -67,7 +67,8 @@ caf::actor node_for(SessionActor* self, int id) {
                   channel_for(st, st.spec.graph->node(id)),
                   st.spec.remote_timeout,
                   st.spec.profiler,
-                  sync_tag(st, st.spec.graph->node(id))};
+                  sync_tag(st, st.spec.graph->node(id)),
+                  st.spec.remote_tasks};
     st.nodes[id] = spawn_node_actor(self, std::move(spec));
   }
   return st.nodes[id];

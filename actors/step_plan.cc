@@ -252,15 +252,18 @@ std::shared_ptr<const runtime::Node> as_constant(const runtime::Node& n,
 // product chains run as one node.
 void rewrite_region(const Graph& g, const std::vector<bool>& runs,
                     const runtime::RunSignature& signature, bool fuse, ControlFlowRegion* region) {
+  const auto& there = region->elsewhere;
   for (const auto& [id, values] : runtime::fold_constants(g, region->nodes, signature.fed)) {
+    if (std::find(there.begin(), there.end(), id) != there.end()) continue;
     if (auto constant = as_constant(g.node(id), values)) region->stand_ins[id] = constant;
   }
   if (!fuse) return;
   std::vector<bool> eligible(g.num_nodes(), false);
   for (int id : region->nodes) {
     const runtime::Node& n = g.node(id);
-    eligible[id] =
-        !runtime::is_control_flow_op(n.op) && n.op != "Const" && region->stand_ins.count(id) == 0;
+    eligible[id] = !runtime::is_control_flow_op(n.op) && n.op != "Const" &&
+                   region->stand_ins.count(id) == 0 &&
+                   std::find(there.begin(), there.end(), id) == there.end();
   }
   for (runtime::Fusion& f : runtime::fuse_product_chains(g, runs, eligible, signature.fed,
                                                          signature.fetches, signature.targets)) {
@@ -308,30 +311,37 @@ Rewrites rewrite(const Graph& g, const std::vector<int>& order,
   std::vector<bool> reported(g.num_nodes(), false), targeted(g.num_nodes(), false);
   for (const Output& o : signature.fetches) reported[o.node] = true;
   for (int t : signature.targets) reported[t] = targeted[t] = true;
-  gather_where_variables_live(g, order, r.bound, reported, fed, remote, &r.fused, &r.absorbed);
+  // A region's nodes of other tasks are its own calls: they join no gather, read or update.
+  auto remote_plain = [&](const runtime::Node& n) { return !in_region[n.id] && remote(n); };
+  gather_where_variables_live(g, order, r.bound, reported, fed, remote_plain, &r.fused,
+                              &r.absorbed);
   std::set<std::string> written_apart;
-  batch_updates(g, order, r.bound, reported, remote, &r.absorbed, &r.updates_of, &r.moved,
+  batch_updates(g, order, r.bound, reported, remote_plain, &r.absorbed, &r.updates_of, &r.moved,
                 &written_apart);
-  batch_reads(g, order, r.bound, targeted, remote, written_apart, &r.absorbed, &r.reads_of,
+  batch_reads(g, order, r.bound, targeted, remote_plain, written_apart, &r.absorbed, &r.reads_of,
               &r.moved);
   run_in_regions(g, regions, &r);
   return r;
 }
 
-// A region runs in one process: a node of another task inside a loop or a cond would need the
-// actors to carry frames. Its variables are this process's; their gates hold the region.
+// A region's frames live in the actor that runs it: a node of another task inside it (a ps
+// variable read or updated each iteration) runs there as a call the region's run waits for,
+// which only a node that keeps no frame state can be. The gates of the variables it touches
+// hold the region.
 template <class Remote>
-runtime::Status check_region(const Graph& g, const ControlFlowRegion& region,
-                             const Remote& remote) {
-  for (int id : region.nodes) {
+runtime::Status check_region(const Graph& g, const Remote& remote, ControlFlowRegion* region) {
+  for (int id : region->nodes) {
     const runtime::Node& n = g.node(id);
     if (!remote(n)) continue;
-    return runtime::unimplemented(
-        n.op, " '", n.name, "' runs on another task inside a loop or cond: a region runs in ",
-        "one process (read the variable outside the loop, or keep it on this task)");
+    if (runtime::is_control_flow_op(n.op) || n.op == "ControlTrigger" || n.op == "StackPush" ||
+        n.op == "StackPop") {
+      return runtime::unimplemented(n.op, " '", n.name, "' is placed on ", n.device,
+                                    ": a loop's control flow and stacks run where the loop runs");
+    }
+    region->elsewhere.push_back(id);
   }
   // Its frames, checked now rather than in the actor that runs it.
-  return runtime::FrameExecutor::plan(g, region.nodes, region.inputs,
+  return runtime::FrameExecutor::plan(g, region->nodes, region->inputs,
                                       /*outside_controls_ran=*/true)
       .status();
 }
@@ -443,9 +453,9 @@ runtime::Result<StepPlan> compile_plan(const Graph& g, const runtime::RunSignatu
       TROUPE_RETURN_IF_ERROR(runtime::find_kernel(n, runtime::kernel_device(n.device)).status());
     }
   }
-  const std::vector<ControlFlowRegion> regions = find_regions(g, order);
-  for (const ControlFlowRegion& region : regions)
-    TROUPE_RETURN_IF_ERROR(check_region(g, region, remote));
+  std::vector<ControlFlowRegion> regions = find_regions(g, order);
+  for (ControlFlowRegion& region : regions)
+    TROUPE_RETURN_IF_ERROR(check_region(g, remote, &region));
   const Rewrites r = rewrite(g, order, signature, options, remote, regions);
   StepPlan plan;
   plan.feed_routes.resize(fed.size());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -178,8 +179,13 @@ class FrameExecutor::Run {
     }
   }
 
-  Result<std::vector<Tensor>> go(const std::vector<Tensor>& feeds,
-                                 const std::vector<Output>& fetches);
+  // Delivers the feeds and runs until done or a node that runs elsewhere is ready.
+  Status start(std::vector<Tensor> feeds);
+  // The node run elsewhere: its outputs come; the run goes on.
+  Status resume(std::vector<Tensor> outputs);
+  const Node* waiting() const { return elsewhere_ ? fx_.items_[elsewhere_->item].def : nullptr; }
+  std::vector<Tensor>& waiting_inputs() { return waiting_inputs_; }
+  Result<std::vector<Tensor>> results(const std::vector<Output>& fetches);
 
  private:
   struct Instance {  // a frame made for one iteration of its parent's
@@ -263,6 +269,11 @@ class FrameExecutor::Run {
   std::set<std::pair<int, int>> fetched_;              // (item, output)
   RunStacks stacks_;                                   // a loop gradient's, for this run
   std::map<std::pair<int, int>, Entry> root_outputs_;  // the fetched ones, as the root has them
+  std::vector<Tensor> feeds_;
+  std::optional<Ready> elsewhere_;  // a node that runs elsewhere, ready to run
+  std::vector<Tensor> waiting_inputs_;
+
+  Status advance();
 };
 
 void FrameExecutor::Run::deliver(int item, int instance, int64_t iter, int input, const Entry& e) {
@@ -318,6 +329,15 @@ Status FrameExecutor::Run::process(Ready& r) {
   if (r.dead) {
     for (Entry& e : outs) e.dead = true;
     propagate(r.item, r.instance, r.iter, outs, true);
+    return ok_status();
+  }
+  if (kernels_[r.item].fn == nullptr) {  // it runs elsewhere: the run waits for it
+    waiting_inputs_.resize(r.inputs.size());
+    for (size_t i = 0; i < r.inputs.size(); ++i) {
+      waiting_inputs_[i] = r.inputs[i].dead ? Tensor() : std::move(r.inputs[i].value);
+    }
+    r.inputs.clear();
+    elsewhere_ = std::move(r);
     return ok_status();
   }
   KernelContext& ctx = *kernels_[r.item].ctx;
@@ -445,26 +465,62 @@ bool FrameExecutor::Run::close_a_frame() {
   return true;
 }
 
-Result<std::vector<Tensor>> FrameExecutor::Run::go(const std::vector<Tensor>& feeds,
-                                                   const std::vector<Output>& fetches) {
-  for (size_t f = 0; f < feeds.size(); ++f) {
+Status FrameExecutor::Run::start(std::vector<Tensor> feeds) {
+  feeds_ = std::move(feeds);
+  for (size_t f = 0; f < feeds_.size(); ++f) {
     for (size_t j = 0; j < fx_.fed_to_[f].size(); ++j) {
-      deliver(fx_.fed_to_[f][j], 0, 0, fx_.fed_at_[f][j], Entry{feeds[f], false});
+      deliver(fx_.fed_to_[f][j], 0, 0, fx_.fed_at_[f][j], Entry{feeds_[f], false});
     }
   }
   for (int s : fx_.sources_) make_ready(Ready{s, 0, 0, {}, false});
+  return advance();
+}
+
+Status FrameExecutor::Run::advance() {
   do {
     while (!ready_.empty()) {
       Ready r = std::move(ready_.begin()->second);
       ready_.erase(ready_.begin());
       TROUPE_RETURN_IF_ERROR(process(r));
+      if (elsewhere_) return ok_status();
     }
   } while (close_a_frame());
+  return ok_status();
+}
 
+Status FrameExecutor::Run::resume(std::vector<Tensor> outputs) {
+  if (!elsewhere_) return internal_error("frames: resumed while waiting for no node");
+  Ready r = std::move(*elsewhere_);
+  elsewhere_.reset();
+  waiting_inputs_.clear();
+  const Node& n = *fx_.items_[r.item].def;
+  if (outputs.size() != static_cast<size_t>(n.num_outputs())) {
+    return data_loss(n.op, " '", n.name, "' came back with ", outputs.size(), " outputs for ",
+                     n.num_outputs());
+  }
+  std::vector<Entry> outs(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i];
+    if (!t.valid() || t.dtype() != n.output_dtypes[i] ||
+        !t.shape().compatible_with(n.output_shapes[i])) {
+      return data_loss(n.op, " '", n.name, "' came back with output ", i, " ",
+                       t.valid() ? dtype_name(t.dtype()) : "null", t.shape(),
+                       " where the graph declares ", dtype_name(n.output_dtypes[i]),
+                       n.output_shapes[i]);
+    }
+    outs[i].value = std::move(outputs[i]);
+  }
+  ++(*invocations_)[n.id];
+  propagate(r.item, r.instance, r.iter, outs, false);
+  return advance();
+}
+
+Result<std::vector<Tensor>> FrameExecutor::Run::results(const std::vector<Output>& fetches) {
+  if (elsewhere_) return internal_error("frames: results asked while a node is waited for");
   std::vector<Tensor> result;
   for (const Output& f : fetches) {
     if (auto fed = std::find(fx_.fed_.begin(), fx_.fed_.end(), f); fed != fx_.fed_.end()) {
-      result.push_back(feeds[fed - fx_.fed_.begin()]);
+      result.push_back(feeds_[fed - fx_.fed_.begin()]);
       continue;
     }
     const std::string name = fx_.graph_.output_name(f);
@@ -482,12 +538,44 @@ Result<std::vector<Tensor>> FrameExecutor::Run::go(const std::vector<Tensor>& fe
   return result;
 }
 
+FrameExecutor::Resumable::~Resumable() = default;
+
+const Node* FrameExecutor::Resumable::waiting() const {
+  return status_.ok() ? run_->waiting() : nullptr;
+}
+
+std::vector<Tensor>& FrameExecutor::Resumable::waiting_inputs() { return run_->waiting_inputs(); }
+
+Status FrameExecutor::Resumable::resume(std::vector<Tensor> outputs) {
+  if (status_.ok()) status_ = run_->resume(std::move(outputs));
+  return status_;
+}
+
+Result<std::vector<Tensor>> FrameExecutor::Resumable::results() {
+  if (!status_.ok()) return status_;
+  return run_->results(*fetches_);
+}
+
+std::unique_ptr<FrameExecutor::Resumable> FrameExecutor::start(
+    const std::vector<Kernel>& kernels, std::vector<Tensor> feeds,
+    const std::vector<Output>& fetches, std::vector<uint64_t>* invocations) const {
+  std::unique_ptr<Resumable> r(new Resumable());
+  r->run_ = std::make_unique<Run>(*this, kernels, fetches, invocations);
+  r->fetches_ = &fetches;
+  r->status_ = r->run_->start(std::move(feeds));
+  return r;
+}
+
 Result<std::vector<Tensor>> FrameExecutor::run(const std::vector<Kernel>& kernels,
                                                const std::vector<Tensor>& feeds,
                                                const std::vector<Output>& fetches,
                                                std::vector<uint64_t>* invocations) const {
   Run run(*this, kernels, fetches, invocations);
-  return run.go(feeds, fetches);
+  TROUPE_RETURN_IF_ERROR(run.start(feeds));
+  if (const Node* n = run.waiting()) {
+    return internal_error(n->op, " '", n->name, "' has no kernel here");
+  }
+  return run.results(fetches);
 }
 
 }  // namespace troupe::runtime

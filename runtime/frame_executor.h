@@ -56,10 +56,42 @@ class FrameExecutor {
                                   const std::vector<Output>& fetches,
                                   std::vector<uint64_t>* invocations) const;
 
+  class Run;
+  // A run in parts, for plans with nodes that run elsewhere (a Kernel without fn: a node of
+  // another process): it stops at each such node, when it would have run it, and goes on when
+  // resume() brings that node's outputs. Nothing else runs meanwhile, so the order of every
+  // node's runs (a gradient's stack pushes) is the one a run in one part has.
+  //
+  //   auto run = frames->start(kernels, feeds, fetches, &invocations);
+  //   while (run->waiting()) run->resume(outputs_of(run->waiting(), run->waiting_inputs()));
+  //   auto out = run->results();
+  class Resumable {
+   public:
+    ~Resumable();
+    // What the run waits for: the node (its stand-in where it has one), or null.
+    const Node* waiting() const;
+    std::vector<Tensor>& waiting_inputs();
+    // The waited node's outputs, checked against its declared dtypes and shapes; then runs on.
+    Status resume(std::vector<Tensor> outputs);
+    // Once nothing is waited for: the fetches' values, or why the run failed.
+    Result<std::vector<Tensor>> results();
+    // Whether the run has failed so far.
+    const Status& status() const { return status_; }
+
+   private:
+    friend class FrameExecutor;
+    std::unique_ptr<Run> run_;
+    const std::vector<Output>* fetches_ = nullptr;
+    Status status_;
+  };
+  // `kernels`, `fetches` and `invocations` must outlive the run.
+  std::unique_ptr<Resumable> start(const std::vector<Kernel>& kernels, std::vector<Tensor> feeds,
+                                   const std::vector<Output>& fetches,
+                                   std::vector<uint64_t>* invocations) const;
+
  private:
   struct Item;
   struct Frame;
-  class Run;
   explicit FrameExecutor(const Graph& graph);
 
   const Graph& graph_;

@@ -70,7 +70,9 @@ TEST_CASE("a region takes the loop and its body, not what feeds it or what follo
                                   : g.node(in.node).attr<Tensor>("value"));
   }
   std::vector<Tensor> got;
-  REQUIRE((*runner)->run(inputs, &got).ok());
+  REQUIRE((*runner)->start(inputs).ok());
+  CHECK((*runner)->waiting() == nullptr);
+  REQUIRE((*runner)->finish(&got).ok());
   REQUIRE(got.size() == outs.size());
   CHECK(got[at].data<float>()[0] == 72);
   Executor exec(g);
@@ -78,6 +80,35 @@ TEST_CASE("a region takes the loop and its body, not what feeds it or what follo
       exec.run({{x, Tensor::scalar<float>(3)}, {n, Tensor::scalar<int32_t>(3)}}, {first[1]});
   REQUIRE(want.ok());
   CHECK((*want)[0].data<float>()[0] == 72);
+
+  // Its Mul placed on another task: each iteration's run waits for it, in order, with that
+  // iteration's value, and goes on with what comes back; what does not fit the graph is refused.
+  actors::ControlFlowRegion there = r;
+  const int mul = static_cast<int>(
+      std::find_if(r.nodes.begin(), r.nodes.end(), [&](int id) { return g.node(id).op == "Mul"; }) -
+      r.nodes.begin());
+  there.elsewhere = {r.nodes[mul]};
+  auto waits = actors::RegionRunner::make(g, there, {at}, cpu_allocator(), nullptr);
+  REQUIRE_MESSAGE(waits.ok(), waits.status().to_string());
+  std::vector<float> seen;
+  REQUIRE((*waits)->start(inputs).ok());
+  while (const Node* node = (*waits)->waiting()) {
+    CHECK(node->id == r.nodes[mul]);
+    const float v = (*waits)->waiting_inputs()[0].data<float>()[0];
+    seen.push_back(v);
+    REQUIRE((*waits)->resume({Tensor::scalar<float>(v * 3)}).ok());  // the other task triples
+  }
+  REQUIRE((*waits)->finish(&got).ok());
+  CHECK(seen == std::vector<float>{9, 27, 81});
+  CHECK(got[at].data<float>()[0] == 243);
+  REQUIRE((*waits)->start(inputs).ok());
+  REQUIRE((*waits)->waiting() != nullptr);
+  Status wrong = (*waits)->resume({Tensor::scalar<int32_t>(1)});
+  CHECK(wrong.code() == Code::kDataLoss);
+  CHECK(wrong.message().find("'" + g.node(r.nodes[mul]).name + "' came back with output 0 int32") !=
+        std::string::npos);
+  CHECK((*waits)->waiting() == nullptr);
+  CHECK((*waits)->finish(&got).code() == Code::kDataLoss);
 }
 
 TEST_CASE("a loop and its gradient's loop are one region: the stacks they share last one run") {

@@ -17,6 +17,7 @@
 #include "harness/op_harness.h"
 #include "harness/ps_process.h"
 #include "ops/array_ops.h"
+#include "ops/control_flow_ops.h"
 #include "ops/math_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/random_ops.h"
@@ -448,4 +449,88 @@ TEST_CASE("an embedding in 3 parts on 3 ps processes: each part's rows are gathe
       CHECK(testing::max_error(*held.read(part), *alone.read(part)) < 1e-5);
     }
   }
+}
+
+TEST_CASE("a loop whose body updates a ps variable each iteration runs it there, as one process") {
+  // Each of n iterations adds the loop's value into `total`, which lives on the ps, and goes
+  // on with the sum the ps returns: the loop waits for the ps every iteration.
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  const std::string task = "/job:ps/task:0";
+  Output x = ops::placeholder(b, DType::kFloat32, Shape{}, "x");
+  Output n = ops::placeholder(b, DType::kInt32, Shape{}, "n");
+  Output total;
+  {
+    auto on_ps = b.device(task);
+    total = ops::variable(b, "total", Shape{}, DType::kFloat32, ops::scalar(b, 0, DType::kFloat32),
+                          /*trainable=*/false);
+  }
+  Output added;
+  std::vector<Output> loop = ops::while_loop(
+      b,
+      [&](runtime::GraphBuilder& b, const std::vector<Output>& v) { return ops::less(b, v[0], n); },
+      [&](runtime::GraphBuilder& b, const std::vector<Output>& v) {
+        {
+          auto on_ps = b.device(task);
+          added = ops::assign_add(b, total, v[1]);
+        }
+        return std::vector<Output>{ops::add(b, v[0], ops::scalar(b, 1, DType::kInt32)),
+                                   ops::add(b, v[1], added)};
+      },
+      {ops::scalar(b, 0, DType::kInt32), x});
+  const int init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  REQUIRE(g.node(added.node).device == task);
+
+  runtime::VariableStore local;
+  runtime::Executor exec(g, {.variables = &local});
+  REQUIRE(exec.run({}, {}, {init}).ok());
+  const std::vector<std::pair<float, int32_t>> runs = {{1, 3}, {0.5f, 2}, {2, 0}};
+  std::vector<float> want;
+  for (const auto& [xv, nv] : runs) {
+    auto r =
+        exec.run({{x, Tensor::scalar<float>(xv)}, {n, Tensor::scalar<int32_t>(nv)}}, {loop[1]});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    want.push_back((*r)[0].data<float>()[0]);
+  }
+  CHECK(want[0] == 13);  // 1 -> total 1, value 2 -> total 3, value 5 -> total 8, value 13
+
+  uint16_t port = 0;
+  int keep_alive = -1;
+  pid_t child = testing::start_server(&port, &keep_alive);
+  REQUIRE(port != 0);
+  {
+    actors::Runtime rt;
+    actors::SessionOptions options;
+    options.cluster = {{task, "127.0.0.1:" + std::to_string(port)}};
+    auto s = actors::Session::create(rt, g, options);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    REQUIRE((*s)->run({}, {}, {init}).ok());
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const auto& [xv, nv] = runs[i];
+      auto r =
+          (*s)->run({{x, Tensor::scalar<float>(xv)}, {n, Tensor::scalar<int32_t>(nv)}}, {loop[1]});
+      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+      CHECK((*r)[0].data<float>()[0] == want[i]);
+    }
+    // The sum lives on the ps: this process never held it.
+    CHECK_FALSE((*s)->variables().contains("total"));
+    auto t = (*s)->run({}, {total});
+    REQUIRE(t.ok());
+    CHECK((*t)[0].data<float>()[0] == local.read("total")->data<float>()[0]);
+
+    // A dead ps fails the loop's step, naming the node, within seconds.
+    testing::stop_server(child, keep_alive);
+    child = -1;
+    auto start = std::chrono::steady_clock::now();
+    auto r = (*s)->run({{x, Tensor::scalar<float>(1)}, {n, Tensor::scalar<int32_t>(2)}}, {loop[1]});
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Code::kUnavailable);
+    CHECK(r.status().message().find("AssignAdd '" + g.node(added.node).name + "' on " + task) !=
+          std::string::npos);
+    CHECK(secs < 10);
+  }
+  if (child > 0) testing::stop_server(child, keep_alive);
 }
