@@ -66,7 +66,7 @@ const runtime::AttrMap kAssignDefaults{
     {"var", std::string()}, {"shape", Shape{}}, {"dtype", DType::kFloat32}};
 
 // A node of `op` writing the variable `var` reads, on `inputs`.
-Output write(GraphBuilder& b, const char* op, Output var, const std::vector<Output>& inputs) {
+Output on_variable(GraphBuilder& b, const char* op, Output var, const std::vector<Output>& inputs) {
   if (!var.valid()) return Output{};
   const Node& v = b.graph().node(var.node);
   if (v.op != "Variable") {
@@ -97,6 +97,16 @@ TROUPE_REGISTER_OP(Variable)
     .shape_fn(var_shape)
     .no_gradient()
     .doc("value = the variable's current value in the store (a source: gradients stop here)");
+
+// A read made where it is built, for reads that must see the writes before them in a step: in
+// a loop's body, one per iteration (a read outside the loop enters it once).
+TROUPE_REGISTER_OP(ReadVariable)
+    .output("value")
+    .attrs(kAssignDefaults)
+    .reads_variable()
+    .shape_fn(var_shape)
+    .no_gradient()
+    .doc("value = the variable's value when this node runs (a source: gradients stop here)");
 
 // What a Gather of a Variable read becomes where the read runs on another task (the plan
 // compiler makes it: actors/step_plan.h): the rows are gathered where the variable lives and only
@@ -202,7 +212,7 @@ Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DT
   Output init;
   {
     auto scope = b.name_scope(name);
-    init = write(b, "Assign", v, {initial_value});
+    init = on_variable(b, "Assign", v, {initial_value});
   }
   if (!init.valid()) return Output{};
   b.graph().add_to_collection("variable_initializers", init.node);
@@ -245,20 +255,22 @@ Output partitioned_variable(GraphBuilder& b, const std::string& name, const Shap
 
 const std::string& variable_name(const Node& n) { return n.attr<std::string>("var"); }
 
+Output read_value(GraphBuilder& b, Output var) { return on_variable(b, "ReadVariable", var, {}); }
+
 Output assign(GraphBuilder& b, Output var, Output value) {
-  return write(b, "Assign", var, {value});
+  return on_variable(b, "Assign", var, {value});
 }
 Output assign_add(GraphBuilder& b, Output var, Output value) {
-  return write(b, "AssignAdd", var, {value});
+  return on_variable(b, "AssignAdd", var, {value});
 }
 Output assign_sub(GraphBuilder& b, Output var, Output value) {
-  return write(b, "AssignSub", var, {value});
+  return on_variable(b, "AssignSub", var, {value});
 }
 
 Output scatter(GraphBuilder& b, Scatter how, Output var, Output indices, Output updates) {
   static const char* const kOps[] = {"ScatterUpdate", "ScatterAdd", "ScatterSub", "ScatterMul",
                                      "ScatterDiv",    "ScatterMin", "ScatterMax"};
-  return write(b, kOps[static_cast<int>(how)], var, {indices, updates});
+  return on_variable(b, kOps[static_cast<int>(how)], var, {indices, updates});
 }
 
 int global_variables_initializer(GraphBuilder& b) {

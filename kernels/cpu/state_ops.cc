@@ -409,7 +409,8 @@ runtime::Result<Tensor> read_declared_variable(const KernelContext& ctx) {
 
 TROUPE_REGISTER_KERNELS(state_cpu) {
   constexpr DeviceType kCpu = DeviceType::kCpu;
-  registry.add_typed<VariableKernel, float, double, int32_t, int64_t>("Variable", kCpu);
+  for (const char* op : {"Variable", "ReadVariable"})
+    registry.add_typed<VariableKernel, float, double, int32_t, int64_t>(op, kCpu);
   registry.add_typed<AssignKernel, float, double, int32_t, int64_t>("Assign", kCpu);
   registry.add_typed<AssignUpdate<1>::Kernel, float, double, int32_t, int64_t>("AssignAdd", kCpu);
   registry.add_typed<AssignUpdate<-1>::Kernel, float, double, int32_t, int64_t>("AssignSub", kCpu);

@@ -451,9 +451,11 @@ TEST_CASE("an embedding in 3 parts on 3 ps processes: each part's rows are gathe
   }
 }
 
-TEST_CASE("a loop whose body updates a ps variable each iteration runs it there, as one process") {
-  // Each of n iterations adds the loop's value into `total`, which lives on the ps, and goes
-  // on with the sum the ps returns: the loop waits for the ps every iteration.
+TEST_CASE(
+    "a loop whose body updates and reads a ps variable each iteration runs them there, as one "
+    "process") {
+  // Each of n iterations adds the loop's value into `total`, which lives on the ps, reads the
+  // sum back and goes on with it: the loop waits for the ps twice every iteration.
   runtime::Graph g;
   runtime::GraphBuilder b(&g);
   const std::string task = "/job:ps/task:0";
@@ -470,12 +472,15 @@ TEST_CASE("a loop whose body updates a ps variable each iteration runs it there,
       b,
       [&](runtime::GraphBuilder& b, const std::vector<Output>& v) { return ops::less(b, v[0], n); },
       [&](runtime::GraphBuilder& b, const std::vector<Output>& v) {
+        Output seen;
         {
           auto on_ps = b.device(task);
           added = ops::assign_add(b, total, v[1]);
+          auto after = b.control_dependencies({added.node});
+          seen = ops::read_value(b, total);
         }
         return std::vector<Output>{ops::add(b, v[0], ops::scalar(b, 1, DType::kInt32)),
-                                   ops::add(b, v[1], added)};
+                                   ops::add(b, v[1], seen)};
       },
       {ops::scalar(b, 0, DType::kInt32), x});
   const int init = ops::global_variables_initializer(b);

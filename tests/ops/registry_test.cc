@@ -32,7 +32,7 @@ TEST_CASE("every op that names a variable says whether it reads or writes it") {
     readers += op->variable_access == VariableAccess::kRead;
     writers += op->variable_access == VariableAccess::kWrite;
   }
-  CHECK(readers == 2);  // Variable, VariableGather
+  CHECK(readers == 3);  // Variable, ReadVariable, VariableGather
   // Assign, AssignAdd, AssignSub, six Apply*, six SparseApply*, BucketBoundaries, GrowTreeLayer,
   // seven Scatter*
   CHECK(writers == 24);

@@ -1,12 +1,14 @@
 // Variables against the store: VariableGather, the rows of a variable read where it lives (the
 // plan compiler makes it from a Gather of a Variable on another task: actors/step_plan.h); the
-// scatter updates, row by row.
+// scatter updates, row by row; read_value inside a loop.
 #include "ops/state_ops.h"
 
 #include <doctest/doctest.h>
 
 #include "harness/op_harness.h"
 #include "ops/array_ops.h"
+#include "ops/control_flow_ops.h"
+#include "ops/math_ops.h"
 
 using namespace troupe;
 using namespace troupe::runtime;
@@ -89,4 +91,36 @@ TEST_CASE("scatter updates combine the rows named, index by index, and leave the
   ops::scatter(t.b, ops::Scatter::kUpdate, w, t.feed(Tensor::from_vector<int32_t>(Shape{1}, {0})),
                t.feed(Tensor::from_vector<float>(Shape{1, 3}, {1, 1, 1})));
   CHECK(t.b.status().message().find("they must be [1,2]") != std::string::npos);
+}
+
+TEST_CASE(
+    "read_value in a loop's body sees each iteration's write; the variable read outside does "
+    "not") {
+  OpTest t;
+  Output total = ops::variable(t.b, "total", Shape{}, DType::kFloat32,
+                               ops::scalar(t.b, 0, DType::kFloat32), /*trainable=*/false);
+  t.vars.assign("total", Tensor::scalar<float>(0));
+  std::vector<Output> loop = ops::while_loop(
+      t.b,
+      [](GraphBuilder& b, const std::vector<Output>& v) {
+        return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
+      },
+      [&](GraphBuilder& b, const std::vector<Output>& v) {
+        Output added = ops::assign_add(b, total, ops::scalar(b, 1, DType::kFloat32));
+        auto after = b.control_dependencies({added.node});
+        return std::vector<Output>{ops::add(b, v[0], ops::scalar(b, 1, DType::kInt32)),
+                                   ops::add(b, v[1], ops::read_value(b, total)),
+                                   ops::add(b, v[2], ops::identity(b, total))};
+      },
+      {ops::scalar(t.b, 0, DType::kInt32), ops::scalar(t.b, 0, DType::kFloat32),
+       ops::scalar(t.b, 0, DType::kFloat32)});
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  auto got = t.run({loop[1], loop[2]});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  CHECK((*got)[0].data<float>()[0] == 1 + 2 + 3);  // read after each iteration's add
+  CHECK((*got)[1].data<float>()[0] == 0);          // entered once, before the loop
+  CHECK(t.vars.read("total")->data<float>()[0] == 3);
+  OpTest not_a_variable;
+  ops::read_value(not_a_variable.b, not_a_variable.feed(Tensor::scalar<float>(1)));
+  CHECK(not_a_variable.b.status().message().find("is not a variable") != std::string::npos);
 }
