@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -16,6 +17,8 @@ namespace {
 
 struct Registry {
   std::mutex mu;
+  std::condition_variable registered;
+  int ever = 0;                // workers registered so far
   std::vector<pid_t> workers;  // threads in the quiet worker loop
   int reservations = 0;
   pid_t worker = 0;  // the pinned worker, while reserved
@@ -114,9 +117,15 @@ void register_worker_thread() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   r.workers.push_back(gettid());
-  // Another runtime's worker, started during a reservation: GraphCoreHook moved it off the
-  // graph's core, which is not its business.
-  if (r.core >= 0) sched_setaffinity(0, sizeof r.allowed, &r.allowed);
+  ++r.ever;
+  r.registered.notify_all();
+  // A second worker, started during a reservation (of another runtime, or of this one on a
+  // loaded machine): GraphCoreHook moved it off the graph's core, which is not its business,
+  // and with two workers neither is the graph's.
+  if (r.core >= 0) {
+    sched_setaffinity(0, sizeof r.allowed, &r.allowed);
+    end_reservation(r);
+  }
   // A runner that reserved before the worker thread got to run (a loaded machine) found no
   // worker to pin: pin it now.
   if (r.core < 0 && r.reservations > 0) start_reservation(r);
@@ -131,6 +140,18 @@ void unregister_worker_thread() {
     r.core = -1;  // nothing left to give back
     r.worker = 0;
   }
+}
+
+int workers_registered() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.ever;
+}
+
+void await_workers(int count, std::chrono::milliseconds limit) {
+  Registry& r = registry();
+  std::unique_lock<std::mutex> lock(r.mu);
+  r.registered.wait_for(lock, limit, [&] { return r.ever >= count; });
 }
 
 }  // namespace troupe::actors

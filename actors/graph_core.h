@@ -21,6 +21,8 @@
 
 #include <caf/thread_hook.hpp>
 
+#include <chrono>
+
 namespace troupe::actors {
 
 class GraphCore {
@@ -42,9 +44,16 @@ void leave_graph_core();
 // The graph's core while one is reserved, else -1.
 int graph_core();
 
-// The quiet worker loop (scheduler.h) registers its thread for as long as it runs.
+// The quiet worker loop (scheduler.h) registers its thread for as long as it runs. A worker
+// that registers while another is pinned ends the reservation's pinning: with several workers,
+// none of them is the graph's.
 void register_worker_thread();
 void unregister_worker_thread();
+// How many quiet workers have registered in this process so far, and a wait (up to `limit`)
+// until `count` have: a Runtime waits for its own, so that a reservation made next sees them all
+// (on a loaded machine a worker thread may not have run yet).
+int workers_registered();
+void await_workers(int count, std::chrono::milliseconds limit);
 
 // Runs leave_graph_core() in every thread the actor system starts.
 class GraphCoreHook : public caf::thread_hook {

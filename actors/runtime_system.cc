@@ -27,7 +27,12 @@ Runtime::Runtime(RuntimeOptions options) : config_(std::make_unique<caf::actor_s
   cfg.set("logger.console", caf::atom("none"));
   cfg.add_thread_hook<GraphCoreHook>();
   cfg.load<caf::io::middleman>();
+  const int workers_before = workers_registered();
   system_ = std::make_unique<caf::actor_system>(cfg);
+  if (!options.caf_scheduler_defaults && !options.caf_worker_loop) {
+    await_workers(workers_before + static_cast<int>(options.worker_threads),
+                  std::chrono::seconds(2));
+  }
   self_.task = options.task;
   self_.members = options.members;
   dial_book_ = std::make_shared<DialBook>();

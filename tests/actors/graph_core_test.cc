@@ -98,12 +98,16 @@ TEST_CASE("with two workers, none is the graph's: a reservation pins nothing") {
   CHECK(actor_cpus(rt.system()) == all);
 }
 
-TEST_CASE("a runtime started during a reservation keeps all CPUs for its worker") {
+TEST_CASE(
+    "a runtime started during a reservation keeps all CPUs for its worker, and ends the pinning: "
+    "with two workers, none is the graph's") {
   actors::Runtime first;
   const std::set<int> all = actor_cpus(first.system());
   actors::GraphCore reserved = actors::GraphCore::reserve();
   actors::Runtime second;
   CHECK(actor_cpus(second.system()) == all);
+  CHECK(actors::graph_core() == -1);
+  CHECK(actor_cpus(first.system()) == all);
 }
 
 TEST_CASE("a moved reservation is released once") {
