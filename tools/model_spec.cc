@@ -29,6 +29,12 @@ constexpr bool kStandardizesFeatures = std::is_same_v<Options, estimators::DNNOp
                                        std::is_same_v<Options, estimators::LinearOptions> ||
                                        std::is_same_v<Options, estimators::RNNOptions>;
 
+// The models that take several heads (HeadOptions::heads).
+template <class Options>
+constexpr bool kHasHeads = std::is_same_v<Options, estimators::DNNOptions> ||
+                           std::is_same_v<Options, estimators::LinearOptions> ||
+                           std::is_same_v<Options, estimators::DNNLinearCombinedOptions>;
+
 // The spec's options joined with its columns and standardization; an error when spec.options
 // holds another model's options.
 template <class Options>
@@ -50,6 +56,18 @@ runtime::Result<Options> options_of(const ModelSpec& spec, const std::string& wh
     if (spec.task == Task::kRegressor) {
       if (auto it = spec.standardize.find(spec.label); it != spec.standardize.end()) {
         o.standardize_label = it->second;
+      }
+    }
+  }
+  if constexpr (kHasHeads<Options>) {
+    // A multi-head model's regressors, each with its label column's statistics.
+    if (!o.head.heads.empty()) {
+      TROUPE_ASSIGN_OR_RETURN(auto heads, estimators::parse_heads(o.head.heads));
+      for (const estimators::HeadPart& h : heads) {
+        auto it = spec.standardize.find(h.name);
+        if (h.task == Task::kRegressor && it != spec.standardize.end()) {
+          o.standardize_heads[h.name] = it->second;
+        }
       }
     }
   }

@@ -233,8 +233,10 @@ int read_classes(const Flags& flags, const TrainRequest& r, const input::Dataset
 
 // A head per label column (--label a,b): a classifier where the column holds text or whole
 // numbers (its classes from the data, as a single head's), a regressor where it holds other
-// numbers, or with --regression.
-int read_heads(const Flags& flags, const input::Dataset& data, ModelSpec* spec) {
+// numbers, or with --regression. `regressors` gets the regressors' columns, whose targets are
+// standardized as a single regressor's is.
+int read_heads(const Flags& flags, const input::Dataset& data, ModelSpec* spec,
+               std::vector<std::string>* regressors) {
   if (spec->model != ModelKind::kDnn && spec->model != ModelKind::kLinear &&
       spec->model != ModelKind::kWideDeep) {
     return usage_error("--label " + data.label + "," + data.more_labels[0] +
@@ -256,6 +258,7 @@ int read_heads(const Flags& flags, const input::Dataset& data, ModelSpec* spec) 
       h.label_vocabulary = std::move(classes->names);
     } else {
       h.task = estimators::Task::kRegressor;
+      regressors->push_back(label);
     }
     runtime::log_info("head '", label, "': ",
                       h.task == estimators::Task::kClassifier
@@ -329,7 +332,8 @@ int describe_model(const Flags& flags, TrainRequest* r, input::Dataset* train_da
   if (kmeans && !classifier) return usage_error("--regression: k-means clusters");
   std::vector<std::string> text_labels;
   const bool heads = !train_data->more_labels.empty();
-  if (int e = heads ? read_heads(flags, *train_data, &spec)
+  std::vector<std::string> regressors;  // the label columns whose targets are standardized
+  if (int e = heads ? read_heads(flags, *train_data, &spec, &regressors)
                     : read_classes(flags, *r, *train_data, &spec, &text_labels)) {
     return e;
   }
@@ -344,8 +348,8 @@ int describe_model(const Flags& flags, TrainRequest* r, input::Dataset* train_da
   // with the model); Fashion-MNIST's pixels already lie in [0, 1].
   // k-means clusters the columns as they are (its starting centers are rows of the data).
   if (!kmeans && r->standardize) {
-    // A multi-head model's regressors fit their targets as they are.
-    auto stats = estimators::standardization(*train_data, /*with_label=*/!classifier && !heads);
+    if (!classifier && !heads) regressors = {train_data->label};
+    auto stats = estimators::standardization(*train_data, regressors);
     if (!stats.ok()) return fail(stats.status());
     spec.standardize = std::move(*stats);
   }

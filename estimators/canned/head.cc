@@ -134,6 +134,10 @@ std::vector<Head> heads_of(const Head& head, const std::vector<HeadPart>& parts)
     h.task = p.task;
     h.n_classes = p.n_classes;
     h.label_dimension = p.label_dimension;
+    if (auto stats = head.head_labels.find(p.name);
+        p.task == Task::kRegressor && stats != head.head_labels.end()) {
+      h.label = stats->second;
+    }
     h.options.label_vocabulary = p.label_vocabulary;
     h.options.multi_label = p.multi_label;
     h.options.weight_column = head.options.weight_column;

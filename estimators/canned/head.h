@@ -90,6 +90,8 @@ struct Head {
   // variables head/label_mean and head/label_scale), so that a target far from 0 or of a large
   // scale starts where the data is. Empty: none.
   FeatureStats label;
+  // A multi-head model's: each regressor head's target statistics, by head (label column).
+  Standardization head_labels;
   HeadOptions options;
 
   runtime::Status validate() const;

@@ -1,5 +1,6 @@
 #include "estimators/canned/input_layer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "estimators/canned/feature_column.h"
@@ -11,13 +12,21 @@
 
 namespace troupe::estimators {
 
-runtime::Result<Standardization> standardization(const input::Dataset& data, bool with_label) {
+runtime::Result<Standardization> standardization(const input::Dataset& data,
+                                                 const std::vector<std::string>& labels) {
   // A feature of varying length is categorical ids, not numbers to standardize.
   std::vector<std::string> names;
   for (const std::string& f : data.features) {
     if (!data.is_sparse(f)) names.push_back(f);
   }
-  if (with_label && !data.label.empty()) names.push_back(data.label);
+  const std::vector<std::string> columns = data.labels();
+  for (const std::string& label : labels) {
+    if (std::find(columns.begin(), columns.end(), label) == columns.end()) {
+      return runtime::invalid_argument("standardization: the data has no label column '", label,
+                                       "'");
+    }
+    names.push_back(label);
+  }
   struct Sums {
     std::vector<double> sum, squares;
     int64_t rows = 0;

@@ -29,10 +29,10 @@ struct FeatureStats {
 // By feature name; features without an entry pass unchanged.
 using Standardization = std::map<std::string, FeatureStats>;
 
-// The statistics of every numeric feature of `data` (not its sparse ones), and of its label too
-// with `with_label` (a regressor's target, head.h), read through once.
+// The statistics of every numeric feature of `data` (not its sparse ones), and of the label
+// columns named in `labels` (regressors' targets, head.h), read through once.
 runtime::Result<Standardization> standardization(const input::Dataset& data,
-                                                 bool with_label = false);
+                                                 const std::vector<std::string>& labels = {});
 
 struct FeatureColumn;
 // A numeric column (feature_column.h) per feature of `keys` (empty: every feature but

@@ -89,7 +89,8 @@ ModelFn DNNLinearCombinedOptions::model_fn(Task task) const {
     // Options given to a constructor are checked here, where they are first used.
     TROUPE_RETURN_IF_ERROR(o.validate(task));
     runtime::GraphBuilder& b = in.b;
-    const Head head = head_of(o, task);
+    Head head = head_of(o, task);
+    head.head_labels = o.standardize_heads;
     const int64_t units = logits_dimension(head);
     std::vector<ops::OptimizerPart> parts;
     std::vector<Output> logits;

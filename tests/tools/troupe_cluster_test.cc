@@ -317,7 +317,7 @@ TEST_CASE("troupe cluster --sync: Ctrl-C ends the worker too, which does not wai
   // It ended as asked: no failed step, no restart, no kill.
   CHECK_MESSAGE(r.err.find("[worker 0] {\"global_step\"") != std::string::npos, r.err);
   CHECK(r.err.find("\"restarts\": 0}") != std::string::npos);
-  CHECK(r.err.find("WARNING") == std::string::npos);
+  CHECK_MESSAGE(r.err.find("WARNING") == std::string::npos, r.err);
   CHECK(r.err.find("killing them") == std::string::npos);
   CHECK(processes_with(d.dir.string()) == 0);
   std::filesystem::remove_all(d.dir);

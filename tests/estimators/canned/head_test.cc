@@ -167,3 +167,38 @@ TEST_CASE("multi-head linear and wide & deep models; heads read and written; err
   CHECK(bad.validate().message().find("label_vocabulary has 2 names for 3 classes") !=
         std::string::npos);
 }
+
+TEST_CASE("a multi-head model's regressor starts at its target's statistics") {
+  // "size" far from 0 and wide (1000 + 100 (3 x0 - x1)): with its statistics the head's output
+  // starts at the mean and fits within a few epochs; without them, the same training leaves it
+  // far off.
+  auto data = two_labels(2000, 7);
+  float* size = data[2].second.data<float>();
+  for (int64_t i = 0; i < 2000; ++i) size[i] = 1000 + 100 * size[i];
+  auto rmse = [&](bool standardized) {
+    DNNOptions o{.hidden_units = {16}, .optimizer = ops::Optimizer::adam(0.01)};
+    o.head.heads = "kind:classifier:2,size:regressor:1";
+    auto train = input::with_labels(
+        *input::arrays(data, "", {.batch_size = 100, .num_epochs = 5, .shuffle = true}),
+        {"kind", "size"});
+    REQUIRE_MESSAGE(train.ok(), train.status().to_string());
+    if (standardized) {
+      auto stats = standardization(*train, {"size"});
+      REQUIRE_MESSAGE(stats.ok(), stats.status().to_string());
+      CHECK(stats->at("size").mean[0] == doctest::Approx(1000).epsilon(0.01));
+      o.standardize_heads = {{"size", stats->at("size")}};
+    }
+    DNNClassifier model(o, test::quiet());
+    REQUIRE(model.estimator().train(*train).ok());
+    auto m = model.estimator().evaluate(*train);
+    REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+    CHECK(m->at("accuracy/kind") > 0.85);  // the classifier head is unchanged by it
+    return m->at("rmse/size");
+  };
+  const double with = rmse(true), without = rmse(false);
+  CHECK(with < 30);  // of targets spread over [600, 1400]
+  CHECK(without > 300);
+  auto none = standardization(*input::arrays(data, "kind", {.batch_size = 10}), {"weight"});
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message().find("no label column 'weight'") != std::string::npos);
+}

@@ -65,7 +65,7 @@ TEST_CASE("a regressor's target statistics put its outputs where the data is") {
   line(500, {50.0f}, 1000.0f, 1.0f, 8, &x, &y);
   auto data = input::arrays({{"x", x}, {"y", y}}, "y", {.batch_size = 500});
   REQUIRE(data.ok());
-  auto stats = standardization(*data, /*with_label=*/true);
+  auto stats = standardization(*data, {data->label});
   REQUIRE(stats.ok());
   REQUIRE(stats->count("y") == 1);
   CHECK(stats->at("y").mean[0] == doctest::Approx(1000).epsilon(0.01));
