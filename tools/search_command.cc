@@ -116,6 +116,12 @@ int search(const std::vector<std::string>& args) {
   auto data =
       open_data(data_spec, "train", label, {.batch_size = 1024}, {.class_names = classifier});
   if (!data.ok()) return fail(data.status());
+  if (!data->more_labels.empty()) {
+    // Its folds are scored as scikit-learn scores one estimator: by one label column.
+    return usage_error("--label " + label +
+                       ": troupe search scores one label column; search each head's column "
+                       "alone, then train the heads together with troupe train");
+  }
   std::vector<std::string> text_labels;
   if (classifier) {
     int64_t given = 0;

@@ -903,6 +903,10 @@ TEST_CASE("troupe train --label kind,size: one model, a head per label column, s
   const size_t at = v.out.find("{\"results\":[");
   REQUIRE_MESSAGE(at != std::string::npos, v.out);
   CHECK(std::abs(std::stod(v.out.substr(at + 12)) - 2.25) < 0.4);  // 1.5 - 0.25 + 1
+  Run searched = troupe("search --model dnn --data csv:" + d +
+                        "/train.csv --label kind,size --grid \"learning_rate=0.01,0.03\"");
+  CHECK(searched.status == 2);
+  CHECK(searched.err.find("troupe search scores one label column") != std::string::npos);
   Run trees = troupe("train --model boosted_trees" + data + " --label kind,size --model-dir " + d +
                      "/trees");
   CHECK(trees.status == 2);
