@@ -29,6 +29,21 @@
 using namespace troupe;
 using namespace troupe::runtime;
 
+namespace {
+
+// A session of `g` whose /job:ps/task:0 is the server at `port`, its variables initialized.
+std::unique_ptr<actors::Session> ps_session(actors::Runtime& rt, const runtime::Graph& g,
+                                            uint16_t port, int init) {
+  actors::SessionOptions options;
+  options.cluster = {{"/job:ps/task:0", "127.0.0.1:" + std::to_string(port)}};
+  auto s = actors::Session::create(rt, g, options);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  REQUIRE((*s)->run({}, {}, {init}).ok());
+  return std::move(*s);
+}
+
+}  // namespace
+
 TEST_CASE(
     "training against a shard in another process matches one process; a dead server fails the "
     "step") {
@@ -365,13 +380,9 @@ TEST_CASE("an embedding on a ps trains by sparse updates there, as in one proces
   REQUIRE(port != 0);
   {
     actors::Runtime rt;
-    actors::SessionOptions options;
-    options.cluster = {{"/job:ps/task:0", "127.0.0.1:" + std::to_string(port)}};
-    auto s = actors::Session::create(rt, g, options);
-    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
-    REQUIRE((*s)->run({}, {}, {init}).ok());
-    for (int i = 0; i < 6; ++i) REQUIRE((*s)->run(feed(i), {}, {train}).ok());
-    auto got = (*s)->run({}, {emb});
+    auto s = ps_session(rt, g, port, init);
+    for (int i = 0; i < 6; ++i) REQUIRE(s->run(feed(i), {}, {train}).ok());
+    auto got = s->run({}, {emb});
     REQUIRE(got.ok());
     const std::vector<float> remote = (*got)[0].to_vector<float>();
     CHECK(testing::max_error((*got)[0], *local.read("emb")) < 1e-6);
@@ -506,21 +517,17 @@ TEST_CASE(
   REQUIRE(port != 0);
   {
     actors::Runtime rt;
-    actors::SessionOptions options;
-    options.cluster = {{task, "127.0.0.1:" + std::to_string(port)}};
-    auto s = actors::Session::create(rt, g, options);
-    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
-    REQUIRE((*s)->run({}, {}, {init}).ok());
+    auto s = ps_session(rt, g, port, init);
     for (size_t i = 0; i < runs.size(); ++i) {
       const auto& [xv, nv] = runs[i];
       auto r =
-          (*s)->run({{x, Tensor::scalar<float>(xv)}, {n, Tensor::scalar<int32_t>(nv)}}, {loop[1]});
+          s->run({{x, Tensor::scalar<float>(xv)}, {n, Tensor::scalar<int32_t>(nv)}}, {loop[1]});
       REQUIRE_MESSAGE(r.ok(), r.status().to_string());
       CHECK((*r)[0].data<float>()[0] == want[i]);
     }
     // The sum lives on the ps: this process never held it.
-    CHECK_FALSE((*s)->variables().contains("total"));
-    auto t = (*s)->run({}, {total});
+    CHECK_FALSE(s->variables().contains("total"));
+    auto t = s->run({}, {total});
     REQUIRE(t.ok());
     CHECK((*t)[0].data<float>()[0] == local.read("total")->data<float>()[0]);
 
@@ -528,7 +535,7 @@ TEST_CASE(
     testing::stop_server(child, keep_alive);
     child = -1;
     auto start = std::chrono::steady_clock::now();
-    auto r = (*s)->run({{x, Tensor::scalar<float>(1)}, {n, Tensor::scalar<int32_t>(2)}}, {loop[1]});
+    auto r = s->run({{x, Tensor::scalar<float>(1)}, {n, Tensor::scalar<int32_t>(2)}}, {loop[1]});
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     REQUIRE_FALSE(r.ok());
