@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ops/array_ops.h"
+#include "ops/math_ops.h"
 #include "ops/op_def_names.h"
 #include "ops/random_ops.h"
 #include "ops/strided_slice.h"
@@ -255,7 +256,18 @@ Output partitioned_variable(GraphBuilder& b, const std::string& name, const Shap
 
 const std::string& variable_name(const Node& n) { return n.attr<std::string>("var"); }
 
-Output read_value(GraphBuilder& b, Output var) { return on_variable(b, "ReadVariable", var, {}); }
+Output read_value(GraphBuilder& b, Output var) {
+  Output now = on_variable(b, "ReadVariable", var, {});
+  if (!now.valid()) return now;
+  // The read runs where the variable lives, as placement puts a variable's readers; what
+  // follows, where the caller builds.
+  const std::string& home = b.graph().node(var.node).device;
+  if (!home.empty()) b.graph().set_device(now.node, home);
+  if (!runtime::is_floating(b.dtype(var))) return now;
+  // Differentiated as the variable is: its gradient flows to `var` (read where it was made, in a
+  // loop entered once and summed over the iterations) through a term that is exactly 0.
+  return add(b, now, sub(b, var, stop_gradient(b, var)));
+}
 
 Output assign(GraphBuilder& b, Output var, Output value) {
   return on_variable(b, "Assign", var, {value});

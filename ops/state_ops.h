@@ -37,7 +37,9 @@ std::vector<Output> variable_parts(GraphBuilder& b, const std::string& name, con
 const std::string& variable_name(const runtime::Node& variable_node);
 // tf.Variable.read_value for a variable `var` reads: the value when this node runs. Inside a
 // loop's body it reads once per iteration, after the writes before it (ordered by control
-// edges), where `var` itself, read outside, enters the loop once. Gradients stop at it.
+// edges), where `var` itself, read outside, enters the loop once. Its gradient is the
+// variable's, summed over the iterations that read it (a floating variable is also read where
+// `var` is, once a step, for that). The read is placed with the variable.
 Output read_value(GraphBuilder& b, Output var);
 // Writes `value` into the variable read by `var` (a Variable output); returns the new value.
 Output assign(GraphBuilder& b, Output var, Output value);

@@ -483,17 +483,30 @@ TEST_CASE(
       b,
       [&](runtime::GraphBuilder& b, const std::vector<Output>& v) { return ops::less(b, v[0], n); },
       [&](runtime::GraphBuilder& b, const std::vector<Output>& v) {
-        Output seen;
         {
           auto on_ps = b.device(task);
           added = ops::assign_add(b, total, v[1]);
-          auto after = b.control_dependencies({added.node});
-          seen = ops::read_value(b, total);
         }
+        auto after = b.control_dependencies({added.node});
+        Output seen = ops::read_value(b, total);  // read on the ps, where total lives
+        REQUIRE(g.node(seen.node).op == "Add");
         return std::vector<Output>{ops::add(b, v[0], ops::scalar(b, 1, DType::kInt32)),
                                    ops::add(b, v[1], seen)};
       },
       {ops::scalar(b, 0, DType::kInt32), x});
+  // A loop whose only contact with the ps is inside it, the AssignAdd's sum.
+  Output counted;
+  Output counting = ops::while_loop(
+      b,
+      [&](runtime::GraphBuilder& b, const std::vector<Output>& v) { return ops::less(b, v[0], n); },
+      [&](runtime::GraphBuilder& b, const std::vector<Output>& v) {
+        {
+          auto on_ps = b.device(task);
+          counted = ops::assign_add(b, total, v[1]);
+        }
+        return std::vector<Output>{ops::add(b, v[0], ops::scalar(b, 1, DType::kInt32)), counted};
+      },
+      {ops::scalar(b, 0, DType::kInt32), x})[1];
   const int init = ops::global_variables_initializer(b);
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
   REQUIRE(g.node(added.node).device == task);
@@ -535,12 +548,12 @@ TEST_CASE(
     testing::stop_server(child, keep_alive);
     child = -1;
     auto start = std::chrono::steady_clock::now();
-    auto r = s->run({{x, Tensor::scalar<float>(1)}, {n, Tensor::scalar<int32_t>(2)}}, {loop[1]});
+    auto r = s->run({{x, Tensor::scalar<float>(1)}, {n, Tensor::scalar<int32_t>(2)}}, {counting});
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == Code::kUnavailable);
-    CHECK(r.status().message().find("AssignAdd '" + g.node(added.node).name + "' on " + task) !=
+    CHECK(r.status().message().find("AssignAdd '" + g.node(counted.node).name + "' on " + task) !=
           std::string::npos);
     CHECK(secs < 10);
   }

@@ -9,6 +9,7 @@
 #include "ops/array_ops.h"
 #include "ops/control_flow_ops.h"
 #include "ops/math_ops.h"
+#include "runtime/gradients.h"
 
 using namespace troupe;
 using namespace troupe::runtime;
@@ -123,4 +124,36 @@ TEST_CASE(
   OpTest not_a_variable;
   ops::read_value(not_a_variable.b, not_a_variable.feed(Tensor::scalar<float>(1)));
   CHECK(not_a_variable.b.status().message().find("is not a variable") != std::string::npos);
+}
+
+TEST_CASE("read_value in a loop is differentiated as the variable, summed over the iterations") {
+  // y = x w^3: each of three iterations multiplies by the value read; dy/dw = 3 x w^2, the
+  // same as with w entered into the loop.
+  OpTest t;
+  Output w =
+      ops::variable(t.b, "w", Shape{}, DType::kFloat32, ops::scalar(t.b, 0, DType::kFloat32));
+  t.vars.assign("w", Tensor::scalar<float>(0.5f));
+  Output x = t.feed(Tensor::scalar<float>(2));
+  auto cubed = [&](bool read_each_time) {
+    return ops::while_loop(
+        t.b,
+        [](GraphBuilder& b, const std::vector<Output>& v) {
+          return ops::less(b, v[0], ops::scalar(b, 3, DType::kInt32));
+        },
+        [&](GraphBuilder& b, const std::vector<Output>& v) {
+          Output factor = read_each_time ? ops::read_value(b, w) : w;
+          return std::vector<Output>{ops::add(b, v[0], ops::scalar(b, 1, DType::kInt32)),
+                                     ops::mul(b, v[1], factor)};
+        },
+        {ops::scalar(t.b, 0, DType::kInt32), x})[1];
+  };
+  Output read = cubed(true), entered = cubed(false);
+  Output d_read = runtime::gradients(t.b, {read}, {w})[0];
+  Output d_entered = runtime::gradients(t.b, {entered}, {w})[0];
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  auto got = t.run({read, d_read, d_entered});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  CHECK((*got)[0].data<float>()[0] == 0.25f);                 // 2 * 0.5^3
+  CHECK((*got)[1].data<float>()[0] == doctest::Approx(1.5));  // 3 * 2 * 0.5^2
+  CHECK((*got)[2].data<float>()[0] == (*got)[1].data<float>()[0]);
 }
