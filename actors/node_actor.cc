@@ -5,7 +5,7 @@
 #include <thread>
 
 #include <map>
-#include <set>
+#include <optional>
 
 #include "actors/control_flow_region.h"
 #include "actors/messages.h"
@@ -13,6 +13,7 @@
 #include "actors/shard_codec.h"
 #include "runtime/denormal.h"
 #include "runtime/device.h"
+#include "runtime/executor.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/placement.h"
 
@@ -77,16 +78,17 @@ struct NodeState {
     int32_t plan = 0;
     bool answered = false;
     bool discard = false;  // no outputs asked for: nothing consumes or fetches them
-    uint64_t tag = 0;      // what the data channel's reply names
+    // What the data channel's reply names; a region's, its latest request (a region's run
+    // makes one after another, answered one by one).
+    uint64_t tag = 0;
   };
   std::shared_ptr<Call> call;
   uint64_t calls = 0;
-  runtime::Status remote_down;  // set when the server's process is gone
-  // A region's call in flight goes to one of the cluster's servers, each watched once; those
-  // gone fail their calls at once, as remote_down does.
-  caf::actor_addr region_server;
-  std::set<caf::actor_addr> watched;
-  std::map<caf::actor_addr, std::string> lost;
+  // The servers it calls (its own, when it runs on another task; those of a region's nodes),
+  // each monitored once, and why each is unreachable once its proxy went down: a lost
+  // connection fails the call in flight at once, and every later one, not at its timeout.
+  std::map<caf::actor_addr, std::optional<std::string>> servers;
+  caf::actor_addr calling;  // the server of the call in flight
 };
 
 using NodeActor = caf::stateful_actor<NodeState>;
@@ -161,6 +163,13 @@ void return_credits(NodeActor* self, const NodePlan& plan) {
   }
 }
 
+// Watches `server` from its first call on; why it is unreachable, if it has gone.
+const std::optional<std::string>& gone(NodeActor* self, const caf::actor& server) {
+  auto [it, added] = self->state.servers.try_emplace(server.address());
+  if (added) self->monitor(server);
+  return it->second;
+}
+
 Status unreachable(NodeActor* self, const std::string& why) {
   const runtime::Node& n = *self->state.node;
   return runtime::make_error(runtime::Code::kUnavailable, n.op, " '", n.name, "': the server for ",
@@ -195,18 +204,11 @@ Status check_remote_outputs(const PlanState& p, const std::vector<Tensor>& outpu
   if (outputs.size() != num_outputs(p)) {
     return runtime::data_loss("the reply holds ", outputs.size(), " outputs for ", num_outputs(p));
   }
-  size_t i = 0;
+  size_t at = 0;
   for (const runtime::Node* n : p.yields) {
-    for (int k = 0; k < n->num_outputs(); ++k, ++i) {
-      const Tensor& t = outputs[i];
-      if (!t.valid() || t.dtype() != n->output_dtypes[k] ||
-          !t.shape().compatible_with(n->output_shapes[k])) {
-        return runtime::data_loss("the reply's output ", i, " is ",
-                                  t.valid() ? runtime::dtype_name(t.dtype()) : "null", t.shape(),
-                                  ", the graph declares ", runtime::dtype_name(n->output_dtypes[k]),
-                                  n->output_shapes[k], " for ", n->name);
-      }
-    }
+    const size_t count = static_cast<size_t>(n->num_outputs());
+    TROUPE_RETURN_IF_ERROR(runtime::check_outputs(*n, outputs.data() + at, count));
+    at += count;
   }
   return runtime::ok_status();
 }
@@ -228,7 +230,8 @@ void answer_remote(NodeActor* self, std::shared_ptr<NodeState::Call> call,
 void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   NodeState& st = self->state;
   const runtime::Node& node = *pd.plan->exec->node;
-  if (!st.remote_down.ok()) return fail(self, pd, plan, st.remote_down);
+  if (const auto& why = gone(self, st.spec.remote))
+    return fail(self, pd, plan, unreachable(self, *why));
   const ShardCallExtras& extras = pd.plan->call;
   const bool discard = extras.discard_outputs;
   // Over the data channel the call's segments go out as they are; over CAF, as one blob.
@@ -248,6 +251,7 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   call->plan = plan.plan;
   call->discard = discard;
   st.call = call;
+  st.calling = st.spec.remote.address();
   if (st.spec.channel) {
     // The reply comes as a channel_reply_atom message; the channel bounds the wait itself.
     call->tag = ++st.calls;
@@ -269,13 +273,17 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
 void region_answer(NodeActor* self, std::shared_ptr<NodeState::Call> call, uint64_t tag,
                    runtime::Result<std::vector<Tensor>> outputs);
 
+Status region_server_gone(const std::string& why) {
+  return runtime::unavailable("its server is unreachable (", why, ")");
+}
+
 // The node of another task that a region waits for runs there: a call to its task's server
 // over CAF, answered into the region's run (region_answer).
 void call_for_region(NodeActor* self, std::shared_ptr<NodeState::Call> call) {
   NodeState& st = self->state;
   RegionRunner& region = *st.plans.at(call->plan).exec->region;
   const runtime::Node& node = *region.waiting();
-  const uint64_t tag = ++call->tag;  // answers to earlier calls of this run are stale
+  const uint64_t tag = call->tag = ++st.calls;  // answers to earlier calls of this run are stale
   auto server = st.spec.servers.find(runtime::task_of(node.device));
   if (server == st.spec.servers.end()) {
     return region_answer(self, call, tag,
@@ -286,12 +294,9 @@ void call_for_region(NodeActor* self, std::shared_ptr<NodeState::Call> call) {
                                ShardCallExtras{st.spec.sync, false, {}, {}});
   if (!s.ok()) return region_answer(self, call, tag, s);
   const caf::actor& to = server->second;
-  // A lost connection takes the server's proxy down: the call fails then, not at its timeout.
-  if (auto gone = st.lost.find(to.address()); gone != st.lost.end()) {
-    return region_answer(self, call, tag, runtime::unavailable(gone->second));
-  }
-  if (st.watched.insert(to.address()).second) self->monitor(to);
-  st.region_server = to.address();
+  if (const auto& why = gone(self, to))
+    return region_answer(self, call, tag, region_server_gone(*why));
+  st.calling = to.address();
   self->request(to, st.spec.remote_timeout, call_atom::value, std::move(blob))
       .then(
           [self, call, tag](std::vector<char>& reply) {
@@ -300,9 +305,7 @@ void call_for_region(NodeActor* self, std::shared_ptr<NodeState::Call> call) {
                 decode_shard_reply(std::make_shared<const std::vector<char>>(std::move(reply))));
           },
           [self, call, tag](caf::error& err) {
-            region_answer(self, call, tag,
-                          runtime::unavailable("its server is unreachable (",
-                                               self->system().render(err), ")"));
+            region_answer(self, call, tag, region_server_gone(self->system().render(err)));
           });
 }
 
@@ -419,22 +422,19 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
   if (!st.spec.remote) {
     st.own = make_exec(st, *st.node);
   } else {
-    // A lost connection (or missed heartbeats) takes the server's proxy down: fail the call in
-    // flight now rather than at its timeout, and every later one at once.
-    self->monitor(st.spec.remote);
+    gone(self, st.spec.remote);  // watched before its first call
   }
+  // A lost connection (or missed heartbeats) takes a server's proxy down.
   self->set_down_handler([self](caf::down_msg& dm) {
     NodeState& st = self->state;
-    if (st.spec.remote && dm.source == st.spec.remote) {
-      st.remote_down = unreachable(self, self->system().render(dm.reason));
-      if (st.call) answer(self, st.call, st.remote_down);
-    } else if (st.watched.count(dm.source) != 0) {
-      const std::string why =
-          "its server is unreachable (" + self->system().render(dm.reason) + ")";
-      st.lost[dm.source] = why;
-      if (st.call && dm.source == st.region_server) {
-        region_answer(self, st.call, st.call->tag, runtime::unavailable(why));
-      }
+    auto server = st.servers.find(dm.source);
+    if (server == st.servers.end()) return;
+    const std::string& why = *(server->second = self->system().render(dm.reason));
+    if (!st.call || st.calling != dm.source) return;
+    if (st.spec.remote) {
+      answer(self, st.call, unreachable(self, why));
+    } else {
+      region_answer(self, st.call, st.call->tag, region_server_gone(why));
     }
   });
   // Packets first: CAF tries the cases in order, and each miss costs a type comparison.

@@ -26,6 +26,24 @@ Status check_feed(const Graph& graph, Output output, const Tensor& value) {
   return ok_status();
 }
 
+Status check_outputs(const Node& node, const Tensor* values, size_t count) {
+  if (count != static_cast<size_t>(node.num_outputs())) {
+    return data_loss(node.op, " '", node.name, "' came back with ", count, " outputs for ",
+                     node.num_outputs());
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const Tensor& t = values[i];
+    if (!t.valid() || t.dtype() != node.output_dtypes[i] ||
+        !t.shape().compatible_with(node.output_shapes[i])) {
+      return data_loss(node.op, " '", node.name, "' came back with output ", i, " ",
+                       t.valid() ? dtype_name(t.dtype()) : "null", t.shape(),
+                       " where the graph declares ", dtype_name(node.output_dtypes[i]),
+                       node.output_shapes[i]);
+    }
+  }
+  return ok_status();
+}
+
 std::string RunSignature::key() const {
   std::string key;
   for (const Output& o : fed) key += std::to_string(o.node) + ":" + std::to_string(o.index) + ",";

@@ -48,6 +48,9 @@ struct RunSignature {
 
 // Checks a fed value against what the graph declares for that output.
 Status check_feed(const Graph& graph, Output output, const Tensor& value);
+// Checks the `count` outputs of `node` from `values`, computed elsewhere (by another process),
+// against the dtypes and shapes the graph declares: they are trusted no more than a feed.
+Status check_outputs(const Node& node, const Tensor* values, size_t count);
 
 // The nodes that must run to compute `fetches` and `targets` with `fed` outputs given, in
 // topological (id) order. Fails if a needed node's op is unknown to the graph.

@@ -7,6 +7,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "runtime/executor.h"
+
 namespace troupe::runtime {
 
 bool is_control_flow_op(const std::string& op) {
@@ -494,22 +496,9 @@ Status FrameExecutor::Run::resume(std::vector<Tensor> outputs) {
   elsewhere_.reset();
   waiting_inputs_.clear();
   const Node& n = *fx_.items_[r.item].def;
-  if (outputs.size() != static_cast<size_t>(n.num_outputs())) {
-    return data_loss(n.op, " '", n.name, "' came back with ", outputs.size(), " outputs for ",
-                     n.num_outputs());
-  }
+  TROUPE_RETURN_IF_ERROR(check_outputs(n, outputs.data(), outputs.size()));
   std::vector<Entry> outs(outputs.size());
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const Tensor& t = outputs[i];
-    if (!t.valid() || t.dtype() != n.output_dtypes[i] ||
-        !t.shape().compatible_with(n.output_shapes[i])) {
-      return data_loss(n.op, " '", n.name, "' came back with output ", i, " ",
-                       t.valid() ? dtype_name(t.dtype()) : "null", t.shape(),
-                       " where the graph declares ", dtype_name(n.output_dtypes[i]),
-                       n.output_shapes[i]);
-    }
-    outs[i].value = std::move(outputs[i]);
-  }
+  for (size_t i = 0; i < outputs.size(); ++i) outs[i].value = std::move(outputs[i]);
   ++(*invocations_)[n.id];
   propagate(r.item, r.instance, r.iter, outs, false);
   return advance();

@@ -31,11 +31,11 @@ using namespace troupe::runtime;
 
 namespace {
 
-// A session of `g` whose /job:ps/task:0 is the server at `port`, its variables initialized.
+// A session of `g` on the cluster of `ps`, its variables initialized.
 std::unique_ptr<actors::Session> ps_session(actors::Runtime& rt, const runtime::Graph& g,
-                                            uint16_t port, int init) {
+                                            const testing::PsTasks& ps, int init) {
   actors::SessionOptions options;
-  options.cluster = {{"/job:ps/task:0", "127.0.0.1:" + std::to_string(port)}};
+  options.cluster = ps.cluster;
   auto s = actors::Session::create(rt, g, options);
   REQUIRE_MESSAGE(s.ok(), s.status().to_string());
   REQUIRE((*s)->run({}, {}, {init}).ok());
@@ -374,13 +374,10 @@ TEST_CASE("an embedding on a ps trains by sparse updates there, as in one proces
   for (int i = 0; i < 6; ++i) REQUIRE(exec.run(feed(i), {}, {train}).ok());
   const std::vector<float> want = local.read("emb")->to_vector<float>();
 
-  uint16_t port = 0;
-  int keep_alive = -1;
-  pid_t child = testing::start_server(&port, &keep_alive);
-  REQUIRE(port != 0);
+  testing::PsTasks ps(testing::PsTasks::named(1));
   {
     actors::Runtime rt;
-    auto s = ps_session(rt, g, port, init);
+    auto s = ps_session(rt, g, ps, init);
     for (int i = 0; i < 6; ++i) REQUIRE(s->run(feed(i), {}, {train}).ok());
     auto got = s->run({}, {emb});
     REQUIRE(got.ok());
@@ -392,7 +389,6 @@ TEST_CASE("an embedding on a ps trains by sparse updates there, as in one proces
       CHECK(want[7 * 4 + k] != before[7 * 4 + k]);
     }
   }
-  testing::stop_server(child, keep_alive);
 }
 
 TEST_CASE("an embedding in 3 parts on 3 ps processes: each part's rows are gathered there") {
@@ -524,13 +520,10 @@ TEST_CASE(
   }
   CHECK(want[0] == 13);  // 1 -> total 1, value 2 -> total 3, value 5 -> total 8, value 13
 
-  uint16_t port = 0;
-  int keep_alive = -1;
-  pid_t child = testing::start_server(&port, &keep_alive);
-  REQUIRE(port != 0);
+  testing::PsTasks ps({task});
   {
     actors::Runtime rt;
-    auto s = ps_session(rt, g, port, init);
+    auto s = ps_session(rt, g, ps, init);
     for (size_t i = 0; i < runs.size(); ++i) {
       const auto& [xv, nv] = runs[i];
       auto r =
@@ -545,8 +538,7 @@ TEST_CASE(
     CHECK((*t)[0].data<float>()[0] == local.read("total")->data<float>()[0]);
 
     // A dead ps fails the loop's step, naming the node, within seconds.
-    testing::stop_server(child, keep_alive);
-    child = -1;
+    ps.stop(0);
     auto start = std::chrono::steady_clock::now();
     auto r = s->run({{x, Tensor::scalar<float>(1)}, {n, Tensor::scalar<int32_t>(2)}}, {counting});
     const double secs =
@@ -557,5 +549,4 @@ TEST_CASE(
           std::string::npos);
     CHECK(secs < 10);
   }
-  if (child > 0) testing::stop_server(child, keep_alive);
 }

@@ -109,8 +109,18 @@ PsTasks::PsTasks(const std::vector<std::string>& tasks) {
 
 PsTasks::~PsTasks() {
   // Every pipe closed before any reaping: a later child holds copies of the earlier ones'.
-  for (int fd : keep_alive) close(fd);
-  for (pid_t c : children) waitpid(c, nullptr, 0);
+  for (int fd : keep_alive) {
+    if (fd >= 0) close(fd);
+  }
+  for (pid_t c : children) {
+    if (c > 0) waitpid(c, nullptr, 0);
+  }
+}
+
+void PsTasks::stop(size_t i) {
+  stop_server(children[i], keep_alive[i]);
+  children[i] = -1;
+  keep_alive[i] = -1;
 }
 
 // Each step's loss in one process, from `init`: what a cluster's steps must give.

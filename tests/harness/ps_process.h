@@ -52,6 +52,8 @@ struct PsTasks {
 
   explicit PsTasks(const std::vector<std::string>& tasks);
   ~PsTasks();
+  // Ends task `i`'s process now (its peers see it go), as the destructor would.
+  void stop(size_t i);
   // "/job:ps/task:0" .. "/job:ps/task:<n-1>".
   static std::vector<std::string> named(int n);
   // What `task` holds now (its variables and their slots) into `held`, pulled over a client
