@@ -18,6 +18,7 @@
 //                 --grid "NAME=VALUES ..." [--cv 5] [--random N] [--regression]
 //                 [--output results.csv]
 //   troupe serve --model_base_path BASE --model_name NAME [--port 8501] [--enable_batching]
+//   troupe serve --model_config_file FILE [--model_config_file_poll_wait_seconds N] [...]
 //   troupe server  (TF_CONFIG, --cluster FILE --job ps --task N, or --cluster-resolver
 //                  slurm|mpi --ps N) [--secret FILE]
 //   troupe cluster --ps N --workers M [--evaluator] [--pin] -- train ...
@@ -141,7 +142,12 @@ const Command kCommands[] = {
      "  --grid \"hidden=64,128;256,128 learning_rate=0.001,0.003\": each name's values\n",
      true},
     {"serve", [](const auto& a, const auto&) { return troupe::cli::serve(a); },
-     "troupe serve --model_base_path BASE --model_name NAME [--port 8501] [options]\n",
+     "troupe serve --model_base_path BASE --model_name NAME [--port 8501] [options]\n"
+     "       troupe serve --model_config_file FILE [--model_config_file_poll_wait_seconds N]\n"
+     "         [options]\n",
+     "--model_config_file: TF Serving's ModelServerConfig text (model_config_list { config {\n"
+     "  name base_path model_version_policy version_labels } }), re-read every N seconds when\n"
+     "  N > 0; routes /v1/models/NAME[/versions/V | /labels/L]\n"
      "options (TensorFlow Serving's REST API and flags): --host 127.0.0.1 --enable_batching\n"
      "  --max_batch_size 32 --batch_timeout_micros 1000 --num_batch_threads 2\n"
      "  --max_enqueued_batches 64 --file_system_poll_wait_seconds 1 --rest_api_num_threads 2\n"

@@ -19,7 +19,7 @@ using namespace troupe;
 
 struct Fixture {
   actors::Runtime runtime;
-  std::unique_ptr<serve::ModelManager> models;
+  std::unique_ptr<serve::ServedModels> models;
   std::unique_ptr<serve::RestApi> api;
 
   Fixture() {
@@ -48,13 +48,11 @@ struct Fixture {
     m.signatures["regression"] =
         make_signature(m.graph, "regress", {{"x", x}}, {{"outputs", ops::reduce_sum(b, y, {1})}});
     (void)serving::write_saved_model(base, m);
-    models = std::make_unique<serve::ModelManager>(
-        serve::ModelOptions{.base_path = base,
-                            .name = "m",
-                            .poll_interval = std::chrono::milliseconds(0),
-                            .batching = {.enabled = false}},
-        runtime);
-    models->poll();
+    serve::ModelOptions defaults;
+    defaults.poll_interval = std::chrono::milliseconds(0);
+    defaults.batching.enabled = false;
+    models = std::make_unique<serve::ServedModels>(defaults, runtime);
+    models->apply({{"m", base, {}, {}}});
     std::filesystem::remove_all(base);  // loaded: the files are no longer read
     api = std::make_unique<serve::RestApi>(*models);
   }

@@ -90,23 +90,18 @@ struct Served {
   std::string base =
       (fs::temp_directory_path() / ("troupe_rest_" + std::to_string(::getpid()))).string();
   actors::Runtime rt;
-  std::unique_ptr<ModelManager> models;
-  std::unique_ptr<RestApi> api;
   ServingMetrics metrics;
+  std::unique_ptr<ServedModels> models;
+  std::unique_ptr<RestApi> api;
 
   explicit Served(serving::BatchingOptions batching = {.enabled = false}) {
-    batching.on_batch = [this](int64_t rows, const std::vector<std::chrono::microseconds>& w) {
-      metrics.batch("half_plus_two", rows, w);
-    };
     fs::remove_all(base);
     write_half_plus_two(base, "123", 2.0);
-    models =
-        std::make_unique<ModelManager>(ModelOptions{.base_path = base,
-                                                    .name = "half_plus_two",
-                                                    .poll_interval = std::chrono::milliseconds(0),
-                                                    .batching = batching},
-                                       rt);
-    models->poll();
+    ModelOptions defaults;
+    defaults.poll_interval = std::chrono::milliseconds(0);  // the tests poll
+    defaults.batching = batching;
+    models = std::make_unique<ServedModels>(defaults, rt, &metrics);
+    models->apply({{"half_plus_two", base, VersionPolicy::latest(1), {}}});
     api = std::make_unique<RestApi>(*models, &metrics);
   }
   ~Served() {
@@ -114,6 +109,7 @@ struct Served {
     models.reset();
     fs::remove_all(base);
   }
+  ModelManager& model() { return *models->find("half_plus_two"); }
   HttpReply call(const std::string& method, const std::string& target, const std::string& body) {
     std::promise<HttpReply> answer;
     api->handle({method, target, body}, [&answer](HttpReply r) { answer.set_value(std::move(r)); });
@@ -432,7 +428,7 @@ TEST_CASE("a new version under load: picked up without a restart, no request los
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   write_half_plus_two(served.base, "124", 10.0);
-  served.models->poll();
+  served.model().poll();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   done = true;
   for (auto& t : clients) t.join();
@@ -453,7 +449,7 @@ TEST_CASE("a broken newer version is reported and the served one stays") {
   Served served;
   fs::create_directories(served.base + "/200");
   std::ofstream(served.base + "/200/saved_model.json") << "{";
-  served.models->poll();
+  served.model().poll();
   const json status = json::parse(served.call("GET", "/v1/models/half_plus_two", "").body);
   CHECK(status["model_version_status"][0]["version"] == "200");
   CHECK(status["model_version_status"][0]["state"] == "END");
@@ -482,6 +478,188 @@ TEST_CASE("stopping answers the requests waiting in a batch before it closes") {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // all three wait in the batch
   server->stop(std::chrono::seconds(5));
   for (auto& r : replies) CHECK(r.get() == 200);
+}
+
+namespace {
+
+// What `target` answers for x = 2: 0.5 * 2 + the version's offset, or minus the HTTP status.
+double y_at_2(Served& served, const std::string& target) {
+  const HttpReply r = served.call("POST", target, predict_body(2));
+  if (r.status != 200) return -r.status;
+  return json::parse(r.body)["predictions"][0].get<double>();
+}
+
+// Versions 1, 2 and 3 of half_plus_two under `base`, version v answering 0.5 x + v.
+std::string three_versions(const Served& served) {
+  const std::string base = served.base + "/multi";
+  for (int v = 1; v <= 3; ++v) write_half_plus_two(base, std::to_string(v), v);
+  return base;
+}
+
+}  // namespace
+
+TEST_CASE("a config's models: each version policy and label, over TF Serving's routes") {
+  Served served;
+  const std::string multi = three_versions(served);
+  served.models->apply({{"a", multi, VersionPolicy::latest(2), {{"stable", 2}, {"canary", 3}}},
+                        {"b", multi, VersionPolicy::specific({1}), {{"old", 3}}},
+                        {"c", multi, VersionPolicy::all(), {}}});
+  CHECK(y_at_2(served, "/v1/models/a:predict") == 4);  // the newest served
+  CHECK(y_at_2(served, "/v1/models/a/versions/2:predict") == 3);
+  CHECK(y_at_2(served, "/v1/models/a/versions/1:predict") == -404);  // not among the latest 2
+  CHECK(y_at_2(served, "/v1/models/a/labels/stable:predict") == 3);
+  CHECK(y_at_2(served, "/v1/models/a/labels/canary:predict") == 4);
+  const HttpReply nope = served.call("POST", "/v1/models/a/labels/nope:predict", predict_body(2));
+  CHECK(nope.status == 404);
+  CHECK_MESSAGE(nope.body.find("model a has no version label 'nope'") != std::string::npos,
+                nope.body);
+  const HttpReply old = served.call("POST", "/v1/models/b/labels/old:predict", predict_body(2));
+  CHECK(old.status == 404);
+  CHECK_MESSAGE(old.body.find("names version 3, which is not available") != std::string::npos,
+                old.body);
+  CHECK(y_at_2(served, "/v1/models/b:predict") == 2);
+  CHECK(y_at_2(served, "/v1/models/c:predict") == 4);
+  CHECK(y_at_2(served, "/v1/models/c/versions/1:predict") == 2);
+  CHECK(y_at_2(served, "/v1/models/half_plus_two:predict") == -404);  // not in the config
+  // Status and metadata by label, as TF Serving's GET routes take them.
+  const json a = json::parse(served.call("GET", "/v1/models/a", "").body);
+  REQUIRE(a["model_version_status"].size() == 2);
+  CHECK(a["model_version_status"][0]["version"] == "3");
+  CHECK(a["model_version_status"][1]["version"] == "2");
+  CHECK(a["model_version_status"][1]["state"] == "AVAILABLE");
+  const json stable = json::parse(served.call("GET", "/v1/models/a/labels/stable", "").body);
+  REQUIRE(stable["model_version_status"].size() == 1);
+  CHECK(stable["model_version_status"][0]["version"] == "2");
+  const json meta = json::parse(served.call("GET", "/v1/models/a/labels/canary/metadata", "").body);
+  CHECK(meta["model_spec"]["version"] == "3");
+  CHECK(served.call("GET", "/v1/models/a/labels/", "").status == 400);
+
+  // A reload: a's policy and labels change, b goes, d comes.
+  served.models->apply({{"a", multi, VersionPolicy::specific({1}), {{"stable", 1}}},
+                        {"d", multi, VersionPolicy::latest(1), {}}});
+  CHECK(y_at_2(served, "/v1/models/a:predict") == 2);
+  CHECK(y_at_2(served, "/v1/models/a/versions/3:predict") == -404);
+  CHECK(y_at_2(served, "/v1/models/a/labels/stable:predict") == 2);
+  CHECK(y_at_2(served, "/v1/models/a/labels/canary:predict") == -404);
+  CHECK(y_at_2(served, "/v1/models/b:predict") == -404);
+  CHECK(y_at_2(served, "/v1/models/d:predict") == 4);
+  const json after = json::parse(served.call("GET", "/v1/models/a", "").body);
+  REQUIRE(after["model_version_status"].size() == 3);
+  CHECK(after["model_version_status"][0]["state"] == "END");
+  CHECK(after["model_version_status"][1]["state"] == "END");
+  CHECK(after["model_version_status"][2]["version"] == "1");
+  CHECK(after["model_version_status"][2]["state"] == "AVAILABLE");
+}
+
+TEST_CASE("when a picked version fails to load, the policy picks the next one") {
+  Served served;
+  const std::string multi = served.base + "/multi";
+  write_half_plus_two(multi, "1", 1);
+  write_half_plus_two(multi, "2", 2);
+  fs::create_directories(multi + "/3");
+  std::ofstream(multi + "/3/saved_model.json") << "{";
+  served.models->apply({{"a", multi, VersionPolicy::latest(2), {}}});
+  CHECK(y_at_2(served, "/v1/models/a:predict") == 3);
+  CHECK(y_at_2(served, "/v1/models/a/versions/1:predict") == 2);
+  const json status = json::parse(served.call("GET", "/v1/models/a", "").body);
+  REQUIRE(status["model_version_status"].size() == 3);
+  CHECK(status["model_version_status"][0]["status"]["error_code"] == "DATA_LOSS");
+}
+
+TEST_CASE("a watched config file: a change is applied, a broken one leaves the models served") {
+  Served served;
+  const std::string multi = three_versions(served);
+  const std::string file = served.base + "/models.config";
+  auto write = [&](const std::string& text) {
+    std::ofstream(file + ".tmp") << text;
+    fs::rename(file + ".tmp", file);  // as a deployment replaces it: never half written
+  };
+  write("model_config_list { config { name: 'a' base_path: '" + multi + "' } }");
+  served.models->apply(*read_model_config(file));
+  served.models->watch(file, std::chrono::milliseconds(20));
+  auto wait_for = [&](const std::string& target, double y) {
+    for (int i = 0; i < 500 && y_at_2(served, target) != y; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return y_at_2(served, target) == y;
+  };
+  CHECK(wait_for("/v1/models/a:predict", 4));
+  write("model_config_list { config { name: 'a' base_path: '" + multi +
+        "' model_version_policy { specific { versions: 2 } } }\n"
+        "config { name: 'b' base_path: '" +
+        multi + "' } }");
+  CHECK(wait_for("/v1/models/a:predict", 3));
+  CHECK(wait_for("/v1/models/b:predict", 4));
+  write("model_config_list { config { name: 'a' base_path: ");  // broken: logged, not applied
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(y_at_2(served, "/v1/models/a:predict") == 3);
+  CHECK(y_at_2(served, "/v1/models/b:predict") == 4);
+  write("model_config_list { config { name: 'b' base_path: '" + multi + "' } }");
+  CHECK(wait_for("/v1/models/a:predict", -404));
+  CHECK(y_at_2(served, "/v1/models/b:predict") == 4);
+}
+
+TEST_CASE("a model dropped from the config still answers the requests that wait for it") {
+  Served served({.enabled = true,
+                 .max_batch_size = 1000,
+                 .batch_timeout = std::chrono::milliseconds(300),
+                 .num_batch_threads = 1,
+                 .adaptive = false});
+  const std::string multi = three_versions(served);
+  served.models->apply(
+      {{"a", multi, VersionPolicy::latest(1), {}}, {"b", multi, VersionPolicy::latest(1), {}}});
+  std::vector<std::future<HttpReply>> waiting;
+  for (int i = 0; i < 3; ++i) {
+    auto answer = std::make_shared<std::promise<HttpReply>>();
+    waiting.push_back(answer->get_future());
+    served.api->handle({"POST", "/v1/models/b:predict", predict_body(2)},
+                       [answer](HttpReply r) { answer->set_value(std::move(r)); });
+  }
+  served.models->apply(
+      {{"a", multi, VersionPolicy::latest(1), {}}});  // while the three wait in b's batch
+  for (auto& w : waiting) {
+    const HttpReply r = w.get();
+    CHECK(r.status == 200);
+    CHECK(json::parse(r.body)["predictions"][0].get<double>() == 4);
+  }
+  CHECK(served.call("POST", "/v1/models/b:predict", predict_body(2)).status == 404);
+}
+
+TEST_CASE("reloads under load: a label moved and a model added and dropped lose no request") {
+  Served served;
+  const std::string multi = three_versions(served);
+  auto config = [&](int live, bool with_e) {
+    std::vector<ModelConfig> c{{"a", multi, VersionPolicy::all(), {{"live", live}}}};
+    if (with_e) c.push_back({"e", multi, VersionPolicy::latest(1), {}});
+    return c;
+  };
+  served.models->apply(config(1, false));
+  std::atomic<bool> done{false};
+  std::atomic<int> failed{0}, ones{0}, twos{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&] {
+      while (!done) {
+        const double y = y_at_2(served, "/v1/models/a/labels/live:predict");
+        if (y == 2) {
+          ++ones;
+        } else if (y == 3) {
+          ++twos;
+        } else {
+          ++failed;
+        }
+      }
+    });
+  }
+  for (int i = 0; i < 20; ++i) {
+    served.models->apply(config(1 + i % 2, i % 2 == 0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  done = true;
+  for (auto& t : clients) t.join();
+  CHECK(failed == 0);
+  CHECK(ones > 0);
+  CHECK(twos > 0);
 }
 
 namespace {

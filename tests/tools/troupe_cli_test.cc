@@ -408,6 +408,9 @@ TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
            {"serve --model_base_path " + nowhere, "no model folder", 1},
            {"serve --model_base_path . --port 70000", "not a port", 2},
            {"serve --model_base_path . --max_batch_size 0", "--max_batch_size", 2},
+           {"serve --model_config_file m.config --model_name m",
+            "without --model_base_path and --model_name", 2},
+           {"serve --model_config_file " + nowhere, nowhere + ": cannot read it", 1},
        }) {
     Run r = troupe(c.args);
     CHECK_MESSAGE(r.status == c.status, c.args);
@@ -684,14 +687,19 @@ TEST_CASE(
   std::filesystem::remove_all(dir);
 }
 
-// troupe serve of the model under `exports`, started on a free port (--port 0, read from its
+// The flags that serve the model under `exports` as m.
+std::string model_m(const std::string& exports) {
+  return "--model_base_path " + exports + " --model_name m";
+}
+
+// troupe serve of the models its flags name, started on a free port (--port 0, read from its
 // log line, d/serve.err); one POST of `body` to /v1/models/<path> through bash's /dev/tcp, then
 // Ctrl-C: the answer, then "exit <status>" of the server.
-Run serve_once(const std::string& d, const std::string& exports, const std::string& path,
+Run serve_once(const std::string& d, const std::string& models, const std::string& path,
                const std::string& body) {
   std::ofstream(d + "/serve.sh") << "set -u\n"
-                                 << TROUPE_CLI << " serve --model_base_path " << exports
-                                 << " --model_name m --port 0 2> " << d << "/serve.err &\n"
+                                 << TROUPE_CLI << " serve " << models << " --port 0 2> " << d
+                                 << "/serve.err &\n"
                                  << "pid=$!\n"
                                  << "for i in $(seq 200); do grep -q 'serving model' " << d
                                  << "/serve.err && break; sleep 0.05; done\n"
@@ -724,7 +732,7 @@ TEST_CASE("troupe serve: an export answers over HTTP until Ctrl-C, which it surv
                        " --model-dir " + d + "/model --steps 20 --hidden 8");
   REQUIRE_MESSAGE(trained.status == 0, trained.err);
   REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
-  Run r = serve_once(d, d + "/exports", "m:predict",
+  Run r = serve_once(d, model_m(d + "/exports"), "m:predict",
                      R"({"instances": [{"a": 1, "b": 2}, {"a": 3, "b": 0}]})");
   CHECK_MESSAGE(r.out.find("HTTP/1.1 200 OK") != std::string::npos, r.out, r.err);
   CHECK(r.out.find("\"predictions\":[{\"classes\":") != std::string::npos);
@@ -732,6 +740,46 @@ TEST_CASE("troupe serve: an export answers over HTTP until Ctrl-C, which it surv
   std::ifstream log(dir / "serve.err");
   const std::string said((std::istreambuf_iterator<char>(log)), {});
   CHECK_MESSAGE(said.find("INFO: stopped") != std::string::npos, said);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("troupe serve --model_config_file: models by name and by label; a bad file by line") {
+  const std::filesystem::path dir = fresh_dir("serve_config");
+  const std::string d = dir.string();
+  {
+    std::ofstream f(dir / "train.csv");
+    f << "a,b,label\n";
+    for (int i = 0; i < 200; ++i) f << i % 7 << "," << i % 5 << "," << i % 2 << "\n";
+  }
+  Run trained = troupe("train --model linear --data csv:" + d + "/train.csv --label label" +
+                       " --model-dir " + d + "/model --steps 20");
+  REQUIRE_MESSAGE(trained.status == 0, trained.err);
+  REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
+  std::string version;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "exports")) {
+    version = e.path().filename().string();
+  }
+  std::ofstream(dir / "models.config")
+      << "model_config_list {\n"
+      << "  config { name: 'm' base_path: '" << d << "/exports' model_platform: 'tensorflow' }\n"
+      << "  config { name: 'n' base_path: '" << d << "/exports'\n"
+      << "           version_labels { key: 'stable' value: " << version << " } }\n"
+      << "}\n";
+  Run r = serve_once(d, "--model_config_file " + d + "/models.config", "n/labels/stable:predict",
+                     R"({"instances": [{"a": 1, "b": 2}]})");
+  CHECK_MESSAGE(r.out.find("HTTP/1.1 200 OK") != std::string::npos, r.out, r.err);
+  CHECK(r.out.find("\"predictions\":[{\"classes\":") != std::string::npos);
+  CHECK(r.out.find("exit 0") != std::string::npos);
+  std::ifstream log(dir / "serve.err");
+  const std::string said((std::istreambuf_iterator<char>(log)), {});
+  CHECK_MESSAGE(said.find("serving models m, n at http://") != std::string::npos, said);
+
+  std::ofstream(dir / "bad.config")
+      << "model_config_list {\n  config { name: 'm' base_pth: 'x' }\n}";
+  Run bad = troupe("serve --model_config_file " + d + "/bad.config");
+  CHECK(bad.status == 1);
+  CHECK_MESSAGE(bad.err.find(d + "/bad.config: line 2, column") != std::string::npos, bad.err);
+  CHECK(bad.err.find("base_pth") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
@@ -761,7 +809,7 @@ TEST_CASE(
   REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
   // TF Serving's classify: each example a tf.Example, tags a list of any length, parsed in the
   // export's graph.
-  Run c = serve_once(d, d + "/exports", "m:classify",
+  Run c = serve_once(d, model_m(d + "/exports"), "m:classify",
                      R"({"examples": [{"a": 2.5, "b": 2.0, "tags": [0, 1]}, )"
                      R"({"a": -2.0, "b": -1.5, "tags": []}]})");
   CHECK_MESSAGE(c.out.find("HTTP/1.1 200 OK") != std::string::npos, c.out, c.err);
@@ -797,7 +845,7 @@ TEST_CASE(
   CHECK(e.out == r.out);
   REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
   // Three sequences of 3, 2 and 8 steps in one call: last > first, no, yes.
-  Run c = serve_once(d, d + "/exports", "m:classify",
+  Run c = serve_once(d, model_m(d + "/exports"), "m:classify",
                      R"({"examples": [{"tokens": [1, 2, 5]}, {"tokens": [4, 0]}, )"
                      R"({"tokens": [3, 1, 2, 2, 0, 5, 1, 4]}]})");
   CHECK_MESSAGE(c.out.find("HTTP/1.1 200 OK") != std::string::npos, c.out, c.err);
@@ -893,11 +941,11 @@ TEST_CASE("troupe train --label kind,size: one model, a head per label column, s
   CHECK(p.out.rfind("kind/class_labels,kind/classes,", 0) == 0);
   CHECK(p.out.find(",size/predictions\n") != std::string::npos);
   REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
-  Run c = serve_once(d, d + "/exports", "m:classify",
+  Run c = serve_once(d, model_m(d + "/exports"), "m:classify",
                      R"({"signature_name": "kind", "examples": [{"x0": 0.5, "x1": 0.25, )"
                      R"("color": "red"}]})");
   CHECK_MESSAGE(c.out.find("{\"results\":[[[\"big\",") != std::string::npos, c.out);
-  Run v = serve_once(d, d + "/exports", "m:regress",
+  Run v = serve_once(d, model_m(d + "/exports"), "m:regress",
                      R"({"signature_name": "size", "examples": [{"x0": 0.5, "x1": 0.25, )"
                      R"("color": "red"}]})");
   const size_t at = v.out.find("{\"results\":[");

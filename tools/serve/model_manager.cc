@@ -1,5 +1,7 @@
 #include "tools/serve/model_manager.h"
 
+#include <algorithm>
+
 #include "runtime/log.h"
 #include "tools/serve/warmup.h"
 
@@ -20,13 +22,21 @@ ModelManager::ModelManager(ModelOptions options, actors::Runtime& runtime)
   }
 }
 
-ModelManager::~ModelManager() {
+ModelManager::~ModelManager() { stop(); }
+
+void ModelManager::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   stop_cv_.notify_all();
   if (poller_.joinable()) poller_.join();
+}
+
+void ModelManager::configure(VersionPolicy policy, std::map<std::string, int64_t> labels) {
+  std::lock_guard<std::mutex> lock(mu_);
+  options_.policy = std::move(policy);
+  options_.labels = std::move(labels);
 }
 
 void ModelManager::set_state(int64_t version, const std::string& state, runtime::Status status) {
@@ -36,15 +46,49 @@ void ModelManager::set_state(int64_t version, const std::string& state, runtime:
 
 void ModelManager::poll() {
   std::lock_guard<std::mutex> one(poll_mu_);
-  auto versions = serving::list_versions(options_.base_path);
-  if (!versions.ok() || versions->empty()) return;
-  const int64_t newest = versions->back();
+  auto found = serving::list_versions(options_.base_path);
+  if (!found.ok()) return;  // a base path gone for a moment (a remount) unloads nothing
+  // The policy picks among the versions that have not failed; a failure makes it pick again, so
+  // that a broken newest version leaves the one before it served.
+  std::vector<int64_t> wanted;
+  for (;;) {
+    int64_t next = 0;  // the newest picked version not served yet
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<int64_t> candidates;
+      for (int64_t v : *found) {
+        auto s = states_.find(v);
+        if (s == states_.end() || s->second.status.ok()) candidates.push_back(v);
+      }
+      wanted = options_.policy.choose(candidates);
+      for (auto it = wanted.rbegin(); it != wanted.rend() && next == 0; ++it) {
+        if (!served_.count(*it)) next = *it;
+      }
+      if (next == 0) break;
+      states_[next] = {next, "LOADING", runtime::ok_status()};
+    }
+    load(next);
+  }
+  std::vector<std::shared_ptr<Servable>> unloaded;  // go with the last request that holds them
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (states_.count(newest)) return;  // served, or failed once
-    states_[newest] = {newest, "LOADING", runtime::ok_status()};
+    for (auto it = served_.begin(); it != served_.end();) {
+      if (std::binary_search(wanted.begin(), wanted.end(), it->first)) {
+        ++it;
+        continue;
+      }
+      states_[it->first] = {it->first, "END", runtime::ok_status()};
+      unloaded.push_back(std::move(it->second));
+      it = served_.erase(it);
+    }
   }
-  const std::string dir = options_.base_path + "/" + std::to_string(newest);
+  for (const auto& s : unloaded) {
+    runtime::log_info("model ", options_.name, " no longer serves version ", s->version);
+  }
+}
+
+void ModelManager::load(int64_t version) {
+  const std::string dir = options_.base_path + "/" + std::to_string(version);
   // Batch runners each run one call at a time (and an adaptive batcher's caller one more), and
   // so do server threads without batching.
   const int sessions = options_.batching.enabled ? options_.batching.num_batch_threads +
@@ -53,44 +97,59 @@ void ModelManager::poll() {
   auto loaded = serving::Predictor::load(
       dir, {.sessions = sessions, .batch_invariant = true, .runtime = &runtime_});
   if (!loaded.ok()) {
-    runtime::log_error("model ", options_.name, " version ", newest,
+    runtime::log_error("model ", options_.name, " version ", version,
                        " did not load: ", loaded.status().to_string());
-    set_state(newest, "END", loaded.status());
+    set_state(version, "END", loaded.status());
     return;
   }
   auto warmed = run_warmup(dir, **loaded);
   if (!warmed.ok()) {
-    runtime::log_error("model ", options_.name, " version ", newest,
+    runtime::log_error("model ", options_.name, " version ", version,
                        " did not warm up: ", warmed.status().to_string());
-    set_state(newest, "END", warmed.status());
+    set_state(version, "END", warmed.status());
     return;
   }
   if (*warmed > 0) {
-    runtime::log_info("model ", options_.name, " version ", newest, " warmed up with ", *warmed,
+    runtime::log_info("model ", options_.name, " version ", version, " warmed up with ", *warmed,
                       " requests");
   }
   auto s = std::make_shared<Servable>();
-  s->version = newest;
+  s->version = version;
   s->predictor = std::move(*loaded);
   if (options_.batching.enabled) {
     s->batcher = std::make_unique<serving::Batcher>(runtime_, s->predictor, options_.batching);
   }
-  std::shared_ptr<Servable> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    old = std::move(current_);
-    current_ = std::move(s);
-    states_[newest] = {newest, "AVAILABLE", runtime::ok_status(), *warmed};
-    if (old) states_[old->version] = {old->version, "END", runtime::ok_status()};
+    served_[version] = std::move(s);
+    states_[version] = {version, "AVAILABLE", runtime::ok_status(), *warmed};
   }
-  runtime::log_info("model ", options_.name, " serves version ", newest, " (", dir, ")");
-  // `old` goes with the last request that holds it.
+  runtime::log_info("model ", options_.name, " serves version ", version, " (", dir, ")");
 }
 
 std::shared_ptr<Servable> ModelManager::find(int64_t version) const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!current_ || (version != 0 && version != current_->version)) return nullptr;
-  return current_;
+  if (served_.empty()) return nullptr;
+  if (version == 0) return served_.rbegin()->second;
+  auto it = served_.find(version);
+  return it == served_.end() ? nullptr : it->second;
+}
+
+runtime::Result<std::shared_ptr<Servable>> ModelManager::find_label(
+    const std::string& label) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto l = options_.labels.find(label);
+  if (l == options_.labels.end()) {
+    return runtime::not_found("Servable not found for request: model ", options_.name,
+                              " has no version label '", label, "'");
+  }
+  auto it = served_.find(l->second);
+  if (it == served_.end()) {
+    return runtime::not_found("Servable not found for request: label '", label, "' of model ",
+                              options_.name, " names version ", l->second,
+                              ", which is not available");
+  }
+  return it->second;
 }
 
 std::vector<VersionState> ModelManager::states() const {

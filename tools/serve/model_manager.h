@@ -1,15 +1,19 @@
-// The versions of one served model, as TF Serving's manager with its default policy: the newest
-// version folder under the base path that loads is served; a newer one is picked up by polling,
-// without a restart, and the one it replaces is unloaded when the last request holding it ends.
+// The versions of one served model, as TF Serving's manager: the version folders under the base
+// path that its version policy picks (the newest, by default) are loaded and served; new ones are
+// picked up by polling, without a restart, and a version no longer picked is unloaded once its
+// replacement is AVAILABLE and the last request holding it has ended. Labels name versions.
 //
-//   ModelManager models({.base_path = "exports", .name = "fmnist"}, runtime);
+//   ModelManager models({.base_path = "exports", .name = "fmnist",
+//                        .policy = {.kind = VersionPolicy::Kind::kLatest, .num_versions = 2},
+//                        .labels = {{"stable", 3}}}, runtime);
 //   models.poll();                                   // also every poll_interval, on its thread
-//   if (auto s = models.find(0)) ...;                 // 0: the newest; else that version
+//   if (auto s = models.find(0)) ...;                 // 0: the newest served; else that version
+//   auto stable = models.find_label("stable");        // Result: the version the label names
 //   for (auto& v : models.states()) ...               // {version, "AVAILABLE" | "END", status}
 //
 // A version runs its export's warm-up requests (warmup.h) before it becomes AVAILABLE. A version
 // that fails to load or to warm up is logged, reported END with its error, and not retried; the
-// version served before stays. Thread-safe.
+// policy then picks from the others, so the version served before stays. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -23,12 +27,15 @@
 
 #include "estimators/export/batcher.h"
 #include "estimators/export/predictor.h"
+#include "tools/serve/model_config.h"
 
 namespace troupe::serve {
 
 struct ModelOptions {
   std::string base_path;
   std::string name;
+  VersionPolicy policy;                           // which version folders are served
+  std::map<std::string, int64_t> labels;          // a label and the version it names
   std::chrono::milliseconds poll_interval{1000};  // 0: only explicit poll() calls
   // With batching enabled, requests go through a batcher; otherwise each runs on its caller's
   // thread, `sessions` at once (as many as the server has threads).
@@ -58,20 +65,30 @@ class ModelManager {
   ModelManager(const ModelManager&) = delete;
   ModelManager& operator=(const ModelManager&) = delete;
 
-  // Loads the newest version when it is newer than the one served.
+  // Loads the versions the policy picks that are not served yet, then unloads the others.
   void poll();
-  // The served version (0), or `version` when it is the one served; null otherwise.
+  // A new policy and labels (a config file re-read), applied from the next poll.
+  void configure(VersionPolicy policy, std::map<std::string, int64_t> labels);
+  // Ends the polling thread; what is served stays until the manager goes.
+  void stop();
+
+  // The newest served version (0), or `version` when it is served; null otherwise.
   std::shared_ptr<Servable> find(int64_t version) const;
-  std::vector<VersionState> states() const;
-  const ModelOptions& options() const { return options_; }
+  // The served version a label names; not_found, saying why, otherwise.
+  runtime::Result<std::shared_ptr<Servable>> find_label(const std::string& label) const;
+  std::vector<VersionState> states() const;  // newest first
+  const std::string& name() const { return options_.name; }
+  const std::string& base_path() const { return options_.base_path; }
 
  private:
+  // Loads and warms up one version: AVAILABLE and served, or END with why.
+  void load(int64_t version);
   void set_state(int64_t version, const std::string& state, runtime::Status status);
 
-  ModelOptions options_;
+  ModelOptions options_;  // policy and labels under mu_
   actors::Runtime& runtime_;
   mutable std::mutex mu_;
-  std::shared_ptr<Servable> current_;
+  std::map<int64_t, std::shared_ptr<Servable>> served_;
   std::map<int64_t, VersionState> states_;
   std::mutex poll_mu_;  // one poll at a time
   std::condition_variable stop_cv_;

@@ -18,7 +18,8 @@ const char* kPrefix = "/v1/models/";
 
 struct Route {
   std::string name;
-  int64_t version = 0;  // 0: the newest
+  int64_t version = 0;  // 0: the newest, or the one `label` names
+  std::string label;
   bool metadata = false;
   std::string verb;  // predict, classify, regress; empty for GETs
 };
@@ -53,8 +54,9 @@ Result<Route> parse_route(const std::string& target) {
     r.version = std::stoll(parts[2]);
     next = 3;
   } else if (parts.size() >= 3 && parts[1] == "labels") {
-    return runtime::not_found("Servable not found for request: label ", parts[2],
-                              " (version labels are not configured)");
+    if (parts[2].empty()) return runtime::invalid_argument("Malformed label: an empty one");
+    r.label = parts[2];
+    next = 3;
   }
   if (next < parts.size() && parts[next] == "metadata" && r.verb.empty()) {
     r.metadata = true;
@@ -78,6 +80,14 @@ std::string servable_missing(const Route& r) {
   return r.version == 0 ? "Servable not found for request: Latest(" + r.name + ")"
                         : "Servable not found for request: Specific(" + r.name + ", " +
                               std::to_string(r.version) + ")";
+}
+
+// The version a route asks for: by label, by number, or the newest.
+Result<std::shared_ptr<Servable>> servable_for(const ModelManager& model, const Route& r) {
+  if (!r.label.empty()) return model.find_label(r.label);
+  std::shared_ptr<Servable> s = model.find(r.version);
+  if (!s) return runtime::not_found(servable_missing(r));
+  return s;
 }
 
 const char* tf_dtype(runtime::DType t) {
@@ -448,22 +458,29 @@ void RestApi::serve_request(const HttpRequest& request, RequestLabels* counted,
   const Route r = *route;
   counted->model = r.name;
   counted->api = !r.verb.empty() ? r.verb : r.metadata ? "metadata" : "status";
-  if (r.name != models_.options().name) {
-    return reply(error(runtime::not_found(servable_missing(r))));
-  }
+  // Held only here, on the calling thread: a model dropped from the config goes with it.
+  std::shared_ptr<ModelManager> model = models_.find(r.name);
+  if (!model) return reply(error(runtime::not_found(servable_missing(r))));
   if (r.verb.empty()) {
     if (request.method != "GET") {
       return reply({405, error_body(request.method + " " + request.target + ": use GET"), {}});
     }
     if (!r.metadata) {
-      const json status = status_json(r, models_.states());
+      Route asked = r;
+      if (!r.label.empty()) {
+        auto labelled = model->find_label(r.label);
+        if (!labelled.ok()) return reply(error(labelled.status()));
+        asked.version = (*labelled)->version;
+      }
+      const json status = status_json(asked, model->states());
       if (status["model_version_status"].empty()) {
         return reply(error(runtime::not_found(servable_missing(r))));
       }
       return reply(ok(status));
     }
-    std::shared_ptr<Servable> s = models_.find(r.version);
-    if (!s) return reply(error(runtime::not_found(servable_missing(r))));
+    auto found = servable_for(*model, r);
+    if (!found.ok()) return reply(error(found.status()));
+    std::shared_ptr<Servable> s = std::move(*found);
     counted->version = s->version;
     HttpReply out = ok(metadata_json(r, *s));
     out.keep = std::move(s);
@@ -476,8 +493,9 @@ void RestApi::serve_request(const HttpRequest& request, RequestLabels* counted,
   if (request.method != "POST") {
     return reply({405, error_body(request.method + " " + request.target + ": use POST"), {}});
   }
-  std::shared_ptr<Servable> s = models_.find(r.version);
-  if (!s) return reply(error(runtime::not_found(servable_missing(r))));
+  auto found = servable_for(*model, r);
+  if (!found.ok()) return reply(error(found.status()));
+  std::shared_ptr<Servable> s = std::move(*found);
   counted->version = s->version;
 
   // One parser per server thread: it keeps its buffers between requests, and what it parsed

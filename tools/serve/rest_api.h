@@ -1,11 +1,11 @@
-// TensorFlow Serving's REST API over ModelManager, without the HTTP: a request's method, target
-// and body in, a status code and a JSON body out (http_server.h carries them over sockets).
+// TensorFlow Serving's REST API over the served models, without the HTTP: a request's method,
+// target and body in, a status code and a JSON body out (http_server.h carries them over sockets).
 //
 //   RestApi api(models);
 //   api.handle({"POST", "/v1/models/fmnist:predict", R"({"instances": [[0.1, ...]]})"},
 //              [](HttpReply r) { ... r.status == 200, r.body == {"predictions": [...]} ... });
 //
-// Routes: GET /v1/models/NAME[/versions/V] (status), GET .../metadata (signatures), GET
+// Routes: GET /v1/models/NAME[/versions/V | /labels/L] (status), GET .../metadata (signatures), GET
 // /monitoring/prometheus/metrics (with metrics),
 // POST ...:predict ({"instances": rows} or {"inputs": columns}, an optional "signature_name"),
 // POST ...:classify and ...:regress ({"examples": [...], "context": {...}}: each example, with
@@ -21,7 +21,7 @@
 #include <string>
 
 #include "tools/serve/metrics.h"
-#include "tools/serve/model_manager.h"
+#include "tools/serve/served_models.h"
 
 namespace troupe::serve {
 
@@ -44,14 +44,14 @@ class RestApi {
  public:
   // With `metrics`, every request is counted and timed there, and GET
   // /monitoring/prometheus/metrics answers its scrape.
-  explicit RestApi(ModelManager& models, ServingMetrics* metrics = nullptr)
+  explicit RestApi(ServedModels& models, ServingMetrics* metrics = nullptr)
       : models_(models), metrics_(metrics) {}
   void handle(const HttpRequest& request, std::function<void(HttpReply)> reply);
 
  private:
   void serve_request(const HttpRequest& request, RequestLabels* labels,
                      const std::function<void(HttpReply)>& reply);
-  ModelManager& models_;
+  ServedModels& models_;
   ServingMetrics* metrics_;
 };
 
