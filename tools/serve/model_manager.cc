@@ -7,6 +7,13 @@
 
 namespace troupe::serve {
 
+runtime::Status servable_not_found(const std::string& name, int64_t version) {
+  return runtime::not_found("Servable not found for request: ",
+                            version == 0
+                                ? "Latest(" + name + ")"
+                                : "Specific(" + name + ", " + std::to_string(version) + ")");
+}
+
 ModelManager::ModelManager(ModelOptions options, actors::Runtime& runtime)
     : options_(std::move(options)), runtime_(runtime) {
   if (options_.poll_interval.count() > 0) {
@@ -135,21 +142,26 @@ std::shared_ptr<Servable> ModelManager::find(int64_t version) const {
   return it == served_.end() ? nullptr : it->second;
 }
 
-runtime::Result<std::shared_ptr<Servable>> ModelManager::find_label(
-    const std::string& label) const {
+runtime::Result<std::shared_ptr<Servable>> ModelManager::servable(int64_t version,
+                                                                  const std::string& label) const {
+  const std::string& name = options_.name;
   std::lock_guard<std::mutex> lock(mu_);
-  auto l = options_.labels.find(label);
-  if (l == options_.labels.end()) {
-    return runtime::not_found("Servable not found for request: model ", options_.name,
-                              " has no version label '", label, "'");
+  if (!label.empty()) {
+    auto l = options_.labels.find(label);
+    if (l == options_.labels.end()) {
+      return runtime::not_found("Servable not found for request: model ", name,
+                                " has no version label '", label, "'");
+    }
+    version = l->second;
+    if (!served_.count(version)) {
+      return runtime::not_found("Servable not found for request: label '", label, "' of model ",
+                                name, " names version ", version, ", which is not available");
+    }
   }
-  auto it = served_.find(l->second);
-  if (it == served_.end()) {
-    return runtime::not_found("Servable not found for request: label '", label, "' of model ",
-                              options_.name, " names version ", l->second,
-                              ", which is not available");
+  if (served_.empty() || (version != 0 && !served_.count(version))) {
+    return servable_not_found(name, version);
   }
-  return it->second;
+  return version == 0 ? served_.rbegin()->second : served_.at(version);
 }
 
 std::vector<VersionState> ModelManager::states() const {

@@ -8,7 +8,7 @@
 //                        .labels = {{"stable", 3}}}, runtime);
 //   models.poll();                                   // also every poll_interval, on its thread
 //   if (auto s = models.find(0)) ...;                 // 0: the newest served; else that version
-//   auto stable = models.find_label("stable");        // Result: the version the label names
+//   auto stable = models.servable(0, "stable");       // Result: the version the label names
 //   for (auto& v : models.states()) ...               // {version, "AVAILABLE" | "END", status}
 //
 // A version runs its export's warm-up requests (warmup.h) before it becomes AVAILABLE. A version
@@ -58,6 +58,10 @@ struct VersionState {
   int64_t warmup_requests = 0;  // run before it became AVAILABLE (warmup.h)
 };
 
+// TF Serving's words for a version not served: "Servable not found for request: Latest(NAME)"
+// (version 0) or "...: Specific(NAME, VERSION)".
+runtime::Status servable_not_found(const std::string& name, int64_t version);
+
 class ModelManager {
  public:
   ModelManager(ModelOptions options, actors::Runtime& runtime);
@@ -74,8 +78,10 @@ class ModelManager {
 
   // The newest served version (0), or `version` when it is served; null otherwise.
   std::shared_ptr<Servable> find(int64_t version) const;
-  // The served version a label names; not_found, saying why, otherwise.
-  runtime::Result<std::shared_ptr<Servable>> find_label(const std::string& label) const;
+  // The version a request names: by `label` when not empty, else as find(); not_found, worded
+  // as TF Serving's, when it is not served.
+  runtime::Result<std::shared_ptr<Servable>> servable(int64_t version,
+                                                      const std::string& label) const;
   std::vector<VersionState> states() const;  // newest first
   const std::string& name() const { return options_.name; }
   const std::string& base_path() const { return options_.base_path; }

@@ -2,7 +2,9 @@
 
 #include <cctype>
 
+#include "tools/serve/inference.h"
 #include "tools/serve/json_tensors.h"
+#include "tools/serve/tensor_proto.h"
 
 namespace troupe::serve {
 
@@ -76,45 +78,10 @@ HttpReply error(const Status& s) { return {http_status(s.code()), error_body(s.m
 
 HttpReply ok(const json& body) { return {200, to_text(body), {}}; }
 
-std::string servable_missing(const Route& r) {
-  return r.version == 0 ? "Servable not found for request: Latest(" + r.name + ")"
-                        : "Servable not found for request: Specific(" + r.name + ", " +
-                              std::to_string(r.version) + ")";
-}
-
-// The version a route asks for: by label, by number, or the newest.
-Result<std::shared_ptr<Servable>> servable_for(const ModelManager& model, const Route& r) {
-  if (!r.label.empty()) return model.find_label(r.label);
-  std::shared_ptr<Servable> s = model.find(r.version);
-  if (!s) return runtime::not_found(servable_missing(r));
-  return s;
-}
-
-const char* tf_dtype(runtime::DType t) {
-  switch (t) {
-    case runtime::DType::kFloat32:
-      return "DT_FLOAT";
-    case runtime::DType::kFloat64:
-      return "DT_DOUBLE";
-    case runtime::DType::kInt32:
-      return "DT_INT32";
-    case runtime::DType::kInt64:
-      return "DT_INT64";
-    case runtime::DType::kUInt8:
-      return "DT_UINT8";
-    case runtime::DType::kBool:
-      return "DT_BOOL";
-    case runtime::DType::kString:
-      return "DT_STRING";
-    default:
-      return "DT_INVALID";
-  }
-}
-
 json tensor_info_json(const runtime::Graph& g, const serving::TensorInfo& t) {
   json dims = json::array();
   for (int64_t d : t.shape.dims()) dims.push_back({{"size", std::to_string(d)}, {"name", ""}});
-  return {{"dtype", tf_dtype(t.dtype)},
+  return {{"dtype", tensorflow::DataType_Name(proto_dtype(t.dtype))},
           {"tensor_shape", {{"dim", dims}, {"unknown_rank", !t.shape.rank_known()}}},
           {"name", g.output_name(t.tensor)}};
 }
@@ -156,42 +123,6 @@ bool is_b64(element v) {
          o.at_key("b64").error() == simdjson::SUCCESS;
 }
 
-// The signature a verb runs: signature_name when given, else serving_default when its method
-// fits, else the canned estimators' name for the method ("classification", "regression").
-Result<std::string> signature_for(const serving::Predictor& p, simdjson::dom::object body,
-                                  const std::string& method) {
-  element given;
-  if (body.at_key("signature_name").get(given) == simdjson::SUCCESS) {
-    std::string_view text;
-    if (given.get_string().get(text) != simdjson::SUCCESS) {
-      return runtime::invalid_argument("signature_name must be a string");
-    }
-    const std::string name(text);
-    const Signature* s = p.signature(name);
-    if (!s) {
-      return runtime::invalid_argument("Serving signature name: \"", name,
-                                       "\" not found in signature def");
-    }
-    if (method != "predict" && s->method != method) {
-      return runtime::invalid_argument("signature \"", name, "\" is a ", s->method,
-                                       " signature, not ", method);
-    }
-    return name;
-  }
-  const Signature* d = p.signature(serving::kDefaultSignature);
-  if (method == "predict" || (d && d->method == method)) {
-    if (!d) return runtime::invalid_argument("the model has no serving_default signature");
-    return std::string(serving::kDefaultSignature);
-  }
-  const std::string canned = method == "classify" ? "classification" : "regression";
-  if (!p.signature(canned)) {
-    return runtime::invalid_argument("the model has no ", method,
-                                     " signature (serving_default is not one, and there is no \"",
-                                     canned, "\")");
-  }
-  return canned;
-}
-
 // Stacks the value of each input over a list of objects (rows, or examples with the context).
 Result<NamedTensors> inputs_from_objects(const Signature& sig, simdjson::dom::array rows,
                                          const simdjson::dom::object* context) {
@@ -223,13 +154,6 @@ Result<NamedTensors> inputs_from_objects(const Signature& sig, simdjson::dom::ar
     TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_rows(column, info.dtype, name));
   }
   return inputs;
-}
-
-// Whether a classify or regress signature takes serialized tf.Example protos, as TF's do: one
-// string input named "inputs".
-bool takes_examples(const Signature& sig) {
-  return sig.inputs.size() == 1 && sig.inputs.begin()->first == "inputs" &&
-         sig.inputs.begin()->second.dtype == runtime::DType::kString;
 }
 
 // The examples, each merged with the context, as a [n] vector of serialized tf.Example.
@@ -335,63 +259,25 @@ Result<json> predict_outputs(const NamedTensors& out, bool rows) {
   return json{{"predictions", predictions}};
 }
 
-double as_double(const Tensor& t, int64_t i) {
-  double v = 0;
-  runtime::visit_numeric(t.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    v = static_cast<double>(t.data<T>()[i]);
-  });
-  return v;
+json score_json(double v, runtime::DType dtype) {
+  return dtype == runtime::DType::kFloat32 ? json_float(static_cast<float>(v)) : json(v);
 }
 
-Result<json> classify_results(const NamedTensors& out, const std::vector<std::string>& labels,
-                              int64_t batch) {
-  auto it = out.find("scores");
-  if (it == out.end() || it->second.rank() != 2 || it->second.dim(0) != batch ||
-      !runtime::is_numeric(it->second.dtype())) {
-    return runtime::internal_error("the classify signature's scores are not [batch, classes]");
-  }
-  const Tensor& scores = it->second;
-  const int64_t classes = scores.dim(1);
-  const Tensor* names = nullptr;
-  if (auto c = out.find("classes"); c != out.end() && c->second.rank() == 2 &&
-                                    c->second.dim(0) == batch && c->second.dim(1) == classes) {
-    names = &c->second;
-  }
+Result<json> classify_results(const NamedTensors& out, const std::vector<std::string>& labels) {
+  TROUPE_ASSIGN_OR_RETURN(Classes c, classes_of(out, labels));
   json results = json::array();
-  for (int64_t i = 0; i < batch; ++i) {
-    json row = json::array();
-    for (int64_t j = 0; j < classes; ++j) {
-      std::string label;
-      if (names && names->dtype() == runtime::DType::kString) {
-        label = names->data<std::string>()[i * classes + j];
-      } else if (names) {
-        label = std::to_string(static_cast<int64_t>(as_double(*names, i * classes + j)));
-      } else {
-        label = j < static_cast<int64_t>(labels.size()) ? labels[j] : std::to_string(j);
-      }
-      const double s = as_double(scores, i * classes + j);
-      row.push_back({label, scores.dtype() == runtime::DType::kFloat32
-                                ? json_float(static_cast<float>(s))
-                                : json(s)});
-    }
-    results.push_back(std::move(row));
+  for (const auto& row : c.rows) {
+    json classes = json::array();
+    for (const auto& [label, score] : row) classes.push_back({label, score_json(score, c.dtype)});
+    results.push_back(std::move(classes));
   }
   return json{{"results", results}};
 }
 
-Result<json> regress_results(const NamedTensors& out, int64_t batch) {
-  const Tensor& v = out.at("outputs");
-  if (v.num_elements() != batch || v.rank() < 1 || v.dim(0) != batch ||
-      !runtime::is_numeric(v.dtype())) {
-    return runtime::internal_error("the regress signature's outputs are not [batch] or [batch, 1]");
-  }
+Result<json> regress_results(const NamedTensors& out) {
+  TROUPE_ASSIGN_OR_RETURN(Regressions r, regressions_of(out));
   json results = json::array();
-  for (int64_t i = 0; i < batch; ++i) {
-    const double x = as_double(v, i);
-    results.push_back(v.dtype() == runtime::DType::kFloat32 ? json_float(static_cast<float>(x))
-                                                            : json(x));
-  }
+  for (double v : r.values) results.push_back(score_json(v, r.dtype));
   return json{{"results", results}};
 }
 
@@ -458,27 +344,27 @@ void RestApi::serve_request(const HttpRequest& request, RequestLabels* counted,
   const Route r = *route;
   counted->model = r.name;
   counted->api = !r.verb.empty() ? r.verb : r.metadata ? "metadata" : "status";
-  // Held only here, on the calling thread: a model dropped from the config goes with it.
-  std::shared_ptr<ModelManager> model = models_.find(r.name);
-  if (!model) return reply(error(runtime::not_found(servable_missing(r))));
   if (r.verb.empty()) {
     if (request.method != "GET") {
       return reply({405, error_body(request.method + " " + request.target + ": use GET"), {}});
     }
     if (!r.metadata) {
+      // Held only here, on the calling thread: a model dropped from the config goes with it.
+      std::shared_ptr<ModelManager> model = models_.find(r.name);
+      if (!model) return reply(error(servable_not_found(r.name, r.version)));
       Route asked = r;
       if (!r.label.empty()) {
-        auto labelled = model->find_label(r.label);
+        auto labelled = model->servable(0, r.label);
         if (!labelled.ok()) return reply(error(labelled.status()));
         asked.version = (*labelled)->version;
       }
       const json status = status_json(asked, model->states());
       if (status["model_version_status"].empty()) {
-        return reply(error(runtime::not_found(servable_missing(r))));
+        return reply(error(servable_not_found(r.name, r.version)));
       }
       return reply(ok(status));
     }
-    auto found = servable_for(*model, r);
+    auto found = models_.servable(r.name, r.version, r.label);
     if (!found.ok()) return reply(error(found.status()));
     std::shared_ptr<Servable> s = std::move(*found);
     counted->version = s->version;
@@ -493,7 +379,7 @@ void RestApi::serve_request(const HttpRequest& request, RequestLabels* counted,
   if (request.method != "POST") {
     return reply({405, error_body(request.method + " " + request.target + ": use POST"), {}});
   }
-  auto found = servable_for(*model, r);
+  auto found = models_.servable(r.name, r.version, r.label);
   if (!found.ok()) return reply(error(found.status()));
   std::shared_ptr<Servable> s = std::move(*found);
   counted->version = s->version;
@@ -511,7 +397,15 @@ void RestApi::serve_request(const HttpRequest& request, RequestLabels* counted,
     return reply(error(runtime::invalid_argument("the request body must be a JSON object")));
   }
   const std::string method = r.verb;
-  auto signature = signature_for(*s->predictor, body, method);
+  std::string given;
+  if (element name; body.at_key("signature_name").get(name) == simdjson::SUCCESS) {
+    std::string_view text;
+    if (name.get_string().get(text) != simdjson::SUCCESS) {
+      return reply(error(runtime::invalid_argument("signature_name must be a string")));
+    }
+    given = text;
+  }
+  auto signature = choose_signature(*s->predictor, given, method);
   if (!signature.ok()) return reply(error(signature.status()));
   const Signature& sig = *s->predictor->signature(*signature);
 
@@ -546,10 +440,7 @@ void RestApi::serve_request(const HttpRequest& request, RequestLabels* counted,
     } else if (method == "predict") {
       body = predict_outputs(*out, rows);
     } else {
-      const Tensor& first = out->begin()->second;
-      const int64_t batch = first.rank() > 0 ? first.dim(0) : 1;
-      body = method == "classify" ? classify_results(*out, labels, batch)
-                                  : regress_results(*out, batch);
+      body = method == "classify" ? classify_results(*out, labels) : regress_results(*out);
     }
     if (body.ok()) {
       a.body = to_text(*body);

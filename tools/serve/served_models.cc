@@ -114,6 +114,14 @@ std::shared_ptr<ModelManager> ServedModels::find(const std::string& name) const 
   return it == models_.end() ? nullptr : it->second;
 }
 
+runtime::Result<std::shared_ptr<Servable>> ServedModels::servable(const std::string& name,
+                                                                  int64_t version,
+                                                                  const std::string& label) const {
+  std::shared_ptr<ModelManager> m = find(name);
+  if (!m) return servable_not_found(name, version);
+  return m->servable(version, label);
+}
+
 std::vector<std::string> ServedModels::names() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;

@@ -43,6 +43,9 @@ class ServedModels {
   void watch(std::string path, std::chrono::milliseconds interval);
 
   std::shared_ptr<ModelManager> find(const std::string& name) const;
+  // The version a request names (ModelManager::servable), or not_found as TF Serving words it.
+  runtime::Result<std::shared_ptr<Servable>> servable(const std::string& name, int64_t version,
+                                                      const std::string& label) const;
   std::vector<std::string> names() const;
 
  private:

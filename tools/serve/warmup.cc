@@ -4,123 +4,14 @@
 
 #include "runtime/record_io.h"
 #include "schema/serving_apis.pb.h"
+#include "tools/serve/tensor_proto.h"
 
 namespace troupe::serve {
 
-using runtime::DType;
 using runtime::Result;
 using runtime::Status;
-using runtime::Tensor;
 
 namespace {
-
-// A TensorProto as a tensor: its shape, and its values from tensor_content or the typed list
-// (one value fills every element, as TF's MakeNdarray does).
-Result<Tensor> tensor_of(const tensorflow::TensorProto& p, const std::string& name) {
-  DType dtype;
-  switch (p.dtype()) {
-    case tensorflow::DT_FLOAT:
-      dtype = DType::kFloat32;
-      break;
-    case tensorflow::DT_DOUBLE:
-      dtype = DType::kFloat64;
-      break;
-    case tensorflow::DT_INT32:
-      dtype = DType::kInt32;
-      break;
-    case tensorflow::DT_INT64:
-      dtype = DType::kInt64;
-      break;
-    case tensorflow::DT_UINT8:
-      dtype = DType::kUInt8;
-      break;
-    case tensorflow::DT_BOOL:
-      dtype = DType::kBool;
-      break;
-    case tensorflow::DT_STRING:
-      dtype = DType::kString;
-      break;
-    default:
-      return runtime::invalid_argument("input '", name, "': dtype ", p.dtype(),
-                                       " is not one troupe serves");
-  }
-  std::vector<int64_t> dims;
-  for (const auto& d : p.tensor_shape().dim()) {
-    // A request's tensor has every dimension: -1 is no size here (and no tensor could hold it).
-    if (d.size() < 0) {
-      return runtime::invalid_argument("input '", name, "': dimension ", d.size(), " in its shape");
-    }
-    dims.push_back(d.size());
-  }
-  const runtime::Shape shape(dims);
-  TROUPE_RETURN_IF_ERROR(
-      runtime::check_tensor_size(dtype, shape).with_context("input '" + name + "'"));
-  Tensor t(dtype, shape);
-  const int64_t n = t.num_elements();
-  if (!p.tensor_content().empty()) {
-    if (dtype == DType::kString || static_cast<int64_t>(p.tensor_content().size()) !=
-                                       n * static_cast<int64_t>(runtime::dtype_size(dtype))) {
-      return runtime::invalid_argument("input '", name, "': tensor_content of ",
-                                       p.tensor_content().size(), " bytes for ", shape);
-    }
-    std::memcpy(t.raw_data(), p.tensor_content().data(), p.tensor_content().size());
-    return t;
-  }
-  auto fill = [&](const auto& values, auto* out) -> Status {
-    const auto count = static_cast<int64_t>(values.size());
-    if (count != n && count != 1) {
-      return runtime::invalid_argument("input '", name, "': ", count, " values for ", shape);
-    }
-    for (int64_t i = 0; i < n; ++i)
-      out[i] =
-          static_cast<std::decay_t<decltype(*out)>>(values[count == 1 ? 0 : static_cast<int>(i)]);
-    return runtime::ok_status();
-  };
-  Status s;
-  switch (dtype) {
-    case DType::kFloat32:
-      s = fill(p.float_val(), t.data<float>());
-      break;
-    case DType::kFloat64:
-      s = fill(p.double_val(), t.data<double>());
-      break;
-    case DType::kInt32:
-      s = fill(p.int_val(), t.data<int32_t>());
-      break;
-    case DType::kUInt8:
-      s = fill(p.int_val(), t.data<uint8_t>());
-      break;
-    case DType::kInt64:
-      s = fill(p.int64_val(), t.data<int64_t>());
-      break;
-    case DType::kBool:
-      s = fill(p.bool_val(), t.data<bool>());
-      break;
-    default:
-      s = fill(p.string_val(), t.data<std::string>());
-      break;
-  }
-  if (!s.ok()) return s;
-  return t;
-}
-
-// A classify or regress request's examples, each merged over the context as TF Serving merges
-// them, as the string vector the signature's "inputs" takes.
-Tensor examples_of(const tensorflow::serving::Input& input) {
-  std::vector<std::string> serialized;
-  if (input.has_example_list()) {
-    for (const auto& e : input.example_list().examples())
-      serialized.push_back(e.SerializeAsString());
-  } else {
-    const auto& with = input.example_list_with_context();
-    for (const auto& e : with.examples()) {
-      tensorflow::Example merged = with.context();
-      merged.MergeFrom(e);
-      serialized.push_back(merged.SerializeAsString());
-    }
-  }
-  return Tensor::from_vector(runtime::Shape{static_cast<int64_t>(serialized.size())}, serialized);
-}
 
 Status run_one(const tensorflow::serving::PredictionLog& log, serving::Predictor& predictor) {
   serving::NamedTensors inputs;
@@ -132,7 +23,7 @@ Status run_one(const tensorflow::serving::PredictionLog& log, serving::Predictor
       signature =
           r.model_spec().signature_name().empty() ? fallback[0] : r.model_spec().signature_name();
       for (const auto& [name, proto] : r.inputs()) {
-        TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_of(proto, name));
+        TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_proto(proto, name));
       }
       break;
     }
@@ -145,7 +36,7 @@ Status run_one(const tensorflow::serving::PredictionLog& log, serving::Predictor
           classify ? log.classify_log().request().input() : log.regress_log().request().input();
       signature =
           spec.signature_name().empty() ? fallback[classify ? 1 : 2] : spec.signature_name();
-      inputs["inputs"] = examples_of(input);
+      inputs["inputs"] = examples_from_input(input);
       break;
     }
     default:

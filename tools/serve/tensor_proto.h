@@ -1,0 +1,29 @@
+// TensorFlow's TensorProto (schema/tf_tensor.proto) to tensors and back, and a TF Serving
+// Input's examples to the serialized tf.Example vector a classify or regress signature takes:
+// what warm-up files and gRPC requests carry.
+//
+//   TROUPE_ASSIGN_OR_RETURN(Tensor x, tensor_from_proto(request.inputs().at("x"), "x"));
+//   tensor_to_proto(y, &(*response.mutable_outputs())["y"]);   // typed values (float_val, ...)
+//   Tensor examples = examples_from_input(request.input());     // [n] strings
+//
+// A proto that does not describe its tensor (a dtype troupe lacks, a negative dimension, values
+// that do not fill the shape) is invalid_argument naming the input; plain functions.
+#pragma once
+
+#include <string>
+
+#include "runtime/status.h"
+#include "runtime/tensor.h"
+#include "schema/serving_apis.pb.h"
+
+namespace troupe::serve {
+
+runtime::Result<runtime::Tensor> tensor_from_proto(const tensorflow::TensorProto& p,
+                                                   const std::string& name);
+void tensor_to_proto(const runtime::Tensor& t, tensorflow::TensorProto* p);
+// TF's DataType of a dtype (DT_INVALID for one TF Serving's protos do not name).
+tensorflow::DataType proto_dtype(runtime::DType dtype);
+// Each example merged over the context, as TF Serving merges them.
+runtime::Tensor examples_from_input(const tensorflow::serving::Input& input);
+
+}  // namespace troupe::serve
