@@ -224,8 +224,8 @@ void http_bars(const fs::path& work, const std::string& base, const runtime::Ten
   for (bool batching : {false, true}) {
     const uint16_t port = free_port();
     std::vector<std::string> args = {
-        TROUPE_CLI, "serve",  "--model_base_path", base, "--model_name",
-        "fmnist",   "--port", std::to_string(port)};
+        TROUPE_CLI, "serve",           "--model_base_path",  base,     "--model_name",
+        "fmnist",   "--rest_api_port", std::to_string(port), "--port", "0"};
     if (batching) args.push_back("--enable_batching");
     const pid_t server = spawn(args, (work / "serve.log").string());
     for (int i = 0; i < 200 && !port_open(port); ++i) {

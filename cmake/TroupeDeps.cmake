@@ -5,6 +5,9 @@ find_package(CapnProto REQUIRED)
 find_package(ZLIB REQUIRED)
 # Protocol Buffers: tf.Example, the records of TensorFlow's TFRecord files (schema/example.proto).
 find_package(Protobuf REQUIRED)
+# gRPC: troupe serve's TF Serving services (schema/serving_service.proto); the command only,
+# libtroupe does not link it.
+find_package(gRPC REQUIRED)
 # Images (runtime/image.h): libpng and libjpeg-turbo, for tf.image's codecs and TensorBoard's.
 find_package(PNG REQUIRED)
 find_package(JPEG REQUIRED)

@@ -48,6 +48,6 @@ set(CPACK_PACKAGE_CONTACT "troupe developers")
 # program built against the installed headers includes.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libcaf-dev (>= 0.17), libcapnp-dev, libopenblas0-pthread, zlib1g, libssl3, libprotobuf32, \
-libboost-program-options1.74.0, libsimdjson14, libpng16-16, libjpeg62-turbo")
+libboost-program-options1.74.0, libsimdjson14, libpng16-16, libjpeg62-turbo, libgrpc++1.51")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 include(CPack)

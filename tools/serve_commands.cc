@@ -1,13 +1,16 @@
-// troupe serve: TensorFlow Serving's REST API for the versions of one exported model, or of the
-// models a --model_config_file lists (tools/serve/), until Ctrl-C, which drains the requests in
-// flight; HTTPS with --ssl_cert_file/--ssl_key_file and a bearer token with --auth_token_file,
-// both off by default.
+// troupe serve: TensorFlow Serving's gRPC services (--port) and REST API (--rest_api_port) for
+// the versions of one exported model, or of the models a --model_config_file lists
+// (tools/serve/), until Ctrl-C, which drains the requests in flight; TLS with
+// --ssl_cert_file/--ssl_key_file and a bearer token with --auth_token_file, both off by default.
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
-#include <fstream>
 
 #include "estimators/export/predictor.h"
 #include "runtime/log.h"
 #include "tools/cli.h"
+#include "tools/serve/bearer_token.h"
+#include "tools/serve/grpc_server.h"
 #include "tools/serve/http_server.h"
 #include "tools/serve/model_config.h"
 #include "tools/serve/rest_api.h"
@@ -15,32 +18,29 @@
 
 namespace troupe::cli {
 
-namespace {
-
-// The bearer token a file holds: its first line, which must not be empty.
-runtime::Result<std::string> read_token(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return runtime::not_found("--auth_token_file ", path, ": cannot read it");
-  std::string token;
-  std::getline(in, token);
-  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
-  if (token.empty()) {
-    return runtime::invalid_argument("--auth_token_file ", path, ": its first line is empty");
-  }
-  return token;
-}
-
-}  // namespace
-
 int serve(const std::vector<std::string>& args) {
-  auto parsed = parse_flags(
-      args,
-      {"model_base_path", "model_name", "port", "host", "max_batch_size", "batch_timeout_micros",
-       "num_batch_threads", "max_enqueued_batches", "file_system_poll_wait_seconds",
-       "rest_api_num_threads", "max_body_bytes", "max_connections", "idle_timeout_seconds",
-       "drain_seconds", "ssl_cert_file", "ssl_key_file", "auth_token_file", "model_config_file",
-       "model_config_file_poll_wait_seconds"},
-      {"enable_batching"});
+  auto parsed = parse_flags(args,
+                            {"model_base_path",
+                             "model_name",
+                             "port",
+                             "host",
+                             "max_batch_size",
+                             "batch_timeout_micros",
+                             "num_batch_threads",
+                             "max_enqueued_batches",
+                             "file_system_poll_wait_seconds",
+                             "rest_api_num_threads",
+                             "max_body_bytes",
+                             "max_connections",
+                             "idle_timeout_seconds",
+                             "drain_seconds",
+                             "ssl_cert_file",
+                             "ssl_key_file",
+                             "auth_token_file",
+                             "model_config_file",
+                             "model_config_file_poll_wait_seconds",
+                             "rest_api_port"},
+                            {"enable_batching"});
   if (!parsed.ok()) return usage_error(parsed.status().message());
   const Flags& flags = *parsed;
   auto flag = [&](const std::string& k, const std::string& d) {
@@ -57,10 +57,12 @@ int serve(const std::vector<std::string>& args) {
     return usage_error("serve needs --model_base_path BASE or --model_config_file FILE");
   }
   std::string error;
-  int64_t port = 8501, max_batch = 32, timeout_us = 1000, batch_threads = 2, enqueued = 64;
+  int64_t port = 8500, rest_port = 8501, max_batch = 32, timeout_us = 1000, batch_threads = 2;
+  int64_t enqueued = 64;
   int64_t poll_s = 1, io_threads = 2, body = 16 << 20, connections = 1024, idle_s = 30;
   int64_t drain_s = 30, config_poll_s = 0;
-  if (!to_int("port", flag("port", "8501"), 0, &port, &error) ||
+  if (!to_int("port", flag("port", "8500"), 0, &port, &error) ||
+      !to_int("rest_api_port", flag("rest_api_port", "8501"), 0, &rest_port, &error) ||
       !to_int("max_batch_size", flag("max_batch_size", "32"), 1, &max_batch, &error) ||
       !to_int("batch_timeout_micros", flag("batch_timeout_micros", "1000"), 0, &timeout_us,
               &error) ||
@@ -78,9 +80,15 @@ int serve(const std::vector<std::string>& args) {
     return usage_error(error);
   }
   if (port > 65535) return usage_error("--port " + std::to_string(port) + " is not a port");
+  if (rest_port > 65535) {
+    return usage_error("--rest_api_port " + std::to_string(rest_port) + " is not a port");
+  }
+  if (port != 0 && port == rest_port) {
+    return usage_error("--port (gRPC) and --rest_api_port (REST) are both " + std::to_string(port));
+  }
   std::string token;
   if (flags.count("auth_token_file")) {
-    auto read = read_token(flags.at("auth_token_file"));
+    auto read = serve::read_bearer_token(flags.at("auth_token_file"));
     if (!read.ok()) return fail(read.status());
     token = *read;
   }
@@ -118,7 +126,7 @@ int serve(const std::vector<std::string>& args) {
     serve::RestApi api(models, &metrics);
     auto server = serve::HttpServer::start(
         {.host = flag("host", "127.0.0.1"),
-         .port = static_cast<uint16_t>(port),
+         .port = static_cast<uint16_t>(rest_port),
          .threads = static_cast<int>(io_threads),
          .body_limit = static_cast<size_t>(body),
          .max_connections = static_cast<int>(connections),
@@ -130,6 +138,15 @@ int serve(const std::vector<std::string>& args) {
           api.handle(r, std::move(done));
         });
     if (!server.ok()) return fail(server.status());
+    auto grpc = serve::GrpcServer::start(
+        {.host = flag("host", "127.0.0.1"),
+         .port = static_cast<uint16_t>(port),
+         .message_limit = static_cast<int>(std::min<int64_t>(body, INT32_MAX)),
+         .ssl_cert_file = flag("ssl_cert_file", ""),
+         .ssl_key_file = flag("ssl_key_file", ""),
+         .auth_token = token},
+        models, &metrics);
+    if (!grpc.ok()) return fail(grpc.status());
     std::string names;
     for (const serve::ModelConfig& c : configs) names += (names.empty() ? "" : ", ") + c.name;
     runtime::log_info(
@@ -137,9 +154,12 @@ int serve(const std::vector<std::string>& args) {
         https ? "https://" : "http://", flag("host", "127.0.0.1"), ":", (*server)->port(),
         "/v1/models/", configs.size() == 1 ? configs[0].name : "NAME",
         mo.batching.enabled ? " (batching)" : "", token.empty() ? "" : " (bearer token required)");
+    runtime::log_info("gRPC (TF Serving's PredictionService and ModelService) at ",
+                      flag("host", "127.0.0.1"), ":", (*grpc)->port(), https ? " (TLS)" : "");
     GracefulStop graceful;
     graceful.wait();
     runtime::log_info("stopping: answering the requests in flight");
+    (*grpc)->stop(std::chrono::seconds(drain_s));
     (*server)->stop(std::chrono::seconds(drain_s));
     graceful.finish();
   }

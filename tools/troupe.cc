@@ -17,7 +17,8 @@
 //   troupe search --model dnn|linear|svm|kmeans|boosted_trees|random_forest --data DATA
 //                 --grid "NAME=VALUES ..." [--cv 5] [--random N] [--regression]
 //                 [--output results.csv]
-//   troupe serve --model_base_path BASE --model_name NAME [--port 8501] [--enable_batching]
+//   troupe serve --model_base_path BASE --model_name NAME [--port 8500] [--rest_api_port 8501]
+//                [--enable_batching]
 //   troupe serve --model_config_file FILE [--model_config_file_poll_wait_seconds N] [...]
 //   troupe server  (TF_CONFIG, --cluster FILE --job ps --task N, or --cluster-resolver
 //                  slurm|mpi --ps N) [--secret FILE]
@@ -142,18 +143,21 @@ const Command kCommands[] = {
      "  --grid \"hidden=64,128;256,128 learning_rate=0.001,0.003\": each name's values\n",
      true},
     {"serve", [](const auto& a, const auto&) { return troupe::cli::serve(a); },
-     "troupe serve --model_base_path BASE --model_name NAME [--port 8501] [options]\n"
+     "troupe serve --model_base_path BASE --model_name NAME [options]\n"
      "       troupe serve --model_config_file FILE [--model_config_file_poll_wait_seconds N]\n"
      "         [options]\n",
      "--model_config_file: TF Serving's ModelServerConfig text (model_config_list { config {\n"
      "  name base_path model_version_policy version_labels } }), re-read every N seconds when\n"
      "  N > 0; routes /v1/models/NAME[/versions/V | /labels/L]\n"
-     "options (TensorFlow Serving's REST API and flags): --host 127.0.0.1 --enable_batching\n"
+     "--port 8500: gRPC (TF Serving's PredictionService, ModelService); --rest_api_port 8501:\n"
+     "  REST; 0 for either: a free port, logged\n"
+     "options (TensorFlow Serving's flags): --host 127.0.0.1 --enable_batching\n"
      "  --max_batch_size 32 --batch_timeout_micros 1000 --num_batch_threads 2\n"
      "  --max_enqueued_batches 64 --file_system_poll_wait_seconds 1 --rest_api_num_threads 2\n"
      "  --max_body_bytes 16777216 --max_connections 1024 --idle_timeout_seconds 30\n"
      "  --drain_seconds 30 (Ctrl-C answers the requests in flight first)\n"
-     "  --ssl_cert_file PEM --ssl_key_file PEM (HTTPS) --auth_token_file F (Bearer token)\n"
+     "  --ssl_cert_file PEM --ssl_key_file PEM (HTTPS and gRPC over TLS) --auth_token_file F\n"
+     "  (a bearer token on both ports)\n"
      "GET /monitoring/prometheus/metrics: requests, latencies, batch sizes and queue waits\n"
      "  for Prometheus, under TF Serving's metric names\n"},
     {"server", [](const auto& a, const auto&) { return troupe::cli::server(a); },

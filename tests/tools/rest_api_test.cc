@@ -4,10 +4,6 @@
 // (and more than the process may open), a new version under load, a stop while requests wait
 // in a batch, a bearer token, and HTTPS.
 #include <doctest/doctest.h>
-#include <openssl/ec.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -26,9 +22,8 @@
 #include <sstream>
 #include <thread>
 
-#include "ops/array_ops.h"
-#include "ops/math_ops.h"
-#include "ops/parsing_ops.h"
+#include "harness/half_plus_two.h"
+#include "harness/self_signed.h"
 #include "runtime/record_io.h"
 #include "tools/serve/http_server.h"
 #include "tools/serve/json_tensors.h"
@@ -45,46 +40,6 @@ namespace http = beast::http;
 namespace net = boost::asio;
 
 namespace {
-
-// TF Serving's example model, y = 0.5 x + 2, with a signature for each form the API takes.
-// `offset` replaces the 2 (a second version answers differently).
-void write_half_plus_two(const std::string& base, const std::string& version, double offset) {
-  serving::SavedModel m;
-  runtime::GraphBuilder b(&m.graph);
-  auto x = ops::placeholder(b, DType::kFloat32, Shape{-1}, "x");
-  auto y = ops::add(b, ops::mul(b, x, 0.5), offset);
-  auto a = ops::placeholder(b, DType::kFloat32, Shape{-1, 2}, "a");
-  auto k = ops::placeholder(b, DType::kInt64, Shape{-1}, "k");
-  auto s = ops::placeholder(b, DType::kString, Shape{-1}, "s");
-  using serving::make_signature;
-  m.signatures["serving_default"] = make_signature(m.graph, "predict", {{"x", x}}, {{"y", y}});
-  m.signatures["two_outputs"] =
-      make_signature(m.graph, "predict", {{"x", x}}, {{"y", y}, {"x_again", ops::identity(b, x)}});
-  m.signatures["pair"] =
-      make_signature(m.graph, "predict", {{"a", a}, {"k", k}},
-                     {{"sum", ops::reduce_sum(b, a, {1})}, {"k", ops::identity(b, k)}});
-  m.signatures["echo"] =
-      make_signature(m.graph, "predict", {{"s", s}},
-                     {{"s_bytes", ops::identity(b, s)}, {"text", ops::identity(b, s)}});
-  // As TF Serving's half_plus_two: classify and regress parse serialized tf.Example protos.
-  auto examples = ops::placeholder(b, DType::kString, Shape{-1}, "tf_example");
-  auto parsed = ops::parse_example(b, examples, {{"x", {.dtype = DType::kFloat32}}});
-  auto y_of_x = ops::add(b, ops::mul(b, parsed.dense["x"], 0.5), offset);
-  m.signatures["classify_x_to_y"] = make_signature(m.graph, "classify", {{"inputs", examples}},
-                                                   {{"scores", ops::reshape(b, y_of_x, {-1, 1})}});
-  m.signatures["regression"] =
-      make_signature(m.graph, "regress", {{"inputs", examples}}, {{"outputs", y_of_x}});
-  // A classify signature of named inputs, which the examples' fields feed directly.
-  m.signatures["classify_named"] =
-      make_signature(m.graph, "classify", {{"x", x}}, {{"scores", ops::reshape(b, y, {-1, 1})}});
-  m.class_labels = {"y"};
-  REQUIRE(b.ok());
-  const std::string tmp = base + "/tmp";
-  auto dir = serving::write_saved_model(tmp, m);
-  REQUIRE_MESSAGE(dir.ok(), dir.status().to_string());
-  fs::rename(*dir, base + "/" + version);
-  fs::remove_all(tmp);
-}
 
 struct Served {
   std::string base =
@@ -737,38 +692,6 @@ TEST_CASE("over HTTP under a descriptor limit of 256, 300 held sockets: 503s, no
 
 namespace {
 
-// A self-signed certificate for 127.0.0.1 and its key, PEM, made now (an EC P-256 key).
-std::pair<std::string, std::string> self_signed() {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  REQUIRE(key != nullptr);
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-  X509_gmtime_adj(X509_getm_notBefore(cert), -60);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-  X509_set_pubkey(cert, key);
-  X509_NAME* name = X509_get_subject_name(cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
-  X509_set_issuer_name(cert, name);
-  REQUIRE(X509_sign(cert, key, EVP_sha256()) > 0);
-  auto pem = [](auto write) {
-    BIO* bio = BIO_new(BIO_s_mem());
-    write(bio);
-    char* data = nullptr;
-    const long n = BIO_get_mem_data(bio, &data);
-    std::string text(data, static_cast<size_t>(n));
-    BIO_free(bio);
-    return text;
-  };
-  std::string cert_pem = pem([&](BIO* b) { PEM_write_bio_X509(b, cert); });
-  std::string key_pem =
-      pem([&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  return {cert_pem, key_pem};
-}
-
 http::request<http::string_body> get_request(const std::string& token = "") {
   http::request<http::string_body> req{http::verb::get, "/v1/models/half_plus_two", 11};
   req.set(http::field::host, "127.0.0.1");
@@ -805,7 +728,7 @@ TEST_CASE("over HTTP with a bearer token: 401 without it or with another, 200 wi
 TEST_CASE("over HTTPS: a client that trusts the certificate is answered; plain HTTP is not") {
   const std::string dir = "/tmp/troupe_https_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
-  const auto [cert_pem, key_pem] = self_signed();
+  const auto [cert_pem, key_pem] = testing::self_signed();
   std::ofstream(dir + "/cert.pem") << cert_pem;
   std::ofstream(dir + "/key.pem") << key_pem;
   Served served;

@@ -407,6 +407,7 @@ TEST_CASE("troupe: bad flags and bad data are one line and a non-zero exit") {
            {"serve --model_name m", "--model_base_path", 2},
            {"serve --model_base_path " + nowhere, "no model folder", 1},
            {"serve --model_base_path . --port 70000", "not a port", 2},
+           {"serve --model_base_path . --port 9000 --rest_api_port 9000", "both 9000", 2},
            {"serve --model_base_path . --max_batch_size 0", "--max_batch_size", 2},
            {"serve --model_config_file m.config --model_name m",
             "without --model_base_path and --model_name", 2},
@@ -698,8 +699,8 @@ std::string model_m(const std::string& exports) {
 Run serve_once(const std::string& d, const std::string& models, const std::string& path,
                const std::string& body) {
   std::ofstream(d + "/serve.sh") << "set -u\n"
-                                 << TROUPE_CLI << " serve " << models << " --port 0 2> " << d
-                                 << "/serve.err &\n"
+                                 << TROUPE_CLI << " serve " << models
+                                 << " --port 0 --rest_api_port 0 2> " << d << "/serve.err &\n"
                                  << "pid=$!\n"
                                  << "for i in $(seq 200); do grep -q 'serving model' " << d
                                  << "/serve.err && break; sleep 0.05; done\n"
@@ -773,6 +774,8 @@ TEST_CASE("troupe serve --model_config_file: models by name and by label; a bad 
   std::ifstream log(dir / "serve.err");
   const std::string said((std::istreambuf_iterator<char>(log)), {});
   CHECK_MESSAGE(said.find("serving models m, n at http://") != std::string::npos, said);
+  CHECK(said.find("gRPC (TF Serving's PredictionService and ModelService) at 127.0.0.1:") !=
+        std::string::npos);
 
   std::ofstream(dir / "bad.config")
       << "model_config_list {\n  config { name: 'm' base_pth: 'x' }\n}";

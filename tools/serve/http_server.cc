@@ -19,9 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include <openssl/crypto.h>
-
 #include "runtime/log.h"
+#include "tools/serve/bearer_token.h"
 
 namespace troupe::serve {
 
@@ -68,13 +67,7 @@ namespace {
 // What one read of a connection takes in at most.
 constexpr size_t kReadBytes = 16 * 1024;
 
-// Whether `header` is "Bearer TOKEN" for `token`, in time that does not depend on where they
-// differ.
-bool bearer_matches(beast::string_view header, const std::string& token) {
-  const std::string expected = "Bearer " + token;
-  if (header.size() != expected.size()) return false;
-  return CRYPTO_memcmp(header.data(), expected.data(), expected.size()) == 0;
-}
+std::string_view header_text(beast::string_view v) { return {v.data(), v.size()}; }
 
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
@@ -200,7 +193,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     keep_alive_ = req.keep_alive();
     version_ = req.version();
     if (!server_.options.auth_token.empty() &&
-        !bearer_matches(req[http::field::authorization], server_.options.auth_token)) {
+        !bearer_matches(header_text(req[http::field::authorization]), server_.options.auth_token)) {
       return respond({401,
                       error_body("this server needs its bearer token: Authorization: Bearer "
                                  "TOKEN"),

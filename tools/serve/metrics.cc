@@ -52,8 +52,9 @@ void ServingMetrics::Histogram::add(const std::vector<double>& bounds, double v)
 void ServingMetrics::request(const RequestLabels& labels, int http_status,
                              std::chrono::microseconds latency) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++requests_[{labels.model, labels.version, labels.api, http_status}];
-  latency_[{labels.model, labels.api}].add(latency_bounds(), static_cast<double>(latency.count()));
+  ++requests_[{labels.entrypoint, labels.model, labels.version, labels.api, http_status}];
+  latency_[{labels.entrypoint, labels.model, labels.api}].add(latency_bounds(),
+                                                              static_cast<double>(latency.count()));
 }
 
 void ServingMetrics::batch(const std::string& model, int64_t rows,
@@ -80,11 +81,12 @@ std::string ServingMetrics::render() const {
     out += name + "_count{" + labels + "} " + std::to_string(h.count) + "\n";
   };
   out +=
-      "# HELP :tensorflow:serving:request_count The number of requests, by model, version, "
-      "API and HTTP status.\n# TYPE :tensorflow:serving:request_count counter\n";
+      "# HELP :tensorflow:serving:request_count The number of requests, by entrypoint, model, "
+      "version, API and HTTP status.\n# TYPE :tensorflow:serving:request_count counter\n";
   for (const auto& [key, n] : requests_) {
-    const auto& [model, version, api, status] = key;
-    out += ":tensorflow:serving:request_count{entrypoint=\"REST\",model_name=" + quoted(model) +
+    const auto& [entrypoint, model, version, api, status] = key;
+    out += ":tensorflow:serving:request_count{entrypoint=" + quoted(entrypoint) +
+           ",model_name=" + quoted(model) +
            ",model_version=" + quoted(version > 0 ? std::to_string(version) : "") +
            ",API=" + quoted(api) + ",status=" + quoted(std::to_string(status)) + "} " +
            std::to_string(n) + "\n";
@@ -93,9 +95,11 @@ std::string ServingMetrics::render() const {
       "# HELP :tensorflow:serving:request_latency Each request's latency in microseconds, by "
       "model and API.\n# TYPE :tensorflow:serving:request_latency histogram\n";
   for (const auto& [key, h] : latency_) {
-    histogram(":tensorflow:serving:request_latency",
-              "entrypoint=\"REST\",model_name=" + quoted(key.first) + ",API=" + quoted(key.second),
-              h, latency_bounds());
+    const auto& [entrypoint, model, api] = key;
+    histogram(
+        ":tensorflow:serving:request_latency",
+        "entrypoint=" + quoted(entrypoint) + ",model_name=" + quoted(model) + ",API=" + quoted(api),
+        h, latency_bounds());
   }
   out +=
       "# HELP :tensorflow:serving:batching_session:input_batch_size The rows of each batch "

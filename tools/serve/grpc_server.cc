@@ -1,0 +1,394 @@
+#include "tools/serve/grpc_server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "schema/serving_service.grpc.pb.h"
+#include "tools/serve/bearer_token.h"
+#include "tools/serve/inference.h"
+#include "tools/serve/rest_api.h"
+#include "tools/serve/tensor_proto.h"
+
+namespace troupe::serve {
+
+namespace tfs = tensorflow::serving;
+using runtime::Result;
+using runtime::Status;
+using serving::NamedTensors;
+
+namespace {
+
+grpc::StatusCode grpc_code(runtime::Code c) {
+  switch (c) {
+    case runtime::Code::kOk:
+      return grpc::StatusCode::OK;
+    case runtime::Code::kInvalidArgument:
+      return grpc::StatusCode::INVALID_ARGUMENT;
+    case runtime::Code::kNotFound:
+      return grpc::StatusCode::NOT_FOUND;
+    case runtime::Code::kAlreadyExists:
+      return grpc::StatusCode::ALREADY_EXISTS;
+    case runtime::Code::kFailedPrecondition:
+      return grpc::StatusCode::FAILED_PRECONDITION;
+    case runtime::Code::kOutOfRange:
+      return grpc::StatusCode::OUT_OF_RANGE;
+    case runtime::Code::kUnimplemented:
+      return grpc::StatusCode::UNIMPLEMENTED;
+    case runtime::Code::kUnavailable:
+      return grpc::StatusCode::UNAVAILABLE;
+    case runtime::Code::kDataLoss:
+      return grpc::StatusCode::DATA_LOSS;
+    case runtime::Code::kCancelled:
+      return grpc::StatusCode::CANCELLED;
+    case runtime::Code::kAborted:
+      return grpc::StatusCode::ABORTED;
+    case runtime::Code::kResourceExhausted:
+      return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case runtime::Code::kDeadlineExceeded:
+      return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case runtime::Code::kInternal:
+      break;
+  }
+  return grpc::StatusCode::INTERNAL;
+}
+
+tfs::ModelVersionStatus::State state_of(const std::string& state) {
+  if (state == "AVAILABLE") return tfs::ModelVersionStatus::AVAILABLE;
+  if (state == "LOADING") return tfs::ModelVersionStatus::LOADING;
+  if (state == "END") return tfs::ModelVersionStatus::END;
+  return tfs::ModelVersionStatus::UNKNOWN;
+}
+
+void tensor_info(const runtime::Graph& g, const serving::TensorInfo& t, tensorflow::TensorInfo* p) {
+  p->set_name(g.output_name(t.tensor));
+  p->set_dtype(proto_dtype(t.dtype));
+  if (!t.shape.rank_known()) {
+    p->mutable_tensor_shape()->set_unknown_rank(true);
+    return;
+  }
+  for (int64_t d : t.shape.dims()) p->mutable_tensor_shape()->add_dim()->set_size(d);
+}
+
+Result<std::string> read_pem(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return runtime::not_found("gRPC: cannot read ", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The calls' work, each a function of its request that fills its response: what the two
+// services forward to.
+class Answers {
+ public:
+  Answers(ServedModels& models, ServingMetrics* metrics, std::string token)
+      : models_(models), metrics_(metrics), token_(std::move(token)) {}
+
+  // A call around its work: the bearer token checked, then counted and timed.
+  grpc::Status run(grpc::ServerContext* context, const tfs::ModelSpec& spec, const char* api,
+                   const std::function<Status(RequestLabels*)>& work) {
+    const auto started = std::chrono::steady_clock::now();
+    RequestLabels labels{"GRPC", spec.name(), 0, api};
+    grpc::Status out;
+    int http = 401;
+    if (!authorized(*context)) {
+      out = grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                         "this server needs its bearer token: metadata authorization: Bearer "
+                         "TOKEN");
+    } else {
+      const Status s = work(&labels);
+      out = s.ok() ? grpc::Status::OK : grpc::Status(grpc_code(s.code()), s.message());
+      http = http_status(s.code());
+    }
+    if (metrics_ != nullptr) {
+      metrics_->request(labels, http,
+                        std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - started));
+    }
+    return out;
+  }
+
+  Status predict(const tfs::PredictRequest& req, tfs::PredictResponse* res, RequestLabels* l) {
+    const tfs::ModelSpec& spec = req.model_spec();
+    TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<Servable> s, servable_of(spec, l));
+    TROUPE_ASSIGN_OR_RETURN(std::string sig,
+                            choose_signature(*s->predictor, spec.signature_name(), "predict"));
+    const serving::Signature& signature = *s->predictor->signature(sig);
+    NamedTensors inputs;
+    for (const auto& [name, proto] : req.inputs()) {
+      if (!signature.inputs.count(name)) {
+        return runtime::invalid_argument("signature '", sig, "' has no input '", name, "'");
+      }
+      TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_proto(proto, name));
+    }
+    const std::set<std::string> wanted(req.output_filter().begin(), req.output_filter().end());
+    for (const std::string& name : wanted) {
+      if (!signature.outputs.count(name)) {
+        return runtime::invalid_argument("output_filter: signature '", sig, "' has no output '",
+                                         name, "'");
+      }
+    }
+    TROUPE_ASSIGN_OR_RETURN(NamedTensors out, run_and_wait(*s, sig, std::move(inputs)));
+    for (const auto& [name, t] : out) {
+      if (wanted.empty() || wanted.count(name)) {
+        tensor_to_proto(t, &(*res->mutable_outputs())[name]);
+      }
+    }
+    answered(spec, *s, sig, res->mutable_model_spec());
+    return runtime::ok_status();
+  }
+
+  Status classify(const tfs::ClassificationRequest& req, tfs::ClassificationResponse* res,
+                  RequestLabels* l) {
+    std::shared_ptr<Servable> s;
+    std::string sig;
+    TROUPE_ASSIGN_OR_RETURN(NamedTensors out,
+                            run_examples(req.model_spec(), req.input(), "classify", l, &s, &sig));
+    TROUPE_ASSIGN_OR_RETURN(Classes c, classes_of(out, s->predictor->model().class_labels));
+    for (const auto& row : c.rows) {
+      tfs::Classifications* classes = res->mutable_result()->add_classifications();
+      for (const auto& [label, score] : row) {
+        tfs::Class* k = classes->add_classes();
+        k->set_label(label);
+        k->set_score(static_cast<float>(score));
+      }
+    }
+    answered(req.model_spec(), *s, sig, res->mutable_model_spec());
+    return runtime::ok_status();
+  }
+
+  Status regress(const tfs::RegressionRequest& req, tfs::RegressionResponse* res,
+                 RequestLabels* l) {
+    std::shared_ptr<Servable> s;
+    std::string sig;
+    TROUPE_ASSIGN_OR_RETURN(NamedTensors out,
+                            run_examples(req.model_spec(), req.input(), "regress", l, &s, &sig));
+    TROUPE_ASSIGN_OR_RETURN(Regressions r, regressions_of(out));
+    for (double v : r.values) {
+      res->mutable_result()->add_regressions()->set_value(static_cast<float>(v));
+    }
+    answered(req.model_spec(), *s, sig, res->mutable_model_spec());
+    return runtime::ok_status();
+  }
+
+  Status metadata(const tfs::GetModelMetadataRequest& req, tfs::GetModelMetadataResponse* res,
+                  RequestLabels* l) {
+    if (req.metadata_field().empty()) {
+      return runtime::invalid_argument(
+          "GetModelMetadataRequest must specify at least one metadata_field");
+    }
+    for (const std::string& field : req.metadata_field()) {
+      if (field != "signature_def") {
+        return runtime::invalid_argument("Metadata field ", field,
+                                         " is not supported (signature_def is)");
+      }
+    }
+    TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<Servable> s, servable_of(req.model_spec(), l));
+    const serving::SavedModel& m = s->predictor->model();
+    tfs::SignatureDefMap defs;
+    for (const auto& [key, sig] : m.signatures) {
+      tensorflow::SignatureDef& def = (*defs.mutable_signature_def())[key];
+      def.set_method_name(serving::method_name(sig.method));
+      for (const auto& [name, t] : sig.inputs) {
+        tensor_info(m.graph, t, &(*def.mutable_inputs())[name]);
+      }
+      for (const auto& [name, t] : sig.outputs) {
+        tensor_info(m.graph, t, &(*def.mutable_outputs())[name]);
+      }
+    }
+    (*res->mutable_metadata())["signature_def"].PackFrom(defs);
+    res->mutable_model_spec()->set_name(req.model_spec().name());
+    res->mutable_model_spec()->mutable_version()->set_value(s->version);
+    return runtime::ok_status();
+  }
+
+  Status status(const tfs::GetModelStatusRequest& req, tfs::GetModelStatusResponse* res) {
+    const tfs::ModelSpec& spec = req.model_spec();
+    std::shared_ptr<ModelManager> model = models_.find(spec.name());
+    int64_t version = spec.has_version() ? spec.version().value() : 0;
+    if (!model) return servable_not_found(spec.name(), version);
+    if (!spec.version_label().empty()) {
+      TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<Servable> s,
+                              model->servable(0, spec.version_label()));
+      version = s->version;
+    }
+    for (const VersionState& v : model->states()) {
+      if (version != 0 && v.version != version) continue;
+      tfs::ModelVersionStatus* out = res->add_model_version_status();
+      out->set_version(v.version);
+      out->set_state(state_of(v.state));
+      out->mutable_status()->set_error_code(static_cast<int>(grpc_code(v.status.code())));
+      if (!v.status.ok()) out->mutable_status()->set_error_message(v.status.message());
+    }
+    if (res->model_version_status().empty()) return servable_not_found(spec.name(), version);
+    return runtime::ok_status();
+  }
+
+ private:
+  bool authorized(const grpc::ServerContext& context) const {
+    if (token_.empty()) return true;
+    const auto& metadata = context.client_metadata();
+    auto it = metadata.find("authorization");
+    return it != metadata.end() &&
+           bearer_matches(std::string_view(it->second.data(), it->second.size()), token_);
+  }
+
+  Result<std::shared_ptr<Servable>> servable_of(const tfs::ModelSpec& spec, RequestLabels* l) {
+    if (spec.name().empty()) return runtime::invalid_argument("Missing ModelSpec: no model name");
+    if (spec.has_version() && spec.version().value() <= 0) {
+      return runtime::invalid_argument("model_spec.version ", spec.version().value(),
+                                       " is not a version");
+    }
+    const int64_t version = spec.has_version() ? spec.version().value() : 0;
+    TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<Servable> s,
+                            models_.servable(spec.name(), version, spec.version_label()));
+    l->version = s->version;
+    return s;
+  }
+
+  // A classify or regress call: its examples as the serialized tf.Example vector the signature
+  // takes, run. TF Serving's signatures for these verbs take examples; one that takes named
+  // inputs is for Predict.
+  Result<NamedTensors> run_examples(const tfs::ModelSpec& spec, const tfs::Input& input,
+                                    const std::string& method, RequestLabels* l,
+                                    std::shared_ptr<Servable>* s, std::string* sig) {
+    TROUPE_ASSIGN_OR_RETURN(*s, servable_of(spec, l));
+    TROUPE_ASSIGN_OR_RETURN(*sig,
+                            choose_signature(*(*s)->predictor, spec.signature_name(), method));
+    if (!takes_examples(*(*s)->predictor->signature(*sig))) {
+      return runtime::invalid_argument("signature '", *sig,
+                                       "' takes named inputs, not serialized tf.Example protos: "
+                                       "call Predict");
+    }
+    runtime::Tensor examples = examples_from_input(input);
+    if (examples.num_elements() == 0) {
+      return runtime::invalid_argument("the request's input holds no examples");
+    }
+    return run_and_wait(**s, *sig, {{"inputs", std::move(examples)}});
+  }
+
+  static void answered(const tfs::ModelSpec& asked, const Servable& s, const std::string& sig,
+                       tfs::ModelSpec* out) {
+    out->set_name(asked.name());
+    out->mutable_version()->set_value(s.version);
+    out->set_signature_name(sig);
+  }
+
+  ServedModels& models_;
+  ServingMetrics* metrics_;
+  const std::string token_;
+};
+
+class Prediction final : public tfs::PredictionService::Service {
+ public:
+  explicit Prediction(Answers& a) : a_(a) {}
+  grpc::Status Predict(grpc::ServerContext* c, const tfs::PredictRequest* req,
+                       tfs::PredictResponse* res) override {
+    return a_.run(c, req->model_spec(), "predict",
+                  [&](RequestLabels* l) { return a_.predict(*req, res, l); });
+  }
+  grpc::Status Classify(grpc::ServerContext* c, const tfs::ClassificationRequest* req,
+                        tfs::ClassificationResponse* res) override {
+    return a_.run(c, req->model_spec(), "classify",
+                  [&](RequestLabels* l) { return a_.classify(*req, res, l); });
+  }
+  grpc::Status Regress(grpc::ServerContext* c, const tfs::RegressionRequest* req,
+                       tfs::RegressionResponse* res) override {
+    return a_.run(c, req->model_spec(), "regress",
+                  [&](RequestLabels* l) { return a_.regress(*req, res, l); });
+  }
+  grpc::Status GetModelMetadata(grpc::ServerContext* c, const tfs::GetModelMetadataRequest* req,
+                                tfs::GetModelMetadataResponse* res) override {
+    return a_.run(c, req->model_spec(), "metadata",
+                  [&](RequestLabels* l) { return a_.metadata(*req, res, l); });
+  }
+
+ private:
+  Answers& a_;
+};
+
+class Models final : public tfs::ModelService::Service {
+ public:
+  explicit Models(Answers& a) : a_(a) {}
+  grpc::Status GetModelStatus(grpc::ServerContext* c, const tfs::GetModelStatusRequest* req,
+                              tfs::GetModelStatusResponse* res) override {
+    return a_.run(c, req->model_spec(), "status",
+                  [&](RequestLabels*) { return a_.status(*req, res); });
+  }
+
+ private:
+  Answers& a_;
+};
+
+// The most threads the server runs calls on: a flood of calls waits for one, it does not make
+// a thread each.
+constexpr int kMaxThreads = 64;
+
+}  // namespace
+
+struct GrpcServer::Impl {
+  Impl(ServedModels& models, ServingMetrics* metrics, std::string token)
+      : answers(models, metrics, std::move(token)), prediction(answers), model_service(answers) {}
+  Answers answers;
+  Prediction prediction;
+  Models model_service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::once_flag stopped;
+};
+
+Result<std::unique_ptr<GrpcServer>> GrpcServer::start(GrpcOptions o, ServedModels& models,
+                                                      ServingMetrics* metrics) {
+  if (o.ssl_cert_file.empty() != o.ssl_key_file.empty()) {
+    return runtime::invalid_argument("gRPC: TLS needs both a certificate and its key");
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!o.ssl_cert_file.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(std::string cert, read_pem(o.ssl_cert_file));
+    TROUPE_ASSIGN_OR_RETURN(std::string key, read_pem(o.ssl_key_file));
+    grpc::SslServerCredentialsOptions tls;
+    tls.pem_key_cert_pairs.push_back({key, cert});
+    credentials = grpc::SslServerCredentials(tls);
+  }
+  auto impl = std::make_unique<Impl>(models, metrics, o.auth_token);
+  const std::string host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
+  const std::string address = host + ":" + std::to_string(o.port);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, credentials, &impl->port);
+  builder.SetMaxReceiveMessageSize(o.message_limit);
+  // gRPC shares a port with whoever else asks (SO_REUSEPORT): a second server would take half of
+  // the first one's calls. A port in use is an error here, as for the REST port.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  grpc::ResourceQuota quota("troupe-serve");
+  quota.SetMaxThreads(kMaxThreads);
+  builder.SetResourceQuota(quota);
+  builder.RegisterService(&impl->prediction);
+  builder.RegisterService(&impl->model_service);
+  impl->server = builder.BuildAndStart();
+  if (!impl->server || impl->port == 0) {
+    return runtime::unavailable(
+        "gRPC: cannot listen on ", address,
+        !o.ssl_cert_file.empty() ? " (or the certificate or key is bad)" : "");
+  }
+  return std::unique_ptr<GrpcServer>(new GrpcServer(std::move(impl)));
+}
+
+GrpcServer::GrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+GrpcServer::~GrpcServer() { stop(std::chrono::milliseconds(0)); }
+
+uint16_t GrpcServer::port() const { return static_cast<uint16_t>(impl_->port); }
+
+void GrpcServer::stop(std::chrono::milliseconds grace) {
+  std::call_once(impl_->stopped, [&] {
+    impl_->server->Shutdown(std::chrono::system_clock::now() + grace);
+    impl_->server->Wait();
+  });
+}
+
+}  // namespace troupe::serve
