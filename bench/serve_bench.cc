@@ -9,6 +9,9 @@
 //   serve_p50_/p99_cN  wrk's latency percentiles beside nginx's
 //   serve_rps_c1_batching_vs_plain  one connection with batching against one without (adaptive
 //                      batching: bar >= 0.9)
+//   serve_rps_c64_vs_c1  64 connections' requests/s against one's, without batching (bar >= 2)
+//   serve_grpc_rps_/p99_cN[_batching]  the same predicts over gRPC (bench/grpc_load.h: one call
+//                      in flight per connection) against REST's in the same run
 // wrk and nginx are Debian packages (wrk, nginx-light); without them the HTTP part is skipped
 // with a message. Each wrk run is 5 s (2 s with --quick); the machine's other load shows in them,
 // so compare ratios from one run.
@@ -34,6 +37,8 @@
 
 #include "bench/bench_flags.h"
 #include "bench/bench_util.h"
+#include "bench/grpc_load.h"
+#include "tools/serve/tensor_proto.h"
 #include "troupe/troupe.h"
 
 using namespace troupe;
@@ -217,15 +222,18 @@ void http_bars(const fs::path& work, const std::string& base, const runtime::Ten
                         << "local f = io.open(\"" << (work / "body.json").string()
                         << "\")\nwrk.body = f:read(\"*a\")\nf:close()\n";
   const std::string path = "/v1/models/fmnist:predict";
+  tensorflow::serving::PredictRequest request;
+  request.mutable_model_spec()->set_name("fmnist");
+  serve::tensor_to_proto(image, &(*request.mutable_inputs())["image"]);
 
   WrkResult nginx1, nginx64;
   double plain_c1 = 0;  // one connection's requests/s without batching
   std::string response;
   for (bool batching : {false, true}) {
-    const uint16_t port = free_port();
+    const uint16_t port = free_port(), grpc_port = free_port();
     std::vector<std::string> args = {
         TROUPE_CLI, "serve",           "--model_base_path",  base,     "--model_name",
-        "fmnist",   "--rest_api_port", std::to_string(port), "--port", "0"};
+        "fmnist",   "--rest_api_port", std::to_string(port), "--port", std::to_string(grpc_port)};
     if (batching) args.push_back("--enable_batching");
     const pid_t server = spawn(args, (work / "serve.log").string());
     for (int i = 0; i < 200 && !port_open(port); ++i) {
@@ -241,6 +249,7 @@ void http_bars(const fs::path& work, const std::string& base, const runtime::Ten
     }
     for (int c : {1, 64}) {
       const WrkResult r = wrk(port, c, script, path);
+      const bench::GrpcLoad g = bench::grpc_load(grpc_port, c, quick ? 2.0 : 5.0, request);
       if (!batching && c == 1) {
         std::tie(nginx1, nginx64) = nginx_peer(work, response, script, path);
       }
@@ -250,6 +259,16 @@ void http_bars(const fs::path& work, const std::string& base, const runtime::Ten
       bars.add("serve_rps" + tag, r.rps, "req/s", "nginx", peer.rps,
                peer.rps > 0 ? r.rps / peer.rps : 0);
       if (c == 1 && !batching) plain_c1 = r.rps;
+      if (c == 64 && !batching) {
+        bars.add("serve_rps_c64_vs_c1", r.rps, "req/s", "one_connection", plain_c1,
+                 plain_c1 > 0 ? r.rps / plain_c1 : 0);
+      }
+      if (g.errors > 0)
+        std::printf("serve_bench: %ld failed gRPC calls%s\n", g.errors, tag.c_str());
+      bars.add("serve_grpc_rps" + tag, g.rps, "req/s", "rest", r.rps,
+               r.rps > 0 ? g.rps / r.rps : 0);
+      bars.add("serve_grpc_p99" + tag, g.p99_ms, "ms", "rest", r.p99_ms,
+               r.p99_ms > 0 ? g.p99_ms / r.p99_ms : 0);
       if (c == 1 && batching) {
         // Adaptive batching: a lone client's requests wait for no company (bar >= 0.9).
         bars.add("serve_rps_c1_batching_vs_plain", r.rps, "req/s", "no_batching", plain_c1,

@@ -142,6 +142,7 @@ int serve(const std::vector<std::string>& args) {
         {.host = flag("host", "127.0.0.1"),
          .port = static_cast<uint16_t>(port),
          .message_limit = static_cast<int>(std::min<int64_t>(body, INT32_MAX)),
+         .max_calls = static_cast<int>(connections),
          .ssl_cert_file = flag("ssl_cert_file", ""),
          .ssl_key_file = flag("ssl_key_file", ""),
          .auth_token = token},

@@ -325,10 +325,6 @@ class Models final : public tfs::ModelService::Service {
   Answers& a_;
 };
 
-// The most threads the server runs calls on: a flood of calls waits for one, it does not make
-// a thread each.
-constexpr int kMaxThreads = 64;
-
 }  // namespace
 
 struct GrpcServer::Impl {
@@ -365,7 +361,7 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::start(GrpcOptions o, ServedModel
   // the first one's calls. A port in use is an error here, as for the REST port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   grpc::ResourceQuota quota("troupe-serve");
-  quota.SetMaxThreads(kMaxThreads);
+  quota.SetMaxThreads(o.max_calls);
   builder.SetResourceQuota(quota);
   builder.RegisterService(&impl->prediction);
   builder.RegisterService(&impl->model_service);

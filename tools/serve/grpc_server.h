@@ -28,6 +28,9 @@ struct GrpcOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8500;  // 0: any free port (port() says which)
   int message_limit = 16 << 20;
+  // Calls served at once (a thread each, as TF Serving's synchronous server runs them); one
+  // beyond them is RESOURCE_EXHAUSTED at once, as REST's connections beyond theirs get 503.
+  int max_calls = 1024;
   std::string ssl_cert_file, ssl_key_file;  // PEM; both or neither
   std::string auth_token;
 };
