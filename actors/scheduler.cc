@@ -1,5 +1,6 @@
 #include "actors/scheduler.h"
 
+#include <sched.h>
 #include <caf/actor_system.hpp>
 #include <caf/logger.hpp>
 #include <caf/policy/work_stealing.hpp>
@@ -28,6 +29,7 @@ struct QuietWorkStealing : caf::policy::work_stealing {
         if (caf::resumable* job = d(self).queue.take_head()) return job;
         troupe::runtime::cpu_relax();
       }
+      sched_yield();  // the core goes to a thread that wants it (runtime/cpu_relax.h)
     } while (std::chrono::steady_clock::now() < until);
     return nullptr;
   }

@@ -28,7 +28,7 @@ void await_answer(caf::blocking_actor* self, std::chrono::nanoseconds limit) {
   if (spinners.fetch_add(1) == 0) {
     const auto until = std::chrono::steady_clock::now() + limit;
     while (self->mailbox().empty() && std::chrono::steady_clock::now() < until) {
-      for (int i = 0; i < 64; ++i) runtime::cpu_relax();
+      runtime::poll_round(64);
     }
   }
   spinners.fetch_sub(1);
