@@ -34,9 +34,6 @@ void await_answer(caf::blocking_actor* self, std::chrono::nanoseconds limit) {
   spinners.fetch_sub(1);
 }
 
-// Channels per server: calls of different nodes to one server travel side by side.
-constexpr int kDataChannelsPerServer = 2;
-
 // Where the server's data channel listens; 0 when it has none.
 uint16_t data_port_of(Runtime& rt, const caf::actor& server) {
   uint16_t port = 0;
@@ -92,7 +89,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
     spec.remote_tasks[key] = server;
     // Tensors go over the server's data channel when it has one; CAF's connection otherwise.
     const uint16_t data_port = data_port_of(rt, server);
-    for (int i = 0; data_port != 0 && i < kDataChannelsPerServer; ++i) {
+    for (int i = 0; data_port != 0 && i < Session::kDataChannelsPerServer; ++i) {
       auto channel = net::DataChannel::connect(rt, address.substr(0, address.rfind(':')), data_port,
                                                call_timeout, key);
       if (!channel.ok()) {

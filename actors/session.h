@@ -68,6 +68,10 @@ struct SessionOptions {
 
 class Session {
  public:
+  // Data channels a session opens to each server it calls: calls of different nodes to one
+  // server travel side by side. A server sizes its connection limit by them.
+  static constexpr int kDataChannelsPerServer = 2;
+
   static runtime::Result<std::unique_ptr<Session>> create(Runtime& runtime,
                                                           const runtime::Graph& graph,
                                                           SessionOptions options = {});

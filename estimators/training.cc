@@ -1,9 +1,11 @@
 #include "estimators/training.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
 
+#include "actors/session.h"
 #include "runtime/log.h"
 #include "runtime/placement.h"
 
@@ -33,6 +35,9 @@ void StopRequest::wait() {
   cv_.wait(lock, [this] { return requested_; });
 }
 
+// The sessions one member may hold open to a ps at once, with room to spare.
+constexpr int kSessionsPerMember = 4;
+
 Status run_ps(const RunConfig& config, actors::ServerOptions options, StopRequest& stop) {
   const ClusterConfig& c = config.cluster;
   if (c.task_type != TaskType::kPs) {
@@ -43,6 +48,12 @@ Status run_ps(const RunConfig& config, actors::ServerOptions options, StopReques
   // The address its cluster entry names, never every interface unless told.
   if (options.host.empty()) options.host = where.first;
   if (options.port == 0) options.port = where.second;
+  // Room for every member's data channels: each of a member's sessions (training, evaluation,
+  // a restore) opens its own. With a fixed 64, a cluster of 64 workers had its calls refused.
+  const int members = static_cast<int>(c.task_names().size());
+  options.data.max_connections =
+      std::max(options.data.max_connections,
+               members * kSessionsPerMember * actors::Session::kDataChannelsPerServer);
   std::atomic<bool> finished{false};  // outlives rt, whose end waits for the shard actor
   options.on_finished = [&stop, &finished] {
     finished = true;

@@ -265,6 +265,22 @@ TEST_CASE("troupe cluster --sync --replicas-to-aggregate 1: a round is one repli
   std::filesystem::remove_all(d.dir);
 }
 
+TEST_CASE("troupe cluster --sync with 40 workers: the ps serves every replica's data channels") {
+  // 40 members with two data channels each to the ps: beyond the 64 connections a ps once took
+  // at most, which refused some replicas' calls, failed their steps and stalled the rounds.
+  const Data d = make_data("troupe_cluster_forty");
+  Run job =
+      shell(kTroupe + " cluster --ps 1 --workers 40 -- train --model linear --data csv:" + d.train +
+            " --label label --model-dir " + (d.dir / "forty").string() +
+            " --sync --replicas-to-aggregate 36 --steps 5 --sync-timeout 20");
+  REQUIRE_MESSAGE(job.status == 0, job.err);
+  CHECK(number_after(job.out, "global_step") >= 5);
+  CHECK_MESSAGE(job.err.find("refused") == std::string::npos, job.err);
+  CHECK(job.err.find("training failed") == std::string::npos);
+  CHECK(processes_with(d.dir.string()) == 0);
+  std::filesystem::remove_all(d.dir);
+}
+
 TEST_CASE("troupe cluster: boosted trees grow on the ps from every worker's batches") {
   const Data d = make_data("troupe_cluster_trees");
   Run job = shell(kTroupe + " cluster --ps 1 --workers 2 -- train --model boosted_trees" +
