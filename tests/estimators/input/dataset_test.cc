@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <unistd.h>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -478,6 +479,54 @@ TEST_CASE("arrays from Eigen matrices and vectors") {
   Drained r = drain(*arrays({{"x", column(x)}, {"y", column(y)}}, "y", {.batch_size = 2}));
   CHECK(r.numbers[0] == std::vector<double>{1, 2, 3, 4, 5, 6});
   CHECK(r.numbers[1] == std::vector<double>{7, 8, 9});
+}
+
+namespace {
+
+// A source that counts its reads.
+class CountingSource : public actors::Source {
+ public:
+  explicit CountingSource(std::shared_ptr<const actors::Source> base) : base_(std::move(base)) {}
+  std::string name() const override { return base_->name(); }
+  std::vector<std::string> components() const override { return base_->components(); }
+  int64_t num_units() const override { return base_->num_units(); }
+  runtime::Status read(int64_t unit, std::vector<actors::Chunk>* out,
+                       int64_t* skipped) const override {
+    ++reads;
+    return base_->read(unit, out, skipped);
+  }
+  mutable std::atomic<int> reads{0};
+
+ private:
+  std::shared_ptr<const actors::Source> base_;
+};
+
+}  // namespace
+
+TEST_CASE("a worker's slice of a unit smaller than the shards is read once, then kept") {
+  // One unit of 100 rows and 4 workers: each worker reads the unit for its 25 rows.
+  std::vector<double> x(100);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = double(i);
+  auto columns = ColumnsSource::create("x", {{"x", Tensor::from_vector<double>(Shape{100}, x)}});
+  REQUIRE(columns.ok());
+  auto counting = std::make_shared<CountingSource>(std::move(*columns));
+  auto data = arrays({{"x", Tensor::from_vector<double>(Shape{100}, x)}}, "", {.batch_size = 10});
+  REQUIRE(data.ok());
+  data->source = counting;
+  auto part = shard(*data, 4, 1);
+  REQUIRE(part.ok());
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    std::vector<actors::Chunk> chunks;
+    int64_t skipped = 0;
+    REQUIRE(part->source->read(0, &chunks, &skipped).ok());
+    REQUIRE(chunks.size() == 1);
+    // Its own 25 rows, 25 to 49, in a tensor of their own (not a view of the whole unit).
+    CHECK(chunks[0].first() == 0);
+    CHECK(chunks[0].last() == 25);
+    CHECK(chunks[0].components[0].to_vector<double>() ==
+          std::vector<double>(x.begin() + 25, x.begin() + 50));
+  }
+  CHECK(counting->reads == 1);
 }
 
 TEST_CASE("shards of a dataset are disjoint and together hold every example, by units or rows") {
