@@ -21,6 +21,7 @@ FUZZ_TARGET(fuzz_rest_api)
 FUZZ_TARGET(fuzz_handshake)
 FUZZ_TARGET(fuzz_sealed_record)
 FUZZ_TARGET(fuzz_tfrecord)
+FUZZ_TARGET(fuzz_grpc_request)
 #undef FUZZ_TARGET
 
 namespace {
@@ -59,6 +60,7 @@ TEST_CASE("every fuzz target runs its whole corpus without a crash") {
       {"handshake", fuzz_handshake},
       {"sealed_record", fuzz_sealed_record},
       {"tfrecord", fuzz_tfrecord},
+      {"grpc_request", fuzz_grpc_request},
   };
   for (const auto& [name, fn] : targets) {
     CAPTURE(name);

@@ -169,6 +169,11 @@ def main():
         r.inputs["x"].tensor_shape.dim[0].size = 5
         return r
 
+    def huge_fill():
+        r = predict_request("hp2", [1.0])
+        r.inputs["x"].tensor_shape.dim[0].size = 1 << 30  # 4 GiB from one value
+        return r
+
     def no_metadata_field():
         r = apis.GetModelMetadataRequest()
         r.model_spec.name = "hp2"
@@ -189,6 +194,7 @@ def main():
             lambda: predictions.Predict(predict_request("hp2", [1.0], label="gone"), timeout=10)),
         "wrong_dtype": code_of(lambda: predictions.Predict(bad_predict(), timeout=10)),
         "shape_lies": code_of(lambda: predictions.Predict(shape_lies(), timeout=10)),
+        "huge_fill": code_of(lambda: predictions.Predict(huge_fill(), timeout=10)),
         "unknown_signature": code_of(lambda: predictions.Predict(
             predict_request("hp2", [1.0], signature="nope"), timeout=10)),
         "no_metadata_field": code_of(

@@ -97,6 +97,7 @@ TEST_CASE("gRPC: a client generated from TF Serving's protos calls every method"
   starts("unknown_label", "NOT_FOUND", "names version 9, which is not available");
   starts("wrong_dtype", "INVALID_ARGUMENT", "'x'");
   starts("shape_lies", "INVALID_ARGUMENT", "2 values for [5]");
+  starts("huge_fill", "RESOURCE_EXHAUSTED", "more than a request may hold");
   starts("unknown_signature", "INVALID_ARGUMENT", "\"nope\" not found");
   starts("no_metadata_field", "INVALID_ARGUMENT", "at least one metadata_field");
   starts("classify_named_inputs", "INVALID_ARGUMENT", "takes named inputs");

@@ -86,8 +86,11 @@ Result<std::string> read_pem(const std::string& path) {
 // services forward to.
 class Answers {
  public:
-  Answers(ServedModels& models, ServingMetrics* metrics, std::string token)
-      : models_(models), metrics_(metrics), token_(std::move(token)) {}
+  Answers(ServedModels& models, ServingMetrics* metrics, std::string token, int message_limit)
+      : models_(models),
+        metrics_(metrics),
+        token_(std::move(token)),
+        message_limit_(message_limit) {}
 
   // A call around its work: the bearer token checked, then counted and timed.
   grpc::Status run(grpc::ServerContext* context, const tfs::ModelSpec& spec, const char* api,
@@ -124,7 +127,7 @@ class Answers {
       if (!signature.inputs.count(name)) {
         return runtime::invalid_argument("signature '", sig, "' has no input '", name, "'");
       }
-      TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_proto(proto, name));
+      TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_proto(proto, name, message_limit_));
     }
     const std::set<std::string> wanted(req.output_filter().begin(), req.output_filter().end());
     for (const std::string& name : wanted) {
@@ -282,6 +285,7 @@ class Answers {
   ServedModels& models_;
   ServingMetrics* metrics_;
   const std::string token_;
+  const int64_t message_limit_;  // and so the most bytes a request's tensor may take
 };
 
 class Prediction final : public tfs::PredictionService::Service {
@@ -328,8 +332,10 @@ class Models final : public tfs::ModelService::Service {
 }  // namespace
 
 struct GrpcServer::Impl {
-  Impl(ServedModels& models, ServingMetrics* metrics, std::string token)
-      : answers(models, metrics, std::move(token)), prediction(answers), model_service(answers) {}
+  Impl(ServedModels& models, ServingMetrics* metrics, std::string token, int message_limit)
+      : answers(models, metrics, std::move(token), message_limit),
+        prediction(answers),
+        model_service(answers) {}
   Answers answers;
   Prediction prediction;
   Models model_service;
@@ -351,7 +357,7 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::start(GrpcOptions o, ServedModel
     tls.pem_key_cert_pairs.push_back({key, cert});
     credentials = grpc::SslServerCredentials(tls);
   }
-  auto impl = std::make_unique<Impl>(models, metrics, o.auth_token);
+  auto impl = std::make_unique<Impl>(models, metrics, o.auth_token, o.message_limit);
   const std::string host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   const std::string address = host + ":" + std::to_string(o.port);
   grpc::ServerBuilder builder;

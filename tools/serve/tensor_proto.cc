@@ -39,7 +39,8 @@ void add_values(const Tensor& t, Field* field) {
 
 }  // namespace
 
-Result<Tensor> tensor_from_proto(const tensorflow::TensorProto& p, const std::string& name) {
+Result<Tensor> tensor_from_proto(const tensorflow::TensorProto& p, const std::string& name,
+                                 int64_t max_bytes) {
   DType dtype = DType::kFloat32;
   if (!dtype_of(p.dtype(), &dtype)) {
     return runtime::invalid_argument("input '", name, "': dtype ", p.dtype(),
@@ -56,6 +57,14 @@ Result<Tensor> tensor_from_proto(const tensorflow::TensorProto& p, const std::st
   const runtime::Shape shape(dims);
   TROUPE_RETURN_IF_ERROR(
       runtime::check_tensor_size(dtype, shape).with_context("input '" + name + "'"));
+  const int64_t element = dtype == DType::kString
+                              ? int64_t(sizeof(std::string))
+                              : static_cast<int64_t>(runtime::dtype_size(dtype));
+  if (shape.num_elements() > max_bytes / element) {
+    return runtime::resource_exhausted("input '", name, "': a ", runtime::dtype_name(dtype), shape,
+                                       " tensor is more than a request may hold (", max_bytes,
+                                       " bytes)");
+  }
   Tensor t(dtype, shape);
   const int64_t n = t.num_elements();
   if (!p.tensor_content().empty()) {

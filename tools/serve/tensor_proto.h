@@ -2,7 +2,7 @@
 // Input's examples to the serialized tf.Example vector a classify or regress signature takes:
 // what warm-up files and gRPC requests carry.
 //
-//   TROUPE_ASSIGN_OR_RETURN(Tensor x, tensor_from_proto(request.inputs().at("x"), "x"));
+//   TROUPE_ASSIGN_OR_RETURN(Tensor x, tensor_from_proto(request.inputs().at("x"), "x", limit));
 //   tensor_to_proto(y, &(*response.mutable_outputs())["y"]);   // typed values (float_val, ...)
 //   Tensor examples = examples_from_input(request.input());     // [n] strings
 //
@@ -10,6 +10,7 @@
 // that do not fill the shape) is invalid_argument naming the input; plain functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "runtime/status.h"
@@ -18,8 +19,11 @@
 
 namespace troupe::serve {
 
+// A tensor over `max_bytes` is refused (resource_exhausted): one value may fill a whole shape, as
+// TF's MakeNdarray fills it, and a request of a few bytes must not make the server allocate more
+// than a request could carry (a server passes its message limit).
 runtime::Result<runtime::Tensor> tensor_from_proto(const tensorflow::TensorProto& p,
-                                                   const std::string& name);
+                                                   const std::string& name, int64_t max_bytes);
 void tensor_to_proto(const runtime::Tensor& t, tensorflow::TensorProto* p);
 // TF's DataType of a dtype (DT_INVALID for one TF Serving's protos do not name).
 tensorflow::DataType proto_dtype(runtime::DType dtype);

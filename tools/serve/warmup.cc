@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "runtime/allocator.h"
 #include "runtime/record_io.h"
 #include "schema/serving_apis.pb.h"
 #include "tools/serve/tensor_proto.h"
@@ -23,7 +24,8 @@ Status run_one(const tensorflow::serving::PredictionLog& log, serving::Predictor
       signature =
           r.model_spec().signature_name().empty() ? fallback[0] : r.model_spec().signature_name();
       for (const auto& [name, proto] : r.inputs()) {
-        TROUPE_ASSIGN_OR_RETURN(inputs[name], tensor_from_proto(proto, name));
+        TROUPE_ASSIGN_OR_RETURN(inputs[name],
+                                tensor_from_proto(proto, name, runtime::max_tensor_bytes()));
       }
       break;
     }
