@@ -718,21 +718,27 @@ Run serve_once(const std::string& d, const std::string& models, const std::strin
   return shell("bash " + d + "/serve.sh");
 }
 
+// A model of `model_flags` trained for 20 steps on a table of a, b and a 0/1 label in d, and
+// exported under d/exports.
+void export_ab_model(const std::string& d, const std::string& model_flags) {
+  {
+    std::ofstream f(d + "/train.csv");
+    f << "a,b,label\n";
+    for (int i = 0; i < 200; ++i) f << i % 7 << "," << i % 5 << "," << i % 2 << "\n";
+  }
+  Run trained = troupe("train " + model_flags + " --data csv:" + d + "/train.csv --label label" +
+                       " --model-dir " + d + "/model --steps 20");
+  REQUIRE_MESSAGE(trained.status == 0, trained.err);
+  REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
+}
+
 TEST_CASE("troupe serve: an export answers over HTTP until Ctrl-C, which it survives cleanly") {
   const auto dir =
       std::filesystem::temp_directory_path() / ("troupe_cli_serve_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  {
-    std::ofstream f(dir / "train.csv");
-    f << "a,b,label\n";
-    for (int i = 0; i < 200; ++i) f << i % 7 << "," << i % 5 << "," << i % 2 << "\n";
-  }
   const std::string d = dir.string();
-  Run trained = troupe("train --model dnn --data csv:" + d + "/train.csv --label label" +
-                       " --model-dir " + d + "/model --steps 20 --hidden 8");
-  REQUIRE_MESSAGE(trained.status == 0, trained.err);
-  REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
+  export_ab_model(d, "--model dnn --hidden 8");
   Run r = serve_once(d, model_m(d + "/exports"), "m:predict",
                      R"({"instances": [{"a": 1, "b": 2}, {"a": 3, "b": 0}]})");
   CHECK_MESSAGE(r.out.find("HTTP/1.1 200 OK") != std::string::npos, r.out, r.err);
@@ -747,15 +753,7 @@ TEST_CASE("troupe serve: an export answers over HTTP until Ctrl-C, which it surv
 TEST_CASE("troupe serve --model_config_file: models by name and by label; a bad file by line") {
   const std::filesystem::path dir = fresh_dir("serve_config");
   const std::string d = dir.string();
-  {
-    std::ofstream f(dir / "train.csv");
-    f << "a,b,label\n";
-    for (int i = 0; i < 200; ++i) f << i % 7 << "," << i % 5 << "," << i % 2 << "\n";
-  }
-  Run trained = troupe("train --model linear --data csv:" + d + "/train.csv --label label" +
-                       " --model-dir " + d + "/model --steps 20");
-  REQUIRE_MESSAGE(trained.status == 0, trained.err);
-  REQUIRE(troupe("export --model-dir " + d + "/model --out " + d + "/exports").status == 0);
+  export_ab_model(d, "--model linear");
   std::string version;
   for (const auto& e : std::filesystem::directory_iterator(dir / "exports")) {
     version = e.path().filename().string();
