@@ -66,7 +66,7 @@ runtime::Result<Options> options_of(const ModelSpec& spec, const std::string& wh
       for (const estimators::HeadPart& h : heads) {
         auto it = spec.standardize.find(h.name);
         if (h.task == Task::kRegressor && it != spec.standardize.end()) {
-          o.standardize_heads[h.name] = it->second;
+          o.head.head_labels[h.name] = it->second;
         }
       }
     }

@@ -105,8 +105,7 @@ ModelFn DNNOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
     // Options given to a constructor are checked here, where they are first used.
     TROUPE_RETURN_IF_ERROR(o.validate(task));
-    Head head = head_of(o, task);
-    head.head_labels = o.standardize_heads;
+    const Head head = head_of(o, task);
     std::vector<int> updates;
     TROUPE_ASSIGN_OR_RETURN(Output logits, dnn_logits(in, o, logits_dimension(head), &updates));
     TROUPE_ASSIGN_OR_RETURN(EstimatorSpec spec, head_spec(in, head, logits, o.optimizer));

@@ -47,8 +47,6 @@ struct DNNOptions {
   // Numeric features standardized with these statistics (input_layer.h); data, not a param.
   Standardization standardize;
   FeatureStats standardize_label;  // a regressor's target (head.h)
-  // Each regressor head's target, by head (HeadOptions::heads); data, not a param.
-  Standardization standardize_heads;
   static constexpr const char* kClassifierName = "DNNClassifier";
   static constexpr const char* kRegressorName = "DNNRegressor";
 

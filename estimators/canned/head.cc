@@ -134,8 +134,8 @@ std::vector<Head> heads_of(const Head& head, const std::vector<HeadPart>& parts)
     h.task = p.task;
     h.n_classes = p.n_classes;
     h.label_dimension = p.label_dimension;
-    if (auto stats = head.head_labels.find(p.name);
-        p.task == Task::kRegressor && stats != head.head_labels.end()) {
+    if (auto stats = head.options.head_labels.find(p.name);
+        p.task == Task::kRegressor && stats != head.options.head_labels.end()) {
       h.label = stats->second;
     }
     h.options.label_vocabulary = p.label_vocabulary;
@@ -230,8 +230,13 @@ runtime::Result<Output> weighted_mean(ModelInputs& in, const Head& head, Output 
 }  // namespace
 
 runtime::Status Head::validate() const {
-  const auto& [label_vocabulary, class_weights, multi_label, weight_column, metrics, heads] =
-      options;
+  const auto& [label_vocabulary, class_weights, multi_label, weight_column, metrics, heads,
+               head_labels] = options;
+  if (heads.empty() && !head_labels.empty()) {
+    return runtime::invalid_argument(
+        "head_labels: per-head label statistics are a multi-head model's (a single regressor's "
+        "are its label statistics)");
+  }
   if (!heads.empty()) {
     TROUPE_ASSIGN_OR_RETURN(std::vector<HeadPart> parts, parse_heads(heads));
     if (!label_vocabulary.empty() || !class_weights.empty() || multi_label || !loss.empty() ||

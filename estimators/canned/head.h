@@ -53,6 +53,9 @@ struct HeadOptions {
   // The model's logits are the heads' side by side; its task, n_classes and label_dimension,
   // and the options above but weight_column, are each head's instead. Empty: one head.
   std::string heads;
+  // Each regressor head's target statistics, by head (its label column), as Head::label is a
+  // single regressor's; data, not a param.
+  Standardization head_labels;
 
   template <class Self, class F>
   static void fields(Self& o, Task task, F&& f) {
@@ -90,8 +93,6 @@ struct Head {
   // variables head/label_mean and head/label_scale), so that a target far from 0 or of a large
   // scale starts where the data is. Empty: none.
   FeatureStats label;
-  // A multi-head model's: each regressor head's target statistics, by head (label column).
-  Standardization head_labels;
   HeadOptions options;
 
   runtime::Status validate() const;

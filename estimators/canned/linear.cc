@@ -43,7 +43,6 @@ ModelFn LinearOptions::model_fn(Task task) const {
     TROUPE_RETURN_IF_ERROR(o.validate(task));
     runtime::GraphBuilder& b = in.b;
     Head head = head_of(o, task);
-    head.head_labels = o.standardize_heads;
     head.loss = o.loss;
     head.epsilon = o.epsilon;
     const int64_t dim = logits_dimension(head);

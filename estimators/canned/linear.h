@@ -43,8 +43,6 @@ struct LinearOptions {
   // Numeric features standardized with these statistics (input_layer.h); data, not a param.
   Standardization standardize;
   FeatureStats standardize_label;  // a regressor's target (head.h)
-  // Each regressor head's target, by head (HeadOptions::heads); data, not a param.
-  Standardization standardize_heads;
   static constexpr const char* kClassifierName = "LinearClassifier";
   static constexpr const char* kRegressorName = "LinearRegressor";
 

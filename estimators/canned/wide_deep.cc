@@ -89,8 +89,7 @@ ModelFn DNNLinearCombinedOptions::model_fn(Task task) const {
     // Options given to a constructor are checked here, where they are first used.
     TROUPE_RETURN_IF_ERROR(o.validate(task));
     runtime::GraphBuilder& b = in.b;
-    Head head = head_of(o, task);
-    head.head_labels = o.standardize_heads;
+    const Head head = head_of(o, task);
     const int64_t units = logits_dimension(head);
     std::vector<ops::OptimizerPart> parts;
     std::vector<Output> logits;

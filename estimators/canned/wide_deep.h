@@ -45,8 +45,6 @@ struct DNNLinearCombinedOptions {
   HeadOptions head;  // label vocabulary, class weights, multi-label, weight column (head.h)
   FitParams fit;
   FeatureStats standardize_label;  // a regressor's target (head.h)
-  // Each regressor head's target, by head (HeadOptions::heads); data, not a param.
-  Standardization standardize_heads;
   static constexpr const char* kClassifierName = "DNNLinearCombinedClassifier";
   static constexpr const char* kRegressorName = "DNNLinearCombinedRegressor";
 

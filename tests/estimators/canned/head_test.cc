@@ -186,7 +186,7 @@ TEST_CASE("a multi-head model's regressor starts at its target's statistics") {
       auto stats = standardization(*train, {"size"});
       REQUIRE_MESSAGE(stats.ok(), stats.status().to_string());
       CHECK(stats->at("size").mean[0] == doctest::Approx(1000).epsilon(0.01));
-      o.standardize_heads = {{"size", stats->at("size")}};
+      o.head.head_labels = {{"size", stats->at("size")}};
     }
     DNNClassifier model(o, test::quiet());
     REQUIRE(model.estimator().train(*train).ok());
