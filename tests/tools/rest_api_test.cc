@@ -203,7 +203,7 @@ TEST_CASE("a version runs its warm-up requests before it is AVAILABLE; a bad one
                        .batching = {.enabled = false}},
                       rt);
   models.poll();
-  std::vector<VersionState> states = models.states();
+  std::vector<VersionState> states = *models.status(0, "");
   REQUIRE(states.size() == 1);
   CHECK(states[0].state == "AVAILABLE");
   CHECK(states[0].warmup_requests == 3);  // predict, classify and regress
@@ -212,7 +212,7 @@ TEST_CASE("a version runs its warm-up requests before it is AVAILABLE; a bad one
   write_half_plus_two(base, "8", 3.0);
   warmup("8", " --bad");
   models.poll();
-  states = models.states();
+  states = *models.status(0, "");
   REQUIRE(states.size() == 2);
   CHECK(states[0].version == 8);
   CHECK(states[0].state == "END");
@@ -220,8 +220,9 @@ TEST_CASE("a version runs its warm-up requests before it is AVAILABLE; a bad one
       states[0].status.message().find(
           "warm-up record 2: the model has no signature 'no_such_signature'") != std::string::npos,
       states[0].status.to_string());
-  REQUIRE(models.find(0) != nullptr);
-  CHECK(models.find(0)->version == 7);
+  auto served = models.servable(0, "");
+  REQUIRE(served.ok());
+  CHECK((*served)->version == 7);
   // An export written with the file among its assets_extra warms up the same.
   std::string requests;
   REQUIRE(runtime::read_file(base + "/7/" + kWarmupFile, &requests).ok());
@@ -231,7 +232,7 @@ TEST_CASE("a version runs its warm-up requests before it is AVAILABLE; a bad one
   auto nine = serving::write_saved_model(base, *seven);
   REQUIRE_MESSAGE(nine.ok(), nine.status().to_string());
   models.poll();
-  states = models.states();
+  states = *models.status(0, "");
   CHECK(states[0].state == "AVAILABLE");
   CHECK(states[0].warmup_requests == 3);
   fs::remove_all(base);

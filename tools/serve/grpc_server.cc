@@ -64,16 +64,6 @@ tfs::ModelVersionStatus::State state_of(const std::string& state) {
   return tfs::ModelVersionStatus::UNKNOWN;
 }
 
-void tensor_info(const runtime::Graph& g, const serving::TensorInfo& t, tensorflow::TensorInfo* p) {
-  p->set_name(g.output_name(t.tensor));
-  p->set_dtype(proto_dtype(t.dtype));
-  if (!t.shape.rank_known()) {
-    p->mutable_tensor_shape()->set_unknown_rank(true);
-    return;
-  }
-  for (int64_t d : t.shape.dims()) p->mutable_tensor_shape()->add_dim()->set_size(d);
-}
-
 Result<std::string> read_pem(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return runtime::not_found("gRPC: cannot read ", path);
@@ -192,19 +182,7 @@ class Answers {
       }
     }
     TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<Servable> s, servable_of(req.model_spec(), l));
-    const serving::SavedModel& m = s->predictor->model();
-    tfs::SignatureDefMap defs;
-    for (const auto& [key, sig] : m.signatures) {
-      tensorflow::SignatureDef& def = (*defs.mutable_signature_def())[key];
-      def.set_method_name(serving::method_name(sig.method));
-      for (const auto& [name, t] : sig.inputs) {
-        tensor_info(m.graph, t, &(*def.mutable_inputs())[name]);
-      }
-      for (const auto& [name, t] : sig.outputs) {
-        tensor_info(m.graph, t, &(*def.mutable_outputs())[name]);
-      }
-    }
-    (*res->mutable_metadata())["signature_def"].PackFrom(defs);
+    (*res->mutable_metadata())["signature_def"].PackFrom(signature_defs(s->predictor->model()));
     res->mutable_model_spec()->set_name(req.model_spec().name());
     res->mutable_model_spec()->mutable_version()->set_value(s->version);
     return runtime::ok_status();
@@ -212,23 +190,17 @@ class Answers {
 
   Status status(const tfs::GetModelStatusRequest& req, tfs::GetModelStatusResponse* res) {
     const tfs::ModelSpec& spec = req.model_spec();
-    std::shared_ptr<ModelManager> model = models_.find(spec.name());
-    int64_t version = spec.has_version() ? spec.version().value() : 0;
-    if (!model) return servable_not_found(spec.name(), version);
-    if (!spec.version_label().empty()) {
-      TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<Servable> s,
-                              model->servable(0, spec.version_label()));
-      version = s->version;
-    }
-    for (const VersionState& v : model->states()) {
-      if (version != 0 && v.version != version) continue;
+    TROUPE_ASSIGN_OR_RETURN(
+        std::vector<VersionState> states,
+        models_.status(spec.name(), spec.has_version() ? spec.version().value() : 0,
+                       spec.version_label()));
+    for (const VersionState& v : states) {
       tfs::ModelVersionStatus* out = res->add_model_version_status();
       out->set_version(v.version);
       out->set_state(state_of(v.state));
       out->mutable_status()->set_error_code(static_cast<int>(grpc_code(v.status.code())));
       if (!v.status.ok()) out->mutable_status()->set_error_message(v.status.message());
     }
-    if (res->model_version_status().empty()) return servable_not_found(spec.name(), version);
     return runtime::ok_status();
   }
 

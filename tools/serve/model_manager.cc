@@ -134,14 +134,6 @@ void ModelManager::load(int64_t version) {
   runtime::log_info("model ", options_.name, " serves version ", version, " (", dir, ")");
 }
 
-std::shared_ptr<Servable> ModelManager::find(int64_t version) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (served_.empty()) return nullptr;
-  if (version == 0) return served_.rbegin()->second;
-  auto it = served_.find(version);
-  return it == served_.end() ? nullptr : it->second;
-}
-
 runtime::Result<std::shared_ptr<Servable>> ModelManager::servable(int64_t version,
                                                                   const std::string& label) const {
   const std::string& name = options_.name;
@@ -164,10 +156,18 @@ runtime::Result<std::shared_ptr<Servable>> ModelManager::servable(int64_t versio
   return version == 0 ? served_.rbegin()->second : served_.at(version);
 }
 
-std::vector<VersionState> ModelManager::states() const {
+runtime::Result<std::vector<VersionState>> ModelManager::status(int64_t version,
+                                                                const std::string& label) const {
+  if (!label.empty()) {
+    TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<Servable> s, servable(0, label));
+    version = s->version;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<VersionState> out;
-  for (auto it = states_.rbegin(); it != states_.rend(); ++it) out.push_back(it->second);
+  for (auto it = states_.rbegin(); it != states_.rend(); ++it) {
+    if (version == 0 || it->first == version) out.push_back(it->second);
+  }
+  if (out.empty()) return servable_not_found(options_.name, version);
   return out;
 }
 

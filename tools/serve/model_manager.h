@@ -7,9 +7,9 @@
 //                        .policy = {.kind = VersionPolicy::Kind::kLatest, .num_versions = 2},
 //                        .labels = {{"stable", 3}}}, runtime);
 //   models.poll();                                   // also every poll_interval, on its thread
-//   if (auto s = models.find(0)) ...;                 // 0: the newest served; else that version
-//   auto stable = models.servable(0, "stable");       // Result: the version the label names
-//   for (auto& v : models.states()) ...               // {version, "AVAILABLE" | "END", status}
+//   auto s = models.servable(0, "");                  // Result: the newest served (0), or that
+//   version auto stable = models.servable(0, "stable");       // the version the label names auto
+//   all = models.status(0, "");                  // [{version, "AVAILABLE" | "END", status}]
 //
 // A version runs its export's warm-up requests (warmup.h) before it becomes AVAILABLE. A version
 // that fails to load or to warm up is logged, reported END with its error, and not retried; the
@@ -76,13 +76,14 @@ class ModelManager {
   // Ends the polling thread; what is served stays until the manager goes.
   void stop();
 
-  // The newest served version (0), or `version` when it is served; null otherwise.
-  std::shared_ptr<Servable> find(int64_t version) const;
-  // The version a request names: by `label` when not empty, else as find(); not_found, worded
-  // as TF Serving's, when it is not served.
+  // The version a request names: by `label` when not empty, else `version`, or the newest
+  // served (0); not_found, worded as TF Serving's, when it is not served.
   runtime::Result<std::shared_ptr<Servable>> servable(int64_t version,
                                                       const std::string& label) const;
-  std::vector<VersionState> states() const;  // newest first
+  // The states a status request asks for, newest first: every version's (0), `version`'s, or
+  // that of the version `label` names; not_found when there are none.
+  runtime::Result<std::vector<VersionState>> status(int64_t version,
+                                                    const std::string& label) const;
   const std::string& name() const { return options_.name; }
   const std::string& base_path() const { return options_.base_path; }
 

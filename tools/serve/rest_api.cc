@@ -1,5 +1,7 @@
 #include "tools/serve/rest_api.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <cctype>
 
 #include "tools/serve/inference.h"
@@ -78,33 +80,23 @@ HttpReply error(const Status& s) { return {http_status(s.code()), error_body(s.m
 
 HttpReply ok(const json& body) { return {200, to_text(body), {}}; }
 
-json tensor_info_json(const runtime::Graph& g, const serving::TensorInfo& t) {
-  json dims = json::array();
-  for (int64_t d : t.shape.dims()) dims.push_back({{"size", std::to_string(d)}, {"name", ""}});
-  return {{"dtype", tensorflow::DataType_Name(proto_dtype(t.dtype))},
-          {"tensor_shape", {{"dim", dims}, {"unknown_rank", !t.shape.rank_known()}}},
-          {"name", g.output_name(t.tensor)}};
-}
-
+// As TF Serving's REST API writes GetModelMetadata's answer: the SignatureDefMap in protobuf's
+// JSON mapping (int64 sizes as strings, every field printed), under model_spec.
 json metadata_json(const Route& r, const Servable& s) {
-  json defs = json::object();
-  const serving::SavedModel& m = s.predictor->model();
-  for (const auto& [key, sig] : m.signatures) {
-    json in = json::object(), out = json::object();
-    for (const auto& [name, t] : sig.inputs) in[name] = tensor_info_json(m.graph, t);
-    for (const auto& [name, t] : sig.outputs) out[name] = tensor_info_json(m.graph, t);
-    defs[key] = {
-        {"inputs", in}, {"outputs", out}, {"method_name", serving::method_name(sig.method)}};
-  }
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string defs;
+  (void)google::protobuf::util::MessageToJsonString(signature_defs(s.predictor->model()), &defs,
+                                                    options);
   return {{"model_spec",
            {{"name", r.name}, {"signature_name", ""}, {"version", std::to_string(s.version)}}},
-          {"metadata", {{"signature_def", {{"signature_def", defs}}}}}};
+          {"metadata", {{"signature_def", json::parse(defs)}}}};
 }
 
-json status_json(const Route& r, const std::vector<VersionState>& states) {
+json status_json(const std::vector<VersionState>& states) {
   json list = json::array();
   for (const VersionState& v : states) {
-    if (r.version != 0 && v.version != r.version) continue;
     list.push_back({{"version", std::to_string(v.version)},
                     {"state", v.state},
                     {"status",
@@ -349,20 +341,9 @@ void RestApi::serve_request(const HttpRequest& request, RequestLabels* counted,
       return reply({405, error_body(request.method + " " + request.target + ": use GET"), {}});
     }
     if (!r.metadata) {
-      // Held only here, on the calling thread: a model dropped from the config goes with it.
-      std::shared_ptr<ModelManager> model = models_.find(r.name);
-      if (!model) return reply(error(servable_not_found(r.name, r.version)));
-      Route asked = r;
-      if (!r.label.empty()) {
-        auto labelled = model->servable(0, r.label);
-        if (!labelled.ok()) return reply(error(labelled.status()));
-        asked.version = (*labelled)->version;
-      }
-      const json status = status_json(asked, model->states());
-      if (status["model_version_status"].empty()) {
-        return reply(error(servable_not_found(r.name, r.version)));
-      }
-      return reply(ok(status));
+      auto states = models_.status(r.name, r.version, r.label);
+      if (!states.ok()) return reply(error(states.status()));
+      return reply(ok(status_json(*states)));
     }
     auto found = models_.servable(r.name, r.version, r.label);
     if (!found.ok()) return reply(error(found.status()));

@@ -48,17 +48,14 @@ void ServedModels::apply(const std::vector<ModelConfig>& models) {
         models_[c.name] = loaded;
       }
       if (served) served->stop();  // its versions go with the requests that hold them
-      auto found = serving::list_versions(c.base_path);
-      if (!found.ok() || found->empty()) {
-        runtime::log_warning("model ", c.name, ": ",
-                             found.ok() ? "no version folder under " + c.base_path + " yet"
-                                        : found.status().message(),
-                             ": requests get 404 until one appears");
+      if (!loaded->status(0, "").ok()) {
+        runtime::log_warning("model ", c.name, ": no version folder under ", c.base_path,
+                             " yet: requests get 404 until one appears");
       }
+      served = loaded;
     }
-    std::shared_ptr<ModelManager> m = find(c.name);
     for (const auto& [label, version] : c.labels) {
-      if (!m->find(version)) {
+      if (!served->servable(version, "").ok()) {
         runtime::log_warning("model ", c.name, ": label '", label, "' names version ", version,
                              ", which is not available: requests for it get 404 until it is");
       }
@@ -122,11 +119,12 @@ runtime::Result<std::shared_ptr<Servable>> ServedModels::servable(const std::str
   return m->servable(version, label);
 }
 
-std::vector<std::string> ServedModels::names() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> out;
-  for (const auto& [name, m] : models_) out.push_back(name);
-  return out;
+runtime::Result<std::vector<VersionState>> ServedModels::status(const std::string& name,
+                                                                int64_t version,
+                                                                const std::string& label) const {
+  std::shared_ptr<ModelManager> m = find(name);
+  if (!m) return servable_not_found(name, version);
+  return m->status(version, label);
 }
 
 }  // namespace troupe::serve

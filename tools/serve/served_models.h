@@ -43,10 +43,11 @@ class ServedModels {
   void watch(std::string path, std::chrono::milliseconds interval);
 
   std::shared_ptr<ModelManager> find(const std::string& name) const;
-  // The version a request names (ModelManager::servable), or not_found as TF Serving words it.
+  // ModelManager's servable and status of the model `name`, or not_found as TF Serving words it.
   runtime::Result<std::shared_ptr<Servable>> servable(const std::string& name, int64_t version,
                                                       const std::string& label) const;
-  std::vector<std::string> names() const;
+  runtime::Result<std::vector<VersionState>> status(const std::string& name, int64_t version,
+                                                    const std::string& label) const;
 
  private:
   ModelOptions defaults_;

@@ -37,6 +37,16 @@ void add_values(const Tensor& t, Field* field) {
   for (int64_t i = 0; i < t.num_elements(); ++i) field->Add(v[i]);
 }
 
+void tensor_info(const runtime::Graph& g, const serving::TensorInfo& t, tensorflow::TensorInfo* p) {
+  p->set_name(g.output_name(t.tensor));
+  p->set_dtype(proto_dtype(t.dtype));
+  if (!t.shape.rank_known()) {
+    p->mutable_tensor_shape()->set_unknown_rank(true);
+    return;
+  }
+  for (int64_t d : t.shape.dims()) p->mutable_tensor_shape()->add_dim()->set_size(d);
+}
+
 }  // namespace
 
 Result<Tensor> tensor_from_proto(const tensorflow::TensorProto& p, const std::string& name,
@@ -166,6 +176,21 @@ void tensor_to_proto(const Tensor& t, tensorflow::TensorProto* p) {
     default:
       break;  // DT_INVALID says it: no dtype of TF's protos holds it
   }
+}
+
+tensorflow::serving::SignatureDefMap signature_defs(const serving::SavedModel& model) {
+  tensorflow::serving::SignatureDefMap defs;
+  for (const auto& [key, sig] : model.signatures) {
+    tensorflow::SignatureDef& def = (*defs.mutable_signature_def())[key];
+    def.set_method_name(serving::method_name(sig.method));
+    for (const auto& [name, t] : sig.inputs) {
+      tensor_info(model.graph, t, &(*def.mutable_inputs())[name]);
+    }
+    for (const auto& [name, t] : sig.outputs) {
+      tensor_info(model.graph, t, &(*def.mutable_outputs())[name]);
+    }
+  }
+  return defs;
 }
 
 }  // namespace troupe::serve
