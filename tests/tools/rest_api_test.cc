@@ -197,8 +197,7 @@ TEST_CASE("a version runs its warm-up requests before it is AVAILABLE; a bad one
   write_half_plus_two(base, "7", 2.0);
   warmup("7", "");
   actors::Runtime rt;
-  ModelManager models({.base_path = base,
-                       .name = "half_plus_two",
+  ModelManager models({.model = {"half_plus_two", base, VersionPolicy::latest(1), {}},
                        .poll_interval = std::chrono::milliseconds(0),
                        .batching = {.enabled = false}},
                       rt);

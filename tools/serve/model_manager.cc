@@ -42,8 +42,8 @@ void ModelManager::stop() {
 
 void ModelManager::configure(VersionPolicy policy, std::map<std::string, int64_t> labels) {
   std::lock_guard<std::mutex> lock(mu_);
-  options_.policy = std::move(policy);
-  options_.labels = std::move(labels);
+  options_.model.policy = std::move(policy);
+  options_.model.labels = std::move(labels);
 }
 
 void ModelManager::set_state(int64_t version, const std::string& state, runtime::Status status) {
@@ -53,7 +53,7 @@ void ModelManager::set_state(int64_t version, const std::string& state, runtime:
 
 void ModelManager::poll() {
   std::lock_guard<std::mutex> one(poll_mu_);
-  auto found = serving::list_versions(options_.base_path);
+  auto found = serving::list_versions(options_.model.base_path);
   if (!found.ok()) return;  // a base path gone for a moment (a remount) unloads nothing
   // The policy picks among the versions that have not failed; a failure makes it pick again, so
   // that a broken newest version leaves the one before it served.
@@ -67,7 +67,7 @@ void ModelManager::poll() {
         auto s = states_.find(v);
         if (s == states_.end() || s->second.status.ok()) candidates.push_back(v);
       }
-      wanted = options_.policy.choose(candidates);
+      wanted = options_.model.policy.choose(candidates);
       for (auto it = wanted.rbegin(); it != wanted.rend() && next == 0; ++it) {
         if (!served_.count(*it)) next = *it;
       }
@@ -90,12 +90,12 @@ void ModelManager::poll() {
     }
   }
   for (const auto& s : unloaded) {
-    runtime::log_info("model ", options_.name, " no longer serves version ", s->version);
+    runtime::log_info("model ", options_.model.name, " no longer serves version ", s->version);
   }
 }
 
 void ModelManager::load(int64_t version) {
-  const std::string dir = options_.base_path + "/" + std::to_string(version);
+  const std::string dir = options_.model.base_path + "/" + std::to_string(version);
   // Batch runners each run one call at a time (and an adaptive batcher's caller one more), and
   // so do server threads without batching.
   const int sessions = options_.batching.enabled ? options_.batching.num_batch_threads +
@@ -104,21 +104,21 @@ void ModelManager::load(int64_t version) {
   auto loaded = serving::Predictor::load(
       dir, {.sessions = sessions, .batch_invariant = true, .runtime = &runtime_});
   if (!loaded.ok()) {
-    runtime::log_error("model ", options_.name, " version ", version,
+    runtime::log_error("model ", options_.model.name, " version ", version,
                        " did not load: ", loaded.status().to_string());
     set_state(version, "END", loaded.status());
     return;
   }
   auto warmed = run_warmup(dir, **loaded);
   if (!warmed.ok()) {
-    runtime::log_error("model ", options_.name, " version ", version,
+    runtime::log_error("model ", options_.model.name, " version ", version,
                        " did not warm up: ", warmed.status().to_string());
     set_state(version, "END", warmed.status());
     return;
   }
   if (*warmed > 0) {
-    runtime::log_info("model ", options_.name, " version ", version, " warmed up with ", *warmed,
-                      " requests");
+    runtime::log_info("model ", options_.model.name, " version ", version, " warmed up with ",
+                      *warmed, " requests");
   }
   auto s = std::make_shared<Servable>();
   s->version = version;
@@ -131,16 +131,16 @@ void ModelManager::load(int64_t version) {
     served_[version] = std::move(s);
     states_[version] = {version, "AVAILABLE", runtime::ok_status(), *warmed};
   }
-  runtime::log_info("model ", options_.name, " serves version ", version, " (", dir, ")");
+  runtime::log_info("model ", options_.model.name, " serves version ", version, " (", dir, ")");
 }
 
 runtime::Result<std::shared_ptr<Servable>> ModelManager::servable(int64_t version,
                                                                   const std::string& label) const {
-  const std::string& name = options_.name;
+  const std::string& name = options_.model.name;
   std::lock_guard<std::mutex> lock(mu_);
   if (!label.empty()) {
-    auto l = options_.labels.find(label);
-    if (l == options_.labels.end()) {
+    auto l = options_.model.labels.find(label);
+    if (l == options_.model.labels.end()) {
       return runtime::not_found("Servable not found for request: model ", name,
                                 " has no version label '", label, "'");
     }
@@ -167,7 +167,7 @@ runtime::Result<std::vector<VersionState>> ModelManager::status(int64_t version,
   for (auto it = states_.rbegin(); it != states_.rend(); ++it) {
     if (version == 0 || it->first == version) out.push_back(it->second);
   }
-  if (out.empty()) return servable_not_found(options_.name, version);
+  if (out.empty()) return servable_not_found(options_.model.name, version);
   return out;
 }
 

@@ -3,13 +3,12 @@
 // picked up by polling, without a restart, and a version no longer picked is unloaded once its
 // replacement is AVAILABLE and the last request holding it has ended. Labels name versions.
 //
-//   ModelManager models({.base_path = "exports", .name = "fmnist",
-//                        .policy = {.kind = VersionPolicy::Kind::kLatest, .num_versions = 2},
-//                        .labels = {{"stable", 3}}}, runtime);
-//   models.poll();                                   // also every poll_interval, on its thread
-//   auto s = models.servable(0, "");                  // Result: the newest served (0), or that
-//   version auto stable = models.servable(0, "stable");       // the version the label names auto
-//   all = models.status(0, "");                  // [{version, "AVAILABLE" | "END", status}]
+//   ModelConfig fmnist{"fmnist", "exports", VersionPolicy::latest(2), {{"stable", 3}}};
+//   ModelManager models({.model = fmnist}, runtime);
+//   models.poll();                           // also every poll_interval, on its thread
+//   auto s = models.servable(0, "");         // Result: the newest served (0), or that version
+//   auto stable = models.servable(0, "stable");    // the version the label names
+//   auto all = models.status(0, "");         // [{version, "AVAILABLE" | "END", status}]
 //
 // A version runs its export's warm-up requests (warmup.h) before it becomes AVAILABLE. A version
 // that fails to load or to warm up is logged, reported END with its error, and not retried; the
@@ -32,10 +31,7 @@
 namespace troupe::serve {
 
 struct ModelOptions {
-  std::string base_path;
-  std::string name;
-  VersionPolicy policy;                           // which version folders are served
-  std::map<std::string, int64_t> labels;          // a label and the version it names
+  ModelConfig model;                              // its name, base path, version policy and labels
   std::chrono::milliseconds poll_interval{1000};  // 0: only explicit poll() calls
   // With batching enabled, requests go through a batcher; otherwise each runs on its caller's
   // thread, `sessions` at once (as many as the server has threads).
@@ -84,15 +80,15 @@ class ModelManager {
   // that of the version `label` names; not_found when there are none.
   runtime::Result<std::vector<VersionState>> status(int64_t version,
                                                     const std::string& label) const;
-  const std::string& name() const { return options_.name; }
-  const std::string& base_path() const { return options_.base_path; }
+  const std::string& name() const { return options_.model.name; }
+  const std::string& base_path() const { return options_.model.base_path; }
 
  private:
   // Loads and warms up one version: AVAILABLE and served, or END with why.
   void load(int64_t version);
   void set_state(int64_t version, const std::string& state, runtime::Status status);
 
-  ModelOptions options_;  // policy and labels under mu_
+  ModelOptions options_;  // its model's policy and labels under mu_
   actors::Runtime& runtime_;
   mutable std::mutex mu_;
   std::map<int64_t, std::shared_ptr<Servable>> served_;

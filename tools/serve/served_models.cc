@@ -31,10 +31,7 @@ void ServedModels::apply(const std::vector<ModelConfig>& models) {
       served->poll();
     } else {
       ModelOptions o = defaults_;
-      o.name = c.name;
-      o.base_path = c.base_path;
-      o.policy = c.policy;
-      o.labels = c.labels;
+      o.model = c;
       if (metrics_ != nullptr) {
         o.batching.on_batch = [m = metrics_, name = c.name](
                                   int64_t rows, const std::vector<std::chrono::microseconds>& w) {
