@@ -2,12 +2,11 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <fstream>
 #include <functional>
 #include <mutex>
 #include <set>
-#include <sstream>
 
+#include "runtime/record_io.h"
 #include "schema/serving_service.grpc.pb.h"
 #include "tools/serve/bearer_token.h"
 #include "tools/serve/inference.h"
@@ -62,14 +61,6 @@ tfs::ModelVersionStatus::State state_of(const std::string& state) {
   if (state == "LOADING") return tfs::ModelVersionStatus::LOADING;
   if (state == "END") return tfs::ModelVersionStatus::END;
   return tfs::ModelVersionStatus::UNKNOWN;
-}
-
-Result<std::string> read_pem(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return runtime::not_found("gRPC: cannot read ", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // The calls' work, each a function of its request that fills its response: what the two
@@ -323,8 +314,9 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::start(GrpcOptions o, ServedModel
   }
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!o.ssl_cert_file.empty()) {
-    TROUPE_ASSIGN_OR_RETURN(std::string cert, read_pem(o.ssl_cert_file));
-    TROUPE_ASSIGN_OR_RETURN(std::string key, read_pem(o.ssl_key_file));
+    std::string cert, key;
+    TROUPE_RETURN_IF_ERROR(runtime::read_file(o.ssl_cert_file, &cert).with_context("gRPC"));
+    TROUPE_RETURN_IF_ERROR(runtime::read_file(o.ssl_key_file, &key).with_context("gRPC"));
     grpc::SslServerCredentialsOptions tls;
     tls.pem_key_cert_pairs.push_back({key, cert});
     credentials = grpc::SslServerCredentials(tls);

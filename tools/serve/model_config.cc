@@ -4,10 +4,9 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "runtime/record_io.h"
 #include "schema/model_server_config.pb.h"
 
 namespace troupe::serve {
@@ -148,12 +147,12 @@ Result<std::vector<ModelConfig>> parse_model_config(std::string_view text,
 }
 
 Result<std::vector<ModelConfig>> read_model_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return runtime::not_found("--model_config_file ", path, ": cannot read it");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return runtime::unavailable("--model_config_file ", path, ": read failed");
-  return parse_model_config(text.str(), path);
+  std::string text;
+  if (runtime::Status s = runtime::read_file(path, &text); !s.ok()) {
+    return runtime::make_error(s.code(), "--model_config_file ", path, ": cannot read it (",
+                               s.message(), ")");
+  }
+  return parse_model_config(text, path);
 }
 
 }  // namespace troupe::serve
