@@ -50,6 +50,11 @@ enum class Role { kWriter, kReader };
 struct Peer {
   std::string task;  // what its handshake said, "" for none
   Role role = Role::kWriter;
+  // The connection it called on, for a shard's view of which replicas are still connected
+  // (ShardCalls::closed): a data server's connection number, or one with kCafLink set for a
+  // caller over CAF's connection; 0: not followed (a caller in the shard's own process).
+  uint64_t link = 0;
+  static constexpr uint64_t kCafLink = uint64_t{1} << 63;
 };
 
 // The file may hold two secrets, one a line, during a rotation: the first is the one this

@@ -141,7 +141,8 @@ Status check_role(const ShardCall& call, const Peer& from) {
                                         "' (", c.op, ") ", why);
   };
   if (call.sync.replica >= 0 || call.sync.aggregate > 0) {
-    return refuse(call, "takes part in synchronous training");
+    return refuse(call, call.sync.asynchronous ? "is a training replica's"
+                                               : "takes part in synchronous training");
   }
   if (!call.updates.empty()) return refuse(call.updates.front(), "is an update");
   if (variable_read(call) == nullptr) return refuse(call, "is not a variable's read");
@@ -255,8 +256,13 @@ std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, const Late
       return make_shard_reply(refused, {});
     }
   }
+  if (decoded.ok() && decoded->sync.replica >= 0 && from.link != 0) {
+    note_link(from.link, decoded->sync.replica);
+  }
   auto calling = enter(turnstile_, gate_);
-  if (!decoded.ok() || decoded->sync.replica < 0) return execute(std::move(decoded));
+  if (!decoded.ok() || decoded->sync.replica < 0 || decoded->sync.asynchronous) {
+    return execute(std::move(decoded));
+  }
   std::lock_guard<std::mutex> lock(sync_mu_);
   ShardCall& call = *decoded;
   const auto now = Clock::now();
@@ -319,6 +325,50 @@ std::optional<ShardReply> ShardCalls::call(const runtime::Bytes& frame, const La
   return call(decode_shard_call(frame), later, from);
 }
 
+void ShardCalls::note_link(uint64_t link, int replica) {
+  std::lock_guard<std::mutex> lock(links_mu_);
+  if (link_replica_.emplace(link, replica).second) {
+    ++replica_links_[replica];
+    known_.insert(replica);
+  }
+}
+
+size_t ShardCalls::replicas_known() {
+  std::lock_guard<std::mutex> lock(links_mu_);
+  return known_.size();
+}
+
+void ShardCalls::closed(uint64_t link) {
+  int replica = -1;
+  {
+    std::lock_guard<std::mutex> lock(links_mu_);
+    auto it = link_replica_.find(link);
+    if (it == link_replica_.end()) return;
+    replica = it->second;
+    link_replica_.erase(it);
+    if (--replica_links_[replica] > 0) return;
+    replica_links_.erase(replica);
+  }
+  // Rounds it leaves may close now, running their updates: as a call does, inside the gate.
+  auto calling = enter(turnstile_, gate_);
+  std::lock_guard<std::mutex> lock(sync_mu_);
+  sync_.leave(replica);
+}
+
+std::vector<int> ShardCalls::live_replicas() {
+  std::vector<int> connected;
+  {
+    std::lock_guard<std::mutex> lock(links_mu_);
+    for (const auto& [replica, links] : replica_links_) connected.push_back(replica);
+  }
+  std::lock_guard<std::mutex> lock(sync_mu_);
+  std::vector<int> out;
+  for (int r : connected) {
+    if (!sync_.gone(r)) out.push_back(r);
+  }
+  return out;
+}
+
 void ShardCalls::on_deadline(std::function<void(Clock::time_point)> f) {
   std::lock_guard<std::mutex> lock(sync_mu_);
   on_deadline_ = std::move(f);
@@ -345,6 +395,8 @@ struct ShardState {
   std::shared_ptr<ShardCalls> calls;
   std::map<uint64_t, caf::response_promise> waiting;
   uint64_t next_key = 0;
+  // Replicas' callers over CAF, watched: one that goes down is a link closed (ShardCalls).
+  std::map<caf::actor_addr, uint64_t> links;
   ShardCalls::Clock::time_point tick_at = ShardCalls::Clock::time_point::max();
 };
 
@@ -365,11 +417,24 @@ caf::result<std::vector<char>> handle(caf::stateful_actor<ShardState>* self,
   ShardState& st = self->state;
   const uint64_t key = ++st.next_key;
   auto me = caf::actor_cast<caf::weak_actor_ptr>(self);
-  auto reply = st.calls->call(std::move(decoded), [me, key](ShardReply r) {
-    if (auto actor = caf::actor_cast<caf::actor>(me)) {
-      caf::anon_send(actor, waited_atom::value, key, r.flat());
+  Peer from;
+  if (decoded.ok() && decoded->sync.replica >= 0 && self->current_sender()) {
+    const auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+    auto at = st.links.find(sender);
+    if (at == st.links.end()) {
+      at = st.links.emplace(sender, Peer::kCafLink | key).first;  // no two calls share a key
+      self->monitor(self->current_sender());
     }
-  });
+    from.link = at->second;
+  }
+  auto reply = st.calls->call(
+      std::move(decoded),
+      [me, key](ShardReply r) {
+        if (auto actor = caf::actor_cast<caf::actor>(me)) {
+          caf::anon_send(actor, waited_atom::value, key, r.flat());
+        }
+      },
+      from);
   if (reply) return reply->flat();
   auto promise = self->make_response_promise<std::vector<char>>();
   st.waiting.emplace(key, promise);
@@ -388,12 +453,24 @@ caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
     }
   });
   self->state.calls = std::move(calls);
+  self->set_down_handler([self](caf::down_msg& down) {
+    ShardState& st = self->state;
+    auto it = st.links.find(down.source);
+    if (it == st.links.end()) return;
+    st.calls->closed(it->second);
+    st.links.erase(it);
+  });
   return {
       [=](call_atom, std::vector<char>& blob) {
         auto bytes = std::make_shared<const std::vector<char>>(std::move(blob));
         return handle(self, decode_shard_call(std::move(bytes)));
       },
       [](ping_atom) { return ping_atom::value; },
+      [self](members_atom) {
+        std::vector<std::string> live;
+        for (int r : self->state.calls->live_replicas()) live.push_back(std::to_string(r));
+        return live;
+      },
       [on_finished](finished_atom) {
         if (on_finished) on_finished();
         return true;

@@ -13,6 +13,7 @@
 //   //         (snapshot_atom, vector<string> names) -> vector<char>, a checkpoint file's bytes
 //   //         of those entries (none named: all), for the chief's checkpoints
 //   //         (load_atom, vector<char> checkpoint) -> string, "" once its entries are stored
+//   //         (members_atom) -> vector<string>, the live replicas' numbers (live_replicas)
 //   // end:    (finished_atom) -> bool: the chief has finished training; the server's
 //   //         on_finished runs (a ps task ends then, as the operators that launch it expect)
 //
@@ -39,6 +40,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -87,6 +89,15 @@ class ShardCalls {
   // an earlier one tells `on_deadline` (set once; told at once of a deadline made before).
   Clock::time_point expire(Clock::time_point now);
   void on_deadline(std::function<void(Clock::time_point)> f);
+  // A connection that peers called on has closed (Peer::link: a data server's connection, a
+  // caller over CAF that went down). A replica none of whose connections is open any more has
+  // left: synchronous rounds stop waiting for it (SyncRounds::leave) until it calls again.
+  void closed(uint64_t link);
+  // The training replicas (chief and workers, synchronous or not) with a connection open that
+  // rounds still count on, in order: who trains now, for the chief's log of who came and went.
+  std::vector<int> live_replicas();
+  // How many training replicas have called since the shard began, gone or not.
+  size_t replicas_known();
   // Runs `f` while no call runs: a checkpoint's snapshot or restore sees no update half done.
   void between_calls(const std::function<void()>& f);
   size_t cached_nodes() const;
@@ -103,6 +114,8 @@ class ShardCalls {
   runtime::Status run_one(ShardCall& call, std::vector<runtime::Tensor>* outputs);
   std::mutex& var_lock(const std::string& var);
   runtime::Result<runtime::Tensor> read_var(const std::string& var);
+  // Notes that `replica` calls on `link` (its first call there counts).
+  void note_link(uint64_t link, int replica);
 
   std::shared_ptr<runtime::VariableStore> store_;
   // Every call holds gate_ shared, between_calls() alone; a caller of between_calls() holds
@@ -120,12 +133,17 @@ class ShardCalls {
   std::function<void(Clock::time_point)> on_deadline_;
   std::mutex refused_mu_;
   net::LogLimiter refused_;
+  std::mutex links_mu_;                   // the two below, alone
+  std::map<uint64_t, int> link_replica_;  // an open connection -> the replica that called on it
+  std::map<int, int> replica_links_;      // a replica -> its open connections (at least one)
+  std::set<int> known_;                   // every replica that has called
 };
 
 using varnames_atom = caf::atom_constant<caf::atom("varnames")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using load_atom = caf::atom_constant<caf::atom("load")>;
 using finished_atom = caf::atom_constant<caf::atom("finished")>;
+using members_atom = caf::atom_constant<caf::atom("members")>;
 
 // A checkpoint file's bytes holding `names` from `store` (all when empty); an error naming an
 // entry it does not hold.

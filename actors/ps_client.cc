@@ -1,6 +1,7 @@
 #include "actors/ps_client.h"
 
 #include <algorithm>
+#include <charconv>
 #include <thread>
 
 #include "actors/parameter_shard.h"
@@ -193,6 +194,22 @@ Result<int64_t> PsClient::read_int64(const std::string& variable, const std::str
     return runtime::internal_error(task, ": '", variable, "' is not an int64 scalar");
   }
   return it->second.data<int64_t>()[0];
+}
+
+Result<std::vector<int>> PsClient::live_replicas(const std::string& task) {
+  TROUPE_ASSIGN_OR_RETURN(
+      std::vector<std::string> names,
+      ask<std::vector<std::string>>(task, question_timeout_, members_atom::value));
+  std::vector<int> replicas;
+  for (const std::string& name : names) {
+    int r = -1;
+    const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), r);
+    if (error != std::errc() || end != name.data() + name.size() || r < 0) {
+      return runtime::data_loss(task, " named replica '", name, "', not a number");
+    }
+    replicas.push_back(r);
+  }
+  return replicas;
 }
 
 // The answer, or an error as soon as the server goes: CAF fails no request in flight when a

@@ -57,6 +57,8 @@ class PsClient {
   runtime::Status push(const runtime::VariableStore& from, const Placement& where);
   // One int64 scalar (the global step) from the task that holds it.
   runtime::Result<int64_t> read_int64(const std::string& variable, const std::string& task);
+  // The training replicas the task sees calling it now (ShardCalls::live_replicas), in order.
+  runtime::Result<std::vector<int>> live_replicas(const std::string& task);
   // Tells every task that training is over (the chief's last word): their servers end.
   runtime::Status finish();
 

@@ -20,11 +20,13 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
   server->advertised_data_port_ =
       options.advertised_data_port != 0 ? options.advertised_data_port : server->data_->port();
   auto calls = std::make_shared<ShardCalls>(server->variables_);
+  server->calls_ = calls;
   server->shard_ = spawn_parameter_shard(rt.system(), calls, server->advertised_data_port_,
                                          std::move(options.on_finished));
   auto handler = [calls](const runtime::Bytes& frame, const net::DataServer::Later& later,
                          const Peer& from) { return calls->call(frame, later, from); };
-  if (runtime::Status s = server->data_->serve(handler); !s.ok()) {
+  auto closed = [calls](const Peer& from) { calls->closed(from.link); };
+  if (runtime::Status s = server->data_->serve(handler, closed); !s.ok()) {
     server->data_.reset();
     caf::anon_send_exit(server->shard_, caf::exit_reason::user_shutdown);
     server->shard_ = nullptr;
@@ -41,6 +43,8 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
   server->port_ = *port;
   return server;
 }
+
+size_t Server::replicas_known() const { return calls_->replicas_known(); }
 
 Server::~Server() {
   if (!shard_) return;

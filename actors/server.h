@@ -37,6 +37,8 @@ struct ServerOptions {
   std::function<void()> on_finished;
 };
 
+class ShardCalls;  // parameter_shard.h
+
 class Server {
  public:
   static runtime::Result<std::unique_ptr<Server>> start(Runtime& runtime,
@@ -50,11 +52,14 @@ class Server {
   uint16_t advertised_data_port() const { return advertised_data_port_; }  // what peers dial
   int data_connections() { return data_->connections(); }
   runtime::VariableStore& variables() { return *variables_; }
+  // The training replicas that have called this server since it started (ShardCalls).
+  size_t replicas_known() const;
 
  private:
   explicit Server(Runtime& runtime) : runtime_(runtime) {}
   Runtime& runtime_;
   std::shared_ptr<runtime::VariableStore> variables_;
+  std::shared_ptr<ShardCalls> calls_;
   caf::actor shard_;
   std::unique_ptr<net::DataServer> data_;  // tensors travel here; CAF's port for the rest
   uint16_t port_ = 0;

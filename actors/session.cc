@@ -66,18 +66,20 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
   spec.allocator = s->allocator_;
   spec.variables = s->variables_;
   // An update's reply waits at the ps for its round, up to sync_timeout, before it travels.
+  const bool sync = options.replicas_to_aggregate > 0;
   const std::chrono::milliseconds call_timeout =
-      options.remote_timeout +
-      (options.replicas_to_aggregate > 0 ? options.sync_timeout : std::chrono::milliseconds(0));
+      options.remote_timeout + (sync ? options.sync_timeout : std::chrono::milliseconds(0)) +
+      (sync && options.min_replicas > 0 ? options.join_timeout : std::chrono::milliseconds(0));
   spec.remote_timeout = caf::duration(call_timeout);
   spec.profiler = std::make_shared<StepProfiler>();
   spec.fuse_ops = options.fuse_ops;
   if (options.replica >= 0) {
     spec.sync =
         SyncTag{options.replica, static_cast<uint32_t>(std::max(0, options.replicas_to_aggregate)),
-                static_cast<uint32_t>(options.sync_timeout.count())};
+                static_cast<uint32_t>(options.sync_timeout.count()),
+                static_cast<uint32_t>(std::max(0, options.min_replicas)), !sync};
     // A replica's next step reads what the round it took part in wrote.
-    if (options.replicas_to_aggregate > 0) spec.pipeline_depth = 1;
+    if (sync) spec.pipeline_depth = 1;
   }
   for (const auto& [task, address] : options.cluster) {
     auto parsed = runtime::DeviceSpec::parse(task);

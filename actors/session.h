@@ -61,9 +61,15 @@ struct SessionOptions {
   // Synchronous training (SyncReplicasOptimizer): this session is replica `replica`, and each
   // update on a ps waits for `replicas_to_aggregate` replicas' gradients (their mean is applied
   // once; stale ones are dropped), each round at most `sync_timeout`. Steps run one at a time.
+  // Elastic (min_replicas > 0): a round aggregates the live replicas, at least min_replicas
+  // and at most replicas_to_aggregate, and one short of min_replicas waits for replicas to join,
+  // an update's call up to `join_timeout` longer. Asynchronous training (replicas_to_aggregate
+  // 0) with a replica: its calls name it, for the ps's view of who trains.
   int replica = -1;
   int replicas_to_aggregate = 0;
+  int min_replicas = 0;
   std::chrono::milliseconds sync_timeout{30000};
+  std::chrono::milliseconds join_timeout{0};
 };
 
 class Session {

@@ -41,16 +41,19 @@ std::shared_ptr<net::DataChannel> channel_for(const SessionState& st, const runt
   return it->second[static_cast<size_t>(node.id) % it->second.size()];
 }
 
-// What a remote node's calls say of synchronous replication: every call names the replica;
-// updates (not initial assignments) and the barrier carry the round's size and timeout.
+// What a remote node's calls say of replication: every call names the replica (and whether it
+// trains asynchronously); in synchronous training, updates (not initial assignments) and the
+// barrier carry the round's size and timeout.
 SyncTag sync_tag(const SessionState& st, const runtime::Node& n) {
   SyncTag tag;
   if (st.spec.sync.replica < 0) return tag;
   tag.replica = st.spec.sync.replica;
+  tag.asynchronous = st.spec.sync.asynchronous;
   const bool update = n.def->variable_access == runtime::VariableAccess::kWrite && n.op != "Assign";
-  if (update || n.op == "SyncReplicasBarrier") {
+  if (!tag.asynchronous && (update || n.op == "SyncReplicasBarrier")) {
     tag.aggregate = st.spec.sync.aggregate;
     tag.aggregate_timeout_ms = st.spec.sync.aggregate_timeout_ms;
+    tag.min_aggregate = st.spec.sync.min_aggregate;
   }
   return tag;
 }

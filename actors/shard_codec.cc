@@ -19,6 +19,8 @@ Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
   msg.setReplica(extras.sync.replica);
   msg.setAggregate(extras.sync.aggregate);
   msg.setAggregateTimeoutMs(extras.sync.aggregate_timeout_ms);
+  msg.setMinAggregate(extras.sync.min_aggregate);
+  msg.setAsynchronous(extras.sync.asynchronous);
   TROUPE_RETURN_IF_ERROR(runtime::write_node(graph, node, msg.initNode(), builder->getOrphanage()));
   if (!extras.reads.empty()) {
     auto reads = msg.initReads(static_cast<unsigned>(extras.reads.size()));
@@ -79,7 +81,8 @@ Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes) {
         auto msg = r.getRoot<schema::ShardCall>();
         call.node_name = msg.getNode().getName().cStr();
         call.op = msg.getNode().getOp().cStr();
-        call.sync = SyncTag{msg.getReplica(), msg.getAggregate(), msg.getAggregateTimeoutMs()};
+        call.sync = SyncTag{msg.getReplica(), msg.getAggregate(), msg.getAggregateTimeoutMs(),
+                            msg.getMinAggregate(), msg.getAsynchronous()};
         call.discard_outputs = msg.getDiscardOutputs();
         TROUPE_RETURN_IF_ERROR(runtime::read_attrs(msg.getNode().getAttrs(), keep, &call.attrs));
         for (auto t : msg.getInputs()) {
@@ -91,6 +94,7 @@ Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes) {
           read.node_name = n.getName().cStr();
           read.op = n.getOp().cStr();
           read.sync.replica = call.sync.replica;
+          read.sync.asynchronous = call.sync.asynchronous;
           TROUPE_RETURN_IF_ERROR(runtime::read_attrs(n.getAttrs(), keep, &read.attrs));
         }
         for (auto u : msg.getUpdates()) {

@@ -29,6 +29,11 @@ struct SyncTag {
   int32_t replica = -1;               // the calling replica (worker), -1: not a replica
   uint32_t aggregate = 0;             // an update that waits for this many replicas' (0: at once)
   uint32_t aggregate_timeout_ms = 0;  // how long its round waits for them
+  // Elastic rounds (--min-replicas): a round aggregates the live replicas, `aggregate` at most
+  // and this many at least; 0: `aggregate`, fewer only once some are gone.
+  uint32_t min_aggregate = 0;
+  // A replica of asynchronous training: named so that the shard knows who trains, in no round.
+  bool asynchronous = false;
 };
 
 struct ShardCall {

@@ -43,7 +43,8 @@ void scale(Tensor& sum, T by) {
   for (int64_t i = 0; i < sum.num_elements(); ++i) s[i] *= by;
 }
 
-std::string names(const std::set<int>& replicas) {
+template <class Replicas>
+std::string names(const Replicas& replicas) {
   std::string out;
   for (int r : replicas) out += (out.empty() ? "" : ", ") + std::to_string(r);
   return out;
@@ -53,16 +54,42 @@ std::string names(const std::set<int>& replicas) {
 
 void SyncRounds::note_read(int replica, const std::string& var) {
   read_round_[{replica, var}] = round(var);
-  seen_.insert(replica);
+  if (seen_.insert(replica).second) runtime::log_debug("sync: replica ", replica, " joined");
   if (gone_.erase(replica) > 0) {
     runtime::log_info("sync: replica ", replica, " is back; rounds wait for it again");
   }
 }
 
-size_t SyncRounds::needed(uint32_t aggregate) const {
-  const size_t want = std::max<uint32_t>(1, aggregate);
+std::vector<int> SyncRounds::live() const {
+  std::vector<int> out;
+  std::set_difference(seen_.begin(), seen_.end(), gone_.begin(), gone_.end(),
+                      std::back_inserter(out));
+  return out;
+}
+
+size_t SyncRounds::needed(const SyncTag& tag) const {
+  const size_t want = std::max<size_t>(floor(tag), tag.aggregate);
+  const size_t live = seen_.size() - gone_.size();
+  if (tag.min_aggregate > 0) return std::clamp(live, floor(tag), want);
   if (gone_.empty()) return want;
-  return std::max<size_t>(1, std::min(want, seen_.size() - gone_.size()));
+  return std::max<size_t>(1, std::min(want, live));
+}
+
+void SyncRounds::leave(int replica) {
+  if (seen_.count(replica) == 0 || !gone_.insert(replica).second) return;
+  runtime::log_info("sync: replica ", replica,
+                    " left (its connections closed); rounds go on without it until it reads again");
+  const std::vector<int> others = live();
+  std::vector<std::string> done;
+  for (auto& [var, acc] : open_) {
+    if (acc.replicas.count(replica) > 0) continue;
+    // What the round can still get: what it has and the live replicas yet to send theirs.
+    size_t could = acc.replicas.size();
+    for (int r : others) could += acc.replicas.count(r) == 0 ? 1 : 0;
+    acc.target = std::min(acc.target, std::max(could, floor(acc.call.sync)));
+    if (acc.replicas.size() >= acc.target) done.push_back(var);
+  }
+  for (const std::string& var : done) close(var);
 }
 
 int64_t SyncRounds::round(const std::string& var) const {
@@ -101,7 +128,8 @@ std::optional<SyncRounds::Reply> SyncRounds::contribute(ShardCall call,
   if (open == open_.end()) {
     // The first contribution stands as it came, its inputs still in the frame they came in (which
     // they keep alive): when it is the round, nothing is copied; else the second makes the sum.
-    open = open_.emplace(var, Accumulator{std::move(call), false, {}, now}).first;
+    const size_t target = needed(call.sync);
+    open = open_.emplace(var, Accumulator{std::move(call), false, {}, target, now}).first;
   } else if (Status s = add(open->second, call); !s.ok()) {
     runtime::log_warning("sync: refused replica ", replica, "'s update of ", var, ": ",
                          s.message());
@@ -110,7 +138,7 @@ std::optional<SyncRounds::Reply> SyncRounds::contribute(ShardCall call,
   Accumulator& acc = open->second;
   acc.replicas.insert(replica);
   seen_.insert(replica);
-  if (acc.replicas.size() >= needed(acc.call.sync.aggregate)) {
+  if (acc.replicas.size() >= acc.target) {
     Reply applied = close(var);
     return discard && applied.status.ok() ? value_reply_none() : applied;
   }
@@ -137,7 +165,7 @@ Status SyncRounds::add(Accumulator& acc, const ShardCall& call) {
     }
   }
   const size_t n = acc.replicas.size() + 1;
-  acc.mean = n >= needed(acc.call.sync.aggregate);
+  acc.mean = n >= acc.target;
   const double by = acc.mean ? 1.0 / double(n) : 1.0;
   for (size_t i = 0; i < call.inputs.size(); ++i) {
     Tensor& sum = acc.call.inputs[i];
@@ -222,7 +250,7 @@ void SyncRounds::expire(Clock::time_point now) {
     }
   }
   for (const std::string& var : due) {
-    const Accumulator& acc = open_.at(var);
+    Accumulator& acc = open_.at(var);
     std::set<int> missing;
     for (int r : seen_) {
       if (!acc.replicas.count(r)) missing.insert(r);
@@ -231,10 +259,20 @@ void SyncRounds::expire(Clock::time_point now) {
     for (int r : missing) {
       if (gone_.insert(r).second) newly_gone.insert(r);
     }
+    const size_t least = floor(acc.call.sync);
+    if (acc.replicas.size() < least) {
+      // Elastic rounds below --min-replicas wait for replicas to join, logged each timeout.
+      runtime::log_warning("sync: round ", round(var), " of ", var,
+                           " waits for replicas to join: ", acc.replicas.size(),
+                           " sent theirs, at least ", least,
+                           " needed (--min-replicas); live: ", names(live()));
+      acc.opened = now;
+      acc.target = least;
+      continue;
+    }
     runtime::log_warning("sync: round ", round(var), " of ", var, " closed after ",
                          acc.call.sync.aggregate_timeout_ms, " ms with replicas ",
-                         names(acc.replicas), " (", acc.replicas.size(), " of ",
-                         acc.call.sync.aggregate,
+                         names(acc.replicas), " (", acc.replicas.size(), " of ", acc.target,
                          "); missing: ", missing.empty() ? "none seen" : names(missing),
                          " (replica 0 is the chief, replica i worker i - 1)",
                          newly_gone.empty() ? "" : "; rounds go on without them until they read");

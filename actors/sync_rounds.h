@@ -7,17 +7,25 @@
 // dropped. A round still short of replicas after its timeout closes with those it has, logged
 // with who took part; the replicas it missed count as gone (a killed worker) and the rounds
 // after it need only the others, until a gone replica reads a variable again: one timeout
-// for a lost worker, not one a step. An update is answered when its round closes, with the
-// round's result, so that a replica whose updates have all been answered reads what its round
-// wrote (TF's token queue, without a call of its own). The barrier (op SyncReplicasBarrier, on
-// the ps of the global step) answers a replica once the global step has passed the one it read,
-// for a step that must wait for the round without an update there.
+// for a lost worker, not one a step. A replica whose connections all closed (a killed or
+// stopped worker: ShardCalls tells `leave`) is gone at once, and the open rounds that counted
+// on it close with those they have, if that is enough: no round waits for a worker that is
+// gone. How many replicas a round waits for is fixed when it opens: `aggregate`, less the
+// gone; with elastic rounds (SyncTag::min_aggregate, --min-replicas) the live replicas (those
+// that called and are not gone), between min_aggregate and `aggregate`: a replica that joins
+// counts from the next round on. A round short of min_aggregate at its timeout waits on for
+// replicas to join (logged), as Horovod Elastic waits below min-np. An update is answered when its
+// round closes, with the round's result, so that a replica whose updates have all been answered
+// reads what its round wrote (TF's token queue, without a call of its own). The barrier (op
+// SyncReplicasBarrier, on the ps of the global step) answers a replica once the global step has
+// passed the one it read, for a step that must wait for the round without an update there.
 //
 //   SyncRounds sync(read, apply);   // read: a variable's value; apply: runs a round's mean update
 //   sync.note_read(replica, "w");                    // a read of w (Variable, VariableGather)
 //   std::optional<Reply> r = sync.contribute(std::move(call), later, Clock::now());  // or later
 //   std::optional<Reply> r = sync.wait(barrier_call, later, Clock::now());  // or later(reply)
 //   sync.expire(Clock::now());                       // at next_deadline()
+//   sync.leave(3);                                   // replica 3's connections all closed
 //
 // Not thread-safe: ShardCalls owns it and calls it under its lock (parameter_shard.h).
 #pragma once
@@ -50,6 +58,13 @@ class SyncRounds {
   SyncRounds(Read read, Apply apply) : read_(std::move(read)), apply_(std::move(apply)) {}
 
   void note_read(int replica, const std::string& var);
+  // The replica is gone (its connections closed): the open rounds it has not contributed to
+  // need one fewer, and those with enough close now. It is back at its next read.
+  void leave(int replica);
+  // The replicas that called and are not gone, in order.
+  std::vector<int> live() const;
+  // Whether rounds count the replica out (it left, or missed a round at its timeout).
+  bool gone(int replica) const { return gone_.count(replica) > 0; }
   // The reply once the update's round has closed: now when this call closed it or was dropped
   // (the variable as it is), else nothing, and `later` gets it when the round closes (the
   // others' updates came, or its time is up). A replica whose update has been answered reads
@@ -73,6 +88,7 @@ class SyncRounds {
     ShardCall call;     // the first contribution, its inputs replaced by their running sum
     bool mean = false;  // the sum divided by its count already
     std::set<int> replicas;
+    size_t target = 1;  // the contributions that close it, fixed when it opens (needed())
     Clock::time_point opened;
     // The contributions answered when the round closes, and whether each wants the value.
     std::vector<std::pair<std::function<void(Reply)>, bool>> waiting;
@@ -95,8 +111,10 @@ class SyncRounds {
   std::map<std::pair<int, std::string>, int64_t> read_round_;
   std::map<std::string, Accumulator> open_;
   std::vector<Waiter> waiters_;
-  // The replicas of a round: `aggregate`, less those gone (when some are), at least one.
-  size_t needed(uint32_t aggregate) const;
+  // The replicas a round opening now waits for (SyncTag): `aggregate`, less those gone (when
+  // some are); elastic, the live ones between min_aggregate and `aggregate`. At least one.
+  size_t needed(const SyncTag& tag) const;
+  size_t floor(const SyncTag& tag) const { return std::max<size_t>(1, tag.min_aggregate); }
 
   std::set<int> seen_;  // replicas that have called, for naming those a round misses
   std::set<int> gone_;  // missed a round at its timeout and not heard from since

@@ -5,6 +5,7 @@
 
 namespace troupe::estimators {
 
+using runtime::Result;
 using runtime::Status;
 
 ClusterMember::ClusterMember(actors::Runtime& runtime, const RunConfig& config,
@@ -86,11 +87,26 @@ int ClusterMember::replica_index() const {
 
 void ClusterMember::session_options(actors::SessionOptions* so) const {
   so->cluster = ps_tasks_;
+  // Asynchronous replicas are named too: the ps tasks then know who trains.
+  so->replica = replica_index();
   if (config_.replicas_to_aggregate > 0) {
-    so->replica = replica_index();
     so->replicas_to_aggregate = config_.replicas_to_aggregate;
+    so->min_replicas = config_.min_replicas;
     so->sync_timeout = std::chrono::milliseconds(config_.sync_timeout_ms);
+    so->join_timeout = std::chrono::milliseconds(config_.cluster_deadline_ms);
   }
+}
+
+Result<std::vector<int>> ClusterMember::live_replicas() const {
+  auto at = placement_.find("global_step");
+  if (!ps_ || at == placement_.end()) return runtime::failed_precondition("no global step placed");
+  return ps_->live_replicas(at->second);
+}
+
+std::string ClusterMember::replica_name(int replica) const {
+  const int chiefs = static_cast<int>(config_.cluster.addresses(TaskType::kChief).size());
+  if (replica < chiefs) return "chief";
+  return "worker " + std::to_string(replica - chiefs);
 }
 
 runtime::Result<input::Dataset> ClusterMember::part_of(const input::Dataset& data) {

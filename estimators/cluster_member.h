@@ -13,8 +13,8 @@
 //   }
 //
 // Inactive outside a cluster with ps tasks (a single process, a ps, an evaluator). Not
-// thread-safe but global_step(), which the training run's actor calls while the Estimator's
-// thread waits for it.
+// thread-safe but global_step(), live_replicas() and pull(), which the training run's actors
+// call while the Estimator's thread waits for it.
 #pragma once
 
 #include <atomic>
@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/ps_client.h"
 #include "actors/session.h"
@@ -64,6 +65,12 @@ class ClusterMember {
 
   // The chief is replica 0 of the training replicas, worker i replica i + 1.
   int replica_index() const;
+  // "chief" or "worker I" for a replica index.
+  std::string replica_name(int replica) const;
+  // The replicas training now, as the ps of the global step sees them: with a connection open,
+  // and counted by its rounds (actors/parameter_shard.h's live_replicas). Thread-safe as
+  // global_step() is.
+  runtime::Result<std::vector<int>> live_replicas() const;
   // The ps tasks a session's nodes call, and its part in synchronous rounds.
   void session_options(actors::SessionOptions* so) const;
   // This replica's part of the data (the same part for the same data, shard by shard).

@@ -10,6 +10,7 @@
 #include "estimators/estimator_actor.h"
 #include "estimators/export/exporter.h"
 #include "estimators/hook_actor.h"
+#include "estimators/membership_hook.h"
 #include "estimators/summary/summary_actor.h"
 #include "ops/array_ops.h"
 #include "ops/sparse_ops.h"
@@ -425,6 +426,11 @@ Result<std::vector<std::shared_ptr<SessionRunHook>>> Estimator::training_hooks(
       }
       hooks.push_back(summary_saver_hook(*train_events_, config_.save_summary_steps));
     }
+  }
+  if (member_.active() && member_.is_chief()) {
+    hooks.push_back(membership_hook([this] { return member_.live_replicas(); },
+                                    [this](int r) { return member_.replica_name(r); },
+                                    {config_.replicas_to_aggregate, config_.min_replicas}));
   }
   for (auto& h : m.spec.training_hooks) hooks.push_back(h);
   for (auto& h : options.hooks) hooks.push_back(h);

@@ -210,6 +210,15 @@ runtime::Status RunConfig::validate() const {
                                      " is more than the cluster's ", cluster.num_worker_replicas,
                                      " training replicas");
   }
+  if (min_replicas < 0) return runtime::invalid_argument("min_replicas < 0");
+  if (min_replicas > 0 && replicas_to_aggregate == 0) {
+    return runtime::invalid_argument("min_replicas ", min_replicas,
+                                     " without synchronous training (replicas_to_aggregate 0)");
+  }
+  if (min_replicas > replicas_to_aggregate) {
+    return runtime::invalid_argument("min_replicas ", min_replicas,
+                                     " is more than replicas_to_aggregate ", replicas_to_aggregate);
+  }
   if (sync_timeout_ms <= 0) return runtime::invalid_argument("sync_timeout_ms must be > 0");
   if (cluster_deadline_ms <= 0) {
     return runtime::invalid_argument("cluster_deadline_ms must be > 0");

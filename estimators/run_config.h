@@ -91,6 +91,10 @@ struct RunConfig {
   // workers. A round short of replicas after sync_timeout_ms goes on with those it has.
   int replicas_to_aggregate = 0;
   int64_t sync_timeout_ms = 30000;
+  // Elastic synchronous training (Horovod Elastic's min-np / max-np): with min_replicas > 0 a
+  // round aggregates the replicas live when it opens, at least min_replicas (short of them it
+  // waits for workers to join, up to cluster_deadline_ms) and at most replicas_to_aggregate.
+  int min_replicas = 0;
   // Proves this process a member of the cluster to the others (actors/job_secret.h); null: plain
   // connections, for a cluster on a trusted network only.
   std::shared_ptr<const actors::JobSecret> job_secret;

@@ -72,10 +72,14 @@ Status run_ps(const RunConfig& config, actors::ServerOptions options, StopReques
                     options.data.follow_incoming_cpu ? ", calls on their peers' cores" : "", ")");
   stop.wait();
   if (finished) {
-    // The workers' last steps may still be on their way: it ends once they have gone, or soon.
+    // The workers' last steps may still be on their way, and a worker that started late may not
+    // have come yet (it comes, finds the last global step passed, and ends with status 0): the
+    // ps ends once every training replica has come and gone, or soon.
     runtime::log_info("the chief has finished training: ", task, " ends");
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while ((*server)->data_connections() > 0 && std::chrono::steady_clock::now() < until) {
+    const size_t replicas = static_cast<size_t>(c.num_worker_replicas);
+    while (((*server)->data_connections() > 0 || (*server)->replicas_known() < replicas) &&
+           std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }

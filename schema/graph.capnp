@@ -73,6 +73,11 @@ struct ShardCall {
   # (itself an update) by a call that discards its outputs: a step's updates of one task are
   # one call.
   updates @7 :List(ShardUpdate);
+  # Elastic synchronous training: a round aggregates the live replicas, at least this many (0:
+  # rounds of `aggregate`, fewer only once replicas are gone).
+  minAggregate @8 :UInt32 = 0;
+  # A replica of asynchronous training: named for the shard's view of who trains, no rounds.
+  asynchronous @9 :Bool = false;
 }
 
 struct ShardUpdate {

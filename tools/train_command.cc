@@ -49,6 +49,8 @@ const std::vector<std::string> kTrainFlags = {"model",
                                               "cluster-deadline",
                                               "eval-timeout",
                                               "replicas-to-aggregate",
+                                              "min-replicas",
+                                              "max-replicas",
                                               "sync-timeout",
                                               "sequence-length"};
 
@@ -127,7 +129,7 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
   r->model_dir = flag("model-dir", "");
   r->label = flag("label", r->data.rfind("csv:", 0) == 0 ? "" : "label");
   std::string error;
-  int64_t deadline_s = 60, aggregate = 0, sync_timeout_s = 30;
+  int64_t deadline_s = 60, aggregate = 0, sync_timeout_s = 30, min_replicas = 0, max_replicas = 0;
   // A tree model's batch is the sample each layer grows from (estimators/canned/trees.h).
   const char* default_batch = model_info(r->spec.model).default_batch;
   if ((flags.count("epochs") && !to_int("epochs", flag("epochs", ""), 1, &r->epochs, &error)) ||
@@ -141,6 +143,8 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
       !to_int("eval-timeout", flag("eval-timeout", "600"), 1, &r->eval_timeout_s, &error) ||
       !to_int("replicas-to-aggregate", flag("replicas-to-aggregate", "0"), 0, &aggregate, &error) ||
       !to_int("sync-timeout", flag("sync-timeout", "30"), 1, &sync_timeout_s, &error) ||
+      !to_int("min-replicas", flag("min-replicas", "0"), 0, &min_replicas, &error) ||
+      !to_int("max-replicas", flag("max-replicas", "0"), 0, &max_replicas, &error) ||
       !to_int("sequence-length", flag("sequence-length", "0"), 0, &r->sequence_length, &error)) {
     return usage_error(error);
   }
@@ -160,7 +164,25 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
         "the ps tasks can read or change the model");
   }
   const CannedModelInfo& model = model_info(r->spec.model);
-  if (model.trees && (flags.count("sync") || aggregate > 0)) {
+  const bool elastic = flags.count("min-replicas") || flags.count("max-replicas");
+  if (elastic && flags.count("replicas-to-aggregate")) {
+    return usage_error(
+        "--replicas-to-aggregate is a fixed round; --min-replicas and --max-replicas follow the "
+        "live workers: give one or the other");
+  }
+  if (elastic && (min_replicas < 1 && flags.count("min-replicas"))) {
+    return usage_error("--min-replicas must be at least 1");
+  }
+  if (elastic && flags.count("max-replicas") && max_replicas < std::max<int64_t>(1, min_replicas)) {
+    return usage_error("--max-replicas " + std::to_string(max_replicas) +
+                       " is fewer than --min-replicas " + std::to_string(min_replicas));
+  }
+  if (elastic &&
+      (max_replicas > cluster.num_worker_replicas || min_replicas > cluster.num_worker_replicas)) {
+    return usage_error("--min-replicas/--max-replicas: the cluster has " +
+                       std::to_string(cluster.num_worker_replicas) + " training replicas");
+  }
+  if (model.trees && (flags.count("sync") || aggregate > 0 || elastic)) {
     // A step grows a layer from its own batch: there are no gradients to average.
     return usage_error(std::string("--sync: ") + model.name +
                        " grows its trees from each batch in turn");
@@ -198,6 +220,13 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
       static_cast<int>(aggregate > 0         ? aggregate
                        : flags.count("sync") ? cluster.num_worker_replicas
                                              : 0);
+  // --min-replicas M / --max-replicas X (either alone: 1 / the cluster's replicas): synchronous
+  // rounds of the live replicas, at least M and at most X, as Horovod Elastic's min-np / max-np.
+  if (elastic) {
+    config.min_replicas = static_cast<int>(std::max<int64_t>(1, min_replicas));
+    config.replicas_to_aggregate =
+        static_cast<int>(max_replicas > 0 ? max_replicas : cluster.num_worker_replicas);
+  }
   config.sync_timeout_ms = sync_timeout_s * 1000;
   if (auto valid = config.validate(); !valid.ok()) return usage_error(valid.message());
   r->repeat = r->steps > 0 || model.trees ||

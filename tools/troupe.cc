@@ -116,6 +116,8 @@ const Command kCommands[] = {
      "  --ps-strategy round_robin|greedy --cluster-deadline SECONDS (waiting for the others)\n"
      "  --sync (one update a step from every replica's gradients) --replicas-to-aggregate R\n"
      "  --sync-timeout SECONDS (a round short of replicas closes with those it has)\n"
+     "  --min-replicas M --max-replicas X: elastic --sync, a round of the workers live when it\n"
+     "    opens (at least M: fewer wait for workers to join; at most X), as Horovod Elastic\n"
      "  --steps N: the global step to stop at; --eval-timeout SECONDS (the evaluator)\n",
      true, true},
     {"evaluate", [](const auto& a, const auto&) { return troupe::cli::evaluate(a); },

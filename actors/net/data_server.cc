@@ -129,8 +129,9 @@ DataServer::DataServer(Runtime& runtime, int listen_fd, uint16_t port, DataServe
   if (::sched_getaffinity(0, sizeof cores_, &cores_) != 0) CPU_ZERO(&cores_);
 }
 
-Status DataServer::serve(Handler handler) {
+Status DataServer::serve(Handler handler, Closed closed) {
   handler_ = std::move(handler);
+  closed_ = std::move(closed);
   acceptor_ = std::make_unique<Loop>(*this);
   return acceptor_->start(true);
 }
@@ -279,6 +280,7 @@ void DataServer::accept_all(Loop& acceptor) {
 
 void DataServer::Loop::adopt(std::unique_ptr<Connection> c, Loop& caller) {
   ++load_;
+  c->member.link = c->id;
   // The reply's post holds the loop's context, not the loop: once the loop has stopped, a
   // reply posted to it is dropped unrun.
   c->later = [io = io_->shared_context(), loop = this, id = c->id](ShardReply r) {
@@ -364,7 +366,9 @@ void DataServer::Loop::close(uint64_t id, const std::string& why) {
     --load_;
     --server_.open_;
   }
+  const Peer member = it->second->member;
   connections_.erase(it);  // its socket closes, and its waits end, aborted
+  if (!stranger && server_.closed_) server_.closed_(member);
 }
 
 void DataServer::Loop::read_handshake(Connection& c) {

@@ -101,10 +101,15 @@ class DataServer {
   using Handler = std::function<std::optional<ShardReply>(const runtime::Bytes& frame,
                                                           const Later& later, const Peer& from)>;
 
+  // Told, on a serving thread, that a member's connection ended (the peer closed it or went, or
+  // it was closed here), with the Peer its calls were given: Peer::link is the connection's.
+  using Closed = std::function<void(const Peer& from)>;
+
   uint16_t port() const { return port_; }
-  // Accepts connections from now on; each one's calls run with `handler`, one at a time. An
-  // error when the server's thread cannot be started.
-  runtime::Status serve(Handler handler);
+  // Accepts connections from now on; each one's calls run with `handler`, one at a time, and
+  // `closed` (may be empty) hears of each one's end. An error when the server's thread cannot
+  // be started.
+  runtime::Status serve(Handler handler, Closed closed = {});
   // Connections open now (for tests and monitoring).
   int connections() const { return open_; }
 
@@ -121,6 +126,7 @@ class DataServer {
   const uint16_t port_;
   const DataServerOptions options_;
   Handler handler_;
+  Closed closed_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_{0};
   std::unique_ptr<Loop> acceptor_;

@@ -1,7 +1,8 @@
 // A ps server: its data server runs synchronous replicas' calls beside the shard actor's, it
 // listens on the data port it is told and advertises another, a process without the job
 // secret is refused on both ports, logged, and changes nothing, and a bit flipped on a member's
-// connection after its handshake is noticed on both ports.
+// connection after its handshake is noticed on both ports; a replica whose connections closed
+// has left, and the rounds waiting for it close.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -551,4 +552,104 @@ TEST_CASE("the evaluator reads a ps's variables on its data port; its writes and
   CHECK_MESSAGE(
       logged.find("/job:evaluator/task:0 may only read, and this port takes") != std::string::npos,
       logged);
+}
+
+TEST_CASE("a replica whose connections all closed has left: the round waiting for it closes") {
+  // Replicas 1 and 3 call over data channels, replica 2 over CAF's connection; rounds of 3 with
+  // a minute's timeout. Replica 1 sends its update; 2 and 3 go without theirs. The round closes
+  // as their connections do, not at its timeout, and the ps's view of who trains follows.
+  actors::Runtime server_rt;
+  auto server = actors::Server::start(server_rt, {});
+  REQUIRE_MESSAGE(server.ok(), server.status().to_string());
+  (*server)->variables().assign("w", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  actors::Runtime rt;
+  const std::string task = "/job:ps/task:0";
+  const std::string address = "127.0.0.1:" + std::to_string((*server)->port());
+  auto shard = actors::connect_server(rt, address);
+  REQUIRE(shard.ok());
+  auto ps = actors::PsClient::connect(rt, {{task, address}}, {});
+  REQUIRE(ps.ok());
+  auto live = [&] {
+    auto r = (*ps)->live_replicas(task);
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    return *r;
+  };
+  auto until_live = [&](const std::vector<int>& want) {
+    for (int i = 0; i < 200 && live() != want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return live();
+  };
+
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  auto v =
+      ops::variable(b, "w", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
+  auto add = ops::assign_add(b, v, ops::placeholder(b, DType::kFloat32, Shape{2}));
+  REQUIRE(b.ok());
+  caf::scoped_actor self{rt.system()};
+  using Reply = runtime::Result<std::vector<Tensor>>;
+  auto channel = [&] {
+    auto c = actors::net::DataChannel::connect(rt, "127.0.0.1", (*server)->data_port(),
+                                               std::chrono::seconds(10));
+    REQUIRE(c.ok());
+    return *c;
+  };
+  auto send = [&](actors::net::DataChannel& c, int node, std::vector<Tensor> inputs,
+                  actors::SyncTag sync) {
+    auto message = actors::build_shard_call(g, g.node(node), inputs, {.sync = sync});
+    REQUIRE(message.ok());
+    c.call(actors::net::ChannelCall{std::move(*message), inputs}, self, 1);
+  };
+  auto receive = [&](std::chrono::milliseconds wait) -> std::optional<Reply> {
+    std::optional<Reply> out;
+    self->receive([&](actors::net::channel_reply_atom, uint64_t,
+                      runtime::Bytes& r) { out = actors::decode_shard_reply(r); },
+                  [&](actors::net::channel_reply_atom, uint64_t, std::string& why) {
+                    out = runtime::unavailable(why);
+                  },
+                  caf::after(wait) >> [] {});
+    return out;
+  };
+  auto one = channel(), three = channel();
+  for (auto [c, replica] : {std::pair{one, 1}, std::pair{three, 3}}) {
+    send(*c, v.node, {}, actors::SyncTag{replica});
+    auto read = receive(std::chrono::seconds(10));
+    REQUIRE(read);
+    REQUIRE_MESSAGE(read->ok(), read->status().to_string());
+  }
+  {
+    caf::scoped_actor two{rt.system()};
+    std::vector<char> blob;
+    REQUIRE(
+        actors::encode_shard_call(g, g.node(v.node), {}, &blob, {.sync = actors::SyncTag{2}}).ok());
+    bool read = false;
+    two->request(*shard, std::chrono::seconds(10), actors::call_atom::value, std::move(blob))
+        .receive([&](std::vector<char>&) { read = true; }, [](caf::error&) {});
+    REQUIRE(read);
+    CHECK(live() == std::vector<int>{1, 2, 3});
+    send(*one, add.node, {Tensor::from_vector<float>(Shape{2}, {10, 20})},
+         actors::SyncTag{1, 3, 60000});
+    CHECK_FALSE(receive(std::chrono::milliseconds(300)));  // the round waits for 2 and 3
+  }  // replica 2's caller ends: CAF tells the ps
+  CHECK(until_live({1, 3}) == std::vector<int>{1, 3});
+  CHECK_FALSE(receive(std::chrono::milliseconds(100)));  // replica 3 may still send its update
+  three.reset();                                         // its connection closes
+  auto applied = receive(std::chrono::seconds(10));      // far less than the round's minute
+  REQUIRE(applied);
+  REQUIRE_MESSAGE(applied->ok(), applied->status().to_string());
+  CHECK((**applied)[0].to_vector<float>() == std::vector<float>{11, 22});  // replica 1's alone
+  CHECK(until_live({1}) == std::vector<int>{1});
+
+  // An asynchronous replica is named too: the ps knows it trains until its connection closes.
+  auto four = channel();
+  send(*four, add.node, {Tensor::from_vector<float>(Shape{2}, {1, 1})},
+       actors::SyncTag{4, 0, 0, 0, true});
+  auto async = receive(std::chrono::seconds(10));
+  REQUIRE(async);
+  REQUIRE_MESSAGE(async->ok(), async->status().to_string());
+  CHECK((**async)[0].to_vector<float>() == std::vector<float>{12, 23});  // applied at once
+  CHECK(live() == std::vector<int>{1, 4});
+  four.reset();
+  CHECK(until_live({1}) == std::vector<int>{1});
 }

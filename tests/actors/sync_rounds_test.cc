@@ -1,6 +1,7 @@
 // SyncRounds, a shard's part in synchronous training, without actors: updates averaged over
 // the replicas of a round and applied once, stale ones dropped, short rounds closed at their
-// timeout, and the barrier answered when the global step passes.
+// timeout, replicas that leave not waited for, elastic rounds of the live replicas, and the
+// barrier answered when the global step passes.
 #include "actors/sync_rounds.h"
 
 #include <doctest/doctest.h>
@@ -14,13 +15,14 @@ using namespace troupe::runtime;
 
 namespace {
 
-ShardCall sgd(int replica, std::vector<float> grad, uint32_t aggregate = 2) {
+ShardCall sgd(int replica, std::vector<float> grad, uint32_t aggregate = 2,
+              uint32_t min_aggregate = 0) {
   ShardCall c;
   c.node_name = "w/ApplyGradientDescent";
   c.op = "ApplyGradientDescent";
   c.attrs = {{"var", std::string("w")}, {"shape", Shape{2}}, {"dtype", DType::kFloat32}};
   c.inputs = {Tensor::from_vector<float>(Shape{2}, grad), Tensor::scalar<float>(1.0f)};
-  c.sync = actors::SyncTag{replica, aggregate, 1000};
+  c.sync = actors::SyncTag{replica, aggregate, 1000, min_aggregate};
   return c;
 }
 
@@ -205,4 +207,85 @@ TEST_CASE("a replica a round missed at its timeout is not waited for until it re
   CHECK(w(*f.store) == std::vector<float>{6, 16});
   f.contribute(sgd(1, {4, 4}), f.t0);
   CHECK(w(*f.store) == std::vector<float>{3, 13});
+}
+
+TEST_CASE("a replica that leaves closes the round that waited for it, and is not waited for") {
+  Fixture f;
+  for (int r = 0; r < 3; ++r) f.sync.note_read(r, "w");
+  CHECK(f.sync.live() == std::vector<int>{0, 1, 2});
+  f.contribute(sgd(0, {2, 4}, 3), f.t0);
+  f.contribute(sgd(1, {4, 8}, 3), f.t0);
+  CHECK(w(*f.store) == std::vector<float>{10, 20});
+  f.sync.leave(2);  // its connections closed: no timeout to wait for
+  CHECK(w(*f.store) == std::vector<float>{7, 14});
+  CHECK(f.answered.size() == 2);
+  CHECK(f.sync.live() == std::vector<int>{0, 1});
+  CHECK(f.sync.gone(2));
+  // The next rounds are of the two left, closed by the second without a timeout.
+  f.sync.note_read(0, "w");
+  f.sync.note_read(1, "w");
+  CHECK_FALSE(f.contribute(sgd(0, {1, 1}, 3), f.t0));
+  CHECK(f.contribute(sgd(1, {3, 3}, 3), f.t0));
+  CHECK(w(*f.store) == std::vector<float>{5, 12});
+  // A replica that leaves after sending its update still counts in its round.
+  f.sync.note_read(0, "w");
+  f.sync.note_read(1, "w");
+  f.contribute(sgd(1, {2, 2}, 3), f.t0);
+  f.sync.leave(1);
+  CHECK(w(*f.store) == std::vector<float>{5, 12});  // replica 0 is live: its update is awaited
+  CHECK(f.contribute(sgd(0, {4, 4}, 3), f.t0));
+  CHECK(w(*f.store) == std::vector<float>{2, 9});
+  // Leaving twice, or a replica never seen, changes nothing.
+  f.sync.leave(1);
+  f.sync.leave(7);
+  CHECK(f.sync.live() == std::vector<int>{0});
+}
+
+TEST_CASE("with backups, a replica that leaves changes no round that has enough others") {
+  Fixture f;
+  for (int r = 0; r < 4; ++r) f.sync.note_read(r, "w");
+  f.contribute(sgd(0, {3, 3}, 3), f.t0);  // rounds of 3 of 4 replicas
+  f.sync.leave(3);
+  CHECK(w(*f.store) == std::vector<float>{10, 20});  // 1 and 2 may still come
+  f.contribute(sgd(1, {3, 3}, 3), f.t0);
+  f.sync.leave(2);  // now it cannot get 3: it closes with the two it has
+  CHECK(w(*f.store) == std::vector<float>{7, 17});
+}
+
+TEST_CASE("elastic rounds aggregate the live replicas, fixed when a round opens") {
+  Fixture f;
+  auto sgd_elastic = [](int r, float g) { return sgd(r, {g, g}, 4, 1); };  // 1 to 4 replicas
+  f.sync.note_read(0, "w");
+  f.sync.note_read(1, "w");
+  // Two live: the round opens for two, and a third that joins meanwhile waits for the next.
+  CHECK_FALSE(f.contribute(sgd_elastic(0, 2), f.t0));
+  f.sync.note_read(2, "w");
+  CHECK(f.contribute(sgd_elastic(1, 4), f.t0));
+  CHECK(w(*f.store) == std::vector<float>{7, 17});
+  // Its update was read from the round before: dropped. Three are live from now on.
+  CHECK(f.contribute(sgd_elastic(2, 100), f.t0));
+  CHECK(f.sync.dropped() == 1);
+  for (int r = 0; r < 3; ++r) f.sync.note_read(r, "w");
+  f.contribute(sgd_elastic(0, 1), f.t0);
+  f.contribute(sgd_elastic(1, 2), f.t0);
+  CHECK(w(*f.store) == std::vector<float>{7, 17});
+  CHECK(f.contribute(sgd_elastic(2, 3), f.t0));
+  CHECK(w(*f.store) == std::vector<float>{5, 15});
+}
+
+TEST_CASE("an elastic round short of --min-replicas waits past its timeout for one to join") {
+  Fixture f;
+  auto sgd_min2 = [](int r, float g) { return sgd(r, {g, g}, 4, 2); };  // 2 to 4 replicas
+  f.sync.note_read(0, "w");
+  f.sync.note_read(1, "w");
+  f.sync.leave(1);
+  CHECK_FALSE(f.contribute(sgd_min2(0, 2), f.t0));  // one live, two needed
+  f.sync.expire(f.t0 + std::chrono::milliseconds(1000));
+  CHECK(w(*f.store) == std::vector<float>{10, 20});  // still open, logged
+  CHECK(f.answered.empty());
+  CHECK(f.sync.next_deadline() == f.t0 + std::chrono::milliseconds(2000));
+  f.sync.note_read(3, "w");  // a new worker joins and sends its update
+  CHECK(f.contribute(sgd_min2(3, 4), f.t0 + std::chrono::milliseconds(1500)));
+  CHECK(w(*f.store) == std::vector<float>{7, 17});
+  CHECK(f.answered.size() == 1);
 }

@@ -54,7 +54,9 @@ TEST_CASE("an Experiment plays the task its RunConfig names: ps, chief, worker a
   const ModelFn model_fn =
       DNNOptions{.hidden_units = {8}, .n_classes = 2, .optimizer = ops::Optimizer::sgd(0.1)}
           .model_fn(Task::kClassifier);
-  constexpr int64_t kLast = 60;
+  // Enough steps that the worker, which starts with the chief, has its share of them however the
+  // threads are scheduled (with 60 the chief alone sometimes took them all).
+  constexpr int64_t kLast = 300;
   struct Member {
     std::unique_ptr<Estimator> est;
     std::unique_ptr<Experiment> exp;
@@ -65,7 +67,7 @@ TEST_CASE("an Experiment plays the task its RunConfig names: ps, chief, worker a
   for (TaskType type : {TaskType::kPs, TaskType::kChief, TaskType::kWorker, TaskType::kEvaluator}) {
     RunConfig c = test::quiet(dir);
     c.cluster = task_of_cluster(cluster, type);
-    c.save_checkpoints_steps = 20;
+    c.save_checkpoints_steps = 100;
     c.cluster_poll_ms = 20;
     c.cluster_deadline_ms = 30000;
     Member& m = members[type];
