@@ -57,7 +57,9 @@ class Gate {
       : listen_fd_(listen_fd),
         secret_(std::move(secret)),
         self_(std::move(self)),
-        handshake_timeout_(handshake_timeout) {
+        handshake_timeout_(handshake_timeout),
+        budget_(net::handshake_budget(self_.members.size(), kMaxHandshakes),
+                net::handshake_budget(self_.members.size(), kMaxHandshakesPerSource)) {
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
     acceptor_ = std::thread([this] { accept_loop(); });
   }
@@ -177,7 +179,7 @@ class Gate {
   std::condition_variable idle_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, int> checking_;  // handshakes under way: their sockets
-  net::HandshakeBudget budget_{kMaxHandshakes, kMaxHandshakesPerSource};
+  net::HandshakeBudget budget_;
   net::LogLimiter refusals_;
   std::deque<Passed> passed_;
 };

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "actors/net/handshake_budget.h"
 #include "actors/session.h"
 #include "runtime/log.h"
 #include "runtime/placement.h"
@@ -54,6 +55,13 @@ Status run_ps(const RunConfig& config, actors::ServerOptions options, StopReques
   options.data.max_connections =
       std::max(options.data.max_connections,
                members * kSessionsPerMember * actors::Session::kDataChannelsPerServer);
+  // And for their handshakes at the start, when every member dials at once (from one address,
+  // on one machine): a member's handshake ended for a newer one failed its first step.
+  const size_t dialling = static_cast<size_t>(members) * actors::Session::kDataChannelsPerServer;
+  options.data.max_handshakes =
+      actors::net::handshake_budget(dialling, options.data.max_handshakes);
+  options.data.max_handshakes_per_source =
+      actors::net::handshake_budget(dialling, options.data.max_handshakes_per_source);
   std::atomic<bool> finished{false};  // outlives rt, whose end waits for the shard actor
   options.on_finished = [&stop, &finished] {
     finished = true;

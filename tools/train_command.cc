@@ -150,20 +150,6 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
   }
   auto strategy = runtime::parse_ps_strategy(flag("ps-strategy", "round_robin"));
   if (!strategy.ok()) return usage_error("--ps-strategy: " + strategy.status().message());
-  const bool in_cluster = !cluster.cluster.empty();
-  if (in_cluster && !std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster.task_label());
-  const bool trains = in_cluster && cluster.task_type != estimators::TaskType::kEvaluator;
-  if (trains && cluster.num_ps_replicas == 0) {
-    return usage_error("the cluster has no ps task: its variables live on ps tasks");
-  }
-  auto secret = secret_of(flags);
-  if (!secret.ok()) return fail(secret.status());
-  if (trains && !*secret) {
-    runtime::log_warning(
-        "no job secret (--secret or TROUPE_JOB_SECRET): anyone who can reach "
-        "the ps tasks can read or change the model");
-  }
-  const CannedModelInfo& model = model_info(r->spec.model);
   const bool elastic = flags.count("min-replicas") || flags.count("max-replicas");
   if (elastic && flags.count("replicas-to-aggregate")) {
     return usage_error(
@@ -179,9 +165,24 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
   }
   if (elastic &&
       (max_replicas > cluster.num_worker_replicas || min_replicas > cluster.num_worker_replicas)) {
-    return usage_error("--min-replicas/--max-replicas: the cluster has " +
-                       std::to_string(cluster.num_worker_replicas) + " training replicas");
+    return usage_error(
+        "--min-replicas/--max-replicas: more than the cluster's training replicas (" +
+        std::to_string(cluster.num_worker_replicas) + ")");
   }
+  const bool in_cluster = !cluster.cluster.empty();
+  if (in_cluster && !std::getenv("TROUPE_LAUNCHED")) runtime::set_log_task(cluster.task_label());
+  const bool trains = in_cluster && cluster.task_type != estimators::TaskType::kEvaluator;
+  if (trains && cluster.num_ps_replicas == 0) {
+    return usage_error("the cluster has no ps task: its variables live on ps tasks");
+  }
+  auto secret = secret_of(flags);
+  if (!secret.ok()) return fail(secret.status());
+  if (trains && !*secret) {
+    runtime::log_warning(
+        "no job secret (--secret or TROUPE_JOB_SECRET): anyone who can reach "
+        "the ps tasks can read or change the model");
+  }
+  const CannedModelInfo& model = model_info(r->spec.model);
   if (model.trees && (flags.count("sync") || aggregate > 0 || elastic)) {
     // A step grows a layer from its own batch: there are no gradients to average.
     return usage_error(std::string("--sync: ") + model.name +
