@@ -32,6 +32,24 @@
 using namespace troupe;
 using namespace troupe::runtime;
 
+namespace {
+
+using Reply = runtime::Result<std::vector<Tensor>>;
+
+// A data channel's reply to `self`, decoded, or nothing within `wait`.
+std::optional<Reply> channel_reply(caf::scoped_actor& self, std::chrono::milliseconds wait) {
+  std::optional<Reply> out;
+  self->receive([&](actors::net::channel_reply_atom, uint64_t,
+                    runtime::Bytes& r) { out = actors::decode_shard_reply(r); },
+                [&](actors::net::channel_reply_atom, uint64_t, std::string& why) {
+                  out = runtime::unavailable(why);
+                },
+                caf::after(wait) >> [] {});
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE(
     "a ps's data server runs sync replicas' calls itself; their rounds are the shard actor's too") {
   // Replica 1 calls over a data channel, replica 2 over CAF: an update's reply comes when its
@@ -62,23 +80,13 @@ TEST_CASE(
   const int barrier = ops::sync_replicas_barrier(b, step, add.node);
   REQUIRE(b.ok());
   caf::scoped_actor self{rt.system()};
-  using Reply = runtime::Result<std::vector<Tensor>>;
   // Replica 1 calls through the data channel; `wait` is how long its reply may take.
   auto send = [&](int node, std::vector<Tensor> inputs, actors::SyncTag sync) {
     auto message = actors::build_shard_call(g, g.node(node), inputs, {.sync = sync});
     REQUIRE(message.ok());
     (*channel)->call(actors::net::ChannelCall{std::move(*message), inputs}, self, 1);
   };
-  auto receive = [&](std::chrono::milliseconds wait) -> std::optional<Reply> {
-    std::optional<Reply> out;
-    self->receive([&](actors::net::channel_reply_atom, uint64_t,
-                      runtime::Bytes& r) { out = actors::decode_shard_reply(r); },
-                  [&](actors::net::channel_reply_atom, uint64_t, std::string& why) {
-                    out = runtime::unavailable(why);
-                  },
-                  caf::after(wait) >> [] {});
-    return out;
-  };
+  auto receive = [&](std::chrono::milliseconds wait) { return channel_reply(self, wait); };
   // Replica 2 calls the shard actor over CAF.
   auto request = [&](int node, std::vector<Tensor> inputs, actors::SyncTag sync) {
     std::vector<char> blob;
@@ -491,7 +499,6 @@ TEST_CASE("the evaluator reads a ps's variables on its data port; its writes and
   const Output v = ops::variable(b, "w", Shape{2}, DType::kFloat32, initial);
   const Output add = ops::assign_add(b, v, ops::placeholder(b, DType::kFloat32, Shape{2}));
   REQUIRE(b.ok());
-  using Reply = runtime::Result<std::vector<Tensor>>;
   // One call on a data channel of its own, as `rt`'s task.
   auto call = [&](actors::Runtime& rt, int node, std::vector<Tensor> inputs,
                   actors::SyncTag sync) -> Reply {
@@ -588,7 +595,6 @@ TEST_CASE("a replica whose connections all closed has left: the round waiting fo
   auto add = ops::assign_add(b, v, ops::placeholder(b, DType::kFloat32, Shape{2}));
   REQUIRE(b.ok());
   caf::scoped_actor self{rt.system()};
-  using Reply = runtime::Result<std::vector<Tensor>>;
   auto channel = [&] {
     auto c = actors::net::DataChannel::connect(rt, "127.0.0.1", (*server)->data_port(),
                                                std::chrono::seconds(10));
@@ -601,16 +607,7 @@ TEST_CASE("a replica whose connections all closed has left: the round waiting fo
     REQUIRE(message.ok());
     c.call(actors::net::ChannelCall{std::move(*message), inputs}, self, 1);
   };
-  auto receive = [&](std::chrono::milliseconds wait) -> std::optional<Reply> {
-    std::optional<Reply> out;
-    self->receive([&](actors::net::channel_reply_atom, uint64_t,
-                      runtime::Bytes& r) { out = actors::decode_shard_reply(r); },
-                  [&](actors::net::channel_reply_atom, uint64_t, std::string& why) {
-                    out = runtime::unavailable(why);
-                  },
-                  caf::after(wait) >> [] {});
-    return out;
-  };
+  auto receive = [&](std::chrono::milliseconds wait) { return channel_reply(self, wait); };
   auto one = channel(), three = channel();
   for (auto [c, replica] : {std::pair{one, 1}, std::pair{three, 3}}) {
     send(*c, v.node, {}, actors::SyncTag{replica});
