@@ -67,12 +67,15 @@ std::vector<int> SyncRounds::live() const {
   return out;
 }
 
-size_t SyncRounds::needed(const SyncTag& tag) const {
+size_t SyncRounds::round_size(const SyncTag& tag, size_t live, bool any_gone) {
   const size_t want = std::max<size_t>(floor(tag), tag.aggregate);
-  const size_t live = seen_.size() - gone_.size();
   if (tag.min_aggregate > 0) return std::clamp(live, floor(tag), want);
-  if (gone_.empty()) return want;
+  if (!any_gone) return want;
   return std::max<size_t>(1, std::min(want, live));
+}
+
+size_t SyncRounds::needed(const SyncTag& tag) const {
+  return round_size(tag, seen_.size() - gone_.size(), !gone_.empty());
 }
 
 void SyncRounds::leave(int replica) {
@@ -267,7 +270,6 @@ void SyncRounds::expire(Clock::time_point now) {
                            " sent theirs, at least ", least,
                            " needed (--min-replicas); live: ", names(live()));
       acc.opened = now;
-      acc.target = least;
       continue;
     }
     runtime::log_warning("sync: round ", round(var), " of ", var, " closed after ",

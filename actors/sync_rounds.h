@@ -65,6 +65,10 @@ class SyncRounds {
   std::vector<int> live() const;
   // Whether rounds count the replica out (it left, or missed a round at its timeout).
   bool gone(int replica) const { return gone_.count(replica) > 0; }
+  // The replicas a round opening with `live` replicas waits for, by its tag: `aggregate`, or the
+  // live ones when fewer and some are gone (`any_gone`); elastic, the live ones between
+  // min_aggregate and `aggregate`. At least one. The chief's log counts with it too.
+  static size_t round_size(const SyncTag& tag, size_t live, bool any_gone);
   // The reply once the update's round has closed: now when this call closed it or was dropped
   // (the variable as it is), else nothing, and `later` gets it when the round closes (the
   // others' updates came, or its time is up). A replica whose update has been answered reads
@@ -111,10 +115,9 @@ class SyncRounds {
   std::map<std::pair<int, std::string>, int64_t> read_round_;
   std::map<std::string, Accumulator> open_;
   std::vector<Waiter> waiters_;
-  // The replicas a round opening now waits for (SyncTag): `aggregate`, less those gone (when
-  // some are); elastic, the live ones between min_aggregate and `aggregate`. At least one.
+  // round_size() with this shard's live replicas.
   size_t needed(const SyncTag& tag) const;
-  size_t floor(const SyncTag& tag) const { return std::max<size_t>(1, tag.min_aggregate); }
+  static size_t floor(const SyncTag& tag) { return std::max<size_t>(1, tag.min_aggregate); }
 
   std::set<int> seen_;  // replicas that have called, for naming those a round misses
   std::set<int> gone_;  // missed a round at its timeout and not heard from since

@@ -3,18 +3,23 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iterator>
+#include <set>
 #include <utility>
 
+#include "actors/sync_rounds.h"
 #include "runtime/log.h"
 
 namespace troupe::estimators {
 
 using runtime::Status;
 
-int round_size(const MembershipRounds& rounds, int live) {
+int round_size(const MembershipRounds& rounds, int live, bool any_gone) {
   if (rounds.aggregate <= 0) return 0;
-  if (rounds.min_replicas > 0) return std::clamp(live, rounds.min_replicas, rounds.aggregate);
-  return std::max(1, std::min(rounds.aggregate, live));
+  actors::SyncTag tag;
+  tag.aggregate = static_cast<uint32_t>(rounds.aggregate);
+  tag.min_aggregate = static_cast<uint32_t>(std::max(0, rounds.min_replicas));
+  return static_cast<int>(
+      actors::SyncRounds::round_size(tag, static_cast<size_t>(std::max(0, live)), any_gone));
 }
 
 std::string replica_list(const std::vector<int>& replicas,
@@ -74,11 +79,14 @@ class MembershipHook : public SessionRunHook {
       if (!left.empty()) line += replica_list(left, name_) + " left; ";
       if (!joined.empty()) line += replica_list(joined, name_) + " joined; ";
     }
+    seen_.insert(live->begin(), live->end());
     const int n = static_cast<int>(live->size());
     line += std::to_string(n) + (n == 1 ? " replica trains (" : " replicas train (") +
             replica_list(*live, name_) + ")";
     if (rounds_.aggregate > 0) {
-      line += "; rounds aggregate " + std::to_string(round_size(rounds_, n));
+      // Some are gone when a replica seen before is not live now, as the ps counts them.
+      const bool any_gone = seen_.size() > live->size();
+      line += "; rounds aggregate " + std::to_string(round_size(rounds_, n, any_gone));
       if (rounds_.min_replicas > 0) {
         line += " (--min-replicas " + std::to_string(rounds_.min_replicas) + ", at most " +
                 std::to_string(rounds_.aggregate) + ")";
@@ -97,6 +105,7 @@ class MembershipHook : public SessionRunHook {
   MembershipRounds rounds_;
   std::chrono::steady_clock::time_point next_{};
   std::vector<int> last_;
+  std::set<int> seen_;  // every replica live at some look
   bool looked_ = false;
   bool failing_ = false;
 };

@@ -29,10 +29,9 @@ struct MembershipRounds {
   std::chrono::milliseconds every{1000};
 };
 
-// The number of replicas a round opening now aggregates with `live` replicas training, as the
-// ps counts them (actors/sync_rounds.h): elastic, `live` between min and aggregate; otherwise
-// `aggregate`, fewer once fewer are live.
-int round_size(const MembershipRounds& rounds, int live);
+// The number of replicas a round opening now aggregates with `live` replicas training, some
+// gone or not, by the ps's rule (SyncRounds::round_size); 0 for asynchronous training.
+int round_size(const MembershipRounds& rounds, int live, bool any_gone);
 
 // "chief, workers 0-2, 4, 9-11" for replicas 0-3, 5, 10-12 named by `name`.
 std::string replica_list(const std::vector<int>& replicas,

@@ -129,7 +129,8 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
   r->model_dir = flag("model-dir", "");
   r->label = flag("label", r->data.rfind("csv:", 0) == 0 ? "" : "label");
   std::string error;
-  int64_t deadline_s = 60, aggregate = 0, sync_timeout_s = 30, min_replicas = 0, max_replicas = 0;
+  int64_t deadline_s = 60, aggregate = 0, sync_timeout_s = 30, min_replicas = 1,
+          max_replicas = cluster.num_worker_replicas;
   // A tree model's batch is the sample each layer grows from (estimators/canned/trees.h).
   const char* default_batch = model_info(r->spec.model).default_batch;
   if ((flags.count("epochs") && !to_int("epochs", flag("epochs", ""), 1, &r->epochs, &error)) ||
@@ -143,8 +144,10 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
       !to_int("eval-timeout", flag("eval-timeout", "600"), 1, &r->eval_timeout_s, &error) ||
       !to_int("replicas-to-aggregate", flag("replicas-to-aggregate", "0"), 0, &aggregate, &error) ||
       !to_int("sync-timeout", flag("sync-timeout", "30"), 1, &sync_timeout_s, &error) ||
-      !to_int("min-replicas", flag("min-replicas", "0"), 0, &min_replicas, &error) ||
-      !to_int("max-replicas", flag("max-replicas", "0"), 0, &max_replicas, &error) ||
+      (flags.count("min-replicas") &&
+       !to_int("min-replicas", flag("min-replicas", ""), 1, &min_replicas, &error)) ||
+      (flags.count("max-replicas") &&
+       !to_int("max-replicas", flag("max-replicas", ""), 1, &max_replicas, &error)) ||
       !to_int("sequence-length", flag("sequence-length", "0"), 0, &r->sequence_length, &error)) {
     return usage_error(error);
   }
@@ -156,15 +159,11 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
         "--replicas-to-aggregate is a fixed round; --min-replicas and --max-replicas follow the "
         "live workers: give one or the other");
   }
-  if (elastic && (min_replicas < 1 && flags.count("min-replicas"))) {
-    return usage_error("--min-replicas must be at least 1");
-  }
-  if (elastic && flags.count("max-replicas") && max_replicas < std::max<int64_t>(1, min_replicas)) {
+  if (elastic && flags.count("max-replicas") && max_replicas < min_replicas) {
     return usage_error("--max-replicas " + std::to_string(max_replicas) +
                        " is fewer than --min-replicas " + std::to_string(min_replicas));
   }
-  if (elastic &&
-      (max_replicas > cluster.num_worker_replicas || min_replicas > cluster.num_worker_replicas)) {
+  if (elastic && std::max(min_replicas, max_replicas) > int64_t{cluster.num_worker_replicas}) {
     return usage_error(
         "--min-replicas/--max-replicas: more than the cluster's training replicas (" +
         std::to_string(cluster.num_worker_replicas) + ")");
@@ -224,9 +223,8 @@ int read_train_request(const Flags& flags, const estimators::ClusterConfig& clus
   // --min-replicas M / --max-replicas X (either alone: 1 / the cluster's replicas): synchronous
   // rounds of the live replicas, at least M and at most X, as Horovod Elastic's min-np / max-np.
   if (elastic) {
-    config.min_replicas = static_cast<int>(std::max<int64_t>(1, min_replicas));
-    config.replicas_to_aggregate =
-        static_cast<int>(max_replicas > 0 ? max_replicas : cluster.num_worker_replicas);
+    config.min_replicas = static_cast<int>(min_replicas);
+    config.replicas_to_aggregate = static_cast<int>(max_replicas);
   }
   config.sync_timeout_ms = sync_timeout_s * 1000;
   if (auto valid = config.validate(); !valid.ok()) return usage_error(valid.message());

@@ -23,12 +23,13 @@
 
 namespace troupe::actors::net {
 
-// A budget (in all, or per source) with room for a cluster of `members` dialling at once, as
-// they do when a job starts, and never less than `at_least` (the strangers' default): a
-// member's handshake ended for a newer one fails its first connection (64 workers on one
-// machine, all from 127.0.0.1, had theirs ended by a per-source budget of 16, and restarted).
-inline int handshake_budget(size_t members, int at_least) {
-  return std::max(at_least, static_cast<int>(2 * members));
+// A budget (in all, or per source) with room for twice the `connections` a cluster's members
+// dial at once when a job starts (one a member on CAF's port, each session's data channels on
+// the data port), and never less than `at_least` (the strangers' default): a member's handshake
+// ended for a newer one fails its first connection (64 workers on one machine, all from
+// 127.0.0.1, had theirs ended by a per-source budget of 16, and restarted).
+inline int handshake_budget(size_t connections, int at_least) {
+  return std::max(at_least, static_cast<int>(2 * connections));
 }
 
 class HandshakeBudget {
