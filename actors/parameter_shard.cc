@@ -131,6 +131,14 @@ Status check_updates(const ShardCall& call) {
   return runtime::ok_status();
 }
 
+// A replica's gradients: an update (not an initial assignment) or updates riding along.
+bool carries_update(const ShardCall& call) {
+  const runtime::OpDef* def = runtime::find_op(call.op);
+  const bool update = def != nullptr && def->variable_access == runtime::VariableAccess::kWrite &&
+                      call.op != "Assign";
+  return update || !call.updates.empty();
+}
+
 // A reader's call is a variable's read, with further reads only (execute checks those), and
 // takes no part in synchronous rounds, whose reads mark what a replica's gradients came from.
 Status check_role(const ShardCall& call, const Peer& from) {
@@ -258,6 +266,9 @@ std::optional<ShardReply> ShardCalls::call(Result<ShardCall> decoded, const Late
   }
   if (decoded.ok() && decoded->sync.replica >= 0 && from.link != 0) {
     note_link(from.link, decoded->sync.replica);
+  }
+  if (decoded.ok() && carries_update(*decoded)) {
+    updates_served_.fetch_add(1, std::memory_order_relaxed);
   }
   auto calling = enter(turnstile_, gate_);
   if (!decoded.ok() || decoded->sync.replica < 0 || decoded->sync.asynchronous) {

@@ -34,6 +34,7 @@
 #include <caf/all.hpp>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -98,6 +99,9 @@ class ShardCalls {
   std::vector<int> live_replicas();
   // How many training replicas have called since the shard began, gone or not.
   size_t replicas_known();
+  // How many calls from peers carried a replica's updates (a step's gradients for this shard,
+  // sent in one call), applied or accumulated: what the ps's CPU time is spent on.
+  uint64_t updates_served() const { return updates_served_.load(std::memory_order_relaxed); }
   // Runs `f` while no call runs: a checkpoint's snapshot or restore sees no update half done.
   void between_calls(const std::function<void()>& f);
   size_t cached_nodes() const;
@@ -137,6 +141,7 @@ class ShardCalls {
   std::map<uint64_t, int> link_replica_;  // an open connection -> the replica that called on it
   std::map<int, int> replica_links_;      // a replica -> its open connections (at least one)
   std::set<int> known_;                   // every replica that has called
+  std::atomic<uint64_t> updates_served_{0};
 };
 
 using varnames_atom = caf::atom_constant<caf::atom("varnames")>;

@@ -45,6 +45,7 @@ runtime::Result<std::unique_ptr<Server>> Server::start(Runtime& rt, ServerOption
 }
 
 size_t Server::replicas_known() const { return calls_->replicas_known(); }
+uint64_t Server::updates_served() const { return calls_->updates_served(); }
 
 Server::~Server() {
   if (!shard_) return;

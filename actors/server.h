@@ -54,6 +54,8 @@ class Server {
   runtime::VariableStore& variables() { return *variables_; }
   // The training replicas that have called this server since it started (ShardCalls).
   size_t replicas_known() const;
+  // The calls that carried a replica's updates (ShardCalls::updates_served).
+  uint64_t updates_served() const;
 
  private:
   explicit Server(Runtime& runtime) : runtime_(runtime) {}

@@ -43,10 +43,21 @@
 // Rates are the medians of the chief's global_step/sec log lines (each over 100 steps); the
 // machine's other load shows in them, so compare ratios from one run.
 //
-//   cluster_bench [--quick] [--json FILE] [--only churn]
+// With --workers N, these alone (the scaling issue's bench; scaling() says how):
+//   scaling_async|sync_wN  examples/s of N replicas against N processes alone (bar: linear, 1)
+//   ps_cpu_per_update_async|sync_wN  ps 0's CPU per replica step's updates against 1 replica's
+//   model_async|sync_wN    the cluster model's efficiency for the run against the measured one
+//   predicted_sync_dnn|dnn_x10_10g|25g_wN  the model's efficiency for N = 8 ... 64 workers on
+//                  10 and 25 Gbit/s, beside TF 1.x's published figures where there are some
+//
+//   cluster_bench [--quick] [--json FILE] [--only churn] [--workers N]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +79,7 @@
 #include "actors/session.h"
 #include "bench/bench_flags.h"
 #include "bench/bench_util.h"
+#include "bench/cluster_model.h"
 #include "bench/delay_proxy.h"
 #include "bench/strangers.h"
 #include "ops/math_ops.h"
@@ -90,7 +102,8 @@ struct Run {
   double steps_per_sec = 0;  // median of the logged rates
   double loopback_bytes = 0;
   double global_step = 0;
-  double cpu_seconds = 0;  // user + system of every process the command ran
+  double cpu_seconds = 0;                     // user + system of every process the command ran
+  double ps_updates = 0, ps_cpu_seconds = 0;  // ps 0's own count at its end (run_ps)
 };
 
 // The cores this process may run on, as taskset numbers them.
@@ -158,6 +171,13 @@ Run run(const std::string& args, const std::string& cores = "") {
     const bool chief = line.rfind("[chief 0]", 0) == 0 || line.rfind("INFO: [chief 0]", 0) == 0 ||
                        line.rfind("INFO: global", 0) == 0;
     if (k != std::string::npos && chief) rates.push_back(std::atof(line.c_str() + k + 17));
+    // "[ps 0] INFO: /job:ps/task:0 served 600 updates from 1 replica in 0.87 s of CPU (...)"
+    const size_t served = line.find(" served "), cpu = line.find(" s of CPU");
+    if (line.rfind("[ps 0]", 0) == 0 && served != std::string::npos && cpu != std::string::npos) {
+      r.ps_updates = std::atof(line.c_str() + served + 8);
+      const size_t in = line.rfind(" in ", cpu);
+      if (in != std::string::npos) r.ps_cpu_seconds = std::atof(line.c_str() + in + 4);
+    }
   }
   // The first window holds the start (connecting, initialising): left out when there are more.
   if (rates.size() > 2) rates.erase(rates.begin());
@@ -511,13 +531,181 @@ bool ok(const Run& r, const char* what) {
   return false;
 }
 
+// The one-way latency of this machine's loopback: a byte bounced over TCP, the median of 2000
+// round trips, halved; 0 when it cannot be measured.
+double loopback_latency() {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listener, 1) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(listener);
+    return 0;
+  }
+  const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+  const bool connected = ::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  const int server = connected ? ::accept(listener, nullptr, nullptr) : -1;
+  ::close(listener);
+  if (server < 0) {
+    ::close(client);
+    return 0;
+  }
+  for (int fd : {client, server}) {
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  constexpr int kTrips = 2000;
+  std::thread echo([server] {
+    char c = 0;
+    for (int i = 0; i < kTrips; ++i) {
+      if (::read(server, &c, 1) != 1 || ::write(server, &c, 1) != 1) return;
+    }
+  });
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> trips;
+  char c = 1;
+  for (int i = 0; i < kTrips; ++i) {
+    const auto t0 = Clock::now();
+    if (::write(client, &c, 1) != 1 || ::read(client, &c, 1) != 1) break;
+    trips.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  ::shutdown(client, SHUT_RDWR);
+  echo.join();
+  ::close(client);
+  ::close(server);
+  if (trips.size() != kTrips) return 0;
+  std::sort(trips.begin(), trips.end());
+  return trips[trips.size() / 2] / 2;
+}
+
+// --workers N: the scaling of N training replicas (1, 2, 4, ... up to N) against N processes
+// alone, asynchronous and synchronous, and ps 0's CPU per update (a replica's step's updates in
+// one call) against 1 replica's. Then a model of the cluster (cluster_model.h), fed with the
+// costs measured here (a step's compute: one process alone; its bytes, the ps's CPU and the
+// replica's CPU beyond the process alone: the 1-replica run; the loopback's latency), checked
+// against each run here (none is fitted to them), and its prediction for clusters this
+// machine cannot run: 8 to 64 workers, each with a ps beside it on a host of its own (as TF's
+// distributed_replicated benchmark ran), on 10 and 25 Gbit/s links with 50 us latency, for this
+// DNN and one ten times its size (ten times its math, its bytes and its ps's work), beside TF
+// 1.x's published figures for 16 and 64 workers (ResNet and Inception on GPUs, far more math
+// per byte than this DNN on a CPU core: the same measure, a different model).
+bool scaling(int64_t max_workers, const std::string& model, troupe::bench::Bars* bars) {
+  using troupe::bench::Cluster;
+  using troupe::bench::simulate;
+  const std::vector<int> cores = own_cores();
+  Run alone = run("train" + model);
+  if (!ok(alone, "one process")) return false;
+  const double alone_rate = alone.steps_per_sec * kBatch;
+  struct Point {
+    int workers;
+    bool sync;
+    double efficiency;
+  };
+  std::vector<Point> measured;
+  troupe::bench::StepCosts costs;
+  double ps_us_1[2] = {0, 0};
+  for (int n = 1; n <= max_workers; n *= 2) {
+    for (bool sync : {false, true}) {
+      const char* mode = sync ? "sync" : "async";
+      // The run of median rate of three (one with --quick): this machine's load moves them.
+      std::vector<Run> runs;
+      for (int i = 0; i < (quick ? 1 : 3); ++i) {
+        runs.push_back(run("cluster --pin --ps 1 --workers " + std::to_string(n) + " -- train" +
+                           (sync ? " --sync" : "") + model));
+        if (!ok(runs.back(), mode)) return false;
+        if (runs.back().ps_updates <= 0) {
+          const std::string& err = runs.back().err;
+          std::fprintf(stderr, "cluster_bench: ps 0 did not say what it served:\n%s\n",
+                       err.substr(err.size() > 2000 ? err.size() - 2000 : 0).c_str());
+          return false;
+        }
+      }
+      std::sort(runs.begin(), runs.end(),
+                [](const Run& a, const Run& b) { return a.steps_per_sec < b.steps_per_sec; });
+      const Run& r = runs[runs.size() / 2];
+      const double examples = r.steps_per_sec * kBatch * (sync ? n : 1);
+      const double efficiency = examples / (n * alone_rate);
+      const double ps_us = 1e6 * r.ps_cpu_seconds / r.ps_updates;
+      const std::string at = std::string(mode) + "_w" + std::to_string(n);
+      if (n == 1) ps_us_1[sync] = ps_us;
+      bars->add("scaling_" + at, efficiency, "efficiency", "n_processes_alone", n * alone_rate,
+                efficiency);
+      bars->add("ps_cpu_per_update_" + at, ps_us, "us", "1_replica", ps_us_1[sync],
+                ps_us / ps_us_1[sync]);
+      measured.push_back({n, sync, efficiency});
+      if (n == 1 && !sync) {
+        const double steps = std::max(1.0, r.global_step);
+        costs.compute_s = 1 / alone.steps_per_sec;
+        costs.bytes_per_step = r.loopback_bytes / steps;
+        costs.ps_cpu_per_update_s = r.ps_cpu_seconds / r.ps_updates;
+        // The replica's CPU beyond the same steps alone (the start and the end cancel out).
+        costs.worker_comm_s =
+            std::max(0.0, (r.cpu_seconds - r.ps_cpu_seconds - alone.cpu_seconds) / steps);
+      }
+    }
+  }
+  // On one machine a transfer is the CPU of the processes at its ends, which their measured
+  // costs hold: the loopback's latency alone is the link's own.
+  const troupe::bench::Link loopback{1e15, loopback_latency()};
+  if (loopback.latency_s <= 0) {
+    std::fprintf(stderr, "cluster_bench: could not measure the loopback's latency\n");
+    return false;
+  }
+  std::fprintf(stderr,
+               "cluster_bench: model costs: compute %.3f ms, worker's calls %.3f ms, %.0f bytes "
+               "a step, ps %.3f ms an update; loopback latency %.1f us\n",
+               1e3 * costs.compute_s, 1e3 * costs.worker_comm_s, costs.bytes_per_step,
+               1e3 * costs.ps_cpu_per_update_s, 1e6 * loopback.latency_s);
+  for (const Point& p : measured) {
+    const Cluster here = Cluster::one_machine(p.workers, 1, double(cores.size()), loopback);
+    const double predicted = simulate(costs, here, p.sync).efficiency;
+    bars->add(
+        std::string("model_") + (p.sync ? "sync" : "async") + "_w" + std::to_string(p.workers),
+        predicted, "efficiency", "measured", p.efficiency, predicted / p.efficiency);
+  }
+  troupe::bench::StepCosts big = costs;
+  for (double* c :
+       {&big.compute_s, &big.worker_comm_s, &big.bytes_per_step, &big.ps_cpu_per_update_s}) {
+    *c *= 10;
+  }
+  // TF 1.x's distributed_replicated scaling as published: about 0.9 at 16 workers, 0.8 to 0.94
+  // at 64 (the lower end the peer).
+  const std::map<int, double> tf = {{16, 0.9}, {64, 0.8}};
+  for (const auto& [name, c] : {std::pair{"dnn", &costs}, {"dnn_x10", &big}}) {
+    for (double gbit : {10.0, 25.0}) {
+      for (int n : {8, 16, 32, 64}) {
+        const Cluster cluster = Cluster::colocated(n, troupe::bench::Link::gbit(gbit, 50e-6));
+        const double e = simulate(*c, cluster, true, quick ? 50 : 200).efficiency;
+        const auto peer = tf.find(n);
+        bars->add(std::string("predicted_sync_") + name + "_" + std::to_string(int(gbit)) + "g_w" +
+                      std::to_string(n),
+                  e, "efficiency", peer == tf.end() ? "-" : "tf1_distributed_replicated",
+                  peer == tf.end() ? 0 : peer->second, peer == tf.end() ? 0 : e / peer->second);
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   troupe::bench::Flags flags("cluster_bench", "bench_cluster.json");
   std::string only;
   flags.value("only", &only, "BAR", "run this bar alone (churn: membership_churn)");
+  int64_t workers = 0;
+  flags.value("workers", &workers, "N",
+              "the scaling of 1, 2, 4, ... N replicas, the ps's CPU per update, and the cluster "
+              "model's check and predictions, alone (0: the other bars)");
   flags.parse(argc, argv);
+  if (workers < 0 || workers > 64) {
+    std::fprintf(stderr, "cluster_bench: --workers %lld: 1 to 64 (0: the other bars)\n",
+                 static_cast<long long>(workers));
+    return 2;
+  }
   if (!only.empty() && only != "churn") {
     std::fprintf(stderr, "cluster_bench: --only %s: the bar run alone is churn\n", only.c_str());
     return 2;
@@ -530,6 +718,11 @@ int main(int argc, char** argv) {
       steps;
   troupe::bench::Bars bars("cluster");
 
+  if (workers > 0) {
+    if (!scaling(workers, model, &bars)) return 1;
+    bars.write_json(json);
+    return 0;
+  }
   if (only == "churn") {
     if (!churn_bar(&bars)) return 1;
     bars.write_json(json);

@@ -444,8 +444,15 @@ TEST_CASE(
   const std::string again = slurp((d.dir / "again.json").string());
   CHECK_MESSAGE(number_after(again, "global_step") >= 3000, again, slurp(log));
   CHECK(number_after(again, "steps") > 0);
-  CHECK(slurp((d.dir / "ps.log").string()).find("the chief has finished training") !=
-        std::string::npos);
+  const std::string ps_log = slurp((d.dir / "ps.log").string());
+  CHECK(ps_log.find("the chief has finished training") != std::string::npos);
+  // Its last line says what it served: each step of the chief and the worker (in its two lives,
+  // one replica) sent the ps its updates in one call.
+  const size_t served = ps_log.find(" served ");
+  REQUIRE_MESSAGE(served != std::string::npos, ps_log);
+  CHECK(std::stod(ps_log.substr(served + 8)) >= 3000);
+  CHECK_MESSAGE(ps_log.find(" updates from 2 replicas in ", served) != std::string::npos, ps_log);
+  CHECK(ps_log.find(" s of CPU (", served) != std::string::npos);
   CHECK(processes_with(d.dir.string()) == 0);
   std::filesystem::remove_all(d.dir);
 }
