@@ -45,7 +45,16 @@ struct PlanState {
   ShardCallExtras call;
   // Its input slots: what it runs takes the first, each update the next as many as it has.
   size_t num_inputs = 0;
+  // Where its outputs hold a read of global_step, for a synchronous replica's SyncStamp; -1.
+  int stamp_output = -1;
 };
+
+bool reads_global_step(const runtime::Node& n) {
+  auto var = n.attrs.find("var");
+  if (n.op != "Variable" || var == n.attrs.end()) return false;
+  const std::string* name = std::get_if<std::string>(&var->second);
+  return name != nullptr && *name == "global_step";
+}
 
 size_t num_outputs(const PlanState& p) {
   size_t n = 0;
@@ -193,6 +202,12 @@ void answer(NodeActor* self, std::shared_ptr<NodeState::Call> call,
          runtime::internal_error("server returned ", outputs->size(), " outputs for ",
                                  st.node->name));
   } else {
+    if (st.spec.stamp && p.stamp_output >= 0) {
+      const Tensor& step = (*outputs)[static_cast<size_t>(p.stamp_output)];
+      if (step.dtype() == runtime::DType::kInt64 && step.num_elements() == 1) {
+        st.spec.stamp->set(call->pending.step, step.data<int64_t>()[0]);
+      }
+    }
     finish(self, call->pending, plan, *outputs, false);
   }
   self->send(self, Resume{});
@@ -232,7 +247,15 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   const runtime::Node& node = *pd.plan->exec->node;
   if (const auto& why = gone(self, st.spec.remote))
     return fail(self, pd, plan, unreachable(self, *why));
-  const ShardCallExtras& extras = pd.plan->call;
+  ShardCallExtras stamped;
+  const ShardCallExtras* chosen = &pd.plan->call;
+  if (st.spec.stamp && chosen->sync.aggregate > 0) {
+    // An update of synchronous training: its round is the global step its step read.
+    stamped = *chosen;
+    stamped.sync.stamp = st.spec.stamp->of(pd.step);
+    chosen = &stamped;
+  }
+  const ShardCallExtras& extras = *chosen;
   const bool discard = extras.discard_outputs;
   // Over the data channel the call's segments go out as they are; over CAF, as one blob.
   net::ChannelCall message;
@@ -480,6 +503,11 @@ caf::behavior node_actor(NodeActor* self, NodeSpec spec) {
         p.exec = p.plan.fused ? &p.fused : &st.own;
         p.yields = {p.exec->node};
         for (int r : p.plan.reads) p.yields.push_back(&st.spec.graph->node(r));
+        int at = 0;
+        for (const runtime::Node* y : p.yields) {
+          if (st.spec.remote && reads_global_step(*y)) p.stamp_output = at;
+          at += y->num_outputs();
+        }
         p.num_inputs = p.exec->node->inputs.size();
         // An update ordered only by control edges needs no value back: the reply carries none.
         bool discard = p.plan.fetched_outputs.empty();

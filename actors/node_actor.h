@@ -20,6 +20,7 @@
 
 #include "actors/shard_codec.h"
 #include "actors/step_profiler.h"
+#include "actors/sync_stamp.h"
 #include "runtime/allocator.h"
 #include "runtime/graph.h"
 #include "runtime/variable_store.h"
@@ -43,6 +44,8 @@ struct NodeSpec {
   SyncTag sync;                            // what its remote calls say of synchronous replication
   // The servers of the cluster's other tasks, by task: where a loop's nodes placed there run.
   std::map<std::string, caf::actor> servers;
+  // A synchronous replica's: set by its step's read of global_step, carried by its updates.
+  std::shared_ptr<SyncStamp> stamp;
 };
 
 caf::actor spawn_node_actor(caf::event_based_actor* parent, NodeSpec spec);

@@ -80,6 +80,7 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
                 static_cast<uint32_t>(std::max(0, options.min_replicas)), !sync};
     // A replica's next step reads what the round it took part in wrote.
     if (sync) spec.pipeline_depth = 1;
+    if (sync) spec.stamp = std::make_shared<SyncStamp>();
   }
   for (const auto& [task, address] : options.cluster) {
     auto parsed = runtime::DeviceSpec::parse(task);

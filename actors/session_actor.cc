@@ -71,7 +71,8 @@ caf::actor node_for(SessionActor* self, int id) {
                   st.spec.remote_timeout,
                   st.spec.profiler,
                   sync_tag(st, st.spec.graph->node(id)),
-                  st.spec.remote_tasks};
+                  st.spec.remote_tasks,
+                  st.spec.stamp};
     st.nodes[id] = spawn_node_actor(self, std::move(spec));
   }
   return st.nodes[id];

@@ -20,6 +20,7 @@
 
 #include "actors/shard_codec.h"
 #include "actors/step_profiler.h"
+#include "actors/sync_stamp.h"
 #include "runtime/allocator.h"
 #include "runtime/graph.h"
 #include "runtime/variable_store.h"
@@ -45,6 +46,8 @@ struct SessionSpec {
   // This session as a replica of synchronous training (actors/sync_rounds.h): its remote calls
   // say so, and its updates wait for `aggregate` replicas' contributions.
   SyncTag sync;
+  // A synchronous replica's: the global step each step read, which its updates carry.
+  std::shared_ptr<SyncStamp> stamp;
 };
 
 caf::actor spawn_session(caf::actor_system& system, SessionSpec spec);

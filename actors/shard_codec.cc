@@ -21,6 +21,7 @@ Result<std::unique_ptr<capnp::MallocMessageBuilder>> build_shard_call(
   msg.setAggregateTimeoutMs(extras.sync.aggregate_timeout_ms);
   msg.setMinAggregate(extras.sync.min_aggregate);
   msg.setAsynchronous(extras.sync.asynchronous);
+  msg.setStamp(extras.sync.stamp);
   TROUPE_RETURN_IF_ERROR(runtime::write_node(graph, node, msg.initNode(), builder->getOrphanage()));
   if (!extras.reads.empty()) {
     auto reads = msg.initReads(static_cast<unsigned>(extras.reads.size()));
@@ -81,8 +82,9 @@ Result<ShardCall> decode_shard_call(const runtime::Bytes& bytes) {
         auto msg = r.getRoot<schema::ShardCall>();
         call.node_name = msg.getNode().getName().cStr();
         call.op = msg.getNode().getOp().cStr();
-        call.sync = SyncTag{msg.getReplica(), msg.getAggregate(), msg.getAggregateTimeoutMs(),
-                            msg.getMinAggregate(), msg.getAsynchronous()};
+        call.sync =
+            SyncTag{msg.getReplica(),      msg.getAggregate(),    msg.getAggregateTimeoutMs(),
+                    msg.getMinAggregate(), msg.getAsynchronous(), msg.getStamp()};
         call.discard_outputs = msg.getDiscardOutputs();
         TROUPE_RETURN_IF_ERROR(runtime::read_attrs(msg.getNode().getAttrs(), keep, &call.attrs));
         for (auto t : msg.getInputs()) {

@@ -34,6 +34,10 @@ struct SyncTag {
   uint32_t min_aggregate = 0;
   // A replica of asynchronous training: named so that the shard knows who trains, in no round.
   bool asynchronous = false;
+  // An update's round on every shard: the global step its replica read in the same step (as
+  // TF's SyncReplicasOptimizer stamps gradients with the local step); -1: rounds by the
+  // replica's reads of each variable.
+  int64_t stamp = -1;
 };
 
 struct ShardCall {

@@ -116,23 +116,45 @@ std::optional<SyncRounds::Reply> SyncRounds::contribute(ShardCall call,
   if (name == nullptr) return apply_(std::move(call));
   const std::string var = *name;
   const int replica = call.sync.replica;
+  const int64_t stamp = call.sync.stamp;
   const bool discard = call.discard_outputs;
   auto as_is = [&] { return discard ? value_reply_none() : current_value(var); };
-  auto read = read_round_.find({replica, var});
   auto open = open_.find(var);
-  const bool stale = read != read_round_.end() && read->second < round(var);
-  const bool again = open != open_.end() && open->second.replicas.count(replica) > 0;
+  bool stale = false, passed_open = false;
+  if (stamp >= 0) {
+    // Stamped: its round is the global step it read, on every shard alike.
+    auto closed = closed_stamp_.find(var);
+    stale = (closed != closed_stamp_.end() && stamp <= closed->second) ||
+            (open != open_.end() && stamp < open->second.stamp);
+    passed_open =
+        !stale && open != open_.end() && open->second.stamp >= 0 && open->second.stamp < stamp;
+  } else {
+    auto read = read_round_.find({replica, var});
+    stale = read != read_round_.end() && read->second < round(var);
+  }
+  const bool again =
+      !passed_open && open != open_.end() && open->second.replicas.count(replica) > 0;
   if (stale || again) {
     ++dropped_;
     runtime::log_debug("sync: dropped replica ", replica, "'s update of ", var, " (round ",
-                       round(var), ")");
+                       round(var), stamp >= 0 ? ", global step " + std::to_string(stamp) : "", ")");
     return as_is();
+  }
+  if (passed_open) {
+    // The global step has passed the open round: the replicas it waits for read a later one
+    // (a shard that counted a replica gone before this one did, a round closed at its time).
+    runtime::log_info("sync: round of ", var, " at global step ", open->second.stamp,
+                      " closed with replicas ", names(open->second.replicas), ": replica ", replica,
+                      " sent one at global step ", stamp);
+    close(var);
+    open = open_.end();
   }
   if (open == open_.end()) {
     // The first contribution stands as it came, its inputs still in the frame they came in (which
     // they keep alive): when it is the round, nothing is copied; else the second makes the sum.
     const size_t target = needed(call.sync);
-    open = open_.emplace(var, Accumulator{std::move(call), false, {}, target, now}).first;
+    open =
+        open_.emplace(var, Accumulator{std::move(call), false, {}, target, now, {}, stamp}).first;
   } else if (Status s = add(open->second, call); !s.ok()) {
     runtime::log_warning("sync: refused replica ", replica, "'s update of ", var, ": ",
                          s.message());
@@ -208,6 +230,10 @@ SyncRounds::Reply SyncRounds::close(const std::string& var) {
   acc.call.sync = SyncTag{};
   Reply applied = apply_(std::move(acc.call));
   ++rounds_[var];
+  if (acc.stamp >= 0) {
+    auto [closed, first] = closed_stamp_.emplace(var, acc.stamp);
+    if (!first) closed->second = std::max(closed->second, acc.stamp);
+  }
   for (auto& [reply, discard] : acc.waiting) {
     reply(discard && applied.status.ok() ? value_reply_none() : applied);
   }

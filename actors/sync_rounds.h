@@ -2,10 +2,17 @@
 // with its conditional accumulators and token queue. Each update of a variable from a replica
 // (an optimizer's Apply*, the global step's AssignAdd) is accumulated instead of applied; once
 // `aggregate` replicas have sent theirs, the mean of their inputs is applied once and the
-// variable's round advances. An update computed from values older than the open round (the
-// replica read the variable before the last round closed: a straggler, a backup worker) is
-// dropped. A round still short of replicas after its timeout closes with those it has, logged
-// with who took part; the replicas it missed count as gone (a killed worker) and the rounds
+// variable's round advances. A round is a global step's: each update carries the global step its
+// replica read in the same step (SyncTag::stamp, TF's local step), on every shard alike, so that
+// a round waits only for replicas of its own step; rounds counted by each variable apart let a
+// replica's updates of one step fall in rounds of different steps on different shards, and 64
+// workers aggregating 60 met two rounds each waiting for replicas the other held. An update
+// stamped with a step whose round has closed (a straggler, a backup worker) is dropped; one
+// stamped later than the open round closes it with what it has (the global step has passed it:
+// another shard counted a replica gone sooner). Updates without a stamp (a step that reads no
+// global step) go by the replica's reads of the variable: one that read it before the last round
+// closed is dropped. A round still short of replicas after its timeout closes with those it has,
+// logged with who took part; the replicas it missed count as gone (a killed worker) and the rounds
 // after it need only the others, until a gone replica reads a variable again: one timeout
 // for a lost worker, not one a step. A replica whose connections all closed (a killed or
 // stopped worker: ShardCalls tells `leave`) is gone at once, and the open rounds that counted
@@ -22,6 +29,7 @@
 //
 //   SyncRounds sync(read, apply);   // read: a variable's value; apply: runs a round's mean update
 //   sync.note_read(replica, "w");                    // a read of w (Variable, VariableGather)
+//   // call.sync.stamp: the global step the replica read in this step (-1: none)
 //   std::optional<Reply> r = sync.contribute(std::move(call), later, Clock::now());  // or later
 //   std::optional<Reply> r = sync.wait(barrier_call, later, Clock::now());  // or later(reply)
 //   sync.expire(Clock::now());                       // at next_deadline()
@@ -96,6 +104,7 @@ class SyncRounds {
     Clock::time_point opened;
     // The contributions answered when the round closes, and whether each wants the value.
     std::vector<std::pair<std::function<void(Reply)>, bool>> waiting;
+    int64_t stamp = -1;  // the global step its updates read (SyncTag::stamp); -1: unstamped
   };
   struct Waiter {
     int64_t stamp = 0;
@@ -114,6 +123,7 @@ class SyncRounds {
   std::map<std::string, int64_t> rounds_;
   std::map<std::pair<int, std::string>, int64_t> read_round_;
   std::map<std::string, Accumulator> open_;
+  std::map<std::string, int64_t> closed_stamp_;  // a variable's last round closed, by its stamp
   std::vector<Waiter> waiters_;
   // round_size() with this shard's live replicas.
   size_t needed(const SyncTag& tag) const;

@@ -8,6 +8,7 @@
 #include "ops/parsing_ops.h"
 #include "ops/sparse_ops.h"
 #include "ops/state_ops.h"
+#include "ops/training_ops.h"
 
 namespace troupe::estimators {
 
@@ -183,6 +184,10 @@ Status build(const ModelFn& model_fn, Mode mode, const std::string& source,
   if (!spec.ok()) return spec.status().with_context(where);
   if (!b.ok()) return b.status().with_context(where);
   TROUPE_RETURN_IF_ERROR(validate_spec(*spec, mode, out->graph).with_context(where));
+  // Synchronous training: each update carries the global step its step read as its round.
+  if (mode == Mode::kTrain && config.replicas_to_aggregate > 0) {
+    TROUPE_RETURN_IF_ERROR(ops::stamp_updates(b).with_context(where));
+  }
   out->spec = std::move(*spec);
   out->init = ops::global_variables_initializer(b);
   if (!b.ok()) return b.status().with_context(where);

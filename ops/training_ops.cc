@@ -509,4 +509,23 @@ int sync_replicas_barrier(GraphBuilder& b, Output global_step, int train_op) {
   return b.add("SyncReplicasBarrier", {global_step}, {}).node;
 }
 
+runtime::Status stamp_updates(GraphBuilder& b) {
+  runtime::Graph& g = b.graph();
+  const int step = g.find("global_step");
+  if (step < 0 || g.node(step).op != "Variable") return runtime::ok_status();  // no step to read
+  for (int id = 0; id < g.num_nodes(); ++id) {
+    const runtime::Node& n = g.node(id);
+    const bool update =
+        n.def->variable_access == runtime::VariableAccess::kWrite && n.op != "Assign";
+    if (!update || b.context_of(id) != 0) continue;
+    if (id < step) {
+      return runtime::failed_precondition("stamp_updates: '", n.name,
+                                          "' was built before the global step, whose read it must "
+                                          "wait for: build the global step first (global_step)");
+    }
+    TROUPE_RETURN_IF_ERROR(g.add_control_input(id, step));
+  }
+  return runtime::ok_status();
+}
+
 }  // namespace troupe::ops

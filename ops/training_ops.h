@@ -78,6 +78,13 @@ int apply_gradients(GraphBuilder& b, const std::vector<Output>& grads, const std
 // need no barrier); this is for a step that makes none beside the global step. Returns the node
 // to run as train op.
 int sync_replicas_barrier(GraphBuilder& b, Output global_step, int train_op);
+// Synchronous replicas: every update built so far (outside control flow) waits for the step's
+// read of the global step, whose value its call carries as its round on every ps
+// (actors/sync_stamp.h), as TF's SyncReplicasOptimizer hands its accumulators the local step.
+// The Estimator does this for --sync; a graph run by sessions of its own calls it once built.
+// Nothing to do in a graph without a global step; an error when an update was built before it
+// (build it first, as the Estimator does).
+runtime::Status stamp_updates(GraphBuilder& b);
 
 // t_i * clip_norm / max(global_norm, clip_norm), with global_norm = sqrt(sum ||t_i||^2).
 // Returns the clipped tensors followed by the global norm.

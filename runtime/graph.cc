@@ -1,5 +1,6 @@
 #include "runtime/graph.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "runtime/op_registry.h"
@@ -78,6 +79,17 @@ Status Graph::freeze_variable(int id, const Tensor& value) {
   n.attrs = {{"value", value}};
   n.output_shapes[0] = value.shape();
   n.kernel_dtype = value.dtype();
+  return ok_status();
+}
+
+Status Graph::add_control_input(int id, int first) {
+  if (id < 0 || id >= num_nodes() || first < 0 || first >= id) {
+    return invalid_argument("control input: node ", first, " is not a node built before node ", id);
+  }
+  std::vector<int>& controls = nodes_[id].control_inputs;
+  if (std::find(controls.begin(), controls.end(), first) == controls.end()) {
+    controls.push_back(first);
+  }
   return ok_status();
 }
 

@@ -108,6 +108,11 @@ class Graph {
   void set_attr(int id, const std::string& name, AttrValue value) {
     nodes_[id].attrs[name] = std::move(value);
   }
+  // Makes node `id` wait in each step for node `first`, built before it (a control input),
+  // before the graph is shared with sessions: a synchronous replica's updates wait for its read
+  // of the global step, whose value they carry (estimators/model_graph.cc). An error when
+  // either is no node of the graph or `first` was not built before `id`.
+  Status add_control_input(int id, int first);
   // Turns Variable node `id` into a Const holding `value`, as TF's
   // convert_variables_to_constants does, before the graph is shared with sessions: a loaded
   // export's weights, which nothing writes, then bind into their readers like any constant,

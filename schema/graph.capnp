@@ -78,6 +78,9 @@ struct ShardCall {
   minAggregate @8 :UInt32 = 0;
   # A replica of asynchronous training: named for the shard's view of who trains, no rounds.
   asynchronous @9 :Bool = false;
+  # Synchronous training: the global step the replica read in this step (its updates' round on
+  # every shard); -1: none read, rounds by the replica's reads of each variable.
+  stamp @10 :Int64 = -1;
 }
 
 struct ShardUpdate {

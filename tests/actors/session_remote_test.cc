@@ -10,12 +10,16 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <thread>
 
 #include "actors/ps_client.h"
 #include "actors/session.h"
 #include "harness/op_harness.h"
 #include "harness/ps_process.h"
+#include "harness/temp_dir.h"
 #include "ops/array_ops.h"
 #include "ops/control_flow_ops.h"
 #include "ops/math_ops.h"
@@ -195,6 +199,100 @@ TEST_CASE("sync replicas: 2 workers of batch 8 give the weights of one process o
     CHECK(held.read_int64_scalar("global_step").value() == 6);
   }
   testing::stop_server(child, keep_alive);
+}
+
+// Three replicas in rounds of two on two ps processes, w on one and b on the other: a replica
+// in three falls out of each round, and with rounds counted by each variable apart, replicas of
+// different steps met in one variable's round and waited for each other until the timeout. Each
+// update carries the global step its step read (ops::stamp_updates): no round waits for its
+// timeout, and w and b, each moved by the mean of one round's gradients (1) a global step,
+// stay equal to minus the global step.
+TEST_CASE("3 sync replicas in rounds of 2 on 2 ps: rounds are global steps' and none waits") {
+  const std::string logs[2] = {testing::temp_dir("stamped_ps0.log"),
+                               testing::temp_dir("stamped_ps1.log")};
+  uint16_t ports[2] = {0, 0};
+  int keep_alive[2] = {-1, -1};
+  pid_t children[2];
+  for (int i = 0; i < 2; ++i) {
+    children[i] = testing::start_server(&ports[i], &keep_alive[i], nullptr, logs[i]);
+    REQUIRE(ports[i] != 0);
+  }
+  runtime::Graph g;
+  runtime::GraphBuilder b(&g);
+  Output step = ops::global_step(b);  // first: the updates wait for its read
+  Output w =
+      ops::variable(b, "w", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
+  Output bias =
+      ops::variable(b, "b", Shape{2}, DType::kFloat32, ops::zeros(b, Shape{2}, DType::kFloat32));
+  Output loss = ops::add(b, ops::reduce_sum(b, w), ops::reduce_sum(b, bias));
+  const int train = ops::minimize(b, loss, ops::Optimizer::sgd(1));
+  REQUIRE(ops::stamp_updates(b).ok());
+  const int init = ops::global_variables_initializer(b);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  const std::vector<std::string> tasks = testing::PsTasks::named(2);
+  REQUIRE(runtime::place_variables(&g, tasks, runtime::PsStrategy::kRoundRobin).ok());
+  REQUIRE(runtime::task_of(g.node(w.node).device) != runtime::task_of(g.node(bias.node).device));
+  std::map<std::string, std::string> cluster;
+  for (int i = 0; i < 2; ++i) cluster[tasks[i]] = "127.0.0.1:" + std::to_string(ports[i]);
+  constexpr int64_t kSteps = 150;
+  {
+    actors::Runtime rt;
+    std::vector<std::unique_ptr<actors::Session>> replicas;
+    for (int r = 0; r < 3; ++r) {
+      actors::SessionOptions o;
+      o.cluster = cluster;
+      o.replica = r;
+      o.replicas_to_aggregate = 2;
+      o.sync_timeout = std::chrono::seconds(30);
+      auto s = actors::Session::create(rt, g, o);
+      REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+      replicas.push_back(std::move(*s));
+    }
+    REQUIRE(replicas[0]->run({}, {}, {init}).ok());
+    std::vector<runtime::Status> failed(3);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 3; ++r) {
+      // Each trains until the global step it reads has reached the end, then goes: the rounds
+      // the others are in stop waiting for it (its connections close).
+      threads.emplace_back([&, r] {
+        for (;;) {
+          auto done = replicas[r]->run({}, {step}, {train});
+          if (!done.ok()) {
+            failed[r] = done.status();
+            break;
+          }
+          if ((*done)[0].data<int64_t>()[0] >= kSteps) break;
+        }
+        replicas[r].reset();
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& s : failed) CHECK_MESSAGE(s.ok(), s.to_string());
+    runtime::VariableStore held[2];
+    for (int i = 0; i < 2; ++i) {
+      auto ps = actors::PsClient::connect(rt, {{tasks[i], cluster[tasks[i]]}}, {});
+      REQUIRE(ps.ok());
+      REQUIRE((*ps)->pull(&held[i]).ok());
+    }
+    const runtime::VariableStore& on_w =
+        held[runtime::task_of(g.node(w.node).device) == tasks[0] ? 0 : 1];
+    const runtime::VariableStore& on_b =
+        held[runtime::task_of(g.node(bias.node).device) == tasks[0] ? 0 : 1];
+    const runtime::VariableStore& on_step =
+        held[runtime::task_of(g.node(step.node).device) == tasks[0] ? 0 : 1];
+    const int64_t steps = on_step.read_int64_scalar("global_step").value();
+    CHECK(steps >= kSteps);
+    const float moved = -static_cast<float>(steps);
+    CHECK(on_w.read("w")->to_vector<float>() == std::vector<float>{moved, moved});
+    CHECK(on_b.read("b")->to_vector<float>() == std::vector<float>{moved, moved});
+  }
+  // The second child holds the first's pipe too (it was forked after): it goes first.
+  for (int i : {1, 0}) testing::stop_server(children[i], keep_alive[i]);
+  for (int i = 0; i < 2; ++i) {
+    std::ifstream in(logs[i]);
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK_MESSAGE(log.find("closed after") == std::string::npos, log);
+  }
 }
 
 // Replica 0 of 2 synchronous replicas, alone against a ps process: its rounds never fill, and

@@ -6,6 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
+#include <random>
+
 #include "actors/parameter_shard.h"
 
 using namespace troupe;
@@ -288,4 +291,142 @@ TEST_CASE("an elastic round short of --min-replicas waits past its timeout for o
   CHECK(f.contribute(sgd_min2(3, 4), f.t0 + std::chrono::milliseconds(1500)));
   CHECK(w(*f.store) == std::vector<float>{7, 17});
   CHECK(f.answered.size() == 1);
+}
+
+namespace {
+
+ShardCall stamped(ShardCall c, int64_t stamp) {
+  c.sync.stamp = stamp;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("a stamped update's round is the global step it read, whatever it read of the variable") {
+  Fixture f;
+  // Replica 0 read w before round 0 closed, but its step read global step 1: it belongs to
+  // round 1, which its stamp says, not to the round its read of w saw.
+  f.sync.note_read(0, "w");
+  CHECK_FALSE(f.contribute(stamped(sgd(1, {2, 2}), 0), f.t0));
+  CHECK(f.contribute(stamped(sgd(2, {4, 4}), 0), f.t0));  // round of global step 0 closes
+  CHECK(w(*f.store) == std::vector<float>{7, 17});
+  CHECK_FALSE(f.contribute(stamped(sgd(0, {2, 2}), 1), f.t0));
+  CHECK(f.sync.dropped() == 0);
+  // A straggler of global step 0: dropped, answered with the value as it is.
+  CHECK(f.contribute(stamped(sgd(3, {100, 100}), 0), f.t0));
+  CHECK(f.sync.dropped() == 1);
+  CHECK(f.contribute(stamped(sgd(1, {4, 4}), 1), f.t0));
+  CHECK(w(*f.store) == std::vector<float>{4, 14});
+  CHECK(f.answered.size() == 2);
+}
+
+TEST_CASE("an update stamped past the open round closes it with what it has") {
+  Fixture f;
+  CHECK_FALSE(f.contribute(stamped(sgd(0, {2, 4}), 5), f.t0));
+  // Another shard closed global step 5's round without replica 1 and the global step moved on:
+  // this round would wait for a replica that has gone past it.
+  CHECK_FALSE(f.contribute(stamped(sgd(1, {6, 6}), 6), f.t0));
+  CHECK(w(*f.store) == std::vector<float>{8, 16});  // step 5's round, replica 0's alone
+  REQUIRE(f.answered.size() == 1);
+  CHECK(f.answered[0].status.ok());
+  // Replica 0's late second update of step 5 is stale now; step 6's round takes replica 0.
+  CHECK(f.contribute(stamped(sgd(0, {9, 9}), 5), f.t0));
+  CHECK(f.contribute(stamped(sgd(0, {2, 2}), 6), f.t0));
+  CHECK(w(*f.store) == std::vector<float>{4, 12});
+}
+
+// Replicas as the estimators make them, against two shards: each step reads the global step,
+// sends its updates of w (on shard 0, with the global step) and b (on shard 1), and once both are
+// answered its increment of the global step. Messages are delivered in a random order, a step
+// starts whenever a replica is free. Rounds of 2 of 3 replicas, so that a replica in three falls
+// out of each: with stamps, no order leaves every replica waiting on a round that cannot close.
+TEST_CASE("stamped rounds on two shards close in every order of delivery: no replica is stuck") {
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    CAPTURE(seed);
+    auto s0 = std::make_shared<runtime::VariableStore>();
+    auto s1 = std::make_shared<runtime::VariableStore>();
+    s0->assign("w", Tensor::from_vector<float>(Shape{2}, {0, 0}));
+    s0->assign("global_step", Tensor::scalar<int64_t>(0));
+    s1->assign("b", Tensor::from_vector<float>(Shape{2}, {0, 0}));
+    actors::ShardCalls c0{s0}, c1{s1};
+    SyncRounds shard[2] = {SyncRounds([&](const std::string& v) { return s0->read(v); },
+                                      [&](ShardCall c) { return c0.run(std::move(c)); }),
+                           SyncRounds([&](const std::string& v) { return s1->read(v); },
+                                      [&](ShardCall c) { return c1.run(std::move(c)); })};
+    struct Replica {
+      int64_t stamp = -1;
+      int pending = 0;  // updates sent and not answered
+      bool stepping = false;
+    };
+    std::vector<Replica> replicas(3);
+    struct Message {
+      int replica, shard;
+      ShardCall call;
+    };
+    std::vector<Message> in_flight;
+    std::vector<int> answered_now;  // replicas whose update was answered, to act on next
+    std::mt19937 rng(seed);
+    auto update = [&](int r, const std::string& var) {
+      ShardCall c = sgd(r, {1, 1}, 2);
+      c.attrs["var"] = var;
+      c.node_name = var + "/ApplyGradientDescent";
+      return stamped(std::move(c), replicas[static_cast<size_t>(r)].stamp);
+    };
+    auto deliver = [&](Message m) {
+      auto later = [&answered_now, r = m.replica](actors::ShardReply) {
+        answered_now.push_back(r);
+      };
+      if (shard[m.shard].contribute(std::move(m.call), later, SyncRounds::Clock::now())) {
+        answered_now.push_back(m.replica);
+      }
+    };
+    auto answered = [&](int r) {
+      Replica& rep = replicas[static_cast<size_t>(r)];
+      if (--rep.pending > 0) return;
+      if (rep.stepping) {  // w and b answered: the increment, stamped alike
+        rep.stepping = false;
+        rep.pending = 1;
+        ShardCall inc = stamped(increment(r), rep.stamp);
+        in_flight.push_back({r, 0, std::move(inc)});
+      } else {
+        rep.stamp = -1;  // free for its next step
+      }
+    };
+    auto global_step = [&] { return s0->read_int64_scalar("global_step").value(); };
+    bool stuck = false;
+    for (int events = 0; global_step() < 30 && events < 10000 && !stuck; ++events) {
+      std::vector<int> free;
+      for (int r = 0; r < 3; ++r) {
+        if (replicas[static_cast<size_t>(r)].stamp < 0) free.push_back(r);
+      }
+      const size_t choices = in_flight.size() + free.size();
+      // Every replica waits on a round and nothing is on its way.
+      stuck = choices == 0;
+      if (stuck) break;
+      const size_t pick = rng() % choices;
+      if (pick < in_flight.size()) {
+        Message m = std::move(in_flight[pick]);
+        in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(pick));
+        deliver(std::move(m));
+      } else {
+        const int r = free[pick - in_flight.size()];
+        Replica& rep = replicas[static_cast<size_t>(r)];
+        rep.stamp = global_step();
+        shard[0].note_read(r, "w");
+        shard[0].note_read(r, "global_step");
+        shard[1].note_read(r, "b");
+        rep.pending = 2;
+        rep.stepping = true;
+        in_flight.push_back({r, 0, update(r, "w")});
+        in_flight.push_back({r, 1, update(r, "b")});
+      }
+      std::vector<int> now;
+      now.swap(answered_now);
+      for (int r : now) answered(r);
+    }
+    REQUIRE_FALSE_MESSAGE(stuck, "every replica waits, at global step ", global_step());
+    REQUIRE(global_step() == 30);
+    // Each round applied the mean of two: w and b moved alike, one round a global step.
+    CHECK(s0->read("w")->to_vector<float>() == s1->read("b")->to_vector<float>());
+  }
 }

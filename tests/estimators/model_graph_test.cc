@@ -4,10 +4,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "harness/temp_dir.h"
+#include "ops/array_ops.h"
 #include "ops/math_ops.h"
+#include "ops/state_ops.h"
+#include "ops/training_ops.h"
 
 using namespace troupe;
 using namespace troupe::estimators;
@@ -95,4 +99,41 @@ TEST_CASE("build_model_graph: placeholders in component order, the spec, errors 
   auto f = build_model_graph(failing, Mode::kEval, data, *input_components(data), {}, {}, &e);
   CHECK(f.to_string().find("model_fn (eval)") != std::string::npos);
   CHECK(f.message().find("no such layer") != std::string::npos);
+}
+
+TEST_CASE("build_model_graph, synchronous: each update waits for the step's read of global step") {
+  auto linear = [](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+    EstimatorSpec spec;
+    Output w = ops::variable(in.b, "w", Shape{2, 1}, DType::kFloat32,
+                             ops::zeros(in.b, Shape{2, 1}, DType::kFloat32));
+    spec.predictions["y"] = ops::matmul(in.b, in.features.at("x"), w);
+    spec.loss = ops::reduce_mean(in.b, spec.predictions["y"]);
+    spec.train_op = ops::minimize(in.b, spec.loss, ops::Optimizer::sgd(0.1));
+    return spec;
+  };
+  const input::Dataset data = table();
+  auto updates = [](const ModelGraph& g) {
+    std::vector<const Node*> out;
+    for (int id = 0; id < g.graph.num_nodes(); ++id) {
+      const Node& n = g.graph.node(id);
+      if (n.def->variable_access == VariableAccess::kWrite && n.op != "Assign") out.push_back(&n);
+    }
+    return out;
+  };
+  auto after_step = [](const ModelGraph& g, const Node& n) {
+    const auto& c = n.control_inputs;
+    return std::find(c.begin(), c.end(), g.global_step.node) != c.end();
+  };
+  RunConfig sync;
+  sync.replicas_to_aggregate = 2;
+  ModelGraph s;
+  REQUIRE(
+      build_model_graph(linear, Mode::kTrain, data, *input_components(data), {}, sync, &s).ok());
+  // w's update and the global step's increment (which reads it already: no edge needed there).
+  REQUIRE(updates(s).size() == 2);
+  for (const Node* n : updates(s)) CHECK_MESSAGE(after_step(s, *n), n->name);
+  // Alone, or asynchronous: nothing waits for it.
+  ModelGraph a;
+  REQUIRE(build_model_graph(linear, Mode::kTrain, data, *input_components(data), {}, {}, &a).ok());
+  for (const Node* n : updates(a)) CHECK_FALSE(after_step(a, *n));
 }

@@ -299,17 +299,18 @@ constexpr bool kSanitized = false;
 
 namespace {
 
-// 2 ps, the chief and 63 workers (64 training replicas) started by hand, training
-// asynchronously to global step `last`; once all 64 train, workers 3, 17, 40 and 58 are killed, and
-// once the chief has seen them go, workers 3 and 17 start again. Returns the chief's run (its log
-// in d.dir/chief.log, each worker's status in d.dir/w<i>.rc). Each process runs under `timeout`, so
-// that none outlives a failed test; a kill is of its troupe (the child of its timeout).
-Run sixty_four(const Data& d, int last) {
+// 2 ps, the chief and 63 workers (64 training replicas) started by hand, training to global step
+// `last` (asynchronously; `extra` flags make it otherwise); once all 64 train, workers 3, 17, 40
+// and 58 are killed, and once the chief has seen them go, workers 3 and 17 start again. Returns the
+// chief's run (its log in d.dir/chief.log, each worker's status in d.dir/w<i>.rc). Each process
+// runs under `timeout`, so that none outlives a failed test; a kill is of its troupe (the child of
+// its timeout).
+Run sixty_four(const Data& d, int last, const std::string& extra = "") {
   const std::string secret = (d.dir / "job.secret").string();
   const std::string spec = write_job(d, 33000, secret, 63, 2);
   const std::string dir = d.dir.string() + "/";
   const std::string flags = " --model linear --data csv:" + d.train + " --label label" +
-                            " --model-dir " + dir + "model --steps " + std::to_string(last);
+                            " --model-dir " + dir + "model --steps " + std::to_string(last) + extra;
   auto task = [&](const std::string& job, const std::string& index) {
     return "timeout 300 " + kTroupe + (job == "ps" ? " server" : " train" + flags) + " --cluster " +
            spec + " --job " + job + " --task " + index + " --secret " + secret;
@@ -358,6 +359,24 @@ TEST_CASE("64 workers, asynchronous: 4 killed and 2 started again, the job ends"
   const Data d = make_data("troupe_cluster_64_async");
   const Run r = sixty_four(d, 40000);
   check_sixty_four(d, r, 40000);
+  std::filesystem::remove_all(d.dir);
+}
+
+// Synchronous, rounds of 60: a round never waits for its timeout (120 s here), neither for the
+// killed workers (their connections closed) nor for replicas of another step (each update
+// carries the global step its step read: every shard counts the same step's updates in a round).
+TEST_CASE("64 workers, synchronous in rounds of 60: 4 killed and 2 started again, none waited for" *
+          doctest::skip(kSanitized)) {
+  const Data d = make_data("troupe_cluster_64_sync");
+  const Run r = sixty_four(d, 300, " --sync --replicas-to-aggregate 60 --sync-timeout 120");
+  check_sixty_four(d, r, 300);
+  const std::string chief = slurp((d.dir / "chief.log").string());
+  CHECK(logged(chief, "INFO: [chief 0] cluster: ", "rounds aggregate 60"));
+  for (const char* ps : {"ps0.log", "ps1.log"}) {
+    const std::string log = slurp((d.dir / ps).string());
+    CHECK_MESSAGE(log.find("closed after") == std::string::npos, ps, ": ", log);
+    CHECK_MESSAGE(log.find("left (its connections closed)") != std::string::npos, ps, ": ", log);
+  }
   std::filesystem::remove_all(d.dir);
 }
 
