@@ -180,6 +180,14 @@ void ShardCalls::between_calls(const std::function<void()>& f) {
   f();
 }
 
+void ShardCalls::load(const runtime::CheckpointData& data) {
+  between_calls([&] {
+    runtime::load_into(data, store_.get());
+    std::lock_guard<std::mutex> lock(sync_mu_);
+    sync_.restart();
+  });
+}
+
 size_t ShardCalls::cached_nodes() const {
   std::lock_guard<std::mutex> lock(nodes_mu_);
   return nodes_.size();
@@ -499,7 +507,7 @@ caf::behavior parameter_shard(caf::stateful_actor<ShardState>* self,
         auto data = runtime::parse_checkpoint(std::string_view(file.data(), file.size()),
                                               "the state sent to this shard");
         if (!data.ok()) return data.status().to_string();
-        self->state.calls->between_calls([&] { runtime::load_into(*data, store.get()); });
+        self->state.calls->load(*data);
         return std::string();
       },
       [=](waited_atom, uint64_t key, std::vector<char>& reply) {

@@ -50,6 +50,7 @@
 #include "actors/net/handshake_budget.h"
 #include "actors/shard_codec.h"
 #include "actors/sync_rounds.h"
+#include "runtime/checkpoint.h"
 #include "runtime/variable_store.h"
 
 namespace troupe::actors {
@@ -104,6 +105,9 @@ class ShardCalls {
   uint64_t updates_served() const { return updates_served_.load(std::memory_order_relaxed); }
   // Runs `f` while no call runs: a checkpoint's snapshot or restore sees no update half done.
   void between_calls(const std::function<void()>& f);
+  // Loads a model into the store while no call runs; synchronous rounds start over from its
+  // global step (SyncRounds::restart).
+  void load(const runtime::CheckpointData& data);
   size_t cached_nodes() const;
   const std::shared_ptr<runtime::VariableStore>& store() const { return store_; }
 

@@ -271,6 +271,22 @@ std::optional<SyncRounds::Reply> SyncRounds::wait(const ShardCall& call,
   return std::nullopt;
 }
 
+void SyncRounds::restart() {
+  std::map<std::string, Accumulator> open;
+  open.swap(open_);
+  for (auto& [var, acc] : open) {
+    dropped_ += static_cast<int64_t>(acc.replicas.size());
+    for (auto& [reply, discard] : acc.waiting)
+      reply(discard ? value_reply_none() : current_value(var));
+  }
+  runtime::log_info("sync: a model was loaded; rounds start over from its global step",
+                    open.empty() ? "" : " (" + std::to_string(open.size()) + " open dropped)");
+  rounds_.clear();
+  read_round_.clear();
+  closed_stamp_.clear();
+  release();
+}
+
 void SyncRounds::expire(Clock::time_point now) {
   std::vector<std::string> due;
   for (const auto& [var, acc] : open_) {

@@ -34,6 +34,7 @@
 //   std::optional<Reply> r = sync.wait(barrier_call, later, Clock::now());  // or later(reply)
 //   sync.expire(Clock::now());                       // at next_deadline()
 //   sync.leave(3);                                   // replica 3's connections all closed
+//   sync.restart();                                  // a model was loaded: rounds start over
 //
 // Not thread-safe: ShardCalls owns it and calls it under its lock (parameter_shard.h).
 #pragma once
@@ -88,6 +89,11 @@ class SyncRounds {
   // and `later` gets it once the step passes or the wait's time is up.
   std::optional<Reply> wait(const ShardCall& call, const std::function<void(Reply)>& later,
                             Clock::time_point now);
+  // A model was loaded into the store (the chief restored every ps from its checkpoint after
+  // one restarted): rounds start over from the global step it holds, which may be behind the
+  // rounds closed here. The open rounds' updates, from the model before, are dropped, each
+  // answered with its variable as loaded.
+  void restart();
   // Closes rounds and fails waits past their time.
   void expire(Clock::time_point now);
   Clock::time_point next_deadline() const;

@@ -335,6 +335,23 @@ TEST_CASE("an update stamped past the open round closes it with what it has") {
   CHECK(w(*f.store) == std::vector<float>{4, 12});
 }
 
+TEST_CASE("a model loaded anew: rounds start over from its global step, open ones dropped") {
+  Fixture f;
+  f.contribute(stamped(sgd(0, {1, 1}), 500), f.t0);
+  f.contribute(stamped(sgd(1, {1, 1}), 500), f.t0);  // round 500 closes: w = 9, 19
+  CHECK_FALSE(f.contribute(stamped(sgd(0, {5, 5}), 501), f.t0));
+  // Another ps restarted and the chief restored every ps from its checkpoint, at step 400.
+  f.store->assign("w", Tensor::from_vector<float>(Shape{2}, {1, 2}));
+  f.sync.restart();
+  // Round 501's update, from the model before, is answered with the model loaded, not applied.
+  REQUIRE(f.answered.size() == 2);  // replica 0's of round 500, then this one
+  CHECK(f.answered[1].outputs[0].to_vector<float>() == std::vector<float>{1, 2});
+  // Step 400's updates count again, though rounds up to 500 had closed here.
+  CHECK_FALSE(f.contribute(stamped(sgd(0, {2, 2}), 400), f.t0));
+  CHECK(f.contribute(stamped(sgd(1, {4, 4}), 400), f.t0));
+  CHECK(w(*f.store) == std::vector<float>{-2, -1});
+}
+
 // Replicas as the estimators make them, against two shards: each step reads the global step,
 // sends its updates of w (on shard 0, with the global step) and b (on shard 1), and once both are
 // answered its increment of the global step. Messages are delivered in a random order, a step
