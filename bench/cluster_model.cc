@@ -1,7 +1,6 @@
 #include "bench/cluster_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -48,7 +47,6 @@ struct Activity {
   double left = 1, total = 1;
   int from = 0, to = 0;
   double cpu_from = 0, bytes = 0, cpu_to = 0;  // core-seconds at each end, bytes between
-  bool ps_from = false, ps_to = false;         // the CPU at that end is a ps's
   std::function<void()> done;
 };
 
@@ -92,16 +90,14 @@ class Simulation {
     add(std::move(a));
   }
   // After the link's latency, `bytes` from one machine to another with the CPU each end spends.
-  void send(int from, int to, double bytes, double cpu_from, bool ps_from, double cpu_to,
-            bool ps_to, std::function<void()> then) {
+  void send(int from, int to, double bytes, double cpu_from, double cpu_to,
+            std::function<void()> then) {
     Activity t;
     t.from = from;
     t.to = to;
     t.cpu_from = cpu_from;
     t.bytes = bytes;
     t.cpu_to = cpu_to;
-    t.ps_from = ps_from;
-    t.ps_to = ps_to;
     t.done = std::move(then);
     Activity w;
     w.wait = true;
@@ -120,8 +116,8 @@ class Simulation {
     cpu(machine, costs_.compute_s, [this, w, machine] {
       for (int s = 0; s < shards(); ++s) {
         const int ps = cluster_.ps_on[static_cast<size_t>(s)];
-        send(machine, ps, share(costs_.bytes_per_step / 2), share(costs_.worker_comm_s / 2), false,
-             share(costs_.ps_cpu_per_update_s / 2), true, [this, w, s] { arrived(w, s); });
+        send(machine, ps, share(costs_.bytes_per_step / 2), share(costs_.worker_comm_s / 2),
+             share(costs_.ps_cpu_per_update_s / 2), [this, w, s] { arrived(w, s); });
       }
     });
   }
@@ -142,8 +138,8 @@ class Simulation {
   void reply(int w, int s) {
     const int ps = cluster_.ps_on[static_cast<size_t>(s)];
     const int machine = cluster_.worker_on[static_cast<size_t>(w)];
-    send(ps, machine, share(costs_.bytes_per_step / 2), share(costs_.ps_cpu_per_update_s / 2), true,
-         share(costs_.worker_comm_s / 2), false, [this, w] {
+    send(ps, machine, share(costs_.bytes_per_step / 2), share(costs_.ps_cpu_per_update_s / 2),
+         share(costs_.worker_comm_s / 2), [this, w] {
            if (++replies_[static_cast<size_t>(w)] < shards()) return;
            replies_[static_cast<size_t>(w)] = 0;
            const int n = ++done_steps_[static_cast<size_t>(w)];
