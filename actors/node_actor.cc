@@ -247,15 +247,10 @@ void run_remote(NodeActor* self, Pending pd, const NodePlan& plan) {
   const runtime::Node& node = *pd.plan->exec->node;
   if (const auto& why = gone(self, st.spec.remote))
     return fail(self, pd, plan, unreachable(self, *why));
-  ShardCallExtras stamped;
-  const ShardCallExtras* chosen = &pd.plan->call;
-  if (st.spec.stamp && chosen->sync.aggregate > 0) {
-    // An update of synchronous training: its round is the global step its step read.
-    stamped = *chosen;
-    stamped.sync.stamp = st.spec.stamp->of(pd.step);
-    chosen = &stamped;
-  }
-  const ShardCallExtras& extras = *chosen;
+  // An update of synchronous training: its round is the global step its step read. One call
+  // is in flight at a time, so the plan's call takes this one's stamp.
+  ShardCallExtras& extras = st.plans.at(plan.plan).call;
+  if (st.spec.stamp && extras.sync.aggregate > 0) extras.sync.stamp = st.spec.stamp->of(pd.step);
   const bool discard = extras.discard_outputs;
   // Over the data channel the call's segments go out as they are; over CAF, as one blob.
   net::ChannelCall message;

@@ -133,10 +133,9 @@ Status check_updates(const ShardCall& call) {
 
 // A replica's gradients: an update (not an initial assignment) or updates riding along.
 bool carries_update(const ShardCall& call) {
+  if (!call.updates.empty()) return true;
   const runtime::OpDef* def = runtime::find_op(call.op);
-  const bool update = def != nullptr && def->variable_access == runtime::VariableAccess::kWrite &&
-                      call.op != "Assign";
-  return update || !call.updates.empty();
+  return def != nullptr && runtime::is_update(*def);
 }
 
 // A reader's call is a variable's read, with further reads only (execute checks those), and

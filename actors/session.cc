@@ -78,9 +78,12 @@ runtime::Result<std::unique_ptr<Session>> Session::create(Runtime& rt, const run
         SyncTag{options.replica, static_cast<uint32_t>(std::max(0, options.replicas_to_aggregate)),
                 static_cast<uint32_t>(options.sync_timeout.count()),
                 static_cast<uint32_t>(std::max(0, options.min_replicas)), !sync};
-    // A replica's next step reads what the round it took part in wrote.
-    if (sync) spec.pipeline_depth = 1;
-    if (sync) spec.stamp = std::make_shared<SyncStamp>();
+    // A synchronous replica's next step reads what the round it took part in wrote, and its
+    // updates carry the global step their step read (sync_stamp.h).
+    if (sync) {
+      spec.pipeline_depth = 1;
+      spec.stamp = std::make_shared<SyncStamp>();
+    }
   }
   for (const auto& [task, address] : options.cluster) {
     auto parsed = runtime::DeviceSpec::parse(task);

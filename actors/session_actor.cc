@@ -49,8 +49,7 @@ SyncTag sync_tag(const SessionState& st, const runtime::Node& n) {
   if (st.spec.sync.replica < 0) return tag;
   tag.replica = st.spec.sync.replica;
   tag.asynchronous = st.spec.sync.asynchronous;
-  const bool update = n.def->variable_access == runtime::VariableAccess::kWrite && n.op != "Assign";
-  if (!tag.asynchronous && (update || n.op == "SyncReplicasBarrier")) {
+  if (!tag.asynchronous && (runtime::is_update(*n.def) || n.op == "SyncReplicasBarrier")) {
     tag.aggregate = st.spec.sync.aggregate;
     tag.aggregate_timeout_ms = st.spec.sync.aggregate_timeout_ms;
     tag.min_aggregate = st.spec.sync.min_aggregate;

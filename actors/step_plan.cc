@@ -109,8 +109,7 @@ void batch_updates(const Graph& g, const std::vector<int>& order, const std::vec
                    std::vector<bool>* absorbed, std::map<int, std::vector<int>>* updates_of,
                    std::map<int, Output>* moved, std::set<std::string>* written_apart) {
   auto is_update = [&](const runtime::Node& n) {
-    return n.def->variable_access == runtime::VariableAccess::kWrite && n.op != "Assign" &&
-           !bound[n.id] && remote(n);
+    return runtime::is_update(*n.def) && !bound[n.id] && remote(n);
   };
   std::vector<bool> consumed(g.num_nodes(), false);
   for (int id : order) {

@@ -515,9 +515,7 @@ runtime::Status stamp_updates(GraphBuilder& b) {
   if (step < 0 || g.node(step).op != "Variable") return runtime::ok_status();  // no step to read
   for (int id = 0; id < g.num_nodes(); ++id) {
     const runtime::Node& n = g.node(id);
-    const bool update =
-        n.def->variable_access == runtime::VariableAccess::kWrite && n.op != "Assign";
-    if (!update || b.context_of(id) != 0) continue;
+    if (!runtime::is_update(*n.def) || b.context_of(id) != 0) continue;
     if (id < step) {
       return runtime::failed_precondition("stamp_updates: '", n.name,
                                           "' was built before the global step, whose read it must "

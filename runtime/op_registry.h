@@ -93,6 +93,12 @@ struct OpDef {
   std::string doc;
 };
 
+// A training update of a variable (an optimizer's Apply*, AssignAdd, a moving average's): a
+// write other than Assign, which initialises or restores it. Synchronous rounds aggregate these.
+inline bool is_update(const OpDef& def) {
+  return def.variable_access == VariableAccess::kWrite && def.name != "Assign";
+}
+
 class OpDefBuilder {
  public:
   explicit OpDefBuilder(const char* name) { def_.name = name; }
