@@ -4,8 +4,10 @@ with Debian's grpc_tools (python3-grpc-tools) and called with Debian's grpcio: e
 PredictionService and ModelService, and the errors a client meets. Prints one JSON object of what
 came back, which the C++ test checks.
 
-usage: grpc_client.py SCHEMA_DIR OUT_DIR PORT [--token TOKEN] [--tls CERT_PEM]
-With --token or --tls, one call with and one without them.
+usage: grpc_client.py SCHEMA_DIR OUT_DIR PORT [--token TOKEN] [--tls CERT_PEM] [--reload BASE]
+With --token or --tls, one call with and one without them. With --reload, a series of
+HandleReloadConfigRequest calls over the exports under BASE, each followed by the calls that show
+what is served.
 """
 import argparse
 import json
@@ -16,7 +18,8 @@ import sys
 
 def generate(schema, out):
     os.makedirs(out, exist_ok=True)
-    protos = ["example.proto", "tf_tensor.proto", "serving_apis.proto", "serving_service.proto"]
+    protos = ["example.proto", "tf_tensor.proto", "model_server_config.proto",
+              "serving_apis.proto", "serving_service.proto"]
     subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "-I" + schema, "-I/usr/include",
                     "--python_out=" + out, "--grpc_python_out=" + out] +
                    [schema + "/" + p for p in protos], check=True)
@@ -30,6 +33,7 @@ def main():
     parser.add_argument("port")
     parser.add_argument("--token")
     parser.add_argument("--tls")
+    parser.add_argument("--reload")
     args = parser.parse_args()
     token = args.token
     generate(args.schema, args.out)
@@ -80,6 +84,37 @@ def main():
             lambda: plain.Predict(predict_request("hp2", [1.0]), timeout=5))
         answer = predictions.Predict(predict_request("hp2", [2.0]), timeout=10)
         result["over_tls"] = list(answer.outputs["y"].float_val)
+        print(json.dumps(result))
+        return
+
+    if args.reload:
+        def reload(entries):
+            request = apis.ReloadConfigRequest()
+            if entries is not None:
+                listed = request.config.model_config_list
+                listed.SetInParent()
+                for name, path in entries:
+                    config = listed.config.add(name=name, base_path=args.reload + "/" + path,
+                                               model_platform="tensorflow")
+                    config.model_version_policy.all.SetInParent()
+            try:
+                answer = models.HandleReloadConfigRequest(request, timeout=30)
+                return "OK " + str(answer.status.error_code)
+            except grpc.RpcError as e:
+                return e.code().name + ": " + e.details()
+
+        def served(name):
+            try:
+                return list(predictions.Predict(predict_request(name, [1.0]), timeout=10)
+                            .outputs["y"].float_val)
+            except grpc.RpcError as e:
+                return e.code().name
+
+        steps = []
+        for entries in ([("hp2", "hp2"), ("hp3", "hp3")], [("hp3", "hp3")],
+                        [("hp3", "hp3"), ("idle", "empty")], [("a/b", "hp2")], None):
+            steps.append({"reload": reload(entries), "hp2": served("hp2"), "hp3": served("hp3")})
+        result["steps"] = steps
         print(json.dumps(result))
         return
 
@@ -135,6 +170,29 @@ def main():
     context.model_spec.name = "hp2"
     result["regress_context"] = [r.value for r in predictions.Regress(context, timeout=10)
                                  .result.regressions]
+
+    def multi_inference(tasks, xs=(2.0, 6.0), version=None):
+        r = apis.MultiInferenceRequest()
+        for name, signature, method in tasks:
+            task = r.tasks.add(method_name="tensorflow/serving/" + method)
+            task.model_spec.name = name
+            task.model_spec.signature_name = signature
+        if version is not None:
+            r.tasks[0].model_spec.version.value = version
+        for x in xs:
+            r.input.example_list.examples.add().features.feature["x"].float_list.value.append(x)
+        return r
+
+    both = [("hp2", "classify_x_to_y", "classify"), ("hp2", "regression", "regress")]
+    for key, version in (("multi", None), ("multi_v1", 1)):
+        answer = predictions.MultiInference(multi_inference(both, version=version), timeout=10)
+        result[key] = [
+            {"signature": r.model_spec.signature_name, "version": r.model_spec.version.value,
+             "kind": r.WhichOneof("result"),
+             "classes": [[[c.label, c.score] for c in cs.classes]
+                         for cs in r.classification_result.classifications],
+             "values": [v.value for v in r.regression_result.regressions]}
+            for r in answer.results]
 
     request = apis.GetModelMetadataRequest()
     request.model_spec.name = "hp2"
@@ -203,6 +261,20 @@ def main():
             lambda: predictions.Classify(classify_named_inputs(), timeout=10)),
         "no_examples": code_of(lambda: predictions.Regress(
             apis.RegressionRequest(model_spec=apis.ModelSpec(name="hp2")), timeout=10)),
+        "multi_no_tasks": code_of(
+            lambda: predictions.MultiInference(multi_inference([]), timeout=10)),
+        "multi_two_models": code_of(lambda: predictions.MultiInference(multi_inference(
+            [both[0], ("other", "regression", "regress")]), timeout=10)),
+        "multi_twice": code_of(lambda: predictions.MultiInference(
+            multi_inference([both[1], both[1]]), timeout=10)),
+        "multi_method": code_of(lambda: predictions.MultiInference(
+            multi_inference([("hp2", "regression", "predict")]), timeout=10)),
+        "multi_wrong_method": code_of(lambda: predictions.MultiInference(
+            multi_inference([("hp2", "classify_x_to_y", "regress")]), timeout=10)),
+        "multi_named_inputs": code_of(lambda: predictions.MultiInference(
+            multi_inference([("hp2", "classify_named", "classify")]), timeout=10)),
+        "multi_no_examples": code_of(lambda: predictions.MultiInference(
+            multi_inference(both, xs=()), timeout=10)),
     }
     print(json.dumps(result))
 

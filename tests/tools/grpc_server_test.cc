@@ -1,10 +1,11 @@
 // troupe serve's gRPC port as a TF Serving user calls it: a Python client generated from
 // schema/*.proto by Debian's grpc_tools calls each method of PredictionService and ModelService
-// (tests/tools/grpc_client.py) against half_plus_two, by version and by label; then a bearer
-// token, TLS, garbage on the port, and the metrics of gRPC calls.
+// (tests/tools/grpc_client.py) against half_plus_two, by version and by label; reloads of the
+// models served; then a bearer token, TLS, garbage on the port, and the metrics of gRPC calls.
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -76,6 +77,18 @@ TEST_CASE("gRPC: a client generated from TF Serving's protos calls every method"
   CHECK(r["regress_signature"] == "regression");
   CHECK(r["regress_context"] == json::array({6.0, 6.0, 6.0}));  // x from the context
 
+  // MultiInference: each task's result is its Classify or Regress answer, of the first task's
+  // version.
+  const json multi = json::parse(R"([
+      {"signature": "classify_x_to_y", "version": 2, "kind": "classification_result",
+       "classes": [[["y", 3.0]], [["y", 5.0]]], "values": []},
+      {"signature": "regression", "version": 2, "kind": "regression_result",
+       "classes": [], "values": [3.0, 5.0]}])");
+  CHECK(r["multi"] == multi);
+  CHECK(r["multi_v1"][0]["version"] == 1);
+  CHECK(r["multi_v1"][0]["classes"] == json::parse(R"([[["y", 2.0]], [["y", 4.0]]])"));
+  CHECK(r["multi_v1"][1]["values"] == json::array({2.0, 4.0}));
+
   CHECK(r["metadata"]["version"] == 2);
   CHECK(r["metadata"]["method"] == "tensorflow/serving/predict");
   CHECK(r["metadata"]["x_dtype"] == 1);
@@ -102,6 +115,13 @@ TEST_CASE("gRPC: a client generated from TF Serving's protos calls every method"
   starts("no_metadata_field", "INVALID_ARGUMENT", "at least one metadata_field");
   starts("classify_named_inputs", "INVALID_ARGUMENT", "takes named inputs");
   starts("no_examples", "INVALID_ARGUMENT", "holds no examples");
+  starts("multi_no_tasks", "INVALID_ARGUMENT", "Expected at least one task");
+  starts("multi_two_models", "INVALID_ARGUMENT", "must access the same model name");
+  starts("multi_twice", "INVALID_ARGUMENT", "Duplicate evaluation of signature: regression");
+  starts("multi_method", "UNIMPLEMENTED", "Unsupported signature method_name");
+  starts("multi_wrong_method", "INVALID_ARGUMENT", "is a classify signature, not regress");
+  starts("multi_named_inputs", "INVALID_ARGUMENT", "takes named inputs");
+  starts("multi_no_examples", "INVALID_ARGUMENT", "holds no examples");
 
   // Counted as TF Serving counts them, beside REST's.
   const std::string scrape = served.metrics.render();
@@ -109,6 +129,35 @@ TEST_CASE("gRPC: a client generated from TF Serving's protos calls every method"
                     "model_version=\"2\",API=\"predict\",status=\"200\"}") != std::string::npos);
   CHECK(scrape.find("entrypoint=\"GRPC\",model_name=\"nope\"") != std::string::npos);
   (*server)->stop(std::chrono::seconds(5));
+}
+
+TEST_CASE("gRPC: HandleReloadConfigRequest replaces the models served; a bad config changes none") {
+  Served served;
+  write_half_plus_two(served.dir + "/hp3", "1", 3.0);  // y = 0.5 x + 3
+  std::filesystem::create_directories(served.dir + "/empty");
+  auto server = GrpcServer::start({.port = 0}, *served.models, &served.metrics);
+  REQUIRE(server.ok());
+  const json r = run_client((*server)->port(), served.dir + "/stubs", " --reload " + served.dir);
+  const json& steps = r["steps"];
+  REQUIRE(steps.size() == 5);
+  // hp3 added beside hp2.
+  CHECK(steps[0] == json::parse(R"({"reload": "OK 0", "hp2": [2.5], "hp3": [3.5]})"));
+  // hp2 dropped: unloaded, and its requests are NOT_FOUND.
+  CHECK(steps[1] == json::parse(R"({"reload": "OK 0", "hp2": "NOT_FOUND", "hp3": [3.5]})"));
+  // A model with nothing to serve yet: applied, and the answer names it.
+  const std::string idle = steps[2]["reload"].get<std::string>();
+  CHECK_MESSAGE(idle == "NOT_FOUND: model idle serves no version: its base path " + served.dir +
+                            "/empty holds no version folder yet",
+                idle);
+  CHECK(steps[2]["hp3"] == json::array({3.5}));
+  CHECK(served.models->find("idle") != nullptr);
+  // A config that does not check out changes nothing.
+  const std::string bad = steps[3]["reload"].get<std::string>();
+  CHECK_MESSAGE(bad.rfind("INVALID_ARGUMENT: ReloadConfigRequest: model 'a/b'", 0) == 0, bad);
+  CHECK(steps[3]["hp3"] == json::array({3.5}));
+  CHECK(served.models->find("idle") != nullptr);
+  // No config at all: nothing to do, as TF Serving.
+  CHECK(steps[4] == json::parse(R"({"reload": "OK 0", "hp2": "NOT_FOUND", "hp3": [3.5]})"));
 }
 
 TEST_CASE("gRPC: with a bearer token, a call without it is UNAUTHENTICATED") {

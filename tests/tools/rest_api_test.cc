@@ -205,7 +205,7 @@ TEST_CASE("a version runs its warm-up requests before it is AVAILABLE; a bad one
   std::vector<VersionState> states = *models.status(0, "");
   REQUIRE(states.size() == 1);
   CHECK(states[0].state == "AVAILABLE");
-  CHECK(states[0].warmup_requests == 3);  // predict, classify and regress
+  CHECK(states[0].warmup_requests == 4);  // predict, classify, regress and multi-inference
   // A newer version whose warm-up asks for a signature it lacks: END, the error naming the
   // record; the version served before stays.
   write_half_plus_two(base, "8", 3.0);
@@ -233,7 +233,7 @@ TEST_CASE("a version runs its warm-up requests before it is AVAILABLE; a bad one
   models.poll();
   states = *models.status(0, "");
   CHECK(states[0].state == "AVAILABLE");
-  CHECK(states[0].warmup_requests == 3);
+  CHECK(states[0].warmup_requests == 4);
   fs::remove_all(base);
 }
 
@@ -519,6 +519,36 @@ TEST_CASE("when a picked version fails to load, the policy picks the next one") 
   const json status = json::parse(served.call("GET", "/v1/models/a", "").body);
   REQUIRE(status["model_version_status"].size() == 3);
   CHECK(status["model_version_status"][0]["status"]["error_code"] == "DATA_LOSS");
+}
+
+TEST_CASE("a reload says which models serve no version, and why, and applies the config anyway") {
+  Served served;
+  const std::string broken = served.base + "/broken", empty = served.base + "/empty";
+  fs::create_directories(broken + "/1");
+  std::ofstream(broken + "/1/saved_model.json") << "{";
+  fs::create_directories(empty);
+  CHECK(served.models->reload({{"half_plus_two", served.base, VersionPolicy::latest(1), {}}}).ok());
+  runtime::Status one =
+      served.models->reload({{"half_plus_two", served.base, VersionPolicy::latest(1), {}},
+                             {"b", broken, VersionPolicy::latest(1), {}}});
+  CHECK(one.code() == runtime::Code::kDataLoss);  // the version's own error
+  CHECK_MESSAGE(one.message().rfind("model b serves no version: version 1: ", 0) == 0,
+                one.to_string());
+  CHECK_MESSAGE(one.message().find("saved_model.json") != std::string::npos, one.to_string());
+  runtime::Status two =
+      served.models->reload({{"e", empty, VersionPolicy::latest(1), {}},
+                             {"half_plus_two", served.base, VersionPolicy::latest(1), {}},
+                             {"b", broken, VersionPolicy::latest(1), {}}});
+  CHECK(two.code() == runtime::Code::kNotFound);  // the first's
+  CHECK_MESSAGE(two.message().rfind("2 of 3 models serve no version (e, b); e: its base path " +
+                                        empty + " holds no version folder yet",
+                                    0) == 0,
+                two.to_string());
+  // Applied all the same: the model served answers, and one appearing later is picked up.
+  CHECK(y_at_2(served, "/v1/models/half_plus_two:predict") == 3);
+  write_half_plus_two(empty, "1", 1);
+  served.models->find("e")->poll();
+  CHECK(y_at_2(served, "/v1/models/e:predict") == 2);
 }
 
 TEST_CASE("a watched config file: a change is applied, a broken one leaves the models served") {

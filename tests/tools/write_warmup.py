@@ -6,10 +6,10 @@ write_tfrecord.py's framing (independent of troupe's C++ writer).
 
   write_warmup.py SCHEMA_DIR OUT [--bad]
 
-Three records for the half_plus_two test model: a predict request of serving_default (x: 4
-floats), a classify request of classify_x_to_y (two tf.Example protos with x), and a regress
-request of "regression" with a context. --bad makes the third ask for a signature the model
-lacks.
+Four records for the half_plus_two test model: a predict request of serving_default (x: 4
+floats), a classify request of classify_x_to_y (two tf.Example protos with x), a regress request
+of "regression" with a context, and a multi-inference request of both. --bad makes the third ask
+for a signature the model lacks.
 """
 import importlib
 import os
@@ -27,7 +27,8 @@ def main():
     bad = "--bad" in sys.argv
     generated = tempfile.mkdtemp()
     subprocess.run(["protoc", "-I", schema, "--python_out", generated, "example.proto",
-                    "tf_tensor.proto", "serving_apis.proto"], check=True)
+                    "tf_tensor.proto", "model_server_config.proto", "serving_apis.proto"],
+                   check=True)
     sys.path.insert(0, generated)
     apis = importlib.import_module("serving_apis_pb2")
     tensors = importlib.import_module("tf_tensor_pb2")
@@ -55,6 +56,16 @@ def main():
     with_context = request.input.example_list_with_context
     with_context.context.features.feature["x"].float_list.value.append(4.0)
     with_context.examples.add()
+    records.append(log)
+
+    log = apis.PredictionLog()
+    request = log.multi_inference_log.request
+    for signature, method in (("classify_x_to_y", "classify"), ("regression", "regress")):
+        task = request.tasks.add()
+        task.model_spec.name = "half_plus_two"
+        task.model_spec.signature_name = signature
+        task.method_name = "tensorflow/serving/" + method
+    request.input.example_list.examples.add().features.feature["x"].float_list.value.append(3.0)
     records.append(log)
 
     os.makedirs(os.path.dirname(out), exist_ok=True)

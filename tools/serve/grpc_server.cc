@@ -6,10 +6,12 @@
 #include <mutex>
 #include <set>
 
+#include "runtime/log.h"
 #include "runtime/record_io.h"
 #include "schema/serving_service.grpc.pb.h"
 #include "tools/serve/bearer_token.h"
 #include "tools/serve/inference.h"
+#include "tools/serve/model_config.h"
 #include "tools/serve/rest_api.h"
 #include "tools/serve/tensor_proto.h"
 
@@ -55,6 +57,10 @@ grpc::StatusCode grpc_code(runtime::Code c) {
   }
   return grpc::StatusCode::INTERNAL;
 }
+
+// InferenceTask's method names (TF's signature_constants).
+constexpr char kClassifyMethod[] = "tensorflow/serving/classify";
+constexpr char kRegressMethod[] = "tensorflow/serving/regress";
 
 tfs::ModelVersionStatus::State state_of(const std::string& state) {
   if (state == "AVAILABLE") return tfs::ModelVersionStatus::AVAILABLE;
@@ -133,15 +139,7 @@ class Answers {
     std::string sig;
     TROUPE_ASSIGN_OR_RETURN(NamedTensors out,
                             run_examples(req.model_spec(), req.input(), "classify", l, &s, &sig));
-    TROUPE_ASSIGN_OR_RETURN(Classes c, classes_of(out, s->predictor->model().class_labels));
-    for (const auto& row : c.rows) {
-      tfs::Classifications* classes = res->mutable_result()->add_classifications();
-      for (const auto& [label, score] : row) {
-        tfs::Class* k = classes->add_classes();
-        k->set_label(label);
-        k->set_score(static_cast<float>(score));
-      }
-    }
+    TROUPE_RETURN_IF_ERROR(classification(out, *s, res->mutable_result()));
     answered(req.model_spec(), *s, sig, res->mutable_model_spec());
     return runtime::ok_status();
   }
@@ -152,11 +150,55 @@ class Answers {
     std::string sig;
     TROUPE_ASSIGN_OR_RETURN(NamedTensors out,
                             run_examples(req.model_spec(), req.input(), "regress", l, &s, &sig));
-    TROUPE_ASSIGN_OR_RETURN(Regressions r, regressions_of(out));
-    for (double v : r.values) {
-      res->mutable_result()->add_regressions()->set_value(static_cast<float>(v));
-    }
+    TROUPE_RETURN_IF_ERROR(regression(out, res->mutable_result()));
     answered(req.model_spec(), *s, sig, res->mutable_model_spec());
+    return runtime::ok_status();
+  }
+
+  // Classify and regress tasks of one model over one input, as TF Serving's: the version is the
+  // first task's, every task is checked before any runs, and each result is what its Classify or
+  // Regress call would answer (a run of its signature over the same examples).
+  Status multi_inference(const tfs::MultiInferenceRequest& req, tfs::MultiInferenceResponse* res,
+                         RequestLabels* l) {
+    if (req.tasks().empty()) return runtime::invalid_argument("Expected at least one task");
+    const tfs::ModelSpec& first = req.tasks(0).model_spec();
+    TROUPE_ASSIGN_OR_RETURN(std::shared_ptr<Servable> s, servable_of(first, l));
+    std::vector<std::pair<std::string, bool>> runs;  // signature, and whether it classifies
+    std::set<std::string> seen;
+    for (const tfs::InferenceTask& task : req.tasks()) {
+      if (task.model_spec().name().empty()) {
+        return runtime::invalid_argument("Found ModelSpec with an empty model name.");
+      }
+      if (task.model_spec().name() != first.name()) {
+        return runtime::invalid_argument(
+            "All ModelSpecs in a MultiInferenceRequest must access the same model name.");
+      }
+      const bool classify = task.method_name() == kClassifyMethod;
+      if (!classify && task.method_name() != kRegressMethod) {
+        return runtime::unimplemented("Unsupported signature method_name: ", task.method_name(),
+                                      " (", kClassifyMethod, " and ", kRegressMethod, " are)");
+      }
+      TROUPE_ASSIGN_OR_RETURN(std::string sig,
+                              example_signature(*s, task.model_spec().signature_name(),
+                                                classify ? "classify" : "regress"));
+      if (!seen.insert(sig).second) {
+        return runtime::invalid_argument("Duplicate evaluation of signature: ", sig);
+      }
+      runs.emplace_back(std::move(sig), classify);
+    }
+    const runtime::Tensor examples = examples_from_input(req.input());
+    if (examples.num_elements() == 0) {
+      return runtime::invalid_argument("the request's input holds no examples");
+    }
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const auto& [sig, classify] = runs[i];
+      TROUPE_ASSIGN_OR_RETURN(NamedTensors out, run_and_wait(*s, sig, {{"inputs", examples}}));
+      tfs::InferenceResult* result = res->add_results();
+      TROUPE_RETURN_IF_ERROR(classify
+                                 ? classification(out, *s, result->mutable_classification_result())
+                                 : regression(out, result->mutable_regression_result()));
+      answered(req.tasks(static_cast<int>(i)).model_spec(), *s, sig, result->mutable_model_spec());
+    }
     return runtime::ok_status();
   }
 
@@ -195,6 +237,32 @@ class Answers {
     return runtime::ok_status();
   }
 
+  // The models served from now on, as TF Serving's ReloadConfig: a config checked as a file's
+  // (nothing changes when it is refused), then applied; an error names the models that serve no
+  // version once it is. A config that sets none of its kinds changes nothing.
+  Status reload(const tfs::ReloadConfigRequest& req, tfs::ReloadConfigResponse* res) {
+    Status s = runtime::ok_status();
+    const tfs::ModelServerConfig& config = req.config();
+    if (config.has_model_config_list()) {
+      auto models = model_config_of(config, "ReloadConfigRequest");
+      s = models.ok() ? models_.reload(*models) : models.status();
+      if (models.ok()) {
+        std::string names;
+        for (const ModelConfig& m : *models) names += (names.empty() ? "" : ", ") + m.name;
+        runtime::log_info("gRPC HandleReloadConfigRequest: serving ", models->size(), " model(s)",
+                          names.empty() ? "" : ": ", names);
+      }
+    } else if (!config.GetReflection()->GetUnknownFields(config).empty()) {
+      s = runtime::invalid_argument(
+          "ServerModelConfig type not supported by HandleReloadConfigRequest. Only "
+          "ModelConfigList is currently supported");
+    }
+    if (!s.ok()) runtime::log_error("gRPC HandleReloadConfigRequest: ", s.message());
+    res->mutable_status()->set_error_code(static_cast<int>(grpc_code(s.code())));
+    if (!s.ok()) res->mutable_status()->set_error_message(s.message());
+    return s;
+  }
+
  private:
   bool authorized(const grpc::ServerContext& context) const {
     if (token_.empty()) return true;
@@ -217,25 +285,51 @@ class Answers {
     return s;
   }
 
+  // The signature a classify or regress verb runs, which must take serialized tf.Example protos
+  // as TF Serving's do; one that takes named inputs is for Predict.
+  static Result<std::string> example_signature(const Servable& s, const std::string& given,
+                                               const std::string& method) {
+    TROUPE_ASSIGN_OR_RETURN(std::string sig, choose_signature(*s.predictor, given, method));
+    if (!takes_examples(*s.predictor->signature(sig))) {
+      return runtime::invalid_argument("signature '", sig,
+                                       "' takes named inputs, not serialized tf.Example protos: "
+                                       "call Predict");
+    }
+    return sig;
+  }
+
   // A classify or regress call: its examples as the serialized tf.Example vector the signature
-  // takes, run. TF Serving's signatures for these verbs take examples; one that takes named
-  // inputs is for Predict.
+  // takes, run.
   Result<NamedTensors> run_examples(const tfs::ModelSpec& spec, const tfs::Input& input,
                                     const std::string& method, RequestLabels* l,
                                     std::shared_ptr<Servable>* s, std::string* sig) {
     TROUPE_ASSIGN_OR_RETURN(*s, servable_of(spec, l));
-    TROUPE_ASSIGN_OR_RETURN(*sig,
-                            choose_signature(*(*s)->predictor, spec.signature_name(), method));
-    if (!takes_examples(*(*s)->predictor->signature(*sig))) {
-      return runtime::invalid_argument("signature '", *sig,
-                                       "' takes named inputs, not serialized tf.Example protos: "
-                                       "call Predict");
-    }
+    TROUPE_ASSIGN_OR_RETURN(*sig, example_signature(**s, spec.signature_name(), method));
     runtime::Tensor examples = examples_from_input(input);
     if (examples.num_elements() == 0) {
       return runtime::invalid_argument("the request's input holds no examples");
     }
     return run_and_wait(**s, *sig, {{"inputs", std::move(examples)}});
+  }
+
+  static Status classification(const NamedTensors& out, const Servable& s,
+                               tfs::ClassificationResult* result) {
+    TROUPE_ASSIGN_OR_RETURN(Classes c, classes_of(out, s.predictor->model().class_labels));
+    for (const auto& row : c.rows) {
+      tfs::Classifications* classes = result->add_classifications();
+      for (const auto& [label, score] : row) {
+        tfs::Class* k = classes->add_classes();
+        k->set_label(label);
+        k->set_score(static_cast<float>(score));
+      }
+    }
+    return runtime::ok_status();
+  }
+
+  static Status regression(const NamedTensors& out, tfs::RegressionResult* result) {
+    TROUPE_ASSIGN_OR_RETURN(Regressions r, regressions_of(out));
+    for (double v : r.values) result->add_regressions()->set_value(static_cast<float>(v));
+    return runtime::ok_status();
   }
 
   static void answered(const tfs::ModelSpec& asked, const Servable& s, const std::string& sig,
@@ -269,6 +363,13 @@ class Prediction final : public tfs::PredictionService::Service {
     return a_.run(c, req->model_spec(), "regress",
                   [&](RequestLabels* l) { return a_.regress(*req, res, l); });
   }
+  grpc::Status MultiInference(grpc::ServerContext* c, const tfs::MultiInferenceRequest* req,
+                              tfs::MultiInferenceResponse* res) override {
+    const tfs::ModelSpec& spec =
+        req->tasks().empty() ? tfs::ModelSpec::default_instance() : req->tasks(0).model_spec();
+    return a_.run(c, spec, "multi_inference",
+                  [&](RequestLabels* l) { return a_.multi_inference(*req, res, l); });
+  }
   grpc::Status GetModelMetadata(grpc::ServerContext* c, const tfs::GetModelMetadataRequest* req,
                                 tfs::GetModelMetadataResponse* res) override {
     return a_.run(c, req->model_spec(), "metadata",
@@ -286,6 +387,12 @@ class Models final : public tfs::ModelService::Service {
                               tfs::GetModelStatusResponse* res) override {
     return a_.run(c, req->model_spec(), "status",
                   [&](RequestLabels*) { return a_.status(*req, res); });
+  }
+  grpc::Status HandleReloadConfigRequest(grpc::ServerContext* c,
+                                         const tfs::ReloadConfigRequest* req,
+                                         tfs::ReloadConfigResponse* res) override {
+    return a_.run(c, tfs::ModelSpec::default_instance(), "reload_config",
+                  [&](RequestLabels*) { return a_.reload(*req, res); });
   }
 
  private:

@@ -1,7 +1,8 @@
 // TF Serving's gRPC services over the served models, as schema/serving_service.proto declares
-// them: PredictionService (Predict, Classify, Regress, GetModelMetadata) and
-// ModelService.GetModelStatus, so that a client generated from TF Serving's protos calls
-// troupe serve's --port as it calls TF Serving's.
+// them: PredictionService (Predict, Classify, Regress, MultiInference, GetModelMetadata) and
+// ModelService (GetModelStatus, HandleReloadConfigRequest), so that a client generated from TF
+// Serving's protos calls troupe serve's --port as it calls TF Serving's. A reload replaces the
+// models served as a re-read --model_config_file does (ServedModels::reload).
 //
 //   auto server = GrpcServer::start({.host = "127.0.0.1", .port = 8500}, models, &metrics);
 //   ... (*server)->port() ...

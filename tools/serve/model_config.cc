@@ -111,6 +111,11 @@ Result<std::vector<ModelConfig>> parse_model_config(std::string_view text,
     return runtime::invalid_argument(origin, ": ",
                                      error.text.empty() ? "not a ModelServerConfig" : error.text);
   }
+  return model_config_of(config, origin);
+}
+
+Result<std::vector<ModelConfig>> model_config_of(
+    const tensorflow::serving::ModelServerConfig& config, const std::string& origin) {
   if (!config.has_model_config_list()) {
     return runtime::invalid_argument(origin, ": no model_config_list");
   }

@@ -21,6 +21,10 @@
 
 #include "runtime/status.h"
 
+namespace tensorflow::serving {
+class ModelServerConfig;  // schema/model_server_config.proto
+}
+
 namespace troupe::serve {
 
 // Which of a model's version folders are served (TF Serving's ServableVersionPolicy).
@@ -53,6 +57,9 @@ struct ModelConfig {
 // syntax error.
 runtime::Result<std::vector<ModelConfig>> parse_model_config(std::string_view text,
                                                              const std::string& origin);
+// The models of a config already parsed (a gRPC HandleReloadConfigRequest's), checked as a file's.
+runtime::Result<std::vector<ModelConfig>> model_config_of(
+    const tensorflow::serving::ModelServerConfig& config, const std::string& origin);
 runtime::Result<std::vector<ModelConfig>> read_model_config(const std::string& path);
 
 }  // namespace troupe::serve

@@ -77,6 +77,38 @@ void ServedModels::apply(const std::vector<ModelConfig>& models) {
   applied_ = models;
 }
 
+runtime::Status ServedModels::reload(const std::vector<ModelConfig>& models) {
+  apply(models);
+  std::vector<std::string> idle;
+  runtime::Status first;
+  for (const ModelConfig& c : models) {
+    if (servable(c.name, 0, "").ok()) continue;
+    runtime::Status why =
+        runtime::not_found("its base path ", c.base_path, " holds no version folder yet");
+    if (auto states = status(c.name, 0, ""); states.ok()) {
+      for (const VersionState& v : *states) {
+        if (!v.status.ok()) {
+          why =
+              runtime::make_error(v.status.code(), "version ", v.version, ": ", v.status.message());
+          break;
+        }
+      }
+    }
+    if (idle.empty()) first = why;
+    idle.push_back(c.name);
+  }
+  if (idle.empty()) return runtime::ok_status();
+  if (idle.size() == 1) {
+    return runtime::make_error(first.code(), "model ", idle[0],
+                               " serves no version: ", first.message());
+  }
+  std::string names;
+  for (const std::string& n : idle) names += (names.empty() ? "" : ", ") + n;
+  return runtime::make_error(first.code(), idle.size(), " of ", models.size(),
+                             " models serve no version (", names, "); ", idle[0], ": ",
+                             first.message());
+}
+
 void ServedModels::watch(std::string path, std::chrono::milliseconds interval) {
   watcher_ = std::thread([this, path = std::move(path), interval] {
     std::unique_lock<std::mutex> lock(mu_);

@@ -39,6 +39,12 @@ class ServedModels {
   // Serves exactly `models`: loads the new ones (a changed base path is a new model), gives the
   // others their policy and labels and polls them, and unloads the models not listed.
   void apply(const std::vector<ModelConfig>& models);
+  // apply(), as TF Serving's ReloadConfig: then OK when every model listed serves a version, else
+  // the error of the first that does not (its version's load error, or not_found when its base
+  // path holds no version yet), naming how many do not. What is applied stays applied either way,
+  // and a model whose version appears later is served once polled. A watched file that differs
+  // from `models` is applied again at its next read.
+  runtime::Status reload(const std::vector<ModelConfig>& models);
   // Re-reads `path` every `interval` and applies what changed, until the ServedModels goes.
   void watch(std::string path, std::chrono::milliseconds interval);
 

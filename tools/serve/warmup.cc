@@ -14,6 +14,14 @@ using runtime::Status;
 
 namespace {
 
+Status run_signature(serving::Predictor& predictor, const std::string& signature,
+                     const serving::NamedTensors& inputs) {
+  if (!predictor.signature(signature)) {
+    return runtime::invalid_argument("the model has no signature '", signature, "'");
+  }
+  return predictor.predict(inputs, signature).status();
+}
+
 Status run_one(const tensorflow::serving::PredictionLog& log, serving::Predictor& predictor) {
   serving::NamedTensors inputs;
   std::string signature;
@@ -41,13 +49,21 @@ Status run_one(const tensorflow::serving::PredictionLog& log, serving::Predictor
       inputs["inputs"] = examples_from_input(input);
       break;
     }
+    case tensorflow::serving::PredictionLog::kMultiInferenceLog: {
+      const auto& r = log.multi_inference_log().request();
+      inputs["inputs"] = examples_from_input(r.input());
+      for (const auto& task : r.tasks()) {
+        const bool classify = task.method_name() == "tensorflow/serving/classify";
+        signature = task.model_spec().signature_name().empty() ? fallback[classify ? 1 : 2]
+                                                               : task.model_spec().signature_name();
+        TROUPE_RETURN_IF_ERROR(run_signature(predictor, signature, inputs));
+      }
+      return runtime::ok_status();
+    }
     default:
-      return runtime::invalid_argument("not a predict, classify or regress log");
+      return runtime::invalid_argument("not a predict, classify, regress or multi-inference log");
   }
-  if (!predictor.signature(signature)) {
-    return runtime::invalid_argument("the model has no signature '", signature, "'");
-  }
-  return predictor.predict(inputs, signature).status();
+  return run_signature(predictor, signature, inputs);
 }
 
 }  // namespace

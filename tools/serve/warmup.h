@@ -1,7 +1,7 @@
 // TF Serving's warm-up: an export's assets.extra/tf_serving_warmup_requests, a TFRecord file of
-// PredictionLog protos (predict, classify or regress requests, schema/serving_apis.proto), run
-// against a newly loaded version before it becomes AVAILABLE, so that its first real request
-// finds its sessions, plans and buffers made.
+// PredictionLog protos (predict, classify, regress or multi-inference requests,
+// schema/serving_apis.proto), run against a newly loaded version before it becomes AVAILABLE, so
+// that its first real request finds its sessions, plans and buffers made.
 //
 //   auto n = run_warmup(export_dir, *predictor);   // Result<int64_t>: the requests run
 //
