@@ -84,6 +84,8 @@ struct EvaluationRun {
   // The model_fn's summaries, and their values in the last batch (written with the metrics).
   std::vector<ops::summary::Marked> summaries;
   std::shared_ptr<std::vector<runtime::Tensor>> last_summaries;
+  // The metrics that count in the graph: each name and its value, read when the run ends.
+  std::vector<std::pair<std::string, runtime::Output>> graph_metrics;
 };
 
 struct PredictOptions {

@@ -76,11 +76,21 @@ Result<EvaluationRun> Estimator::spawn_evaluation(const input::Dataset& data, Ev
   }
   std::vector<runtime::Output> fetches = {m->spec.loss, m->inputs[rows_input]};
   for (const auto& [name, spec] : m->spec.eval_metric_ops) {
+    if (spec.in_graph()) {
+      run.graph_metrics.emplace_back(name, spec.value);
+      fetches.push_back(spec.update);  // its value is read once, at the end
+      continue;
+    }
     TROUPE_ASSIGN_OR_RETURN(auto metric, make_metric(spec.kind));
     run.tally->add_metric(name, std::move(metric), fetches.size(), spec.weights.valid());
     fetches.push_back(spec.labels);
     fetches.push_back(spec.predictions);
     if (spec.weights.valid()) fetches.push_back(spec.weights);
+  }
+  // The graph metrics count from zero, as TF's evaluation runs the local variables' initializer.
+  if (!run.graph_metrics.empty()) {
+    TROUPE_RETURN_IF_ERROR(
+        m->session->run({}, {}, {m->local_init}).status().with_context("evaluate"));
   }
   // The model_fn's own summaries: their last batch's values go to the eval directory.
   run.summaries = ops::summary::summaries(m->graph);
@@ -116,6 +126,16 @@ Result<Metrics> Estimator::finish_evaluation(const EvaluationRun& run, const Run
     return runtime::out_of_range("evaluate: ", run.source, " gave no examples");
   }
   Metrics out = run.tally->result();
+  if (!run.graph_metrics.empty()) {
+    Model& m = *models_.at(Mode::kEval);
+    std::vector<runtime::Output> values;
+    for (const auto& [name, value] : run.graph_metrics) values.push_back(value);
+    auto read = m.session->run({}, values, {});
+    if (!read.ok()) return read.status().with_context("evaluate: the metrics' values");
+    for (size_t i = 0; i < values.size(); ++i) {
+      out[run.graph_metrics[i].first] = (*read)[i].scalar_as_double();
+    }
+  }
   out["global_step"] = static_cast<double>(run.global_step);
   if (!config_.model_dir.empty()) {
     const std::string dir =

@@ -521,26 +521,45 @@ std::string class_metric_kind(const std::string& name, int64_t classes) {
   return "";
 }
 
-Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
-  const size_t colon = kind.find(':');
-  const std::string name = kind.substr(0, colon);
+namespace {
+
+// A kind's parts: "precision:10:macro" is {precision, 10, macro}; "accuracy" {accuracy, 0, ""}.
+struct KindParts {
+  std::string name;
   int arg = 0;
-  std::string average;  // the third part: precision:10:macro
-  if (colon != std::string::npos) {
-    const size_t second = kind.find(':', colon + 1);
-    if (second != std::string::npos) average = kind.substr(second + 1);
-    try {
-      arg = std::stoi(kind.substr(colon + 1, second - colon - 1));
-    } catch (...) {
-      arg = 0;
-    }
-    if (arg < 1)
-      return runtime::invalid_argument("metric '", kind, "': the number after ':' must be >= 1");
-    if (name != "confusion_matrix" && name != "top_k_accuracy" && name != "precision_at_k" &&
-        name != "recall_at_k" && name != "auc" && name != "auc_pr") {
-      return class_metric(kind, name, arg, average);
-    }
+  std::string average;
+  bool of_classes = false;  // a confusion matrix's summary over `arg` classes
+};
+
+Result<KindParts> parse_kind(const std::string& kind) {
+  KindParts k;
+  const size_t colon = kind.find(':');
+  k.name = kind.substr(0, colon);
+  if (colon == std::string::npos) return k;
+  const size_t second = kind.find(':', colon + 1);
+  if (second != std::string::npos) k.average = kind.substr(second + 1);
+  try {
+    k.arg = std::stoi(kind.substr(colon + 1, second - colon - 1));
+  } catch (...) {
+    k.arg = 0;
   }
+  if (k.arg < 1) {
+    return runtime::invalid_argument("metric '", kind, "': the number after ':' must be >= 1");
+  }
+  k.of_classes = k.name != "confusion_matrix" && k.name != "top_k_accuracy" &&
+                 k.name != "precision_at_k" && k.name != "recall_at_k" && k.name != "auc" &&
+                 k.name != "auc_pr";
+  return k;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
+  TROUPE_ASSIGN_OR_RETURN(KindParts parts, parse_kind(kind));
+  const std::string& name = parts.name;
+  const int arg = parts.arg;
+  const bool colon = arg > 0;
+  if (parts.of_classes) return class_metric(kind, name, arg, parts.average);
   if (name == "accuracy") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kAccuracy, false));
   if (name == "mean") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kMean, false));
   if (name == "mse") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kSquaredError, false));
@@ -551,7 +570,7 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
   if (name == "recall") return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kRecall));
   if (name == "f1") return std::unique_ptr<Metric>(new BinaryCounts(BinaryCounts::kF1));
   if (name == "auc" || name == "auc_pr") {
-    if (colon != std::string::npos && arg < 2) {
+    if (colon && arg < 2) {
       return runtime::invalid_argument("metric '", kind, "': an AUC needs 2 thresholds or more");
     }
     return std::unique_ptr<Metric>(new Auc(name == "auc_pr", arg > 0 ? arg : 200));
@@ -573,6 +592,56 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
     return std::unique_ptr<Metric>(new Confusion(arg));
   }
   return runtime::invalid_argument("unknown metric '", kind, "'");
+}
+
+Result<std::optional<ops::StreamingMetric>> graph_metric(
+    runtime::GraphBuilder& b, const std::string& kind, runtime::Output labels,
+    runtime::Output predictions, runtime::Output weights, const std::string& name) {
+  TROUPE_RETURN_IF_ERROR(make_metric(kind).status());
+  TROUPE_ASSIGN_OR_RETURN(KindParts k, parse_kind(kind));
+  namespace m = ops::metrics;
+  using S = m::ClassSummary;
+  std::optional<ops::StreamingMetric> out;
+  if (k.of_classes) {
+    static const std::map<std::string, S> summaries = {
+        {"precision", S::kPrecision},
+        {"recall", S::kRecall},
+        {"f1", S::kF1},
+        {"mean_per_class_accuracy", S::kMeanPerClassAccuracy},
+        {"mean_iou", S::kMeanIou}};
+    static const std::map<std::string, m::Average> averages = {{"micro", m::Average::kMicro},
+                                                               {"macro", m::Average::kMacro},
+                                                               {"weighted", m::Average::kWeighted}};
+    out = m::per_class(b, labels, predictions, k.arg, summaries.at(k.name),
+                       averages.at(k.average.empty() ? "macro" : k.average), weights, name);
+  } else if (k.name == "accuracy") {
+    out = m::accuracy(b, labels, predictions, weights, name);
+  } else if (k.name == "mean") {
+    out = m::mean(b, predictions, weights, name);
+  } else if (k.name == "mse") {
+    out = m::mean_squared_error(b, labels, predictions, weights, name);
+  } else if (k.name == "rmse") {
+    out = m::root_mean_squared_error(b, labels, predictions, weights, name);
+  } else if (k.name == "mae") {
+    out = m::mean_absolute_error(b, labels, predictions, weights, name);
+  } else if (k.name == "precision") {
+    out = m::precision(b, labels, predictions, weights, name);
+  } else if (k.name == "recall") {
+    out = m::recall(b, labels, predictions, weights, name);
+  } else if (k.name == "f1") {
+    out = m::f1(b, labels, predictions, weights, name);
+  } else if (k.name == "auc" || k.name == "auc_pr") {
+    out =
+        m::auc(b, labels, predictions, weights, k.arg > 0 ? k.arg : 200, k.name == "auc_pr", name);
+  } else if (k.name == "log_loss") {
+    out = m::log_loss(b, labels, predictions, weights, name);
+  } else if (k.name == "sum" && !weights.valid()) {
+    out = m::sum(b, predictions, name);
+  } else if (k.name == "confusion_matrix" && !weights.valid()) {
+    out = m::per_class(b, labels, predictions, k.arg, S::kAccuracy, m::Average::kMicro, {}, name);
+  }
+  TROUPE_RETURN_IF_ERROR(b.status().with_context("metric '" + name + "'"));
+  return out;
 }
 
 std::vector<std::vector<int64_t>> confusion_counts(const Metric& m) {

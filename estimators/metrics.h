@@ -1,6 +1,8 @@
-// Streaming evaluation metrics: each accumulates over the batches of an evaluation and gives
-// its value at the end, as tf.metrics' (value, update_op) pairs do. An Estimator updates them
-// from the tensors a model_fn names in eval_metric_ops, fetched with each step (no extra step).
+// Streaming evaluation metrics by kind: each accumulates over the batches of an evaluation and
+// gives its value at the end, as tf.metrics' (value, update_op) pairs do. An Estimator builds a
+// kind's graph ops (graph_metric, ops/metric_ops.h) where it has them; these host metrics are
+// their reference, and count the kinds without graph ops from the tensors a model_fn names in
+// eval_metric_ops, fetched with each step (no extra step).
 //
 //   auto m = make_metric("accuracy");                       // Result<unique_ptr<Metric>>
 //   (*m)->update(labels, predicted_classes);                 // per batch
@@ -21,10 +23,13 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ops/metric_ops.h"
+#include "runtime/graph_builder.h"
 #include "runtime/status.h"
 #include "runtime/tensor.h"
 
@@ -60,6 +65,14 @@ runtime::Result<std::unique_ptr<Metric>> make_metric(const std::string& kind);
 // mean_per_class_accuracy "mean_per_class_accuracy:C", precision_at_5 "precision_at_k:5" and
 // recall_at_5 "recall_at_k:5" (these two over scores, not classes); "" for a name not of these.
 std::string class_metric_kind(const std::string& name, int64_t classes);
+
+// The graph ops of a metric kind (ops/metric_ops.h), named `name`, which compute what the host
+// metric computes: every kind but top_k_accuracy, precision_at_k, recall_at_k and
+// adjusted_rand_index, which stay on the host (nullopt), as do sum and confusion_matrix given
+// weights (the host refuses them by name). An unknown kind is make_metric's error.
+runtime::Result<std::optional<ops::StreamingMetric>> graph_metric(
+    runtime::GraphBuilder& b, const std::string& kind, runtime::Output labels,
+    runtime::Output predictions, runtime::Output weights, const std::string& name);
 
 using Metrics = std::map<std::string, double>;
 

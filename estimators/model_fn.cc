@@ -48,7 +48,13 @@ runtime::Status validate_spec(const EstimatorSpec& spec, Mode mode, const runtim
     if (!output.valid()) return runtime::invalid_argument("prediction '", name, "' is no output");
   }
   for (const auto& [name, metric] : spec.eval_metric_ops) {
-    if (mode != Mode::kPredict && (!metric.labels.valid() || !metric.predictions.valid())) {
+    if (mode == Mode::kPredict) continue;
+    if (metric.value.valid() != metric.update.valid()) {
+      return runtime::invalid_argument(
+          "metric '", name, "' has ",
+          metric.value.valid() ? "a value but no update op" : "an update op but no value");
+    }
+    if (!metric.in_graph() && (!metric.labels.valid() || !metric.predictions.valid())) {
       return runtime::invalid_argument("metric '", name, "' lacks its labels or predictions");
     }
   }

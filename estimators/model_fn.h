@@ -9,6 +9,8 @@
 //     if (in.mode == Mode::kPredict) return spec;
 //     spec.loss = ...;
 //     spec.eval_metric_ops["accuracy"] = {"accuracy", in.labels, spec.predictions["classes"]};
+//     spec.eval_metric_ops["iou"] =
+//         MetricSpec::of(ops::metrics::mean_iou(in.b, in.labels, spec.predictions["classes"], 10));
 //     if (in.mode == Mode::kTrain) spec.train_op = ops::minimize(in.b, spec.loss, opt);
 //     return spec;
 //   }
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "estimators/run_config.h"
+#include "ops/metric_ops.h"
 #include "runtime/graph_builder.h"
 
 namespace troupe::estimators {
@@ -47,12 +50,25 @@ struct ModelInputs {
   std::map<std::string, runtime::Output> labels_by_name;
 };
 
-// A streaming metric (metrics.h kind) over two fetched tensors.
+// A streaming metric of an evaluation: either a metrics.h kind over labels and predictions
+// (built as graph ops, ops/metric_ops.h, when the kind has them; counted on the host from the
+// fetched tensors when not), or a model_fn's own graph metric, as tf.metrics' (value, update_op)
+// pairs: MetricSpec::of(ops::metrics::mean_iou(b, labels, classes, 10)).
 struct MetricSpec {
   std::string kind;
   runtime::Output labels;
   runtime::Output predictions;
   runtime::Output weights;  // optional: one per example (a weight column), as tf.metrics'
+  runtime::Output value;    // a graph metric's: read once the evaluation's batches are in
+  runtime::Output update;   // a graph metric's: run with every batch
+
+  static MetricSpec of(const ops::StreamingMetric& m) {
+    MetricSpec s;
+    s.value = m.value;
+    s.update = m.update;
+    return s;
+  }
+  bool in_graph() const { return update.valid(); }
 };
 
 struct EstimatorSpec {

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "estimators/metrics.h"
 #include "ops/array_ops.h"
 #include "ops/parsing_ops.h"
 #include "ops/sparse_ops.h"
@@ -189,7 +190,20 @@ Status build(const ModelFn& model_fn, Mode mode, const std::string& source,
     TROUPE_RETURN_IF_ERROR(ops::stamp_updates(b).with_context(where));
   }
   out->spec = std::move(*spec);
+  // An evaluation's metrics count in the graph where their kind has graph ops.
+  if (mode == Mode::kEval) {
+    for (auto& [name, m] : out->spec.eval_metric_ops) {
+      if (m.in_graph()) continue;
+      auto g = graph_metric(b, m.kind, m.labels, m.predictions, m.weights, name);
+      if (!g.ok()) return g.status().with_context(where);
+      if (*g) {
+        m.value = (*g)->value;
+        m.update = (*g)->update;
+      }
+    }
+  }
   out->init = ops::global_variables_initializer(b);
+  out->local_init = ops::local_variables_initializer(b);
   if (!b.ok()) return b.status().with_context(where);
   return runtime::ok_status();
 }

@@ -46,6 +46,7 @@ struct ModelGraph {
   std::vector<std::string> labels;      // label, then a multi-head model's further labels
   runtime::Output global_step;          // its read
   int init = -1;                        // initialises every variable
+  int local_init = -1;  // sets the local ones (graph metrics' counts) anew: before an evaluation
   runtime::Output examples;  // build_serving_graph: the serialized tf.Example protos it parses
 };
 

@@ -70,6 +70,16 @@ TROUPE_REGISTER_OP(StopGradient)
     .no_gradient()
     .doc("y = x in the forward pass; no gradient flows back through it");
 
+TROUPE_REGISTER_OP(AssertInRange)
+    .input("x")
+    .output("y")
+    .attr("lo", 0.0)
+    .attr("hi", 0.0)
+    .attr("what", std::string())
+    .shape_fn(shape_fns::unchanged)
+    .no_gradient()
+    .doc("y = x when every element lies in [lo, hi]; otherwise the step's error, naming `what`");
+
 // y = T(x); dx = cast(dy) back to x's dtype when both are floating.
 TROUPE_REGISTER_OP(Cast)
     .input("x")
@@ -980,6 +990,9 @@ Output placeholder(GraphBuilder& b, DType dtype, const Shape& shape, const std::
 
 Output identity(GraphBuilder& b, Output x, const std::string& name) {
   return b.add("Identity", {x}, {}, name);
+}
+Output assert_in_range(GraphBuilder& b, Output x, double lo, double hi, const std::string& what) {
+  return b.add("AssertInRange", {x}, {{"lo", lo}, {"hi", hi}, {"what", what}});
 }
 Output stop_gradient(GraphBuilder& b, Output x, const std::string& name) {
   return b.add("StopGradient", {x}, {}, name);

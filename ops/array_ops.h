@@ -30,6 +30,9 @@ Output scalar_like(GraphBuilder& b, Output x, double value);
 Output placeholder(GraphBuilder& b, DType dtype, const Shape& shape, const std::string& name = "");
 
 Output identity(GraphBuilder& b, Output x, const std::string& name = "");
+// x, once every element is checked to lie in [lo, hi] (a NaN does not): otherwise the step's
+// error, "`what`: VALUE at index I is outside [lo, hi]", as tf.debugging's asserts stop a step.
+Output assert_in_range(GraphBuilder& b, Output x, double lo, double hi, const std::string& what);
 // Passes x through but blocks gradients (tf.stop_gradient).
 Output stop_gradient(GraphBuilder& b, Output x, const std::string& name = "");
 Output cast(GraphBuilder& b, Output x, DType dtype, const std::string& name = "");

@@ -94,6 +94,7 @@ TROUPE_REGISTER_OP(Variable)
     .output("value")
     .attrs(kAssignDefaults)
     .attr("trainable", true)
+    .attr("local", false)
     .reads_variable()
     .shape_fn(var_shape)
     .no_gradient()
@@ -146,6 +147,7 @@ TROUPE_REGISTER_OP(Assign)
     .input("value")
     .output("new_value")
     .attrs(kAssignDefaults)
+    .attr("local", false)  // a local variable's initializer (VariableStore::assign_local)
     .writes_variable()
     .shape_fn(assign_shape)
     .no_gradient()
@@ -220,6 +222,27 @@ Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DT
   return v;
 }
 
+Output local_variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,
+                      Output initial_value) {
+  const std::string unique = b.unique_name(name);
+  const runtime::AttrMap attrs{{"var", unique}, {"shape", shape}, {"dtype", dtype}};
+  runtime::AttrMap read = attrs;
+  read["trainable"] = false;
+  read["local"] = true;
+  std::vector<Output> out = b.add_node("Variable", {}, std::move(read), name);
+  if (out.empty()) return Output{};
+  Output init;
+  {
+    auto scope = b.name_scope(name);
+    runtime::AttrMap write = attrs;
+    write["local"] = true;
+    init = b.add("Assign", {initial_value}, std::move(write));
+  }
+  if (!init.valid()) return Output{};
+  b.graph().add_to_collection("local_variable_initializers", init.node);
+  return out[0];
+}
+
 std::vector<Output> variable_parts(GraphBuilder& b, const std::string& name, const Shape& shape,
                                    DType dtype, Output initial_value, int parts, bool trainable) {
   if (shape.rank() < 1 || !shape.fully_defined() || parts < 1) {
@@ -287,6 +310,10 @@ Output scatter(GraphBuilder& b, Scatter how, Output var, Output indices, Output 
 
 int global_variables_initializer(GraphBuilder& b) {
   return no_op(b, b.graph().collection("variable_initializers"), "init");
+}
+
+int local_variables_initializer(GraphBuilder& b) {
+  return no_op(b, b.graph().collection("local_variable_initializers"), "init_locals");
 }
 
 Output global_step(GraphBuilder& b) {

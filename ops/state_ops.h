@@ -5,6 +5,7 @@
 //   Output w = variable(b, "dense/kernel", Shape{784, 256}, DType::kFloat32,
 //                       glorot_uniform(b, Shape{784, 256}));
 //   int init = global_variables_initializer(b);   // run once as a target, or restore instead
+//   Output count = local_variable(b, "count", Shape{}, DType::kFloat64, scalar(b, 0.0));
 //   Output step = global_step(b);                 // int64, not trainable
 //   Output rows = scatter(b, Scatter::kAdd, w, ids, deltas);   // tf.scatter_add
 //
@@ -21,6 +22,12 @@ namespace troupe::ops {
 // Adds a variable named `name` and its initializer (`initial_value`, shaped like the variable).
 Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,
                 Output initial_value, bool trainable = true);
+// tf.local_variable: a variable of this session alone (a streaming metric's counts). It is never
+// saved, restored, exported or placed on a ps (runtime::Graph::variables() leaves it out, and
+// VariableStore::names() its value), nor trained; local_variables_initializer() sets it to
+// `initial_value`, as an Estimator does before each evaluation.
+Output local_variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,
+                      Output initial_value);
 // A variable split along dimension 0 into `parts` variables "<name>/part_<i>" (the first rows
 // % parts of them one row longer), each initialised with its rows of `initial_value`, so that a
 // cluster's placement spreads them over ps tasks (runtime/placement.h), as TF's partitioners
@@ -52,8 +59,9 @@ Output assign_sub(GraphBuilder& b, Output var, Output value);
 // is written. Returns the variable's new value.
 enum class Scatter { kUpdate, kAdd, kSub, kMul, kDiv, kMin, kMax };
 Output scatter(GraphBuilder& b, Scatter how, Output var, Output indices, Output updates);
-// A NoOp that runs every variable's initializer: a run target.
+// A NoOp that runs every variable's initializer: a run target. The local ones have their own.
 int global_variables_initializer(GraphBuilder& b);
+int local_variables_initializer(GraphBuilder& b);
 // The graph's int64 step counter, created (at 0) on first use.
 Output global_step(GraphBuilder& b);
 

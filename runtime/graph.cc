@@ -52,12 +52,29 @@ std::vector<std::string> Graph::collection_keys() const {
   return keys;
 }
 
+namespace {
+
+bool is_local(const Node& n) {
+  auto it = n.attrs.find("local");  // graphs written before local variables lack it
+  return it != n.attrs.end() && std::get<bool>(it->second);
+}
+
+}  // namespace
+
 std::vector<int> Graph::variables(bool trainable_only) const {
   std::vector<int> ids;
   for (const Node& n : nodes_) {
-    if (n.op != "Variable") continue;
+    if (n.op != "Variable" || is_local(n)) continue;
     if (trainable_only && !n.attr<bool>("trainable")) continue;
     ids.push_back(n.id);
+  }
+  return ids;
+}
+
+std::vector<int> Graph::local_variables() const {
+  std::vector<int> ids;
+  for (const Node& n : nodes_) {
+    if (n.op == "Variable" && is_local(n)) ids.push_back(n.id);
   }
   return ids;
 }

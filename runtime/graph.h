@@ -96,8 +96,12 @@ class Graph {
   const std::vector<int>& collection(const std::string& key) const;
   std::vector<std::string> collection_keys() const;
 
-  // Variable nodes, in the order they were created; only `trainable` ones with the flag.
+  // The model's Variable nodes, in the order they were created; only `trainable` ones with the
+  // flag. Local variables (a streaming metric's counts) are not among them.
   std::vector<int> variables(bool trainable_only = false) const;
+  // Local Variable nodes (ops::local_variable): placed with the session that runs them, never
+  // saved, set anew by their own initializer.
+  std::vector<int> local_variables() const;
 
   std::string debug_string() const;
 

@@ -31,6 +31,12 @@ void VariableStore::assign(const std::string& name, Tensor value) {
   values_[name] = std::move(value);
 }
 
+void VariableStore::assign_local(const std::string& name, Tensor value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  values_[name] = std::move(value);
+  local_.insert(name);
+}
+
 Result<Tensor> VariableStore::for_update(const std::string& name, DType dtype, const Shape& shape) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = values_.find(name);
@@ -72,13 +78,16 @@ Result<Tensor> VariableStore::slot(const std::string& name, const std::string& s
 std::vector<std::string> VariableStore::names() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> out;
-  for (auto& [k, v] : values_) out.push_back(k);
+  for (auto& [k, v] : values_) {
+    if (!local_.count(k)) out.push_back(k);
+  }
   return out;
 }
 
 void VariableStore::clear() {
   std::lock_guard<std::mutex> lock(mu_);
   values_.clear();
+  local_.clear();
 }
 
 }  // namespace troupe::runtime

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ class VariableStore {
   std::optional<int64_t> read_int64_scalar(const std::string& name) const;
   // Replaces the value; readers holding the old tensor keep it.
   void assign(const std::string& name, Tensor value);
+  // A local variable's value (a streaming metric's count, as tf.local_variable's): read and
+  // updated as any other, but left out of names(), so that checkpoints, exports, the best
+  // model's copy and a cluster's transfers never hold it.
+  void assign_local(const std::string& name, Tensor value);
   // The variable's tensor, first copied if a reader still holds its buffer, so that the caller
   // may write into it without changing a value someone else reads. The caller says what it will
   // write through (`dtype`, `shape`); a stored value of another (restored from a checkpoint,
@@ -46,12 +51,14 @@ class VariableStore {
   // expected.
   Result<Tensor> slot(const std::string& name, const std::string& slot, double initial_value = 0,
                       const Shape* shape = nullptr);
+  // The model's variables and slots: every name but the local ones.
   std::vector<std::string> names() const;
   void clear();
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, Tensor> values_;
+  std::set<std::string> local_;
 };
 
 }  // namespace troupe::runtime

@@ -52,6 +52,24 @@ struct ForwardKernel {  // Identity, StopGradient, summaries, PlaceholderWithDef
   }
 };
 
+template <class T>
+struct AssertInRangeKernel {
+  static Status compute(KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    const double lo = ctx.attr<double>("lo"), hi = ctx.attr<double>("hi");
+    const T* p = x.data<T>();
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const auto v = static_cast<double>(p[i]);
+      if (!(v >= lo && v <= hi)) {
+        return runtime::invalid_argument(ctx.attr<std::string>("what"), ": ", v, " at index ", i,
+                                         " is outside [", lo, ", ", hi, "]");
+      }
+    }
+    ctx.set_output(0, x);
+    return runtime::ok_status();
+  }
+};
+
 // The output's runtime shape for Reshape / ExpandDims / Squeeze: the static shape with unknown
 // dims resolved from the input's element count.
 Status resolve_shape(const KernelContext& ctx, const Tensor& x, Shape* out) {
@@ -1000,6 +1018,8 @@ TROUPE_REGISTER_KERNELS(array_cpu) {
     registry.add_typed<ForwardKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
         op, kCpu);
   }
+  registry.add_typed<AssertInRangeKernel, float, double, int32_t, int64_t, uint8_t>("AssertInRange",
+                                                                                    kCpu);
   for (const char* op : {"Reshape", "ReshapeLike", "ExpandDims", "Squeeze"}) {
     registry.add_typed<ReshapeKernel, float, double, int32_t, int64_t, uint8_t, bool, std::string>(
         op, kCpu);

@@ -48,7 +48,11 @@ struct AssignKernel {
     VariableStore* store;
     TROUPE_RETURN_IF_ERROR(store_of(ctx, &store));
     TROUPE_RETURN_IF_ERROR(check_value<T>(ctx, ctx.input(0)));
-    store->assign(var_name(ctx), ctx.input(0));
+    if (ctx.attr<bool>("local")) {
+      store->assign_local(var_name(ctx), ctx.input(0));
+    } else {
+      store->assign(var_name(ctx), ctx.input(0));
+    }
     ctx.set_output(0, ctx.input(0));
     return runtime::ok_status();
   }

@@ -17,6 +17,7 @@
 #include "harness/temp_dir.h"
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
+#include "ops/metric_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/state_ops.h"
 #include "ops/strided_slice.h"
@@ -33,8 +34,8 @@ namespace {
 
 std::string fresh_dir(const std::string& name) { return testing::temp_dir(name); }
 
-// y = 3 x0 - 2 x1 + 1 + noise
-input::Dataset regression_data(int64_t n, int64_t epochs, uint64_t seed = 1) {
+// y = 3 x0 - 2 x1 + 1 + noise: x [n, 2] and y [n].
+std::pair<Tensor, Tensor> regression_arrays(int64_t n) {
   std::mt19937 rng(7);
   std::normal_distribution<float> g(0, 1);
   std::vector<float> x(n * 2), y(n);
@@ -43,9 +44,13 @@ input::Dataset regression_data(int64_t n, int64_t epochs, uint64_t seed = 1) {
     x[2 * i + 1] = g(rng);
     y[i] = 3 * x[2 * i] - 2 * x[2 * i + 1] + 1 + 0.01f * g(rng);
   }
-  auto d = input::arrays(
-      {{"x", Tensor::from_vector(Shape{n, 2}, x)}, {"y", Tensor::from_vector(Shape{n}, y)}}, "y",
-      {.batch_size = 32, .num_epochs = epochs, .shuffle = true, .seed = seed});
+  return {Tensor::from_vector(Shape{n, 2}, x), Tensor::from_vector(Shape{n}, y)};
+}
+
+input::Dataset regression_data(int64_t n, int64_t epochs, uint64_t seed = 1) {
+  auto [x, y] = regression_arrays(n);
+  auto d = input::arrays({{"x", x}, {"y", y}}, "y",
+                         {.batch_size = 32, .num_epochs = epochs, .shuffle = true, .seed = seed});
   REQUIRE(d.ok());
   return *d;
 }
@@ -138,6 +143,66 @@ TEST_CASE("estimator: train, evaluate in memory, predict, variables") {
   auto again = est.predict_batches(*data);
   REQUIRE(again.ok());
   CHECK((*again)[0].at("y").dim(0) == 2);
+}
+
+TEST_CASE("estimator: a model_fn's graph metrics count each evaluation anew, and are never saved") {
+  auto with_own_metrics = [](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+    TROUPE_ASSIGN_OR_RETURN(EstimatorSpec spec, linear_model(in));
+    if (in.mode == Mode::kPredict) return spec;
+    Output pred = spec.predictions.at("y");
+    spec.eval_metric_ops["own_mae"] =
+        MetricSpec::of(ops::metrics::mean_absolute_error(in.b, in.labels, pred));
+    spec.eval_metric_ops["examples"] =
+        MetricSpec::of(ops::metrics::sum(in.b, ops::ones_like(in.b, pred)));
+    return spec;
+  };
+  const std::string dir = fresh_dir("graph_metrics");
+  Estimator est(with_own_metrics, quiet(dir));
+  REQUIRE(est.train(regression_data(256, 3)).ok());
+  auto first = est.evaluate(regression_data(256, 1));
+  REQUIRE_MESSAGE(first.ok(), first.status().to_string());
+  CHECK(first->at("examples") == 256);
+  // The canned kind ("mae", now graph ops too) and the model_fn's own agree.
+  CHECK(first->at("own_mae") == doctest::Approx(first->at("mae")).epsilon(1e-12));
+  // ... and both are the mean absolute error of the predictions, worked out here.
+  auto [x, y] = regression_arrays(256);
+  auto unlabelled = input::arrays({{"x", x}}, "");
+  REQUIRE(unlabelled.ok());
+  double total = 0;
+  int64_t i = 0;
+  REQUIRE(est.predict(*unlabelled,
+                      [&](const Prediction& p) {
+                        total += std::fabs(p.at("y").scalar_as_double() - y.data<float>()[i++]);
+                        return true;
+                      })
+              .ok());
+  CHECK(first->at("own_mae") == doctest::Approx(total / 256).epsilon(1e-6));
+  auto second = est.evaluate(regression_data(100, 1));
+  REQUIRE(second.ok());
+  CHECK(second->at("examples") == 100);  // counted from zero, not on top of the first
+  // The counts stay out of what is saved and listed.
+  for (const std::string& name : est.get_variable_names()) {
+    CHECK_MESSAGE(name.rfind("metrics/", 0) != 0, name);
+  }
+  REQUIRE(est.train(regression_data(256, 1)).ok());  // saves a checkpoint after evaluating
+  auto third = est.evaluate(regression_data(256, 1));
+  REQUIRE(third.ok());
+  CHECK(third->at("examples") == 256);
+
+  auto half = [](ModelInputs& in) -> runtime::Result<EstimatorSpec> {
+    TROUPE_ASSIGN_OR_RETURN(EstimatorSpec spec, linear_model(in));
+    if (in.mode == Mode::kPredict) return spec;
+    MetricSpec broken = MetricSpec::of(ops::metrics::mean(in.b, spec.predictions.at("y")));
+    broken.value = Output{};
+    spec.eval_metric_ops["broken"] = broken;
+    return spec;
+  };
+  Estimator bad(half, quiet());
+  auto refused = bad.train(regression_data(64, 1));  // a spec is checked in every mode, as TF's
+  REQUIRE_FALSE(refused.ok());
+  CHECK_MESSAGE(refused.status().message().find("metric 'broken' has an update op but no value") !=
+                    std::string::npos,
+                refused.status().to_string());
 }
 
 TEST_CASE("estimator: resumes from model_dir; max_steps and steps as TF counts them") {

@@ -1,11 +1,20 @@
-// Streaming metrics against values worked out by hand.
+// Streaming metrics against values worked out by hand, and each kind's graph ops against its host
+// metric.
 #include "estimators/metrics.h"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
+#include <random>
+
+#include "harness/op_harness.h"
+#include "ops/array_ops.h"
+#include "ops/state_ops.h"
 
 using namespace troupe;
+using runtime::DType;
+using runtime::Output;
 using runtime::Shape;
 using runtime::Tensor;
 
@@ -164,4 +173,144 @@ TEST_CASE("weights weigh what each example adds, as tf.metrics' weights") {
   REQUIRE(ari.ok());
   CHECK((*ari)->update(i64({1, 0}), i64({1, 1}), f({1, 1})).message().find("no weights") !=
         std::string::npos);
+}
+
+namespace {
+
+// One batch of a metric's inputs; weights may be null.
+struct Batch {
+  Tensor labels, predictions, weights;
+};
+
+Output placeholder_like(testing::OpTest& t, const Tensor& like, const std::string& name) {
+  std::vector<int64_t> dims = like.shape().dims();
+  dims[0] = -1;
+  return ops::placeholder(t.b, like.dtype(), Shape(dims), name);
+}
+
+// The metric over `batches` as the host counts it and as its graph ops do (nullopt: none).
+std::pair<double, std::optional<double>> both(const std::string& kind,
+                                              const std::vector<Batch>& batches) {
+  auto host = estimators::make_metric(kind);
+  REQUIRE(host.ok());
+  for (const Batch& b : batches) {
+    auto s = (*host)->update(b.labels, b.predictions, b.weights);
+    REQUIRE_MESSAGE(s.ok(), kind, ": ", s.to_string());
+  }
+  testing::OpTest t;
+  const Batch& first = batches[0];
+  Output y = placeholder_like(t, first.labels, "y"),
+         p = placeholder_like(t, first.predictions, "p");
+  Output w = first.weights.valid() ? placeholder_like(t, first.weights, "w") : Output{};
+  auto g = estimators::graph_metric(t.b, kind, y, p, w, "m");
+  REQUIRE_MESSAGE(g.ok(), kind, ": ", g.status().to_string());
+  if (!*g) return {(*host)->result(), std::nullopt};
+  REQUIRE(t.run({}, {ops::local_variables_initializer(t.b)}).ok());
+  double running = 0;
+  for (const Batch& b : batches) {
+    t.feeds = {{y, b.labels}, {p, b.predictions}};
+    if (w.valid()) t.feeds.push_back({w, b.weights});
+    auto r = t.run({(*g)->update});
+    REQUIRE_MESSAGE(r.ok(), kind, ": ", r.status().to_string());
+    running = (*r)[0].scalar_as_double();
+  }
+  t.feeds.clear();
+  auto value = t.run({(*g)->value});
+  REQUIRE(value.ok());
+  CHECK((*value)[0].scalar_as_double() == running);  // the last update says what the value says
+  return {(*host)->result(), (*value)[0].scalar_as_double()};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "every kind's graph ops compute what its host metric computes, with and without weights") {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::uniform_int_distribution<int64_t> cls(0, 3);
+  auto floats = [&](Shape s, double scale = 1) {
+    Tensor t(DType::kFloat32, s);
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = float(u(rng) * scale);
+    return t;
+  };
+  auto ids = [&](int64_t n) {
+    Tensor t(DType::kInt64, Shape{n});
+    for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = cls(rng);
+    return t;
+  };
+  auto bits = [&](int64_t n) {
+    Tensor t(DType::kFloat32, Shape{n});
+    for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = u(rng) < 0.4 ? 1.f : 0.f;
+    return t;
+  };
+  auto probabilities = [&](int64_t n) {  // rows of 4 class probabilities
+    Tensor t = floats(Shape{n, 4});
+    for (int64_t i = 0; i < n; ++i) {
+      float* row = t.data<float>() + i * 4;
+      const float total = row[0] + row[1] + row[2] + row[3];
+      for (int k = 0; k < 4; ++k) row[k] /= total;
+    }
+    return t;
+  };
+  const int64_t sizes[] = {5, 9, 1};
+  for (const bool weighted : {false, true}) {
+    auto batches = [&](const std::function<Batch(int64_t)>& make) {
+      std::vector<Batch> out;
+      for (int64_t n : sizes) {
+        Batch b = make(n);
+        if (weighted) b.weights = floats(Shape{n}, 3);
+        out.push_back(b);
+      }
+      return out;
+    };
+    const auto binary = batches([&](int64_t n) { return Batch{bits(n), floats(Shape{n})}; });
+    const auto classes = batches([&](int64_t n) { return Batch{ids(n), ids(n)}; });
+    const auto values = batches([&](int64_t n) {
+      return Batch{floats(Shape{n, 2}, 5), floats(Shape{n, 2}, 5)};
+    });
+    const auto scores = batches([&](int64_t n) { return Batch{ids(n), probabilities(n)}; });
+    const std::vector<std::pair<std::string, std::vector<Batch>>> kinds = {
+        {"accuracy", classes},
+        {"precision", binary},
+        {"recall", binary},
+        {"f1", binary},
+        {"auc", binary},
+        {"auc_pr", binary},
+        {"auc:50", binary},
+        {"log_loss", binary},
+        {"log_loss", scores},
+        {"mean", values},
+        {"mse", values},
+        {"rmse", values},
+        {"mae", values},
+        {"precision:4:macro", classes},
+        {"recall:4:weighted", classes},
+        {"f1:4:micro", classes},
+        {"f1:4:macro", classes},
+        {"mean_iou:4", classes},
+        {"mean_per_class_accuracy:4", classes}};
+    for (const auto& [kind, data] : kinds) {
+      const auto [host, graph] = both(kind, data);
+      REQUIRE_MESSAGE(graph.has_value(), kind);
+      CHECK_MESSAGE(*graph == doctest::Approx(host).epsilon(1e-12), kind,
+                    weighted ? " (weighted)" : "", ": host ", host, ", graph ", *graph);
+    }
+    if (!weighted) {
+      for (const std::string kind : {"sum", "confusion_matrix:4"}) {
+        const auto [host, graph] = both(kind, kind == "sum" ? values : classes);
+        REQUIRE_MESSAGE(graph.has_value(), kind);
+        CHECK_MESSAGE(*graph == doctest::Approx(host).epsilon(1e-12), kind);
+      }
+    }
+  }
+  // These stay on the host.
+  const std::vector<Batch> scored = {
+      {Tensor::from_vector<int64_t>(Shape{2}, {0, 1}),
+       Tensor::from_vector<float>(Shape{2, 2}, {0.2f, 0.8f, 0.6f, 0.4f})}};
+  CHECK_FALSE(both("top_k_accuracy:1", scored).second.has_value());
+  CHECK_FALSE(both("adjusted_rand_index", {{i64({0, 1}), i64({1, 1})}}).second.has_value());
+  // An unknown kind is make_metric's error.
+  testing::OpTest t;
+  auto bad = estimators::graph_metric(t.b, "nope", t.feed(f({1})), t.feed(f({1})), {}, "m");
+  CHECK(bad.status().message().find("unknown metric 'nope'") != std::string::npos);
 }

@@ -68,3 +68,17 @@ TEST_CASE("an int64 scalar is read only when it is one") {
   vars.assign("global_step", Tensor::scalar<int64_t>(42));
   CHECK(vars.read_int64_scalar("global_step") == 42);
 }
+
+TEST_CASE("a local variable is read and updated as any, but not among the names saved") {
+  VariableStore vars;
+  vars.assign("w", Tensor::from_vector<float>(Shape{1}, {1}));
+  vars.assign_local("metrics/acc/count", Tensor::from_vector<double>(Shape{}, {0}));
+  CHECK(vars.names() == std::vector<std::string>{"w"});
+  CHECK(vars.contains("metrics/acc/count"));
+  auto count = vars.for_update("metrics/acc/count", DType::kFloat64, Shape{});
+  REQUIRE(count.ok());
+  count->data<double>()[0] = 3;
+  CHECK(vars.read("metrics/acc/count")->data<double>()[0] == 3);
+  vars.clear();
+  CHECK_FALSE(vars.contains("metrics/acc/count"));
+}

@@ -1,0 +1,117 @@
+// Streaming metrics as graph ops: counts in local variables that updates add to batch by batch,
+// that local_variables_initializer() starts over and that no checkpoint sees; values worked out
+// by hand, and bad classes or probabilities stopping the step by name.
+#include "ops/metric_ops.h"
+
+#include <doctest/doctest.h>
+
+#include "harness/op_harness.h"
+#include "ops/array_ops.h"
+#include "ops/state_ops.h"
+
+using namespace troupe;
+using namespace troupe::runtime;
+using testing::OpTest;
+
+namespace {
+
+Tensor i64(std::vector<int64_t> v) {
+  return Tensor::from_vector(Shape{static_cast<int64_t>(v.size())}, v);
+}
+Tensor f32(std::vector<float> v) {
+  return Tensor::from_vector(Shape{static_cast<int64_t>(v.size())}, v);
+}
+
+double scalar(const Result<std::vector<Tensor>>& r) {
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  return (*r)[0].scalar_as_double();
+}
+
+}  // namespace
+
+TEST_CASE("a graph metric counts over batches in local variables, and starts over when asked") {
+  OpTest t;
+  Output y = ops::placeholder(t.b, DType::kInt64, Shape{-1}, "y");
+  Output p = ops::placeholder(t.b, DType::kInt64, Shape{-1}, "p");
+  ops::StreamingMetric acc = ops::metrics::accuracy(t.b, y, p);
+  Output w =
+      ops::variable(t.b, "w", Shape{}, DType::kFloat32, ops::scalar(t.b, 1, DType::kFloat32));
+  const int init = ops::global_variables_initializer(t.b);
+  const int reset = ops::local_variables_initializer(t.b);
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+
+  // Only the model's variable is a variable the model saves; the counts are local.
+  CHECK(t.g.variables().size() == 1);
+  CHECK(t.g.local_variables().size() == 2);  // total and count
+  REQUIRE(t.run({}, {init, reset}).ok());
+  CHECK(t.vars.names() == std::vector<std::string>{"w"});
+  CHECK(t.vars.contains("metrics/accuracy/total"));
+
+  t.feeds = {{y, i64({1, 2, 3})}, {p, i64({1, 0, 3})}};
+  CHECK(scalar(t.run({acc.update})) == doctest::Approx(2.0 / 3));
+  t.feeds = {{y, i64({4})}, {p, i64({4})}};
+  CHECK(scalar(t.run({acc.update})) == doctest::Approx(0.75));
+  t.feeds.clear();
+  CHECK(scalar(t.run({acc.value})) == doctest::Approx(0.75));
+
+  REQUIRE(t.run({}, {reset}).ok());
+  CHECK(scalar(t.run({acc.value})) == 0);  // nothing counted: 0, not NaN
+  t.feeds = {{y, i64({4})}, {p, i64({5})}};
+  CHECK(scalar(t.run({acc.update})) == 0);
+  (void)w;
+}
+
+TEST_CASE("graph metrics' values by hand: weighted mean, binary counts, AUC, mean IoU") {
+  OpTest t;
+  Output y = t.feed(f32({1, 1, 1, 0, 0}));
+  Output p = t.feed(f32({0.9f, 0.8f, 0.2f, 0.7f, 0.1f}));
+  Output weights = t.feed(f32({1, 1, 1, 1, 4}));
+  auto m = ops::metrics::mean(t.b, p, weights);
+  auto pr = ops::metrics::precision(t.b, y, p);  // tp 2, fp 1, fn 1
+  auto rc = ops::metrics::recall(t.b, y, p, weights);
+  auto auc = ops::metrics::auc(t.b, y, p);  // 5 of the 6 (positive, negative) pairs in order
+  Output classes_y = t.feed(i64({0, 0, 1, 1, 2}));
+  Output classes_p = t.feed(i64({0, 1, 1, 1, 0}));
+  // IoU: class 0: 1 / (2 + 2 - 1); class 1: 2 / (2 + 3 - 2); class 2: 0 / (1 + 0 - 0).
+  auto iou = ops::metrics::mean_iou(t.b, classes_y, classes_p, 3);
+  auto mpca = ops::metrics::mean_per_class_accuracy(t.b, classes_y, classes_p, 4);
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  REQUIRE(t.run({}, {ops::local_variables_initializer(t.b)}).ok());
+  auto got = t.run({m.update, pr.update, rc.update, auc.update, iou.update, mpca.update});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  CHECK((*got)[0].scalar_as_double() == doctest::Approx((0.9 + 0.8 + 0.2 + 0.7 + 0.4) / 8));
+  CHECK((*got)[1].scalar_as_double() == doctest::Approx(2.0 / 3));
+  CHECK((*got)[2].scalar_as_double() == doctest::Approx(2.0 / 3));
+  CHECK((*got)[3].scalar_as_double() == doctest::Approx(5.0 / 6).epsilon(0.01));
+  CHECK((*got)[4].scalar_as_double() == doctest::Approx((1.0 / 3 + 2.0 / 3 + 0) / 3));
+  // Recall per class 0.5, 1, 0, and class 3 (absent) 0: over all 4.
+  CHECK((*got)[5].scalar_as_double() == doctest::Approx(1.5 / 4));
+}
+
+TEST_CASE("a class or probability out of range stops the step, naming the metric") {
+  OpTest t;
+  auto iou = ops::metrics::mean_iou(t.b, t.feed(i64({0, 3})), t.feed(i64({0, 1})), 3, {}, "iou");
+  auto auc =
+      ops::metrics::auc(t.b, t.feed(f32({1, 0})), t.feed(f32({0.5f, 1.5f})), {}, 200, false, "auc");
+  auto weighed =
+      ops::metrics::accuracy(t.b, t.feed(i64({1})), t.feed(i64({1})), t.feed(f32({-1})), "weighed");
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  REQUIRE(t.run({}, {ops::local_variables_initializer(t.b)}).ok());
+  auto bad_class = t.run({iou.update});
+  CHECK_MESSAGE(bad_class.status().message().find(
+                    "iou: a label is not one of 3 classes: 3 at index 1 is outside [0, 2]") !=
+                    std::string::npos,
+                bad_class.status().to_string());
+  auto bad_probability = t.run({auc.update});
+  CHECK_MESSAGE(bad_probability.status().message().find(
+                    "auc: a prediction is not a probability: 1.5 at index 1") != std::string::npos,
+                bad_probability.status().to_string());
+  auto negative = t.run({weighed.update});
+  CHECK_MESSAGE(
+      negative.status().message().find("weighed: a weight is negative or NaN") != std::string::npos,
+      negative.status().to_string());
+
+  OpTest few;
+  ops::metrics::auc(few.b, few.feed(f32({1})), few.feed(f32({1})), {}, 1);
+  CHECK(few.b.status().message().find("1 thresholds (at least 2)") != std::string::npos);
+}
