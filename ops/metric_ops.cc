@@ -36,6 +36,11 @@ Count count(GraphBuilder& b, const std::string& name, const Shape& shape, Output
   return {var, assign_add(b, var, delta)};
 }
 
+Output checked_weights(GraphBuilder& b, Output weights, const std::string& metric) {
+  return assert_in_range(b, f64(b, weights), 0, std::numeric_limits<double>::infinity(),
+                         metric + ": a weight is negative or NaN");
+}
+
 // What every elementwise metric reads: labels and predictions flattened to float64 [N], and a
 // weight for each of their elements (1 without weights; one per example spread over the
 // example's elements).
@@ -61,8 +66,7 @@ Flat flatten(GraphBuilder& b, Output labels, Output predictions, Output weights,
     }
     per *= s.dim(d);
   }
-  Output w = assert_in_range(b, f64(b, weights), 0, std::numeric_limits<double>::infinity(),
-                             metric + ": a weight is negative or NaN");
+  Output w = checked_weights(b, weights, metric);
   Output spread =
       mul(b, reshape(b, ones_like(b, f.predictions), {-1, per}), reshape(b, w, {-1, 1}));
   f.weights = reshape(b, spread, {-1});
@@ -263,7 +267,8 @@ StreamingMetric log_loss(GraphBuilder& b, Output labels, Output probabilities, O
         b, mul(b, f64(b, probabilities), one_hot(b, cast(b, y, DType::kInt64), c, 1, 0, -1, kF64)),
         {1});
     losses = neg(b, log(b, clip_by_value(b, picked, eps, 1 - eps)));
-    w = weights.valid() ? reshape(b, f64(b, weights), {-1}) : ones_like(b, losses);
+    w = weights.valid() ? reshape(b, checked_weights(b, weights, name), {-1})
+                        : ones_like(b, losses);
   } else {
     Flat f = flatten(b, labels, probabilities, weights, name);
     Output q = clip_by_value(b, f.predictions, eps, 1 - eps);

@@ -95,8 +95,13 @@ TEST_CASE("a class or probability out of range stops the step, naming the metric
       ops::metrics::auc(t.b, t.feed(f32({1, 0})), t.feed(f32({0.5f, 1.5f})), {}, 200, false, "auc");
   auto weighed =
       ops::metrics::accuracy(t.b, t.feed(i64({1})), t.feed(i64({1})), t.feed(f32({-1})), "weighed");
+  Output probabilities = t.feed(Tensor::from_vector<float>(Shape{1, 2}, {0.3f, 0.7f}));
+  auto log_loss =
+      ops::metrics::log_loss(t.b, t.feed(i64({1})), probabilities, t.feed(f32({-2})), "log_loss");
   REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
   REQUIRE(t.run({}, {ops::local_variables_initializer(t.b)}).ok());
+  CHECK(t.run({log_loss.update}).status().message().find("log_loss: a weight is negative") !=
+        std::string::npos);
   auto bad_class = t.run({iou.update});
   CHECK_MESSAGE(bad_class.status().message().find(
                     "iou: a label is not one of 3 classes: 3 at index 1 is outside [0, 2]") !=
