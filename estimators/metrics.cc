@@ -286,11 +286,11 @@ class TopK : public Metric {
 // mean_per_class_accuracy (every class, absent ones as 0) and mean_iou (classes that occur).
 class Confusion : public Metric {
  public:
-  enum Summary { kAccuracy, kPrecision, kRecall, kF1, kMeanPerClassAccuracy, kMeanIou };
-  enum Average { kMicro, kMacro, kWeighted };
-  Confusion(int classes, Summary summary = kAccuracy, Average average = kMacro)
+  using Summary = ops::metrics::ClassSummary;  // as the graph ops name them
+  using Average = ops::metrics::Average;
+  Confusion(int classes, Summary summary = Summary::kAccuracy, Average average = Average::kMacro)
       : counts_(classes, std::vector<double>(classes, 0)), summary_(summary), average_(average) {}
-  bool takes_weights() const override { return summary_ != kAccuracy; }
+  bool takes_weights() const override { return summary_ != Summary::kAccuracy; }
   Status accumulate(const Tensor& labels, const Tensor& predictions,
                     const std::vector<double>& w) override {
     TROUPE_RETURN_IF_ERROR(same_count("confusion_matrix", labels, predictions));
@@ -334,32 +334,33 @@ double Confusion::result() const {
     tp[i] = counts_[i][i];
   }
   const double hits = std::accumulate(tp.begin(), tp.end(), 0.0);
-  if (summary_ == kAccuracy) return ratio(hits, all);
+  if (summary_ == Summary::kAccuracy) return ratio(hits, all);
   auto of_class = [&](size_t k) {
     const double p = ratio(tp[k], predicted[k]), r = ratio(tp[k], actual[k]);
     switch (summary_) {
-      case kPrecision:
+      case Summary::kPrecision:
         return p;
-      case kRecall:
-      case kMeanPerClassAccuracy:
+      case Summary::kRecall:
+      case Summary::kMeanPerClassAccuracy:
         return r;
-      case kF1:
+      case Summary::kF1:
         return ratio(2 * p * r, p + r);
       default:  // kMeanIou
         return ratio(tp[k], actual[k] + predicted[k] - tp[k]);
     }
   };
-  if (summary_ == kMeanPerClassAccuracy) {
+  if (summary_ == Summary::kMeanPerClassAccuracy) {
     double sum = 0;
     for (size_t k = 0; k < c; ++k) sum += of_class(k);
     return c > 0 ? sum / static_cast<double>(c) : 0;
   }
   // Single-label classes: micro precision, recall and F1 are all the accuracy.
-  if (summary_ != kMeanIou && average_ == kMicro) return ratio(hits, all);
+  if (summary_ != Summary::kMeanIou && average_ == Average::kMicro) return ratio(hits, all);
   double sum = 0, weights = 0;
   for (size_t k = 0; k < c; ++k) {
     if (actual[k] == 0 && predicted[k] == 0) continue;
-    const double w = summary_ != kMeanIou && average_ == kWeighted ? actual[k] : 1;
+    const double w =
+        summary_ != Summary::kMeanIou && average_ == Average::kWeighted ? actual[k] : 1;
     sum += w * of_class(k);
     weights += w;
   }
@@ -473,34 +474,6 @@ Status Metric::update(const Tensor& labels, const Tensor& predictions, const Ten
   return accumulate(labels, predictions, w);
 }
 
-namespace {
-
-// precision:C:macro and the like: the multi-class metrics of a confusion matrix.
-Result<std::unique_ptr<Metric>> class_metric(const std::string& kind, const std::string& name,
-                                             int classes, const std::string& average) {
-  static const std::map<std::string, Confusion::Summary> summaries = {
-      {"precision", Confusion::kPrecision},
-      {"recall", Confusion::kRecall},
-      {"f1", Confusion::kF1},
-      {"mean_per_class_accuracy", Confusion::kMeanPerClassAccuracy},
-      {"mean_iou", Confusion::kMeanIou}};
-  static const std::map<std::string, Confusion::Average> averages = {
-      {"micro", Confusion::kMicro},
-      {"macro", Confusion::kMacro},
-      {"weighted", Confusion::kWeighted}};
-  const auto summary = summaries.find(name);
-  const auto how = averages.find(average.empty() ? "macro" : average);
-  if (summary == summaries.end() || how == averages.end()) {
-    return runtime::invalid_argument("metric '", kind, "': ",
-                                     summary == summaries.end()
-                                         ? "'" + name + "' has no classes"
-                                         : "'" + average + "' is not micro, macro or weighted");
-  }
-  return std::unique_ptr<Metric>(new Confusion(classes, summary->second, how->second));
-}
-
-}  // namespace
-
 std::string class_metric_kind(const std::string& name, int64_t classes) {
   const std::string c = std::to_string(classes);
   if (name == "mean_iou" || name == "mean_per_class_accuracy") return name + ":" + c;
@@ -523,12 +496,14 @@ std::string class_metric_kind(const std::string& name, int64_t classes) {
 
 namespace {
 
-// A kind's parts: "precision:10:macro" is {precision, 10, macro}; "accuracy" {accuracy, 0, ""}.
+// A kind's parts: "precision:10:macro" is {precision, 10, kPrecision, kMacro}; "accuracy"
+// {accuracy, 0}.
 struct KindParts {
   std::string name;
   int arg = 0;
-  std::string average;
-  bool of_classes = false;  // a confusion matrix's summary over `arg` classes
+  bool of_classes = false;  // a confusion matrix's summary over `arg` classes, as follows
+  ops::metrics::ClassSummary summary = ops::metrics::ClassSummary::kAccuracy;
+  ops::metrics::Average average = ops::metrics::Average::kMacro;
 };
 
 Result<KindParts> parse_kind(const std::string& kind) {
@@ -537,7 +512,8 @@ Result<KindParts> parse_kind(const std::string& kind) {
   k.name = kind.substr(0, colon);
   if (colon == std::string::npos) return k;
   const size_t second = kind.find(':', colon + 1);
-  if (second != std::string::npos) k.average = kind.substr(second + 1);
+  std::string average = second == std::string::npos ? "" : kind.substr(second + 1);
+  if (average.empty()) average = "macro";
   try {
     k.arg = std::stoi(kind.substr(colon + 1, second - colon - 1));
   } catch (...) {
@@ -549,6 +525,27 @@ Result<KindParts> parse_kind(const std::string& kind) {
   k.of_classes = k.name != "confusion_matrix" && k.name != "top_k_accuracy" &&
                  k.name != "precision_at_k" && k.name != "recall_at_k" && k.name != "auc" &&
                  k.name != "auc_pr";
+  if (!k.of_classes) return k;
+  using S = ops::metrics::ClassSummary;
+  using A = ops::metrics::Average;
+  static const std::map<std::string, S> summaries = {
+      {"precision", S::kPrecision},
+      {"recall", S::kRecall},
+      {"f1", S::kF1},
+      {"mean_per_class_accuracy", S::kMeanPerClassAccuracy},
+      {"mean_iou", S::kMeanIou}};
+  static const std::map<std::string, A> averages = {
+      {"micro", A::kMicro}, {"macro", A::kMacro}, {"weighted", A::kWeighted}};
+  const auto summary = summaries.find(k.name);
+  const auto how = averages.find(average);
+  if (summary == summaries.end() || how == averages.end()) {
+    return runtime::invalid_argument("metric '", kind, "': ",
+                                     summary == summaries.end()
+                                         ? "'" + k.name + "' has no classes"
+                                         : "'" + average + "' is not micro, macro or weighted");
+  }
+  k.summary = summary->second;
+  k.average = how->second;
   return k;
 }
 
@@ -559,7 +556,9 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
   const std::string& name = parts.name;
   const int arg = parts.arg;
   const bool colon = arg > 0;
-  if (parts.of_classes) return class_metric(kind, name, arg, parts.average);
+  if (parts.of_classes) {
+    return std::unique_ptr<Metric>(new Confusion(arg, parts.summary, parts.average));
+  }
   if (name == "accuracy") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kAccuracy, false));
   if (name == "mean") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kMean, false));
   if (name == "mse") return std::unique_ptr<Metric>(new MeanOf(MeanOf::kSquaredError, false));
@@ -603,17 +602,7 @@ Result<std::optional<ops::StreamingMetric>> graph_metric(
   using S = m::ClassSummary;
   std::optional<ops::StreamingMetric> out;
   if (k.of_classes) {
-    static const std::map<std::string, S> summaries = {
-        {"precision", S::kPrecision},
-        {"recall", S::kRecall},
-        {"f1", S::kF1},
-        {"mean_per_class_accuracy", S::kMeanPerClassAccuracy},
-        {"mean_iou", S::kMeanIou}};
-    static const std::map<std::string, m::Average> averages = {{"micro", m::Average::kMicro},
-                                                               {"macro", m::Average::kMacro},
-                                                               {"weighted", m::Average::kWeighted}};
-    out = m::per_class(b, labels, predictions, k.arg, summaries.at(k.name),
-                       averages.at(k.average.empty() ? "macro" : k.average), weights, name);
+    out = m::per_class(b, labels, predictions, k.arg, k.summary, k.average, weights, name);
   } else if (k.name == "accuracy") {
     out = m::accuracy(b, labels, predictions, weights, name);
   } else if (k.name == "mean") {

@@ -131,12 +131,10 @@ Output auc_value(GraphBuilder& b, bool pr, Output tp, Output fp, Output tn, Outp
   return reduce_sum(b, mul(b, mul(b, sub(b, head(x), tail(x)), add(b, head(y), tail(y))), 0.5));
 }
 
-Output class_value(GraphBuilder& b, Output cm, int64_t classes, ClassSummary summary,
-                   Average average) {
-  Tensor eye(kF64, Shape{classes, classes});
-  for (int64_t k = 0; k < classes; ++k) eye.data<double>()[k * classes + k] = 1;
+// `eye`: the identity [C, C], whose product with the matrix keeps its diagonal.
+Output class_value(GraphBuilder& b, Output cm, Output eye, ClassSummary summary, Average average) {
   Output actual = reduce_sum(b, cm, {1}), predicted = reduce_sum(b, cm, {0});
-  Output tp = reduce_sum(b, mul(b, cm, constant(b, eye)), {1});
+  Output tp = reduce_sum(b, mul(b, cm, eye), {1});
   Output hits = reduce_sum(b, tp), all = reduce_sum(b, cm);
   if (summary == ClassSummary::kAccuracy) return safe_div(b, hits, all);
   Output precision = safe_div(b, tp, predicted), recall = safe_div(b, tp, actual);
@@ -300,8 +298,11 @@ StreamingMetric per_class(GraphBuilder& b, Output labels, Output predictions, in
   Output guess = ids(f.predictions, "prediction");
   Count cm = count(b, "confusion_matrix", Shape{classes, classes},
                    matmul(b, truth, guess, /*transpose_a=*/true));
-  return {class_value(b, cm.value, classes, summary, average),
-          class_value(b, cm.updated, classes, summary, average)};
+  Tensor diagonal(kF64, Shape{classes, classes});
+  for (int64_t k = 0; k < classes; ++k) diagonal.data<double>()[k * classes + k] = 1;
+  Output eye = constant(b, diagonal);
+  return {class_value(b, cm.value, eye, summary, average),
+          class_value(b, cm.updated, eye, summary, average)};
 }
 
 StreamingMetric mean_iou(GraphBuilder& b, Output labels, Output predictions, int64_t classes,

@@ -58,10 +58,6 @@ grpc::StatusCode grpc_code(runtime::Code c) {
   return grpc::StatusCode::INTERNAL;
 }
 
-// InferenceTask's method names (TF's signature_constants).
-constexpr char kClassifyMethod[] = "tensorflow/serving/classify";
-constexpr char kRegressMethod[] = "tensorflow/serving/regress";
-
 tfs::ModelVersionStatus::State state_of(const std::string& state) {
   if (state == "AVAILABLE") return tfs::ModelVersionStatus::AVAILABLE;
   if (state == "LOADING") return tfs::ModelVersionStatus::LOADING;
@@ -173,10 +169,11 @@ class Answers {
         return runtime::invalid_argument(
             "All ModelSpecs in a MultiInferenceRequest must access the same model name.");
       }
-      const bool classify = task.method_name() == kClassifyMethod;
-      if (!classify && task.method_name() != kRegressMethod) {
+      const bool classify = task.method_name() == serving::method_name("classify");
+      if (!classify && task.method_name() != serving::method_name("regress")) {
         return runtime::unimplemented("Unsupported signature method_name: ", task.method_name(),
-                                      " (", kClassifyMethod, " and ", kRegressMethod, " are)");
+                                      " (", serving::method_name("classify"), " and ",
+                                      serving::method_name("regress"), " are)");
       }
       TROUPE_ASSIGN_OR_RETURN(std::string sig,
                               example_signature(*s, task.model_spec().signature_name(),

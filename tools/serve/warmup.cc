@@ -53,7 +53,7 @@ Status run_one(const tensorflow::serving::PredictionLog& log, serving::Predictor
       const auto& r = log.multi_inference_log().request();
       inputs["inputs"] = examples_from_input(r.input());
       for (const auto& task : r.tasks()) {
-        const bool classify = task.method_name() == "tensorflow/serving/classify";
+        const bool classify = task.method_name() == serving::method_name("classify");
         signature = task.model_spec().signature_name().empty() ? fallback[classify ? 1 : 2]
                                                                : task.model_spec().signature_name();
         TROUPE_RETURN_IF_ERROR(run_signature(predictor, signature, inputs));
