@@ -13,15 +13,29 @@ namespace {
 std::atomic<int> open_sections{0};
 }  // namespace
 
-int available_cores() {
-  // The main thread's CPUs, not the caller's: a GEMM runs on the graph's worker, which is
-  // pinned to one core while training (actors/graph_core.h). Read once, off the GEMMs' path.
-  static const int cores = [] {
-    cpu_set_t set;
-    if (sched_getaffinity(getpid(), sizeof(set), &set) != 0) return 1;
-    return std::max(1, CPU_COUNT(&set));
+namespace {
+// The main thread's CPUs, not the caller's: a GEMM runs on the graph's worker, which is pinned
+// to one core while training (actors/graph_core.h). Read once, off the GEMMs' path; empty when
+// unknown.
+const cpu_set_t& process_cores() {
+  static const cpu_set_t set = [] {
+    cpu_set_t s;
+    if (sched_getaffinity(getpid(), sizeof(s), &s) != 0) CPU_ZERO(&s);
+    return s;
   }();
+  return set;
+}
+}  // namespace
+
+int available_cores() {
+  static const int cores = std::max(1, CPU_COUNT(&process_cores()));
   return cores;
+}
+
+void run_on_available_cores() {
+  if (CPU_COUNT(&process_cores()) > 0) {
+    sched_setaffinity(0, sizeof(cpu_set_t), &process_cores());
+  }
 }
 
 ParallelSection::ParallelSection(int threads) : open_(threads >= available_cores()) {

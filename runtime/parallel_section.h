@@ -31,6 +31,11 @@ class ParallelSection {
 // taskset sets it.
 int available_cores();
 
+// Lets the calling thread run on every one of those cores: a thread that a kernel starts from
+// the graph's worker, which is pinned to one core while training (actors/graph_core.h), would
+// otherwise share that core with the worker.
+void run_on_available_cores();
+
 // Gives the CPU up while a parallel section is open, for at most `max_wait_us` in all, so that
 // background work is delayed, never starved, when sections follow one another without a gap.
 // Returns at once when none is open.

@@ -1,5 +1,6 @@
 // Parallel sections: background work waits while one is open, for no longer than it is told,
-// and not at all when none is, or when the kernel leaves a core free.
+// and not at all when none is, or when the kernel leaves a core free; a kernel's helper thread
+// leaves the one core of the worker that started it.
 #include "runtime/parallel_section.h"
 
 #include <doctest/doctest.h>
@@ -107,4 +108,29 @@ TEST_CASE("a section that stays open delays background work by at most the limit
   const double waited = ms_yielding(/*max_wait_us=*/20000);
   CHECK(waited >= 19);
   CHECK(waited < 2000);
+}
+
+TEST_CASE("a thread started from a thread pinned to one core runs on every core again") {
+  if (runtime::available_cores() < 2) return;  // nothing to spread over
+  // The graph's worker is pinned to one core while training; a kernel's helper thread inherits
+  // that core, and two threads on it run no faster than one.
+  int cpus_after = 0, cpus_inherited = 0;
+  std::thread pinned([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+    std::thread helper([&] {
+      cpu_set_t set;
+      REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+      cpus_inherited = CPU_COUNT(&set);
+      runtime::run_on_available_cores();
+      REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+      cpus_after = CPU_COUNT(&set);
+    });
+    helper.join();
+  });
+  pinned.join();
+  CHECK(cpus_inherited == 1);
+  CHECK(cpus_after == runtime::available_cores());
 }
