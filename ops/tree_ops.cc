@@ -138,6 +138,7 @@ TROUPE_REGISTER_OP(GrowTreeLayer)
     .attr("features_per_node", int64_t{0})
     .attr("bagging", false)
     .attr("seed", int64_t{0})
+    .attr("layers", int64_t{1})
     .writes_variable()
     .kernel_dtype_from_input(0)
     .shape_fn([](InferenceContext& c) {
@@ -162,17 +163,18 @@ TROUPE_REGISTER_OP(GrowTreeLayer)
       if (width >= 0 && c.input_shape(3).rank_known() && c.input_shape(3).dim(0) >= 0) {
         TROUPE_RETURN_IF_ERROR(check_width(c, "boundaries", c.input_shape(3).dim(0), width));
       }
-      if (c.attr<int64_t>("max_depth") < 0 || !(c.attr<double>("l2") >= 0) ||
-          !(c.attr<double>("l1") >= 0) || !(c.attr<double>("min_node_weight") >= 0)) {
-        return c.error("max_depth, l1, l2 and min_node_weight must not be negative");
+      if (c.attr<int64_t>("max_depth") < 0 || c.attr<int64_t>("layers") < 0 ||
+          !(c.attr<double>("l2") >= 0) || !(c.attr<double>("l1") >= 0) ||
+          !(c.attr<double>("min_node_weight") >= 0)) {
+        return c.error("max_depth, layers, l1, l2 and min_node_weight must not be negative");
       }
       c.set_output(0, DType::kInt64, Shape{});
       return runtime::ok_status();
     })
     .no_gradient()
     .doc(
-        "splits each leaf of the layer in progress where the histogram gain is largest; "
-        "returns the number of finished trees");
+        "splits each leaf of the layer in progress where the histogram gain is largest, for "
+        "`layers` layers (0: until the trees are grown); returns the number of finished trees");
 
 Output bucket_boundaries(GraphBuilder& b, Output var, Output x) {
   if (!var.valid()) return Output{};
@@ -201,7 +203,8 @@ Output grow_tree_layer(GraphBuilder& b, Output ensemble, Output x, Output gradie
                 {"center_bias", growth.center_bias},
                 {"features_per_node", growth.features_per_node},
                 {"bagging", growth.bagging},
-                {"seed", growth.seed}});
+                {"seed", growth.seed},
+                {"layers", growth.layers}});
   // Grown where the ensemble lives (its parameter server), as updates are.
   auto device = b.device(b.graph().node(ensemble.node).device);
   return b.add("GrowTreeLayer", {x, gradients, hessians, boundaries}, attrs);

@@ -1,6 +1,7 @@
-// Tree ensembles grown in the graph a layer per step, as TF's boosted trees ops grow theirs:
-// the ensemble is a variable (ops/tree_ensemble.h), each training step reads it to predict,
-// and GrowTreeLayer splits the leaves of the layer being grown from that step's batch.
+// Tree ensembles grown in the graph a layer (or a tree) per step, as TF's boosted trees ops grow
+// theirs: the ensemble is a variable (ops/tree_ensemble.h), each training step reads it to
+// predict, and GrowTreeLayer splits the leaves of the layer being grown from that step's batch,
+// and, with TreeGrowth::layers, the layers below them.
 //
 //   Output bounds_var = variable(b, "trees/boundaries", Shape{F, 63}, kFloat32, nan_fill, false);
 //   Output ensemble = variable(b, "trees/ensemble", tree_ensemble_shape(T, M, 1), kFloat32,
@@ -15,12 +16,13 @@
 //   sum_k T(G_k)^2 / (H + l2) over both children, minus that of the node, minus tree_complexity
 // is largest and positive (G: the node's summed gradients per value, H its summed hessians,
 // T the soft threshold by l1), each child keeping H >= min_node_weight, as XGBoost and TF's
-// boosted trees do. Boosting: tree values are the node's value plus learning_rate times the
-// Newton step -T(G)/(H + l2), a tree per output and round (trees_per_round), rounds one after
-// another. A forest: every tree grows at once from the targets (gradients = -targets, one
-// hessian column of example weights), each from a Poisson(1) bootstrap of the rows and a random
-// subset of features at each node; its values are -T(G)/(H + l2): class frequencies or means,
-// which makes the gain Gini's (classes) or the variance's (values).
+// boosted trees do. Boosting: tree values are the value the step's gradients were taken at (the
+// rows' leaf when the step began) plus learning_rate times the Newton step -T(G)/(H + l2), a
+// tree per output and round (trees_per_round), rounds one after another. A forest: every tree grows
+// at once from the targets (gradients = -targets, one hessian column of example weights), each from
+// a Poisson(1) bootstrap of the rows and a random subset of features at each node; its values are
+// -T(G)/(H + l2): class frequencies or means, which makes the gain Gini's (classes) or the
+// variance's (values).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,10 @@ struct TreeGrowth {
   int64_t features_per_node = 0;  // 0: every feature
   bool bagging = false;           // Poisson(1) weights per row and tree, drawn from the row
   int64_t seed = 0;
+  // Layers a step grows in each tree of the round from its batch: 1 as TF's boosted trees (a
+  // layer's sample is its step's batch), 0 every layer (a tree's sample is its step's batch,
+  // as XGBoost's and scikit-learn's trees take theirs).
+  int64_t layers = 1;
 };
 
 // Sets the variable read by `var` ([features, max_buckets - 1], NaN until set) to quantile
@@ -55,8 +61,9 @@ Output bucket_boundaries(GraphBuilder& b, Output var, Output x);
 // values to all.
 Output tree_ensemble_predict(GraphBuilder& b, Output x, Output ensemble, int64_t outputs,
                              bool average);
-// Grows one layer of the trees of the round in progress in the variable read by `ensemble`;
-// returns the number of finished trees (int64 scalar), all of them once training is over.
+// Grows growth.layers layers of the trees of the round in progress in the variable read by
+// `ensemble`; returns the number of finished trees (int64 scalar), all of them once training is
+// over.
 Output grow_tree_layer(GraphBuilder& b, Output ensemble, Output x, Output gradients,
                        Output hessians, Output boundaries, const TreeGrowth& growth);
 

@@ -223,17 +223,19 @@ const std::vector<Entry>& registry() {
            {"learning-rate", "learning_rate"},
            {"l1", "l1"},
            {"l2", "l2"},
-           {"max-bins", "max_bins"}},
+           {"max-bins", "max_bins"},
+           {"layers-per-batch", "layers_per_batch"}},
           [](Task) -> ModelOptions { return BoostedTreesOptions{}; },
           {"n_trees", "max_depth", "max_bins"}),
-      // A forest's deep nodes need every row: its layers grow from batches of 100000.
+      // A forest's deep nodes need every row: its trees grow from batches of 100000.
       entry<RandomForestOptions>(
           {ModelKind::kRandomForest, "random_forest", true, false, true, "100000"},
           {{"n-trees", "n_trees"},
            {"max-depth", "max_depth"},
            {"max-nodes", "max_nodes"},
            {"max-features", "max_features"},
-           {"max-bins", "max_bins"}},
+           {"max-bins", "max_bins"},
+           {"layers-per-batch", "layers_per_batch"}},
           [](Task) -> ModelOptions { return RandomForestOptions{}; },
           {"n_trees", "max_nodes", "max_bins"}),
       // Each example's numbers as time_steps steps (Fashion-MNIST: --time-steps 28, a row a

@@ -61,6 +61,7 @@ Status check_common(const Options& o, Task task) {
   if (o.max_bins < 2 || o.max_bins > 256) {
     return param_error(model, "max_bins", std::to_string(o.max_bins) + " is not in [2, 256]");
   }
+  if (o.layers_per_batch < 0) return param_error(model, "layers_per_batch", "negative");
   TROUPE_RETURN_IF_ERROR(head_of(o, task).validate().with_context(model));
   for (const FeatureColumn& c : o.feature_columns) {
     if (c.kind == FeatureColumn::Kind::kEmbedding) {
@@ -238,7 +239,8 @@ ModelFn BoostedTreesOptions::model_fn(Task task) const {
                 .l2 = o.l2,
                 .tree_complexity = o.tree_complexity,
                 .min_node_weight = o.min_node_weight,
-                .center_bias = o.center_bias};
+                .center_bias = o.center_bias,
+                .layers = o.layers_per_batch};
     return tree_spec(in, head, m);
   };
 }
@@ -268,7 +270,8 @@ ModelFn RandomForestOptions::model_fn(Task task) const {
                 .min_node_weight = o.min_node_weight,
                 .features_per_node = o.max_features,
                 .bagging = o.bootstrap,
-                .seed = o.seed};
+                .seed = o.seed,
+                .layers = o.layers_per_batch};
     return tree_spec(in, head, m);
   };
 }

@@ -9,12 +9,13 @@
 //   double accuracy = *gbt.score(x_test, y_test);
 //   std::vector<double> importance = *tree_feature_importances(gbt.estimator());
 //
-// Both keep their trees in one variable (ops/tree_ensemble.h) that each training step grows by
-// a layer from its batch (ops/tree_ops.h): the first batch also sets each feature's bucket
+// Both keep their trees in one variable (ops/tree_ensemble.h) that each training step grows
+// from its batch (ops/tree_ops.h): a boosting round's trees, or every tree of the forest, whole
+// (or layers_per_batch layers of them). The first batch also sets each feature's bucket
 // boundaries (its quantiles), and training stops by itself once every tree is grown, so fit
-// repeats the data until then. A batch is a layer's sample: fit's batch_size rows (all of a
-// smaller table). Features are used as they are (trees need no scaling); feature_columns may
-// add one-hot (indicator) columns of categorical features.
+// repeats the data until then. A batch is a tree's sample (a layer's, with layers_per_batch 1):
+// fit's batch_size rows (all of a smaller table). Features are used as they are (trees need no
+// scaling); feature_columns may add one-hot (indicator) columns of categorical features.
 //
 // Boosting grows, each round, a tree per logit (n_classes trees of a classifier, as
 // scikit-learn's and LightGBM's multi-class boosting) of depth max_depth on the Newton steps of
@@ -62,9 +63,12 @@ struct BoostedTreesOptions {
   double l1 = 0;
   double l2 = 1;  // XGBoost's lambda: without it a leaf of tiny hessian takes a huge step
   double tree_complexity = 0;
-  double min_node_weight = 1;             // XGBoost's min_child_weight
-  bool center_bias = true;                // the first step sets the prior (log-odds, mean), as TF's
-  int64_t max_bins = 64;                  // buckets a feature's values fall into, at most 256
+  double min_node_weight = 1;  // XGBoost's min_child_weight
+  bool center_bias = true;     // the first step sets the prior (log-odds, mean), as TF's
+  int64_t max_bins = 64;       // buckets a feature's values fall into, at most 256
+  // Layers a batch grows in each tree it reaches: 0 the whole tree (a round a batch, as
+  // XGBoost's subsample), 1 a layer a batch, as TF's boosted trees (ops/tree_ops.h).
+  int64_t layers_per_batch = 0;
   std::vector<std::string> feature_keys;  // empty: every feature
   // Replace feature_keys: numeric, bucketized and indicator columns (not embeddings, which
   // trees cannot train). Part of the model's shape, not a param.
@@ -87,6 +91,7 @@ struct BoostedTreesOptions {
     f("min_node_weight", o.min_node_weight);
     f("center_bias", o.center_bias);
     f("max_bins", o.max_bins);
+    f("layers_per_batch", o.layers_per_batch);
     f("feature_keys", o.feature_keys);
     HeadOptions::fields(o.head, task, f);
     TreeFitParams::fields(o.fit, f);
@@ -107,6 +112,7 @@ struct RandomForestOptions {
   double min_node_weight = 1;  // scikit-learn's min_samples_leaf (in bootstrap weight)
   bool bootstrap = true;
   int64_t max_bins = 64;
+  int64_t layers_per_batch = 0;  // as BoostedTreesOptions': 0, every tree whole from a batch
   std::vector<std::string> feature_keys;
   std::vector<FeatureColumn> feature_columns;  // as BoostedTreesOptions'
   HeadOptions head;
@@ -127,6 +133,7 @@ struct RandomForestOptions {
     f("min_node_weight", o.min_node_weight);
     f("bootstrap", o.bootstrap);
     f("max_bins", o.max_bins);
+    f("layers_per_batch", o.layers_per_batch);
     f("seed", o.seed);
     f("feature_keys", o.feature_keys);
     HeadOptions::fields(o.head, task, f);

@@ -12,6 +12,7 @@
 #include "kernels/cpu/kernel.h"
 #include "ops/tree_ensemble.h"
 #include "runtime/fingerprint.h"
+#include "runtime/parallel_section.h"
 
 namespace troupe::kernels::cpu {
 
@@ -25,15 +26,17 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // pipeline spin in yields for the kernel's whole span.
 template <class Fn>
 void parallel_range(int64_t items, double cost_per_item, Fn&& fn) {
-  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const int64_t workers = std::min<int64_t>(cores, items);
+  const int64_t workers = std::min<int64_t>(runtime::available_cores(), items);
   if (workers <= 1 || items * cost_per_item < 2e5) {
     fn(int64_t{0}, items);
     return;
   }
   std::vector<std::thread> threads;
   for (int64_t w = 1; w < workers; ++w) {
-    threads.emplace_back([&, w] { fn(items * w / workers, items * (w + 1) / workers); });
+    threads.emplace_back([&, w] {
+      runtime::run_on_available_cores();  // not only the graph worker's core, which it inherits
+      fn(items * w / workers, items * (w + 1) / workers);
+    });
   }
   fn(int64_t{0}, items / workers);
   for (std::thread& t : threads) t.join();
@@ -179,7 +182,7 @@ struct PredictKernel {
 // The attributes of one GrowTreeLayer node.
 struct Growth {
   bool forest, center_bias, bagging;
-  int64_t per_round, max_depth, features_per_node, seed;
+  int64_t per_round, max_depth, features_per_node, seed, layers;
   double lr, l1, l2, complexity, min_weight;
 
   explicit Growth(const KernelContext& c)
@@ -190,6 +193,7 @@ struct Growth {
         max_depth(c.attr<int64_t>("max_depth")),
         features_per_node(c.attr<int64_t>("features_per_node")),
         seed(c.attr<int64_t>("seed")),
+        layers(c.attr<int64_t>("layers")),
         lr(c.attr<double>("learning_rate")),
         l1(c.attr<double>("l1")),
         l2(c.attr<double>("l2")),
@@ -225,6 +229,7 @@ struct Batch {
   std::vector<uint8_t> bins;      // [n, features]
   std::vector<int32_t> buckets;   // per feature
   std::vector<uint64_t> row_key;  // fingerprints of the rows (bagging)
+  std::vector<int32_t> hot;       // per row, its one nonzero gradient column, or -1 (dim > 1)
 };
 
 // The number of the `slots` ascending boundaries below v (+inf pads them): a branchless binary
@@ -279,6 +284,23 @@ void key_rows(Batch& b) {
   });
 }
 
+// Each row's one nonzero gradient column (0 for none), or -1 where it has several: a class's
+// target in a forest is one-hot, and its histograms add that column alone.
+void find_hot_columns(Batch& b) {
+  b.hot.resize(b.n);
+  for (int64_t i = 0; i < b.n; ++i) {
+    const float* gi = b.g + i * b.g_cols;
+    int32_t hot = 0, nonzero = 0;
+    for (int64_t k = 0; k < b.g_cols; ++k) {
+      if (gi[k] != 0) {
+        hot = static_cast<int32_t>(k);
+        ++nonzero;
+      }
+    }
+    b.hot[i] = nonzero <= 1 ? hot : -1;
+  }
+}
+
 // A Poisson(1) draw from a uniform hash: how often a bootstrap sample holds the row.
 int poisson1(uint64_t hash) {
   double u = static_cast<double>(hash >> 11) * 0x1.0p-53;
@@ -292,12 +314,29 @@ int poisson1(uint64_t hash) {
   return k;
 }
 
+// A node of the layer being grown: its rows are rows_[first, last).
+struct Active {
+  int64_t node, first, last;
+  // Its ancestor in the layer the step began with: the rows' leaf when the gradients were taken.
+  int64_t origin;
+  // Siblings share their parent's histogram (every feature): the smaller one subtracts its own
+  // from it, which leaves the larger one's.
+  int kept = -1;           // the larger: the histogram that becomes its own
+  int subtract_from = -1;  // the smaller: the histogram to subtract its own from
+};
+
 struct Candidate {
   int64_t node, feature, bucket;
   double gain;
   std::vector<double> left, right;  // stats
+  int64_t active;                   // the node's place in the layer
+  int kept;                         // its histogram, kept for its children, or -1
 };
 
+// Grows trees a layer at a time as XGBoost's and LightGBM's histogram methods do: each layer's
+// rows are partitioned by the splits just made, so that a further layer starts from its
+// parent's rows instead of walking every row down the tree, and where every node may split on
+// every feature, the larger child's histogram is its parent's minus its sibling's.
 class TreeGrower {
  public:
   // `view` reads the tensor whose buffer `ensemble` writes.
@@ -308,20 +347,24 @@ class TreeGrower {
         data_(ensemble),
         max_nodes_(view.max_nodes()),
         width_(view.width()),
-        dim_(view.dim()) {}
+        dim_(view.dim()),
+        buckets_(b.slots + 1),
+        stride_(view.dim() + 1),
+        every_feature_(g.features_per_node == 0 || g.features_per_node >= b.features) {}
 
   // The first round's roots at the full Newton step of the batch (center_bias).
   void center(int64_t t) {
     float* hdr = header(t);
-    std::vector<double> total(dim_ + 1, 0.0);
+    std::vector<double> total(stride_, 0.0);
     for (int64_t i = 0; i < b_.n; ++i) add(t, i, 1.0, total.data());
-    init_node(node(t, 0), total, [&](int64_t k) { return g_.step(total.data(), k, dim_); });
+    init_node(node(t, 0), [&](int64_t k) { return g_.step(total.data(), k, dim_); });
     hdr[ops::kTreeNodes] = 1;
     hdr[ops::kTreeLayerBegin] = 0;
     hdr[ops::kTreeDepth] = 0;
   }
 
-  void grow(int64_t t) {
+  // Grows `layers` layers of tree t (0: until it is done) from the batch.
+  void grow(int64_t t, int64_t layers) {
     float* hdr = header(t);
     const bool fresh = hdr[ops::kTreeNodes] == 0;
     if (fresh) {
@@ -330,58 +373,65 @@ class TreeGrower {
       hdr[ops::kTreeDepth] = 0;
       node(t, 0)[ops::kNodeLeft] = -1;
     }
-    const auto begin = static_cast<int64_t>(hdr[ops::kTreeLayerBegin]);
-    const auto end = static_cast<int64_t>(hdr[ops::kTreeNodes]);
-    const auto depth = static_cast<int64_t>(hdr[ops::kTreeDepth]);
-    const int64_t active = end - begin;
-    group_rows(t, begin, end);
-    std::vector<Candidate> candidates;
-    const bool may_split = g_.max_depth == 0 || depth < g_.max_depth;
-    for (int64_t a = 0; a < active; ++a) {
-      std::vector<double> total(dim_ + 1, 0.0);
-      for (int64_t r = offsets_[a]; r < offsets_[a + 1]; ++r)
-        add(t, rows_[r], weights_[r], total.data());
-      if (fresh) {
+    group_rows(t, static_cast<int64_t>(hdr[ops::kTreeLayerBegin]),
+               static_cast<int64_t>(hdr[ops::kTreeNodes]));
+    for (int64_t layer = 0; layers == 0 || layer < layers; ++layer) {
+      const auto end = static_cast<int64_t>(hdr[ops::kTreeNodes]);
+      const auto depth = static_cast<int64_t>(hdr[ops::kTreeDepth]);
+      const bool may_split = g_.max_depth == 0 || depth < g_.max_depth;
+      // Histograms are kept for the children only where another layer grows in this step.
+      keep_ = every_feature_ && (layers == 0 || layer + 1 < layers) &&
+              (g_.max_depth == 0 || depth + 1 < g_.max_depth);
+      std::vector<Candidate> candidates;
+      std::vector<std::vector<double>> totals(active_.size(), std::vector<double>(stride_, 0.0));
+      for (size_t a = 0; a < active_.size(); ++a) {
+        for (int64_t r = active_[a].first; r < active_[a].last; ++r) {
+          add(t, rows_[r], weights_[r], totals[a].data());
+        }
+      }
+      if (fresh && layer == 0) {
         // A new root's value, should it stay a leaf: boosting's shrunk step from zero.
         const double shrink = g_.forest ? 1.0 : g_.lr;
-        init_node(node(t, 0), total,
-                  [&](int64_t k) { return shrink * g_.step(total.data(), k, dim_); });
+        init_node(node(t, 0),
+                  [&](int64_t k) { return shrink * g_.step(totals[0].data(), k, dim_); });
       }
-      if (may_split) best_split(t, begin + a, a, total, &candidates);
-    }
-    // Too little room left: the best splits first.
-    const int64_t room = (max_nodes_ - end) / 2;
-    if (static_cast<int64_t>(candidates.size()) > room) {
-      std::stable_sort(candidates.begin(), candidates.end(),
-                       [](const Candidate& p, const Candidate& q) { return p.gain > q.gain; });
-      candidates.resize(std::max<int64_t>(room, 0));
+      for (size_t a = 0; a < active_.size(); ++a) {
+        // Siblings sharing their parent's histogram: the one of fewer rows first.
+        if (a + 1 < active_.size() && active_[a].kept >= 0 &&
+            active_[a + 1].subtract_from == active_[a].kept) {
+          split_node(t, a + 1, totals[a + 1], may_split, &candidates);
+          split_node(t, a, totals[a], may_split, &candidates);
+          ++a;
+          continue;
+        }
+        split_node(t, a, totals[a], may_split, &candidates);
+      }
       std::sort(candidates.begin(), candidates.end(),
                 [](const Candidate& p, const Candidate& q) { return p.node < q.node; });
-    }
-    int64_t next = end;
-    for (const Candidate& c : candidates) {
-      float* parent = node(t, c.node);
-      // Boosting's gradients were taken at the parent's value (zero for a new root).
-      std::vector<double> base(dim_, 0.0);
-      if (!g_.forest && !fresh) {
-        for (int64_t k = 0; k < dim_; ++k) base[k] = parent[ops::kNodeValue + k];
+      // Too little room left: the best splits first.
+      const int64_t room = (max_nodes_ - end) / 2;
+      if (static_cast<int64_t>(candidates.size()) > room) {
+        std::stable_sort(candidates.begin(), candidates.end(),
+                         [](const Candidate& p, const Candidate& q) { return p.gain > q.gain; });
+        for (size_t c = std::max<int64_t>(room, 0); c < candidates.size(); ++c) {
+          release(candidates[c].kept);
+        }
+        candidates.resize(std::max<int64_t>(room, 0));
+        std::sort(candidates.begin(), candidates.end(),
+                  [](const Candidate& p, const Candidate& q) { return p.node < q.node; });
       }
-      const double shrink = g_.forest ? 1.0 : g_.lr;
-      parent[ops::kNodeLeft] = static_cast<float>(next);
-      parent[ops::kNodeFeature] = static_cast<float>(c.feature);
-      parent[ops::kNodeThreshold] = b_.bounds[c.feature * b_.slots + c.bucket];
-      parent[ops::kNodeGain] = static_cast<float>(c.gain);
-      init_node(node(t, next), c.left,
-                [&](int64_t k) { return base[k] + shrink * g_.step(c.left.data(), k, dim_); });
-      init_node(node(t, next + 1), c.right,
-                [&](int64_t k) { return base[k] + shrink * g_.step(c.right.data(), k, dim_); });
-      next += 2;
+      const int64_t next = apply(t, candidates, fresh);
+      hdr[ops::kTreeNodes] = static_cast<float>(next);
+      hdr[ops::kTreeLayerBegin] = static_cast<float>(end);
+      hdr[ops::kTreeDepth] = static_cast<float>(depth + 1);
+      const bool deep = g_.max_depth > 0 && depth + 1 >= g_.max_depth;
+      if (candidates.empty() || deep || next + 2 > max_nodes_) hdr[ops::kTreeDone] = 1;
+      if (hdr[ops::kTreeDone] != 0 || (layers != 0 && layer + 1 == layers)) {
+        for (const Candidate& c : candidates) release(c.kept);
+        break;
+      }
+      partition(candidates, end);
     }
-    hdr[ops::kTreeNodes] = static_cast<float>(next);
-    hdr[ops::kTreeLayerBegin] = static_cast<float>(end);
-    hdr[ops::kTreeDepth] = static_cast<float>(depth + 1);
-    const bool deep = g_.max_depth > 0 && depth + 1 >= g_.max_depth;
-    if (candidates.empty() || deep || next + 2 > max_nodes_) hdr[ops::kTreeDone] = 1;
   }
 
  private:
@@ -399,7 +449,7 @@ class TreeGrower {
   }
 
   template <class Value>
-  void init_node(float* n, const std::vector<double>&, Value value) const {
+  void init_node(float* n, Value value) const {
     n[ops::kNodeLeft] = -1;
     n[ops::kNodeFeature] = 0;
     n[ops::kNodeThreshold] = 0;
@@ -407,11 +457,12 @@ class TreeGrower {
     for (int64_t k = 0; k < dim_; ++k) n[ops::kNodeValue + k] = static_cast<float>(value(k));
   }
 
-  // rows_ by the layer's node they reach (offsets_ per node), with their bootstrap weights.
+  // The rows of the layer's nodes [begin, end), each with its bootstrap weight; rows of weight
+  // 0 (not in this tree's bootstrap) are left out, as they add nothing.
   void group_rows(int64_t t, int64_t begin, int64_t end) {
-    const int64_t active = end - begin;
+    const int64_t count = end - begin;
     std::vector<int32_t> slot(b_.n, -1);
-    offsets_.assign(active + 1, 0);
+    std::vector<int64_t> offsets(count + 1, 0);
     constexpr int64_t kBlock = 256;
     int32_t reached[kBlock];
     for (int64_t first = 0; first < b_.n; first += kBlock) {
@@ -421,23 +472,37 @@ class TreeGrower {
         const int64_t at = reached[r];
         if (at < begin || at >= end) continue;
         slot[first + r] = static_cast<int32_t>(at - begin);
-        ++offsets_[at - begin + 1];
+        ++offsets[at - begin + 1];
       }
     }
-    for (int64_t a = 0; a < active; ++a) offsets_[a + 1] += offsets_[a];
-    std::vector<int64_t> fill(offsets_.begin(), offsets_.end() - 1);
-    rows_.assign(offsets_[active], 0);
-    weights_.assign(offsets_[active], 1.0f);
+    for (int64_t a = 0; a < count; ++a) offsets[a + 1] += offsets[a];
+    std::vector<int64_t> fill(offsets.begin(), offsets.end() - 1);
+    rows_.assign(offsets[count], 0);
+    weights_.assign(offsets[count], 1.0f);
+    const uint64_t tree_key = runtime::fingerprint_cat64(static_cast<uint64_t>(g_.seed), t);
     for (int64_t i = 0; i < b_.n; ++i) {
       if (slot[i] < 0) continue;
       const int64_t r = fill[slot[i]]++;
       rows_[r] = static_cast<int32_t>(i);
       if (g_.bagging) {
-        const uint64_t tree_key = runtime::fingerprint_cat64(static_cast<uint64_t>(g_.seed), t);
         weights_[r] =
             static_cast<float>(poisson1(runtime::fingerprint_cat64(b_.row_key[i], tree_key)));
       }
     }
+    // Each node's rows in order, those of weight 0 dropped.
+    active_.clear();
+    int64_t kept = 0;
+    for (int64_t a = 0; a < count; ++a) {
+      const int64_t first = kept;
+      for (int64_t r = offsets[a]; r < offsets[a + 1]; ++r) {
+        if (weights_[r] == 0) continue;
+        rows_[kept] = rows_[r];
+        weights_[kept++] = weights_[r];
+      }
+      active_.push_back({begin + a, first, kept, begin + a});
+    }
+    rows_.resize(kept);
+    weights_.resize(kept);
   }
 
   // The features a node may split on: all, or a random subset drawn per (seed, tree, node).
@@ -458,55 +523,67 @@ class TreeGrower {
     return features_;
   }
 
-  void best_split(int64_t t, int64_t n, int64_t a, const std::vector<double>& total,
-                  std::vector<Candidate>* out) {
-    const int64_t rows = offsets_[a + 1] - offsets_[a];
-    if (total[dim_] < 2 * g_.min_weight || rows < 2) return;
-    const std::vector<int64_t>& feats = features_of(t, n);
-    const int64_t m = static_cast<int64_t>(feats.size()), buckets = b_.slots + 1;
-    const int64_t stride = dim_ + 1;
-    // hist_ is all zeros between nodes. A node of fewer rows than buckets (most nodes deep in
-    // a forest) touches few of them: only those are scanned and zeroed again.
-    const bool sparse = rows < buckets;
-    if (hist_.size() != static_cast<size_t>(m * buckets * stride)) {
-      hist_.assign(m * buckets * stride, 0.0f);
-    }
-    touched_.resize(m);
-    for (auto& list : touched_) list.clear();
-    const int64_t c = column(t);
-    for (int64_t r = offsets_[a]; r < offsets_[a + 1]; ++r) {
+  // Sums node a's rows into hist (zero before), per feature of feats and bucket. A sparse
+  // histogram notes the buckets it fills in touched_.
+  void accumulate(int64_t t, const Active& a, const std::vector<int64_t>& feats, double* hist,
+                  bool sparse) {
+    const int64_t m = static_cast<int64_t>(feats.size()), c = column(t);
+    const bool identity = m == b_.features;
+    const bool hot = dim_ > 1 && !b_.hot.empty();
+    for (int64_t r = a.first; r < a.last; ++r) {
       const float w = weights_[r];
       const int64_t i = rows_[r];
       const float hi = w * b_.h[i * b_.h_cols + (b_.h_cols == 1 ? 0 : c)];
-      if (w == 0 || !(hi > 0)) continue;
+      if (!(hi > 0)) continue;
       const uint8_t* bins = b_.bins.data() + i * b_.features;
       const float* gi = b_.g + i * b_.g_cols + c;
       if (dim_ == 1 && !sparse) {
         const float gw = w * gi[0];
-        for (int64_t j = 0; j < m; ++j) {
-          float* s = hist_.data() + (j * buckets + bins[feats[j]]) * 2;
-          s[0] += gw;
-          s[1] += hi;
+        if (identity) {
+          for (int64_t j = 0; j < m; ++j) {
+            double* s = hist + (j * buckets_ + bins[j]) * 2;
+            s[0] += gw;
+            s[1] += hi;
+          }
+        } else {
+          for (int64_t j = 0; j < m; ++j) {
+            double* s = hist + (j * buckets_ + bins[feats[j]]) * 2;
+            s[0] += gw;
+            s[1] += hi;
+          }
         }
         continue;
       }
+      // A row whose gradient has one nonzero value (a class's one-hot target) adds that alone.
+      const int32_t only = hot ? b_.hot[i] : -1;
+      const float gk = only >= 0 ? w * gi[only] : 0.0f;
       for (int64_t j = 0; j < m; ++j) {
         const uint8_t bin = bins[feats[j]];
-        float* s = hist_.data() + (j * buckets + bin) * stride;
+        double* s = hist + (j * buckets_ + bin) * stride_;
         if (sparse && s[dim_] == 0) touched_[j].push_back(bin);
-        for (int64_t k = 0; k < dim_; ++k) s[k] += w * gi[k];
+        if (only >= 0) {
+          s[only] += gk;
+        } else {
+          for (int64_t k = 0; k < dim_; ++k) s[k] += w * gi[k];
+        }
         s[dim_] += hi;
       }
     }
+  }
+
+  // The best split of node `node` from its histogram, or none; `total` is its stats.
+  void scan(int64_t node, const std::vector<int64_t>& feats, const double* hist, bool sparse,
+            const std::vector<double>& total, Candidate* best_split) {
+    const int64_t m = static_cast<int64_t>(feats.size());
     const double parent = g_.score(total.data(), dim_);
     // Sums of floats: a "gain" this small is rounding, not a split.
     const double least = std::max(g_.complexity, 1e-6 * std::abs(parent) + 1e-12);
     double best = least;
     int64_t best_j = -1, best_bucket = -1;
-    std::vector<double> left(stride), right(stride), best_left(stride);
-    auto consider = [&](int64_t j, int64_t bucket, const float* s) {
-      for (int64_t k = 0; k < stride; ++k) left[k] += s[k];
-      for (int64_t k = 0; k < stride; ++k) right[k] = total[k] - left[k];
+    std::vector<double> left(stride_), right(stride_), best_left(stride_);
+    auto consider = [&](int64_t j, int64_t bucket, const double* s) {
+      for (int64_t k = 0; k < stride_; ++k) left[k] += s[k];
+      for (int64_t k = 0; k < stride_; ++k) right[k] = total[k] - left[k];
       if (left[dim_] < g_.min_weight || right[dim_] < g_.min_weight || left[dim_] <= 0 ||
           right[dim_] <= 0) {
         return;
@@ -521,36 +598,196 @@ class TreeGrower {
     };
     for (int64_t j = 0; j < m; ++j) {
       std::fill(left.begin(), left.end(), 0.0);
-      float* s = hist_.data() + j * buckets * stride;
+      const double* s = hist + j * buckets_ * stride_;
       if (sparse) {
         // Between two touched buckets lie only empty ones: the same partition.
         std::sort(touched_[j].begin(), touched_[j].end());
-        for (uint8_t bucket : touched_[j]) consider(j, bucket, s + bucket * stride);
-        for (uint8_t bucket : touched_[j]) std::fill_n(s + bucket * stride, stride, 0.0f);
+        for (uint8_t bucket : touched_[j]) consider(j, bucket, s + bucket * stride_);
       } else {
         for (int64_t bucket = 0; bucket + 1 < b_.buckets[feats[j]]; ++bucket) {
-          consider(j, bucket, s + bucket * stride);
+          consider(j, bucket, s + bucket * stride_);
         }
-        std::fill_n(s, buckets * stride, 0.0f);
       }
     }
+    best_split->feature = -1;
     if (best_j < 0) return;
-    std::vector<double> best_right(stride);
-    for (int64_t k = 0; k < stride; ++k) best_right[k] = total[k] - best_left[k];
-    out->push_back({n, feats[best_j], best_bucket, best, best_left, best_right});
+    std::vector<double> best_right(stride_);
+    for (int64_t k = 0; k < stride_; ++k) best_right[k] = total[k] - best_left[k];
+    *best_split = {node, feats[best_j], best_bucket, best, best_left, best_right, 0, -1};
   }
+
+  // Finds node a's best split, if it may split, into candidates. Its histogram is its own
+  // (built from its rows) or, for the larger of two siblings, its parent's less the smaller
+  // one's, which the smaller sibling, done first, subtracts from the parent's as it is built.
+  void split_node(int64_t t, size_t a, const std::vector<double>& total, bool may_split,
+                  std::vector<Candidate>* candidates) {
+    const Active& node = active_[a];
+    const int64_t rows = node.last - node.first;
+    const bool splits = may_split && total[dim_] >= 2 * g_.min_weight && rows >= 2;
+    Candidate found;
+    found.feature = -1;
+    if (node.kept >= 0) {
+      // Its histogram is ready.
+      const double* hist = kept_[node.kept].data();
+      if (splits) scan(node.node, features_of(t, node.node), hist, false, total, &found);
+      if (found.feature >= 0 && keep_) {
+        found.kept = node.kept;
+      } else {
+        release(node.kept);
+      }
+    } else {
+      const int sibling_hist = node.subtract_from;
+      if (!splits && sibling_hist < 0) return;
+      const std::vector<int64_t>& feats = features_of(t, node.node);
+      const int64_t m = static_cast<int64_t>(feats.size());
+      const bool sparse = rows < buckets_;
+      if (scratch_.size() != static_cast<size_t>(m * buckets_ * stride_)) {
+        scratch_.assign(m * buckets_ * stride_, 0.0);
+      }
+      touched_.resize(m);
+      for (auto& list : touched_) list.clear();
+      accumulate(t, node, feats, scratch_.data(), sparse);
+      if (sibling_hist >= 0) subtract(kept_[sibling_hist].data(), sparse);
+      if (splits) scan(node.node, feats, scratch_.data(), sparse, total, &found);
+      if (found.feature >= 0 && keep_ && !sparse && may_keep()) {
+        found.kept = take();
+        std::copy(scratch_.begin(), scratch_.end(), kept_[found.kept].begin());
+      }
+      clear_scratch(sparse);
+    }
+    if (found.feature < 0) return;
+    found.active = static_cast<int64_t>(a);
+    candidates->push_back(std::move(found));
+  }
+
+  void subtract(double* from, bool sparse) const {
+    if (!sparse) {
+      for (size_t i = 0; i < scratch_.size(); ++i) from[i] -= scratch_[i];
+      return;
+    }
+    for (size_t j = 0; j < touched_.size(); ++j) {
+      for (uint8_t bucket : touched_[j]) {
+        const int64_t at = (static_cast<int64_t>(j) * buckets_ + bucket) * stride_;
+        for (int64_t k = 0; k < stride_; ++k) from[at + k] -= scratch_[at + k];
+      }
+    }
+  }
+
+  // scratch_ is all zeros between nodes.
+  void clear_scratch(bool sparse) {
+    if (!sparse) {
+      std::fill(scratch_.begin(), scratch_.end(), 0.0);
+      return;
+    }
+    for (size_t j = 0; j < touched_.size(); ++j) {
+      for (uint8_t bucket : touched_[j]) {
+        std::fill_n(scratch_.data() + (static_cast<int64_t>(j) * buckets_ + bucket) * stride_,
+                    stride_, 0.0);
+      }
+    }
+  }
+
+  int take() {
+    ++in_use_;
+    if (!free_.empty()) {
+      const int k = free_.back();
+      free_.pop_back();
+      return k;
+    }
+    kept_.emplace_back(scratch_.size());
+    return static_cast<int>(kept_.size()) - 1;
+  }
+  void release(int k) {
+    if (k < 0) return;
+    --in_use_;
+    free_.push_back(k);
+  }
+  bool may_keep() const {
+    return static_cast<int64_t>((in_use_ + 1) * scratch_.size() * sizeof(double)) <= kKeptBudget;
+  }
+
+  // Writes the candidates' splits and their children, numbered from the tree's end; returns
+  // the new end.
+  int64_t apply(int64_t t, const std::vector<Candidate>& candidates, bool fresh) {
+    int64_t next = static_cast<int64_t>(header(t)[ops::kTreeNodes]);
+    const double shrink = g_.forest ? 1.0 : g_.lr;
+    for (const Candidate& c : candidates) {
+      float* parent = node(t, c.node);
+      // Boosting's gradients were taken at the value of the rows' leaf when the step began
+      // (zero for a tree the step began).
+      std::vector<double> base(dim_, 0.0);
+      if (!g_.forest && !fresh) {
+        const float* origin = node(t, active_[c.active].origin);
+        for (int64_t k = 0; k < dim_; ++k) base[k] = origin[ops::kNodeValue + k];
+      }
+      parent[ops::kNodeLeft] = static_cast<float>(next);
+      parent[ops::kNodeFeature] = static_cast<float>(c.feature);
+      parent[ops::kNodeThreshold] = b_.bounds[c.feature * b_.slots + c.bucket];
+      parent[ops::kNodeGain] = static_cast<float>(c.gain);
+      init_node(node(t, next),
+                [&](int64_t k) { return base[k] + shrink * g_.step(c.left.data(), k, dim_); });
+      init_node(node(t, next + 1),
+                [&](int64_t k) { return base[k] + shrink * g_.step(c.right.data(), k, dim_); });
+      next += 2;
+    }
+    return next;
+  }
+
+  // The next layer's rows: each split node's rows go to its children by the split's bucket,
+  // which is the threshold's test (x <= threshold exactly when x's bucket <= the split's).
+  void partition(const std::vector<Candidate>& candidates, int64_t child) {
+    std::vector<int32_t> rows;
+    std::vector<float> weights;
+    std::vector<Active> next;
+    rows.reserve(rows_.size());
+    weights.reserve(rows_.size());
+    auto take_rows = [&](const Active& a, const Candidate& c, bool right) {
+      for (int64_t r = a.first; r < a.last; ++r) {
+        if ((b_.bins[rows_[r] * b_.features + c.feature] > c.bucket) != right) continue;
+        rows.push_back(rows_[r]);
+        weights.push_back(weights_[r]);
+      }
+      return static_cast<int64_t>(rows.size());
+    };
+    for (const Candidate& c : candidates) {
+      const Active& a = active_[c.active];
+      const auto first = static_cast<int64_t>(rows.size());
+      const int64_t middle = take_rows(a, c, false), last = take_rows(a, c, true);
+      Active left{child, first, middle, a.origin}, right{child + 1, middle, last, a.origin};
+      if (c.kept >= 0) {
+        const bool left_larger = middle - first >= last - middle;
+        (left_larger ? left : right).kept = c.kept;
+        (left_larger ? right : left).subtract_from = c.kept;
+      }
+      next.push_back(left);
+      next.push_back(right);
+      child += 2;
+    }
+    rows_.swap(rows);
+    weights_.swap(weights);
+    active_.swap(next);
+  }
+
+  // Bytes of kept histograms a grower may hold: a deep tree's many nodes of few rows build
+  // their own.
+  static constexpr int64_t kKeptBudget = int64_t{64} << 20;
 
   const Growth& g_;
   const Batch& b_;
   const ops::TreeEnsembleView& view_;
   float* data_;
-  int64_t max_nodes_, width_, dim_;
-  std::vector<int64_t> offsets_;
+  const int64_t max_nodes_, width_, dim_, buckets_, stride_;
+  const bool every_feature_;
+  bool keep_ = false;  // whether this layer keeps its nodes' histograms for their children
+  std::vector<Active> active_;
   std::vector<int32_t> rows_;
   std::vector<float> weights_;
   std::vector<int64_t> features_;
-  std::vector<float> hist_;
+  std::vector<double> scratch_;  // sums in double: a parent's less a child's stays exact
   std::vector<std::vector<uint8_t>> touched_;  // per feature, the buckets a sparse node fills
+  std::vector<std::vector<double>> kept_;
+  std::vector<int> free_;
+  int64_t in_use_ = 0;
 };
 
 template <class T>
@@ -610,10 +847,11 @@ struct GrowKernel {
       } else {
         bucketize(batch);
         if (growth.bagging) key_rows(batch);
+        if (dim > 1) find_hot_columns(batch);
         parallel_range(per_round, 1e9, [&](int64_t begin, int64_t end) {
           TreeGrower grower(growth, batch, view, ensemble.data<float>());
           for (int64_t t = round + begin; t < round + end; ++t) {
-            if (!view.done(t)) grower.grow(t);
+            if (!view.done(t)) grower.grow(t, growth.layers);
           }
         });
       }

@@ -142,3 +142,97 @@ TEST_CASE("grow_tree_layer for a forest: class frequencies and Gini's split") {
   Output p = ops::tree_ensemble_predict(t.b, x, ensemble, 2, true);
   CHECK(t.eval(p).to_vector<float>() == std::vector<float>{1, 0, 1, 0, 0, 1, 0, 1});
 }
+
+namespace {
+
+// 300 rows of four features valued 0..9 and three classes that depend on them, noisily: the
+// forest's targets (negative one-hot) and weights are integers, so every sum is exact and trees
+// grown different ways must be the same tree, bit for bit.
+struct Classes {
+  Tensor x, g, h, bounds;
+};
+
+Classes three_classes() {
+  const int64_t n = 300;
+  std::vector<float> x, g, h(n, 1.0f), bounds;
+  uint64_t state = 12345;
+  auto next = [&] {
+    return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    float f[4];
+    for (float& v : f) v = static_cast<float>(next() % 10);
+    x.insert(x.end(), f, f + 4);
+    int64_t c = f[0] < 4 ? 0 : (f[1] + f[2] < 9 ? 1 : 2);
+    if (next() % 10 == 0) c = (c + 1) % 3;
+    for (int64_t k = 0; k < 3; ++k) g.push_back(k == c ? -1.0f : 0.0f);
+  }
+  for (int64_t f = 0; f < 4; ++f) {
+    for (int64_t j = 0; j < 9; ++j) bounds.push_back(static_cast<float>(j));
+  }
+  return {matrix(n, 4, x), matrix(n, 3, g), matrix(n, 1, h), matrix(4, 9, bounds)};
+}
+
+// The ensemble of `trees` trees grown from the data, `layers` a step, until done.
+std::vector<float> grown(const Classes& d, ops::TreeGrowth growth, int64_t trees, int64_t* steps) {
+  OpTest t;
+  const Shape shape = ops::tree_ensemble_shape(trees, 255, 3);
+  Output ensemble =
+      held(t, "forest", Tensor::from_vector(shape, std::vector<float>(shape.num_elements(), 0)));
+  growth.forest = true;
+  growth.trees_per_round = trees;
+  Output done = ops::grow_tree_layer(t.b, ensemble, t.feed(d.x), t.feed(d.g), t.feed(d.h),
+                                     t.feed(d.bounds), growth);
+  for (*steps = 1; t.eval(done).to_vector<int64_t>()[0] < trees; ++*steps) {
+    REQUIRE(*steps < 100);
+  }
+  return t.vars.read("forest")->to_vector<float>();
+}
+
+}  // namespace
+
+TEST_CASE("grow_tree_layer with layers 0 grows whole trees in one step, as a layer a step does") {
+  const Classes d = three_classes();
+  // Every feature at every node: the larger child's histogram is its parent's less its
+  // sibling's. Then a few random features a node and a bootstrap, which build each node's own.
+  for (const ops::TreeGrowth growth :
+       {ops::TreeGrowth{.max_depth = 0, .min_node_weight = 1},
+        ops::TreeGrowth{
+            .max_depth = 0, .min_node_weight = 1, .features_per_node = 2, .bagging = true}}) {
+    int64_t layered_steps = 0, whole_steps = 0;
+    ops::TreeGrowth layered = growth, whole = growth;
+    whole.layers = 0;
+    const std::vector<float> by_layer = grown(d, layered, 4, &layered_steps);
+    const std::vector<float> at_once = grown(d, whole, 4, &whole_steps);
+    CHECK(whole_steps == 1);
+    CHECK(layered_steps > 3);  // deep trees: the comparison covers many layers
+    CHECK(at_once == by_layer);
+  }
+}
+
+TEST_CASE("grow_tree_layer with layers 0: boosting's leaves are Newton steps at the step's start") {
+  OpTest t;
+  // x0 = 0..7 with gradients -2 -2 -1 -1 1 1 2 2 (x1 splits worse): x0 <= 3 first, then
+  // x0 <= 1 and x0 <= 5. The gradients were taken before the tree: each leaf is the Newton
+  // step of its own rows, -G / H, not its parent's value plus that (a layer a step).
+  std::vector<float> x;
+  for (int i = 0; i < 8; ++i) x.insert(x.end(), {float(i), float(i % 2)});
+  Output xs = t.feed(matrix(8, 2, x));
+  Output g = t.feed(matrix(8, 1, {-2, -2, -1, -1, 1, 1, 2, 2}));
+  Output h = t.feed(matrix(8, 1, std::vector<float>(8, 1.0f)));
+  Output bounds =
+      t.feed(matrix(2, 7, {0, 1, 2, 3, 4, 5, 6, 0, kInf, kInf, kInf, kInf, kInf, kInf}));
+  const Shape shape = ops::tree_ensemble_shape(1, 7, 1);
+  Output ensemble =
+      held(t, "trees", Tensor::from_vector(shape, std::vector<float>(shape.num_elements(), 0)));
+  Output done = ops::grow_tree_layer(t.b, ensemble, xs, g, h, bounds,
+                                     {.max_depth = 2, .learning_rate = 1.0, .layers = 0});
+  CHECK(t.eval(done).to_vector<int64_t>() == std::vector<int64_t>{1});
+  CHECK(t.eval(ops::tree_ensemble_predict(t.b, xs, ensemble, 1, false)).to_vector<float>() ==
+        std::vector<float>{2, 2, 1, 1, -1, -1, -2, -2});
+  const std::vector<float> e = t.vars.read("trees")->to_vector<float>();
+  CHECK(e[ops::kTreeNodes] == 7);
+  CHECK(e[5 + ops::kNodeFeature] == 0);
+  CHECK(e[5 + ops::kNodeThreshold] == 3);
+  CHECK(e[5 + ops::kNodeGain] == 18);  // 6^2 / 4 twice
+}
