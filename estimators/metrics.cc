@@ -218,8 +218,9 @@ class TopK : public Metric {
  public:
   enum Summary { kAccuracy, kPrecision, kRecall };
   TopK(Summary summary, int k) : summary_(summary), k_(k) {}
+  bool takes_weights() const override { return true; }
   Status accumulate(const Tensor& labels, const Tensor& predictions,
-                    const std::vector<double>&) override {
+                    const std::vector<double>& weights) override {
     const bool multi = labels.rank() == 2 && labels.shape() == predictions.shape();
     if (predictions.rank() != 2 || (!multi && predictions.dim(0) != labels.num_elements()) ||
         (multi && summary_ == kAccuracy)) {
@@ -230,6 +231,7 @@ class TopK : public Metric {
     const int64_t n = predictions.dim(0), c = predictions.dim(1);
     for (int64_t i = 0; i < n; ++i) {
       const double* row = s.data() + i * c;
+      const double w = weight(weights, static_cast<size_t>(i), 1);
       // Class j is among the k best when fewer than k score above it (ties: all of them).
       auto in_top = [&](int64_t j) {
         int64_t above = 0;
@@ -241,18 +243,18 @@ class TopK : public Metric {
         if (label < 0 || label >= c) {
           return runtime::invalid_argument(name(), ": label ", label, " of ", c, " classes");
         }
-        hits_ += in_top(label);
-        relevant_ += 1;
+        hits_ += w * in_top(label);
+        relevant_ += w;
       } else {
         for (int64_t j = 0; j < c; ++j) {
           if (y[i * c + j] > 0.5) {
-            hits_ += in_top(j);
-            relevant_ += 1;
+            hits_ += w * in_top(j);
+            relevant_ += w;
           }
         }
       }
-      retrieved_ += std::min<int64_t>(k_, c);
-      ++n_;
+      retrieved_ += w * static_cast<double>(std::min<int64_t>(k_, c));
+      n_ += w;
     }
     return runtime::ok_status();
   }
@@ -367,8 +369,6 @@ double Confusion::result() const {
   return ratio(sum, weights);
 }
 
-double comb2(double n) { return n * (n - 1) / 2; }
-
 // Pairs (true group, predicted group) counted; the index from the contingency table.
 class AdjustedRand : public Metric {
  public:
@@ -380,22 +380,11 @@ class AdjustedRand : public Metric {
     return runtime::ok_status();
   }
   double result() const override {
-    std::map<double, double> rows, cols;
-    double index = 0, n = 0;
-    for (const auto& [pair, count] : cells_) {
-      rows[pair.first] += count;
-      cols[pair.second] += count;
-      index += comb2(count);
-      n += count;
-    }
-    double sum_rows = 0, sum_cols = 0;
-    for (const auto& [group, count] : rows) sum_rows += comb2(count);
-    for (const auto& [group, count] : cols) sum_cols += comb2(count);
-    const double expected = sum_rows * sum_cols / std::max(1.0, comb2(n));
-    const double most = (sum_rows + sum_cols) / 2;
-    // One group on both sides (or none): scikit-learn's convention, a perfect match.
-    if (most == expected) return 1.0;
-    return (index - expected) / (most - expected);
+    std::vector<double> table;
+    table.reserve(3 * cells_.size());
+    for (const auto& [pair, count] : cells_)
+      table.insert(table.end(), {pair.first, pair.second, count});
+    return ops::metrics::adjusted_rand_of(table.data(), static_cast<int64_t>(cells_.size()));
   }
   void reset() override { cells_.clear(); }
 
@@ -628,6 +617,13 @@ Result<std::optional<ops::StreamingMetric>> graph_metric(
     out = m::sum(b, predictions, name);
   } else if (k.name == "confusion_matrix" && !weights.valid()) {
     out = m::per_class(b, labels, predictions, k.arg, S::kAccuracy, m::Average::kMicro, {}, name);
+  } else if (k.name == "top_k_accuracy" || k.name == "precision_at_k" || k.name == "recall_at_k") {
+    const m::TopKSummary summary = k.name == "top_k_accuracy"   ? m::TopKSummary::kAccuracy
+                                   : k.name == "precision_at_k" ? m::TopKSummary::kPrecision
+                                                                : m::TopKSummary::kRecall;
+    out = m::top_k(b, labels, predictions, k.arg > 0 ? k.arg : 5, summary, weights, name);
+  } else if (k.name == "adjusted_rand_index" && !weights.valid()) {
+    out = m::adjusted_rand_index(b, labels, predictions, name);
   }
   TROUPE_RETURN_IF_ERROR(b.status().with_context("metric '" + name + "'"));
   return out;

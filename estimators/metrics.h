@@ -1,8 +1,8 @@
 // Streaming evaluation metrics by kind: each accumulates over the batches of an evaluation and
 // gives its value at the end, as tf.metrics' (value, update_op) pairs do. An Estimator builds a
-// kind's graph ops (graph_metric, ops/metric_ops.h) where it has them; these host metrics are
-// their reference, and count the kinds without graph ops from the tensors a model_fn names in
-// eval_metric_ops, fetched with each step (no extra step).
+// kind's graph ops (graph_metric, ops/metric_ops.h); these host metrics are their reference,
+// and count what has no graph op (sum, confusion_matrix and adjusted_rand_index given weights,
+// which they refuse by name) from the tensors a model_fn names in eval_metric_ops.
 //
 //   auto m = make_metric("accuracy");                       // Result<unique_ptr<Metric>>
 //   (*m)->update(labels, predicted_classes);                 // per batch
@@ -41,7 +41,8 @@ class Metric {
   // A shape or dtype that does not fit the metric is an error naming it; nothing is counted.
   // `weights` (optional: one per example, a weight column's values) weigh what each example
   // adds, as tf.metrics' weights; accuracy, precision, recall, f1, auc, auc_pr, log_loss,
-  // mean, mse, rmse and mae take them, the others refuse them.
+  // mean, mse, rmse, mae, the multi-class kinds and the top-k kinds take them, the others
+  // refuse them.
   runtime::Status update(const runtime::Tensor& labels, const runtime::Tensor& predictions,
                          const runtime::Tensor& weights = runtime::Tensor());
   virtual double result() const = 0;
@@ -67,9 +68,8 @@ runtime::Result<std::unique_ptr<Metric>> make_metric(const std::string& kind);
 std::string class_metric_kind(const std::string& name, int64_t classes);
 
 // The graph ops of a metric kind (ops/metric_ops.h), named `name`, which compute what the host
-// metric computes: every kind but top_k_accuracy, precision_at_k, recall_at_k and
-// adjusted_rand_index, which stay on the host (nullopt), as do sum and confusion_matrix given
-// weights (the host refuses them by name). An unknown kind is make_metric's error.
+// metric computes: every kind; sum, confusion_matrix and adjusted_rand_index given weights stay
+// on the host (nullopt), which refuses them by name. An unknown kind is make_metric's error.
 runtime::Result<std::optional<ops::StreamingMetric>> graph_metric(
     runtime::GraphBuilder& b, const std::string& kind, runtime::Output labels,
     runtime::Output predictions, runtime::Output weights, const std::string& name);

@@ -1,13 +1,65 @@
 #include "ops/metric_ops.h"
 
+#include <algorithm>
 #include <limits>
+#include <map>
 
 #include "ops/array_ops.h"
 #include "ops/math_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/op_def_names.h"
 #include "ops/state_ops.h"
 #include "ops/strided_slice.h"
+#include "runtime/op_registry.h"
 
 namespace troupe::ops {
+
+namespace {
+
+Status expect_contingency(InferenceContext& c, int i) {
+  const Shape& s = c.input_shape(i);
+  if (c.input_dtype(i) != DType::kFloat64 || (s.rank_known() && s.rank() != 2) ||
+      (s.rank_known() && s.dim(1) >= 0 && s.dim(1) != 3)) {
+    return c.error("a contingency table must be float64 [pairs, 3], got ",
+                   runtime::dtype_name(c.input_dtype(i)), s);
+  }
+  return runtime::ok_status();
+}
+
+}  // namespace
+
+TROUPE_REGISTER_OP(ContingencyCounts)
+    .input("table")
+    .input("labels")
+    .input("predictions")
+    .output("counts")
+    .shape_fn([](InferenceContext& c) {
+      TROUPE_RETURN_IF_ERROR(expect_contingency(c, 0));
+      for (int i : {1, 2}) {
+        if (c.input_dtype(i) != DType::kFloat64) {
+          return c.error("labels and predictions must be float64, got ",
+                         runtime::dtype_name(c.input_dtype(i)));
+        }
+      }
+      c.set_output(0, DType::kFloat64, Shape{-1, 3});
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc(
+        "the table's rows (label, prediction, count), sorted, with each (labels[i], "
+        "predictions[i]) pair counted once more");
+
+TROUPE_REGISTER_OP(AdjustedRandIndex)
+    .input("table")
+    .output("index")
+    .shape_fn([](InferenceContext& c) {
+      TROUPE_RETURN_IF_ERROR(expect_contingency(c, 0));
+      c.set_output(0, DType::kFloat64, Shape{});
+      return runtime::ok_status();
+    })
+    .no_gradient()
+    .doc("the adjusted Rand index of the partitions a contingency table counts");
+
 namespace metrics {
 
 namespace {
@@ -315,6 +367,90 @@ StreamingMetric mean_per_class_accuracy(GraphBuilder& b, Output labels, Output p
                                         int64_t classes, Output weights, const std::string& name) {
   return per_class(b, labels, predictions, classes, ClassSummary::kMeanPerClassAccuracy,
                    Average::kMacro, weights, name);
+}
+
+StreamingMetric top_k(GraphBuilder& b, Output labels, Output scores, int64_t k, TopKSummary summary,
+                      Output weights, const std::string& name) {
+  auto scope = b.name_scope("metrics/" + name);
+  const Shape& s = b.shape(scores);
+  if (k < 1 || !s.rank_known() || s.rank() != 2 || s.dim(1) < 1) {
+    b.record_error(runtime::invalid_argument(
+        name, ": needs scores [n, classes] with the classes known and k >= 1, not ", s, " and k ",
+        k));
+    return {};
+  }
+  const int64_t c = s.dim(1);
+  Output x = f64(b, scores);
+  // The k-th best score of each row: the classes scoring at least it are the k best (with ties).
+  Output kth = reduce_min(b, ops::top_k(b, x, std::min(k, c)).values, {1}, /*keep_dims=*/true);
+  Output best = cast(b, greater_equal(b, x, kth), kF64);  // [n, c]
+  const Shape& ls = b.shape(labels);
+  const bool several = ls.rank_known() && ls.rank() == 2 && ls.dim(1) == c;
+  Output truth;
+  if (several) {
+    if (summary == TopKSummary::kAccuracy) {
+      b.record_error(
+          runtime::invalid_argument(name, ": takes one class id an example, not ", "labels ", ls));
+      return {};
+    }
+    truth = is_positive(b, f64(b, labels));
+  } else {
+    Output ids =
+        assert_in_range(b, reshape(b, f64(b, labels), {-1}), 0, static_cast<double>(c - 1),
+                        name + ": a label is not one of " + std::to_string(c) + " classes");
+    truth = one_hot(b, cast(b, ids, DType::kInt64), c, 1, 0, -1, kF64);
+  }
+  Output w = weights.valid() ? reshape(b, checked_weights(b, weights, name), {-1})
+                             : ones_like(b, reduce_sum(b, x, {1}));  // [n]
+  Output hits = reduce_sum(b, mul(b, reduce_sum(b, mul(b, truth, best), {1}), w));
+  Count found = count(b, "hits", Shape{}, hits);
+  Output total;
+  switch (summary) {
+    case TopKSummary::kAccuracy:
+      total = reduce_sum(b, w);
+      break;
+    case TopKSummary::kPrecision:
+      total = mul(b, reduce_sum(b, w), static_cast<double>(std::min(k, c)));
+      break;
+    case TopKSummary::kRecall:
+      total = reduce_sum(b, mul(b, reduce_sum(b, truth, {1}), w));
+      break;
+  }
+  Count of = count(b, "total", Shape{}, total);
+  return {safe_div(b, found.value, of.value), safe_div(b, found.updated, of.updated)};
+}
+
+double adjusted_rand_of(const double* table, int64_t pairs) {
+  auto comb2 = [](double n) { return n * (n - 1) / 2; };
+  // Hubert and Arabie's index from the cells and the totals of the rows (labels) and columns
+  // (predictions), as scikit-learn's adjusted_rand_score.
+  std::map<double, double> rows, cols;
+  double index = 0, n = 0;
+  for (int64_t i = 0; i < pairs; ++i) {
+    const double count = table[3 * i + 2];
+    rows[table[3 * i]] += count;
+    cols[table[3 * i + 1]] += count;
+    index += comb2(count);
+    n += count;
+  }
+  double sum_rows = 0, sum_cols = 0;
+  for (const auto& [group, count] : rows) sum_rows += comb2(count);
+  for (const auto& [group, count] : cols) sum_cols += comb2(count);
+  const double expected = sum_rows * sum_cols / std::max(1.0, comb2(n));
+  const double most = (sum_rows + sum_cols) / 2;
+  // One group on both sides (or none): scikit-learn's convention, a perfect match.
+  if (most == expected) return 1.0;
+  return (index - expected) / (most - expected);
+}
+
+StreamingMetric adjusted_rand_index(GraphBuilder& b, Output labels, Output predictions,
+                                    const std::string& name) {
+  auto scope = b.name_scope("metrics/" + name);
+  Output table = local_variable(b, "contingency", Shape{-1, 3}, kF64, zeros(b, Shape{0, 3}, kF64));
+  Output merged = b.add("ContingencyCounts", {table, reshape(b, f64(b, labels), {-1}),
+                                              reshape(b, f64(b, predictions), {-1})});
+  Output updated = assign(b, table, merged);
+  return {b.add("AdjustedRandIndex", {table}), b.add("AdjustedRandIndex", {updated})};
 }
 
 }  // namespace metrics

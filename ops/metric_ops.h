@@ -74,5 +74,26 @@ StreamingMetric mean_per_class_accuracy(GraphBuilder& b, Output labels, Output p
                                         int64_t classes, Output weights = {},
                                         const std::string& name = "mean_per_class_accuracy");
 
+// Where each example's labels rank among its scores [n, c] (c known when built): a class is
+// among the k best when fewer than k classes score above it (ties: all of them).
+// top_k_accuracy: the share of examples whose label is among their k best (labels class ids
+// [n]); tf.metrics' precision_at_k (of the k best classes of every example, the share that are
+// its labels) and recall_at_k (of its labels, the share among its k best), micro-averaged over
+// the examples, with labels class ids [n] or 0/1 [n, c] (several labels an example).
+enum class TopKSummary { kAccuracy, kPrecision, kRecall };
+StreamingMetric top_k(GraphBuilder& b, Output labels, Output scores, int64_t k, TopKSummary summary,
+                      Output weights = {}, const std::string& name = "top_k");
+
+// scikit-learn's adjusted_rand_score of the groups `labels` against the groups `predictions`
+// (any integer-valued ids, e.g. classes against cluster ids): 1 for the same partition
+// whatever the names of the groups, about 0 for independent ones. Its count is the contingency
+// table of the (label, prediction) pairs seen, a local variable [pairs, 3] that grows with the
+// pairs that occur.
+StreamingMetric adjusted_rand_index(GraphBuilder& b, Output labels, Output predictions,
+                                    const std::string& name = "adjusted_rand_index");
+// The index of a contingency table's `pairs` rows (label, prediction, count), in any order: what
+// the AdjustedRandIndex op and estimators' host metric compute.
+double adjusted_rand_of(const double* table, int64_t pairs);
+
 }  // namespace metrics
 }  // namespace troupe::ops

@@ -14,7 +14,11 @@ namespace {
 
 Status var_shape(InferenceContext& c) {
   const Shape& s = c.attr<Shape>("shape");
-  if (!s.fully_defined()) return c.error("variable shape ", s, " must be fully defined");
+  // A local variable may leave dims unknown: each assign sets them (a contingency table grows).
+  const auto local = c.node().attrs.find("local");
+  if (!s.fully_defined() && (local == c.node().attrs.end() || !std::get<bool>(local->second))) {
+    return c.error("variable shape ", s, " must be fully defined");
+  }
   if (c.attr<std::string>("var").empty()) return c.error("variable has no name");
   c.set_output(0, c.attr<DType>("dtype"), s);
   return runtime::ok_status();

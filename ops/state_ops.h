@@ -19,13 +19,15 @@
 
 namespace troupe::ops {
 
-// Adds a variable named `name` and its initializer (`initial_value`, shaped like the variable).
+// Adds a variable named `name` and its initializer (`initial_value`, shaped like the variable);
+// its shape must be fully defined.
 Output variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,
                 Output initial_value, bool trainable = true);
 // tf.local_variable: a variable of this session alone (a streaming metric's counts). It is never
 // saved, restored, exported or placed on a ps (runtime::Graph::variables() leaves it out, and
 // VariableStore::names() its value), nor trained; local_variables_initializer() sets it to
-// `initial_value`, as an Estimator does before each evaluation.
+// `initial_value`, as an Estimator does before each evaluation. Its shape may leave dims unknown
+// (as TF's validate_shape=False): each assign then sets them, as a contingency table grows.
 Output local_variable(GraphBuilder& b, const std::string& name, const Shape& shape, DType dtype,
                       Output initial_value);
 // A variable split along dimension 0 into `parts` variables "<name>/part_<i>" (the first rows

@@ -34,7 +34,8 @@ struct VariableKernel {
 
 template <class T>
 Status check_value(const KernelContext& ctx, const Tensor& v) {
-  if (v.dtype() != runtime::dtype_of<T>() || v.shape() != ctx.attr<Shape>("shape")) {
+  // A local variable's declared shape may leave dims unknown; each assign sets them.
+  if (v.dtype() != runtime::dtype_of<T>() || !v.shape().compatible_with(ctx.attr<Shape>("shape"))) {
     return runtime::invalid_argument(
         "value of ", runtime::dtype_name(v.dtype()), v.shape(), " for variable '", var_name(ctx),
         "' of ", runtime::dtype_name(runtime::dtype_of<T>()), ctx.attr<Shape>("shape"));
@@ -403,7 +404,7 @@ runtime::Result<Tensor> read_declared_variable(const KernelContext& ctx) {
   TROUPE_ASSIGN_OR_RETURN(Tensor value, store->read(var_name(ctx)));
   const DType dtype = ctx.attr<DType>("dtype");
   const Shape& shape = ctx.attr<Shape>("shape");
-  if (value.dtype() != dtype || value.shape() != shape) {
+  if (value.dtype() != dtype || !value.shape().compatible_with(shape)) {
     return runtime::failed_precondition("variable '", var_name(ctx), "' holds ",
                                         runtime::dtype_name(value.dtype()), value.shape(),
                                         ", the graph declares ", runtime::dtype_name(dtype), shape);

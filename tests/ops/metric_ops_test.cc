@@ -120,3 +120,82 @@ TEST_CASE("a class or probability out of range stops the step, naming the metric
   ops::metrics::auc(few.b, few.feed(f32({1})), few.feed(f32({1})), {}, 1);
   CHECK(few.b.status().message().find("1 thresholds (at least 2)") != std::string::npos);
 }
+
+TEST_CASE("top-k metrics by hand: ties count as the k best, weights weigh examples") {
+  OpTest t;
+  // Row 0: class 1 best, classes 0 and 2 tie second; row 1: class 2 best, then 0, then 1.
+  Output scores =
+      t.feed(Tensor::from_vector<float>(Shape{2, 3}, {0.2f, 0.6f, 0.2f, 0.3f, 0.1f, 0.6f}));
+  Output labels = t.feed(i64({2, 1}));
+  Output weights = t.feed(f32({1, 3}));
+  namespace m = ops::metrics;
+  auto top1 = m::top_k(t.b, labels, scores, 1, m::TopKSummary::kAccuracy);
+  auto top2 = m::top_k(t.b, labels, scores, 2, m::TopKSummary::kAccuracy);  // row 0: a tie
+  auto top2w = m::top_k(t.b, labels, scores, 2, m::TopKSummary::kAccuracy, weights, "top2w");
+  auto precision = m::top_k(t.b, labels, scores, 2, m::TopKSummary::kPrecision, {}, "p2");
+  // Several labels an example: row 0 {0, 1}, row 1 {0, 1, 2}; the 2 best: {1, 0, 2}, {2, 0}.
+  Output several = t.feed(Tensor::from_vector<float>(Shape{2, 3}, {1, 1, 0, 1, 1, 1}));
+  auto recall = m::top_k(t.b, several, scores, 2, m::TopKSummary::kRecall, {}, "r2");
+  auto over = m::top_k(t.b, labels, scores, 5, m::TopKSummary::kPrecision, {}, "p5");
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  REQUIRE(t.run({}, {ops::local_variables_initializer(t.b)}).ok());
+  auto got =
+      t.run({top1.update, top2.update, top2w.update, precision.update, recall.update, over.update});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  CHECK((*got)[0].scalar_as_double() == 0);
+  CHECK((*got)[1].scalar_as_double() == doctest::Approx(0.5));
+  CHECK((*got)[2].scalar_as_double() == doctest::Approx(0.25));
+  CHECK((*got)[3].scalar_as_double() == doctest::Approx(1.0 / 4));
+  CHECK((*got)[4].scalar_as_double() == doctest::Approx(4.0 / 5));
+  CHECK((*got)[5].scalar_as_double() == doctest::Approx(2.0 / 6));  // k past the classes: all 3
+
+  OpTest wrong;
+  auto bad = m::top_k(wrong.b, wrong.feed(i64({3})),
+                      wrong.feed(Tensor::from_vector<float>(Shape{1, 3}, {0, 1, 2})), 1,
+                      m::TopKSummary::kRecall, {}, "r1");
+  REQUIRE(wrong.run({}, {ops::local_variables_initializer(wrong.b)}).ok());
+  auto refused = wrong.run({bad.update});
+  CHECK_MESSAGE(
+      refused.status().message().find("r1: a label is not one of 3 classes") != std::string::npos,
+      refused.status().to_string());
+  OpTest unknown;
+  m::top_k(unknown.b, unknown.feed(i64({0})),
+           ops::placeholder(unknown.b, DType::kFloat32, Shape{-1, -1}), 1,
+           m::TopKSummary::kAccuracy, {}, "top1");
+  CHECK(unknown.b.status().message().find("top1: needs scores [n, classes]") != std::string::npos);
+}
+
+TEST_CASE("the adjusted Rand index counts pairs of any ids in a table that grows") {
+  OpTest t;
+  Output y = ops::placeholder(t.b, DType::kInt64, Shape{-1}, "y");
+  Output p = ops::placeholder(t.b, DType::kInt64, Shape{-1}, "p");
+  auto ari = ops::metrics::adjusted_rand_index(t.b, y, p, "ari");
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  REQUIRE(t.run({}, {ops::local_variables_initializer(t.b)}).ok());
+  CHECK(t.g.variables().empty());  // the table is local: no checkpoint holds it
+  // The same partition under other names, in two batches: 1.
+  t.feeds = {{y, i64({0, 0, 1})}, {p, i64({70, 70, -5})}};
+  REQUIRE(t.run({ari.update}).ok());
+  t.feeds = {{y, i64({1, 2, 2, 2})}, {p, i64({-5, 1000000007, 1000000007, 1000000007})}};
+  CHECK(scalar(t.run({ari.update})) == doctest::Approx(1.0));
+  CHECK(t.vars.read("metrics/ari/contingency")->shape() == Shape{3, 3});
+  // scikit-learn: adjusted_rand_score([0, 0, 1, 1], [0, 0, 1, 2]) == 0.5714285714285715
+  REQUIRE(t.run({}, {ops::local_variables_initializer(t.b)}).ok());
+  t.feeds = {{y, i64({0, 0, 1, 1})}, {p, i64({0, 0, 1, 2})}};
+  CHECK(scalar(t.run({ari.update})) == doctest::Approx(0.5714285714285715));
+  t.feeds.clear();
+  CHECK(scalar(t.run({ari.value})) == doctest::Approx(0.5714285714285715));
+  t.feeds = {{y, i64({0, 1})}, {p, i64({0})}};
+  auto uneven = t.run({ari.update});
+  CHECK_MESSAGE(uneven.status().message().find("2 labels for 1 predictions") != std::string::npos,
+                uneven.status().to_string());
+}
+
+TEST_CASE("only a local variable may leave dims unknown") {
+  OpTest t;
+  ops::variable(t.b, "w", Shape{-1, 3}, DType::kFloat32,
+                ops::zeros(t.b, Shape{0, 3}, DType::kFloat32));
+  CHECK_MESSAGE(t.b.status().message().find("variable shape [?,3] must be fully defined") !=
+                    std::string::npos,
+                t.b.status().to_string());
+}
