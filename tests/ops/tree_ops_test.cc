@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -235,4 +236,69 @@ TEST_CASE("grow_tree_layer with layers 0: boosting's leaves are Newton steps at 
   CHECK(e[5 + ops::kNodeFeature] == 0);
   CHECK(e[5 + ops::kNodeThreshold] == 3);
   CHECK(e[5 + ops::kNodeGain] == 18);  // 6^2 / 4 twice
+}
+
+TEST_CASE("grow_tree_layer: a lone tree's split search over ranges of features finds a thread's") {
+  // One tree a round (a regressor, a binary classifier) searches a node's features on every
+  // core, in ranges. 4000 rows of 64 features are enough work for threads; the informative
+  // feature sits in the last range, and then also, as a tie, in the first: a single thread
+  // keeps the first of equal gains, and so must the ranges.
+  const int64_t n = 4000, features = 64;
+  uint64_t state = 99;
+  auto next = [&] {
+    return (state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 33;
+  };
+  std::vector<float> x(n * features), g(n), bounds;
+  for (float& v : x) v = static_cast<float>(next() % 10);
+  for (int64_t f = 0; f < features; ++f) {
+    for (int64_t j = 0; j < 9; ++j) bounds.push_back(static_cast<float>(j));
+  }
+  auto root_feature = [&](std::vector<float> data) {
+    for (int64_t i = 0; i < n; ++i) g[i] = data[i * features + 60] <= 4 ? -1.0f : 1.0f;
+    OpTest t;
+    const Shape shape = ops::tree_ensemble_shape(1, 3, 1);
+    Output ensemble =
+        held(t, "trees", Tensor::from_vector(shape, std::vector<float>(shape.num_elements(), 0)));
+    Output done = ops::grow_tree_layer(
+        t.b, ensemble, t.feed(matrix(n, features, data)), t.feed(matrix(n, 1, g)),
+        t.feed(matrix(n, 1, std::vector<float>(n, 1.0f))), t.feed(matrix(features, 9, bounds)),
+        {.max_depth = 1, .learning_rate = 1.0, .layers = 0});
+    REQUIRE(t.eval(done).to_vector<int64_t>() == std::vector<int64_t>{1});
+    const std::vector<float> e = t.vars.read("trees")->to_vector<float>();
+    CHECK(e[5 + ops::kNodeThreshold] == 4);
+    return e[5 + ops::kNodeFeature];
+  };
+  CHECK(root_feature(x) == 60);
+  for (int64_t i = 0; i < n; ++i) x[i * features + 3] = x[i * features + 60];
+  CHECK(root_feature(x) == 3);
+}
+
+TEST_CASE("grow_tree_layer buckets values by few boundaries and by many alike") {
+  // Up to 64 boundaries a feature are counted, more are searched: both find the split at 120.
+  for (const int64_t slots : {int64_t{60}, int64_t{199}}) {
+    CAPTURE(slots);
+    OpTest t;
+    const int64_t n = 200;
+    std::vector<float> x(n), g(n), bounds(slots);
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = static_cast<float>(i);
+      g[i] = i <= 120 ? -1.0f : 1.0f;
+    }
+    // Boundaries every 199 / slots apart, one of them exactly 120.
+    for (int64_t j = 0; j < slots; ++j) bounds[j] = static_cast<float>(j * 199 / slots);
+    bounds[slots * 120 / 199] = 120;
+    std::sort(bounds.begin(), bounds.end());
+    const Shape shape = ops::tree_ensemble_shape(1, 3, 1);
+    Output ensemble =
+        held(t, "trees", Tensor::from_vector(shape, std::vector<float>(shape.num_elements(), 0)));
+    Output done = ops::grow_tree_layer(
+        t.b, ensemble, t.feed(matrix(n, 1, x)), t.feed(matrix(n, 1, g)),
+        t.feed(matrix(n, 1, std::vector<float>(n, 1.0f))), t.feed(matrix(1, slots, bounds)),
+        {.max_depth = 1, .learning_rate = 1.0, .layers = 0});
+    REQUIRE(t.eval(done).to_vector<int64_t>() == std::vector<int64_t>{1});
+    const std::vector<float> e = t.vars.read("trees")->to_vector<float>();
+    CHECK(e[5 + ops::kNodeThreshold] == 120);
+    // 121^2 / 121 + 79^2 / 79 for the children, less 42^2 / 200 for the node.
+    CHECK(e[5 + ops::kNodeGain] == doctest::Approx(121.0 + 79.0 - 42.0 * 42.0 / 200));
+  }
 }
