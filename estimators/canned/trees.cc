@@ -80,6 +80,15 @@ Result<Output> tree_input(ModelInputs& in, const TreeModel& m, const Head& head,
   return dense_input_layer(in, m.feature_keys, {}, width, head.options.weight_column);
 }
 
+// Whether the trees sum to one logit: a boosted binary classifier grows one tree a round, as
+// XGBoost's binary:logistic does, where a tree per class would fit the same split twice. Its
+// sum f is the second class's logit against a first of 0, so the softmax is sigmoid(f), and
+// f's derivatives are the second class's.
+bool one_logit(const Head& head, bool forest) {
+  return !forest && head.task == Task::kClassifier && head.n_classes == 2 &&
+         !head.options.multi_label && head.options.heads.empty();
+}
+
 // The loss's derivatives for boosting, the targets for a forest (ops/tree_ops.h), weighted.
 Result<std::pair<Output, Output>> fit_statistics(ModelInputs& in, const Head& head, Output logits,
                                                  bool forest) {
@@ -119,8 +128,9 @@ Result<EstimatorSpec> tree_spec(ModelInputs& in, const Head& head, const TreeMod
   runtime::GraphBuilder& b = in.b;
   int64_t width = 0;
   TROUPE_ASSIGN_OR_RETURN(Output x, tree_input(in, m, head, &width));
-  const int64_t k = logits_dimension(head);
   const bool forest = m.growth.forest;
+  const bool binary = one_logit(head, forest);
+  const int64_t k = binary ? 1 : logits_dimension(head);
   Output ensemble, bounds_var;
   {
     auto scope = b.name_scope(m.scope);
@@ -151,6 +161,7 @@ Result<EstimatorSpec> tree_spec(ModelInputs& in, const Head& head, const TreeMod
     TROUPE_RETURN_IF_ERROR(b.status());
   }
   Output logits = ops::tree_ensemble_predict(b, predicted_x, ensemble, k, forest);
+  if (binary) logits = ops::concat(b, {ops::zeros_like(b, logits), logits}, 1);
   if (forest && head.task == Task::kClassifier) {
     // The forest's class frequencies p as logits the head turns back into them: log p for a
     // softmax, log(p / (1 - p)) for a multi-label head's sigmoids.
@@ -169,6 +180,10 @@ Result<EstimatorSpec> tree_spec(ModelInputs& in, const Head& head, const TreeMod
   Output bounds = ops::bucket_boundaries(b, bounds_var, x);
   // A forest's statistics do not depend on its predictions: grow from the targets alone.
   TROUPE_ASSIGN_OR_RETURN(auto stats, fit_statistics(in, head, logits, forest));
+  if (binary) {
+    stats = {ops::slice(b, stats.first, {0, 1}, {-1, 1}),
+             ops::slice(b, stats.second, {0, 1}, {-1, 1})};
+  }
   ops::TreeGrowth growth = m.growth;
   if (forest && growth.features_per_node == 0) {
     // Breiman's defaults: the square root of the width for classes, a third for values.
@@ -223,7 +238,7 @@ ModelFn BoostedTreesOptions::model_fn(Task task) const {
   return [o = *this, task](ModelInputs& in) -> Result<EstimatorSpec> {
     TROUPE_RETURN_IF_ERROR(o.validate(task));  // constructor options, first used here
     const Head head = head_of(o, task);
-    const int64_t k = logits_dimension(head);
+    const int64_t k = one_logit(head, false) ? 1 : logits_dimension(head);
     TreeModel m{"boosted_trees",
                 o.feature_keys,
                 o.feature_columns,

@@ -18,7 +18,8 @@
 // scaling); feature_columns may add one-hot (indicator) columns of categorical features.
 //
 // Boosting grows, each round, a tree per logit (n_classes trees of a classifier, as
-// scikit-learn's and LightGBM's multi-class boosting) of depth max_depth on the Newton steps of
+// scikit-learn's and LightGBM's multi-class boosting; one of a binary classifier, the second
+// class's logit against 0, as XGBoost's binary:logistic) of depth max_depth on the Newton steps of
 // the head's loss (softmax or sigmoid cross-entropy, squared error), shrunk by learning_rate,
 // XGBoost's regularization l1, l2, tree_complexity (gamma) and min_node_weight (its
 // min_child_weight). The forest grows n_trees trees at once, each on a Poisson bootstrap of the

@@ -54,10 +54,14 @@ TEST_CASE("boosted trees classify XOR of thresholds and know which features matt
   const runtime::Status fitted = gbt.fit(x, y);
   REQUIRE_MESSAGE(fitted.ok(), fitted.to_string());
   CHECK(*gbt.score(xt, yt) >= 0.97);
-  // 20 rounds of 2 trees of 3 layers, one bias step: training stopped once they were grown.
+  // 20 rounds of one tree (the second class's logit against 0, as XGBoost's binary:logistic)
+  // and one bias step: training stopped once they were grown.
   auto step = gbt.estimator().get_variable_value("global_step");
   REQUIRE(step.ok());
-  CHECK(step->data<int64_t>()[0] <= 1 + 20 * 3 + 4);
+  CHECK(step->data<int64_t>()[0] <= 1 + 20 + 4);
+  auto ensemble = gbt.estimator().get_variable_value("boosted_trees/ensemble");
+  REQUIRE(ensemble.ok());
+  CHECK(ensemble->dim(0) == 20);
   auto importance = tree_feature_importances(gbt.estimator());
   REQUIRE(importance.ok());
   REQUIRE(importance->size() == 3);
@@ -66,6 +70,13 @@ TEST_CASE("boosted trees classify XOR of thresholds and know which features matt
   auto proba = gbt.predict_proba(xt);
   REQUIRE(proba.ok());
   CHECK(proba->shape() == Shape{1000, 2});
+  auto classes = gbt.predict(xt);
+  REQUIRE(classes.ok());
+  for (int64_t i = 0; i < 1000; ++i) {
+    const float* p = proba->data<float>() + 2 * i;
+    CHECK(p[0] + p[1] == doctest::Approx(1));
+    CHECK(classes->data<int64_t>()[i] == (p[1] > p[0] ? 1 : 0));
+  }
 }
 
 TEST_CASE("boosted trees regress a step function, save, restore and export") {
