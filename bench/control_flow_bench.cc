@@ -20,7 +20,7 @@
 //                          a straight chain of adds: us each, their ratio (what frames cost
 //                          per node on the reference executor)
 //
-//   control_flow_bench [--quick] [--json FILE]
+//   control_flow_bench [--quick] [--json FILE] [--only parallel_iterations|lstm|while_iteration]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -180,26 +180,31 @@ double independent_loop_seconds(int64_t parallel_iterations) {
 
 int main(int argc, char** argv) {
   bench::Flags flags("control_flow_bench", "bench_control_flow.json");
+  std::string only;
+  flags.value("only", &only, "NAME", "parallel_iterations, lstm or while_iteration alone");
   flags.parse(argc, argv);
   quick = flags.quick;
   bench::Bars bars("control_flow");
+  auto runs = [&](const char* part) { return only.empty() || only == part; };
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
   // First, before the LSTM's big GEMMs leave OpenBLAS's threads spinning on the cores.
   std::vector<double> wide_s, narrow_s, wide_ratios;
-  for (int round = 0; round < (quick ? 1 : 3); ++round) {
+  for (int round = 0; runs("parallel_iterations") && round < (quick ? 1 : 3); ++round) {
     wide_s.push_back(independent_loop_seconds(10));
     narrow_s.push_back(independent_loop_seconds(1));
     wide_ratios.push_back(narrow_s.back() / wide_s.back());
   }
-  bars.add("parallel_iterations", 1 / median(wide_s), "loops/s", "parallel_iterations_1",
-           1 / median(narrow_s), median(wide_ratios));
+  if (runs("parallel_iterations")) {
+    bars.add("parallel_iterations", 1 / median(wide_s), "loops/s", "parallel_iterations_1",
+             1 / median(narrow_s), median(wide_ratios));
+  }
   // Alternated rounds, the ratio taken within each and its median reported.
   std::vector<double> loop_s, unrolled_s, actors_s, composite_s, ratios, actor_ratios, fused_ratios;
   std::vector<double> in_loop_s, apart_s, in_loop_ratios;
-  for (int round = 0; round < (quick ? 1 : 3); ++round) {
+  for (int round = 0; runs("lstm") && round < (quick ? 1 : 3); ++round) {
     loop_s.push_back(lstm_step_seconds(Run::kLoop));
     unrolled_s.push_back(lstm_step_seconds(Run::kUnrolled));
     actors_s.push_back(lstm_step_seconds(Run::kLoopOnActors));
@@ -211,16 +216,20 @@ int main(int argc, char** argv) {
     apart_s.push_back(lstm_step_seconds(Run::kCompositeOnActors, false));
     in_loop_ratios.push_back(apart_s.back() / in_loop_s.back());
   }
-  bars.add("lstm_loop_vs_unrolled", kBatch / median(loop_s), "examples/s", "unrolled",
-           kBatch / median(unrolled_s), median(ratios));
-  bars.add("lstm_fused_vs_composite", kBatch / median(loop_s), "examples/s", "composite_cell",
-           kBatch / median(composite_s), median(fused_ratios));
-  bars.add("lstm_actors_vs_executor", kBatch / median(actors_s), "examples/s", "executor",
-           kBatch / median(loop_s), median(actor_ratios));
-  bars.add("loop_fusion", kBatch / median(in_loop_s), "examples/s", "unfused",
-           kBatch / median(apart_s), median(in_loop_ratios));
-  const double iteration = per_add_us(true), node = per_add_us(false);
-  bars.add("while_iteration", iteration, "us", "straight_node", node, node / iteration);
+  if (runs("lstm")) {
+    bars.add("lstm_loop_vs_unrolled", kBatch / median(loop_s), "examples/s", "unrolled",
+             kBatch / median(unrolled_s), median(ratios));
+    bars.add("lstm_fused_vs_composite", kBatch / median(loop_s), "examples/s", "composite_cell",
+             kBatch / median(composite_s), median(fused_ratios));
+    bars.add("lstm_actors_vs_executor", kBatch / median(actors_s), "examples/s", "executor",
+             kBatch / median(loop_s), median(actor_ratios));
+    bars.add("loop_fusion", kBatch / median(in_loop_s), "examples/s", "unfused",
+             kBatch / median(apart_s), median(in_loop_ratios));
+  }
+  if (runs("while_iteration")) {
+    const double iteration = per_add_us(true), node = per_add_us(false);
+    bars.add("while_iteration", iteration, "us", "straight_node", node, node / iteration);
+  }
   bars.write_json(flags.json);
   return 0;
 }
