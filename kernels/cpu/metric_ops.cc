@@ -20,9 +20,13 @@ Status contingency_counts(KernelContext& ctx) {
   const Tensor& table = ctx.input(0);
   const Tensor& labels = ctx.input(1);
   const Tensor& predictions = ctx.input(2);
-  if (table.rank() != 2 || table.dim(1) != 3) {
+  if (table.rank() != 2 || table.dim(1) != 3 || table.dtype() != DType::kFloat64) {
     return runtime::invalid_argument("ContingencyCounts '", ctx.node().name, "': a table of ",
-                                     table.shape(), ", not [pairs, 3]");
+                                     table.shape(), ", not float64 [pairs, 3]");
+  }
+  if (labels.dtype() != DType::kFloat64 || predictions.dtype() != DType::kFloat64) {
+    return runtime::invalid_argument("ContingencyCounts '", ctx.node().name,
+                                     "': labels and predictions must be float64");
   }
   if (labels.num_elements() != predictions.num_elements()) {
     return runtime::invalid_argument("ContingencyCounts '", ctx.node().name,
@@ -71,9 +75,9 @@ Status contingency_counts(KernelContext& ctx) {
 
 Status adjusted_rand_index(KernelContext& ctx) {
   const Tensor& table = ctx.input(0);
-  if (table.rank() != 2 || table.dim(1) != 3) {
+  if (table.rank() != 2 || table.dim(1) != 3 || table.dtype() != DType::kFloat64) {
     return runtime::invalid_argument("AdjustedRandIndex '", ctx.node().name, "': a table of ",
-                                     table.shape(), ", not [pairs, 3]");
+                                     table.shape(), ", not float64 [pairs, 3]");
   }
   Tensor out(DType::kFloat64, Shape{});
   out.data<double>()[0] = ops::metrics::adjusted_rand_of(table.data<double>(), table.dim(0));

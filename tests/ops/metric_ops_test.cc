@@ -191,6 +191,22 @@ TEST_CASE("the adjusted Rand index counts pairs of any ids in a table that grows
                 uneven.status().to_string());
 }
 
+TEST_CASE("the contingency ops refuse a table that is not [pairs, 3] when it comes, by name") {
+  OpTest t;
+  Output table = ops::placeholder(t.b, DType::kFloat64, Shape{-1, -1}, "table");
+  Output ari = t.b.add("AdjustedRandIndex", {table});
+  Output ids = t.feed(Tensor::from_vector<double>(Shape{1}, {0}));
+  Output merged = t.b.add("ContingencyCounts", {table, ids, ids});
+  REQUIRE_MESSAGE(t.b.ok(), t.b.status().to_string());
+  t.feeds.push_back({table, Tensor::from_vector<double>(Shape{2, 2}, {0, 0, 1, 1})});
+  for (Output o : {ari, merged}) {
+    auto r = t.run({o});
+    CHECK_MESSAGE(
+        r.status().message().find("a table of [2,2], not float64 [pairs, 3]") != std::string::npos,
+        r.status().to_string());
+  }
+}
+
 TEST_CASE("only a local variable may leave dims unknown") {
   OpTest t;
   ops::variable(t.b, "w", Shape{-1, 3}, DType::kFloat32,
