@@ -474,6 +474,12 @@ std::string class_metric_kind(const std::string& name, int64_t classes) {
       return name.substr(0, len - 1) + "_k:" + name.substr(len);
     }
   }
+  const std::string top = "top_", accuracy = "_accuracy";
+  if (name.size() > top.size() + accuracy.size() && name.compare(0, top.size(), top) == 0 &&
+      name.compare(name.size() - accuracy.size(), std::string::npos, accuracy) == 0) {
+    const std::string k = name.substr(top.size(), name.size() - top.size() - accuracy.size());
+    if (k.find_first_not_of("0123456789") == std::string::npos) return "top_k_accuracy:" + k;
+  }
   for (const char* average : {"_micro", "_macro", "_weighted"}) {
     const size_t at = name.size() - std::min(name.size(), std::strlen(average));
     if (name.compare(at, std::string::npos, average) == 0) {

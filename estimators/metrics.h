@@ -63,8 +63,9 @@ class Metric {
 runtime::Result<std::unique_ptr<Metric>> make_metric(const std::string& kind);
 // The metric kind of a multi-class metric's name, for `classes` classes: f1_macro is
 // "f1:C:macro", precision_weighted "precision:C:weighted", mean_iou "mean_iou:C",
-// mean_per_class_accuracy "mean_per_class_accuracy:C", precision_at_5 "precision_at_k:5" and
-// recall_at_5 "recall_at_k:5" (these two over scores, not classes); "" for a name not of these.
+// mean_per_class_accuracy "mean_per_class_accuracy:C", precision_at_5 "precision_at_k:5",
+// recall_at_5 "recall_at_k:5" and top_5_accuracy "top_k_accuracy:5" (these three over scores,
+// not classes); "" for a name not of these.
 std::string class_metric_kind(const std::string& name, int64_t classes);
 
 // The graph ops of a metric kind (ops/metric_ops.h), named `name`, which compute what the host

@@ -87,7 +87,7 @@ const Command kCommands[] = {
      "    --lr-alpha A (the final rate's fraction) --decay-power P (polynomial)\n"
      "  --reduce-lr-on-plateau K (halve the rate after K evaluations without improvement)\n"
      "  --metrics f1_macro,precision_weighted,recall_micro,mean_iou,mean_per_class_accuracy,\n"
-     "    precision_at_3,recall_at_3\n"
+     "    precision_at_3,recall_at_3,top_3_accuracy\n"
      "    (a classifier's further evaluation metrics)\n"
      "  --eval-data DATA --n-classes C --standardize auto|on|off (auto: csv tables)\n"
      "  --columns FILE (feature columns; default: text columns categorical from the data;\n"

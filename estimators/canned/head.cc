@@ -273,7 +273,7 @@ runtime::Status Head::validate() const {
         return runtime::invalid_argument(
             "metrics: '", name,
             "' is not precision_, recall_ or f1_ with micro, macro or weighted, "
-            "mean_per_class_accuracy, mean_iou, precision_at_K or recall_at_K");
+            "mean_per_class_accuracy, mean_iou, precision_at_K, recall_at_K or top_K_accuracy");
       }
     }
   } else if (!label_vocabulary.empty() || !class_weights.empty() || multi_label ||
@@ -430,8 +430,9 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     spec.eval_metric_ops["accuracy"] = {"accuracy", labels, classes};
     for (const std::string& name : head.options.metrics) {
       const std::string kind = class_metric_kind(name, head.n_classes);
-      // The at-k metrics rank the scores; the others count the predicted classes.
-      const bool ranks = kind.find("_at_k:") != std::string::npos;
+      // The top-k kinds rank the scores; the others count the predicted classes.
+      const bool ranks =
+          kind.find("_at_k:") != std::string::npos || kind.rfind("top_k_accuracy:", 0) == 0;
       spec.eval_metric_ops[name] = {kind, labels, ranks ? spec.export_scores : classes};
     }
     if (head.n_classes == 2) {

@@ -86,6 +86,9 @@ TEST_CASE("precision_at_k and recall_at_k over scores, one label or several an e
   CHECK(estimators::class_metric_kind("precision_at_5", 10) == "precision_at_k:5");
   CHECK(estimators::class_metric_kind("recall_at_3", 10) == "recall_at_k:3");
   CHECK(estimators::class_metric_kind("recall_at_x", 10).empty());
+  CHECK(estimators::class_metric_kind("top_5_accuracy", 10) == "top_k_accuracy:5");
+  CHECK(estimators::class_metric_kind("top_x_accuracy", 10).empty());
+  CHECK(estimators::class_metric_kind("top__accuracy", 10).empty());
   CHECK_FALSE(estimators::make_metric("precision_at_k").ok());
 }
 

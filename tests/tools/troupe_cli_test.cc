@@ -250,11 +250,19 @@ TEST_CASE(
   CHECK(lines(sd.out) == 3);
   // Further metrics of a classifier, in training's JSON line and evaluate's alike.
   const std::string scored = (dir / "scored").string();
-  Run ms = troupe("train --model dnn" + train + test +
-                  " --label label --epochs 2 --metrics f1_macro,mean_iou --model-dir " + scored);
+  Run ms = troupe(
+      "train --model dnn" + train + test +
+      " --label label --epochs 2 --metrics f1_macro,mean_iou,top_1_accuracy --model-dir " + scored);
   REQUIRE_MESSAGE(ms.status == 0, ms.err);
   CHECK(ms.out.find("\"f1_macro\": ") != std::string::npos);
   CHECK(ms.out.find("\"mean_iou\": ") != std::string::npos);
+  // The label among the best one score is the accuracy.
+  auto figure = [&](const std::string& name) {
+    const size_t at = ms.out.find("\"" + name + "\": ");
+    REQUIRE_MESSAGE(at != std::string::npos, name, " in ", ms.out);
+    return std::stod(ms.out.substr(at + name.size() + 4));
+  };
+  CHECK(figure("top_1_accuracy") == doctest::Approx(figure("accuracy")).epsilon(1e-3));
   Run me = troupe("evaluate --model-dir " + scored + " --data csv:" + (dir / "test.csv").string());
   REQUIRE_MESSAGE(me.status == 0, me.err);
   CHECK(me.out == ms.out);
