@@ -231,7 +231,7 @@ struct Batch {
   std::vector<uint8_t> bins;      // [n, features]
   std::vector<int32_t> buckets;   // per feature
   std::vector<uint64_t> row_key;  // fingerprints of the rows (bagging)
-  std::vector<int32_t> hot;       // per row, its one nonzero gradient column, or -1 (dim > 1)
+  std::vector<int32_t> hot;       // per row, its one nonzero target column, or -1 (forests)
 };
 
 // The number of the `n` ascending boundaries below v: a branchless binary search, since the
@@ -552,7 +552,7 @@ class TreeGrower {
                   bool sparse, int64_t first, int64_t last) {
     const int64_t m = static_cast<int64_t>(feats.size()), c = column(t);
     const bool identity = m == b_.features;
-    const bool hot = dim_ > 1 && !b_.hot.empty();
+    const bool hot = !b_.hot.empty();
     for (int64_t r = a.first; r < a.last; ++r) {
       const float w = weights_[r];
       const int64_t i = rows_[r];
@@ -639,19 +639,21 @@ class TreeGrower {
     *best_split = {node, feats[best_j], best_bucket, best, best_left, best_right, 0, -1};
   }
 
-  // Builds node a's histogram (`build`) and finds its best split (`splits`) in `found`, over
-  // ranges of its features on threads_ threads where that is worth threads, as XGBoost and
+  // Finds node a's best split (when `splits`) in `found` from its histogram `hist`, built first
+  // from its rows when `build`, and subtracted from `parent` (its sibling's to be) when given.
+  // Ranges of its features go to threads_ threads where that is worth threads, as XGBoost and
   // LightGBM search: a round of one tree (a regressor, a binary classifier) uses every core
-  // too. Each thread touches its features' parts of hist and touched_ alone; the ranges'
-  // bests are taken in feature order, so the split is the one a single thread finds.
+  // too. Each thread touches its features' parts of the histograms and of touched_ alone; the
+  // ranges' bests are taken in feature order, so the split is the one a single thread finds.
   void search(int64_t t, const Active& a, const std::vector<int64_t>& feats, double* hist,
-              bool sparse, bool build, bool splits, const std::vector<double>& total,
-              Candidate* found) {
+              bool sparse, bool build, double* parent, bool splits,
+              const std::vector<double>& total, Candidate* found) {
     const auto m = static_cast<int64_t>(feats.size());
     std::mutex mu;
     std::vector<std::pair<int64_t, Candidate>> bests;
     auto run = [&](int64_t first, int64_t last) {
       if (build) accumulate(t, a, feats, hist, sparse, first, last);
+      if (parent) subtract(hist, parent, sparse, first, last);
       if (!splits) return;
       Candidate best;
       scan(a.node, feats, hist, sparse, total, first, last, &best);
@@ -660,7 +662,6 @@ class TreeGrower {
     };
     const double per_feature = static_cast<double>(stride_) * (build ? a.last - a.first : buckets_);
     parallel_range(m, per_feature, run, threads_);
-    if (!splits) return;
     std::sort(bests.begin(), bests.end(),
               [](const auto& p, const auto& q) { return p.first < q.first; });
     found->feature = -1;
@@ -685,7 +686,8 @@ class TreeGrower {
       // Its histogram is ready.
       double* hist = kept_[node.kept].data();
       if (splits) {
-        search(t, node, features_of(t, node.node), hist, false, false, true, total, &found);
+        search(t, node, features_of(t, node.node), hist, false, false, nullptr, true, total,
+               &found);
       }
       if (found.feature >= 0 && keep_) {
         found.kept = node.kept;
@@ -703,14 +705,8 @@ class TreeGrower {
       }
       touched_.resize(m);
       for (auto& list : touched_) list.clear();
-      if (sibling_hist >= 0) {
-        // Its whole histogram first: the sibling's is the parent's less all of it.
-        search(t, node, feats, scratch_.data(), sparse, true, false, total, &found);
-        subtract(kept_[sibling_hist].data(), sparse);
-        if (splits) search(t, node, feats, scratch_.data(), sparse, false, true, total, &found);
-      } else {
-        search(t, node, feats, scratch_.data(), sparse, true, splits, total, &found);
-      }
+      double* parent = sibling_hist >= 0 ? kept_[sibling_hist].data() : nullptr;
+      search(t, node, feats, scratch_.data(), sparse, true, parent, splits, total, &found);
       if (found.feature >= 0 && keep_ && !sparse && may_keep()) {
         found.kept = take();
         std::copy(scratch_.begin(), scratch_.end(), kept_[found.kept].begin());
@@ -722,15 +718,18 @@ class TreeGrower {
     candidates->push_back(std::move(found));
   }
 
-  void subtract(double* from, bool sparse) const {
+  // from -= hist over features [first, last): what the parent's histogram leaves for the
+  // sibling.
+  void subtract(const double* hist, double* from, bool sparse, int64_t first, int64_t last) const {
+    const int64_t per_feature = buckets_ * stride_;
     if (!sparse) {
-      for (size_t i = 0; i < scratch_.size(); ++i) from[i] -= scratch_[i];
+      for (int64_t i = first * per_feature; i < last * per_feature; ++i) from[i] -= hist[i];
       return;
     }
-    for (size_t j = 0; j < touched_.size(); ++j) {
+    for (int64_t j = first; j < last; ++j) {
       for (uint8_t bucket : touched_[j]) {
-        const int64_t at = (static_cast<int64_t>(j) * buckets_ + bucket) * stride_;
-        for (int64_t k = 0; k < stride_; ++k) from[at + k] -= scratch_[at + k];
+        const int64_t at = j * per_feature + bucket * stride_;
+        for (int64_t k = 0; k < stride_; ++k) from[at + k] -= hist[at + k];
       }
     }
   }
@@ -910,7 +909,7 @@ struct GrowKernel {
       } else {
         bucketize(batch);
         if (growth.bagging) key_rows(batch);
-        if (dim > 1) find_hot_columns(batch);
+        if (growth.forest && dim > 1) find_hot_columns(batch);
         // The round's trees side by side; the cores they leave search each node's features.
         const int64_t threads = std::max<int64_t>(1, runtime::available_cores() / per_round);
         parallel_range(per_round, 1e9, [&](int64_t begin, int64_t end) {
