@@ -216,14 +216,14 @@ class LogLoss : public Metric {
 // k best. Labels are class ids [n], or 0/1 [n, c] (several labels an example).
 class TopK : public Metric {
  public:
-  enum Summary { kAccuracy, kPrecision, kRecall };
+  using Summary = ops::metrics::TopKSummary;  // as the graph ops name them
   TopK(Summary summary, int k) : summary_(summary), k_(k) {}
   bool takes_weights() const override { return true; }
   Status accumulate(const Tensor& labels, const Tensor& predictions,
                     const std::vector<double>& weights) override {
     const bool multi = labels.rank() == 2 && labels.shape() == predictions.shape();
     if (predictions.rank() != 2 || (!multi && predictions.dim(0) != labels.num_elements()) ||
-        (multi && summary_ == kAccuracy)) {
+        (multi && summary_ == Summary::kAccuracy)) {
       return runtime::invalid_argument(name(), ": scores ", predictions.shape().to_string(),
                                        " for labels ", labels.shape().to_string());
     }
@@ -260,11 +260,11 @@ class TopK : public Metric {
   }
   double result() const override {
     switch (summary_) {
-      case kAccuracy:
+      case Summary::kAccuracy:
         return n_ > 0 ? hits_ / n_ : 0;
-      case kPrecision:
+      case Summary::kPrecision:
         return retrieved_ > 0 ? hits_ / retrieved_ : 0;
-      case kRecall:
+      case Summary::kRecall:
         break;
     }
     return relevant_ > 0 ? hits_ / relevant_ : 0;
@@ -273,9 +273,9 @@ class TopK : public Metric {
 
  private:
   const char* name() const {
-    return summary_ == kAccuracy    ? "top_k_accuracy"
-           : summary_ == kPrecision ? "precision_at_k"
-                                    : "recall_at_k";
+    return summary_ == Summary::kAccuracy    ? "top_k_accuracy"
+           : summary_ == Summary::kPrecision ? "precision_at_k"
+                                             : "recall_at_k";
   }
   Summary summary_;
   int k_;
@@ -499,13 +499,24 @@ struct KindParts {
   bool of_classes = false;  // a confusion matrix's summary over `arg` classes, as follows
   ops::metrics::ClassSummary summary = ops::metrics::ClassSummary::kAccuracy;
   ops::metrics::Average average = ops::metrics::Average::kMacro;
+  // A top-k kind, which ranks scores: its summary; `arg` is its k (top_k_accuracy's 5 unless
+  // given; precision_at_k and recall_at_k need theirs).
+  std::optional<ops::metrics::TopKSummary> ranks;
 };
 
 Result<KindParts> parse_kind(const std::string& kind) {
   KindParts k;
   const size_t colon = kind.find(':');
   k.name = kind.substr(0, colon);
-  if (colon == std::string::npos) return k;
+  using T = ops::metrics::TopKSummary;
+  static const std::map<std::string, T> top_k = {{"top_k_accuracy", T::kAccuracy},
+                                                 {"precision_at_k", T::kPrecision},
+                                                 {"recall_at_k", T::kRecall}};
+  if (auto it = top_k.find(k.name); it != top_k.end()) k.ranks = it->second;
+  if (colon == std::string::npos) {
+    if (k.ranks == T::kAccuracy) k.arg = 5;
+    return k;
+  }
   const size_t second = kind.find(':', colon + 1);
   std::string average = second == std::string::npos ? "" : kind.substr(second + 1);
   if (average.empty()) average = "macro";
@@ -517,9 +528,7 @@ Result<KindParts> parse_kind(const std::string& kind) {
   if (k.arg < 1) {
     return runtime::invalid_argument("metric '", kind, "': the number after ':' must be >= 1");
   }
-  k.of_classes = k.name != "confusion_matrix" && k.name != "top_k_accuracy" &&
-                 k.name != "precision_at_k" && k.name != "recall_at_k" && k.name != "auc" &&
-                 k.name != "auc_pr";
+  k.of_classes = k.name != "confusion_matrix" && !k.ranks && k.name != "auc" && k.name != "auc_pr";
   if (!k.of_classes) return k;
   using S = ops::metrics::ClassSummary;
   using A = ops::metrics::Average;
@@ -572,13 +581,9 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
   if (name == "log_loss") return std::unique_ptr<Metric>(new LogLoss());
   if (name == "sum") return std::unique_ptr<Metric>(new Sum());
   if (name == "adjusted_rand_index") return std::unique_ptr<Metric>(new AdjustedRand());
-  if (name == "top_k_accuracy") {
-    return std::unique_ptr<Metric>(new TopK(TopK::kAccuracy, arg > 0 ? arg : 5));
-  }
-  if (name == "precision_at_k" || name == "recall_at_k") {
+  if (parts.ranks) {
     if (arg < 1) return runtime::invalid_argument("metric '", kind, "' needs its k: ", name, ":5");
-    return std::unique_ptr<Metric>(
-        new TopK(name == "precision_at_k" ? TopK::kPrecision : TopK::kRecall, arg));
+    return std::unique_ptr<Metric>(new TopK(*parts.ranks, arg));
   }
   if (name == "confusion_matrix") {
     if (arg < 1)
@@ -586,6 +591,11 @@ Result<std::unique_ptr<Metric>> make_metric(const std::string& kind) {
     return std::unique_ptr<Metric>(new Confusion(arg));
   }
   return runtime::invalid_argument("unknown metric '", kind, "'");
+}
+
+bool ranks_scores(const std::string& kind) {
+  auto parts = parse_kind(kind);
+  return parts.ok() && parts->ranks.has_value();
 }
 
 Result<std::optional<ops::StreamingMetric>> graph_metric(
@@ -623,11 +633,8 @@ Result<std::optional<ops::StreamingMetric>> graph_metric(
     out = m::sum(b, predictions, name);
   } else if (k.name == "confusion_matrix" && !weights.valid()) {
     out = m::per_class(b, labels, predictions, k.arg, S::kAccuracy, m::Average::kMicro, {}, name);
-  } else if (k.name == "top_k_accuracy" || k.name == "precision_at_k" || k.name == "recall_at_k") {
-    const m::TopKSummary summary = k.name == "top_k_accuracy"   ? m::TopKSummary::kAccuracy
-                                   : k.name == "precision_at_k" ? m::TopKSummary::kPrecision
-                                                                : m::TopKSummary::kRecall;
-    out = m::top_k(b, labels, predictions, k.arg > 0 ? k.arg : 5, summary, weights, name);
+  } else if (k.ranks) {
+    out = m::top_k(b, labels, predictions, k.arg, *k.ranks, weights, name);
   } else if (k.name == "adjusted_rand_index" && !weights.valid()) {
     out = m::adjusted_rand_index(b, labels, predictions, name);
   }

@@ -67,6 +67,9 @@ runtime::Result<std::unique_ptr<Metric>> make_metric(const std::string& kind);
 // recall_at_5 "recall_at_k:5" and top_5_accuracy "top_k_accuracy:5" (these three over scores,
 // not classes); "" for a name not of these.
 std::string class_metric_kind(const std::string& name, int64_t classes);
+// Whether a kind ranks each example's scores (top_k_accuracy, precision_at_k, recall_at_k)
+// rather than counting predicted classes or values.
+bool ranks_scores(const std::string& kind);
 
 // The graph ops of a metric kind (ops/metric_ops.h), named `name`, which compute what the host
 // metric computes: every kind; sum, confusion_matrix and adjusted_rand_index given weights stay

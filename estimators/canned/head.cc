@@ -430,10 +430,8 @@ runtime::Result<EstimatorSpec> head_spec(ModelInputs& in, const Head& head, Outp
     spec.eval_metric_ops["accuracy"] = {"accuracy", labels, classes};
     for (const std::string& name : head.options.metrics) {
       const std::string kind = class_metric_kind(name, head.n_classes);
-      // The top-k kinds rank the scores; the others count the predicted classes.
-      const bool ranks =
-          kind.find("_at_k:") != std::string::npos || kind.rfind("top_k_accuracy:", 0) == 0;
-      spec.eval_metric_ops[name] = {kind, labels, ranks ? spec.export_scores : classes};
+      spec.eval_metric_ops[name] = {kind, labels,
+                                    ranks_scores(kind) ? spec.export_scores : classes};
     }
     if (head.n_classes == 2) {
       if (!hinge) {
